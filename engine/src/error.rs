@@ -1,0 +1,99 @@
+//! The engine's one error type. Variants are what a caller can act on; storage failures carry
+//! redb's error for the log, never for the client.
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A field-level validation failure: which field, and why, in words a user can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    pub field: String,
+    pub reason: String,
+}
+
+impl Invalid {
+    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self { field: field.into(), reason: reason.into() }
+    }
+}
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No live row with this id in this user's scope (also: a tombstone, or another user's id).
+    #[error("not found")]
+    NotFound,
+    /// A conditional write whose expected revision is not the row's current one.
+    #[error("revision conflict: expected {expected}, actual {actual}")]
+    Conflict { expected: u64, actual: u64 },
+    /// A unique secondary index already holds this value.
+    #[error("duplicate value for {index}")]
+    Duplicate { index: &'static str },
+    /// The record failed its type's validation.
+    #[error("invalid {0}")]
+    Invalid(Invalid),
+    /// A stored row could not be decoded (unknown format version or corrupt bytes).
+    #[error("undecodable row in {table}: {reason}")]
+    Corrupt { table: String, reason: String },
+    /// The database schema is newer than this binary knows.
+    #[error("database schema version {found} is newer than this build supports ({supported}); downgrade is unsupported, restore the pre-migration snapshot taken by the older version instead")]
+    SchemaAhead { found: u32, supported: u32 },
+    /// A migration step started and never finished.
+    #[error("migration to schema version {version} was left unfinished (dirty); restore the pre-migration snapshot in {} and start again", snapshot_dir.display())]
+    DirtyMigration { version: u32, snapshot_dir: PathBuf },
+    /// The snapshot that must precede a migration could not be written or verified.
+    #[error("pre-migration snapshot could not be written to {}: {reason} (ErrPreMigrationBackupFailed); refusing to migrate", dir.display())]
+    PreMigrationBackupFailed { dir: PathBuf, reason: String },
+    /// A migration step failed; its transaction was rolled back.
+    #[error("migration step {version} ({name}) failed: {reason}")]
+    MigrationFailed { version: u32, name: &'static str, reason: String },
+    /// A snapshot failed verification.
+    #[error("snapshot verification failed: {0}")]
+    SnapshotInvalid(String),
+    /// An earlier I/O error left the database refusing writes until it is reopened.
+    #[error("the database refused writes after an earlier I/O error; restart the server")]
+    Poisoned,
+    /// The commit of a write batch failed; nothing in it was applied.
+    #[error("commit failed: {0}")]
+    CommitFailed(String),
+    /// The writer task is gone (the engine is shutting down).
+    #[error("the engine is shut down")]
+    ShutDown,
+    #[error("storage: {0}")]
+    Storage(#[from] redb::Error),
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+macro_rules! storage_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self { Error::Storage(e.into()) }
+        }
+    )*};
+}
+storage_from!(
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError
+);
+
+impl Error {
+    /// Whether this error means the storage itself failed (as opposed to the request).
+    pub fn is_storage(&self) -> bool {
+        matches!(
+            self,
+            Error::Storage(_) | Error::Io(_) | Error::Poisoned | Error::Corrupt { .. } | Error::CommitFailed(_)
+        )
+    }
+}

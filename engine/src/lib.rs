@@ -1,0 +1,270 @@
+//! Mycorrhizal's storage engine: typed, per-user tables over redb with one write path.
+//!
+//! - [`Engine::open`] opens (or creates) the database, takes a verified snapshot before any
+//!   pending migration, and runs the migrations.
+//! - User data is reached only through [`Engine::user`], a handle bound to one user id; no
+//!   method reads or writes another user's rows.
+//! - Every write goes through the group-commit writer ([`Engine::write`]) and [`tx::TxUser`].
+//! - The engine knows nothing of HTTP.
+
+pub mod changes;
+pub mod clock;
+mod codec;
+mod error;
+pub mod migrate;
+mod read;
+pub mod record;
+pub mod snapshot;
+pub mod system;
+mod tables;
+pub mod tx;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+
+use redb::{Database, Durability, ReadableDatabase};
+use tokio::sync::oneshot;
+
+pub use changes::{Change, Op};
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use error::{Error, Invalid, Result};
+pub use migrate::{Migration, MigrationReport};
+pub use read::{Page, UserView};
+pub use record::{Kind, Meta, Precondition, Record, Row};
+pub use tx::{Tx, TxUser};
+
+/// A user's id. User data is only reachable through [`Engine::user`] with one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UserId(pub u64);
+
+/// How to open the engine.
+pub struct Options {
+    /// Where pre-migration snapshots go (default: `pre-migration/` beside the database).
+    pub pre_migration_dir: Option<PathBuf>,
+    /// The migration steps, in version order. Defaults to the engine's own.
+    pub migrations: Vec<Migration>,
+    pub clock: Arc<dyn Clock>,
+    /// `Immediate` (fsync per commit) in production; `None` only for throwaway test data.
+    pub durability: Durability,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            pre_migration_dir: None,
+            migrations: migrate::steps(),
+            clock: Arc::new(SystemClock),
+            durability: Durability::Immediate,
+        }
+    }
+}
+
+/// The storage engine. Cheap to clone; all clones share one database and one writer.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Arc<Database>,
+    path: PathBuf,
+    clock: Arc<dyn Clock>,
+    queue: Mutex<Option<mpsc::Sender<writer::Request>>>,
+    healthy: Arc<AtomicBool>,
+    schema_version: u32,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Engine {
+    /// Opens the database at `path`, creating it when missing, then migrates it.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<(Engine, MigrationReport)> {
+        let path = path.as_ref().to_path_buf();
+        let fresh = !path.exists();
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let db = Database::builder().create(&path)?;
+        let snapshot_dir = options
+            .pre_migration_dir
+            .clone()
+            .unwrap_or_else(|| path.parent().unwrap_or(Path::new(".")).join("pre-migration"));
+        let report = migrate::run(&db, fresh, &snapshot_dir, &options.migrations, options.clock.now())?;
+        let db = Arc::new(db);
+        let healthy = Arc::new(AtomicBool::new(true));
+        let (sender, queue) = mpsc::channel();
+        let writer = writer::Writer {
+            db: db.clone(),
+            clock: options.clock.clone(),
+            durability: options.durability,
+            healthy: healthy.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name("engine-writer".into())
+            .spawn(move || writer.run(queue))?;
+        let engine = Engine {
+            inner: Arc::new(Inner {
+                db,
+                path,
+                clock: options.clock,
+                queue: Mutex::new(Some(sender)),
+                healthy,
+                schema_version: report.to,
+                writer: Mutex::new(Some(handle)),
+            }),
+        };
+        Ok((engine, report))
+    }
+
+    /// A handle scoped to one user.
+    pub fn user(&self, user: UserId) -> UserScope {
+        UserScope { engine: self.clone(), user }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    pub fn schema_version(&self) -> u32 {
+        self.inner.schema_version
+    }
+
+    /// False once a commit failed on I/O (redb refuses writes until reopened) or the engine shut down.
+    pub fn is_writable(&self) -> bool {
+        self.inner.healthy.load(Ordering::SeqCst) && self.sender().is_some()
+    }
+
+    /// Whether a read transaction can be started and the metadata read.
+    pub fn check_read(&self) -> Result<()> {
+        let txn = self.inner.db.begin_read()?;
+        migrate::read_version(&txn).map(|_| ())
+    }
+
+    /// Runs `change` in the next group commit and waits for that commit to be durable.
+    /// Blocking; call it from a blocking thread. `change` may run more than once (see [`writer`]).
+    pub fn write<T: Send + 'static>(
+        &self,
+        change: impl FnMut(&mut Tx<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let receiver = self.submit(change)?;
+        Self::unpack(receiver.blocking_recv())
+    }
+
+    /// Like [`Engine::write`], awaiting the commit instead of blocking a thread.
+    pub async fn write_async<T: Send + 'static>(
+        &self,
+        change: impl FnMut(&mut Tx<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let receiver = self.submit(change)?;
+        Self::unpack(receiver.await)
+    }
+
+    fn submit<T: Send + 'static>(
+        &self,
+        mut change: impl FnMut(&mut Tx<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<oneshot::Receiver<Result<Box<dyn std::any::Any + Send>>>> {
+        let (reply, receiver) = oneshot::channel();
+        let job: writer::Job = Box::new(move |tx| change(tx).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
+        self.sender()
+            .ok_or(Error::ShutDown)?
+            .send(writer::Request { job, reply })
+            .map_err(|_| Error::ShutDown)?;
+        Ok(receiver)
+    }
+
+    fn unpack<T: 'static>(
+        received: std::result::Result<Result<Box<dyn std::any::Any + Send>>, oneshot::error::RecvError>,
+    ) -> Result<T> {
+        let output = received.map_err(|_| Error::ShutDown)??;
+        output.downcast::<T>().map(|b| *b).map_err(|_| Error::CommitFailed("writer returned the wrong type".into()))
+    }
+
+    fn sender(&self) -> Option<mpsc::Sender<writer::Request>> {
+        self.inner.queue.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Stops accepting writes, lets the writer finish what is queued, and waits for it.
+    pub fn shutdown(&self) {
+        self.inner.queue.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let handle = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+
+    /// A consistent snapshot of the whole database into `dir` (see [`snapshot`]).
+    pub fn snapshot(&self, dir: &Path, label: &str) -> Result<snapshot::Snapshot> {
+        snapshot::write(&self.inner.db, dir, label, self.inner.clock.now())
+    }
+
+    pub(crate) fn db(&self) -> &Database {
+        &self.inner.db
+    }
+}
+
+/// One user's handle on the engine: every read and write it offers is confined to that user.
+#[derive(Clone)]
+pub struct UserScope {
+    engine: Engine,
+    user: UserId,
+}
+
+impl UserScope {
+    pub fn id(&self) -> UserId {
+        self.user
+    }
+
+    /// A consistent read view (one read transaction) for several reads.
+    pub fn view(&self) -> Result<UserView> {
+        Ok(UserView { txn: self.engine.db().begin_read()?, user: self.user.0 })
+    }
+
+    pub fn get<R: Record>(&self, id: u64) -> Result<Row<R>> {
+        self.view()?.get(id)
+    }
+
+    pub fn list<R: Record>(&self) -> Result<Vec<Row<R>>> {
+        self.view()?.list()
+    }
+
+    pub fn find<R: Record>(&self, index: &str, value: &str) -> Result<Vec<u64>> {
+        self.view()?.find::<R>(index, value)
+    }
+
+    pub fn create<R: Record>(&self, body: R) -> Result<Row<R>> {
+        let user = self.user;
+        self.engine.write(move |tx| tx.user(user).create(body.clone()))
+    }
+
+    pub fn put<R: Record>(&self, id: u64, pre: Precondition, body: R) -> Result<Row<R>> {
+        let user = self.user;
+        self.engine.write(move |tx| tx.user(user).put(id, pre, body.clone()))
+    }
+
+    pub fn delete<R: Record>(&self, id: u64, pre: Precondition) -> Result<()> {
+        let user = self.user;
+        self.engine.write(move |tx| tx.user(user).delete::<R>(id, pre))
+    }
+
+    /// Runs several writes for this user atomically, in one group commit.
+    pub fn write<T: Send + 'static>(
+        &self,
+        mut change: impl FnMut(&TxUser<'_, '_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let user = self.user;
+        self.engine.write(move |tx| change(&tx.user(user)))
+    }
+
+    pub async fn write_async<T: Send + 'static>(
+        &self,
+        mut change: impl FnMut(&TxUser<'_, '_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let user = self.user;
+        self.engine.write_async(move |tx| change(&tx.user(user))).await
+    }
+}

@@ -1,0 +1,171 @@
+//! Numbered schema migrations, run at open. Before the first pending step of an existing
+//! database, a consistent snapshot is written and verified; if that fails, nothing migrates.
+//!
+//! A step runs in its own write transaction together with the version bump, so a failed step
+//! leaves the database at the previous version. A dirty marker is committed before each step and
+//! cleared with its version bump: if the process dies mid-step, the next open refuses to start,
+//! because a step may also touch files outside the database.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use jiff::Timestamp;
+use redb::{Database, ReadTransaction, ReadableTable, TableError, WriteTransaction};
+
+use crate::snapshot::{self, Snapshot};
+use crate::tables::{CHANGES, COUNTERS, JOB_RUNS, META, SYSTEM_EVENTS, USER_SEQ};
+use crate::{Error, Result};
+
+const VERSION_KEY: &str = "schema_version";
+const DIRTY_KEY: &str = "migration_dirty";
+
+/// One numbered step.
+#[derive(Clone, Copy)]
+pub struct Migration {
+    pub version: u32,
+    pub name: &'static str,
+    pub run: fn(&WriteTransaction) -> Result<()>,
+}
+
+/// What [`run`] did, for the server's system events.
+#[derive(Debug, Clone)]
+pub struct MigrationReport {
+    pub from: u32,
+    pub to: u32,
+    /// The verified pre-migration snapshot, when one was taken.
+    pub snapshot: Option<Snapshot>,
+    pub steps: Vec<StepReport>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StepReport {
+    pub version: u32,
+    pub name: &'static str,
+    pub duration_ms: u64,
+}
+
+/// The engine's own migration steps, in order.
+pub fn steps() -> Vec<Migration> {
+    vec![Migration { version: 1, name: "core tables", run: create_core_tables }]
+}
+
+/// The schema version this build's default steps produce.
+pub fn latest() -> u32 {
+    steps().last().map(|m| m.version).unwrap_or(0)
+}
+
+fn create_core_tables(txn: &WriteTransaction) -> Result<()> {
+    txn.open_table(COUNTERS)?;
+    txn.open_table(USER_SEQ)?;
+    txn.open_table(CHANGES)?;
+    txn.open_table(SYSTEM_EVENTS)?;
+    txn.open_table(JOB_RUNS)?;
+    Ok(())
+}
+
+/// The schema version recorded in the database (0 for a new file).
+pub fn read_version(txn: &ReadTransaction) -> Result<u32> {
+    match txn.open_table(META) {
+        Ok(meta) => Ok(meta.get(VERSION_KEY)?.map(|v| decode_u32(v.value())).unwrap_or(0)),
+        Err(TableError::TableDoesNotExist(_)) => Ok(0),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn decode_u32(bytes: &[u8]) -> u32 {
+    bytes.try_into().map(u32::from_le_bytes).unwrap_or(0)
+}
+
+fn markers(db: &Database) -> Result<(u32, Option<u32>)> {
+    let txn = db.begin_write()?;
+    let found = {
+        let meta = txn.open_table(META)?;
+        let version = meta.get(VERSION_KEY)?.map(|v| decode_u32(v.value())).unwrap_or(0);
+        let dirty = meta.get(DIRTY_KEY)?.map(|v| decode_u32(v.value()));
+        (version, dirty)
+    };
+    txn.commit()?;
+    Ok(found)
+}
+
+fn set_marker(txn: &WriteTransaction, key: &str, value: Option<u32>) -> Result<()> {
+    let mut meta = txn.open_table(META)?;
+    match value {
+        Some(v) => meta.insert(key, v.to_le_bytes().as_slice())?,
+        None => meta.remove(key)?,
+    };
+    Ok(())
+}
+
+/// Brings `db` to the newest version in `steps`. `fresh` means the file was just created, so
+/// there is nothing to protect with a snapshot.
+pub fn run(
+    db: &Database,
+    fresh: bool,
+    snapshot_dir: &Path,
+    steps: &[Migration],
+    now: Timestamp,
+) -> Result<MigrationReport> {
+    let (from, dirty) = markers(db)?;
+    if let Some(version) = dirty {
+        return Err(Error::DirtyMigration { version, snapshot_dir: snapshot_dir.to_path_buf() });
+    }
+    let supported = steps.last().map(|m| m.version).unwrap_or(0);
+    if from > supported {
+        return Err(Error::SchemaAhead { found: from, supported });
+    }
+    let pending: Vec<&Migration> = steps.iter().filter(|m| m.version > from).collect();
+    let mut report = MigrationReport { from, to: from, snapshot: None, steps: Vec::new() };
+    if pending.is_empty() {
+        return Ok(report);
+    }
+    if !fresh {
+        report.snapshot = Some(pre_migration_snapshot(db, snapshot_dir, from, now)?);
+    }
+    for step in pending {
+        let started = Instant::now();
+        tracing::info!(event = "migration_step_started", component = "migration", version = step.version, name = step.name);
+        let txn = db.begin_write()?;
+        set_marker(&txn, DIRTY_KEY, Some(step.version))?;
+        txn.commit()?;
+        let txn = db.begin_write()?;
+        let outcome = (step.run)(&txn).and_then(|()| {
+            set_marker(&txn, VERSION_KEY, Some(step.version))?;
+            set_marker(&txn, DIRTY_KEY, None)
+        });
+        match outcome {
+            Ok(()) => txn.commit()?,
+            Err(e) => {
+                drop(txn);
+                // The step's transaction rolled back: the database is clean at the old version.
+                let clear = db.begin_write()?;
+                set_marker(&clear, DIRTY_KEY, None)?;
+                clear.commit()?;
+                return Err(Error::MigrationFailed { version: step.version, name: step.name, reason: e.to_string() });
+            }
+        }
+        let duration_ms = started.elapsed().as_millis() as u64;
+        tracing::info!(event = "migration_step_completed", component = "migration", version = step.version, name = step.name, duration_ms);
+        report.steps.push(StepReport { version: step.version, name: step.name, duration_ms });
+        report.to = step.version;
+    }
+    Ok(report)
+}
+
+fn pre_migration_snapshot(db: &Database, dir: &Path, from: u32, now: Timestamp) -> Result<Snapshot> {
+    let failed = |reason: String| Error::PreMigrationBackupFailed { dir: dir.to_path_buf(), reason };
+    let snap = snapshot::write(db, dir, &format!("pre-migration-v{from}"), now).map_err(|e| failed(e.to_string()))?;
+    snapshot::verify(&snap.path).map_err(|e| failed(e.to_string()))?;
+    Ok(snap)
+}
+
+/// Rewinds the recorded schema version of a closed database file. Test support only: it lets a
+/// test present a real binary with an "older" database.
+#[doc(hidden)]
+pub fn rewind_version_for_tests(path: &Path, version: u32) -> Result<PathBuf> {
+    let db = Database::builder().open(path)?;
+    let txn = db.begin_write()?;
+    set_marker(&txn, VERSION_KEY, Some(version))?;
+    txn.commit()?;
+    Ok(path.to_path_buf())
+}

@@ -1,0 +1,221 @@
+//! Reads. A [`UserView`] is one consistent read transaction scoped to one user; the helpers below
+//! are shared with the write path so a row is decoded and filtered the same way everywhere.
+
+use std::ops::Bound;
+
+use redb::{ReadTransaction, ReadableTable, TableError};
+
+use crate::changes::Change;
+use crate::record::{Record, Row};
+use crate::tables::{self, CHANGES, USER_SEQ};
+use crate::{Error, Result, codec};
+
+/// A live (not deleted) row of `user`, or `NotFound`.
+pub(crate) fn live_row<R: Record>(
+    table: &impl ReadableTable<(u64, u64), &'static [u8]>,
+    name: &str,
+    user: u64,
+    id: u64,
+) -> Result<Row<R>> {
+    match any_row(table, name, user, id)? {
+        Some(row) if !row.is_deleted() => Ok(row),
+        _ => Err(Error::NotFound),
+    }
+}
+
+/// A row of `user` including tombstones.
+pub(crate) fn any_row<R: Record>(
+    table: &impl ReadableTable<(u64, u64), &'static [u8]>,
+    name: &str,
+    user: u64,
+    id: u64,
+) -> Result<Option<Row<R>>> {
+    match table.get((user, id))? {
+        Some(bytes) => Ok(Some(codec::decode(name, bytes.value())?)),
+        None => Ok(None),
+    }
+}
+
+pub(crate) fn index_ids(
+    table: &impl ReadableTable<(u64, &'static str, &'static str, u64), ()>,
+    user: u64,
+    index: &str,
+    value: &str,
+) -> Result<Vec<u64>> {
+    let range = table.range((user, index, value, 0)..=(user, index, value, u64::MAX))?;
+    range.map(|entry| Ok(entry?.0.value().3)).collect()
+}
+
+/// One read transaction, scoped to one user. Keep it short-lived: an open read transaction
+/// holds freed pages from reuse.
+pub struct UserView {
+    pub(crate) txn: ReadTransaction,
+    pub(crate) user: u64,
+}
+
+/// A page of rows read through an index, in index order.
+#[derive(Debug, Clone)]
+pub struct Page<R> {
+    pub rows: Vec<Row<R>>,
+    /// `(value, id)` of the last row, to resume after; `None` when there are no more rows.
+    pub next: Option<(String, u64)>,
+}
+
+impl UserView {
+    pub fn get<R: Record>(&self, id: u64) -> Result<Row<R>> {
+        match self.txn.open_table(tables::record_table(R::KIND.records)) {
+            Ok(table) => live_row(&table, R::KIND.records, self.user, id),
+            Err(TableError::TableDoesNotExist(_)) => Err(Error::NotFound),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A row including its tombstone, for sync.
+    pub fn get_any<R: Record>(&self, id: u64) -> Result<Option<Row<R>>> {
+        match self.txn.open_table(tables::record_table(R::KIND.records)) {
+            Ok(table) => any_row(&table, R::KIND.records, self.user, id),
+            Err(TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Every live row of this kind, by id.
+    pub fn list<R: Record>(&self) -> Result<Vec<Row<R>>> {
+        let mut rows = self.scan::<R>()?;
+        rows.retain(|r| !r.is_deleted());
+        Ok(rows)
+    }
+
+    /// Every row including tombstones, by id.
+    pub fn scan<R: Record>(&self) -> Result<Vec<Row<R>>> {
+        let table = match self.txn.open_table(tables::record_table(R::KIND.records)) {
+            Ok(table) => table,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let range = table.range((self.user, 0)..=(self.user, u64::MAX))?;
+        range.map(|entry| codec::decode(R::KIND.records, entry?.1.value())).collect()
+    }
+
+    /// Number of live rows of this kind.
+    pub fn count<R: Record>(&self) -> Result<u64> {
+        Ok(self.list::<R>()?.len() as u64)
+    }
+
+    /// Ids whose index holds exactly `value`.
+    pub fn find<R: Record>(&self, index: &str, value: &str) -> Result<Vec<u64>> {
+        match self.txn.open_table(tables::index_table(R::KIND.index)) {
+            Ok(table) => index_ids(&table, self.user, index, value),
+            Err(TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Every `(index name, value, id)` entry of this kind, for consistency checks.
+    pub fn index_entries<R: Record>(&self) -> Result<Vec<(String, String, u64)>> {
+        let table = match self.txn.open_table(tables::index_table(R::KIND.index)) {
+            Ok(table) => table,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let lo = (self.user, "", "", 0u64);
+        let range = table.range::<(u64, &str, &str, u64)>(lo..)?;
+        let mut out = Vec::new();
+        for entry in range {
+            let (key, _) = entry?;
+            let (user, name, value, id) = key.value();
+            if user != self.user {
+                break;
+            }
+            out.push((name.to_string(), value.to_string(), id));
+        }
+        Ok(out)
+    }
+
+    /// Up to `limit` live rows in the order of index `index`, starting after `after`
+    /// (`(value, id)` of the previous page's last row), ascending or descending.
+    pub fn page<R: Record>(
+        &self,
+        index: &str,
+        after: Option<(&str, u64)>,
+        limit: usize,
+        descending: bool,
+    ) -> Result<Page<R>> {
+        let (idx, records) = match (
+            self.txn.open_table(tables::index_table(R::KIND.index)),
+            self.txn.open_table(tables::record_table(R::KIND.records)),
+        ) {
+            (Ok(i), Ok(r)) => (i, r),
+            (Err(TableError::TableDoesNotExist(_)), _) | (_, Err(TableError::TableDoesNotExist(_))) => {
+                return Ok(Page { rows: Vec::new(), next: None });
+            }
+            (Err(e), _) | (_, Err(e)) => return Err(e.into()),
+        };
+        // The index name ends where its next sibling name would begin: `index` + '\0'.
+        let upper_name = format!("{index}\0");
+        let (lo, hi): (Bound<(u64, &str, &str, u64)>, Bound<(u64, &str, &str, u64)>) =
+            match (after, descending) {
+                (None, _) => (
+                    Bound::Included((self.user, index, "", 0)),
+                    Bound::Excluded((self.user, upper_name.as_str(), "", 0)),
+                ),
+                (Some((v, id)), false) => (
+                    Bound::Excluded((self.user, index, v, id)),
+                    Bound::Excluded((self.user, upper_name.as_str(), "", 0)),
+                ),
+                (Some((v, id)), true) => (
+                    Bound::Included((self.user, index, "", 0)),
+                    Bound::Excluded((self.user, index, v, id)),
+                ),
+            };
+        let range = idx.range::<(u64, &str, &str, u64)>((lo, hi))?;
+        let mut rows = Vec::with_capacity(limit.min(1024));
+        let mut last = None;
+        let mut more = false;
+        let mut visit = |entry: std::result::Result<(redb::AccessGuard<'_, (u64, &str, &str, u64)>, _), redb::StorageError>| -> Result<bool> {
+            let (key, _) = entry?;
+            let (_, _, value, id) = key.value();
+            if rows.len() == limit {
+                more = true;
+                return Ok(false);
+            }
+            rows.push(live_row(&records, R::KIND.records, self.user, id)?);
+            last = Some((value.to_string(), id));
+            Ok(true)
+        };
+        if descending {
+            for entry in range.rev() {
+                if !visit(entry)? {
+                    break;
+                }
+            }
+        } else {
+            for entry in range {
+                if !visit(entry)? {
+                    break;
+                }
+            }
+        }
+        Ok(Page { rows, next: if more { last } else { None } })
+    }
+
+    /// Change-feed entries after `seq`, oldest first, at most `limit`.
+    pub fn changes_since(&self, seq: u64, limit: usize) -> Result<Vec<Change>> {
+        let table = match self.txn.open_table(CHANGES) {
+            Ok(table) => table,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let range = table.range((self.user, seq.saturating_add(1))..=(self.user, u64::MAX))?;
+        range.take(limit).map(|entry| codec::decode("changes", entry?.1.value())).collect()
+    }
+
+    /// The newest change-feed sequence number of this user (0 before any write).
+    pub fn last_seq(&self) -> Result<u64> {
+        match self.txn.open_table(USER_SEQ) {
+            Ok(table) => Ok(table.get(self.user)?.map(|v| v.value()).unwrap_or(0)),
+            Err(TableError::TableDoesNotExist(_)) => Ok(0),
+            Err(e) => Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! What a record type declares to the engine (its kind, validation, save hook, indexes) and the
+//! stored row around it (id, revision, bookkeeping instants).
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use crate::Invalid;
+
+/// A user-owned record type stored by the engine.
+pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
+    /// The kind's identity: table names and change-feed label.
+    const KIND: Kind;
+
+    /// Checks the record before it is written. The first failure names its field.
+    fn validate(&self) -> Result<(), Invalid> {
+        Ok(())
+    }
+
+    /// Derives stored fields from canonical ones; runs on every create and update.
+    fn save_hook(&mut self) {}
+
+    /// Secondary index entries `(index name, normalized value)`, maintained on every write.
+    fn index_entries(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    /// Indexes whose value may belong to one live row per user only.
+    const UNIQUE: &'static [&'static str] = &[];
+}
+
+/// Names of a record kind's tables. Built with [`Kind::new`] in a `const`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kind {
+    /// Label in the change feed, e.g. `contact`.
+    pub name: &'static str,
+    /// `rec:<name>`.
+    pub records: &'static str,
+    /// `idx:<name>`.
+    pub index: &'static str,
+    /// User content soft-deletes (tombstone kept); system records hard-delete.
+    pub soft_delete: bool,
+}
+
+/// Declares a record kind: `kind!("contact", soft_delete)`.
+#[macro_export]
+macro_rules! kind {
+    ($name:literal, soft_delete) => {
+        $crate::Kind {
+            name: $name,
+            records: concat!("rec:", $name),
+            index: concat!("idx:", $name),
+            soft_delete: true,
+        }
+    };
+    ($name:literal, hard_delete) => {
+        $crate::Kind {
+            name: $name,
+            records: concat!("rec:", $name),
+            index: concat!("idx:", $name),
+            soft_delete: false,
+        }
+    };
+}
+
+/// Bookkeeping the engine keeps for every row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    /// Starts at 1 and grows by one on every successful write.
+    pub revision: u64,
+    #[serde(with = "micros")]
+    pub created_at: Timestamp,
+    #[serde(with = "micros")]
+    pub updated_at: Timestamp,
+    #[serde(with = "micros_opt")]
+    pub deleted_at: Option<Timestamp>,
+}
+
+/// Instants are stored as microseconds since the epoch: compact, and no text parsing per read.
+pub(crate) mod micros {
+    use jiff::Timestamp;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i64(t.as_microsecond())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        Timestamp::from_microsecond(i64::deserialize(d)?).map_err(D::Error::custom)
+    }
+}
+
+pub(crate) mod micros_opt {
+    use jiff::Timestamp;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(t: &Option<Timestamp>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => s.serialize_some(&t.as_microsecond()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
+        Option::<i64>::deserialize(d)?
+            .map(|m| Timestamp::from_microsecond(m).map_err(D::Error::custom))
+            .transpose()
+    }
+}
+
+/// A stored record with its id and bookkeeping.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row<R> {
+    pub id: u64,
+    pub meta: Meta,
+    pub body: R,
+}
+
+impl<R> Row<R> {
+    /// Strong entity tag derived from the revision alone (never the wall clock), quoted for the
+    /// `ETag` header: `"e-<id>-<revision>"`.
+    pub fn etag(&self) -> String {
+        format!("\"e-{}-{}\"", self.id, self.meta.revision)
+    }
+
+    pub fn is_deleted(&self) -> bool {
+        self.meta.deleted_at.is_some()
+    }
+}
+
+/// What a conditional write expects of the row it changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precondition {
+    /// Unconditional.
+    #[default]
+    Any,
+    /// The row's current revision must be this one.
+    Revision(u64),
+}
+
+impl Precondition {
+    pub(crate) fn check(self, actual: u64) -> crate::Result<()> {
+        match self {
+            Precondition::Any => Ok(()),
+            Precondition::Revision(expected) if expected == actual => Ok(()),
+            Precondition::Revision(expected) => Err(crate::Error::Conflict { expected, actual }),
+        }
+    }
+}

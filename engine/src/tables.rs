@@ -1,0 +1,47 @@
+//! Every redb table the engine owns, and the naming convention that lets a snapshot copy them
+//! without a registry. A name's prefix fixes its key and value types:
+//! `rec:<kind>` records, `idx:<kind>` their secondary indexes, `sys:<name>` system records keyed by
+//! a global id, `map:<name>` string-keyed values. The fixed tables below complete the set.
+//!
+//! Keys start with the user id, so one user's rows are one contiguous range in every user table.
+
+use redb::TableDefinition;
+
+
+pub const RECORD_PREFIX: &str = "rec:";
+pub const INDEX_PREFIX: &str = "idx:";
+pub const SYSTEM_PREFIX: &str = "sys:";
+pub const MAP_PREFIX: &str = "map:";
+
+/// Per-user change feed: `(user_id, seq) -> encoded Change`.
+pub const CHANGES: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("changes");
+/// Monotonic counters: `"id:<kind>"` (record ids) and `"users"`.
+pub const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
+/// Last change-feed sequence per user.
+pub const USER_SEQ: TableDefinition<u64, u64> = TableDefinition::new("user_seq");
+/// Engine metadata: schema version, dirty-migration marker.
+pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("map:meta");
+/// System events (operational timeline, hard-deleted by retention): `id -> encoded SystemEvent`.
+pub const SYSTEM_EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("sys:system_events");
+/// Scheduled-job runs: `id -> encoded JobRun`.
+pub const JOB_RUNS: TableDefinition<u64, &[u8]> = TableDefinition::new("sys:job_runs");
+
+/// `(user_id, record_id) -> encoded Row` for one record kind.
+pub fn record_table(name: &str) -> TableDefinition<'_, (u64, u64), &'static [u8]> {
+    TableDefinition::new(name)
+}
+
+/// `(user_id, index name, normalized value, record_id) -> ()` for one record kind.
+pub fn index_table(name: &str) -> TableDefinition<'_, (u64, &'static str, &'static str, u64), ()> {
+    TableDefinition::new(name)
+}
+
+/// `id -> encoded value` for a system table (`sys:<name>`).
+pub fn system_table(name: &str) -> TableDefinition<'_, u64, &'static [u8]> {
+    TableDefinition::new(name)
+}
+
+/// `key -> encoded value` for a map table (`map:<name>`).
+pub fn map_table(name: &str) -> TableDefinition<'_, &'static str, &'static [u8]> {
+    TableDefinition::new(name)
+}

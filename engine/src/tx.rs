@@ -1,0 +1,180 @@
+//! The one write path. Every create, update and delete of a user record goes through [`TxUser`],
+//! inside a write transaction owned by the writer: validate, save hook, revision bump,
+//! bookkeeping instants, secondary indexes and the change-feed append happen here and nowhere else.
+
+use jiff::Timestamp;
+use redb::{ReadableTable, WriteTransaction};
+
+use crate::changes::{Change, Op};
+use crate::record::{Meta, Precondition, Record, Row};
+use crate::tables::{self, CHANGES, COUNTERS, USER_SEQ};
+use crate::{Error, Invalid, Result, UserId, codec, read};
+
+/// A write transaction in progress, handed to each queued change by the writer.
+pub struct Tx<'a> {
+    pub(crate) txn: &'a WriteTransaction,
+    pub(crate) now: Timestamp,
+}
+
+impl<'a> Tx<'a> {
+    /// The instant every row written by this batch is stamped with.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// Writes scoped to one user: the only way to change user records.
+    pub fn user(&self, user: UserId) -> TxUser<'_, 'a> {
+        TxUser { tx: self, user: user.0 }
+    }
+
+    /// The raw transaction, for the engine's own system tables.
+    pub(crate) fn txn(&self) -> &WriteTransaction {
+        self.txn
+    }
+}
+
+/// One user's view of a write transaction.
+pub struct TxUser<'t, 'a> {
+    tx: &'t Tx<'a>,
+    user: u64,
+}
+
+impl TxUser<'_, '_> {
+    /// Reads a live row inside the transaction (sees this batch's earlier writes).
+    pub fn get<R: Record>(&self, id: u64) -> Result<Row<R>> {
+        let table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
+        read::live_row(&table, R::KIND.records, self.user, id)
+    }
+
+    /// Ids whose index `index` holds exactly `value`, ascending.
+    pub fn find<R: Record>(&self, index: &str, value: &str) -> Result<Vec<u64>> {
+        let table = self.tx.txn.open_table(tables::index_table(R::KIND.index))?;
+        read::index_ids(&table, self.user, index, value)
+    }
+
+    /// Creates a row with a fresh id and revision 1.
+    pub fn create<R: Record>(&self, mut body: R) -> Result<Row<R>> {
+        prepare(&mut body)?;
+        let id = next_counter(self.tx.txn, &format!("id:{}", R::KIND.name))?;
+        let now = self.tx.now;
+        let meta = Meta { revision: 1, created_at: now, updated_at: now, deleted_at: None };
+        let row = Row { id, meta, body };
+        self.store(None, &row, Op::Created)?;
+        Ok(row)
+    }
+
+    /// Replaces a live row's body.
+    pub fn put<R: Record>(&self, id: u64, pre: Precondition, body: R) -> Result<Row<R>> {
+        self.update(id, pre, move |current: &mut R| {
+            *current = body;
+            Ok(())
+        })
+    }
+
+    /// Changes a live row in place with `change`, then validates and stores it.
+    pub fn update<R: Record>(
+        &self,
+        id: u64,
+        pre: Precondition,
+        change: impl FnOnce(&mut R) -> std::result::Result<(), Invalid>,
+    ) -> Result<Row<R>> {
+        let old: Row<R> = self.get(id)?;
+        pre.check(old.meta.revision)?;
+        let mut row = old.clone();
+        change(&mut row.body).map_err(Error::Invalid)?;
+        prepare(&mut row.body)?;
+        row.meta.revision += 1;
+        row.meta.updated_at = self.tx.now.max(old.meta.updated_at);
+        self.store(Some(&old), &row, Op::Updated)?;
+        Ok(row)
+    }
+
+    /// Deletes a live row: user content becomes a tombstone (kept for sync until purged),
+    /// other kinds are removed at once.
+    pub fn delete<R: Record>(&self, id: u64, pre: Precondition) -> Result<()> {
+        let old: Row<R> = self.get(id)?;
+        pre.check(old.meta.revision)?;
+        let mut row = old.clone();
+        row.meta.revision += 1;
+        row.meta.updated_at = self.tx.now.max(old.meta.updated_at);
+        row.meta.deleted_at = Some(self.tx.now);
+        self.store(Some(&old), &row, Op::Deleted)?;
+        if !R::KIND.soft_delete {
+            let mut table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
+            table.remove((self.user, id))?;
+        }
+        Ok(())
+    }
+
+    /// Removes tombstones deleted before `cutoff`. Returns how many were purged.
+    pub fn purge_tombstones<R: Record>(&self, cutoff: Timestamp) -> Result<u64> {
+        let mut table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
+        let mut expired = Vec::new();
+        for entry in table.range((self.user, 0)..=(self.user, u64::MAX))? {
+            let (key, value) = entry?;
+            let row: Row<R> = codec::decode(R::KIND.records, value.value())?;
+            if row.meta.deleted_at.is_some_and(|at| at < cutoff) {
+                expired.push(key.value().1);
+            }
+        }
+        for id in &expired {
+            table.remove((self.user, *id))?;
+        }
+        Ok(expired.len() as u64)
+    }
+
+    fn store<R: Record>(&self, old: Option<&Row<R>>, row: &Row<R>, op: Op) -> Result<()> {
+        let txn = self.tx.txn;
+        {
+            let mut index = txn.open_table(tables::index_table(R::KIND.index))?;
+            if let Some(old) = old {
+                for (name, value) in old.body.index_entries() {
+                    index.remove((self.user, name, value.as_str(), old.id))?;
+                }
+            }
+            if row.meta.deleted_at.is_none() {
+                let entries = row.body.index_entries();
+                for (name, value) in entries.iter().filter(|(n, _)| R::UNIQUE.contains(n)) {
+                    let taken = read::index_ids(&index, self.user, name, value)?;
+                    if taken.iter().any(|id| *id != row.id) {
+                        return Err(Error::Duplicate { index: name });
+                    }
+                }
+                for (name, value) in entries {
+                    index.insert((self.user, name, value.as_str(), row.id), ())?;
+                }
+            }
+        }
+        txn.open_table(tables::record_table(R::KIND.records))?
+            .insert((self.user, row.id), codec::encode(row).as_slice())?;
+        let seq = {
+            let mut seqs = txn.open_table(USER_SEQ)?;
+            let next = seqs.get(self.user)?.map(|v| v.value()).unwrap_or(0) + 1;
+            seqs.insert(self.user, next)?;
+            next
+        };
+        let change = Change {
+            seq,
+            kind: R::KIND.name.to_string(),
+            id: row.id,
+            op,
+            revision: row.meta.revision,
+            at: self.tx.now,
+        };
+        txn.open_table(CHANGES)?.insert((self.user, seq), codec::encode(&change).as_slice())?;
+        Ok(())
+    }
+}
+
+fn prepare<R: Record>(body: &mut R) -> Result<()> {
+    body.save_hook();
+    body.validate().map_err(Error::Invalid)
+}
+
+/// Increments and returns a named counter (first value 1).
+pub(crate) fn next_counter(txn: &WriteTransaction, name: &str) -> Result<u64> {
+    let mut counters = txn.open_table(COUNTERS)?;
+    let next = counters.get(name)?.map(|v| v.value()).unwrap_or(0) + 1;
+    counters.insert(name, next)?;
+    Ok(next)
+}

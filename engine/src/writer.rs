@@ -1,0 +1,127 @@
+//! Group commit. One writer thread owns redb's write transaction. Callers queue a change and
+//! wait; the writer takes everything queued, applies it in one transaction, commits durably once
+//! (one fsync for the whole batch), then answers everyone. Nothing is acknowledged before its
+//! commit.
+//!
+//! A failing change must not poison its neighbours: when one fails, the transaction is aborted
+//! and the batch is replayed without it, so the failure's partial writes vanish and the others
+//! commit. That is why a change is `FnMut`: it may run more than once, and only its last run counts.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+
+use redb::{Database, Durability};
+use tokio::sync::oneshot;
+
+use crate::clock::Clock;
+use crate::tx::Tx;
+use crate::{Error, Result};
+
+type Output = Box<dyn Any + Send>;
+pub(crate) type Job = Box<dyn FnMut(&mut Tx<'_>) -> Result<Output> + Send>;
+
+pub(crate) struct Request {
+    pub job: Job,
+    pub reply: oneshot::Sender<Result<Output>>,
+}
+
+/// Upper bound on changes in one transaction, so one huge queue cannot delay every reply.
+const MAX_BATCH: usize = 512;
+
+pub(crate) struct Writer {
+    pub db: Arc<Database>,
+    pub clock: Arc<dyn Clock>,
+    pub durability: Durability,
+    /// Cleared when a commit fails on I/O: redb then refuses writes until reopened.
+    pub healthy: Arc<AtomicBool>,
+}
+
+impl Writer {
+    pub fn run(self, queue: mpsc::Receiver<Request>) {
+        while let Ok(first) = queue.recv() {
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match queue.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
+            }
+            self.apply(batch);
+        }
+    }
+
+    fn apply(&self, mut batch: Vec<Request>) {
+        let mut failed: Vec<Option<Error>> = (0..batch.len()).map(|_| None).collect();
+        loop {
+            match self.attempt(&mut batch, &failed) {
+                Attempt::Committed(outputs) => {
+                    for ((request, output), error) in batch.into_iter().zip(outputs).zip(failed) {
+                        let result = match (output, error) {
+                            (Some(output), _) => Ok(output),
+                            (None, Some(error)) => Err(error),
+                            (None, None) => Err(Error::CommitFailed("change was not run".into())),
+                        };
+                        // A caller that stopped waiting is fine: its change is committed anyway.
+                        let _ = request.reply.send(result);
+                    }
+                    return;
+                }
+                Attempt::ChangeFailed(index, error) => failed[index] = Some(error),
+                Attempt::CommitFailed(reason) => {
+                    for (request, error) in batch.into_iter().zip(failed) {
+                        let _ = request.reply.send(Err(error.unwrap_or_else(|| Error::CommitFailed(reason.clone()))));
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn attempt(&self, batch: &mut [Request], failed: &[Option<Error>]) -> Attempt {
+        let mut txn = match self.db.begin_write() {
+            Ok(txn) => txn,
+            Err(e) => return self.commit_failed(e.to_string()),
+        };
+        if let Err(e) = txn.set_durability(self.durability) {
+            return self.commit_failed(e.to_string());
+        }
+        txn.set_two_phase_commit(true);
+        let mut outputs = Vec::with_capacity(batch.len());
+        {
+            let mut tx = Tx { txn: &txn, now: self.clock.now() };
+            for (index, request) in batch.iter_mut().enumerate() {
+                if failed[index].is_some() {
+                    outputs.push(None);
+                    continue;
+                }
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (request.job)(&mut tx)));
+                let run = run.unwrap_or_else(|_| Err(Error::CommitFailed("the change panicked".into())));
+                match run {
+                    Ok(output) => outputs.push(Some(output)),
+                    Err(error) => {
+                        drop(tx);
+                        let _ = txn.abort();
+                        return Attempt::ChangeFailed(index, error);
+                    }
+                }
+            }
+        }
+        match txn.commit() {
+            Ok(()) => Attempt::Committed(outputs),
+            Err(e) => self.commit_failed(e.to_string()),
+        }
+    }
+
+    fn commit_failed(&self, reason: String) -> Attempt {
+        tracing::error!(event = "commit_failed", component = "engine", error = %reason);
+        self.healthy.store(false, Ordering::SeqCst);
+        Attempt::CommitFailed(reason)
+    }
+}
+
+enum Attempt {
+    Committed(Vec<Option<Output>>),
+    ChangeFailed(usize, Error),
+    CommitFailed(String),
+}
