@@ -189,12 +189,9 @@ impl Engine {
     }
 
     /// Stops accepting writes, lets the writer finish what is queued, and waits for it.
+    /// Dropping the last clone does the same.
     pub fn shutdown(&self) {
-        self.inner.queue.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let handle = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(handle) = handle {
-            let _ = handle.join();
-        }
+        self.inner.stop_writer();
     }
 
     /// A consistent snapshot of the whole database into `dir` (see [`snapshot`]).
@@ -204,6 +201,23 @@ impl Engine {
 
     pub(crate) fn db(&self) -> &Database {
         &self.inner.db
+    }
+}
+
+impl Inner {
+    fn stop_writer(&self) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let handle = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The writer holds the database open; wait for it so the file is closed on return.
+        self.stop_writer();
     }
 }
 

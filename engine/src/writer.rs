@@ -89,7 +89,10 @@ impl Writer {
         txn.set_two_phase_commit(true);
         let mut outputs = Vec::with_capacity(batch.len());
         {
-            let mut tx = Tx { txn: &txn, now: self.clock.now() };
+            // Instants are stored at microsecond precision; stamp them so from the start.
+            let now = self.clock.now();
+            let now = jiff::Timestamp::from_microsecond(now.as_microsecond()).unwrap_or(now);
+            let mut tx = Tx { txn: &txn, now };
             for (index, request) in batch.iter_mut().enumerate() {
                 if failed[index].is_some() {
                     outputs.push(None);

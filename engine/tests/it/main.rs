@@ -1,0 +1,6 @@
+//! Engine integration tests: a real redb file in a temporary folder, no mocks.
+
+mod helpers;
+mod migrations;
+mod model;
+mod writes;
