@@ -1,0 +1,152 @@
+//! The server's one error type and its envelope: `{code, message, details, request_id}`.
+//! Handlers return `Result<_, ApiError>` and use `?`; the status and code for each case are
+//! decided here once. Internal failures answer with a generic message and are logged with the
+//! request id; their text never reaches the client.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use crate::http::request_id;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("not found")]
+    NotFound,
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// A request field failed validation.
+    #[error("invalid {field}: {reason}")]
+    Validation { field: String, reason: String },
+    /// The request could not be read (malformed JSON, wrong content type, bad parameter).
+    #[error("invalid input {field}: {reason}")]
+    InvalidInput { field: String, reason: String },
+    #[error("payload too large")]
+    PayloadTooLarge { limit: usize },
+    #[error("already exists")]
+    AlreadyExists { field: String },
+    #[error("precondition failed")]
+    PreconditionFailed { expected_revision: u64 },
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("service unavailable: {0}")]
+    Unavailable(String),
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+/// The error body every route uses.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// Machine-readable code, e.g. `VALIDATION_ERROR`.
+    pub code: &'static str,
+    /// Human-readable message.
+    pub message: String,
+    /// Structured detail: for field errors `{field, reason}`.
+    #[schema(value_type = Object)]
+    pub details: Value,
+    /// The request id, as in the `X-Request-ID` header.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+impl ApiError {
+    pub fn validation(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        ApiError::Validation { field: field.into(), reason: reason.into() }
+    }
+
+    pub fn invalid_input(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        ApiError::InvalidInput { field: field.into(), reason: reason.into() }
+    }
+
+    pub fn internal(e: impl std::fmt::Display) -> Self {
+        ApiError::Internal(e.to_string())
+    }
+
+    fn parts(&self) -> (StatusCode, &'static str, String, Value) {
+        match self {
+            ApiError::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND", "Not found".into(), json!({})),
+            ApiError::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "METHOD_NOT_ALLOWED",
+                "Method not allowed on this path".into(),
+                json!({}),
+            ),
+            ApiError::Validation { field, reason } => (
+                StatusCode::BAD_REQUEST,
+                "VALIDATION_ERROR",
+                format!("{field}: {reason}"),
+                // `{field, reason}` plus the wire-compatible `{<field>: <message>}` entry.
+                {
+                    let mut details = serde_json::Map::new();
+                    details.insert(field.clone(), Value::from(reason.as_str()));
+                    details.insert("field".into(), Value::from(field.as_str()));
+                    details.insert("reason".into(), Value::from(reason.as_str()));
+                    Value::Object(details)
+                },
+            ),
+            ApiError::InvalidInput { field, reason } => (
+                StatusCode::BAD_REQUEST,
+                "INVALID_INPUT",
+                format!("{field}: {reason}"),
+                json!({ "field": field, "reason": reason }),
+            ),
+            ApiError::PayloadTooLarge { limit } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                format!("Request body larger than {limit} bytes"),
+                json!({ "limit_bytes": limit }),
+            ),
+            ApiError::AlreadyExists { field } => (
+                StatusCode::CONFLICT,
+                "ALREADY_EXISTS",
+                format!("{field} already exists"),
+                json!({ "field": field }),
+            ),
+            ApiError::PreconditionFailed { expected_revision } => (
+                StatusCode::PRECONDITION_FAILED,
+                "PRECONDITION_FAILED",
+                "The resource changed since it was read; fetch it again".into(),
+                json!({ "expected_revision": expected_revision }),
+            ),
+            ApiError::Conflict(message) => (StatusCode::CONFLICT, "CONFLICT", message.clone(), json!({})),
+            ApiError::Unavailable(message) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE", message.clone(), json!({}))
+            }
+            ApiError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL_ERROR",
+                "Internal server error".into(),
+                json!({}),
+            ),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, message, details) = self.parts();
+        let request_id = request_id::current();
+        if let ApiError::Internal(detail) = &self {
+            tracing::error!(event = "internal_error", error = %detail, request_id = request_id.as_deref().unwrap_or(""));
+        }
+        (status, Json(ErrorBody { code, message, details, request_id })).into_response()
+    }
+}
+
+impl From<mycorrhizal_engine::Error> for ApiError {
+    fn from(e: mycorrhizal_engine::Error) -> Self {
+        use mycorrhizal_engine::Error as E;
+        match e {
+            E::NotFound => ApiError::NotFound,
+            E::Conflict { actual, .. } => ApiError::PreconditionFailed { expected_revision: actual },
+            E::Duplicate { index } => ApiError::AlreadyExists { field: index.to_string() },
+            E::Invalid(invalid) => ApiError::Validation { field: invalid.field, reason: invalid.reason },
+            E::Poisoned | E::ShutDown => ApiError::Unavailable("The database is not accepting writes".into()),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! The Mycorrhizal server: configuration, start-up, HTTP and operations over the engine.
+//!
+//! Start-up order is fixed: config -> open database -> pre-migration snapshot -> migrations ->
+//! bind the listener. Nothing listens while migrations run.
+
+pub mod api;
+pub mod build_info;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod ops;
+pub mod state;
+pub mod telemetry;
+
+use std::future::Future;
+use std::time::Instant;
+
+use anyhow::Context;
+use mycorrhizal_engine::{Engine, MigrationReport, Options};
+use ops::events::{Event, emit};
+use serde_json::json;
+use tokio::net::TcpListener;
+
+pub use config::Config;
+pub use http::app;
+pub use state::AppState;
+
+/// Opens the engine for `config`, migrating behind a verified snapshot, and records what happened.
+pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
+    if let Some(fs_type) = ops::fs::network_filesystem(&config.data_dir) {
+        tracing::warn!(
+            event = "network_filesystem",
+            component = "app",
+            fs_type = %fs_type,
+            "the database is on a network filesystem ({fs_type}); this risks corruption: keep DATA_DIR on local disk"
+        );
+    }
+    let path = config.database_path();
+    let options = Options { pre_migration_dir: Some(config.pre_migration_dir.clone()), ..Options::default() };
+    let started_at = jiff::Timestamp::now();
+    let started = Instant::now();
+    let opened = tokio::task::spawn_blocking(move || Engine::open(path, options)).await?;
+    let (engine, report) = match opened {
+        Ok(opened) => opened,
+        Err(e) => {
+            tracing::error!(event = "migration_failed", component = "migration", error = %e);
+            return Err(anyhow::Error::new(e).context("cannot open the database"));
+        }
+    };
+    record_migration(&engine, &report, started_at, started.elapsed().as_millis() as u64).await;
+    Ok(engine)
+}
+
+async fn record_migration(engine: &Engine, report: &MigrationReport, at: jiff::Timestamp, ms: u64) {
+    if report.steps.is_empty() {
+        return;
+    }
+    let versions = json!({ "from_version": report.from, "to_version": report.to });
+    emit(engine, Event::info("migration", "migration_started").detail(versions.clone()).at(at)).await;
+    if let Some(snapshot) = &report.snapshot {
+        let detail = json!({ "operation": "pre_migration_snapshot", "tables": snapshot.manifest.tables.len(), "size_bytes": snapshot.manifest.size });
+        emit(engine, Event::info("migration", "backup_completed").detail(detail).at(at)).await;
+    }
+    emit(engine, Event::info("migration", "migration_completed").detail(versions).duration_ms(ms)).await;
+}
+
+/// Serves `state` on `listener` until `shutdown` resolves, then records the stop.
+pub async fn serve(listener: TcpListener, state: AppState, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    let addr = listener.local_addr()?;
+    tracing::info!(event = "listening", component = "app", addr = %addr);
+    let engine = state.engine.clone();
+    let app = app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    emit(&engine, Event::info("app", "application_stopped")).await;
+    engine.shutdown();
+    Ok(())
+}
+
+/// The whole server: load config, open and migrate, bind, serve until SIGINT/SIGTERM.
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    let mut config = config;
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
+    if config.jwt_secret.is_none() {
+        let (secret, generated) = config::secret::load_or_generate(&config.data_dir)
+            .context("JWT_SECRET_KEY is unset and the generated secret could not be used")?;
+        if generated {
+            tracing::warn!(
+                event = "jwt_secret_generated",
+                component = "app",
+                path = %config::secret::path(&config.data_dir).display(),
+                "JWT_SECRET_KEY is unset: generated a random key and saved it in the data folder (mode 0600); back it up with the data"
+            );
+        }
+        config.jwt_secret = Some(secret);
+    }
+    let engine = open_engine(&config).await?;
+    emit(&engine, Event::info("app", "application_started").detail(json!({ "version": build_info::VERSION, "commit": build_info::COMMIT }))).await;
+    let listener = match TcpListener::bind(config.bind_addr).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            engine.shutdown();
+            return Err(anyhow::Error::new(e).context(format!("cannot listen on BIND_ADDR {}", config.bind_addr)));
+        }
+    };
+    serve(listener, AppState::new(engine, config), shutdown_signal()).await
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!(event = "shutdown_requested", component = "app");
+}

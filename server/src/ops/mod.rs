@@ -1,0 +1,4 @@
+//! Operations: the facts an operator relies on (filesystem checks, system events).
+
+pub mod events;
+pub mod fs;
