@@ -105,4 +105,35 @@ mod tests {
         assert_eq!(field("[]"), "body");
         assert_eq!(field("{\"name\": \"x\", \"inner\": {\"count\": 1}} trailing"), "body");
     }
+
+    async fn post(content_type: &str, body: &'static str) -> (u16, serde_json::Value) {
+        use tower::ServiceExt;
+        let app = axum::Router::new().route(
+            "/echo",
+            axum::routing::post(|Json(body): Json<Body>| async move { body.name }),
+        );
+        let app = app.layer(axum::extract::DefaultBodyLimit::max(64));
+        let request = axum::http::Request::post("/echo")
+            .header("content-type", content_type)
+            .body(axum::body::Body::from(body))
+            .unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        let status = response.status().as_u16();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null))
+    }
+
+    #[tokio::test]
+    async fn a_route_answers_unreadable_bodies_with_the_envelope() {
+        let (status, body) = post("application/json", "{\"name\": 1, \"inner\": {\"count\": 1}}").await;
+        assert_eq!(status, 400);
+        assert_eq!(body["code"], "INVALID_INPUT");
+        assert_eq!(body["details"]["field"], "name");
+        let (status, body) = post("application/json", "{not json").await;
+        assert_eq!((status, body["details"]["field"].as_str()), (400, Some("body")));
+        let (status, body) = post("text/plain", "{}").await;
+        assert_eq!((status, body["details"]["field"].as_str()), (400, Some("body")));
+        let (status, body) = post("application/json", "{\"name\": \"0123456789012345678901234567890123456789012345678901234567890123456789\"}").await;
+        assert_eq!((status, body["code"].as_str()), (413, Some("PAYLOAD_TOO_LARGE")));
+    }
 }

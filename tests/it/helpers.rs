@@ -1,0 +1,154 @@
+//! Spawning the real binary: `spawn` waits for its `listening` log line and reads the bound
+//! address from it; `run_to_exit` runs a start-up that is expected to fail.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_mycorrhizal");
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running server; killed on drop.
+pub struct TestServer {
+    /// Keeps the data folder alive as long as the server runs.
+    pub _dir: Arc<TempDir>,
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub logs: Arc<Mutex<Vec<String>>>,
+    pub client: reqwest::Client,
+}
+
+impl TestServer {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.expect("request")
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().expect("kill");
+        assert!(status.success());
+        wait_bounded(&mut self.child, Duration::from_secs(20))
+    }
+
+    pub fn log_lines(&self) -> Vec<serde_json::Value> {
+        let lines = self.logs.lock().unwrap().clone();
+        lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A data folder for one test, plus the environment the binary gets.
+pub struct Instance {
+    pub dir: Arc<TempDir>,
+    pub env: HashMap<String, String>,
+}
+
+impl Instance {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut env = HashMap::new();
+        env.insert("DATA_DIR".into(), dir.path().join("data").display().to_string());
+        env.insert("BIND_ADDR".into(), "127.0.0.1:0".into());
+        env.insert("LOG_LEVEL".into(), "info".into());
+        Instance { dir: Arc::new(dir), env }
+    }
+
+    pub fn with(mut self, key: &str, value: &str) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        PathBuf::from(&self.env["DATA_DIR"])
+    }
+
+    pub fn database(&self) -> PathBuf {
+        self.data_dir().join("mycorrhizal.redb")
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).envs(&self.env);
+        cmd
+    }
+
+    /// Starts the server and waits until it listens.
+    pub fn spawn(&self) -> TestServer {
+        let mut child = self.command().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn binary");
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel();
+        let stdout = child.stdout.take().expect("stdout");
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
+                    && v["event"] == "listening"
+                {
+                    let _ = tx.send(v["addr"].as_str().unwrap_or_default().to_string());
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let addr = match rx.recv_timeout(START_TIMEOUT) {
+            Ok(addr) => addr.parse().expect("listening addr"),
+            Err(_) => {
+                let _ = child.kill();
+                let mut stderr = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+                }
+                panic!("server did not start: {stderr}\n{:?}", logs.lock().unwrap());
+            }
+        };
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("client");
+        TestServer { _dir: self.dir.clone(), child, addr, logs, client }
+    }
+
+    /// Runs the binary expecting it to stop by itself; returns status and all output.
+    pub fn run_to_exit(&self) -> (ExitStatus, String) {
+        let mut child = self.command().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn binary");
+        let status = wait_bounded(&mut child, Duration::from_secs(30));
+        let mut output = String::new();
+        for stream in [child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read>), child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read>)].into_iter().flatten() {
+            let mut s = stream;
+            let _ = s.read_to_string(&mut output);
+        }
+        (status, output)
+    }
+}
+
+pub fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Opens the (stopped) instance's database with the engine library.
+pub fn open_engine(path: &Path) -> mycorrhizal_engine::Engine {
+    mycorrhizal_engine::Engine::open(path, mycorrhizal_engine::Options::default()).expect("open db").0
+}
