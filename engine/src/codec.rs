@@ -25,7 +25,10 @@ pub fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T> {
             table: table.to_string(),
             reason: format!("unknown row format version {v}"),
         }),
-        None => Err(Error::Corrupt { table: table.to_string(), reason: "empty row".into() }),
+        None => Err(Error::Corrupt {
+            table: table.to_string(),
+            reason: "empty row".into(),
+        }),
     }
 }
 
@@ -41,7 +44,10 @@ mod tests {
         assert_eq!(back, (7, "x".to_string()));
         let mut future = bytes.clone();
         future[0] = 9;
-        assert!(matches!(decode::<(u64, String)>("t", &future), Err(Error::Corrupt { .. })));
+        assert!(matches!(
+            decode::<(u64, String)>("t", &future),
+            Err(Error::Corrupt { .. })
+        ));
         assert!(decode::<(u64, String)>("t", &[]).is_err());
     }
 }

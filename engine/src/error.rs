@@ -15,7 +15,10 @@ pub struct Invalid {
 
 impl Invalid {
     pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        Self { field: field.into(), reason: reason.into() }
+        Self {
+            field: field.into(),
+            reason: reason.into(),
+        }
     }
 }
 
@@ -43,7 +46,9 @@ pub enum Error {
     #[error("undecodable row in {table}: {reason}")]
     Corrupt { table: String, reason: String },
     /// The database schema is newer than this binary knows.
-    #[error("database schema version {found} is newer than this build supports ({supported}); downgrade is unsupported, restore the pre-migration snapshot taken by the older version instead")]
+    #[error(
+        "database schema version {found} is newer than this build supports ({supported}); downgrade is unsupported, restore the pre-migration snapshot taken by the older version instead"
+    )]
     SchemaAhead { found: u32, supported: u32 },
     /// A migration step started and never finished.
     #[error("migration to schema version {version} was left unfinished (dirty); restore the pre-migration snapshot in {} and start again", snapshot_dir.display())]
@@ -53,7 +58,11 @@ pub enum Error {
     PreMigrationBackupFailed { dir: PathBuf, reason: String },
     /// A migration step failed; its transaction was rolled back.
     #[error("migration step {version} ({name}) failed: {reason}")]
-    MigrationFailed { version: u32, name: &'static str, reason: String },
+    MigrationFailed {
+        version: u32,
+        name: &'static str,
+        reason: String,
+    },
     /// A snapshot failed verification.
     #[error("snapshot verification failed: {0}")]
     SnapshotInvalid(String),
@@ -93,7 +102,11 @@ impl Error {
     pub fn is_storage(&self) -> bool {
         matches!(
             self,
-            Error::Storage(_) | Error::Io(_) | Error::Poisoned | Error::Corrupt { .. } | Error::CommitFailed(_)
+            Error::Storage(_)
+                | Error::Io(_)
+                | Error::Poisoned
+                | Error::Corrupt { .. }
+                | Error::CommitFailed(_)
         )
     }
 }

@@ -9,7 +9,7 @@
 
 pub mod changes;
 pub mod clock;
-mod codec;
+pub mod codec;
 mod error;
 pub mod migrate;
 mod read;
@@ -86,11 +86,18 @@ impl Engine {
             std::fs::create_dir_all(parent)?;
         }
         let db = Database::builder().create(&path)?;
-        let snapshot_dir = options
-            .pre_migration_dir
-            .clone()
-            .unwrap_or_else(|| path.parent().unwrap_or(Path::new(".")).join("pre-migration"));
-        let report = migrate::run(&db, fresh, &snapshot_dir, &options.migrations, options.clock.now())?;
+        let snapshot_dir = options.pre_migration_dir.clone().unwrap_or_else(|| {
+            path.parent()
+                .unwrap_or(Path::new("."))
+                .join("pre-migration")
+        });
+        let report = migrate::run(
+            &db,
+            fresh,
+            &snapshot_dir,
+            &options.migrations,
+            options.clock.now(),
+        )?;
         let db = Arc::new(db);
         let healthy = Arc::new(AtomicBool::new(true));
         let (sender, queue) = mpsc::channel();
@@ -119,7 +126,10 @@ impl Engine {
 
     /// A handle scoped to one user.
     pub fn user(&self, user: UserId) -> UserScope {
-        UserScope { engine: self.clone(), user }
+        UserScope {
+            engine: self.clone(),
+            user,
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -169,7 +179,8 @@ impl Engine {
         mut change: impl FnMut(&mut Tx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<oneshot::Receiver<Result<Box<dyn std::any::Any + Send>>>> {
         let (reply, receiver) = oneshot::channel();
-        let job: writer::Job = Box::new(move |tx| change(tx).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
+        let job: writer::Job =
+            Box::new(move |tx| change(tx).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
         self.sender()
             .ok_or(Error::ShutDown)?
             .send(writer::Request { job, reply })
@@ -178,14 +189,24 @@ impl Engine {
     }
 
     fn unpack<T: 'static>(
-        received: std::result::Result<Result<Box<dyn std::any::Any + Send>>, oneshot::error::RecvError>,
+        received: std::result::Result<
+            Result<Box<dyn std::any::Any + Send>>,
+            oneshot::error::RecvError,
+        >,
     ) -> Result<T> {
         let output = received.map_err(|_| Error::ShutDown)??;
-        output.downcast::<T>().map(|b| *b).map_err(|_| Error::CommitFailed("writer returned the wrong type".into()))
+        output
+            .downcast::<T>()
+            .map(|b| *b)
+            .map_err(|_| Error::CommitFailed("writer returned the wrong type".into()))
     }
 
     fn sender(&self) -> Option<mpsc::Sender<writer::Request>> {
-        self.inner.queue.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.inner
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Stops accepting writes, lets the writer finish what is queued, and waits for it.
@@ -235,7 +256,10 @@ impl UserScope {
 
     /// A consistent read view (one read transaction) for several reads.
     pub fn view(&self) -> Result<UserView> {
-        Ok(UserView { txn: self.engine.db().begin_read()?, user: self.user.0 })
+        Ok(UserView {
+            txn: self.engine.db().begin_read()?,
+            user: self.user.0,
+        })
     }
 
     pub fn get<R: Record>(&self, id: u64) -> Result<Row<R>> {
@@ -252,17 +276,20 @@ impl UserScope {
 
     pub fn create<R: Record>(&self, body: R) -> Result<Row<R>> {
         let user = self.user;
-        self.engine.write(move |tx| tx.user(user).create(body.clone()))
+        self.engine
+            .write(move |tx| tx.user(user).create(body.clone()))
     }
 
     pub fn put<R: Record>(&self, id: u64, pre: Precondition, body: R) -> Result<Row<R>> {
         let user = self.user;
-        self.engine.write(move |tx| tx.user(user).put(id, pre, body.clone()))
+        self.engine
+            .write(move |tx| tx.user(user).put(id, pre, body.clone()))
     }
 
     pub fn delete<R: Record>(&self, id: u64, pre: Precondition) -> Result<()> {
         let user = self.user;
-        self.engine.write(move |tx| tx.user(user).delete::<R>(id, pre))
+        self.engine
+            .write(move |tx| tx.user(user).delete::<R>(id, pre))
     }
 
     /// Runs several writes for this user atomically, in one group commit.
@@ -279,6 +306,8 @@ impl UserScope {
         mut change: impl FnMut(&TxUser<'_, '_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let user = self.user;
-        self.engine.write_async(move |tx| change(&tx.user(user))).await
+        self.engine
+            .write_async(move |tx| change(&tx.user(user)))
+            .await
     }
 }

@@ -94,7 +94,9 @@ impl UserView {
             Err(e) => return Err(e.into()),
         };
         let range = table.range((self.user, 0)..=(self.user, u64::MAX))?;
-        range.map(|entry| codec::decode(R::KIND.records, entry?.1.value())).collect()
+        range
+            .map(|entry| codec::decode(R::KIND.records, entry?.1.value()))
+            .collect()
     }
 
     /// Number of live rows of this kind.
@@ -146,8 +148,12 @@ impl UserView {
             self.txn.open_table(tables::record_table(R::KIND.records)),
         ) {
             (Ok(i), Ok(r)) => (i, r),
-            (Err(TableError::TableDoesNotExist(_)), _) | (_, Err(TableError::TableDoesNotExist(_))) => {
-                return Ok(Page { rows: Vec::new(), next: None });
+            (Err(TableError::TableDoesNotExist(_)), _)
+            | (_, Err(TableError::TableDoesNotExist(_))) => {
+                return Ok(Page {
+                    rows: Vec::new(),
+                    next: None,
+                });
             }
             (Err(e), _) | (_, Err(e)) => return Err(e.into()),
         };
@@ -172,7 +178,11 @@ impl UserView {
         let mut rows = Vec::with_capacity(limit.min(1024));
         let mut last = None;
         let mut more = false;
-        let mut visit = |entry: std::result::Result<(redb::AccessGuard<'_, (u64, &str, &str, u64)>, _), redb::StorageError>| -> Result<bool> {
+        let mut visit = |entry: std::result::Result<
+            (redb::AccessGuard<'_, (u64, &str, &str, u64)>, _),
+            redb::StorageError,
+        >|
+         -> Result<bool> {
             let (key, _) = entry?;
             let (_, _, value, id) = key.value();
             if rows.len() == limit {
@@ -196,7 +206,10 @@ impl UserView {
                 }
             }
         }
-        Ok(Page { rows, next: if more { last } else { None } })
+        Ok(Page {
+            rows,
+            next: if more { last } else { None },
+        })
     }
 
     /// Change-feed entries after `seq`, oldest first, at most `limit`.
@@ -207,7 +220,10 @@ impl UserView {
             Err(e) => return Err(e.into()),
         };
         let range = table.range((self.user, seq.saturating_add(1))..=(self.user, u64::MAX))?;
-        range.take(limit).map(|entry| codec::decode("changes", entry?.1.value())).collect()
+        range
+            .take(limit)
+            .map(|entry| codec::decode("changes", entry?.1.value()))
+            .collect()
     }
 
     /// The newest change-feed sequence number of this user (0 before any write).

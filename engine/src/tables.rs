@@ -7,7 +7,6 @@
 
 use redb::TableDefinition;
 
-
 pub const RECORD_PREFIX: &str = "rec:";
 pub const INDEX_PREFIX: &str = "idx:";
 pub const SYSTEM_PREFIX: &str = "sys:";

@@ -24,7 +24,10 @@ impl<'a> Tx<'a> {
 
     /// Writes scoped to one user: the only way to change user records.
     pub fn user(&self, user: UserId) -> TxUser<'_, 'a> {
-        TxUser { tx: self, user: user.0 }
+        TxUser {
+            tx: self,
+            user: user.0,
+        }
     }
 
     /// The raw transaction, for the engine's own system tables.
@@ -42,7 +45,10 @@ pub struct TxUser<'t, 'a> {
 impl TxUser<'_, '_> {
     /// Reads a live row inside the transaction (sees this batch's earlier writes).
     pub fn get<R: Record>(&self, id: u64) -> Result<Row<R>> {
-        let table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
+        let table = self
+            .tx
+            .txn
+            .open_table(tables::record_table(R::KIND.records))?;
         read::live_row(&table, R::KIND.records, self.user, id)
     }
 
@@ -57,7 +63,12 @@ impl TxUser<'_, '_> {
         prepare(&mut body)?;
         let id = next_counter(self.tx.txn, &format!("id:{}", R::KIND.name))?;
         let now = self.tx.now;
-        let meta = Meta { revision: 1, created_at: now, updated_at: now, deleted_at: None };
+        let meta = Meta {
+            revision: 1,
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        };
         let row = Row { id, meta, body };
         self.store(None, &row, Op::Created)?;
         Ok(row)
@@ -100,7 +111,10 @@ impl TxUser<'_, '_> {
         row.meta.deleted_at = Some(self.tx.now);
         self.store(Some(&old), &row, Op::Deleted)?;
         if !R::KIND.soft_delete {
-            let mut table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
+            let mut table = self
+                .tx
+                .txn
+                .open_table(tables::record_table(R::KIND.records))?;
             table.remove((self.user, id))?;
         }
         Ok(())
@@ -108,7 +122,10 @@ impl TxUser<'_, '_> {
 
     /// Removes tombstones deleted before `cutoff`. Returns how many were purged.
     pub fn purge_tombstones<R: Record>(&self, cutoff: Timestamp) -> Result<u64> {
-        let mut table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
+        let mut table = self
+            .tx
+            .txn
+            .open_table(tables::record_table(R::KIND.records))?;
         let mut expired = Vec::new();
         for entry in table.range((self.user, 0)..=(self.user, u64::MAX))? {
             let (key, value) = entry?;
@@ -161,7 +178,8 @@ impl TxUser<'_, '_> {
             revision: row.meta.revision,
             at: self.tx.now,
         };
-        txn.open_table(CHANGES)?.insert((self.user, seq), codec::encode(&change).as_slice())?;
+        txn.open_table(CHANGES)?
+            .insert((self.user, seq), codec::encode(&change).as_slice())?;
         Ok(())
     }
 }

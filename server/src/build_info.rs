@@ -6,5 +6,11 @@ pub const BUILD_DATE: &str = env!("MYCORRHIZAL_BUILD_DATE");
 /// The API contract version: constant while the route table lives under `/api/v1`.
 pub const API_CONTRACT_VERSION: &str = "v1";
 
-pub const LONG_VERSION: &str =
-    concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("MYCORRHIZAL_COMMIT"), ", built ", env!("MYCORRHIZAL_BUILD_DATE"), ")");
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("MYCORRHIZAL_COMMIT"),
+    ", built ",
+    env!("MYCORRHIZAL_BUILD_DATE"),
+    ")"
+);

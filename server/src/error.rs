@@ -55,11 +55,17 @@ pub struct ErrorBody {
 
 impl ApiError {
     pub fn validation(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        ApiError::Validation { field: field.into(), reason: reason.into() }
+        ApiError::Validation {
+            field: field.into(),
+            reason: reason.into(),
+        }
     }
 
     pub fn invalid_input(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        ApiError::InvalidInput { field: field.into(), reason: reason.into() }
+        ApiError::InvalidInput {
+            field: field.into(),
+            reason: reason.into(),
+        }
     }
 
     pub fn internal(e: impl std::fmt::Display) -> Self {
@@ -68,7 +74,12 @@ impl ApiError {
 
     fn parts(&self) -> (StatusCode, &'static str, String, Value) {
         match self {
-            ApiError::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND", "Not found".into(), json!({})),
+            ApiError::NotFound => (
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                "Not found".into(),
+                json!({}),
+            ),
             ApiError::MethodNotAllowed => (
                 StatusCode::METHOD_NOT_ALLOWED,
                 "METHOD_NOT_ALLOWED",
@@ -112,10 +123,15 @@ impl ApiError {
                 "The resource changed since it was read; fetch it again".into(),
                 json!({ "expected_revision": expected_revision }),
             ),
-            ApiError::Conflict(message) => (StatusCode::CONFLICT, "CONFLICT", message.clone(), json!({})),
-            ApiError::Unavailable(message) => {
-                (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE", message.clone(), json!({}))
+            ApiError::Conflict(message) => {
+                (StatusCode::CONFLICT, "CONFLICT", message.clone(), json!({}))
             }
+            ApiError::Unavailable(message) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "SERVICE_UNAVAILABLE",
+                message.clone(),
+                json!({}),
+            ),
             ApiError::Internal(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "INTERNAL_ERROR",
@@ -133,7 +149,16 @@ impl IntoResponse for ApiError {
         if let ApiError::Internal(detail) = &self {
             tracing::error!(event = "internal_error", error = %detail, request_id = request_id.as_deref().unwrap_or(""));
         }
-        (status, Json(ErrorBody { code, message, details, request_id })).into_response()
+        (
+            status,
+            Json(ErrorBody {
+                code,
+                message,
+                details,
+                request_id,
+            }),
+        )
+            .into_response()
     }
 }
 
@@ -142,10 +167,19 @@ impl From<mycorrhizal_engine::Error> for ApiError {
         use mycorrhizal_engine::Error as E;
         match e {
             E::NotFound => ApiError::NotFound,
-            E::Conflict { actual, .. } => ApiError::PreconditionFailed { expected_revision: actual },
-            E::Duplicate { index } => ApiError::AlreadyExists { field: index.to_string() },
-            E::Invalid(invalid) => ApiError::Validation { field: invalid.field, reason: invalid.reason },
-            E::Poisoned | E::ShutDown => ApiError::Unavailable("The database is not accepting writes".into()),
+            E::Conflict { actual, .. } => ApiError::PreconditionFailed {
+                expected_revision: actual,
+            },
+            E::Duplicate { index } => ApiError::AlreadyExists {
+                field: index.to_string(),
+            },
+            E::Invalid(invalid) => ApiError::Validation {
+                field: invalid.field,
+                reason: invalid.reason,
+            },
+            E::Poisoned | E::ShutDown => {
+                ApiError::Unavailable("The database is not accepting writes".into())
+            }
             other => ApiError::Internal(other.to_string()),
         }
     }

@@ -39,7 +39,10 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
         );
     }
     let path = config.database_path();
-    let options = Options { pre_migration_dir: Some(config.pre_migration_dir.clone()), ..Options::default() };
+    let options = Options {
+        pre_migration_dir: Some(config.pre_migration_dir.clone()),
+        ..Options::default()
+    };
     let started_at = jiff::Timestamp::now();
     let started = Instant::now();
     let opened = tokio::task::spawn_blocking(move || Engine::open(path, options)).await?;
@@ -50,7 +53,13 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
             return Err(anyhow::Error::new(e).context("cannot open the database"));
         }
     };
-    record_migration(&engine, &report, started_at, started.elapsed().as_millis() as u64).await;
+    record_migration(
+        &engine,
+        &report,
+        started_at,
+        started.elapsed().as_millis() as u64,
+    )
+    .await;
     Ok(engine)
 }
 
@@ -59,21 +68,45 @@ async fn record_migration(engine: &Engine, report: &MigrationReport, at: jiff::T
         return;
     }
     let versions = json!({ "from_version": report.from, "to_version": report.to });
-    emit(engine, Event::info("migration", "migration_started").detail(versions.clone()).at(at)).await;
+    emit(
+        engine,
+        Event::info("migration", "migration_started")
+            .detail(versions.clone())
+            .at(at),
+    )
+    .await;
     if let Some(snapshot) = &report.snapshot {
         let detail = json!({ "operation": "pre_migration_snapshot", "tables": snapshot.manifest.tables.len(), "size_bytes": snapshot.manifest.size });
-        emit(engine, Event::info("migration", "backup_completed").detail(detail).at(at)).await;
+        emit(
+            engine,
+            Event::info("migration", "backup_completed")
+                .detail(detail)
+                .at(at),
+        )
+        .await;
     }
-    emit(engine, Event::info("migration", "migration_completed").detail(versions).duration_ms(ms)).await;
+    emit(
+        engine,
+        Event::info("migration", "migration_completed")
+            .detail(versions)
+            .duration_ms(ms),
+    )
+    .await;
 }
 
 /// Serves `state` on `listener` until `shutdown` resolves, then records the stop.
-pub async fn serve(listener: TcpListener, state: AppState, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(event = "listening", component = "app", addr = %addr);
     let engine = state.engine.clone();
     let app = app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
     emit(&engine, Event::info("app", "application_stopped")).await;
     engine.shutdown();
     Ok(())
@@ -97,34 +130,38 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         }
         config.jwt_secret = Some(secret);
     }
+    let shutdown = shutdown_signal()?;
     let engine = open_engine(&config).await?;
-    emit(&engine, Event::info("app", "application_started").detail(json!({ "version": build_info::VERSION, "commit": build_info::COMMIT }))).await;
+    emit(
+        &engine,
+        Event::info("app", "application_started")
+            .detail(json!({ "version": build_info::VERSION, "commit": build_info::COMMIT })),
+    )
+    .await;
     let listener = match TcpListener::bind(config.bind_addr).await {
         Ok(listener) => listener,
         Err(e) => {
             engine.shutdown();
-            return Err(anyhow::Error::new(e).context(format!("cannot listen on BIND_ADDR {}", config.bind_addr)));
+            return Err(anyhow::Error::new(e)
+                .context(format!("cannot listen on BIND_ADDR {}", config.bind_addr)));
         }
     };
-    serve(listener, AppState::new(engine, config), shutdown_signal()).await
+    serve(listener, AppState::new(engine, config), shutdown).await
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Installs the SIGINT and SIGTERM handlers now (so a signal that arrives before serving starts
+/// is not lost to the default action) and returns a future that resolves on either.
+pub fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt =
+        signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
+    let mut terminate =
+        signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {},
+            _ = terminate.recv() => {},
         }
-    };
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
-    }
-    tracing::info!(event = "shutdown_requested", component = "app");
+        tracing::info!(event = "shutdown_requested", component = "app");
+    })
 }

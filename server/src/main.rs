@@ -26,7 +26,10 @@ fn serve() -> ExitCode {
         }
     };
     telemetry::init(&config.log_level, config.log_pretty);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("mycorrhizal: cannot start the async runtime: {e}");

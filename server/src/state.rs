@@ -14,7 +14,10 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(engine: Engine, config: Config) -> Self {
-        AppState { engine, config: Arc::new(config) }
+        AppState {
+            engine,
+            config: Arc::new(config),
+        }
     }
 
     /// Runs blocking engine work (redb reads, snapshots) off the async threads.
@@ -23,6 +26,8 @@ impl AppState {
         work: impl FnOnce(&mycorrhizal_engine::Engine) -> T + Send + 'static,
     ) -> Result<T, crate::error::ApiError> {
         let engine = self.engine.clone();
-        tokio::task::spawn_blocking(move || work(&engine)).await.map_err(crate::error::ApiError::internal)
+        tokio::task::spawn_blocking(move || work(&engine))
+            .await
+            .map_err(crate::error::ApiError::internal)
     }
 }

@@ -31,19 +31,29 @@ impl TestServer {
     }
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.client.get(self.url(path)).send().await.expect("request")
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request")
     }
 
     /// Sends SIGTERM and waits (bounded) for the exit.
     pub fn terminate(&mut self) -> ExitStatus {
-        let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().expect("kill");
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
         assert!(status.success());
         wait_bounded(&mut self.child, Duration::from_secs(20))
     }
 
     pub fn log_lines(&self) -> Vec<serde_json::Value> {
         let lines = self.logs.lock().unwrap().clone();
-        lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect()
+        lines
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     }
 }
 
@@ -64,10 +74,16 @@ impl Instance {
     pub fn new() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut env = HashMap::new();
-        env.insert("DATA_DIR".into(), dir.path().join("data").display().to_string());
+        env.insert(
+            "DATA_DIR".into(),
+            dir.path().join("data").display().to_string(),
+        );
         env.insert("BIND_ADDR".into(), "127.0.0.1:0".into());
         env.insert("LOG_LEVEL".into(), "info".into());
-        Instance { dir: Arc::new(dir), env }
+        Instance {
+            dir: Arc::new(dir),
+            env,
+        }
     }
 
     pub fn with(mut self, key: &str, value: &str) -> Self {
@@ -85,13 +101,20 @@ impl Instance {
 
     fn command(&self) -> Command {
         let mut cmd = Command::new(BIN);
-        cmd.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).envs(&self.env);
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(&self.env);
         cmd
     }
 
     /// Starts the server and waits until it listens.
     pub fn spawn(&self) -> TestServer {
-        let mut child = self.command().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn binary");
+        let mut child = self
+            .command()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn binary");
         let logs = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = mpsc::channel();
         let stdout = child.stdout.take().expect("stdout");
@@ -117,16 +140,42 @@ impl Instance {
                 panic!("server did not start: {stderr}\n{:?}", logs.lock().unwrap());
             }
         };
-        let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("client");
-        TestServer { _dir: self.dir.clone(), child, addr, logs, client }
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .expect("client");
+        TestServer {
+            _dir: self.dir.clone(),
+            child,
+            addr,
+            logs,
+            client,
+        }
     }
 
     /// Runs the binary expecting it to stop by itself; returns status and all output.
     pub fn run_to_exit(&self) -> (ExitStatus, String) {
-        let mut child = self.command().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn binary");
+        let mut child = self
+            .command()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn binary");
         let status = wait_bounded(&mut child, Duration::from_secs(30));
         let mut output = String::new();
-        for stream in [child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read>), child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read>)].into_iter().flatten() {
+        for stream in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read>),
+        ]
+        .into_iter()
+        .flatten()
+        {
             let mut s = stream;
             let _ = s.read_to_string(&mut output);
         }
@@ -150,5 +199,7 @@ pub fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
 
 /// Opens the (stopped) instance's database with the engine library.
 pub fn open_engine(path: &Path) -> mycorrhizal_engine::Engine {
-    mycorrhizal_engine::Engine::open(path, mycorrhizal_engine::Options::default()).expect("open db").0
+    mycorrhizal_engine::Engine::open(path, mycorrhizal_engine::Options::default())
+        .expect("open db")
+        .0
 }

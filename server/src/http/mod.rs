@@ -48,7 +48,11 @@ async fn log_request(request: Request, next: Next) -> Response {
     let request_id = request_id::current().unwrap_or_default();
     let response = next.run(request).await;
     let status = response.status();
-    let result = if status.is_server_error() { "failure" } else { "success" };
+    let result = if status.is_server_error() {
+        "failure"
+    } else {
+        "success"
+    };
     tracing::info!(
         event = "http_request",
         component = "http",

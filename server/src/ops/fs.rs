@@ -4,18 +4,43 @@
 use std::path::Path;
 
 /// Filesystem types that are network or FUSE mounts.
-const NETWORK_TYPES: &[&str] = &["nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "9p", "ceph", "glusterfs", "afs", "lustre", "davfs", "sshfs"];
+const NETWORK_TYPES: &[&str] = &[
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb",
+    "smb2",
+    "smb3",
+    "smbfs",
+    "9p",
+    "ceph",
+    "glusterfs",
+    "afs",
+    "lustre",
+    "davfs",
+    "sshfs",
+];
 
 /// The filesystem type of the mount holding `path`, from a `/proc/self/mountinfo` text.
 pub fn mount_type(mountinfo: &str, path: &Path) -> Option<String> {
     let mut best: Option<(usize, String)> = None;
     for line in mountinfo.lines() {
         let mut halves = line.splitn(2, " - ");
-        let (Some(left), Some(right)) = (halves.next(), halves.next()) else { continue };
-        let Some(mount_point) = left.split(' ').nth(4) else { continue };
-        let Some(fs_type) = right.split(' ').next() else { continue };
+        let (Some(left), Some(right)) = (halves.next(), halves.next()) else {
+            continue;
+        };
+        let Some(mount_point) = left.split(' ').nth(4) else {
+            continue;
+        };
+        let Some(fs_type) = right.split(' ').next() else {
+            continue;
+        };
         let mount_point = mount_point.replace("\\040", " ");
-        if path.starts_with(&mount_point) && best.as_ref().is_none_or(|(len, _)| mount_point.len() >= *len) {
+        if path.starts_with(&mount_point)
+            && best
+                .as_ref()
+                .is_none_or(|(len, _)| mount_point.len() >= *len)
+        {
             best = Some((mount_point.len(), fs_type.to_string()));
         }
     }
@@ -62,10 +87,22 @@ mod tests {
 
     #[test]
     fn the_longest_mount_point_wins() {
-        assert_eq!(mount_type(MOUNTINFO, Path::new("/srv/data/db")).as_deref(), Some("nfs4"));
-        assert_eq!(mount_type(MOUNTINFO, Path::new("/srv/data/local/db")).as_deref(), Some("xfs"));
-        assert_eq!(mount_type(MOUNTINFO, Path::new("/home/me")).as_deref(), Some("ext4"));
-        assert_eq!(mount_type(MOUNTINFO, Path::new("/mnt/remote box/x")).as_deref(), Some("fuse.sshfs"));
+        assert_eq!(
+            mount_type(MOUNTINFO, Path::new("/srv/data/db")).as_deref(),
+            Some("nfs4")
+        );
+        assert_eq!(
+            mount_type(MOUNTINFO, Path::new("/srv/data/local/db")).as_deref(),
+            Some("xfs")
+        );
+        assert_eq!(
+            mount_type(MOUNTINFO, Path::new("/home/me")).as_deref(),
+            Some("ext4")
+        );
+        assert_eq!(
+            mount_type(MOUNTINFO, Path::new("/mnt/remote box/x")).as_deref(),
+            Some("fuse.sshfs")
+        );
     }
 
     #[test]
