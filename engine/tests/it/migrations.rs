@@ -140,3 +140,19 @@ fn a_tampered_snapshot_fails_verification() {
         Err(Error::SnapshotInvalid(_))
     ));
 }
+
+fn crashing_step(_: &WriteTransaction) -> mycorrhizal_engine::Result<()> {
+    panic!("the process dies in the middle of the step");
+}
+
+#[test]
+fn a_step_interrupted_by_a_crash_leaves_the_database_dirty_and_start_up_refuses() {
+    let (_dir, path) = seeded();
+    let crashed = std::panic::catch_unwind(|| Engine::open(&path, with_step(crashing_step, None)));
+    assert!(crashed.is_err(), "the step panicked");
+    let result = Engine::open(&path, with_step(test_step, None));
+    match result {
+        Err(Error::DirtyMigration { version, .. }) => assert_eq!(version, migrate::latest() + 1),
+        other => panic!("expected DirtyMigration, got {:?}", other.err()),
+    }
+}
