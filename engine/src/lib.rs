@@ -9,6 +9,7 @@
 
 pub mod changes;
 pub mod clock;
+pub mod global;
 pub mod codec;
 mod error;
 pub mod migrate;
@@ -30,6 +31,7 @@ use tokio::sync::oneshot;
 pub use changes::{Change, Op};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::{Error, Invalid, Result};
+pub use global::{GlobalRecord, GlobalView, TxGlobal};
 pub use migrate::{Migration, MigrationReport};
 pub use read::{Page, UserView};
 pub use record::{Kind, Meta, Precondition, Record, Row};
@@ -213,6 +215,11 @@ impl Engine {
     /// Dropping the last clone does the same.
     pub fn shutdown(&self) {
         self.inner.stop_writer();
+    }
+
+    /// A read view of the global (instance-level) tables.
+    pub fn global(&self) -> Result<GlobalView> {
+        Ok(GlobalView { txn: self.db().begin_read()? })
     }
 
     /// A consistent snapshot of the whole database into `dir` (see [`snapshot`]).

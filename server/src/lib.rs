@@ -4,11 +4,13 @@
 //! bind the listener. Nothing listens while migrations run.
 
 pub mod api;
+pub mod auth;
 pub mod build_info;
 pub mod cli;
 pub mod config;
 pub mod error;
 pub mod http;
+pub mod notify;
 pub mod ops;
 pub mod state;
 pub mod telemetry;
@@ -138,15 +140,22 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             .detail(json!({ "version": build_info::VERSION, "commit": build_info::COMMIT })),
     )
     .await;
-    let listener = match TcpListener::bind(config.bind_addr).await {
+    let state = match AppState::build(engine.clone(), config).await {
+        Ok(state) => state,
+        Err(reason) => {
+            engine.shutdown();
+            anyhow::bail!("{reason}");
+        }
+    };
+    let listener = match TcpListener::bind(state.config.bind_addr).await {
         Ok(listener) => listener,
         Err(e) => {
             engine.shutdown();
             return Err(anyhow::Error::new(e)
-                .context(format!("cannot listen on BIND_ADDR {}", config.bind_addr)));
+                .context(format!("cannot listen on BIND_ADDR {}", state.config.bind_addr)));
         }
     };
-    serve(listener, AppState::new(engine, config), shutdown).await
+    serve(listener, state, shutdown).await
 }
 
 /// Installs the SIGINT and SIGTERM handlers now (so a signal that arrives before serving starts

@@ -1,33 +1,47 @@
-//! The state every handler receives: the engine and the configuration, shared by reference.
+//! The state every handler receives: the engine, the configuration and the shared services,
+//! each built once at start-up.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use mycorrhizal_engine::Engine;
 
+use crate::auth::Auth;
+use crate::auth::breach::BreachCheck;
 use crate::config::Config;
+use crate::error::ApiError;
+use crate::notify::email::Mailer;
 
 #[derive(Clone)]
 pub struct AppState {
     pub engine: Engine,
     pub config: Arc<Config>,
+    pub auth: Arc<Auth>,
+    /// The one outbound HTTP client (connection pool shared by every integration).
+    pub http: reqwest::Client,
+    pub breach_check: BreachCheck,
+    pub mailer: Mailer,
 }
 
 impl AppState {
-    pub fn new(engine: Engine, config: Config) -> Self {
-        AppState {
-            engine,
-            config: Arc::new(config),
-        }
+    /// Builds the services. Fails (refusing boot) when the data key cannot be unwrapped.
+    pub async fn build(engine: Engine, config: Config) -> Result<AppState, String> {
+        let auth = Auth::new(&engine, &config).await?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(30))
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("mycorrhizal/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let breach_check = BreachCheck::new(http.clone(), config.auth.hibp_api_url.clone());
+        let mailer = Mailer::new(config.auth.email.clone(), http.clone());
+        Ok(AppState { engine, config: Arc::new(config), auth: Arc::new(auth), http, breach_check, mailer })
     }
 
     /// Runs blocking engine work (redb reads, snapshots) off the async threads.
-    pub async fn blocking<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(&mycorrhizal_engine::Engine) -> T + Send + 'static,
-    ) -> Result<T, crate::error::ApiError> {
+    pub async fn blocking<T: Send + 'static>(&self, work: impl FnOnce(&Engine) -> T + Send + 'static) -> Result<T, ApiError> {
         let engine = self.engine.clone();
-        tokio::task::spawn_blocking(move || work(&engine))
-            .await
-            .map_err(crate::error::ApiError::internal)
+        tokio::task::spawn_blocking(move || work(&engine)).await.map_err(ApiError::internal)
     }
 }

@@ -1,10 +1,15 @@
 //! The route table (one screen) and the OpenAPI document generated from the handlers.
-//! Every route added here must also be listed in [`ApiDoc`]; a test checks both agree.
+//! Every route added here must also be listed in [`ApiDoc`]; a test checks both agree, and the
+//! route-inventory test checks each is public by intent or refuses anonymous callers.
 
+pub mod admin;
+pub mod auth;
 pub mod health;
+pub mod tokens;
+pub mod users;
 
 use axum::Router;
-use axum::routing::get;
+use axum::routing::{delete, get, patch, post};
 use utoipa::OpenApi;
 
 use crate::state::AppState;
@@ -12,19 +17,82 @@ use crate::state::AppState;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Mycorrhizal API", description = "Self-hosted personal CRM. JSON under /api/v1; health probes at the root."),
-    paths(health::live, health::ready, health::health, openapi_json),
+    paths(
+        health::live, health::ready, health::health, openapi_json,
+        auth::register, auth::login, auth::login_2fa, auth::logout, auth::check_password_strength,
+        auth::password_reset_request, auth::password_reset_confirm, auth::create_device_grant, auth::device_session,
+        users::me, users::change_password, users::set_language, users::set_date_format, users::custom_fields,
+        users::set_custom_fields, users::totp_setup, users::totp_confirm, users::totp_disable, users::totp_regenerate,
+        users::totp_status,
+        tokens::list, tokens::create, tokens::revoke, tokens::rotate, tokens::revoke_all,
+        tokens::admin_list, tokens::admin_create, tokens::admin_revoke,
+        admin::list_users, admin::create_user, admin::get_user, admin::patch_user, admin::delete_user, admin::reset_2fa,
+    ),
     components(schemas(crate::error::ErrorBody, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
-    tags((name = "health", description = "Unauthenticated, unversioned probes"), (name = "meta", description = "The API's own description"))
+    tags(
+        (name = "health", description = "Unauthenticated, unversioned probes"),
+        (name = "meta", description = "The API's own description"),
+        (name = "auth", description = "Public sign-in routes; device grants"),
+        (name = "users", description = "The signed-in user's account"),
+        (name = "tokens", description = "API tokens"),
+        (name = "admin", description = "Admin session only; API tokens refused"),
+    )
 )]
 pub struct ApiDoc;
 
+/// Routes anyone may call without credentials (checked by the route-inventory test).
+pub const PUBLIC: &[&str] = &[
+    "/health",
+    "/health/live",
+    "/health/ready",
+    "/api/v1/openapi.json",
+    "/api/v1/register",
+    "/api/v1/login",
+    "/api/v1/login/2fa",
+    "/api/v1/logout",
+    "/api/v1/check-password-strength",
+    "/api/v1/password-reset/request",
+    "/api/v1/password-reset/confirm",
+    "/api/v1/auth/device/session",
+];
+
 /// Every route of the service.
 pub fn router() -> Router<AppState> {
+    let api = Router::new()
+        .route("/openapi.json", get(openapi_json))
+        .route("/register", post(auth::register))
+        .route("/login", post(auth::login))
+        .route("/login/2fa", post(auth::login_2fa))
+        .route("/logout", post(auth::logout))
+        .route("/check-password-strength", post(auth::check_password_strength))
+        .route("/password-reset/request", post(auth::password_reset_request))
+        .route("/password-reset/confirm", post(auth::password_reset_confirm))
+        .route("/auth/device/grants", post(auth::create_device_grant))
+        .route("/auth/device/session", post(auth::device_session))
+        .route("/users/me", get(users::me))
+        .route("/users/change-password", post(users::change_password))
+        .route("/users/language", patch(users::set_language))
+        .route("/users/date-format", patch(users::set_date_format))
+        .route("/users/custom-fields", get(users::custom_fields).patch(users::set_custom_fields))
+        .route("/users/2fa/status", get(users::totp_status))
+        .route("/users/2fa/setup", post(users::totp_setup))
+        .route("/users/2fa/confirm", post(users::totp_confirm))
+        .route("/users/2fa/disable", post(users::totp_disable))
+        .route("/users/2fa/recovery-codes/regenerate", post(users::totp_regenerate))
+        .route("/api-tokens", get(tokens::list).post(tokens::create))
+        .route("/api-tokens/revoke-all", post(tokens::revoke_all))
+        .route("/api-tokens/{id}", delete(tokens::revoke))
+        .route("/api-tokens/{id}/rotate", post(tokens::rotate))
+        .route("/admin/api-tokens", get(tokens::admin_list).post(tokens::admin_create))
+        .route("/admin/api-tokens/{id}", delete(tokens::admin_revoke))
+        .route("/admin/users", get(admin::list_users).post(admin::create_user))
+        .route("/admin/users/{id}", get(admin::get_user).patch(admin::patch_user).delete(admin::delete_user))
+        .route("/admin/users/{id}/reset-2fa", post(admin::reset_2fa));
     Router::new()
         .route("/health/live", get(health::live))
         .route("/health/ready", get(health::ready))
         .route("/health", get(health::health))
-        .route("/api/v1/openapi.json", get(openapi_json))
+        .nest("/api/v1", api)
 }
 
 /// The OpenAPI 3.1 description of this API.

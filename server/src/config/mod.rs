@@ -123,12 +123,35 @@ pub struct Auth {
     pub cookie_domain: Option<String>,
     pub frontend_url: Option<String>,
     pub jwt_expiry_hours: u64,
+    /// `SESSION_IDLE_TIMEOUT_HOURS`: a session unused this long ends (default 24).
+    pub session_idle_hours: u64,
     pub data_encryption_key: Option<secret::Secret>,
     pub data_encryption_key_file: Option<PathBuf>,
     pub oidc: Option<Oidc>,
     pub oidc_auto_provision: bool,
     pub oidc_trust_email: bool,
     pub oidc_scopes: String,
+    /// `HIBP_API_URL`: base of the breached-password range API.
+    pub hibp_api_url: String,
+    pub email: Email,
+}
+
+/// How transactional email leaves the server.
+#[derive(Clone, Debug)]
+pub enum Email {
+    /// No provider configured: mail is logged as not sent and the request fails with 503.
+    Disabled,
+    /// `SMTP_HOST`, `SMTP_PORT`, `SMTP_USERNAME`, `SMTP_PASSWORD`, `SMTP_TLS` (`starttls`, `tls`, `none`), `EMAIL_FROM`.
+    Smtp { host: String, port: u16, username: Option<String>, password: Option<secret::Secret>, tls: SmtpTls, from: String },
+    /// `EMAIL_API_URL` and `EMAIL_API_KEY`: POSTs `{from, to, subject, text}` JSON with a bearer key.
+    Api { url: String, key: secret::Secret, from: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmtpTls {
+    StartTls,
+    Tls,
+    None,
 }
 
 #[derive(Clone)]
@@ -399,12 +422,48 @@ fn auth(env: &mut Env) -> Auth {
         cookie_domain: env.string("COOKIE_DOMAIN"),
         frontend_url,
         jwt_expiry_hours: env.count("JWT_EXPIRY_HOURS", 96, 8_760).max(1),
+        session_idle_hours: env.count("SESSION_IDLE_TIMEOUT_HOURS", 24, 8_760).max(1),
         data_encryption_key: env.string("DATA_ENCRYPTION_KEY").map(secret::Secret::new),
         data_encryption_key_file,
         oidc,
         oidc_auto_provision: env.bool("OIDC_AUTO_PROVISION", false),
         oidc_trust_email: env.bool("OIDC_TRUST_EMAIL", false),
         oidc_scopes: env.string_or("OIDC_SCOPES", "openid email profile"),
+        hibp_api_url: env.string_or("HIBP_API_URL", "https://api.pwnedpasswords.com").trim_end_matches('/').to_string(),
+        email: email(env),
+    }
+}
+
+fn email(env: &mut Env) -> Email {
+    let from = env.string_or("EMAIL_FROM", "Mycorrhizal <no-reply@localhost>");
+    if let Some(host) = env.string("SMTP_HOST") {
+        let tls = match env.string_or("SMTP_TLS", "starttls").to_ascii_lowercase().as_str() {
+            "starttls" => SmtpTls::StartTls,
+            "tls" => SmtpTls::Tls,
+            "none" => SmtpTls::None,
+            other => {
+                env.fail("SMTP_TLS", format!("expected starttls, tls or none, got {other:?}"));
+                SmtpTls::StartTls
+            }
+        };
+        let default_port = if tls == SmtpTls::Tls { 465 } else { 587 };
+        let port = env.int("SMTP_PORT", default_port, 1, 65_535) as u16;
+        return Email::Smtp {
+            host,
+            port,
+            username: env.string("SMTP_USERNAME"),
+            password: env.string("SMTP_PASSWORD").map(secret::Secret::new),
+            tls,
+            from,
+        };
+    }
+    match (env.string("EMAIL_API_URL"), env.string("EMAIL_API_KEY")) {
+        (Some(url), Some(key)) => Email::Api { url, key: secret::Secret::new(key), from },
+        (Some(_), None) => {
+            env.fail("EMAIL_API_KEY", "must be set together with EMAIL_API_URL");
+            Email::Disabled
+        }
+        _ => Email::Disabled,
     }
 }
 

@@ -1,0 +1,48 @@
+//! Extractors for the session-minting routes, placed before the body so they run first:
+//! the client-version gate (before any credential work) and the per-IP auth rate limit.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+
+use super::client::{ClientIp, check_client_version};
+use super::limits::AUTH_RATE;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Passes only clients at or above `MIN_CLIENT_VERSION`, and within the auth request rate.
+/// Holds the caller's IP for lockout accounting.
+pub struct SessionMinting {
+    pub ip: std::net::IpAddr,
+}
+
+impl FromRequestParts<AppState> for SessionMinting {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        check_client_version(state.config.min_client_version, &parts.headers)?;
+        let ClientIp(ip) = ClientIp::from_request_parts(parts, state).await?;
+        state
+            .auth
+            .limits
+            .take(format!("auth:ip:{ip}"), AUTH_RATE)
+            .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: false })?;
+        Ok(SessionMinting { ip })
+    }
+}
+
+/// The per-IP auth rate limit alone, for the other public auth routes.
+pub struct AuthRate;
+
+impl FromRequestParts<AppState> for AuthRate {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let ClientIp(ip) = ClientIp::from_request_parts(parts, state).await?;
+        state
+            .auth
+            .limits
+            .take(format!("auth:ip:{ip}"), AUTH_RATE)
+            .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: false })?;
+        Ok(AuthRate)
+    }
+}

@@ -1,0 +1,3 @@
+//! Messages that leave the server: transactional email now; notification channels later.
+
+pub mod email;
