@@ -14,4 +14,13 @@ pub struct Cli {
 pub enum Command {
     /// Run the server (the default). Configured by environment variables; see the README.
     Serve,
+    /// Re-wrap the data key under a new master key. The current key comes from the usual
+    /// environment (DATA_ENCRYPTION_KEY, DATA_ENCRYPTION_KEY_FILE or JWT_SECRET_KEY); the new one
+    /// from NEW_DATA_ENCRYPTION_KEY or --new-key-file. Stop the server first. Afterwards start it
+    /// with DATA_ENCRYPTION_KEY set to the new key.
+    RewrapDataKey {
+        /// File holding the new master key (otherwise NEW_DATA_ENCRYPTION_KEY).
+        #[arg(long)]
+        new_key_file: Option<std::path::PathBuf>,
+    },
 }

@@ -114,9 +114,8 @@ pub async fn serve(
     Ok(())
 }
 
-/// The whole server: load config, open and migrate, bind, serve until SIGINT/SIGTERM.
-pub async fn run(config: Config) -> anyhow::Result<()> {
-    let mut config = config;
+/// Uses `JWT_SECRET_KEY`, or the generated secret persisted in the data folder.
+fn load_secret(config: &mut Config) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
     if config.jwt_secret.is_none() {
@@ -132,14 +131,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         }
         config.jwt_secret = Some(secret);
     }
+    Ok(())
+}
+
+/// The whole server: load config, open and migrate, bind, serve until SIGINT/SIGTERM.
+pub async fn run(mut config: Config) -> anyhow::Result<()> {
+    load_secret(&mut config)?;
     let shutdown = shutdown_signal()?;
     let engine = open_engine(&config).await?;
-    emit(
-        &engine,
-        Event::info("app", "application_started")
-            .detail(json!({ "version": build_info::VERSION, "commit": build_info::COMMIT })),
-    )
-    .await;
     let state = match AppState::build(engine.clone(), config).await {
         Ok(state) => state,
         Err(reason) => {
@@ -147,6 +146,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             anyhow::bail!("{reason}");
         }
     };
+    let detail = json!({ "version": build_info::VERSION, "commit": build_info::COMMIT });
+    emit(&engine, Event::info("app", "application_started").detail(detail)).await;
     let listener = match TcpListener::bind(state.config.bind_addr).await {
         Ok(listener) => listener,
         Err(e) => {
@@ -156,6 +157,20 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         }
     };
     serve(listener, state, shutdown).await
+}
+
+/// Re-wraps the data key from the configured master key to `new_key`.
+pub async fn rewrap_data_key(mut config: Config, new_key: String) -> Result<(), String> {
+    if new_key.len() < 32 {
+        return Err("the new key must be at least 32 bytes".into());
+    }
+    load_secret(&mut config).map_err(|e| format!("{e:#}"))?;
+    let engine = open_engine(&config).await.map_err(|e| format!("{e:#}"))?;
+    let old = auth::keys::MasterKey::from_config(&config)?;
+    let new = auth::keys::MasterKey::derive(new_key.as_bytes(), auth::keys::MasterSource::DataEncryptionKey);
+    let result = auth::keys::rewrap(&engine, &old, &new).await;
+    engine.shutdown();
+    result
 }
 
 /// Installs the SIGINT and SIGTERM handlers now (so a signal that arrives before serving starts

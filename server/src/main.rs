@@ -10,21 +10,49 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(),
+        Command::RewrapDataKey { new_key_file } => rewrap(new_key_file),
     }
 }
 
-fn serve() -> ExitCode {
-    let config = match Config::from_env() {
-        Ok(config) => config,
+fn rewrap(new_key_file: Option<std::path::PathBuf>) -> ExitCode {
+    let Some(config) = load_config() else { return ExitCode::from(2) };
+    telemetry::init(&config.log_level, config.log_pretty);
+    let new_key = match new_key_file {
+        Some(path) => std::fs::read_to_string(&path).map(|s| s.trim().to_string()).map_err(|e| format!("{}: {e}", path.display())),
+        None => std::env::var("NEW_DATA_ENCRYPTION_KEY").map_err(|_| "set NEW_DATA_ENCRYPTION_KEY or pass --new-key-file".to_string()),
+    };
+    let outcome = new_key.and_then(|key| {
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+        runtime.block_on(mycorrhizal::rewrap_data_key(config, key))
+    });
+    match outcome {
+        Ok(()) => {
+            println!("The data key is now wrapped by the new key. Start the server with DATA_ENCRYPTION_KEY set to it.");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mycorrhizal: rewrap failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn load_config() -> Option<Config> {
+    match Config::from_env() {
+        Ok(config) => Some(config),
         Err(errors) => {
             telemetry::init("info", false);
             for error in &errors {
                 tracing::error!(event = "config_invalid", component = "app", variable = %error.variable, error = %error.reason, "invalid configuration: {error}");
                 eprintln!("mycorrhizal: invalid configuration: {error}");
             }
-            return ExitCode::from(2);
+            None
         }
-    };
+    }
+}
+
+fn serve() -> ExitCode {
+    let Some(config) = load_config() else { return ExitCode::from(2) };
     telemetry::init(&config.log_level, config.log_pretty);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -203,3 +203,105 @@ pub fn open_engine(path: &Path) -> mycorrhizal_engine::Engine {
         .expect("open db")
         .0
 }
+
+/// A password the strength rule accepts.
+pub const PASSWORD: &str = "lichen-moss-fern-42";
+
+/// The value of cookie `name` set by `response`, if any.
+pub fn set_cookie(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|c| c.strip_prefix(&format!("{name}="))?.split(';').next().map(str::to_string))
+}
+
+/// The raw `Set-Cookie` line for `name`.
+pub fn set_cookie_line(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|c| c.starts_with(&format!("{name}=")))
+        .map(str::to_string)
+}
+
+/// How a test client authenticates.
+#[derive(Clone, Debug)]
+pub enum Cred {
+    Cookie(String),
+    Bearer(String),
+}
+
+/// A signed-in client.
+#[derive(Clone)]
+pub struct Client {
+    pub base: String,
+    pub http: reqwest::Client,
+    pub cred: Cred,
+    pub id: u64,
+}
+
+impl Client {
+    pub fn with(&self, cred: Cred) -> Client {
+        Client { cred, ..self.clone() }
+    }
+
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let builder = self.http.request(method, format!("{}{}", self.base, path));
+        match &self.cred {
+            Cred::Cookie(c) => builder.header("cookie", format!("auth_token={c}")),
+            Cred::Bearer(t) => builder.bearer_auth(t),
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.request(reqwest::Method::GET, path).send().await.expect("request")
+    }
+
+    pub async fn send(&self, method: reqwest::Method, path: &str, body: serde_json::Value) -> reqwest::Response {
+        self.request(method, path).json(&body).send().await.expect("request")
+    }
+
+    pub async fn post(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
+        self.send(reqwest::Method::POST, path, body).await
+    }
+}
+
+impl TestServer {
+    pub async fn post(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
+        self.client.post(self.url(path)).json(&body).send().await.expect("request")
+    }
+
+    pub async fn register(&self, username: &str, password: &str) -> reqwest::Response {
+        let body = serde_json::json!({ "username": username, "email": format!("{username}@example.org"), "password": password });
+        self.post("/api/v1/register", body).await
+    }
+
+    pub async fn login(&self, identifier: &str, password: &str) -> reqwest::Response {
+        self.post("/api/v1/login", serde_json::json!({ "identifier": identifier, "password": password })).await
+    }
+
+    /// Registers `username` (if needed) and signs in with a session cookie.
+    pub async fn sign_up(&self, username: &str) -> Client {
+        let registered = self.register(username, PASSWORD).await;
+        assert!(registered.status() == 201 || registered.status() == 409, "register {username}: {}", registered.status());
+        self.sign_in(username, PASSWORD).await
+    }
+
+    pub async fn sign_in(&self, username: &str, password: &str) -> Client {
+        let response = self.login(username, password).await;
+        assert_eq!(response.status(), 200, "login {username}");
+        let cookie = set_cookie(&response, "auth_token").expect("auth_token cookie");
+        let mut client = Client { base: self.url(""), http: self.client.clone(), cred: Cred::Cookie(cookie), id: 0 };
+        let me: serde_json::Value = client.get("/api/v1/users/me").await.json().await.expect("me");
+        client.id = me["id"].as_u64().expect("id");
+        client
+    }
+
+    pub fn anonymous(&self) -> Client {
+        Client { base: self.url(""), http: self.client.clone(), cred: Cred::Bearer(String::new()), id: 0 }
+    }
+}

@@ -1,6 +1,7 @@
 //! Black-box tests of the real `mycorrhizal` binary: each test starts it on a free loopback port
 //! with a temporary data folder and speaks HTTP to it.
 
+mod accounts;
 mod boot;
 mod health;
 mod helpers;
