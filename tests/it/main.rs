@@ -2,7 +2,10 @@
 //! with a temporary data folder and speaks HTTP to it.
 
 mod accounts;
+mod admin;
 mod boot;
 mod health;
 mod helpers;
 mod migrations;
+mod tokens;
+mod twofactor;
