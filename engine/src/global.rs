@@ -57,8 +57,13 @@ impl TxGlobal<'_, '_> {
 
     /// The id holding unique key `name` = `value`.
     pub fn lookup<R: GlobalRecord>(&self, name: &str, value: &str) -> Result<Option<u64>> {
-        let table = self.tx.txn().open_table(tables::map_table(R::UNIQUE_TABLE))?;
-        Ok(table.get(unique_key(name, value).as_str())?.map(|v| decode_id(v.value())))
+        let table = self
+            .tx
+            .txn()
+            .open_table(tables::map_table(R::UNIQUE_TABLE))?;
+        Ok(table
+            .get(unique_key(name, value).as_str())?
+            .map(|v| decode_id(v.value())))
     }
 
     /// Inserts a new row with a fresh id.
@@ -77,11 +82,17 @@ impl TxGlobal<'_, '_> {
     /// Removes row `id` and its unique keys. Returns the removed row.
     pub fn delete<R: GlobalRecord>(&self, id: u64) -> Result<R> {
         let old: R = self.get(id)?;
-        let mut unique = self.tx.txn().open_table(tables::map_table(R::UNIQUE_TABLE))?;
+        let mut unique = self
+            .tx
+            .txn()
+            .open_table(tables::map_table(R::UNIQUE_TABLE))?;
         for (name, value) in old.unique_keys() {
             unique.remove(unique_key(name, &value).as_str())?;
         }
-        self.tx.txn().open_table(tables::system_table(R::TABLE))?.remove(id)?;
+        self.tx
+            .txn()
+            .open_table(tables::system_table(R::TABLE))?
+            .remove(id)?;
         Ok(old)
     }
 
@@ -104,7 +115,10 @@ impl TxGlobal<'_, '_> {
 
     /// Writes a value of a `map:<name>` table.
     pub fn map_put(&self, table: &str, key: &str, value: &[u8]) -> Result<()> {
-        self.tx.txn().open_table(tables::map_table(table))?.insert(key, value)?;
+        self.tx
+            .txn()
+            .open_table(tables::map_table(table))?
+            .insert(key, value)?;
         Ok(())
     }
 
@@ -113,7 +127,9 @@ impl TxGlobal<'_, '_> {
         let mut unique = txn.open_table(tables::map_table(R::UNIQUE_TABLE))?;
         let new_keys = body.unique_keys();
         for (name, value) in &new_keys {
-            if let Some(holder) = unique.get(unique_key(name, value).as_str())?.map(|v| decode_id(v.value()))
+            if let Some(holder) = unique
+                .get(unique_key(name, value).as_str())?
+                .map(|v| decode_id(v.value()))
                 && holder != id
             {
                 return Err(Error::Duplicate { index: name });
@@ -125,9 +141,13 @@ impl TxGlobal<'_, '_> {
             }
         }
         for (name, value) in &new_keys {
-            unique.insert(unique_key(name, value).as_str(), id.to_le_bytes().as_slice())?;
+            unique.insert(
+                unique_key(name, value).as_str(),
+                id.to_le_bytes().as_slice(),
+            )?;
         }
-        txn.open_table(tables::system_table(R::TABLE))?.insert(id, codec::encode(body).as_slice())?;
+        txn.open_table(tables::system_table(R::TABLE))?
+            .insert(id, codec::encode(body).as_slice())?;
         Ok(())
     }
 }
@@ -158,7 +178,9 @@ impl GlobalView {
             Err(TableError::TableDoesNotExist(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        Ok(table.get(unique_key(name, value).as_str())?.map(|v| decode_id(v.value())))
+        Ok(table
+            .get(unique_key(name, value).as_str())?
+            .map(|v| decode_id(v.value())))
     }
 
     /// Reads a value of a `map:<name>` table.

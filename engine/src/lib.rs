@@ -9,9 +9,9 @@
 
 pub mod changes;
 pub mod clock;
-pub mod global;
 pub mod codec;
 mod error;
+pub mod global;
 pub mod migrate;
 mod read;
 pub mod record;
@@ -219,7 +219,9 @@ impl Engine {
 
     /// A read view of the global (instance-level) tables.
     pub fn global(&self) -> Result<GlobalView> {
-        Ok(GlobalView { txn: self.db().begin_read()? })
+        Ok(GlobalView {
+            txn: self.db().begin_read()?,
+        })
     }
 
     /// A consistent snapshot of the whole database into `dir` (see [`snapshot`]).

@@ -38,18 +38,29 @@ impl<'a> Tx<'a> {
     /// Removes every row of `user`: records, tombstones, index entries and the change feed.
     /// For deleting an account; returns how many record rows went.
     pub fn purge_user(&self, user: UserId) -> Result<u64> {
-        let names: Vec<String> = self.txn.list_tables()?.map(|h| redb::TableHandle::name(&h).to_string()).collect();
+        let names: Vec<String> = self
+            .txn
+            .list_tables()?
+            .map(|h| redb::TableHandle::name(&h).to_string())
+            .collect();
         let mut removed = 0;
         for name in names {
             if name.starts_with(tables::RECORD_PREFIX) {
                 let mut table = self.txn.open_table(tables::record_table(&name))?;
-                removed += table.extract_from_if((user.0, 0)..=(user.0, u64::MAX), |_, _| true)?.count() as u64;
+                removed += table
+                    .extract_from_if((user.0, 0)..=(user.0, u64::MAX), |_, _| true)?
+                    .count() as u64;
             } else if name.starts_with(tables::INDEX_PREFIX) {
                 let mut table = self.txn.open_table(tables::index_table(&name))?;
-                table.retain_in::<(u64, &str, &str, u64), _>((user.0, "", "", 0).., |(u, _, _, _), ()| u != user.0)?;
+                table.retain_in::<(u64, &str, &str, u64), _>(
+                    (user.0, "", "", 0)..,
+                    |(u, _, _, _), ()| u != user.0,
+                )?;
             }
         }
-        self.txn.open_table(CHANGES)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
+        self.txn
+            .open_table(CHANGES)?
+            .retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
         self.txn.open_table(USER_SEQ)?.remove(user.0)?;
         Ok(removed)
     }

@@ -90,23 +90,49 @@ impl ApiError {
 
     fn parts(&self) -> (StatusCode, &'static str, String, Value) {
         match self {
-            ApiError::Unauthorized(message) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED", (*message).into(), json!({})),
-            ApiError::InvalidCredentials => {
-                (StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS", "Invalid credentials".into(), json!({}))
-            }
-            ApiError::Forbidden(message) => (StatusCode::FORBIDDEN, "FORBIDDEN", message.clone(), json!({})),
-            ApiError::ClientNotSupported(message) => {
-                (StatusCode::FORBIDDEN, "CLIENT_NOT_SUPPORTED", message.clone(), json!({}))
-            }
-            ApiError::RateLimited { retry_after, locked } => (
+            ApiError::Unauthorized(message) => (
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHORIZED",
+                (*message).into(),
+                json!({}),
+            ),
+            ApiError::InvalidCredentials => (
+                StatusCode::UNAUTHORIZED,
+                "INVALID_CREDENTIALS",
+                "Invalid credentials".into(),
+                json!({}),
+            ),
+            ApiError::Forbidden(message) => (
+                StatusCode::FORBIDDEN,
+                "FORBIDDEN",
+                message.clone(),
+                json!({}),
+            ),
+            ApiError::ClientNotSupported(message) => (
+                StatusCode::FORBIDDEN,
+                "CLIENT_NOT_SUPPORTED",
+                message.clone(),
+                json!({}),
+            ),
+            ApiError::RateLimited {
+                retry_after,
+                locked,
+            } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "RATE_LIMIT_EXCEEDED",
-                if *locked { "Account temporarily locked".into() } else { "Too many requests. Please try again later.".into() },
+                if *locked {
+                    "Account temporarily locked".into()
+                } else {
+                    "Too many requests. Please try again later.".into()
+                },
                 json!({ "retry_after": retry_after }),
             ),
-            ApiError::External(message) => {
-                (StatusCode::SERVICE_UNAVAILABLE, "EXTERNAL_SERVICE_ERROR", message.clone(), json!({}))
-            }
+            ApiError::External(message) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "EXTERNAL_SERVICE_ERROR",
+                message.clone(),
+                json!({}),
+            ),
             ApiError::NotFound => (
                 StatusCode::NOT_FOUND,
                 "NOT_FOUND",
@@ -182,11 +208,22 @@ impl IntoResponse for ApiError {
         if let ApiError::Internal(detail) = &self {
             tracing::error!(event = "internal_error", error = %detail, request_id = request_id.as_deref().unwrap_or(""));
         }
-        let mut response = (status, Json(ErrorBody { code, message, details, request_id })).into_response();
+        let mut response = (
+            status,
+            Json(ErrorBody {
+                code,
+                message,
+                details,
+                request_id,
+            }),
+        )
+            .into_response();
         if let ApiError::RateLimited { retry_after, .. } = self
             && let Ok(value) = axum::http::HeaderValue::from_str(&retry_after.to_string())
         {
-            response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, value);
         }
         response
     }

@@ -147,13 +147,19 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         }
     };
     let detail = json!({ "version": build_info::VERSION, "commit": build_info::COMMIT });
-    emit(&engine, Event::info("app", "application_started").detail(detail)).await;
+    emit(
+        &engine,
+        Event::info("app", "application_started").detail(detail),
+    )
+    .await;
     let listener = match TcpListener::bind(state.config.bind_addr).await {
         Ok(listener) => listener,
         Err(e) => {
             engine.shutdown();
-            return Err(anyhow::Error::new(e)
-                .context(format!("cannot listen on BIND_ADDR {}", state.config.bind_addr)));
+            return Err(anyhow::Error::new(e).context(format!(
+                "cannot listen on BIND_ADDR {}",
+                state.config.bind_addr
+            )));
         }
     };
     serve(listener, state, shutdown).await
@@ -167,7 +173,10 @@ pub async fn rewrap_data_key(mut config: Config, new_key: String) -> Result<(), 
     load_secret(&mut config).map_err(|e| format!("{e:#}"))?;
     let engine = open_engine(&config).await.map_err(|e| format!("{e:#}"))?;
     let old = auth::keys::MasterKey::from_config(&config)?;
-    let new = auth::keys::MasterKey::derive(new_key.as_bytes(), auth::keys::MasterSource::DataEncryptionKey);
+    let new = auth::keys::MasterKey::derive(
+        new_key.as_bytes(),
+        auth::keys::MasterSource::DataEncryptionKey,
+    );
     let result = auth::keys::rewrap(&engine, &old, &new).await;
     engine.shutdown();
     result

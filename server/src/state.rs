@@ -36,12 +36,24 @@ impl AppState {
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let breach_check = BreachCheck::new(http.clone(), config.auth.hibp_api_url.clone());
         let mailer = Mailer::new(config.auth.email.clone(), http.clone());
-        Ok(AppState { engine, config: Arc::new(config), auth: Arc::new(auth), http, breach_check, mailer })
+        Ok(AppState {
+            engine,
+            config: Arc::new(config),
+            auth: Arc::new(auth),
+            http,
+            breach_check,
+            mailer,
+        })
     }
 
     /// Runs blocking engine work (redb reads, snapshots) off the async threads.
-    pub async fn blocking<T: Send + 'static>(&self, work: impl FnOnce(&Engine) -> T + Send + 'static) -> Result<T, ApiError> {
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Engine) -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
         let engine = self.engine.clone();
-        tokio::task::spawn_blocking(move || work(&engine)).await.map_err(ApiError::internal)
+        tokio::task::spawn_blocking(move || work(&engine))
+            .await
+            .map_err(ApiError::internal)
     }
 }

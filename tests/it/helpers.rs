@@ -214,7 +214,12 @@ pub fn set_cookie(response: &reqwest::Response, name: &str) -> Option<String> {
         .get_all("set-cookie")
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .find_map(|c| c.strip_prefix(&format!("{name}="))?.split(';').next().map(str::to_string))
+        .find_map(|c| {
+            c.strip_prefix(&format!("{name}="))?
+                .split(';')
+                .next()
+                .map(str::to_string)
+        })
 }
 
 /// The raw `Set-Cookie` line for `name`.
@@ -246,7 +251,10 @@ pub struct Client {
 
 impl Client {
     pub fn with(&self, cred: Cred) -> Client {
-        Client { cred, ..self.clone() }
+        Client {
+            cred,
+            ..self.clone()
+        }
     }
 
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -258,11 +266,23 @@ impl Client {
     }
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.request(reqwest::Method::GET, path).send().await.expect("request")
+        self.request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .expect("request")
     }
 
-    pub async fn send(&self, method: reqwest::Method, path: &str, body: serde_json::Value) -> reqwest::Response {
-        self.request(method, path).json(&body).send().await.expect("request")
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: serde_json::Value,
+    ) -> reqwest::Response {
+        self.request(method, path)
+            .json(&body)
+            .send()
+            .await
+            .expect("request")
     }
 
     pub async fn post(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
@@ -272,7 +292,12 @@ impl Client {
 
 impl TestServer {
     pub async fn post(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
-        self.client.post(self.url(path)).json(&body).send().await.expect("request")
+        self.client
+            .post(self.url(path))
+            .json(&body)
+            .send()
+            .await
+            .expect("request")
     }
 
     pub async fn register(&self, username: &str, password: &str) -> reqwest::Response {
@@ -281,13 +306,21 @@ impl TestServer {
     }
 
     pub async fn login(&self, identifier: &str, password: &str) -> reqwest::Response {
-        self.post("/api/v1/login", serde_json::json!({ "identifier": identifier, "password": password })).await
+        self.post(
+            "/api/v1/login",
+            serde_json::json!({ "identifier": identifier, "password": password }),
+        )
+        .await
     }
 
     /// Registers `username` (if needed) and signs in with a session cookie.
     pub async fn sign_up(&self, username: &str) -> Client {
         let registered = self.register(username, PASSWORD).await;
-        assert!(registered.status() == 201 || registered.status() == 409, "register {username}: {}", registered.status());
+        assert!(
+            registered.status() == 201 || registered.status() == 409,
+            "register {username}: {}",
+            registered.status()
+        );
         self.sign_in(username, PASSWORD).await
     }
 
@@ -295,13 +328,28 @@ impl TestServer {
         let response = self.login(username, password).await;
         assert_eq!(response.status(), 200, "login {username}");
         let cookie = set_cookie(&response, "auth_token").expect("auth_token cookie");
-        let mut client = Client { base: self.url(""), http: self.client.clone(), cred: Cred::Cookie(cookie), id: 0 };
-        let me: serde_json::Value = client.get("/api/v1/users/me").await.json().await.expect("me");
+        let mut client = Client {
+            base: self.url(""),
+            http: self.client.clone(),
+            cred: Cred::Cookie(cookie),
+            id: 0,
+        };
+        let me: serde_json::Value = client
+            .get("/api/v1/users/me")
+            .await
+            .json()
+            .await
+            .expect("me");
         client.id = me["id"].as_u64().expect("id");
         client
     }
 
     pub fn anonymous(&self) -> Client {
-        Client { base: self.url(""), http: self.client.clone(), cred: Cred::Bearer(String::new()), id: 0 }
+        Client {
+            base: self.url(""),
+            http: self.client.clone(),
+            cred: Cred::Bearer(String::new()),
+            id: 0,
+        }
     }
 }

@@ -25,12 +25,23 @@ pub struct PageQuery {
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/users", tag = "admin", params(PageQuery), responses((status = 200, description = "`{users, total, page, limit}`"), (status = 403, description = "Not an admin session")))]
-pub async fn list_users(State(state): State<AppState>, _admin: AdminUser, Query(q): Query<PageQuery>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn list_users(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Query(q): Query<PageQuery>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let page = q.page.unwrap_or(1).max(1);
     let limit = q.limit.unwrap_or(25).clamp(1, 100);
     let all = state.engine.global()?.list::<Account>()?;
-    let users: Vec<CurrentUser> = all.iter().skip((page - 1) * limit).take(limit).map(|(id, a)| CurrentUser::from(*id, a)).collect();
-    Ok(axum::Json(json!({ "users": users, "total": all.len(), "page": page, "limit": limit })))
+    let users: Vec<CurrentUser> = all
+        .iter()
+        .skip((page - 1) * limit)
+        .take(limit)
+        .map(|(id, a)| CurrentUser::from(*id, a))
+        .collect();
+    Ok(axum::Json(
+        json!({ "users": users, "total": all.len(), "page": page, "limit": limit }),
+    ))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -44,14 +55,33 @@ pub struct NewUserBody {
 
 /// Creates an account (the way in when `DISABLE_REGISTRATION` is on).
 #[utoipa::path(post, path = "/api/v1/admin/users", tag = "admin", request_body = NewUserBody, responses((status = 201, body = CurrentUser), (status = 409, description = "Taken")))]
-pub async fn create_user(State(state): State<AppState>, _admin: AdminUser, Json(body): Json<NewUserBody>) -> Result<Response, ApiError> {
-    let new = NewAccount { username: body.username, email: body.email, password: Some(body.password), language: None, oidc: None, is_admin: body.is_admin };
+pub async fn create_user(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Json(body): Json<NewUserBody>,
+) -> Result<Response, ApiError> {
+    let new = NewAccount {
+        username: body.username,
+        email: body.email,
+        password: Some(body.password),
+        language: None,
+        oidc: None,
+        is_admin: body.is_admin,
+    };
     let (id, account) = accounts::create(&state, new).await?;
-    Ok((StatusCode::CREATED, axum::Json(CurrentUser::from(id, &account))).into_response())
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(CurrentUser::from(id, &account)),
+    )
+        .into_response())
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/users/{id}", tag = "admin", params(("id" = u64, Path)), responses((status = 200, body = CurrentUser), (status = 404, description = "No such user")))]
-pub async fn get_user(State(state): State<AppState>, _admin: AdminUser, Path(id): Path<u64>) -> Result<axum::Json<CurrentUser>, ApiError> {
+pub async fn get_user(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Path(id): Path<u64>,
+) -> Result<axum::Json<CurrentUser>, ApiError> {
     let account: Account = state.engine.global()?.get(id)?;
     Ok(axum::Json(CurrentUser::from(id, &account)))
 }
@@ -65,12 +95,28 @@ pub struct PatchUserBody {
 
 #[utoipa::path(patch, path = "/api/v1/admin/users/{id}", tag = "admin", params(("id" = u64, Path)), request_body = PatchUserBody, responses(
     (status = 200, body = CurrentUser), (status = 404, description = "No such user"), (status = 409, description = "Would remove the last admin")))]
-pub async fn patch_user(State(state): State<AppState>, _admin: AdminUser, Path(id): Path<u64>, Json(body): Json<PatchUserBody>) -> Result<axum::Json<CurrentUser>, ApiError> {
+pub async fn patch_user(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Path(id): Path<u64>,
+    Json(body): Json<PatchUserBody>,
+) -> Result<axum::Json<CurrentUser>, ApiError> {
     let mut account: Account = state.engine.global()?.get(id)?;
     if let Some(password) = body.password {
-        accounts::check_new_password(&state, "password", &password, &account.username, &account.email).await?;
+        accounts::check_new_password(
+            &state,
+            "password",
+            &password,
+            &account.username,
+            &account.email,
+        )
+        .await?;
         account = accounts::set_password(&state, id, password, true).await?;
-        tracing::info!(event = "admin_password_reset", component = "auth", user_id = id);
+        tracing::info!(
+            event = "admin_password_reset",
+            component = "auth",
+            user_id = id
+        );
     }
     if let Some(is_admin) = body.is_admin {
         account = accounts::set_admin(&state, id, is_admin).await?;
@@ -80,14 +126,22 @@ pub async fn patch_user(State(state): State<AppState>, _admin: AdminUser, Path(i
 
 #[utoipa::path(delete, path = "/api/v1/admin/users/{id}", tag = "admin", params(("id" = u64, Path)), responses(
     (status = 200, description = "Deleted with all data"), (status = 404, description = "No such user"), (status = 409, description = "The last admin")))]
-pub async fn delete_user(State(state): State<AppState>, _admin: AdminUser, Path(id): Path<u64>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn delete_user(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Path(id): Path<u64>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     accounts::delete(&state, id).await?;
     tracing::info!(event = "account_deleted", component = "auth", user_id = id);
     Ok(axum::Json(json!({ "message": "User deleted" })))
 }
 
 #[utoipa::path(post, path = "/api/v1/admin/users/{id}/reset-2fa", tag = "admin", params(("id" = u64, Path)), responses((status = 200, description = "Two-factor cleared"), (status = 404, description = "No such user")))]
-pub async fn reset_2fa(State(state): State<AppState>, _admin: AdminUser, Path(id): Path<u64>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn reset_2fa(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Path(id): Path<u64>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     state
         .engine
         .write_async(move |tx| {
@@ -98,5 +152,7 @@ pub async fn reset_2fa(State(state): State<AppState>, _admin: AdminUser, Path(id
             tx.global().put(id, &account)
         })
         .await?;
-    Ok(axum::Json(json!({ "message": "Two-factor authentication reset; the user can enrol again" })))
+    Ok(axum::Json(
+        json!({ "message": "Two-factor authentication reset; the user can enrol again" }),
+    ))
 }

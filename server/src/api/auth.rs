@@ -33,7 +33,11 @@ pub struct RegisterBody {
 #[utoipa::path(post, path = "/api/v1/register", tag = "auth", request_body = RegisterBody, responses(
     (status = 201, description = "Created"), (status = 400, body = crate::error::ErrorBody),
     (status = 403, description = "Registration disabled or client not supported"), (status = 409, description = "Username or email taken")))]
-pub async fn register(State(state): State<AppState>, _gate: SessionMinting, Json(body): Json<RegisterBody>) -> Result<Response, ApiError> {
+pub async fn register(
+    State(state): State<AppState>,
+    _gate: SessionMinting,
+    Json(body): Json<RegisterBody>,
+) -> Result<Response, ApiError> {
     if state.config.auth.disable_registration {
         return Err(ApiError::Forbidden("Registration is disabled.".into()));
     }
@@ -46,8 +50,17 @@ pub async fn register(State(state): State<AppState>, _gate: SessionMinting, Json
         is_admin: false,
     };
     let (id, account) = accounts::create(&state, new).await?;
-    tracing::info!(event = "account_registered", component = "auth", user_id = id, is_admin = account.is_admin);
-    Ok((StatusCode::CREATED, axum::Json(json!({ "message": "Account created", "id": id }))).into_response())
+    tracing::info!(
+        event = "account_registered",
+        component = "auth",
+        user_id = id,
+        is_admin = account.is_admin
+    );
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(json!({ "message": "Account created", "id": id })),
+    )
+        .into_response())
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -62,8 +75,17 @@ pub struct LoginBody {
 }
 
 fn signed_in(account: &Account, cookies: Vec<String>) -> Response {
-    let headers = AppendHeaders(cookies.into_iter().map(|c| (SET_COOKIE, c)).collect::<Vec<_>>());
-    (headers, axum::Json(json!({ "language": account.language, "date_format": account.date_format }))).into_response()
+    let headers = AppendHeaders(
+        cookies
+            .into_iter()
+            .map(|c| (SET_COOKIE, c))
+            .collect::<Vec<_>>(),
+    );
+    (
+        headers,
+        axum::Json(json!({ "language": account.language, "date_format": account.date_format })),
+    )
+        .into_response()
 }
 
 /// Signs in. With two-factor on, answers `{two_factor_required: true}` and a short-lived
@@ -71,7 +93,11 @@ fn signed_in(account: &Account, cookies: Vec<String>) -> Response {
 #[utoipa::path(post, path = "/api/v1/login", tag = "auth", request_body = LoginBody, responses(
     (status = 200, description = "Signed in (auth_token cookie) or 2FA required"), (status = 401, description = "Invalid credentials"),
     (status = 403, description = "Client not supported"), (status = 429, description = "Locked out or throttled")))]
-pub async fn login(State(state): State<AppState>, gate: SessionMinting, Json(body): Json<LoginBody>) -> Result<Response, ApiError> {
+pub async fn login(
+    State(state): State<AppState>,
+    gate: SessionMinting,
+    Json(body): Json<LoginBody>,
+) -> Result<Response, ApiError> {
     let identifier = body
         .identifier
         .filter(|i| !i.trim().is_empty())
@@ -85,15 +111,24 @@ pub async fn login(State(state): State<AppState>, gate: SessionMinting, Json(bod
     let limits = &state.auth.limits;
     limits
         .check_login(&identifier, gate.ip)
-        .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: r.locked })?;
+        .map_err(|r| ApiError::RateLimited {
+            retry_after: r.retry_after.as_secs().max(1),
+            locked: r.locked,
+        })?;
     let found = accounts::find(&state, &identifier)?;
     let hash = found.as_ref().and_then(|(_, a)| a.password_hash.clone());
     if !state.auth.hasher.verify(body.password, hash).await {
         limits.login_failed(&identifier, gate.ip);
-        tracing::info!(event = "login_failed", component = "auth", result = "failure");
+        tracing::info!(
+            event = "login_failed",
+            component = "auth",
+            result = "failure"
+        );
         return Err(ApiError::InvalidCredentials);
     }
-    let Some((id, account)) = found else { return Err(ApiError::InvalidCredentials) };
+    let Some((id, account)) = found else {
+        return Err(ApiError::InvalidCredentials);
+    };
     limits.login_succeeded(&identifier, gate.ip);
     if account.totp.as_ref().is_some_and(|t| t.enabled) {
         let now = state.engine.clock().now().as_second();
@@ -107,11 +142,27 @@ pub async fn login(State(state): State<AppState>, gate: SessionMinting, Json(bod
             sid: None,
             purpose: Some("2fa".into()),
         };
-        let cookie = state.auth.cookies.cookie(session::PENDING_COOKIE, &state.auth.signer.sign(&claims), session::PENDING_SECONDS);
-        return Ok(([(SET_COOKIE, cookie)], axum::Json(json!({ "two_factor_required": true }))).into_response());
+        let cookie = state.auth.cookies.cookie(
+            session::PENDING_COOKIE,
+            &state.auth.signer.sign(&claims),
+            session::PENDING_SECONDS,
+        );
+        return Ok((
+            [(SET_COOKIE, cookie)],
+            axum::Json(json!({ "two_factor_required": true })),
+        )
+            .into_response());
     }
-    let (_, cookie) = state.auth.start_session(&state.engine, id, &account, false).await?;
-    tracing::info!(event = "login_succeeded", component = "auth", user_id = id, result = "success");
+    let (_, cookie) = state
+        .auth
+        .start_session(&state.engine, id, &account, false)
+        .await?;
+    tracing::info!(
+        event = "login_succeeded",
+        component = "auth",
+        user_id = id,
+        result = "success"
+    );
     Ok(signed_in(&account, vec![cookie]))
 }
 
@@ -125,25 +176,47 @@ pub struct CodeBody {
 #[utoipa::path(post, path = "/api/v1/login/2fa", tag = "auth", request_body = CodeBody, responses(
     (status = 200, description = "Signed in"), (status = 400, description = "Wrong code"), (status = 401, description = "No pending sign-in"),
     (status = 429, description = "Too many wrong codes")))]
-pub async fn login_2fa(State(state): State<AppState>, _gate: SessionMinting, parts: Parts, Json(body): Json<CodeBody>) -> Result<Response, ApiError> {
+pub async fn login_2fa(
+    State(state): State<AppState>,
+    _gate: SessionMinting,
+    parts: Parts,
+    Json(body): Json<CodeBody>,
+) -> Result<Response, ApiError> {
     let pending = parts
         .headers
         .get_all(axum::http::header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .find_map(|h| session::read_cookie(h, session::PENDING_COOKIE).map(str::to_string))
-        .ok_or(ApiError::Unauthorized("No sign-in is waiting for a second factor"))?;
-    let claims = state.auth.signer.verify(&pending).map_err(|e| ApiError::Unauthorized(e.message()))?;
+        .ok_or(ApiError::Unauthorized(
+            "No sign-in is waiting for a second factor",
+        ))?;
+    let claims = state
+        .auth
+        .signer
+        .verify(&pending)
+        .map_err(|e| ApiError::Unauthorized(e.message()))?;
     if claims.purpose.as_deref() != Some("2fa") {
         return Err(ApiError::Unauthorized("Invalid token"));
     }
     let user_id = claims.user_id;
-    let account: Account = state.engine.global()?.get(user_id).map_err(|_| ApiError::Unauthorized("Invalid token"))?;
-    if account.token_version != claims.token_version || !account.totp.as_ref().is_some_and(|t| t.enabled) {
-        return Err(ApiError::Unauthorized("Session expired, please sign in again"));
+    let account: Account = state
+        .engine
+        .global()?
+        .get(user_id)
+        .map_err(|_| ApiError::Unauthorized("Invalid token"))?;
+    if account.token_version != claims.token_version
+        || !account.totp.as_ref().is_some_and(|t| t.enabled)
+    {
+        return Err(ApiError::Unauthorized(
+            "Session expired, please sign in again",
+        ));
     }
     let account = super::users::use_second_factor(&state, user_id, &body.code, true).await?;
-    let (_, cookie) = state.auth.start_session(&state.engine, user_id, &account, false).await?;
+    let (_, cookie) = state
+        .auth
+        .start_session(&state.engine, user_id, &account, false)
+        .await?;
     let clear = state.auth.cookies.cookie(session::PENDING_COOKIE, "", 0);
     Ok(signed_in(&account, vec![cookie, clear]))
 }
@@ -161,7 +234,11 @@ pub async fn logout(State(state): State<AppState>, parts: Parts) -> Response {
         .into_iter()
         .map(|name| (SET_COOKIE, state.auth.cookies.cookie(name, "", 0)))
         .collect::<Vec<_>>();
-    (AppendHeaders(cookies), axum::Json(json!({ "message": "Logged out" }))).into_response()
+    (
+        AppendHeaders(cookies),
+        axum::Json(json!({ "message": "Logged out" })),
+    )
+        .into_response()
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -171,7 +248,10 @@ pub struct PasswordBody {
 
 /// Judges a password offline, without registering.
 #[utoipa::path(post, path = "/api/v1/check-password-strength", tag = "auth", request_body = PasswordBody, responses((status = 200, body = password::Strength)))]
-pub async fn check_password_strength(_rate: AuthRate, Json(body): Json<PasswordBody>) -> axum::Json<password::Strength> {
+pub async fn check_password_strength(
+    _rate: AuthRate,
+    Json(body): Json<PasswordBody>,
+) -> axum::Json<password::Strength> {
     axum::Json(password::strength(&body.password, &[]))
 }
 
@@ -185,14 +265,24 @@ const RESET_LIFETIME: SignedDuration = SignedDuration::from_hours(1);
 
 /// Sends a single-use reset link. Answers the same whether or not the account exists.
 #[utoipa::path(post, path = "/api/v1/password-reset/request", tag = "auth", request_body = ResetRequestBody, responses((status = 200, description = "Always the same message")))]
-pub async fn password_reset_request(State(state): State<AppState>, _rate: AuthRate, Json(body): Json<ResetRequestBody>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn password_reset_request(
+    State(state): State<AppState>,
+    _rate: AuthRate,
+    Json(body): Json<ResetRequestBody>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let email = accounts::normalize_email(&body.email)?;
     if let Some((user_id, account)) = accounts::find(&state, &email)?
         && account.password_hash.is_some()
     {
         let token = random_token(32);
         let now = state.engine.clock().now();
-        let reset = ResetToken { user_id, hash: sha256_hex(&token), expires_at: now.checked_add(RESET_LIFETIME).map_err(ApiError::internal)? };
+        let reset = ResetToken {
+            user_id,
+            hash: sha256_hex(&token),
+            expires_at: now
+                .checked_add(RESET_LIFETIME)
+                .map_err(ApiError::internal)?,
+        };
         state
             .engine
             .write_async(move |tx| {
@@ -205,7 +295,10 @@ pub async fn password_reset_request(State(state): State<AppState>, _rate: AuthRa
             })
             .await?;
         let link = match &state.config.auth.frontend_url {
-            Some(base) => format!("{}/reset-password?token={token}", base.trim_end_matches('/')),
+            Some(base) => format!(
+                "{}/reset-password?token={token}",
+                base.trim_end_matches('/')
+            ),
             None => format!("Reset token: {token}"),
         };
         let text = format!(
@@ -215,9 +308,18 @@ pub async fn password_reset_request(State(state): State<AppState>, _rate: AuthRa
         // Sent in the background: the answer must not reveal whether the account exists.
         let mailer = state.mailer.clone();
         tokio::spawn(async move {
-            match mailer.send(&account.email, "Reset your Mycorrhizal password", &text).await {
-                Ok(()) => tracing::info!(event = "password_reset_sent", component = "notification", user_id),
-                Err(e) => tracing::warn!(event = "password_reset_not_sent", component = "notification", user_id, error = %e),
+            match mailer
+                .send(&account.email, "Reset your Mycorrhizal password", &text)
+                .await
+            {
+                Ok(()) => tracing::info!(
+                    event = "password_reset_sent",
+                    component = "notification",
+                    user_id
+                ),
+                Err(e) => {
+                    tracing::warn!(event = "password_reset_not_sent", component = "notification", user_id, error = %e)
+                }
             }
         });
     }
@@ -233,27 +335,55 @@ pub struct ResetConfirmBody {
 /// Applies a reset token: same effect as an admin reset (every session and API token ends).
 #[utoipa::path(post, path = "/api/v1/password-reset/confirm", tag = "auth", request_body = ResetConfirmBody, responses(
     (status = 200, description = "Password changed"), (status = 400, description = "Invalid or expired token, or weak password")))]
-pub async fn password_reset_confirm(State(state): State<AppState>, _rate: AuthRate, Json(body): Json<ResetConfirmBody>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn password_reset_confirm(
+    State(state): State<AppState>,
+    _rate: AuthRate,
+    Json(body): Json<ResetConfirmBody>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let invalid = || ApiError::invalid_input("token", "is invalid or expired");
     if body.token.len() < 16 {
         return Err(invalid());
     }
     let hash = sha256_hex(body.token.trim());
-    let (token_id, reset) = state.engine.global()?.find::<ResetToken>("hash", &hash)?.ok_or_else(invalid)?;
+    let (token_id, reset) = state
+        .engine
+        .global()?
+        .find::<ResetToken>("hash", &hash)?
+        .ok_or_else(invalid)?;
     let now = state.engine.clock().now();
     if reset.expires_at <= now {
         return Err(invalid());
     }
-    let account: Account = state.engine.global()?.get(reset.user_id).map_err(|_| invalid())?;
-    accounts::check_new_password(&state, "password", &body.password, &account.username, &account.email).await?;
+    let account: Account = state
+        .engine
+        .global()?
+        .get(reset.user_id)
+        .map_err(|_| invalid())?;
+    accounts::check_new_password(
+        &state,
+        "password",
+        &body.password,
+        &account.username,
+        &account.email,
+    )
+    .await?;
     // Claim the token first: of two concurrent confirms, one wins.
-    let claimed = state.engine.write_async(move |tx| tx.global().delete::<ResetToken>(token_id)).await;
+    let claimed = state
+        .engine
+        .write_async(move |tx| tx.global().delete::<ResetToken>(token_id))
+        .await;
     if claimed.is_err() {
         return Err(invalid());
     }
     accounts::set_password(&state, reset.user_id, body.password, true).await?;
-    tracing::info!(event = "password_reset_completed", component = "auth", user_id = reset.user_id);
-    Ok(axum::Json(json!({ "message": "Password changed; please sign in again" })))
+    tracing::info!(
+        event = "password_reset_completed",
+        component = "auth",
+        user_id = reset.user_id
+    );
+    Ok(axum::Json(
+        json!({ "message": "Password changed; please sign in again" }),
+    ))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -266,9 +396,15 @@ const GRANT_LIFETIME: SignedDuration = SignedDuration::from_mins(10);
 /// Mints a one-time device code (10 minutes) that a native client exchanges for its own session.
 #[utoipa::path(post, path = "/api/v1/auth/device/grants", tag = "auth", request_body = GrantBody, responses(
     (status = 201, description = "`{id, label, token, created_at, expires_at}`; the token is shown once"), (status = 401, description = "Not signed in")))]
-pub async fn create_device_grant(State(state): State<AppState>, user: AuthUser, Json(body): Json<GrantBody>) -> Result<Response, ApiError> {
+pub async fn create_device_grant(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<GrantBody>,
+) -> Result<Response, ApiError> {
     if !matches!(user.via, Via::Session { .. }) {
-        return Err(ApiError::Forbidden("Device grants are minted from a signed-in session".into()));
+        return Err(ApiError::Forbidden(
+            "Device grants are minted from a signed-in session".into(),
+        ));
     }
     let label = body.label.trim().to_string();
     if label.is_empty() || label.chars().count() > 100 {
@@ -281,12 +417,17 @@ pub async fn create_device_grant(State(state): State<AppState>, user: AuthUser, 
         label: label.clone(),
         hash: sha256_hex(&token),
         created_at: now,
-        expires_at: now.checked_add(GRANT_LIFETIME).map_err(ApiError::internal)?,
+        expires_at: now
+            .checked_add(GRANT_LIFETIME)
+            .map_err(ApiError::internal)?,
         used_at: None,
         revoked_at: None,
     };
     let expires_at = grant.expires_at;
-    let id = state.engine.write_async(move |tx| tx.global().insert(&grant)).await?;
+    let id = state
+        .engine
+        .write_async(move |tx| tx.global().insert(&grant))
+        .await?;
     let body = json!({ "id": id, "label": label, "token": token, "created_at": now, "expires_at": expires_at });
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }
@@ -300,14 +441,21 @@ pub struct DeviceSessionBody {
 #[utoipa::path(post, path = "/api/v1/auth/device/session", tag = "auth", request_body = DeviceSessionBody, responses(
     (status = 200, description = "Signed in"), (status = 401, description = "Unknown, used, revoked or expired code"),
     (status = 403, description = "Client not supported")))]
-pub async fn device_session(State(state): State<AppState>, _gate: SessionMinting, Json(body): Json<DeviceSessionBody>) -> Result<Response, ApiError> {
+pub async fn device_session(
+    State(state): State<AppState>,
+    _gate: SessionMinting,
+    Json(body): Json<DeviceSessionBody>,
+) -> Result<Response, ApiError> {
     let hash = sha256_hex(body.device_token.trim());
     let claimed = state
         .engine
         .write_async(move |tx| {
-            let Some(id) = tx.global().lookup::<DeviceGrant>("hash", &hash)? else { return Ok(None) };
+            let Some(id) = tx.global().lookup::<DeviceGrant>("hash", &hash)? else {
+                return Ok(None);
+            };
             let mut grant: DeviceGrant = tx.global().get(id)?;
-            if grant.used_at.is_some() || grant.revoked_at.is_some() || grant.expires_at <= tx.now() {
+            if grant.used_at.is_some() || grant.revoked_at.is_some() || grant.expires_at <= tx.now()
+            {
                 return Ok(None);
             }
             grant.used_at = Some(tx.now());
@@ -316,8 +464,19 @@ pub async fn device_session(State(state): State<AppState>, _gate: SessionMinting
         })
         .await?;
     let user_id = claimed.ok_or(ApiError::InvalidCredentials)?;
-    let account: Account = state.engine.global()?.get(user_id).map_err(|_| ApiError::InvalidCredentials)?;
-    let (_, cookie) = state.auth.start_session(&state.engine, user_id, &account, false).await?;
-    let cookie = if cookie.contains("; Secure") { cookie } else { format!("{cookie}; Secure") };
+    let account: Account = state
+        .engine
+        .global()?
+        .get(user_id)
+        .map_err(|_| ApiError::InvalidCredentials)?;
+    let (_, cookie) = state
+        .auth
+        .start_session(&state.engine, user_id, &account, false)
+        .await?;
+    let cookie = if cookie.contains("; Secure") {
+        cookie
+    } else {
+        format!("{cookie}; Secure")
+    };
     Ok(signed_in(&account, vec![cookie]))
 }

@@ -64,29 +64,55 @@ pub fn router() -> Router<AppState> {
         .route("/login", post(auth::login))
         .route("/login/2fa", post(auth::login_2fa))
         .route("/logout", post(auth::logout))
-        .route("/check-password-strength", post(auth::check_password_strength))
-        .route("/password-reset/request", post(auth::password_reset_request))
-        .route("/password-reset/confirm", post(auth::password_reset_confirm))
+        .route(
+            "/check-password-strength",
+            post(auth::check_password_strength),
+        )
+        .route(
+            "/password-reset/request",
+            post(auth::password_reset_request),
+        )
+        .route(
+            "/password-reset/confirm",
+            post(auth::password_reset_confirm),
+        )
         .route("/auth/device/grants", post(auth::create_device_grant))
         .route("/auth/device/session", post(auth::device_session))
         .route("/users/me", get(users::me))
         .route("/users/change-password", post(users::change_password))
         .route("/users/language", patch(users::set_language))
         .route("/users/date-format", patch(users::set_date_format))
-        .route("/users/custom-fields", get(users::custom_fields).patch(users::set_custom_fields))
+        .route(
+            "/users/custom-fields",
+            get(users::custom_fields).patch(users::set_custom_fields),
+        )
         .route("/users/2fa/status", get(users::totp_status))
         .route("/users/2fa/setup", post(users::totp_setup))
         .route("/users/2fa/confirm", post(users::totp_confirm))
         .route("/users/2fa/disable", post(users::totp_disable))
-        .route("/users/2fa/recovery-codes/regenerate", post(users::totp_regenerate))
+        .route(
+            "/users/2fa/recovery-codes/regenerate",
+            post(users::totp_regenerate),
+        )
         .route("/api-tokens", get(tokens::list).post(tokens::create))
         .route("/api-tokens/revoke-all", post(tokens::revoke_all))
         .route("/api-tokens/{id}", delete(tokens::revoke))
         .route("/api-tokens/{id}/rotate", post(tokens::rotate))
-        .route("/admin/api-tokens", get(tokens::admin_list).post(tokens::admin_create))
+        .route(
+            "/admin/api-tokens",
+            get(tokens::admin_list).post(tokens::admin_create),
+        )
         .route("/admin/api-tokens/{id}", delete(tokens::admin_revoke))
-        .route("/admin/users", get(admin::list_users).post(admin::create_user))
-        .route("/admin/users/{id}", get(admin::get_user).patch(admin::patch_user).delete(admin::delete_user))
+        .route(
+            "/admin/users",
+            get(admin::list_users).post(admin::create_user),
+        )
+        .route(
+            "/admin/users/{id}",
+            get(admin::get_user)
+                .patch(admin::patch_user)
+                .delete(admin::delete_user),
+        )
         .route("/admin/users/{id}/reset-2fa", post(admin::reset_2fa));
     Router::new()
         .route("/health/live", get(health::live))

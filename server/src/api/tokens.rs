@@ -46,7 +46,15 @@ pub struct TokenView {
 
 impl TokenView {
     fn from(id: u64, t: &ApiToken) -> Self {
-        TokenView { id, name: t.name.clone(), scope: t.scope, created_at: t.created_at, last_used_at: t.last_used_at, expires_at: t.expires_at, revoked_at: t.revoked_at }
+        TokenView {
+            id,
+            name: t.name.clone(),
+            scope: t.scope,
+            created_at: t.created_at,
+            last_used_at: t.last_used_at,
+            expires_at: t.expires_at,
+            revoked_at: t.revoked_at,
+        }
     }
 }
 
@@ -56,7 +64,13 @@ fn created(id: u64, token: &ApiToken, plaintext: String) -> Response {
     (StatusCode::CREATED, axum::Json(body)).into_response()
 }
 
-fn mint(user_id: u64, name: String, scope: Scope, lifetime: SignedDuration, now: Timestamp) -> Result<(ApiToken, String), ApiError> {
+fn mint(
+    user_id: u64,
+    name: String,
+    scope: Scope,
+    lifetime: SignedDuration,
+    now: Timestamp,
+) -> Result<(ApiToken, String), ApiError> {
     let plaintext = format!("{TOKEN_PREFIX}{}", random_token(32));
     let token = ApiToken {
         user_id,
@@ -71,7 +85,11 @@ fn mint(user_id: u64, name: String, scope: Scope, lifetime: SignedDuration, now:
     Ok((token, plaintext))
 }
 
-async fn create_for(state: &AppState, user: &AuthUser, body: NewToken) -> Result<Response, ApiError> {
+async fn create_for(
+    state: &AppState,
+    user: &AuthUser,
+    body: NewToken,
+) -> Result<Response, ApiError> {
     let name = body.name.trim().to_string();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(ApiError::validation("name", "must be 1 to 100 characters"));
@@ -80,13 +98,25 @@ async fn create_for(state: &AppState, user: &AuthUser, body: NewToken) -> Result
     if !(1..=365).contains(&days) {
         return Err(ApiError::validation("expires_in_days", "must be 1 to 365"));
     }
-    let (token, plaintext) = mint(user.id.0, name, body.scope.unwrap_or(Scope::Full), SignedDuration::from_hours(days * 24), state.engine.clock().now())?;
+    let (token, plaintext) = mint(
+        user.id.0,
+        name,
+        body.scope.unwrap_or(Scope::Full),
+        SignedDuration::from_hours(days * 24),
+        state.engine.clock().now(),
+    )?;
     let stored = token.clone();
-    let id = state.engine.write_async(move |tx| tx.global().insert(&stored)).await?;
+    let id = state
+        .engine
+        .write_async(move |tx| tx.global().insert(&stored))
+        .await?;
     Ok(created(id, &token, plaintext))
 }
 
-async fn list_for(state: &AppState, user_id: u64) -> Result<axum::Json<serde_json::Value>, ApiError> {
+async fn list_for(
+    state: &AppState,
+    user_id: u64,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let tokens: Vec<TokenView> = state
         .engine
         .global()?
@@ -99,7 +129,11 @@ async fn list_for(state: &AppState, user_id: u64) -> Result<axum::Json<serde_jso
 }
 
 /// Revokes the caller's token `id`; another user's id is not found.
-async fn revoke_for(state: &AppState, user_id: u64, id: u64) -> Result<axum::Json<serde_json::Value>, ApiError> {
+async fn revoke_for(
+    state: &AppState,
+    user_id: u64,
+    id: u64,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     state
         .engine
         .write_async(move |tx| {
@@ -118,24 +152,39 @@ async fn revoke_for(state: &AppState, user_id: u64, id: u64) -> Result<axum::Jso
 }
 
 #[utoipa::path(get, path = "/api/v1/api-tokens", tag = "tokens", responses((status = 200, description = "`{tokens: [TokenView]}`")))]
-pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     list_for(&state, user.id.0).await
 }
 
 #[utoipa::path(post, path = "/api/v1/api-tokens", tag = "tokens", request_body = NewToken, responses((status = 201, description = "TokenView plus `token`, shown only here")))]
-pub async fn create(State(state): State<AppState>, user: AuthUser, Json(body): Json<NewToken>) -> Result<Response, ApiError> {
+pub async fn create(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<NewToken>,
+) -> Result<Response, ApiError> {
     create_for(&state, &user, body).await
 }
 
 #[utoipa::path(delete, path = "/api/v1/api-tokens/{id}", tag = "tokens", params(("id" = u64, Path)), responses((status = 200, description = "Revoked"), (status = 404, description = "No such token of yours")))]
-pub async fn revoke(State(state): State<AppState>, user: AuthUser, Path(id): Path<u64>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn revoke(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<u64>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     revoke_for(&state, user.id.0, id).await
 }
 
 /// Replaces a token in place: the old one dies at once, the new plaintext is shown once.
 #[utoipa::path(post, path = "/api/v1/api-tokens/{id}/rotate", tag = "tokens", params(("id" = u64, Path)), responses(
     (status = 201, description = "The new token"), (status = 404, description = "No such token of yours"), (status = 409, description = "Already revoked")))]
-pub async fn rotate(State(state): State<AppState>, user: AuthUser, Path(id): Path<u64>) -> Result<Response, ApiError> {
+pub async fn rotate(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<u64>,
+) -> Result<Response, ApiError> {
     let user_id = user.id.0;
     let now = state.engine.clock().now();
     let outcome = state
@@ -146,7 +195,9 @@ pub async fn rotate(State(state): State<AppState>, user: AuthUser, Path(id): Pat
                 return Err(mycorrhizal_engine::Error::NotFound);
             }
             if old.revoked_at.is_some() {
-                return Ok(Err(ApiError::Conflict("This token is revoked; create a new one".into())));
+                return Ok(Err(ApiError::Conflict(
+                    "This token is revoked; create a new one".into(),
+                )));
             }
             let lifetime = old.expires_at.duration_since(old.created_at);
             let minted = mint(user_id, old.name.clone(), old.scope, lifetime, now);
@@ -166,23 +217,40 @@ pub async fn rotate(State(state): State<AppState>, user: AuthUser, Path(id): Pat
 
 /// Revokes all of the caller's tokens, including the one used for this call.
 #[utoipa::path(post, path = "/api/v1/api-tokens/revoke-all", tag = "tokens", responses((status = 200, description = "`{revoked: n}`")))]
-pub async fn revoke_all(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn revoke_all(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let user_id = user.id.0;
-    let revoked = state.engine.write_async(move |tx| accounts::revoke_tokens_of(tx, user_id, tx.now())).await?;
+    let revoked = state
+        .engine
+        .write_async(move |tx| accounts::revoke_tokens_of(tx, user_id, tx.now()))
+        .await?;
     Ok(axum::Json(json!({ "revoked": revoked })))
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/api-tokens", tag = "tokens", responses((status = 200, description = "The caller's own tokens"), (status = 403, description = "Not an admin session")))]
-pub async fn admin_list(State(state): State<AppState>, AdminUser(user): AdminUser) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn admin_list(
+    State(state): State<AppState>,
+    AdminUser(user): AdminUser,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     list_for(&state, user.id.0).await
 }
 
 #[utoipa::path(post, path = "/api/v1/admin/api-tokens", tag = "tokens", request_body = NewToken, responses((status = 201, description = "TokenView plus `token`"), (status = 403, description = "Not an admin session")))]
-pub async fn admin_create(State(state): State<AppState>, AdminUser(user): AdminUser, Json(body): Json<NewToken>) -> Result<Response, ApiError> {
+pub async fn admin_create(
+    State(state): State<AppState>,
+    AdminUser(user): AdminUser,
+    Json(body): Json<NewToken>,
+) -> Result<Response, ApiError> {
     create_for(&state, &user, body).await
 }
 
 #[utoipa::path(delete, path = "/api/v1/admin/api-tokens/{id}", tag = "tokens", params(("id" = u64, Path)), responses((status = 200, description = "Revoked"), (status = 403, description = "Not an admin session")))]
-pub async fn admin_revoke(State(state): State<AppState>, AdminUser(user): AdminUser, Path(id): Path<u64>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn admin_revoke(
+    State(state): State<AppState>,
+    AdminUser(user): AdminUser,
+    Path(id): Path<u64>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     revoke_for(&state, user.id.0, id).await
 }

@@ -87,22 +87,47 @@ pub struct ChangePasswordBody {
 /// Changes the password. Every other session ends; a session caller gets a fresh cookie.
 #[utoipa::path(post, path = "/api/v1/users/change-password", tag = "users", request_body = ChangePasswordBody, responses(
     (status = 200, description = "Changed"), (status = 400, description = "Wrong current password or weak new one")))]
-pub async fn change_password(State(state): State<AppState>, user: AuthUser, Json(body): Json<ChangePasswordBody>) -> Result<Response, ApiError> {
+pub async fn change_password(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<ChangePasswordBody>,
+) -> Result<Response, ApiError> {
     let hash = user.account.password_hash.clone();
     if hash.is_none() {
-        return Err(ApiError::invalid_input("current_password", "this account signs in through single sign-on"));
+        return Err(ApiError::invalid_input(
+            "current_password",
+            "this account signs in through single sign-on",
+        ));
     }
-    if !state.auth.hasher.verify(body.current_password.clone(), hash).await {
+    if !state
+        .auth
+        .hasher
+        .verify(body.current_password.clone(), hash)
+        .await
+    {
         return Err(ApiError::invalid_input("current_password", "is incorrect"));
     }
     if body.current_password == body.new_password {
-        return Err(ApiError::invalid_input("new_password", "must differ from the current password"));
+        return Err(ApiError::invalid_input(
+            "new_password",
+            "must differ from the current password",
+        ));
     }
-    accounts::check_new_password(&state, "new_password", &body.new_password, &user.account.username, &user.account.email).await?;
+    accounts::check_new_password(
+        &state,
+        "new_password",
+        &body.new_password,
+        &user.account.username,
+        &user.account.email,
+    )
+    .await?;
     let account = accounts::set_password(&state, user.id.0, body.new_password, false).await?;
     let body = axum::Json(json!({ "message": "Password changed" }));
     if matches!(user.via, Via::Session { .. }) {
-        let (_, cookie) = state.auth.start_session(&state.engine, user.id.0, &account, false).await?;
+        let (_, cookie) = state
+            .auth
+            .start_session(&state.engine, user.id.0, &account, false)
+            .await?;
         return Ok(([(SET_COOKIE, cookie)], body).into_response());
     }
     Ok(body.into_response())
@@ -114,7 +139,11 @@ pub struct LanguageBody {
 }
 
 #[utoipa::path(patch, path = "/api/v1/users/language", tag = "users", request_body = LanguageBody, responses((status = 200, description = "`{message, language}`")))]
-pub async fn set_language(State(state): State<AppState>, user: AuthUser, Json(body): Json<LanguageBody>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn set_language(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<LanguageBody>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let language = accounts::check_language(body.language.trim())?;
     let stored = language.clone();
     update_account(&state, user.id.0, move |a| {
@@ -122,7 +151,9 @@ pub async fn set_language(State(state): State<AppState>, user: AuthUser, Json(bo
         Ok(())
     })
     .await?;
-    Ok(axum::Json(json!({ "message": "Language updated", "language": language })))
+    Ok(axum::Json(
+        json!({ "message": "Language updated", "language": language }),
+    ))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -131,10 +162,17 @@ pub struct DateFormatBody {
 }
 
 #[utoipa::path(patch, path = "/api/v1/users/date-format", tag = "users", request_body = DateFormatBody, responses((status = 200, description = "`{message, date_format}`")))]
-pub async fn set_date_format(State(state): State<AppState>, user: AuthUser, Json(body): Json<DateFormatBody>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn set_date_format(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<DateFormatBody>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let format = body.date_format.trim().to_string();
     if !DATE_FORMATS.contains(&format.as_str()) {
-        return Err(ApiError::invalid_input("date_format", format!("must be one of {}", DATE_FORMATS.join(", "))));
+        return Err(ApiError::invalid_input(
+            "date_format",
+            format!("must be one of {}", DATE_FORMATS.join(", ")),
+        ));
     }
     let stored = format.clone();
     update_account(&state, user.id.0, move |a| {
@@ -142,7 +180,9 @@ pub async fn set_date_format(State(state): State<AppState>, user: AuthUser, Json
         Ok(())
     })
     .await?;
-    Ok(axum::Json(json!({ "message": "Date format updated", "date_format": format })))
+    Ok(axum::Json(
+        json!({ "message": "Date format updated", "date_format": format }),
+    ))
 }
 
 #[derive(Deserialize, Serialize, ToSchema)]
@@ -153,19 +193,31 @@ pub struct CustomFields {
 
 #[utoipa::path(get, path = "/api/v1/users/custom-fields", tag = "users", responses((status = 200, body = CustomFields)))]
 pub async fn custom_fields(user: AuthUser) -> axum::Json<CustomFields> {
-    axum::Json(CustomFields { custom_fields: user.account.custom_fields })
+    axum::Json(CustomFields {
+        custom_fields: user.account.custom_fields,
+    })
 }
 
 #[utoipa::path(patch, path = "/api/v1/users/custom-fields", tag = "users", request_body = CustomFields, responses((status = 200, body = CustomFields)))]
-pub async fn set_custom_fields(State(state): State<AppState>, user: AuthUser, Json(body): Json<CustomFields>) -> Result<axum::Json<CustomFields>, ApiError> {
+pub async fn set_custom_fields(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<CustomFields>,
+) -> Result<axum::Json<CustomFields>, ApiError> {
     let mut names: Vec<String> = Vec::new();
     for (i, name) in body.custom_fields.iter().enumerate() {
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 50 {
-            return Err(ApiError::validation(format!("custom_fields[{i}]"), "must be 1 to 50 characters"));
+            return Err(ApiError::validation(
+                format!("custom_fields[{i}]"),
+                "must be 1 to 50 characters",
+            ));
         }
         if names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-            return Err(ApiError::validation(format!("custom_fields[{i}]"), "is listed twice"));
+            return Err(ApiError::validation(
+                format!("custom_fields[{i}]"),
+                "is listed twice",
+            ));
         }
         names.push(name.to_string());
     }
@@ -178,7 +230,9 @@ pub async fn set_custom_fields(State(state): State<AppState>, user: AuthUser, Js
         Ok(())
     })
     .await?;
-    Ok(axum::Json(CustomFields { custom_fields: names }))
+    Ok(axum::Json(CustomFields {
+        custom_fields: names,
+    }))
 }
 
 fn sealed_binding(user_id: u64) -> String {
@@ -187,9 +241,19 @@ fn sealed_binding(user_id: u64) -> String {
 
 /// Checks a second factor for `user_id` and consumes it: a TOTP code moves the replay window
 /// forward, a recovery code (if `allow_recovery`) is removed. Wrong codes are throttled.
-pub async fn use_second_factor(state: &AppState, user_id: u64, code: &str, allow_recovery: bool) -> Result<Account, ApiError> {
+pub async fn use_second_factor(
+    state: &AppState,
+    user_id: u64,
+    code: &str,
+    allow_recovery: bool,
+) -> Result<Account, ApiError> {
     let limits = &state.auth.limits;
-    limits.check_totp(user_id).map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: true })?;
+    limits
+        .check_totp(user_id)
+        .map_err(|r| ApiError::RateLimited {
+            retry_after: r.retry_after.as_secs().max(1),
+            locked: true,
+        })?;
     let code = code.trim().to_string();
     if code.is_empty() {
         return Err(ApiError::invalid_input("code", "is required"));
@@ -200,17 +264,25 @@ pub async fn use_second_factor(state: &AppState, user_id: u64, code: &str, allow
         .engine
         .write_async(move |tx| {
             let mut account: Account = tx.global().get(user_id)?;
-            let Some(totp_state) = account.totp.clone() else { return Ok(None) };
+            let Some(totp_state) = account.totp.clone() else {
+                return Ok(None);
+            };
             let accepted = if allow_recovery && totp::is_recovery_shape(&code) {
                 let hash = totp::hash_recovery(&code);
                 let before = account.recovery_codes.len();
                 account.recovery_codes.retain(|h| *h != hash);
                 account.recovery_codes.len() < before
             } else {
-                let Some(secret) = key.decrypt(&totp_state.sealed_secret, &sealed_binding(user_id)) else { return Ok(None) };
+                let Some(secret) = key.decrypt(&totp_state.sealed_secret, &sealed_binding(user_id))
+                else {
+                    return Ok(None);
+                };
                 match totp::verify(&secret, &code, now, totp_state.last_step) {
                     Some(step) => {
-                        account.totp = Some(Totp { last_step: step, ..totp_state });
+                        account.totp = Some(Totp {
+                            last_step: step,
+                            ..totp_state
+                        });
                         true
                     }
                     None => false,
@@ -238,29 +310,55 @@ pub async fn use_second_factor(state: &AppState, user_id: u64, code: &str, allow
 /// Begins TOTP enrolment: a new secret, shown once, effective after `/users/2fa/confirm`.
 #[utoipa::path(post, path = "/api/v1/users/2fa/setup", tag = "users", responses(
     (status = 200, description = "`{secret, otpauth_url}`"), (status = 403, description = "Single-sign-on account"), (status = 409, description = "Already enabled")))]
-pub async fn totp_setup(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn totp_setup(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     if user.account.totp.as_ref().is_some_and(|t| t.enabled) {
-        return Err(ApiError::Conflict("Two-factor authentication is already enabled".into()));
+        return Err(ApiError::Conflict(
+            "Two-factor authentication is already enabled".into(),
+        ));
     }
     if user.account.oidc_subject.is_some() {
-        return Err(ApiError::Forbidden("This account signs in through single sign-on; use the provider's two-factor settings".into()));
+        return Err(ApiError::Forbidden(
+            "This account signs in through single sign-on; use the provider's two-factor settings"
+                .into(),
+        ));
     }
     let secret = totp::new_secret();
-    let sealed = state.auth.data_key.encrypt(&secret, &sealed_binding(user.id.0)).map_err(ApiError::internal)?;
+    let sealed = state
+        .auth
+        .data_key
+        .encrypt(&secret, &sealed_binding(user.id.0))
+        .map_err(ApiError::internal)?;
     update_account(&state, user.id.0, move |a| {
-        a.totp = Some(Totp { sealed_secret: sealed.clone(), enabled: false, last_step: 0 });
+        a.totp = Some(Totp {
+            sealed_secret: sealed.clone(),
+            enabled: false,
+            last_step: 0,
+        });
         Ok(())
     })
     .await?;
-    Ok(axum::Json(json!({ "secret": totp::base32(&secret), "otpauth_url": totp::otpauth_url(&secret, &user.account.username) })))
+    Ok(axum::Json(
+        json!({ "secret": totp::base32(&secret), "otpauth_url": totp::otpauth_url(&secret, &user.account.username) }),
+    ))
 }
 
 #[utoipa::path(post, path = "/api/v1/users/2fa/confirm", tag = "users", request_body = crate::api::auth::CodeBody, responses(
     (status = 200, description = "`{message, recovery_codes}`, shown once"), (status = 400, description = "Wrong code"), (status = 409, description = "Not set up, or already on")))]
-pub async fn totp_confirm(State(state): State<AppState>, user: AuthUser, Json(body): Json<crate::api::auth::CodeBody>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn totp_confirm(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<crate::api::auth::CodeBody>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     match &user.account.totp {
         Some(t) if !t.enabled => {}
-        Some(_) => return Err(ApiError::Conflict("Two-factor authentication is already enabled".into())),
+        Some(_) => {
+            return Err(ApiError::Conflict(
+                "Two-factor authentication is already enabled".into(),
+            ));
+        }
         None => return Err(ApiError::Conflict("Run /users/2fa/setup first".into())),
     }
     use_second_factor(&state, user.id.0, &body.code, false).await?;
@@ -273,14 +371,22 @@ pub async fn totp_confirm(State(state): State<AppState>, user: AuthUser, Json(bo
         Ok(())
     })
     .await?;
-    Ok(axum::Json(json!({ "message": "Two-factor authentication enabled", "recovery_codes": plain })))
+    Ok(axum::Json(
+        json!({ "message": "Two-factor authentication enabled", "recovery_codes": plain }),
+    ))
 }
 
 #[utoipa::path(post, path = "/api/v1/users/2fa/disable", tag = "users", request_body = crate::api::auth::CodeBody, responses(
     (status = 200, description = "Disabled"), (status = 400, description = "Wrong code"), (status = 409, description = "Not enabled")))]
-pub async fn totp_disable(State(state): State<AppState>, user: AuthUser, Json(body): Json<crate::api::auth::CodeBody>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn totp_disable(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<crate::api::auth::CodeBody>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     if !user.account.totp.as_ref().is_some_and(|t| t.enabled) {
-        return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
+        return Err(ApiError::Conflict(
+            "Two-factor authentication is not enabled".into(),
+        ));
     }
     use_second_factor(&state, user.id.0, &body.code, true).await?;
     update_account(&state, user.id.0, |a| {
@@ -289,15 +395,23 @@ pub async fn totp_disable(State(state): State<AppState>, user: AuthUser, Json(bo
         Ok(())
     })
     .await?;
-    Ok(axum::Json(json!({ "message": "Two-factor authentication disabled" })))
+    Ok(axum::Json(
+        json!({ "message": "Two-factor authentication disabled" }),
+    ))
 }
 
 /// New recovery codes; needs a live TOTP code (not a recovery code). The old set dies.
 #[utoipa::path(post, path = "/api/v1/users/2fa/recovery-codes/regenerate", tag = "users", request_body = crate::api::auth::CodeBody, responses(
     (status = 200, description = "`{recovery_codes}`, shown once"), (status = 400, description = "Wrong code"), (status = 409, description = "Not enabled")))]
-pub async fn totp_regenerate(State(state): State<AppState>, user: AuthUser, Json(body): Json<crate::api::auth::CodeBody>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn totp_regenerate(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<crate::api::auth::CodeBody>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
     if !user.account.totp.as_ref().is_some_and(|t| t.enabled) {
-        return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
+        return Err(ApiError::Conflict(
+            "Two-factor authentication is not enabled".into(),
+        ));
     }
     use_second_factor(&state, user.id.0, &body.code, false).await?;
     let (plain, hashes) = totp::recovery_codes();

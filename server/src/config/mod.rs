@@ -142,9 +142,20 @@ pub enum Email {
     /// No provider configured: mail is logged as not sent and the request fails with 503.
     Disabled,
     /// `SMTP_HOST`, `SMTP_PORT`, `SMTP_USERNAME`, `SMTP_PASSWORD`, `SMTP_TLS` (`starttls`, `tls`, `none`), `EMAIL_FROM`.
-    Smtp { host: String, port: u16, username: Option<String>, password: Option<secret::Secret>, tls: SmtpTls, from: String },
+    Smtp {
+        host: String,
+        port: u16,
+        username: Option<String>,
+        password: Option<secret::Secret>,
+        tls: SmtpTls,
+        from: String,
+    },
     /// `EMAIL_API_URL` and `EMAIL_API_KEY`: POSTs `{from, to, subject, text}` JSON with a bearer key.
-    Api { url: String, key: secret::Secret, from: String },
+    Api {
+        url: String,
+        key: secret::Secret,
+        from: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -429,7 +440,10 @@ fn auth(env: &mut Env) -> Auth {
         oidc_auto_provision: env.bool("OIDC_AUTO_PROVISION", false),
         oidc_trust_email: env.bool("OIDC_TRUST_EMAIL", false),
         oidc_scopes: env.string_or("OIDC_SCOPES", "openid email profile"),
-        hibp_api_url: env.string_or("HIBP_API_URL", "https://api.pwnedpasswords.com").trim_end_matches('/').to_string(),
+        hibp_api_url: env
+            .string_or("HIBP_API_URL", "https://api.pwnedpasswords.com")
+            .trim_end_matches('/')
+            .to_string(),
         email: email(env),
     }
 }
@@ -437,12 +451,19 @@ fn auth(env: &mut Env) -> Auth {
 fn email(env: &mut Env) -> Email {
     let from = env.string_or("EMAIL_FROM", "Mycorrhizal <no-reply@localhost>");
     if let Some(host) = env.string("SMTP_HOST") {
-        let tls = match env.string_or("SMTP_TLS", "starttls").to_ascii_lowercase().as_str() {
+        let tls = match env
+            .string_or("SMTP_TLS", "starttls")
+            .to_ascii_lowercase()
+            .as_str()
+        {
             "starttls" => SmtpTls::StartTls,
             "tls" => SmtpTls::Tls,
             "none" => SmtpTls::None,
             other => {
-                env.fail("SMTP_TLS", format!("expected starttls, tls or none, got {other:?}"));
+                env.fail(
+                    "SMTP_TLS",
+                    format!("expected starttls, tls or none, got {other:?}"),
+                );
                 SmtpTls::StartTls
             }
         };
@@ -458,7 +479,11 @@ fn email(env: &mut Env) -> Email {
         };
     }
     match (env.string("EMAIL_API_URL"), env.string("EMAIL_API_KEY")) {
-        (Some(url), Some(key)) => Email::Api { url, key: secret::Secret::new(key), from },
+        (Some(url), Some(key)) => Email::Api {
+            url,
+            key: secret::Secret::new(key),
+            from,
+        },
         (Some(_), None) => {
             env.fail("EMAIL_API_KEY", "must be set together with EMAIL_API_URL");
             Email::Disabled
