@@ -30,14 +30,8 @@ impl Contact {
             first: format!("First{n}"),
             last: format!("Last{:07}", (n * 7_919) % 1_000_003),
             sort_name: String::new(),
-            emails: vec![
-                format!("person{n}@example.org"),
-                format!("p{n}@work.example.com"),
-            ],
-            phones: vec![
-                format!("+1 555 {:07}", n % 10_000_000),
-                "+44 20 7946 0958".into(),
-            ],
+            emails: vec![format!("person{n}@example.org"), format!("p{n}@work.example.com")],
+            phones: vec![format!("+1 555 {:07}", n % 10_000_000), "+44 20 7946 0958".into()],
             address: format!("{n} Mycelium Lane, Spore Town, 90210, Fungaria"),
             org: "Hyphae & Partners".into(),
             note: "Met at the mushroom fair; likes chanterelles, hates truffle oil. ".repeat(6),
@@ -81,31 +75,21 @@ fn row(name: &str, ops: usize, elapsed: Duration, mut lat: Vec<Duration>) {
 }
 
 fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn main() {
     let contacts = env_or("BENCH_CONTACTS", 100_000);
     let seconds = Duration::from_secs(env_or("BENCH_SECONDS", 3));
     let dir = tempfile::tempdir().expect("tempdir");
-    let (engine, _) =
-        Engine::open(dir.path().join("bench.redb"), Options::default()).expect("open");
+    let (engine, _) = Engine::open(dir.path().join("bench.redb"), Options::default()).expect("open");
     println!(
         "engine bench: {} cores, {contacts} seeded contacts, {}s phases, durable commits",
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         seconds.as_secs()
     );
-    println!(
-        "| operation                                    |      ops/s |         p50 |         p99 |"
-    );
-    println!(
-        "|----------------------------------------------|-----------:|------------:|------------:|"
-    );
+    println!("| operation                                    |      ops/s |         p50 |         p99 |");
+    println!("|----------------------------------------------|-----------:|------------:|------------:|");
 
     // Single-row durable create latency: one writer, one commit (one fsync) per create.
     let writer = engine.user(UserId(1));
@@ -120,12 +104,7 @@ fn main() {
 
     for writers in [1usize, 8, 32] {
         let (ops, elapsed, lat) = concurrent_creates(&engine, writers, seconds);
-        row(
-            &format!("create, {writers} concurrent writers (group commit)"),
-            ops,
-            elapsed,
-            lat,
-        );
+        row(&format!("create, {writers} concurrent writers (group commit)"), ops, elapsed, lat);
     }
 
     // Seed the read user in large transactions, then measure reads.
@@ -146,10 +125,7 @@ fn main() {
     }
     let seeded = seed_started.elapsed();
     let name = format!("seed {contacts} contacts, 5000 per transaction");
-    println!(
-        "| {name:<44} | {:>10.0} |             |             |",
-        contacts as f64 / seeded.as_secs_f64()
-    );
+    println!("| {name:<44} | {:>10.0} |             |             |", contacts as f64 / seeded.as_secs_f64());
 
     let scope = engine.user(reader);
     let ids: Vec<u64> = scope
@@ -175,17 +151,11 @@ fn main() {
     let mut k = 0;
     timed("index lookup by email", seconds, || {
         k = (k + 1) % picks.len();
-        let hits = scope
-            .find::<Contact>("email", &format!("person{}@example.org", picks[k]))
-            .expect("find");
+        let hits = scope.find::<Contact>("email", &format!("person{}@example.org", picks[k])).expect("find");
         assert_eq!(hits.len(), 1);
     });
     timed("first page of 50 by sort_name", seconds, || {
-        let page = scope
-            .view()
-            .unwrap()
-            .page::<Contact>("sort_name", None, 50, false)
-            .expect("page");
+        let page = scope.view().unwrap().page::<Contact>("sort_name", None, 50, false).expect("page");
         assert_eq!(page.rows.len(), 50);
     });
     let names: Vec<String> = (0..1000)
@@ -198,16 +168,10 @@ fn main() {
     let mut k = 0;
     timed("page of 50 by sort_name after a cursor", seconds, || {
         k = (k + 1) % names.len();
-        let page = scope
-            .view()
-            .unwrap()
-            .page::<Contact>("sort_name", Some((&names[k], 0)), 50, false)
-            .expect("page");
+        let page = scope.view().unwrap().page::<Contact>("sort_name", Some((&names[k], 0)), 50, false).expect("page");
         assert!(!page.rows.is_empty() || names[k] > "last9".into());
     });
-    let size = std::fs::metadata(dir.path().join("bench.redb"))
-        .map(|m| m.len())
-        .unwrap_or(0);
+    let size = std::fs::metadata(dir.path().join("bench.redb")).map(|m| m.len()).unwrap_or(0);
     println!("database file: {:.1} MiB", size as f64 / 1_048_576.0);
 }
 
@@ -222,11 +186,7 @@ fn timed(name: &str, limit: Duration, mut op: impl FnMut()) {
     row(name, lat.len(), started.elapsed(), lat);
 }
 
-fn concurrent_creates(
-    engine: &Engine,
-    writers: usize,
-    limit: Duration,
-) -> (usize, Duration, Vec<Duration>) {
+fn concurrent_creates(engine: &Engine, writers: usize, limit: Duration) -> (usize, Duration, Vec<Duration>) {
     let engine = Arc::new(engine.clone());
     let started = Instant::now();
     let handles: Vec<_> = (0..writers)
@@ -246,9 +206,6 @@ fn concurrent_creates(
             })
         })
         .collect();
-    let lat: Vec<Duration> = handles
-        .into_iter()
-        .flat_map(|h| h.join().expect("writer"))
-        .collect();
+    let lat: Vec<Duration> = handles.into_iter().flat_map(|h| h.join().expect("writer")).collect();
     (lat.len(), started.elapsed(), lat)
 }

@@ -17,18 +17,13 @@ pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 
 pub fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T> {
     match bytes.split_first() {
-        Some((&FORMAT_V1, rest)) => postcard::from_bytes(rest).map_err(|e| Error::Corrupt {
-            table: table.to_string(),
-            reason: e.to_string(),
-        }),
-        Some((v, _)) => Err(Error::Corrupt {
-            table: table.to_string(),
-            reason: format!("unknown row format version {v}"),
-        }),
-        None => Err(Error::Corrupt {
-            table: table.to_string(),
-            reason: "empty row".into(),
-        }),
+        Some((&FORMAT_V1, rest)) => {
+            postcard::from_bytes(rest).map_err(|e| Error::Corrupt { table: table.to_string(), reason: e.to_string() })
+        }
+        Some((v, _)) => {
+            Err(Error::Corrupt { table: table.to_string(), reason: format!("unknown row format version {v}") })
+        }
+        None => Err(Error::Corrupt { table: table.to_string(), reason: "empty row".into() }),
     }
 }
 
@@ -44,10 +39,7 @@ mod tests {
         assert_eq!(back, (7, "x".to_string()));
         let mut future = bytes.clone();
         future[0] = 9;
-        assert!(matches!(
-            decode::<(u64, String)>("t", &future),
-            Err(Error::Corrupt { .. })
-        ));
+        assert!(matches!(decode::<(u64, String)>("t", &future), Err(Error::Corrupt { .. })));
         assert!(decode::<(u64, String)>("t", &[]).is_err());
     }
 }

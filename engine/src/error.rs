@@ -15,10 +15,7 @@ pub struct Invalid {
 
 impl Invalid {
     pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            reason: reason.into(),
-        }
+        Self { field: field.into(), reason: reason.into() }
     }
 }
 
@@ -58,11 +55,7 @@ pub enum Error {
     PreMigrationBackupFailed { dir: PathBuf, reason: String },
     /// A migration step failed; its transaction was rolled back.
     #[error("migration step {version} ({name}) failed: {reason}")]
-    MigrationFailed {
-        version: u32,
-        name: &'static str,
-        reason: String,
-    },
+    MigrationFailed { version: u32, name: &'static str, reason: String },
     /// A snapshot failed verification.
     #[error("snapshot verification failed: {0}")]
     SnapshotInvalid(String),
@@ -102,11 +95,7 @@ impl Error {
     pub fn is_storage(&self) -> bool {
         matches!(
             self,
-            Error::Storage(_)
-                | Error::Io(_)
-                | Error::Poisoned
-                | Error::Corrupt { .. }
-                | Error::CommitFailed(_)
+            Error::Storage(_) | Error::Io(_) | Error::Poisoned | Error::Corrupt { .. } | Error::CommitFailed(_)
         )
     }
 }

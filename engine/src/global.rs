@@ -57,13 +57,8 @@ impl TxGlobal<'_, '_> {
 
     /// The id holding unique key `name` = `value`.
     pub fn lookup<R: GlobalRecord>(&self, name: &str, value: &str) -> Result<Option<u64>> {
-        let table = self
-            .tx
-            .txn()
-            .open_table(tables::map_table(R::UNIQUE_TABLE))?;
-        Ok(table
-            .get(unique_key(name, value).as_str())?
-            .map(|v| decode_id(v.value())))
+        let table = self.tx.txn().open_table(tables::map_table(R::UNIQUE_TABLE))?;
+        Ok(table.get(unique_key(name, value).as_str())?.map(|v| decode_id(v.value())))
     }
 
     /// Inserts a new row with a fresh id.
@@ -82,17 +77,11 @@ impl TxGlobal<'_, '_> {
     /// Removes row `id` and its unique keys. Returns the removed row.
     pub fn delete<R: GlobalRecord>(&self, id: u64) -> Result<R> {
         let old: R = self.get(id)?;
-        let mut unique = self
-            .tx
-            .txn()
-            .open_table(tables::map_table(R::UNIQUE_TABLE))?;
+        let mut unique = self.tx.txn().open_table(tables::map_table(R::UNIQUE_TABLE))?;
         for (name, value) in old.unique_keys() {
             unique.remove(unique_key(name, &value).as_str())?;
         }
-        self.tx
-            .txn()
-            .open_table(tables::system_table(R::TABLE))?
-            .remove(id)?;
+        self.tx.txn().open_table(tables::system_table(R::TABLE))?.remove(id)?;
         Ok(old)
     }
 
@@ -115,10 +104,7 @@ impl TxGlobal<'_, '_> {
 
     /// Writes a value of a `map:<name>` table.
     pub fn map_put(&self, table: &str, key: &str, value: &[u8]) -> Result<()> {
-        self.tx
-            .txn()
-            .open_table(tables::map_table(table))?
-            .insert(key, value)?;
+        self.tx.txn().open_table(tables::map_table(table))?.insert(key, value)?;
         Ok(())
     }
 
@@ -127,9 +113,7 @@ impl TxGlobal<'_, '_> {
         let mut unique = txn.open_table(tables::map_table(R::UNIQUE_TABLE))?;
         let new_keys = body.unique_keys();
         for (name, value) in &new_keys {
-            if let Some(holder) = unique
-                .get(unique_key(name, value).as_str())?
-                .map(|v| decode_id(v.value()))
+            if let Some(holder) = unique.get(unique_key(name, value).as_str())?.map(|v| decode_id(v.value()))
                 && holder != id
             {
                 return Err(Error::Duplicate { index: name });
@@ -141,13 +125,9 @@ impl TxGlobal<'_, '_> {
             }
         }
         for (name, value) in &new_keys {
-            unique.insert(
-                unique_key(name, value).as_str(),
-                id.to_le_bytes().as_slice(),
-            )?;
+            unique.insert(unique_key(name, value).as_str(), id.to_le_bytes().as_slice())?;
         }
-        txn.open_table(tables::system_table(R::TABLE))?
-            .insert(id, codec::encode(body).as_slice())?;
+        txn.open_table(tables::system_table(R::TABLE))?.insert(id, codec::encode(body).as_slice())?;
         Ok(())
     }
 }
@@ -178,9 +158,7 @@ impl GlobalView {
             Err(TableError::TableDoesNotExist(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        Ok(table
-            .get(unique_key(name, value).as_str())?
-            .map(|v| decode_id(v.value())))
+        Ok(table.get(unique_key(name, value).as_str())?.map(|v| decode_id(v.value())))
     }
 
     /// Reads a value of a `map:<name>` table.

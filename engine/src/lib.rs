@@ -88,18 +88,11 @@ impl Engine {
             std::fs::create_dir_all(parent)?;
         }
         let db = Database::builder().create(&path)?;
-        let snapshot_dir = options.pre_migration_dir.clone().unwrap_or_else(|| {
-            path.parent()
-                .unwrap_or(Path::new("."))
-                .join("pre-migration")
-        });
-        let report = migrate::run(
-            &db,
-            fresh,
-            &snapshot_dir,
-            &options.migrations,
-            options.clock.now(),
-        )?;
+        let snapshot_dir = options
+            .pre_migration_dir
+            .clone()
+            .unwrap_or_else(|| path.parent().unwrap_or(Path::new(".")).join("pre-migration"));
+        let report = migrate::run(&db, fresh, &snapshot_dir, &options.migrations, options.clock.now())?;
         let db = Arc::new(db);
         let healthy = Arc::new(AtomicBool::new(true));
         let (sender, queue) = mpsc::channel();
@@ -109,9 +102,7 @@ impl Engine {
             durability: options.durability,
             healthy: healthy.clone(),
         };
-        let handle = std::thread::Builder::new()
-            .name("engine-writer".into())
-            .spawn(move || writer.run(queue))?;
+        let handle = std::thread::Builder::new().name("engine-writer".into()).spawn(move || writer.run(queue))?;
         let engine = Engine {
             inner: Arc::new(Inner {
                 db,
@@ -128,10 +119,7 @@ impl Engine {
 
     /// A handle scoped to one user.
     pub fn user(&self, user: UserId) -> UserScope {
-        UserScope {
-            engine: self.clone(),
-            user,
-        }
+        UserScope { engine: self.clone(), user }
     }
 
     pub fn path(&self) -> &Path {
@@ -159,10 +147,7 @@ impl Engine {
 
     /// Runs `change` in the next group commit and waits for that commit to be durable.
     /// Blocking; call it from a blocking thread. `change` may run more than once (see [`writer`]).
-    pub fn write<T: Send + 'static>(
-        &self,
-        change: impl FnMut(&mut Tx<'_>) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
+    pub fn write<T: Send + 'static>(&self, change: impl FnMut(&mut Tx<'_>) -> Result<T> + Send + 'static) -> Result<T> {
         let receiver = self.submit(change)?;
         Self::unpack(receiver.blocking_recv())
     }
@@ -181,34 +166,20 @@ impl Engine {
         mut change: impl FnMut(&mut Tx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<oneshot::Receiver<Result<Box<dyn std::any::Any + Send>>>> {
         let (reply, receiver) = oneshot::channel();
-        let job: writer::Job =
-            Box::new(move |tx| change(tx).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
-        self.sender()
-            .ok_or(Error::ShutDown)?
-            .send(writer::Request { job, reply })
-            .map_err(|_| Error::ShutDown)?;
+        let job: writer::Job = Box::new(move |tx| change(tx).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
+        self.sender().ok_or(Error::ShutDown)?.send(writer::Request { job, reply }).map_err(|_| Error::ShutDown)?;
         Ok(receiver)
     }
 
     fn unpack<T: 'static>(
-        received: std::result::Result<
-            Result<Box<dyn std::any::Any + Send>>,
-            oneshot::error::RecvError,
-        >,
+        received: std::result::Result<Result<Box<dyn std::any::Any + Send>>, oneshot::error::RecvError>,
     ) -> Result<T> {
         let output = received.map_err(|_| Error::ShutDown)??;
-        output
-            .downcast::<T>()
-            .map(|b| *b)
-            .map_err(|_| Error::CommitFailed("writer returned the wrong type".into()))
+        output.downcast::<T>().map(|b| *b).map_err(|_| Error::CommitFailed("writer returned the wrong type".into()))
     }
 
     fn sender(&self) -> Option<mpsc::Sender<writer::Request>> {
-        self.inner
-            .queue
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.inner.queue.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Stops accepting writes, lets the writer finish what is queued, and waits for it.
@@ -219,9 +190,7 @@ impl Engine {
 
     /// A read view of the global (instance-level) tables.
     pub fn global(&self) -> Result<GlobalView> {
-        Ok(GlobalView {
-            txn: self.db().begin_read()?,
-        })
+        Ok(GlobalView { txn: self.db().begin_read()? })
     }
 
     /// A consistent snapshot of the whole database into `dir` (see [`snapshot`]).
@@ -265,10 +234,7 @@ impl UserScope {
 
     /// A consistent read view (one read transaction) for several reads.
     pub fn view(&self) -> Result<UserView> {
-        Ok(UserView {
-            txn: self.engine.db().begin_read()?,
-            user: self.user.0,
-        })
+        Ok(UserView { txn: self.engine.db().begin_read()?, user: self.user.0 })
     }
 
     pub fn get<R: Record>(&self, id: u64) -> Result<Row<R>> {
@@ -285,20 +251,17 @@ impl UserScope {
 
     pub fn create<R: Record>(&self, body: R) -> Result<Row<R>> {
         let user = self.user;
-        self.engine
-            .write(move |tx| tx.user(user).create(body.clone()))
+        self.engine.write(move |tx| tx.user(user).create(body.clone()))
     }
 
     pub fn put<R: Record>(&self, id: u64, pre: Precondition, body: R) -> Result<Row<R>> {
         let user = self.user;
-        self.engine
-            .write(move |tx| tx.user(user).put(id, pre, body.clone()))
+        self.engine.write(move |tx| tx.user(user).put(id, pre, body.clone()))
     }
 
     pub fn delete<R: Record>(&self, id: u64, pre: Precondition) -> Result<()> {
         let user = self.user;
-        self.engine
-            .write(move |tx| tx.user(user).delete::<R>(id, pre))
+        self.engine.write(move |tx| tx.user(user).delete::<R>(id, pre))
     }
 
     /// Runs several writes for this user atomically, in one group commit.
@@ -315,8 +278,6 @@ impl UserScope {
         mut change: impl FnMut(&TxUser<'_, '_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let user = self.user;
-        self.engine
-            .write_async(move |tx| change(&tx.user(user)))
-            .await
+        self.engine.write_async(move |tx| change(&tx.user(user))).await
     }
 }

@@ -46,11 +46,7 @@ pub struct StepReport {
 
 /// The engine's own migration steps, in order.
 pub fn steps() -> Vec<Migration> {
-    vec![Migration {
-        version: 1,
-        name: "core tables",
-        run: create_core_tables,
-    }]
+    vec![Migration { version: 1, name: "core tables", run: create_core_tables }]
 }
 
 /// The schema version this build's default steps produce.
@@ -70,10 +66,7 @@ fn create_core_tables(txn: &WriteTransaction) -> Result<()> {
 /// The schema version recorded in the database (0 for a new file).
 pub fn read_version(txn: &ReadTransaction) -> Result<u32> {
     match txn.open_table(META) {
-        Ok(meta) => Ok(meta
-            .get(VERSION_KEY)?
-            .map(|v| decode_u32(v.value()))
-            .unwrap_or(0)),
+        Ok(meta) => Ok(meta.get(VERSION_KEY)?.map(|v| decode_u32(v.value())).unwrap_or(0)),
         Err(TableError::TableDoesNotExist(_)) => Ok(0),
         Err(e) => Err(e.into()),
     }
@@ -87,10 +80,7 @@ fn markers(db: &Database) -> Result<(u32, Option<u32>)> {
     let txn = db.begin_write()?;
     let found = {
         let meta = txn.open_table(META)?;
-        let version = meta
-            .get(VERSION_KEY)?
-            .map(|v| decode_u32(v.value()))
-            .unwrap_or(0);
+        let version = meta.get(VERSION_KEY)?.map(|v| decode_u32(v.value())).unwrap_or(0);
         let dirty = meta.get(DIRTY_KEY)?.map(|v| decode_u32(v.value()));
         (version, dirty)
     };
@@ -118,25 +108,14 @@ pub fn run(
 ) -> Result<MigrationReport> {
     let (from, dirty) = markers(db)?;
     if let Some(version) = dirty {
-        return Err(Error::DirtyMigration {
-            version,
-            snapshot_dir: snapshot_dir.to_path_buf(),
-        });
+        return Err(Error::DirtyMigration { version, snapshot_dir: snapshot_dir.to_path_buf() });
     }
     let supported = steps.last().map(|m| m.version).unwrap_or(0);
     if from > supported {
-        return Err(Error::SchemaAhead {
-            found: from,
-            supported,
-        });
+        return Err(Error::SchemaAhead { found: from, supported });
     }
     let pending: Vec<&Migration> = steps.iter().filter(|m| m.version > from).collect();
-    let mut report = MigrationReport {
-        from,
-        to: from,
-        snapshot: None,
-        steps: Vec::new(),
-    };
+    let mut report = MigrationReport { from, to: from, snapshot: None, steps: Vec::new() };
     if pending.is_empty() {
         return Ok(report);
     }
@@ -167,11 +146,7 @@ pub fn run(
                 let clear = db.begin_write()?;
                 set_marker(&clear, DIRTY_KEY, None)?;
                 clear.commit()?;
-                return Err(Error::MigrationFailed {
-                    version: step.version,
-                    name: step.name,
-                    reason: e.to_string(),
-                });
+                return Err(Error::MigrationFailed { version: step.version, name: step.name, reason: e.to_string() });
             }
         }
         let duration_ms = started.elapsed().as_millis() as u64;
@@ -182,28 +157,15 @@ pub fn run(
             name = step.name,
             duration_ms
         );
-        report.steps.push(StepReport {
-            version: step.version,
-            name: step.name,
-            duration_ms,
-        });
+        report.steps.push(StepReport { version: step.version, name: step.name, duration_ms });
         report.to = step.version;
     }
     Ok(report)
 }
 
-fn pre_migration_snapshot(
-    db: &Database,
-    dir: &Path,
-    from: u32,
-    now: Timestamp,
-) -> Result<Snapshot> {
-    let failed = |reason: String| Error::PreMigrationBackupFailed {
-        dir: dir.to_path_buf(),
-        reason,
-    };
-    let snap = snapshot::write(db, dir, &format!("pre-migration-v{from}"), now)
-        .map_err(|e| failed(e.to_string()))?;
+fn pre_migration_snapshot(db: &Database, dir: &Path, from: u32, now: Timestamp) -> Result<Snapshot> {
+    let failed = |reason: String| Error::PreMigrationBackupFailed { dir: dir.to_path_buf(), reason };
+    let snap = snapshot::write(db, dir, &format!("pre-migration-v{from}"), now).map_err(|e| failed(e.to_string()))?;
     snapshot::verify(&snap.path).map_err(|e| failed(e.to_string()))?;
     Ok(snap)
 }

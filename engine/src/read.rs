@@ -94,9 +94,7 @@ impl UserView {
             Err(e) => return Err(e.into()),
         };
         let range = table.range((self.user, 0)..=(self.user, u64::MAX))?;
-        range
-            .map(|entry| codec::decode(R::KIND.records, entry?.1.value()))
-            .collect()
+        range.map(|entry| codec::decode(R::KIND.records, entry?.1.value())).collect()
     }
 
     /// Number of live rows of this kind.
@@ -148,32 +146,24 @@ impl UserView {
             self.txn.open_table(tables::record_table(R::KIND.records)),
         ) {
             (Ok(i), Ok(r)) => (i, r),
-            (Err(TableError::TableDoesNotExist(_)), _)
-            | (_, Err(TableError::TableDoesNotExist(_))) => {
-                return Ok(Page {
-                    rows: Vec::new(),
-                    next: None,
-                });
+            (Err(TableError::TableDoesNotExist(_)), _) | (_, Err(TableError::TableDoesNotExist(_))) => {
+                return Ok(Page { rows: Vec::new(), next: None });
             }
             (Err(e), _) | (_, Err(e)) => return Err(e.into()),
         };
         // The index name ends where its next sibling name would begin: `index` + '\0'.
         let upper_name = format!("{index}\0");
-        let (lo, hi): (Bound<(u64, &str, &str, u64)>, Bound<(u64, &str, &str, u64)>) =
-            match (after, descending) {
-                (None, _) => (
-                    Bound::Included((self.user, index, "", 0)),
-                    Bound::Excluded((self.user, upper_name.as_str(), "", 0)),
-                ),
-                (Some((v, id)), false) => (
-                    Bound::Excluded((self.user, index, v, id)),
-                    Bound::Excluded((self.user, upper_name.as_str(), "", 0)),
-                ),
-                (Some((v, id)), true) => (
-                    Bound::Included((self.user, index, "", 0)),
-                    Bound::Excluded((self.user, index, v, id)),
-                ),
-            };
+        let (lo, hi): (Bound<(u64, &str, &str, u64)>, Bound<(u64, &str, &str, u64)>) = match (after, descending) {
+            (None, _) => {
+                (Bound::Included((self.user, index, "", 0)), Bound::Excluded((self.user, upper_name.as_str(), "", 0)))
+            }
+            (Some((v, id)), false) => {
+                (Bound::Excluded((self.user, index, v, id)), Bound::Excluded((self.user, upper_name.as_str(), "", 0)))
+            }
+            (Some((v, id)), true) => {
+                (Bound::Included((self.user, index, "", 0)), Bound::Excluded((self.user, index, v, id)))
+            }
+        };
         let range = idx.range::<(u64, &str, &str, u64)>((lo, hi))?;
         let mut rows = Vec::with_capacity(limit.min(1024));
         let mut last = None;
@@ -206,10 +196,7 @@ impl UserView {
                 }
             }
         }
-        Ok(Page {
-            rows,
-            next: if more { last } else { None },
-        })
+        Ok(Page { rows, next: if more { last } else { None } })
     }
 
     /// Change-feed entries after `seq`, oldest first, at most `limit`.
@@ -220,10 +207,7 @@ impl UserView {
             Err(e) => return Err(e.into()),
         };
         let range = table.range((self.user, seq.saturating_add(1))..=(self.user, u64::MAX))?;
-        range
-            .take(limit)
-            .map(|entry| codec::decode("changes", entry?.1.value()))
-            .collect()
+        range.take(limit).map(|entry| codec::decode("changes", entry?.1.value())).collect()
     }
 
     /// The newest change-feed sequence number of this user (0 before any write).

@@ -45,20 +45,10 @@ pub struct Kind {
 #[macro_export]
 macro_rules! kind {
     ($name:literal, soft_delete) => {
-        $crate::Kind {
-            name: $name,
-            records: concat!("rec:", $name),
-            index: concat!("idx:", $name),
-            soft_delete: true,
-        }
+        $crate::Kind { name: $name, records: concat!("rec:", $name), index: concat!("idx:", $name), soft_delete: true }
     };
     ($name:literal, hard_delete) => {
-        $crate::Kind {
-            name: $name,
-            records: concat!("rec:", $name),
-            index: concat!("idx:", $name),
-            soft_delete: false,
-        }
+        $crate::Kind { name: $name, records: concat!("rec:", $name), index: concat!("idx:", $name), soft_delete: false }
     };
 }
 
@@ -101,9 +91,7 @@ pub(crate) mod micros_opt {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
-        Option::<i64>::deserialize(d)?
-            .map(|m| Timestamp::from_microsecond(m).map_err(D::Error::custom))
-            .transpose()
+        Option::<i64>::deserialize(d)?.map(|m| Timestamp::from_microsecond(m).map_err(D::Error::custom)).transpose()
     }
 }
 

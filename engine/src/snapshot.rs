@@ -13,15 +13,13 @@ use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 use redb::{
-    Database, Key, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata,
-    TableDefinition, TableHandle, Value, WriteTransaction,
+    Database, Key, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+    TableHandle, Value, WriteTransaction,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::tables::{
-    self, CHANGES, COUNTERS, INDEX_PREFIX, MAP_PREFIX, RECORD_PREFIX, SYSTEM_PREFIX, USER_SEQ,
-};
+use crate::tables::{self, CHANGES, COUNTERS, INDEX_PREFIX, MAP_PREFIX, RECORD_PREFIX, SYSTEM_PREFIX, USER_SEQ};
 use crate::{Error, Result, migrate};
 
 pub const MANIFEST_FORMAT: &str = "mycorrhizal-snapshot/1";
@@ -87,40 +85,26 @@ pub fn write(db: &Database, dir: &Path, label: &str, now: Timestamp) -> Result<S
         signature: None,
     };
     let manifest_path = manifest_path(&path);
-    write_durably(
-        &manifest_path,
-        &serde_json::to_vec_pretty(&manifest).map_err(io_other)?,
-    )?;
+    write_durably(&manifest_path, &serde_json::to_vec_pretty(&manifest).map_err(io_other)?)?;
     fs::rename(&partial, &path)?;
     File::open(dir)?.sync_all()?;
-    Ok(Snapshot {
-        path,
-        manifest_path,
-        manifest,
-    })
+    Ok(Snapshot { path, manifest_path, manifest })
 }
 
 /// Checks a snapshot against its manifest: digest, size, that redb opens it, schema version and
 /// every table's row count. Returns the manifest when all hold.
 pub fn verify(path: &Path) -> Result<Manifest> {
     let manifest_path = manifest_path(path);
-    let text = fs::read(&manifest_path).map_err(|e| {
-        Error::SnapshotInvalid(format!("manifest {}: {e}", manifest_path.display()))
-    })?;
-    let manifest: Manifest = serde_json::from_slice(&text).map_err(|e| {
-        Error::SnapshotInvalid(format!("manifest {}: {e}", manifest_path.display()))
-    })?;
+    let text = fs::read(&manifest_path)
+        .map_err(|e| Error::SnapshotInvalid(format!("manifest {}: {e}", manifest_path.display())))?;
+    let manifest: Manifest = serde_json::from_slice(&text)
+        .map_err(|e| Error::SnapshotInvalid(format!("manifest {}: {e}", manifest_path.display())))?;
     if manifest.format != MANIFEST_FORMAT {
-        return Err(Error::SnapshotInvalid(format!(
-            "unknown manifest format {}",
-            manifest.format
-        )));
+        return Err(Error::SnapshotInvalid(format!("unknown manifest format {}", manifest.format)));
     }
     let (sha256, size) = digest(path)?;
     if sha256 != manifest.sha256 || size != manifest.size {
-        return Err(Error::SnapshotInvalid(
-            "file digest does not match the manifest".into(),
-        ));
+        return Err(Error::SnapshotInvalid("file digest does not match the manifest".into()));
     }
     let db = Database::builder()
         .open_read_only(path)
@@ -139,9 +123,7 @@ pub fn verify(path: &Path) -> Result<Manifest> {
         counts.insert(name, read.open_untyped_table(handle)?.len()?);
     }
     if counts != manifest.tables {
-        return Err(Error::SnapshotInvalid(
-            "table row counts differ from the manifest".into(),
-        ));
+        return Err(Error::SnapshotInvalid("table row counts differ from the manifest".into()));
     }
     Ok(manifest)
 }
@@ -159,9 +141,7 @@ fn copy_all(read: &ReadTransaction, write: &WriteTransaction) -> Result<BTreeMap
             n if n == COUNTERS.name() => copy(read, write, COUNTERS)?,
             n if n == USER_SEQ.name() => copy(read, write, USER_SEQ)?,
             other => {
-                return Err(Error::SnapshotInvalid(format!(
-                    "no layout known for table {other}"
-                )));
+                return Err(Error::SnapshotInvalid(format!("no layout known for table {other}")));
             }
         };
         counts.insert(name, rows);

@@ -83,15 +83,11 @@ impl Engine {
                 let mut event = event.clone();
                 event.id = next_counter(tx.txn(), SYSTEM_EVENTS_COUNTER)?;
                 event.created_at = tx.now();
-                tx.txn()
-                    .open_table(SYSTEM_EVENTS)?
-                    .insert(event.id, codec::encode(&event).as_slice())?;
+                tx.txn().open_table(SYSTEM_EVENTS)?.insert(event.id, codec::encode(&event).as_slice())?;
                 Ok(event)
             })
             .await;
-        result
-            .map_err(|e| tracing::warn!(event = "system_event_not_recorded", error = %e))
-            .ok()
+        result.map_err(|e| tracing::warn!(event = "system_event_not_recorded", error = %e)).ok()
     }
 
     /// Records a job run. Best-effort, like [`Engine::record_event`].
@@ -101,23 +97,15 @@ impl Engine {
                 let mut run = run.clone();
                 run.id = next_counter(tx.txn(), JOB_RUNS_COUNTER)?;
                 run.error = run.error.map(|e| cap_error(&e));
-                tx.txn()
-                    .open_table(JOB_RUNS)?
-                    .insert(run.id, codec::encode(&run).as_slice())?;
+                tx.txn().open_table(JOB_RUNS)?.insert(run.id, codec::encode(&run).as_slice())?;
                 Ok(run)
             })
             .await;
-        result
-            .map_err(|e| tracing::warn!(event = "job_run_not_recorded", error = %e))
-            .ok()
+        result.map_err(|e| tracing::warn!(event = "job_run_not_recorded", error = %e)).ok()
     }
 
     /// System events, newest first, that `keep` accepts, at most `limit`.
-    pub fn system_events(
-        &self,
-        limit: usize,
-        keep: impl Fn(&SystemEvent) -> bool,
-    ) -> Result<Vec<SystemEvent>> {
+    pub fn system_events(&self, limit: usize, keep: impl Fn(&SystemEvent) -> bool) -> Result<Vec<SystemEvent>> {
         self.newest(SYSTEM_EVENTS, limit, keep)
     }
 
@@ -157,8 +145,7 @@ impl Engine {
             let mut table = tx.txn().open_table(SYSTEM_EVENTS)?;
             let mut removed = 0;
             table.retain(|_, bytes| {
-                let old = codec::decode::<SystemEvent>("system_events", bytes)
-                    .is_ok_and(|e| e.created_at < cutoff);
+                let old = codec::decode::<SystemEvent>("system_events", bytes).is_ok_and(|e| e.created_at < cutoff);
                 removed += u64::from(old);
                 !old
             })?;
@@ -173,8 +160,7 @@ impl Engine {
             let mut table = tx.txn().open_table(JOB_RUNS)?;
             let mut removed = 0;
             table.retain(|_, bytes| {
-                let old =
-                    codec::decode::<JobRun>("job_runs", bytes).is_ok_and(|r| r.started_at < cutoff);
+                let old = codec::decode::<JobRun>("job_runs", bytes).is_ok_and(|r| r.started_at < cutoff);
                 removed += u64::from(old);
                 !old
             })?;

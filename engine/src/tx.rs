@@ -24,10 +24,7 @@ impl<'a> Tx<'a> {
 
     /// Writes scoped to one user: the only way to change user records.
     pub fn user(&self, user: UserId) -> TxUser<'_, 'a> {
-        TxUser {
-            tx: self,
-            user: user.0,
-        }
+        TxUser { tx: self, user: user.0 }
     }
 
     /// The raw transaction, for the engine's own system tables.
@@ -38,29 +35,18 @@ impl<'a> Tx<'a> {
     /// Removes every row of `user`: records, tombstones, index entries and the change feed.
     /// For deleting an account; returns how many record rows went.
     pub fn purge_user(&self, user: UserId) -> Result<u64> {
-        let names: Vec<String> = self
-            .txn
-            .list_tables()?
-            .map(|h| redb::TableHandle::name(&h).to_string())
-            .collect();
+        let names: Vec<String> = self.txn.list_tables()?.map(|h| redb::TableHandle::name(&h).to_string()).collect();
         let mut removed = 0;
         for name in names {
             if name.starts_with(tables::RECORD_PREFIX) {
                 let mut table = self.txn.open_table(tables::record_table(&name))?;
-                removed += table
-                    .extract_from_if((user.0, 0)..=(user.0, u64::MAX), |_, _| true)?
-                    .count() as u64;
+                removed += table.extract_from_if((user.0, 0)..=(user.0, u64::MAX), |_, _| true)?.count() as u64;
             } else if name.starts_with(tables::INDEX_PREFIX) {
                 let mut table = self.txn.open_table(tables::index_table(&name))?;
-                table.retain_in::<(u64, &str, &str, u64), _>(
-                    (user.0, "", "", 0)..,
-                    |(u, _, _, _), ()| u != user.0,
-                )?;
+                table.retain_in::<(u64, &str, &str, u64), _>((user.0, "", "", 0).., |(u, _, _, _), ()| u != user.0)?;
             }
         }
-        self.txn
-            .open_table(CHANGES)?
-            .retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
+        self.txn.open_table(CHANGES)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
         self.txn.open_table(USER_SEQ)?.remove(user.0)?;
         Ok(removed)
     }
@@ -75,10 +61,7 @@ pub struct TxUser<'t, 'a> {
 impl TxUser<'_, '_> {
     /// Reads a live row inside the transaction (sees this batch's earlier writes).
     pub fn get<R: Record>(&self, id: u64) -> Result<Row<R>> {
-        let table = self
-            .tx
-            .txn
-            .open_table(tables::record_table(R::KIND.records))?;
+        let table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
         read::live_row(&table, R::KIND.records, self.user, id)
     }
 
@@ -93,12 +76,7 @@ impl TxUser<'_, '_> {
         prepare(&mut body)?;
         let id = next_counter(self.tx.txn, &format!("id:{}", R::KIND.name))?;
         let now = self.tx.now;
-        let meta = Meta {
-            revision: 1,
-            created_at: now,
-            updated_at: now,
-            deleted_at: None,
-        };
+        let meta = Meta { revision: 1, created_at: now, updated_at: now, deleted_at: None };
         let row = Row { id, meta, body };
         self.store(None, &row, Op::Created)?;
         Ok(row)
@@ -141,10 +119,7 @@ impl TxUser<'_, '_> {
         row.meta.deleted_at = Some(self.tx.now);
         self.store(Some(&old), &row, Op::Deleted)?;
         if !R::KIND.soft_delete {
-            let mut table = self
-                .tx
-                .txn
-                .open_table(tables::record_table(R::KIND.records))?;
+            let mut table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
             table.remove((self.user, id))?;
         }
         Ok(())
@@ -152,10 +127,7 @@ impl TxUser<'_, '_> {
 
     /// Removes tombstones deleted before `cutoff`. Returns how many were purged.
     pub fn purge_tombstones<R: Record>(&self, cutoff: Timestamp) -> Result<u64> {
-        let mut table = self
-            .tx
-            .txn
-            .open_table(tables::record_table(R::KIND.records))?;
+        let mut table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
         let mut expired = Vec::new();
         for entry in table.range((self.user, 0)..=(self.user, u64::MAX))? {
             let (key, value) = entry?;
@@ -208,8 +180,7 @@ impl TxUser<'_, '_> {
             revision: row.meta.revision,
             at: self.tx.now,
         };
-        txn.open_table(CHANGES)?
-            .insert((self.user, seq), codec::encode(&change).as_slice())?;
+        txn.open_table(CHANGES)?.insert((self.user, seq), codec::encode(&change).as_slice())?;
         Ok(())
     }
 }

@@ -70,9 +70,7 @@ impl Writer {
                 Attempt::ChangeFailed(index, error) => failed[index] = Some(error),
                 Attempt::CommitFailed(reason) => {
                     for (request, error) in batch.into_iter().zip(failed) {
-                        let _ = request.reply.send(Err(
-                            error.unwrap_or_else(|| Error::CommitFailed(reason.clone()))
-                        ));
+                        let _ = request.reply.send(Err(error.unwrap_or_else(|| Error::CommitFailed(reason.clone()))));
                     }
                     return;
                 }
@@ -100,11 +98,8 @@ impl Writer {
                     outputs.push(None);
                     continue;
                 }
-                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    (request.job)(&mut tx)
-                }));
-                let run =
-                    run.unwrap_or_else(|_| Err(Error::CommitFailed("the change panicked".into())));
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (request.job)(&mut tx)));
+                let run = run.unwrap_or_else(|_| Err(Error::CommitFailed("the change panicked".into())));
                 match run {
                     Ok(output) => outputs.push(Some(output)),
                     Err(error) => {

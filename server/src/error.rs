@@ -32,6 +32,9 @@ pub enum ApiError {
     External(String),
     #[error("not found")]
     NotFound,
+    /// The route exists but its feature is not configured on this instance (404).
+    #[error("feature disabled: {0}")]
+    FeatureDisabled(&'static str),
     #[error("method not allowed")]
     MethodNotAllowed,
     /// A request field failed validation.
@@ -71,17 +74,11 @@ pub struct ErrorBody {
 
 impl ApiError {
     pub fn validation(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        ApiError::Validation {
-            field: field.into(),
-            reason: reason.into(),
-        }
+        ApiError::Validation { field: field.into(), reason: reason.into() }
     }
 
     pub fn invalid_input(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        ApiError::InvalidInput {
-            field: field.into(),
-            reason: reason.into(),
-        }
+        ApiError::InvalidInput { field: field.into(), reason: reason.into() }
     }
 
     pub fn internal(e: impl std::fmt::Display) -> Self {
@@ -90,34 +87,15 @@ impl ApiError {
 
     fn parts(&self) -> (StatusCode, &'static str, String, Value) {
         match self {
-            ApiError::Unauthorized(message) => (
-                StatusCode::UNAUTHORIZED,
-                "UNAUTHORIZED",
-                (*message).into(),
-                json!({}),
-            ),
-            ApiError::InvalidCredentials => (
-                StatusCode::UNAUTHORIZED,
-                "INVALID_CREDENTIALS",
-                "Invalid credentials".into(),
-                json!({}),
-            ),
-            ApiError::Forbidden(message) => (
-                StatusCode::FORBIDDEN,
-                "FORBIDDEN",
-                message.clone(),
-                json!({}),
-            ),
-            ApiError::ClientNotSupported(message) => (
-                StatusCode::FORBIDDEN,
-                "CLIENT_NOT_SUPPORTED",
-                message.clone(),
-                json!({}),
-            ),
-            ApiError::RateLimited {
-                retry_after,
-                locked,
-            } => (
+            ApiError::Unauthorized(message) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED", (*message).into(), json!({})),
+            ApiError::InvalidCredentials => {
+                (StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS", "Invalid credentials".into(), json!({}))
+            }
+            ApiError::Forbidden(message) => (StatusCode::FORBIDDEN, "FORBIDDEN", message.clone(), json!({})),
+            ApiError::ClientNotSupported(message) => {
+                (StatusCode::FORBIDDEN, "CLIENT_NOT_SUPPORTED", message.clone(), json!({}))
+            }
+            ApiError::RateLimited { retry_after, locked } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "RATE_LIMIT_EXCEEDED",
                 if *locked {
@@ -127,18 +105,13 @@ impl ApiError {
                 },
                 json!({ "retry_after": retry_after }),
             ),
-            ApiError::External(message) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "EXTERNAL_SERVICE_ERROR",
-                message.clone(),
-                json!({}),
-            ),
-            ApiError::NotFound => (
-                StatusCode::NOT_FOUND,
-                "NOT_FOUND",
-                "Not found".into(),
-                json!({}),
-            ),
+            ApiError::FeatureDisabled(message) => {
+                (StatusCode::NOT_FOUND, "NOT_FOUND", (*message).into(), json!({ "reason": "feature_disabled" }))
+            }
+            ApiError::External(message) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "EXTERNAL_SERVICE_ERROR", message.clone(), json!({}))
+            }
+            ApiError::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND", "Not found".into(), json!({})),
             ApiError::MethodNotAllowed => (
                 StatusCode::METHOD_NOT_ALLOWED,
                 "METHOD_NOT_ALLOWED",
@@ -170,33 +143,22 @@ impl ApiError {
                 format!("Request body larger than {limit} bytes"),
                 json!({ "limit_bytes": limit }),
             ),
-            ApiError::AlreadyExists { field } => (
-                StatusCode::CONFLICT,
-                "ALREADY_EXISTS",
-                format!("{field} already exists"),
-                json!({ "field": field }),
-            ),
+            ApiError::AlreadyExists { field } => {
+                (StatusCode::CONFLICT, "ALREADY_EXISTS", format!("{field} already exists"), json!({ "field": field }))
+            }
             ApiError::PreconditionFailed { expected_revision } => (
                 StatusCode::PRECONDITION_FAILED,
                 "PRECONDITION_FAILED",
                 "The resource changed since it was read; fetch it again".into(),
                 json!({ "expected_revision": expected_revision }),
             ),
-            ApiError::Conflict(message) => {
-                (StatusCode::CONFLICT, "CONFLICT", message.clone(), json!({}))
+            ApiError::Conflict(message) => (StatusCode::CONFLICT, "CONFLICT", message.clone(), json!({})),
+            ApiError::Unavailable(message) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE", message.clone(), json!({}))
             }
-            ApiError::Unavailable(message) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "SERVICE_UNAVAILABLE",
-                message.clone(),
-                json!({}),
-            ),
-            ApiError::Internal(_) => (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "INTERNAL_ERROR",
-                "Internal server error".into(),
-                json!({}),
-            ),
+            ApiError::Internal(_) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", "Internal server error".into(), json!({}))
+            }
         }
     }
 }
@@ -208,22 +170,11 @@ impl IntoResponse for ApiError {
         if let ApiError::Internal(detail) = &self {
             tracing::error!(event = "internal_error", error = %detail, request_id = request_id.as_deref().unwrap_or(""));
         }
-        let mut response = (
-            status,
-            Json(ErrorBody {
-                code,
-                message,
-                details,
-                request_id,
-            }),
-        )
-            .into_response();
+        let mut response = (status, Json(ErrorBody { code, message, details, request_id })).into_response();
         if let ApiError::RateLimited { retry_after, .. } = self
             && let Ok(value) = axum::http::HeaderValue::from_str(&retry_after.to_string())
         {
-            response
-                .headers_mut()
-                .insert(axum::http::header::RETRY_AFTER, value);
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
         }
         response
     }
@@ -234,19 +185,10 @@ impl From<mycorrhizal_engine::Error> for ApiError {
         use mycorrhizal_engine::Error as E;
         match e {
             E::NotFound => ApiError::NotFound,
-            E::Conflict { actual, .. } => ApiError::PreconditionFailed {
-                expected_revision: actual,
-            },
-            E::Duplicate { index } => ApiError::AlreadyExists {
-                field: index.to_string(),
-            },
-            E::Invalid(invalid) => ApiError::Validation {
-                field: invalid.field,
-                reason: invalid.reason,
-            },
-            E::Poisoned | E::ShutDown => {
-                ApiError::Unavailable("The database is not accepting writes".into())
-            }
+            E::Conflict { actual, .. } => ApiError::PreconditionFailed { expected_revision: actual },
+            E::Duplicate { index } => ApiError::AlreadyExists { field: index.to_string() },
+            E::Invalid(invalid) => ApiError::Validation { field: invalid.field, reason: invalid.reason },
+            E::Poisoned | E::ShutDown => ApiError::Unavailable("The database is not accepting writes".into()),
             other => ApiError::Internal(other.to_string()),
         }
     }

@@ -12,6 +12,7 @@ pub mod error;
 pub mod http;
 pub mod notify;
 pub mod ops;
+pub mod outbound;
 pub mod state;
 pub mod telemetry;
 
@@ -41,10 +42,7 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
         );
     }
     let path = config.database_path();
-    let options = Options {
-        pre_migration_dir: Some(config.pre_migration_dir.clone()),
-        ..Options::default()
-    };
+    let options = Options { pre_migration_dir: Some(config.pre_migration_dir.clone()), ..Options::default() };
     let started_at = jiff::Timestamp::now();
     let started = Instant::now();
     let opened = tokio::task::spawn_blocking(move || Engine::open(path, options)).await?;
@@ -55,13 +53,7 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
             return Err(anyhow::Error::new(e).context("cannot open the database"));
         }
     };
-    record_migration(
-        &engine,
-        &report,
-        started_at,
-        started.elapsed().as_millis() as u64,
-    )
-    .await;
+    record_migration(&engine, &report, started_at, started.elapsed().as_millis() as u64).await;
     Ok(engine)
 }
 
@@ -70,30 +62,12 @@ async fn record_migration(engine: &Engine, report: &MigrationReport, at: jiff::T
         return;
     }
     let versions = json!({ "from_version": report.from, "to_version": report.to });
-    emit(
-        engine,
-        Event::info("migration", "migration_started")
-            .detail(versions.clone())
-            .at(at),
-    )
-    .await;
+    emit(engine, Event::info("migration", "migration_started").detail(versions.clone()).at(at)).await;
     if let Some(snapshot) = &report.snapshot {
         let detail = json!({ "operation": "pre_migration_snapshot", "tables": snapshot.manifest.tables.len(), "size_bytes": snapshot.manifest.size });
-        emit(
-            engine,
-            Event::info("migration", "backup_completed")
-                .detail(detail)
-                .at(at),
-        )
-        .await;
+        emit(engine, Event::info("migration", "backup_completed").detail(detail).at(at)).await;
     }
-    emit(
-        engine,
-        Event::info("migration", "migration_completed")
-            .detail(versions)
-            .duration_ms(ms),
-    )
-    .await;
+    emit(engine, Event::info("migration", "migration_completed").detail(versions).duration_ms(ms)).await;
 }
 
 /// Serves `state` on `listener` until `shutdown` resolves, then records the stop.
@@ -106,9 +80,7 @@ pub async fn serve(
     tracing::info!(event = "listening", component = "app", addr = %addr);
     let engine = state.engine.clone();
     let app = app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
     emit(&engine, Event::info("app", "application_stopped")).await;
     engine.shutdown();
     Ok(())
@@ -147,19 +119,12 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         }
     };
     let detail = json!({ "version": build_info::VERSION, "commit": build_info::COMMIT });
-    emit(
-        &engine,
-        Event::info("app", "application_started").detail(detail),
-    )
-    .await;
+    emit(&engine, Event::info("app", "application_started").detail(detail)).await;
     let listener = match TcpListener::bind(state.config.bind_addr).await {
         Ok(listener) => listener,
         Err(e) => {
             engine.shutdown();
-            return Err(anyhow::Error::new(e).context(format!(
-                "cannot listen on BIND_ADDR {}",
-                state.config.bind_addr
-            )));
+            return Err(anyhow::Error::new(e).context(format!("cannot listen on BIND_ADDR {}", state.config.bind_addr)));
         }
     };
     serve(listener, state, shutdown).await
@@ -173,10 +138,7 @@ pub async fn rewrap_data_key(mut config: Config, new_key: String) -> Result<(), 
     load_secret(&mut config).map_err(|e| format!("{e:#}"))?;
     let engine = open_engine(&config).await.map_err(|e| format!("{e:#}"))?;
     let old = auth::keys::MasterKey::from_config(&config)?;
-    let new = auth::keys::MasterKey::derive(
-        new_key.as_bytes(),
-        auth::keys::MasterSource::DataEncryptionKey,
-    );
+    let new = auth::keys::MasterKey::derive(new_key.as_bytes(), auth::keys::MasterSource::DataEncryptionKey);
     let result = auth::keys::rewrap(&engine, &old, &new).await;
     engine.shutdown();
     result
@@ -186,10 +148,8 @@ pub async fn rewrap_data_key(mut config: Config, new_key: String) -> Result<(), 
 /// is not lost to the default action) and returns a future that resolves on either.
 pub fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt =
-        signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
-    let mut terminate =
-        signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
     Ok(async move {
         tokio::select! {
             _ = interrupt.recv() => {},

@@ -20,17 +20,14 @@ fn rewrap(new_key_file: Option<std::path::PathBuf>) -> ExitCode {
     };
     telemetry::init(&config.log_level, config.log_pretty);
     let new_key = match new_key_file {
-        Some(path) => std::fs::read_to_string(&path)
-            .map(|s| s.trim().to_string())
-            .map_err(|e| format!("{}: {e}", path.display())),
+        Some(path) => {
+            std::fs::read_to_string(&path).map(|s| s.trim().to_string()).map_err(|e| format!("{}: {e}", path.display()))
+        }
         None => std::env::var("NEW_DATA_ENCRYPTION_KEY")
             .map_err(|_| "set NEW_DATA_ENCRYPTION_KEY or pass --new-key-file".to_string()),
     };
     let outcome = new_key.and_then(|key| {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
         runtime.block_on(mycorrhizal::rewrap_data_key(config, key))
     });
     match outcome {
@@ -66,10 +63,7 @@ fn serve() -> ExitCode {
         return ExitCode::from(2);
     };
     telemetry::init(&config.log_level, config.log_pretty);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("mycorrhizal: cannot start the async runtime: {e}");

@@ -8,6 +8,7 @@ use mycorrhizal_engine::Engine;
 
 use crate::auth::Auth;
 use crate::auth::breach::BreachCheck;
+use crate::auth::oidc::OidcClient;
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::notify::email::Mailer;
@@ -21,6 +22,8 @@ pub struct AppState {
     pub http: reqwest::Client,
     pub breach_check: BreachCheck,
     pub mailer: Mailer,
+    /// The single sign-on client, when `OIDC_*` is configured.
+    pub oidc: Option<Arc<OidcClient>>,
 }
 
 impl AppState {
@@ -36,14 +39,13 @@ impl AppState {
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let breach_check = BreachCheck::new(http.clone(), config.auth.hibp_api_url.clone());
         let mailer = Mailer::new(config.auth.email.clone(), http.clone());
-        Ok(AppState {
-            engine,
-            config: Arc::new(config),
-            auth: Arc::new(auth),
-            http,
-            breach_check,
-            mailer,
-        })
+        let oidc = config.auth.oidc.clone().map(|oidc| {
+            let frontend = config.auth.frontend_url.clone().unwrap_or_default();
+            let redirect_uri = format!("{}/api/v1/auth/oidc/callback", frontend.trim_end_matches('/'));
+            let block = config.features.oidc_block_private_urls;
+            Arc::new(OidcClient::new(oidc, config.auth.oidc_scopes.clone(), redirect_uri, block, http.clone()))
+        });
+        Ok(AppState { engine, config: Arc::new(config), auth: Arc::new(auth), http, breach_check, mailer, oidc })
     }
 
     /// Runs blocking engine work (redb reads, snapshots) off the async threads.
@@ -52,8 +54,6 @@ impl AppState {
         work: impl FnOnce(&Engine) -> T + Send + 'static,
     ) -> Result<T, ApiError> {
         let engine = self.engine.clone();
-        tokio::task::spawn_blocking(move || work(&engine))
-            .await
-            .map_err(ApiError::internal)
+        tokio::task::spawn_blocking(move || work(&engine)).await.map_err(ApiError::internal)
     }
 }

@@ -11,10 +11,7 @@ async fn non_admins_get_403_on_admin_routes() {
     let bob = server.sign_up("bob").await;
     let refused = bob.get("/api/v1/admin/users").await;
     assert_eq!(refused.status(), 403);
-    assert_eq!(
-        refused.json::<Value>().await.unwrap()["message"],
-        "Admin access required"
-    );
+    assert_eq!(refused.json::<Value>().await.unwrap()["message"], "Admin access required");
 }
 
 #[tokio::test]
@@ -22,12 +19,7 @@ async fn an_admin_password_reset_kills_sessions_and_tokens() {
     let server = Instance::new().spawn();
     let admin = server.sign_up("ada").await;
     let bob = server.sign_up("bob").await;
-    let token = bob
-        .post("/api/v1/api-tokens", json!({ "name": "t" }))
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["token"]
+    let token = bob.post("/api/v1/api-tokens", json!({ "name": "t" })).await.json::<Value>().await.unwrap()["token"]
         .as_str()
         .unwrap()
         .to_string();
@@ -39,19 +31,8 @@ async fn an_admin_password_reset_kills_sessions_and_tokens() {
         )
         .await;
     assert_eq!(reset.status(), 200);
-    assert_eq!(
-        bob.get("/api/v1/users/me").await.status(),
-        401,
-        "session ended"
-    );
-    assert_eq!(
-        bob.with(Cred::Bearer(token))
-            .get("/api/v1/users/me")
-            .await
-            .status(),
-        401,
-        "tokens revoked"
-    );
+    assert_eq!(bob.get("/api/v1/users/me").await.status(), 401, "session ended");
+    assert_eq!(bob.with(Cred::Bearer(token)).get("/api/v1/users/me").await.status(), 401, "tokens revoked");
     assert_eq!(server.login("bob", PASSWORD).await.status(), 401);
     server.sign_in("bob", "new-hyphae-77-caps").await;
 }
@@ -62,33 +43,14 @@ async fn the_last_admin_cannot_be_demoted_or_deleted() {
     let admin = server.sign_up("ada").await;
     let bob = server.sign_up("bob").await;
     let path = format!("/api/v1/admin/users/{}", admin.id);
-    assert_eq!(
-        admin
-            .send(reqwest::Method::PATCH, &path, json!({ "is_admin": false }))
-            .await
-            .status(),
-        409
-    );
-    assert_eq!(
-        admin
-            .send(reqwest::Method::DELETE, &path, json!({}))
-            .await
-            .status(),
-        409
-    );
+    assert_eq!(admin.send(reqwest::Method::PATCH, &path, json!({ "is_admin": false })).await.status(), 409);
+    assert_eq!(admin.send(reqwest::Method::DELETE, &path, json!({})).await.status(), 409);
     let promote = admin
-        .send(
-            reqwest::Method::PATCH,
-            &format!("/api/v1/admin/users/{}", bob.id),
-            json!({ "is_admin": true }),
-        )
+        .send(reqwest::Method::PATCH, &format!("/api/v1/admin/users/{}", bob.id), json!({ "is_admin": true }))
         .await;
     assert_eq!(promote.json::<Value>().await.unwrap()["is_admin"], true);
     assert_eq!(
-        admin
-            .send(reqwest::Method::PATCH, &path, json!({ "is_admin": false }))
-            .await
-            .status(),
+        admin.send(reqwest::Method::PATCH, &path, json!({ "is_admin": false })).await.status(),
         200,
         "another admin exists now"
     );
@@ -99,55 +61,17 @@ async fn deleting_a_user_removes_the_account_and_its_access() {
     let server = Instance::new().spawn();
     let admin = server.sign_up("ada").await;
     let bob = server.sign_up("bob").await;
-    let token = bob
-        .post("/api/v1/api-tokens", json!({ "name": "t" }))
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["token"]
+    let token = bob.post("/api/v1/api-tokens", json!({ "name": "t" })).await.json::<Value>().await.unwrap()["token"]
         .as_str()
         .unwrap()
         .to_string();
-    let deleted = admin
-        .send(
-            reqwest::Method::DELETE,
-            &format!("/api/v1/admin/users/{}", bob.id),
-            json!({}),
-        )
-        .await;
+    let deleted = admin.send(reqwest::Method::DELETE, &format!("/api/v1/admin/users/{}", bob.id), json!({})).await;
     assert_eq!(deleted.status(), 200);
     assert_eq!(bob.get("/api/v1/users/me").await.status(), 401);
-    assert_eq!(
-        bob.with(Cred::Bearer(token))
-            .get("/api/v1/users/me")
-            .await
-            .status(),
-        401
-    );
+    assert_eq!(bob.with(Cred::Bearer(token)).get("/api/v1/users/me").await.status(), 401);
     assert_eq!(server.login("bob", PASSWORD).await.status(), 401);
-    assert_eq!(
-        admin
-            .get(&format!("/api/v1/admin/users/{}", bob.id))
-            .await
-            .status(),
-        404
-    );
-    assert_eq!(
-        server.register("bob", PASSWORD).await.status(),
-        201,
-        "the name is free again"
-    );
-    let listed: Value = admin
-        .get("/api/v1/admin/users?limit=1&page=2")
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(
-        (
-            listed["total"].as_u64(),
-            listed["users"].as_array().map(Vec::len)
-        ),
-        (Some(2), Some(1))
-    );
+    assert_eq!(admin.get(&format!("/api/v1/admin/users/{}", bob.id)).await.status(), 404);
+    assert_eq!(server.register("bob", PASSWORD).await.status(), 201, "the name is free again");
+    let listed: Value = admin.get("/api/v1/admin/users?limit=1&page=2").await.json().await.unwrap();
+    assert_eq!((listed["total"].as_u64(), listed["users"].as_array().map(Vec::len)), (Some(2), Some(1)));
 }

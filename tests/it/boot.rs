@@ -8,14 +8,8 @@ fn refuses(variable: &str, value: &str) {
     let instance = Instance::new().with(variable, value);
     let (status, output) = instance.run_to_exit();
     assert!(!status.success(), "{variable}={value} must refuse to boot");
-    assert!(
-        output.contains(variable),
-        "the refusal names {variable}: {output}"
-    );
-    assert!(
-        !instance.database().exists(),
-        "nothing was opened before config validation"
-    );
+    assert!(output.contains(variable), "the refusal names {variable}: {output}");
+    assert!(!instance.database().exists(), "nothing was opened before config validation");
 }
 
 #[test]
@@ -33,10 +27,7 @@ fn a_malformed_min_client_version_refuses_to_boot() {
 #[test]
 fn a_weak_jwt_secret_refuses_to_boot() {
     refuses("JWT_SECRET_KEY", "too-short");
-    refuses(
-        "JWT_SECRET_KEY",
-        "changeme-changeme-changeme-changeme-changeme",
-    );
+    refuses("JWT_SECRET_KEY", "changeme-changeme-changeme-changeme-changeme");
     refuses("JWT_SECRET_KEY", &"ab".repeat(32));
 }
 
@@ -59,28 +50,13 @@ async fn a_generated_secret_is_persisted_private_and_kept_across_restarts() {
     let mut server = instance.spawn();
     let first = std::fs::read_to_string(&secret_path).expect("secret written on first start");
     assert_eq!(first.trim().len(), 64);
-    assert_eq!(
-        std::fs::metadata(&secret_path)
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777,
-        0o600
-    );
-    let warned = server
-        .log_lines()
-        .iter()
-        .any(|l| l["event"] == "jwt_secret_generated" && l["level"] == "WARN");
+    assert_eq!(std::fs::metadata(&secret_path).unwrap().permissions().mode() & 0o777, 0o600);
+    let warned = server.log_lines().iter().any(|l| l["event"] == "jwt_secret_generated" && l["level"] == "WARN");
     assert!(warned, "a warning says the key was generated");
     assert!(server.terminate().success());
     let mut again = instance.spawn();
     assert_eq!(std::fs::read_to_string(&secret_path).unwrap(), first);
-    assert!(
-        !again
-            .log_lines()
-            .iter()
-            .any(|l| l["event"] == "jwt_secret_generated")
-    );
+    assert!(!again.log_lines().iter().any(|l| l["event"] == "jwt_secret_generated"));
     assert!(again.terminate().success());
 }
 
@@ -96,26 +72,13 @@ async fn sigterm_stops_gracefully_and_records_start_and_stop() {
     assert_eq!(types.first(), Some(&"migration_started"));
     assert!(types.contains(&"application_started"));
     assert_eq!(types.last(), Some(&"application_stopped"));
-    let started = events
-        .iter()
-        .find(|e| e.event_type == "application_started")
-        .unwrap();
-    assert!(
-        started
-            .detail
-            .as_deref()
-            .unwrap_or("")
-            .contains(env!("CARGO_PKG_VERSION")),
-        "with build version"
-    );
+    let started = events.iter().find(|e| e.event_type == "application_started").unwrap();
+    assert!(started.detail.as_deref().unwrap_or("").contains(env!("CARGO_PKG_VERSION")), "with build version");
 }
 
 #[test]
 fn version_flag_prints_the_build() {
-    let out = std::process::Command::new(crate::helpers::BIN)
-        .arg("--version")
-        .output()
-        .unwrap();
+    let out = std::process::Command::new(crate::helpers::BIN).arg("--version").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("mycorrhizal "), "{text}");

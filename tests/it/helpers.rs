@@ -31,29 +31,19 @@ impl TestServer {
     }
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.client
-            .get(self.url(path))
-            .send()
-            .await
-            .expect("request")
+        self.client.get(self.url(path)).send().await.expect("request")
     }
 
     /// Sends SIGTERM and waits (bounded) for the exit.
     pub fn terminate(&mut self) -> ExitStatus {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill");
+        let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().expect("kill");
         assert!(status.success());
         wait_bounded(&mut self.child, Duration::from_secs(20))
     }
 
     pub fn log_lines(&self) -> Vec<serde_json::Value> {
         let lines = self.logs.lock().unwrap().clone();
-        lines
-            .iter()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
+        lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect()
     }
 }
 
@@ -74,16 +64,10 @@ impl Instance {
     pub fn new() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut env = HashMap::new();
-        env.insert(
-            "DATA_DIR".into(),
-            dir.path().join("data").display().to_string(),
-        );
+        env.insert("DATA_DIR".into(), dir.path().join("data").display().to_string());
         env.insert("BIND_ADDR".into(), "127.0.0.1:0".into());
         env.insert("LOG_LEVEL".into(), "info".into());
-        Instance {
-            dir: Arc::new(dir),
-            env,
-        }
+        Instance { dir: Arc::new(dir), env }
     }
 
     pub fn with(mut self, key: &str, value: &str) -> Self {
@@ -101,20 +85,13 @@ impl Instance {
 
     fn command(&self) -> Command {
         let mut cmd = Command::new(BIN);
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .envs(&self.env);
+        cmd.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).envs(&self.env);
         cmd
     }
 
     /// Starts the server and waits until it listens.
     pub fn spawn(&self) -> TestServer {
-        let mut child = self
-            .command()
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn binary");
+        let mut child = self.command().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn binary");
         let logs = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = mpsc::channel();
         let stdout = child.stdout.take().expect("stdout");
@@ -140,38 +117,18 @@ impl Instance {
                 panic!("server did not start: {stderr}\n{:?}", logs.lock().unwrap());
             }
         };
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .expect("client");
-        TestServer {
-            _dir: self.dir.clone(),
-            child,
-            addr,
-            logs,
-            client,
-        }
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("client");
+        TestServer { _dir: self.dir.clone(), child, addr, logs, client }
     }
 
     /// Runs the binary expecting it to stop by itself; returns status and all output.
     pub fn run_to_exit(&self) -> (ExitStatus, String) {
-        let mut child = self
-            .command()
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn binary");
+        let mut child = self.command().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn binary");
         let status = wait_bounded(&mut child, Duration::from_secs(30));
         let mut output = String::new();
         for stream in [
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn std::io::Read>),
-            child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn std::io::Read>),
+            child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read>),
+            child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read>),
         ]
         .into_iter()
         .flatten()
@@ -199,9 +156,7 @@ pub fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
 
 /// Opens the (stopped) instance's database with the engine library.
 pub fn open_engine(path: &Path) -> mycorrhizal_engine::Engine {
-    mycorrhizal_engine::Engine::open(path, mycorrhizal_engine::Options::default())
-        .expect("open db")
-        .0
+    mycorrhizal_engine::Engine::open(path, mycorrhizal_engine::Options::default()).expect("open db").0
 }
 
 /// A password the strength rule accepts.
@@ -214,12 +169,7 @@ pub fn set_cookie(response: &reqwest::Response, name: &str) -> Option<String> {
         .get_all("set-cookie")
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .find_map(|c| {
-            c.strip_prefix(&format!("{name}="))?
-                .split(';')
-                .next()
-                .map(str::to_string)
-        })
+        .find_map(|c| c.strip_prefix(&format!("{name}="))?.split(';').next().map(str::to_string))
 }
 
 /// The raw `Set-Cookie` line for `name`.
@@ -251,10 +201,7 @@ pub struct Client {
 
 impl Client {
     pub fn with(&self, cred: Cred) -> Client {
-        Client {
-            cred,
-            ..self.clone()
-        }
+        Client { cred, ..self.clone() }
     }
 
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -266,23 +213,11 @@ impl Client {
     }
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.request(reqwest::Method::GET, path)
-            .send()
-            .await
-            .expect("request")
+        self.request(reqwest::Method::GET, path).send().await.expect("request")
     }
 
-    pub async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: serde_json::Value,
-    ) -> reqwest::Response {
-        self.request(method, path)
-            .json(&body)
-            .send()
-            .await
-            .expect("request")
+    pub async fn send(&self, method: reqwest::Method, path: &str, body: serde_json::Value) -> reqwest::Response {
+        self.request(method, path).json(&body).send().await.expect("request")
     }
 
     pub async fn post(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
@@ -292,12 +227,7 @@ impl Client {
 
 impl TestServer {
     pub async fn post(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
-        self.client
-            .post(self.url(path))
-            .json(&body)
-            .send()
-            .await
-            .expect("request")
+        self.client.post(self.url(path)).json(&body).send().await.expect("request")
     }
 
     pub async fn register(&self, username: &str, password: &str) -> reqwest::Response {
@@ -306,11 +236,7 @@ impl TestServer {
     }
 
     pub async fn login(&self, identifier: &str, password: &str) -> reqwest::Response {
-        self.post(
-            "/api/v1/login",
-            serde_json::json!({ "identifier": identifier, "password": password }),
-        )
-        .await
+        self.post("/api/v1/login", serde_json::json!({ "identifier": identifier, "password": password })).await
     }
 
     /// Registers `username` (if needed) and signs in with a session cookie.
@@ -328,28 +254,13 @@ impl TestServer {
         let response = self.login(username, password).await;
         assert_eq!(response.status(), 200, "login {username}");
         let cookie = set_cookie(&response, "auth_token").expect("auth_token cookie");
-        let mut client = Client {
-            base: self.url(""),
-            http: self.client.clone(),
-            cred: Cred::Cookie(cookie),
-            id: 0,
-        };
-        let me: serde_json::Value = client
-            .get("/api/v1/users/me")
-            .await
-            .json()
-            .await
-            .expect("me");
+        let mut client = Client { base: self.url(""), http: self.client.clone(), cred: Cred::Cookie(cookie), id: 0 };
+        let me: serde_json::Value = client.get("/api/v1/users/me").await.json().await.expect("me");
         client.id = me["id"].as_u64().expect("id");
         client
     }
 
     pub fn anonymous(&self) -> Client {
-        Client {
-            base: self.url(""),
-            http: self.client.clone(),
-            cred: Cred::Bearer(String::new()),
-            id: 0,
-        }
+        Client { base: self.url(""), http: self.client.clone(), cred: Cred::Bearer(String::new()), id: 0 }
     }
 }

@@ -25,37 +25,20 @@ fn changing_the_jwt_secret_without_a_data_key_refuses_to_boot() {
     };
     let (status, output) = changed.run_to_exit();
     assert!(!status.success());
-    assert!(
-        output.contains("unwrap the data key") && output.contains("JWT_SECRET_KEY"),
-        "{output}"
-    );
+    assert!(output.contains("unwrap the data key") && output.contains("JWT_SECRET_KEY"), "{output}");
 }
 
 #[tokio::test]
 async fn a_separate_data_key_survives_a_jwt_secret_change_and_rewraps() {
-    let base = Instance::new()
-        .with("JWT_SECRET_KEY", SECRET_A)
-        .with("DATA_ENCRYPTION_KEY", KEY_1);
+    let base = Instance::new().with("JWT_SECRET_KEY", SECRET_A).with("DATA_ENCRYPTION_KEY", KEY_1);
     let mut server = base.spawn();
     let ada = server.sign_up("ada").await;
-    let token = ada
-        .post("/api/v1/api-tokens", json!({ "name": "t" }))
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["token"]
+    let token = ada.post("/api/v1/api-tokens", json!({ "name": "t" })).await.json::<Value>().await.unwrap()["token"]
         .as_str()
         .unwrap()
         .to_string();
-    let setup: Value = ada
-        .post("/api/v1/users/2fa/setup", json!({}))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let secret = totp_rs::Secret::Encoded(setup["secret"].as_str().unwrap().to_string())
-        .to_bytes()
-        .unwrap();
+    let setup: Value = ada.post("/api/v1/users/2fa/setup", json!({})).await.json().await.unwrap();
+    let secret = totp_rs::Secret::Encoded(setup["secret"].as_str().unwrap().to_string()).to_bytes().unwrap();
     assert!(server.terminate().success());
 
     // A new JWT secret: sessions die, API tokens and encrypted fields live on.
@@ -69,25 +52,10 @@ async fn a_separate_data_key_survives_a_jwt_secret_change_and_rewraps() {
     };
     let mut server = rotated.spawn();
     let old_session = ada.with(ada.cred.clone());
-    let refused = crate::helpers::Client {
-        base: server.url(""),
-        ..old_session
-    }
-    .get("/api/v1/users/me")
-    .await;
-    assert_eq!(
-        refused.json::<Value>().await.unwrap()["message"],
-        "Invalid token signature"
-    );
-    let bearer = crate::helpers::Client {
-        base: server.url(""),
-        ..ada.with(Cred::Bearer(token))
-    };
-    assert_eq!(
-        bearer.get("/api/v1/users/me").await.status(),
-        200,
-        "API tokens are unaffected"
-    );
+    let refused = crate::helpers::Client { base: server.url(""), ..old_session }.get("/api/v1/users/me").await;
+    assert_eq!(refused.json::<Value>().await.unwrap()["message"], "Invalid token signature");
+    let bearer = crate::helpers::Client { base: server.url(""), ..ada.with(Cred::Bearer(token)) };
+    assert_eq!(bearer.get("/api/v1/users/me").await.status(), 200, "API tokens are unaffected");
     assert!(server.terminate().success());
 
     // The wrong data key refuses to boot.
@@ -101,10 +69,7 @@ async fn a_separate_data_key_survives_a_jwt_secret_change_and_rewraps() {
     };
     let (status, output) = wrong.run_to_exit();
     assert!(!status.success());
-    assert!(
-        output.contains("unwrap the data key") && output.contains("DATA_ENCRYPTION_KEY"),
-        "{output}"
-    );
+    assert!(output.contains("unwrap the data key") && output.contains("DATA_ENCRYPTION_KEY"), "{output}");
 
     // The rewrap command moves the data key to KEY_2.
     let out = std::process::Command::new(crate::helpers::BIN)
@@ -114,26 +79,11 @@ async fn a_separate_data_key_survives_a_jwt_secret_change_and_rewraps() {
         .env("NEW_DATA_ENCRYPTION_KEY", KEY_2)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let server = wrong.spawn();
     let ada = server.sign_in("ada", PASSWORD).await;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let confirmed = ada
-        .post(
-            "/api/v1/users/2fa/confirm",
-            json!({ "code": mycorrhizal::auth::totp::code_at(&secret, now) }),
-        )
-        .await;
-    assert_eq!(
-        confirmed.status(),
-        200,
-        "the secret sealed before the rewrap still decrypts"
-    );
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let confirmed =
+        ada.post("/api/v1/users/2fa/confirm", json!({ "code": mycorrhizal::auth::totp::code_at(&secret, now) })).await;
+    assert_eq!(confirmed.status(), 200, "the secret sealed before the rewrap still decrypts");
 }

@@ -20,107 +20,50 @@ async fn five_failures_lock_the_identifier_and_source_with_retry_after() {
     let server = Instance::new().spawn();
     server.register("ada", PASSWORD).await;
     for _ in 0..5 {
-        assert_eq!(
-            login_from(&server, "ada", "wrong-password-x", "203.0.113.1")
-                .await
-                .status(),
-            401
-        );
+        assert_eq!(login_from(&server, "ada", "wrong-password-x", "203.0.113.1").await.status(), 401);
     }
     let locked = login_from(&server, "ada", PASSWORD, "203.0.113.1").await;
     assert_eq!(locked.status(), 429, "locked even with the right password");
-    let retry: u64 = locked.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let retry: u64 = locked.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!(retry > 60, "{retry}");
     let body: Value = locked.json().await.unwrap();
     assert_eq!(
         (body["code"].as_str(), body["message"].as_str()),
-        (
-            Some("RATE_LIMIT_EXCEEDED"),
-            Some("Account temporarily locked")
-        )
+        (Some("RATE_LIMIT_EXCEEDED"), Some("Account temporarily locked"))
     );
-    assert_eq!(
-        login_from(&server, "ada", PASSWORD, "203.0.113.2")
-            .await
-            .status(),
-        200,
-        "another source is not locked"
-    );
+    assert_eq!(login_from(&server, "ada", PASSWORD, "203.0.113.2").await.status(), 200, "another source is not locked");
 }
 
 #[tokio::test]
 async fn a_spray_throttles_new_sources_but_not_returning_users() {
-    let server = Instance::new()
-        .with("AUTH_SPRAY_FAILURE_THRESHOLD", "8")
-        .with("AUTH_SPRAY_IDENTIFIER_THRESHOLD", "4")
-        .spawn();
+    let server =
+        Instance::new().with("AUTH_SPRAY_FAILURE_THRESHOLD", "8").with("AUTH_SPRAY_IDENTIFIER_THRESHOLD", "4").spawn();
     server.register("ada", PASSWORD).await;
-    assert_eq!(
-        login_from(&server, "ada", PASSWORD, "198.51.100.10")
-            .await
-            .status(),
-        200,
-        "ada's usual place"
-    );
+    assert_eq!(login_from(&server, "ada", PASSWORD, "198.51.100.10").await.status(), 200, "ada's usual place");
     // One account failing from many addresses does not trip it.
     for n in 0..8 {
         login_from(&server, "victim", "x-wrong-pass-1", &format!("192.0.2.{n}")).await;
     }
-    assert_eq!(
-        login_from(&server, "ada", PASSWORD, "198.51.100.99")
-            .await
-            .status(),
-        200,
-        "no throttle yet"
-    );
+    assert_eq!(login_from(&server, "ada", PASSWORD, "198.51.100.99").await.status(), 200, "no throttle yet");
     // Many identifiers from a botnet does.
     for n in 0..8 {
-        login_from(
-            &server,
-            &format!("user{n}"),
-            "x-wrong-pass-1",
-            &format!("192.0.2.{}", 100 + n),
-        )
-        .await;
+        login_from(&server, &format!("user{n}"), "x-wrong-pass-1", &format!("192.0.2.{}", 100 + n)).await;
     }
     let stranger = login_from(&server, "someone", "whatever-pass-1", "203.0.113.50").await;
     assert_eq!(stranger.status(), 429);
     assert!(stranger.headers().get("retry-after").is_some());
-    assert_eq!(
-        login_from(&server, "ada", PASSWORD, "198.51.100.10")
-            .await
-            .status(),
-        200,
-        "returning users are exempt"
-    );
+    assert_eq!(login_from(&server, "ada", PASSWORD, "198.51.100.10").await.status(), 200, "returning users are exempt");
 }
 
 #[tokio::test]
 async fn forwarded_headers_from_untrusted_peers_are_ignored() {
     // Loopback is not trusted here, so every attempt counts against 127.0.0.1 whatever it claims.
-    let server = Instance::new()
-        .with("TRUSTED_PROXIES", "10.0.0.0/8")
-        .spawn();
+    let server = Instance::new().with("TRUSTED_PROXIES", "10.0.0.0/8").spawn();
     server.register("ada", PASSWORD).await;
     for n in 0..5 {
-        login_from(
-            &server,
-            "ada",
-            "wrong-password-x",
-            &format!("203.0.113.{n}"),
-        )
-        .await;
+        login_from(&server, "ada", "wrong-password-x", &format!("203.0.113.{n}")).await;
     }
-    assert_eq!(
-        login_from(&server, "ada", PASSWORD, "203.0.113.200")
-            .await
-            .status(),
-        429
-    );
+    assert_eq!(login_from(&server, "ada", PASSWORD, "203.0.113.200").await.status(), 429);
 }
 
 #[tokio::test]
@@ -133,13 +76,9 @@ async fn the_version_gate_refuses_before_any_credential_work() {
         }
         request.send()
     };
-    for (version, expected) in [
-        (None, 403),
-        (Some("1.1.9"), 403),
-        (Some("v1.2.0"), 403),
-        (Some("1.2"), 403),
-        (Some("1.2.0"), 201),
-    ] {
+    for (version, expected) in
+        [(None, 403), (Some("1.1.9"), 403), (Some("v1.2.0"), 403), (Some("1.2"), 403), (Some("1.2.0"), 201)]
+    {
         let response = post(
             "/api/v1/register",
             version,
@@ -149,40 +88,25 @@ async fn the_version_gate_refuses_before_any_credential_work() {
         .unwrap();
         assert_eq!(response.status(), expected, "{version:?}");
         if expected == 403 {
-            assert_eq!(
-                response.json::<Value>().await.unwrap()["code"],
-                "CLIENT_NOT_SUPPORTED"
-            );
+            assert_eq!(response.json::<Value>().await.unwrap()["code"], "CLIENT_NOT_SUPPORTED");
         }
     }
-    for path in [
-        "/api/v1/login",
-        "/api/v1/login/2fa",
-        "/api/v1/auth/device/session",
-    ] {
+    for path in ["/api/v1/login", "/api/v1/login/2fa", "/api/v1/auth/device/session"] {
         // Even a malformed body gets the gate's answer first.
         let response = post(path, None, json!({ "nonsense": true })).await.unwrap();
         assert_eq!(response.status(), 403, "{path}");
     }
     // Failed attempts refused by the gate do no lockout accounting.
     for _ in 0..6 {
-        post(
-            "/api/v1/login",
-            Some("0.1.0"),
-            json!({ "identifier": "ada", "password": "wrong-password-x" }),
-        )
-        .await
-        .unwrap();
+        post("/api/v1/login", Some("0.1.0"), json!({ "identifier": "ada", "password": "wrong-password-x" }))
+            .await
+            .unwrap();
     }
     assert_eq!(
-        post(
-            "/api/v1/login",
-            Some("1.2.0"),
-            json!({ "identifier": "ada", "password": PASSWORD })
-        )
-        .await
-        .unwrap()
-        .status(),
+        post("/api/v1/login", Some("1.2.0"), json!({ "identifier": "ada", "password": PASSWORD }))
+            .await
+            .unwrap()
+            .status(),
         200
     );
 }

@@ -10,6 +10,7 @@ mod inventory;
 mod keys;
 mod limits;
 mod migrations;
+mod oidc;
 mod reset;
 mod tokens;
 mod twofactor;

@@ -30,44 +30,20 @@ async fn a_pending_migration_runs_after_a_verified_snapshot() {
     assert_eq!(snapshots.len(), 1, "{snapshots:?}");
     let manifest = snapshot::verify(&snapshots[0]).expect("the snapshot verifies");
     assert_eq!(manifest.schema_version, 0, "taken before the step ran");
-    assert!(
-        manifest
-            .tables
-            .get("sys:system_events")
-            .copied()
-            .unwrap_or(0)
-            >= 2,
-        "it holds the earlier timeline"
-    );
+    assert!(manifest.tables.get("sys:system_events").copied().unwrap_or(0) >= 2, "it holds the earlier timeline");
 
     let engine = open_engine(&instance.database());
     assert_eq!(engine.schema_version(), migrate::latest());
     let events = engine.system_events(100, |_| true).unwrap();
-    let snapshot_event = events
-        .iter()
-        .find(|e| e.event_type == "backup_completed")
-        .expect("backup_completed recorded");
-    assert_eq!(
-        snapshot_event.component, "migration",
-        "does not count as a routine backup"
-    );
+    let snapshot_event = events.iter().find(|e| e.event_type == "backup_completed").expect("backup_completed recorded");
+    assert_eq!(snapshot_event.component, "migration", "does not count as a routine backup");
     let completed = events
         .iter()
         .find(|e| {
-            e.event_type == "migration_completed"
-                && e.detail
-                    .as_deref()
-                    .unwrap_or("")
-                    .contains("\"from_version\":0")
+            e.event_type == "migration_completed" && e.detail.as_deref().unwrap_or("").contains("\"from_version\":0")
         })
         .expect("migration_completed");
-    assert!(
-        completed
-            .detail
-            .as_deref()
-            .unwrap()
-            .contains(&format!("\"to_version\":{}", migrate::latest()))
-    );
+    assert!(completed.detail.as_deref().unwrap().contains(&format!("\"to_version\":{}", migrate::latest())));
 }
 
 #[test]
@@ -80,10 +56,7 @@ fn an_unwritable_snapshot_target_refuses_to_start() {
     let instance = Instance {
         env: {
             let mut e = instance.env.clone();
-            e.insert(
-                "MYCORRHIZAL_PRE_MIGRATION_BACKUP_DIR".into(),
-                target.display().to_string(),
-            );
+            e.insert("MYCORRHIZAL_PRE_MIGRATION_BACKUP_DIR".into(), target.display().to_string());
             e
         },
         dir: instance.dir,
@@ -91,10 +64,7 @@ fn an_unwritable_snapshot_target_refuses_to_start() {
     let (status, output) = instance.run_to_exit();
     assert!(!status.success());
     assert!(output.contains("ErrPreMigrationBackupFailed"), "{output}");
-    assert!(
-        !output.contains("\"event\":\"listening\""),
-        "never listened"
-    );
+    assert!(!output.contains("\"event\":\"listening\""), "never listened");
     let engine = open_engine_without_migrating(&instance.database());
     assert_eq!(engine, 0, "the database was not migrated");
 }

@@ -36,11 +36,7 @@ async fn smtp_sink() -> (u16, Arc<Mutex<Vec<String>>>) {
                         }
                         continue;
                     }
-                    let verb = line
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or("")
-                        .to_ascii_uppercase();
+                    let verb = line.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
                     let reply: &[u8] = match verb.as_str() {
                         "EHLO" | "HELO" => b"250 sink\r\n",
                         "DATA" => {
@@ -81,48 +77,27 @@ async fn a_reset_email_carries_a_single_use_token_with_the_admin_reset_effect() 
         .with("FRONTEND_URL", "https://crm.example.org")
         .spawn();
     let ada = server.sign_up("ada").await;
-    let token = ada
-        .post("/api/v1/api-tokens", json!({ "name": "t" }))
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["token"]
+    let token = ada.post("/api/v1/api-tokens", json!({ "name": "t" })).await.json::<Value>().await.unwrap()["token"]
         .as_str()
         .unwrap()
         .to_string();
 
     let unknown: Value = server
-        .post(
-            "/api/v1/password-reset/request",
-            json!({ "email": "nobody@example.org" }),
-        )
+        .post("/api/v1/password-reset/request", json!({ "email": "nobody@example.org" }))
         .await
         .json()
         .await
         .unwrap();
     let known: Value = server
-        .post(
-            "/api/v1/password-reset/request",
-            json!({ "email": "ADA@example.org" }),
-        )
+        .post("/api/v1/password-reset/request", json!({ "email": "ADA@example.org" }))
         .await
         .json()
         .await
         .unwrap();
-    assert_eq!(
-        unknown, known,
-        "the same answer whether or not the account exists"
-    );
+    assert_eq!(unknown, known, "the same answer whether or not the account exists");
     // Undo quoted-printable soft line breaks, as a mail client would.
-    let mail = wait_for_mail(&received)
-        .await
-        .replace("=\n", "")
-        .replace("=3D", "=");
-    assert_eq!(
-        received.lock().unwrap().len(),
-        1,
-        "no mail for the unknown address"
-    );
+    let mail = wait_for_mail(&received).await.replace("=\n", "").replace("=3D", "=");
+    assert_eq!(received.lock().unwrap().len(), 1, "no mail for the unknown address");
     assert!(mail.contains("ada@example.org"));
     let reset_token = mail
         .split("token=")
@@ -131,48 +106,21 @@ async fn a_reset_email_carries_a_single_use_token_with_the_admin_reset_effect() 
         .expect("a reset link with a token")
         .to_string();
 
-    let weak = server
-        .post(
-            "/api/v1/password-reset/confirm",
-            json!({ "token": reset_token, "password": "123456" }),
-        )
-        .await;
-    assert_eq!(
-        weak.json::<Value>().await.unwrap()["details"]["field"],
-        "password"
-    );
+    let weak =
+        server.post("/api/v1/password-reset/confirm", json!({ "token": reset_token, "password": "123456" })).await;
+    assert_eq!(weak.json::<Value>().await.unwrap()["details"]["field"], "password");
     let done = server
-        .post(
-            "/api/v1/password-reset/confirm",
-            json!({ "token": reset_token, "password": "gills-and-spores-11" }),
-        )
+        .post("/api/v1/password-reset/confirm", json!({ "token": reset_token, "password": "gills-and-spores-11" }))
         .await;
     assert_eq!(done.status(), 200);
-    assert_eq!(
-        ada.get("/api/v1/users/me").await.status(),
-        401,
-        "sessions ended"
-    );
-    assert_eq!(
-        ada.with(Cred::Bearer(token))
-            .get("/api/v1/users/me")
-            .await
-            .status(),
-        401,
-        "API tokens revoked"
-    );
+    assert_eq!(ada.get("/api/v1/users/me").await.status(), 401, "sessions ended");
+    assert_eq!(ada.with(Cred::Bearer(token)).get("/api/v1/users/me").await.status(), 401, "API tokens revoked");
     server.sign_in("ada", "gills-and-spores-11").await;
     let again = server
-        .post(
-            "/api/v1/password-reset/confirm",
-            json!({ "token": reset_token, "password": "another-pass-22-x" }),
-        )
+        .post("/api/v1/password-reset/confirm", json!({ "token": reset_token, "password": "another-pass-22-x" }))
         .await;
     assert_eq!(again.status(), 400, "single use");
-    assert_eq!(
-        again.json::<Value>().await.unwrap()["details"]["field"],
-        "token"
-    );
+    assert_eq!(again.json::<Value>().await.unwrap()["details"]["field"], "token");
 }
 
 /// A fake breached-password range API on loopback; records the prefixes it was asked for.
@@ -204,68 +152,37 @@ async fn range_api(breached: &str) -> (String, Arc<Mutex<Vec<String>>>) {
 }
 
 fn sha1_hex(text: &str) -> String {
-    sha1_smol::Sha1::from(text)
-        .digest()
-        .to_string()
-        .to_uppercase()
+    sha1_smol::Sha1::from(text).digest().to_string().to_uppercase()
 }
 
 #[tokio::test]
 async fn breached_passwords_are_refused_and_only_a_prefix_leaves() {
     let breached = "mossy-log-walk-1987";
     let (url, asked) = range_api(breached).await;
-    let server = Instance::new()
-        .with("HIBP_CHECK_ENABLED", "true")
-        .with("HIBP_API_URL", &url)
-        .spawn();
+    let server = Instance::new().with("HIBP_CHECK_ENABLED", "true").with("HIBP_API_URL", &url).spawn();
     let refused = server.register("ada", breached).await;
     assert_eq!(refused.status(), 400);
-    assert!(
-        refused.json::<Value>().await.unwrap()["message"]
-            .as_str()
-            .unwrap()
-            .contains("breach")
-    );
+    assert!(refused.json::<Value>().await.unwrap()["message"].as_str().unwrap().contains("breach"));
     assert_eq!(server.register("ada", PASSWORD).await.status(), 201);
     let prefixes = asked.lock().unwrap().clone();
-    assert!(
-        prefixes.iter().all(|p| p.len() == 5),
-        "only 5-character prefixes: {prefixes:?}"
-    );
+    assert!(prefixes.iter().all(|p| p.len() == 5), "only 5-character prefixes: {prefixes:?}");
     assert!(!prefixes.iter().any(|p| p == &sha1_hex(breached)));
 }
 
 #[tokio::test]
 async fn the_breach_check_fails_open() {
-    let server = Instance::new()
-        .with("HIBP_CHECK_ENABLED", "true")
-        .with("HIBP_API_URL", "http://127.0.0.1:9")
-        .spawn();
-    assert_eq!(
-        server.register("ada", PASSWORD).await.status(),
-        201,
-        "an unreachable range API does not block sign-up"
-    );
+    let server = Instance::new().with("HIBP_CHECK_ENABLED", "true").with("HIBP_API_URL", "http://127.0.0.1:9").spawn();
+    assert_eq!(server.register("ada", PASSWORD).await.status(), 201, "an unreachable range API does not block sign-up");
 }
 
 #[tokio::test]
 async fn a_device_grant_is_exchanged_once_for_a_secure_session() {
     let server = Instance::new().spawn();
     let ada = server.sign_up("ada").await;
-    let grant = ada
-        .post("/api/v1/auth/device/grants", json!({ "label": "Pixel" }))
-        .await;
+    let grant = ada.post("/api/v1/auth/device/grants", json!({ "label": "Pixel" })).await;
     assert_eq!(grant.status(), 201);
-    let code = grant.json::<Value>().await.unwrap()["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let exchanged = server
-        .post(
-            "/api/v1/auth/device/session",
-            json!({ "device_token": code }),
-        )
-        .await;
+    let code = grant.json::<Value>().await.unwrap()["token"].as_str().unwrap().to_string();
+    let exchanged = server.post("/api/v1/auth/device/session", json!({ "device_token": code })).await;
     assert_eq!(exchanged.status(), 200);
     let line = exchanged
         .headers()
@@ -277,27 +194,11 @@ async fn a_device_grant_is_exchanged_once_for_a_secure_session() {
         .to_string();
     assert!(line.contains("Secure"));
     let cookie = set_cookie(&exchanged, "auth_token").unwrap();
-    assert_eq!(
-        ada.with(Cred::Cookie(cookie))
-            .get("/api/v1/users/me")
-            .await
-            .status(),
-        200
-    );
-    let again = server
-        .post(
-            "/api/v1/auth/device/session",
-            json!({ "device_token": code }),
-        )
-        .await;
+    assert_eq!(ada.with(Cred::Cookie(cookie)).get("/api/v1/users/me").await.status(), 200);
+    let again = server.post("/api/v1/auth/device/session", json!({ "device_token": code })).await;
     assert_eq!(again.status(), 401);
-    assert_eq!(
-        again.json::<Value>().await.unwrap()["code"],
-        "INVALID_CREDENTIALS"
-    );
-    let anonymous = server
-        .post("/api/v1/auth/device/grants", json!({ "label": "x" }))
-        .await;
+    assert_eq!(again.json::<Value>().await.unwrap()["code"], "INVALID_CREDENTIALS");
+    let anonymous = server.post("/api/v1/auth/device/grants", json!({ "label": "x" })).await;
     assert_eq!(anonymous.status(), 401);
     let _ = PASSWORD;
 }

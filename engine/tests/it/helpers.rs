@@ -14,11 +14,7 @@ pub struct Person {
 
 impl Person {
     pub fn new(name: &str, email: &str) -> Self {
-        Person {
-            name: name.into(),
-            email: email.into(),
-            sort_name: String::new(),
-        }
+        Person { name: name.into(), email: email.into(), sort_name: String::new() }
     }
 }
 
@@ -53,9 +49,7 @@ pub struct TestDb {
 }
 
 pub fn open_in(dir: &TempDir) -> Engine {
-    Engine::open(dir.path().join("db.redb"), Options::default())
-        .expect("open")
-        .0
+    Engine::open(dir.path().join("db.redb"), Options::default()).expect("open").0
 }
 
 pub fn fresh() -> TestDb {

@@ -6,8 +6,7 @@ use crate::helpers::Person;
 const EXTRA: TableDefinition<&str, &[u8]> = TableDefinition::new("map:test_extra");
 
 fn test_step(txn: &WriteTransaction) -> mycorrhizal_engine::Result<()> {
-    txn.open_table(EXTRA)?
-        .insert("migrated", b"yes".as_slice())?;
+    txn.open_table(EXTRA)?.insert("migrated", b"yes".as_slice())?;
     Ok(())
 }
 
@@ -20,16 +19,8 @@ fn with_step(
     dir: Option<std::path::PathBuf>,
 ) -> Options {
     let mut migrations = migrate::steps();
-    migrations.push(Migration {
-        version: migrate::latest() + 1,
-        name: "test step",
-        run: step,
-    });
-    Options {
-        migrations,
-        pre_migration_dir: dir,
-        ..Options::default()
-    }
+    migrations.push(Migration { version: migrate::latest() + 1, name: "test step", run: step });
+    Options { migrations, pre_migration_dir: dir, ..Options::default() }
 }
 
 fn seeded() -> (tempfile::TempDir, std::path::PathBuf) {
@@ -37,14 +28,8 @@ fn seeded() -> (tempfile::TempDir, std::path::PathBuf) {
     let path = dir.path().join("db.redb");
     let (engine, report) = Engine::open(&path, Options::default()).unwrap();
     assert_eq!((report.from, report.to), (0, migrate::latest()));
-    assert!(
-        report.snapshot.is_none(),
-        "a brand-new file has nothing to protect"
-    );
-    engine
-        .user(UserId(1))
-        .create(Person::new("Ada", "ada@example.org"))
-        .unwrap();
+    assert!(report.snapshot.is_none(), "a brand-new file has nothing to protect");
+    engine.user(UserId(1)).create(Person::new("Ada", "ada@example.org")).unwrap();
     engine.shutdown();
     (dir, path)
 }
@@ -55,16 +40,9 @@ fn a_pending_step_runs_after_a_verified_snapshot() {
     let (engine, report) = Engine::open(&path, with_step(test_step, None)).unwrap();
     assert_eq!(report.to, migrate::latest() + 1);
     let snap = report.snapshot.expect("snapshot taken before migrating");
-    assert_eq!(
-        snap.path.parent().unwrap(),
-        dir.path().join("pre-migration")
-    );
+    assert_eq!(snap.path.parent().unwrap(), dir.path().join("pre-migration"));
     let manifest = snapshot::verify(&snap.path).expect("snapshot verifies");
-    assert_eq!(
-        manifest.schema_version,
-        migrate::latest(),
-        "taken before the step"
-    );
+    assert_eq!(manifest.schema_version, migrate::latest(), "taken before the step");
     assert_eq!(manifest.tables.get("rec:person"), Some(&1));
     assert_eq!(engine.schema_version(), migrate::latest() + 1);
     // Open again: nothing pending, no new snapshot.
@@ -80,11 +58,7 @@ fn an_unwritable_snapshot_target_refuses_to_migrate() {
     let blocker = dir.path().join("a-file");
     std::fs::write(&blocker, b"not a directory").unwrap();
     let result = Engine::open(&path, with_step(test_step, Some(blocker.join("snapshots"))));
-    assert!(
-        matches!(result, Err(Error::PreMigrationBackupFailed { .. })),
-        "{:?}",
-        result.err()
-    );
+    assert!(matches!(result, Err(Error::PreMigrationBackupFailed { .. })), "{:?}", result.err());
     // The database was not migrated.
     let (engine, report) = Engine::open(&path, Options::default()).unwrap();
     assert_eq!(report.from, migrate::latest());
@@ -96,22 +70,14 @@ fn a_schema_newer_than_the_build_refuses_to_open() {
     let (_dir, path) = seeded();
     drop(Engine::open(&path, with_step(test_step, None)).unwrap());
     let result = Engine::open(&path, Options::default());
-    assert!(
-        matches!(result, Err(Error::SchemaAhead { .. })),
-        "{:?}",
-        result.err()
-    );
+    assert!(matches!(result, Err(Error::SchemaAhead { .. })), "{:?}", result.err());
 }
 
 #[test]
 fn a_failed_step_leaves_the_old_version_and_can_be_retried() {
     let (_dir, path) = seeded();
     let result = Engine::open(&path, with_step(failing_step, None));
-    assert!(
-        matches!(result, Err(Error::MigrationFailed { .. })),
-        "{:?}",
-        result.err()
-    );
+    assert!(matches!(result, Err(Error::MigrationFailed { .. })), "{:?}", result.err());
     let (engine, report) = Engine::open(&path, with_step(test_step, None)).unwrap();
     assert_eq!(report.from, migrate::latest());
     assert_eq!(engine.schema_version(), migrate::latest() + 1);
@@ -122,23 +88,15 @@ fn a_failed_step_leaves_the_old_version_and_can_be_retried() {
 fn a_tampered_snapshot_fails_verification() {
     let (dir, path) = seeded();
     let (engine, _) = Engine::open(&path, Options::default()).unwrap();
-    let snap = engine
-        .snapshot(&dir.path().join("backups"), "manual")
-        .unwrap();
+    let snap = engine.snapshot(&dir.path().join("backups"), "manual").unwrap();
     snapshot::verify(&snap.path).unwrap();
     let mut bytes = std::fs::read(&snap.path).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
     std::fs::write(&snap.path, bytes).unwrap();
-    assert!(matches!(
-        snapshot::verify(&snap.path),
-        Err(Error::SnapshotInvalid(_))
-    ));
+    assert!(matches!(snapshot::verify(&snap.path), Err(Error::SnapshotInvalid(_))));
     std::fs::remove_file(snapshot::manifest_path(&snap.path)).unwrap();
-    assert!(matches!(
-        snapshot::verify(&snap.path),
-        Err(Error::SnapshotInvalid(_))
-    ));
+    assert!(matches!(snapshot::verify(&snap.path), Err(Error::SnapshotInvalid(_))));
 }
 
 fn crashing_step(_: &WriteTransaction) -> mycorrhizal_engine::Result<()> {

@@ -47,11 +47,7 @@ fn step() -> impl Strategy<Value = Step> {
 
 /// Email `0` means none; otherwise a small pool so the unique index is exercised.
 fn email(n: u8) -> String {
-    if n == 0 {
-        String::new()
-    } else {
-        format!("p{n}@example.org")
-    }
+    if n == 0 { String::new() } else { format!("p{n}@example.org") }
 }
 
 #[derive(Default)]
@@ -64,10 +60,7 @@ struct Model {
 
 impl Model {
     fn email_taken(&self, user: usize, email: &str, except: Option<u64>) -> bool {
-        !email.is_empty()
-            && self.rows[user]
-                .iter()
-                .any(|(id, (p, _))| Some(*id) != except && p.email == email)
+        !email.is_empty() && self.rows[user].iter().any(|(id, (p, _))| Some(*id) != except && p.email == email)
     }
 
     fn pick(&self, user: usize, pick: usize) -> Option<u64> {
@@ -149,37 +142,21 @@ fn check(db: &crate::helpers::TestDb, model: &Model) -> Result<(), TestCaseError
     for u in 0..2 {
         let view = db.engine.user(UserId(u as u64 + 1)).view().unwrap();
         let rows = view.list::<Person>().unwrap();
-        let visible: BTreeMap<u64, (Person, u64)> = rows
-            .iter()
-            .map(|r| (r.id, (r.body.clone(), r.meta.revision)))
-            .collect();
+        let visible: BTreeMap<u64, (Person, u64)> =
+            rows.iter().map(|r| (r.id, (r.body.clone(), r.meta.revision))).collect();
         prop_assert_eq!(&visible, &model.rows[u]);
 
         let mut expected_index: Vec<(String, String, u64)> = rows
             .iter()
-            .flat_map(|r| {
-                r.body
-                    .index_entries()
-                    .into_iter()
-                    .map(move |(n, v)| (n.to_string(), v, r.id))
-            })
+            .flat_map(|r| r.body.index_entries().into_iter().map(move |(n, v)| (n.to_string(), v, r.id)))
             .collect();
         expected_index.sort();
         prop_assert_eq!(view.index_entries::<Person>().unwrap(), expected_index);
 
-        let feed: Vec<(u64, Op, u64)> = view
-            .changes_since(0, usize::MAX)
-            .unwrap()
-            .iter()
-            .map(|c| (c.id, c.op, c.revision))
-            .collect();
+        let feed: Vec<(u64, Op, u64)> =
+            view.changes_since(0, usize::MAX).unwrap().iter().map(|c| (c.id, c.op, c.revision)).collect();
         prop_assert_eq!(&feed, &model.feed[u]);
-        let seqs: Vec<u64> = view
-            .changes_since(0, usize::MAX)
-            .unwrap()
-            .iter()
-            .map(|c| c.seq)
-            .collect();
+        let seqs: Vec<u64> = view.changes_since(0, usize::MAX).unwrap().iter().map(|c| c.seq).collect();
         prop_assert_eq!(seqs, (1..=model.feed[u].len() as u64).collect::<Vec<_>>());
         prop_assert_eq!(view.last_seq().unwrap(), model.feed[u].len() as u64);
 

@@ -11,96 +11,42 @@ const BOB: UserId = UserId(2);
 fn create_update_delete_bump_revision_and_feed_the_change_log() {
     let db = fresh();
     let alice = db.engine.user(ALICE);
-    let row = alice
-        .create(Person::new("Ada Lovelace", "ada@example.org"))
-        .unwrap();
+    let row = alice.create(Person::new("Ada Lovelace", "ada@example.org")).unwrap();
     assert_eq!(row.meta.revision, 1);
     assert_eq!(row.body.sort_name, "ada lovelace", "save hook ran");
     assert_eq!(row.etag(), format!("\"e-{}-1\"", row.id));
 
-    let updated = alice
-        .put(
-            row.id,
-            Precondition::Revision(1),
-            Person::new("Ada King", "ada@example.org"),
-        )
-        .unwrap();
+    let updated = alice.put(row.id, Precondition::Revision(1), Person::new("Ada King", "ada@example.org")).unwrap();
     assert_eq!(updated.meta.revision, 2);
     assert_eq!(updated.meta.created_at, row.meta.created_at);
 
     let stale = alice.put(row.id, Precondition::Revision(1), Person::new("X", ""));
-    assert!(matches!(
-        stale,
-        Err(Error::Conflict {
-            expected: 1,
-            actual: 2
-        })
-    ));
+    assert!(matches!(stale, Err(Error::Conflict { expected: 1, actual: 2 })));
 
     alice.delete::<Person>(row.id, Precondition::Any).unwrap();
     assert!(matches!(alice.get::<Person>(row.id), Err(Error::NotFound)));
-    let tomb = alice
-        .view()
-        .unwrap()
-        .get_any::<Person>(row.id)
-        .unwrap()
-        .expect("tombstone kept");
+    let tomb = alice.view().unwrap().get_any::<Person>(row.id).unwrap().expect("tombstone kept");
     assert!(tomb.meta.deleted_at.is_some());
     assert_eq!(tomb.meta.revision, 3);
 
     let feed = alice.view().unwrap().changes_since(0, 100).unwrap();
     let ops: Vec<_> = feed.iter().map(|c| (c.seq, c.op, c.revision)).collect();
-    assert_eq!(
-        ops,
-        vec![
-            (1, Op::Created, 1),
-            (2, Op::Updated, 2),
-            (3, Op::Deleted, 3)
-        ]
-    );
-    assert!(
-        alice
-            .find::<Person>("email", "ada@example.org")
-            .unwrap()
-            .is_empty(),
-        "tombstones leave indexes"
-    );
+    assert_eq!(ops, vec![(1, Op::Created, 1), (2, Op::Updated, 2), (3, Op::Deleted, 3)]);
+    assert!(alice.find::<Person>("email", "ada@example.org").unwrap().is_empty(), "tombstones leave indexes");
 }
 
 #[test]
 fn another_users_ids_are_invisible_and_unwritable() {
     let db = fresh();
-    let row = db
-        .engine
-        .user(ALICE)
-        .create(Person::new("Ada", "ada@example.org"))
-        .unwrap();
+    let row = db.engine.user(ALICE).create(Person::new("Ada", "ada@example.org")).unwrap();
     let bob = db.engine.user(BOB);
     assert!(matches!(bob.get::<Person>(row.id), Err(Error::NotFound)));
     assert!(bob.list::<Person>().unwrap().is_empty());
-    assert!(
-        bob.find::<Person>("email", "ada@example.org")
-            .unwrap()
-            .is_empty()
-    );
-    assert!(matches!(
-        bob.put(row.id, Precondition::Any, Person::new("Eve", "")),
-        Err(Error::NotFound)
-    ));
-    assert!(matches!(
-        bob.delete::<Person>(row.id, Precondition::Any),
-        Err(Error::NotFound)
-    ));
+    assert!(bob.find::<Person>("email", "ada@example.org").unwrap().is_empty());
+    assert!(matches!(bob.put(row.id, Precondition::Any, Person::new("Eve", "")), Err(Error::NotFound)));
+    assert!(matches!(bob.delete::<Person>(row.id, Precondition::Any), Err(Error::NotFound)));
     assert!(bob.view().unwrap().changes_since(0, 10).unwrap().is_empty());
-    assert_eq!(
-        db.engine
-            .user(ALICE)
-            .get::<Person>(row.id)
-            .unwrap()
-            .body
-            .name,
-        "Ada"
-    );
+    assert_eq!(db.engine.user(ALICE).get::<Person>(row.id).unwrap().body.name, "Ada");
 }
 
 #[test]
@@ -111,14 +57,7 @@ fn invalid_records_name_the_field_and_write_nothing() {
         Err(Error::Invalid(invalid)) => assert_eq!(invalid.field, "name"),
         other => panic!("expected Invalid, got {other:?}"),
     }
-    assert!(
-        alice
-            .view()
-            .unwrap()
-            .changes_since(0, 10)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(alice.view().unwrap().changes_since(0, 10).unwrap().is_empty());
 }
 
 #[test]
@@ -126,15 +65,9 @@ fn unique_index_refuses_a_second_live_row_but_not_after_delete() {
     let db = fresh();
     let alice = db.engine.user(ALICE);
     let first = alice.create(Person::new("A", "same@example.org")).unwrap();
-    assert!(matches!(
-        alice.create(Person::new("B", "SAME@example.org")),
-        Err(Error::Duplicate { index: "email" })
-    ));
+    assert!(matches!(alice.create(Person::new("B", "SAME@example.org")), Err(Error::Duplicate { index: "email" })));
     // Another user may use the same value.
-    db.engine
-        .user(BOB)
-        .create(Person::new("B", "same@example.org"))
-        .unwrap();
+    db.engine.user(BOB).create(Person::new("B", "same@example.org")).unwrap();
     alice.delete::<Person>(first.id, Precondition::Any).unwrap();
     alice.create(Person::new("C", "same@example.org")).unwrap();
 }
@@ -148,11 +81,7 @@ fn a_failing_change_does_not_poison_its_batch_neighbours() {
         let user = engine.user(ALICE);
         handles.push(std::thread::spawn(move || {
             // Every fourth change is invalid; the others must all commit.
-            let name = if i % 4 == 0 {
-                String::new()
-            } else {
-                format!("p{i}")
-            };
+            let name = if i % 4 == 0 { String::new() } else { format!("p{i}") };
             user.create(Person::new(&name, "")).map(|row| row.id)
         }));
     }
@@ -160,16 +89,7 @@ fn a_failing_change_does_not_poison_its_batch_neighbours() {
     let ok = results.iter().filter(|r| r.is_ok()).count();
     assert_eq!(ok, 48);
     assert_eq!(engine.user(ALICE).list::<Person>().unwrap().len(), 48);
-    assert_eq!(
-        engine
-            .user(ALICE)
-            .view()
-            .unwrap()
-            .changes_since(0, 1000)
-            .unwrap()
-            .len(),
-        48
-    );
+    assert_eq!(engine.user(ALICE).view().unwrap().changes_since(0, 1000).unwrap().len(), 48);
 }
 
 #[test]
@@ -181,10 +101,7 @@ fn concurrent_writers_all_commit_and_survive_reopen() {
             let engine = engine.clone();
             std::thread::spawn(move || {
                 for i in 0..20 {
-                    engine
-                        .user(UserId(t % 2 + 1))
-                        .create(Person::new(&format!("n{t}-{i}"), ""))
-                        .unwrap();
+                    engine.user(UserId(t % 2 + 1)).create(Person::new(&format!("n{t}-{i}"), "")).unwrap();
                 }
             })
         })
@@ -213,9 +130,7 @@ fn index_pages_walk_in_order_both_ways() {
     let names: Vec<_> = first.rows.iter().map(|r| r.body.name.as_str()).collect();
     assert_eq!(names, ["alpha", "bravo"]);
     let (v, id) = first.next.clone().expect("more");
-    let second = view
-        .page::<Person>("sort_name", Some((&v, id)), 10, false)
-        .unwrap();
+    let second = view.page::<Person>("sort_name", Some((&v, id)), 10, false).unwrap();
     let names: Vec<_> = second.rows.iter().map(|r| r.body.name.as_str()).collect();
     assert_eq!(names, ["charlie", "delta", "echo"]);
     assert!(second.next.is_none());
@@ -223,9 +138,7 @@ fn index_pages_walk_in_order_both_ways() {
     let names: Vec<_> = desc.rows.iter().map(|r| r.body.name.as_str()).collect();
     assert_eq!(names, ["echo", "delta", "charlie"]);
     let (v, id) = desc.next.clone().expect("more");
-    let rest = view
-        .page::<Person>("sort_name", Some((&v, id)), 3, true)
-        .unwrap();
+    let rest = view.page::<Person>("sort_name", Some((&v, id)), 3, true).unwrap();
     let names: Vec<_> = rest.rows.iter().map(|r| r.body.name.as_str()).collect();
     assert_eq!(names, ["bravo", "alpha"]);
 }
@@ -237,40 +150,11 @@ fn tombstones_are_purged_after_the_cutoff_only() {
     let a = alice.create(Person::new("a", "")).unwrap();
     let b = alice.create(Person::new("b", "")).unwrap();
     alice.delete::<Person>(a.id, Precondition::Any).unwrap();
-    let deleted_at = alice
-        .view()
-        .unwrap()
-        .get_any::<Person>(a.id)
-        .unwrap()
-        .unwrap()
-        .meta
-        .deleted_at
-        .unwrap();
-    let before = deleted_at
-        .checked_sub(jiff::SignedDuration::from_secs(1))
-        .unwrap();
-    assert_eq!(
-        alice
-            .write(move |tx| tx.purge_tombstones::<Person>(before))
-            .unwrap(),
-        0
-    );
-    let after = deleted_at
-        .checked_add(jiff::SignedDuration::from_secs(1))
-        .unwrap();
-    assert_eq!(
-        alice
-            .write(move |tx| tx.purge_tombstones::<Person>(after))
-            .unwrap(),
-        1
-    );
-    assert!(
-        alice
-            .view()
-            .unwrap()
-            .get_any::<Person>(a.id)
-            .unwrap()
-            .is_none()
-    );
+    let deleted_at = alice.view().unwrap().get_any::<Person>(a.id).unwrap().unwrap().meta.deleted_at.unwrap();
+    let before = deleted_at.checked_sub(jiff::SignedDuration::from_secs(1)).unwrap();
+    assert_eq!(alice.write(move |tx| tx.purge_tombstones::<Person>(before)).unwrap(), 0);
+    let after = deleted_at.checked_add(jiff::SignedDuration::from_secs(1)).unwrap();
+    assert_eq!(alice.write(move |tx| tx.purge_tombstones::<Person>(after)).unwrap(), 1);
+    assert!(alice.view().unwrap().get_any::<Person>(a.id).unwrap().is_none());
     assert!(alice.get::<Person>(b.id).is_ok());
 }

@@ -33,15 +33,9 @@ pub async fn list_users(
     let page = q.page.unwrap_or(1).max(1);
     let limit = q.limit.unwrap_or(25).clamp(1, 100);
     let all = state.engine.global()?.list::<Account>()?;
-    let users: Vec<CurrentUser> = all
-        .iter()
-        .skip((page - 1) * limit)
-        .take(limit)
-        .map(|(id, a)| CurrentUser::from(*id, a))
-        .collect();
-    Ok(axum::Json(
-        json!({ "users": users, "total": all.len(), "page": page, "limit": limit }),
-    ))
+    let users: Vec<CurrentUser> =
+        all.iter().skip((page - 1) * limit).take(limit).map(|(id, a)| CurrentUser::from(*id, a)).collect();
+    Ok(axum::Json(json!({ "users": users, "total": all.len(), "page": page, "limit": limit })))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -69,11 +63,7 @@ pub async fn create_user(
         is_admin: body.is_admin,
     };
     let (id, account) = accounts::create(&state, new).await?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(CurrentUser::from(id, &account)),
-    )
-        .into_response())
+    Ok((StatusCode::CREATED, axum::Json(CurrentUser::from(id, &account))).into_response())
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/users/{id}", tag = "admin", params(("id" = u64, Path)), responses((status = 200, body = CurrentUser), (status = 404, description = "No such user")))]
@@ -103,20 +93,9 @@ pub async fn patch_user(
 ) -> Result<axum::Json<CurrentUser>, ApiError> {
     let mut account: Account = state.engine.global()?.get(id)?;
     if let Some(password) = body.password {
-        accounts::check_new_password(
-            &state,
-            "password",
-            &password,
-            &account.username,
-            &account.email,
-        )
-        .await?;
+        accounts::check_new_password(&state, "password", &password, &account.username, &account.email).await?;
         account = accounts::set_password(&state, id, password, true).await?;
-        tracing::info!(
-            event = "admin_password_reset",
-            component = "auth",
-            user_id = id
-        );
+        tracing::info!(event = "admin_password_reset", component = "auth", user_id = id);
     }
     if let Some(is_admin) = body.is_admin {
         account = accounts::set_admin(&state, id, is_admin).await?;
@@ -152,7 +131,5 @@ pub async fn reset_2fa(
             tx.global().put(id, &account)
         })
         .await?;
-    Ok(axum::Json(
-        json!({ "message": "Two-factor authentication reset; the user can enrol again" }),
-    ))
+    Ok(axum::Json(json!({ "message": "Two-factor authentication reset; the user can enrol again" })))
 }

@@ -50,17 +50,8 @@ pub async fn register(
         is_admin: false,
     };
     let (id, account) = accounts::create(&state, new).await?;
-    tracing::info!(
-        event = "account_registered",
-        component = "auth",
-        user_id = id,
-        is_admin = account.is_admin
-    );
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(json!({ "message": "Account created", "id": id })),
-    )
-        .into_response())
+    tracing::info!(event = "account_registered", component = "auth", user_id = id, is_admin = account.is_admin);
+    Ok((StatusCode::CREATED, axum::Json(json!({ "message": "Account created", "id": id }))).into_response())
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -75,17 +66,8 @@ pub struct LoginBody {
 }
 
 fn signed_in(account: &Account, cookies: Vec<String>) -> Response {
-    let headers = AppendHeaders(
-        cookies
-            .into_iter()
-            .map(|c| (SET_COOKIE, c))
-            .collect::<Vec<_>>(),
-    );
-    (
-        headers,
-        axum::Json(json!({ "language": account.language, "date_format": account.date_format })),
-    )
-        .into_response()
+    let headers = AppendHeaders(cookies.into_iter().map(|c| (SET_COOKIE, c)).collect::<Vec<_>>());
+    (headers, axum::Json(json!({ "language": account.language, "date_format": account.date_format }))).into_response()
 }
 
 /// Signs in. With two-factor on, answers `{two_factor_required: true}` and a short-lived
@@ -111,19 +93,12 @@ pub async fn login(
     let limits = &state.auth.limits;
     limits
         .check_login(&identifier, gate.ip)
-        .map_err(|r| ApiError::RateLimited {
-            retry_after: r.retry_after.as_secs().max(1),
-            locked: r.locked,
-        })?;
+        .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: r.locked })?;
     let found = accounts::find(&state, &identifier)?;
     let hash = found.as_ref().and_then(|(_, a)| a.password_hash.clone());
     if !state.auth.hasher.verify(body.password, hash).await {
         limits.login_failed(&identifier, gate.ip);
-        tracing::info!(
-            event = "login_failed",
-            component = "auth",
-            result = "failure"
-        );
+        tracing::info!(event = "login_failed", component = "auth", result = "failure");
         return Err(ApiError::InvalidCredentials);
     }
     let Some((id, account)) = found else {
@@ -147,22 +122,10 @@ pub async fn login(
             &state.auth.signer.sign(&claims),
             session::PENDING_SECONDS,
         );
-        return Ok((
-            [(SET_COOKIE, cookie)],
-            axum::Json(json!({ "two_factor_required": true })),
-        )
-            .into_response());
+        return Ok(([(SET_COOKIE, cookie)], axum::Json(json!({ "two_factor_required": true }))).into_response());
     }
-    let (_, cookie) = state
-        .auth
-        .start_session(&state.engine, id, &account, false)
-        .await?;
-    tracing::info!(
-        event = "login_succeeded",
-        component = "auth",
-        user_id = id,
-        result = "success"
-    );
+    let (_, cookie) = state.auth.start_session(&state.engine, id, &account, false).await?;
+    tracing::info!(event = "login_succeeded", component = "auth", user_id = id, result = "success");
     Ok(signed_in(&account, vec![cookie]))
 }
 
@@ -188,57 +151,67 @@ pub async fn login_2fa(
         .iter()
         .filter_map(|v| v.to_str().ok())
         .find_map(|h| session::read_cookie(h, session::PENDING_COOKIE).map(str::to_string))
-        .ok_or(ApiError::Unauthorized(
-            "No sign-in is waiting for a second factor",
-        ))?;
-    let claims = state
-        .auth
-        .signer
-        .verify(&pending)
-        .map_err(|e| ApiError::Unauthorized(e.message()))?;
+        .ok_or(ApiError::Unauthorized("No sign-in is waiting for a second factor"))?;
+    let claims = state.auth.signer.verify(&pending).map_err(|e| ApiError::Unauthorized(e.message()))?;
     if claims.purpose.as_deref() != Some("2fa") {
         return Err(ApiError::Unauthorized("Invalid token"));
     }
     let user_id = claims.user_id;
-    let account: Account = state
-        .engine
-        .global()?
-        .get(user_id)
-        .map_err(|_| ApiError::Unauthorized("Invalid token"))?;
-    if account.token_version != claims.token_version
-        || !account.totp.as_ref().is_some_and(|t| t.enabled)
-    {
-        return Err(ApiError::Unauthorized(
-            "Session expired, please sign in again",
-        ));
+    let account: Account = state.engine.global()?.get(user_id).map_err(|_| ApiError::Unauthorized("Invalid token"))?;
+    if account.token_version != claims.token_version || !account.totp.as_ref().is_some_and(|t| t.enabled) {
+        return Err(ApiError::Unauthorized("Session expired, please sign in again"));
     }
     let account = super::users::use_second_factor(&state, user_id, &body.code, true).await?;
-    let (_, cookie) = state
-        .auth
-        .start_session(&state.engine, user_id, &account, false)
-        .await?;
+    let (_, cookie) = state.auth.start_session(&state.engine, user_id, &account, false).await?;
     let clear = state.auth.cookies.cookie(session::PENDING_COOKIE, "", 0);
     Ok(signed_in(&account, vec![cookie, clear]))
 }
 
 /// Ends the caller's session on the server and clears the cookies. No authentication needed.
-#[utoipa::path(post, path = "/api/v1/logout", tag = "auth", responses((status = 200, description = "Signed out")))]
+#[utoipa::path(post, path = "/api/v1/logout", tag = "auth", responses((status = 200, description = "`{message, redirect_url?}`; `redirect_url` only for SSO sessions whose provider has an end-session endpoint")))]
 pub async fn logout(State(state): State<AppState>, parts: Parts) -> Response {
+    let mut ended = None;
     if let Ok(token) = bearer(&parts)
         && let Ok(claims) = state.auth.signer.verify(&token)
         && let Some(sid) = claims.sid
     {
-        state.auth.end_session(&state.engine, sid).await;
+        ended = state.auth.end_session(&state.engine, sid).await;
     }
+    let redirect_url = match (ended, &state.oidc) {
+        (Some(session), Some(oidc)) if session.sso => sso_logout_url(&state, oidc, &parts).await,
+        _ => None,
+    };
     let cookies = [session::COOKIE, session::PENDING_COOKIE, "id_token"]
         .into_iter()
         .map(|name| (SET_COOKIE, state.auth.cookies.cookie(name, "", 0)))
         .collect::<Vec<_>>();
-    (
-        AppendHeaders(cookies),
-        axum::Json(json!({ "message": "Logged out" })),
-    )
-        .into_response()
+    let mut body = json!({ "message": "Logged out" });
+    if let Some(url) = redirect_url {
+        body["redirect_url"] = json!(url);
+    }
+    (AppendHeaders(cookies), axum::Json(body)).into_response()
+}
+
+/// The provider's end-session URL for an SSO session, when the provider has one.
+async fn sso_logout_url(state: &AppState, oidc: &crate::auth::oidc::OidcClient, parts: &Parts) -> Option<String> {
+    let endpoint = oidc.discovery().await.ok()?.end_session_endpoint?;
+    let mut url = reqwest::Url::parse(&endpoint).ok()?;
+    let id_token = parts
+        .headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|h| session::read_cookie(h, "id_token").map(str::to_string));
+    {
+        let mut query = url.query_pairs_mut();
+        if let Some(token) = id_token {
+            query.append_pair("id_token_hint", &token);
+        }
+        if let Some(frontend) = &state.config.auth.frontend_url {
+            query.append_pair("post_logout_redirect_uri", frontend);
+        }
+    }
+    Some(url.to_string())
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -279,9 +252,7 @@ pub async fn password_reset_request(
         let reset = ResetToken {
             user_id,
             hash: sha256_hex(&token),
-            expires_at: now
-                .checked_add(RESET_LIFETIME)
-                .map_err(ApiError::internal)?,
+            expires_at: now.checked_add(RESET_LIFETIME).map_err(ApiError::internal)?,
         };
         state
             .engine
@@ -295,10 +266,7 @@ pub async fn password_reset_request(
             })
             .await?;
         let link = match &state.config.auth.frontend_url {
-            Some(base) => format!(
-                "{}/reset-password?token={token}",
-                base.trim_end_matches('/')
-            ),
+            Some(base) => format!("{}/reset-password?token={token}", base.trim_end_matches('/')),
             None => format!("Reset token: {token}"),
         };
         let text = format!(
@@ -308,15 +276,8 @@ pub async fn password_reset_request(
         // Sent in the background: the answer must not reveal whether the account exists.
         let mailer = state.mailer.clone();
         tokio::spawn(async move {
-            match mailer
-                .send(&account.email, "Reset your Mycorrhizal password", &text)
-                .await
-            {
-                Ok(()) => tracing::info!(
-                    event = "password_reset_sent",
-                    component = "notification",
-                    user_id
-                ),
+            match mailer.send(&account.email, "Reset your Mycorrhizal password", &text).await {
+                Ok(()) => tracing::info!(event = "password_reset_sent", component = "notification", user_id),
                 Err(e) => {
                     tracing::warn!(event = "password_reset_not_sent", component = "notification", user_id, error = %e)
                 }
@@ -345,45 +306,21 @@ pub async fn password_reset_confirm(
         return Err(invalid());
     }
     let hash = sha256_hex(body.token.trim());
-    let (token_id, reset) = state
-        .engine
-        .global()?
-        .find::<ResetToken>("hash", &hash)?
-        .ok_or_else(invalid)?;
+    let (token_id, reset) = state.engine.global()?.find::<ResetToken>("hash", &hash)?.ok_or_else(invalid)?;
     let now = state.engine.clock().now();
     if reset.expires_at <= now {
         return Err(invalid());
     }
-    let account: Account = state
-        .engine
-        .global()?
-        .get(reset.user_id)
-        .map_err(|_| invalid())?;
-    accounts::check_new_password(
-        &state,
-        "password",
-        &body.password,
-        &account.username,
-        &account.email,
-    )
-    .await?;
+    let account: Account = state.engine.global()?.get(reset.user_id).map_err(|_| invalid())?;
+    accounts::check_new_password(&state, "password", &body.password, &account.username, &account.email).await?;
     // Claim the token first: of two concurrent confirms, one wins.
-    let claimed = state
-        .engine
-        .write_async(move |tx| tx.global().delete::<ResetToken>(token_id))
-        .await;
+    let claimed = state.engine.write_async(move |tx| tx.global().delete::<ResetToken>(token_id)).await;
     if claimed.is_err() {
         return Err(invalid());
     }
     accounts::set_password(&state, reset.user_id, body.password, true).await?;
-    tracing::info!(
-        event = "password_reset_completed",
-        component = "auth",
-        user_id = reset.user_id
-    );
-    Ok(axum::Json(
-        json!({ "message": "Password changed; please sign in again" }),
-    ))
+    tracing::info!(event = "password_reset_completed", component = "auth", user_id = reset.user_id);
+    Ok(axum::Json(json!({ "message": "Password changed; please sign in again" })))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -402,9 +339,7 @@ pub async fn create_device_grant(
     Json(body): Json<GrantBody>,
 ) -> Result<Response, ApiError> {
     if !matches!(user.via, Via::Session { .. }) {
-        return Err(ApiError::Forbidden(
-            "Device grants are minted from a signed-in session".into(),
-        ));
+        return Err(ApiError::Forbidden("Device grants are minted from a signed-in session".into()));
     }
     let label = body.label.trim().to_string();
     if label.is_empty() || label.chars().count() > 100 {
@@ -417,17 +352,12 @@ pub async fn create_device_grant(
         label: label.clone(),
         hash: sha256_hex(&token),
         created_at: now,
-        expires_at: now
-            .checked_add(GRANT_LIFETIME)
-            .map_err(ApiError::internal)?,
+        expires_at: now.checked_add(GRANT_LIFETIME).map_err(ApiError::internal)?,
         used_at: None,
         revoked_at: None,
     };
     let expires_at = grant.expires_at;
-    let id = state
-        .engine
-        .write_async(move |tx| tx.global().insert(&grant))
-        .await?;
+    let id = state.engine.write_async(move |tx| tx.global().insert(&grant)).await?;
     let body = json!({ "id": id, "label": label, "token": token, "created_at": now, "expires_at": expires_at });
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }
@@ -454,8 +384,7 @@ pub async fn device_session(
                 return Ok(None);
             };
             let mut grant: DeviceGrant = tx.global().get(id)?;
-            if grant.used_at.is_some() || grant.revoked_at.is_some() || grant.expires_at <= tx.now()
-            {
+            if grant.used_at.is_some() || grant.revoked_at.is_some() || grant.expires_at <= tx.now() {
                 return Ok(None);
             }
             grant.used_at = Some(tx.now());
@@ -464,19 +393,8 @@ pub async fn device_session(
         })
         .await?;
     let user_id = claimed.ok_or(ApiError::InvalidCredentials)?;
-    let account: Account = state
-        .engine
-        .global()?
-        .get(user_id)
-        .map_err(|_| ApiError::InvalidCredentials)?;
-    let (_, cookie) = state
-        .auth
-        .start_session(&state.engine, user_id, &account, false)
-        .await?;
-    let cookie = if cookie.contains("; Secure") {
-        cookie
-    } else {
-        format!("{cookie}; Secure")
-    };
+    let account: Account = state.engine.global()?.get(user_id).map_err(|_| ApiError::InvalidCredentials)?;
+    let (_, cookie) = state.auth.start_session(&state.engine, user_id, &account, false).await?;
+    let cookie = if cookie.contains("; Secure") { cookie } else { format!("{cookie}; Secure") };
     Ok(signed_in(&account, vec![cookie]))
 }

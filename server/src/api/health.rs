@@ -38,14 +38,8 @@ pub struct Check {
 impl Check {
     fn from(result: Result<(), String>) -> Check {
         match result {
-            Ok(()) => Check {
-                status: "ok",
-                reason: None,
-            },
-            Err(reason) => Check {
-                status: "failed",
-                reason: Some(reason),
-            },
+            Ok(()) => Check { status: "ok", reason: None },
+            Err(reason) => Check { status: "failed", reason: Some(reason) },
         }
     }
 
@@ -80,43 +74,23 @@ pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Ready>) {
             let database = engine
                 .check_read()
                 .map_err(|e| format!("database read failed: {e}"))
-                .and_then(|()| {
-                    engine
-                        .is_writable()
-                        .then_some(())
-                        .ok_or_else(|| "database refuses writes".to_string())
-                });
+                .and_then(|()| engine.is_writable().then_some(()).ok_or_else(|| "database refuses writes".to_string()));
             let migrations = (engine.schema_version() == mycorrhizal_engine::migrate::latest())
                 .then_some(())
                 .ok_or_else(|| "migrations pending".to_string());
             (database, migrations, fs::probe_writable(&data_dir))
         })
         .await;
-    let (database, migrations, filesystem) = probe.unwrap_or_else(|e| {
-        (
-            Err(e.to_string()),
-            Err("unknown".into()),
-            Err("unknown".into()),
-        )
-    });
+    let (database, migrations, filesystem) =
+        probe.unwrap_or_else(|e| (Err(e.to_string()), Err("unknown".into()), Err("unknown".into())));
     let checks = ReadyChecks {
         database: Check::from(database),
         migrations: Check::from(migrations),
         filesystem: Check::from(filesystem),
     };
     let ready = checks.database.ok() && checks.migrations.ok() && checks.filesystem.ok();
-    let status = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (
-        status,
-        Json(Ready {
-            status: if ready { "ready" } else { "not_ready" },
-            checks,
-        }),
-    )
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(Ready { status: if ready { "ready" } else { "not_ready" }, checks }))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -186,12 +160,5 @@ pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Health>)
         deployment: "server",
         capabilities: Vec::new(),
     };
-    (
-        if read {
-            StatusCode::OK
-        } else {
-            StatusCode::SERVICE_UNAVAILABLE
-        },
-        Json(body),
-    )
+    (if read { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE }, Json(body))
 }

@@ -5,6 +5,7 @@
 pub mod admin;
 pub mod auth;
 pub mod health;
+pub mod oidc;
 pub mod tokens;
 pub mod users;
 
@@ -21,6 +22,7 @@ use crate::state::AppState;
         health::live, health::ready, health::health, openapi_json,
         auth::register, auth::login, auth::login_2fa, auth::logout, auth::check_password_strength,
         auth::password_reset_request, auth::password_reset_confirm, auth::create_device_grant, auth::device_session,
+        oidc::config, oidc::login, oidc::callback,
         users::me, users::change_password, users::set_language, users::set_date_format, users::custom_fields,
         users::set_custom_fields, users::totp_setup, users::totp_confirm, users::totp_disable, users::totp_regenerate,
         users::totp_status,
@@ -54,6 +56,9 @@ pub const PUBLIC: &[&str] = &[
     "/api/v1/password-reset/request",
     "/api/v1/password-reset/confirm",
     "/api/v1/auth/device/session",
+    "/api/v1/auth/oidc/config",
+    "/api/v1/auth/oidc/login",
+    "/api/v1/auth/oidc/callback",
 ];
 
 /// Every route of the service.
@@ -64,55 +69,32 @@ pub fn router() -> Router<AppState> {
         .route("/login", post(auth::login))
         .route("/login/2fa", post(auth::login_2fa))
         .route("/logout", post(auth::logout))
-        .route(
-            "/check-password-strength",
-            post(auth::check_password_strength),
-        )
-        .route(
-            "/password-reset/request",
-            post(auth::password_reset_request),
-        )
-        .route(
-            "/password-reset/confirm",
-            post(auth::password_reset_confirm),
-        )
+        .route("/check-password-strength", post(auth::check_password_strength))
+        .route("/password-reset/request", post(auth::password_reset_request))
+        .route("/password-reset/confirm", post(auth::password_reset_confirm))
         .route("/auth/device/grants", post(auth::create_device_grant))
         .route("/auth/device/session", post(auth::device_session))
+        .route("/auth/oidc/config", get(oidc::config))
+        .route("/auth/oidc/login", get(oidc::login))
+        .route("/auth/oidc/callback", get(oidc::callback))
         .route("/users/me", get(users::me))
         .route("/users/change-password", post(users::change_password))
         .route("/users/language", patch(users::set_language))
         .route("/users/date-format", patch(users::set_date_format))
-        .route(
-            "/users/custom-fields",
-            get(users::custom_fields).patch(users::set_custom_fields),
-        )
+        .route("/users/custom-fields", get(users::custom_fields).patch(users::set_custom_fields))
         .route("/users/2fa/status", get(users::totp_status))
         .route("/users/2fa/setup", post(users::totp_setup))
         .route("/users/2fa/confirm", post(users::totp_confirm))
         .route("/users/2fa/disable", post(users::totp_disable))
-        .route(
-            "/users/2fa/recovery-codes/regenerate",
-            post(users::totp_regenerate),
-        )
+        .route("/users/2fa/recovery-codes/regenerate", post(users::totp_regenerate))
         .route("/api-tokens", get(tokens::list).post(tokens::create))
         .route("/api-tokens/revoke-all", post(tokens::revoke_all))
         .route("/api-tokens/{id}", delete(tokens::revoke))
         .route("/api-tokens/{id}/rotate", post(tokens::rotate))
-        .route(
-            "/admin/api-tokens",
-            get(tokens::admin_list).post(tokens::admin_create),
-        )
+        .route("/admin/api-tokens", get(tokens::admin_list).post(tokens::admin_create))
         .route("/admin/api-tokens/{id}", delete(tokens::admin_revoke))
-        .route(
-            "/admin/users",
-            get(admin::list_users).post(admin::create_user),
-        )
-        .route(
-            "/admin/users/{id}",
-            get(admin::get_user)
-                .patch(admin::patch_user)
-                .delete(admin::delete_user),
-        )
+        .route("/admin/users", get(admin::list_users).post(admin::create_user))
+        .route("/admin/users/{id}", get(admin::get_user).patch(admin::patch_user).delete(admin::delete_user))
         .route("/admin/users/{id}/reset-2fa", post(admin::reset_2fa));
     Router::new()
         .route("/health/live", get(health::live))

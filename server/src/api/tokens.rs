@@ -85,11 +85,7 @@ fn mint(
     Ok((token, plaintext))
 }
 
-async fn create_for(
-    state: &AppState,
-    user: &AuthUser,
-    body: NewToken,
-) -> Result<Response, ApiError> {
+async fn create_for(state: &AppState, user: &AuthUser, body: NewToken) -> Result<Response, ApiError> {
     let name = body.name.trim().to_string();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(ApiError::validation("name", "must be 1 to 100 characters"));
@@ -106,17 +102,11 @@ async fn create_for(
         state.engine.clock().now(),
     )?;
     let stored = token.clone();
-    let id = state
-        .engine
-        .write_async(move |tx| tx.global().insert(&stored))
-        .await?;
+    let id = state.engine.write_async(move |tx| tx.global().insert(&stored)).await?;
     Ok(created(id, &token, plaintext))
 }
 
-async fn list_for(
-    state: &AppState,
-    user_id: u64,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+async fn list_for(state: &AppState, user_id: u64) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let tokens: Vec<TokenView> = state
         .engine
         .global()?
@@ -129,11 +119,7 @@ async fn list_for(
 }
 
 /// Revokes the caller's token `id`; another user's id is not found.
-async fn revoke_for(
-    state: &AppState,
-    user_id: u64,
-    id: u64,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+async fn revoke_for(state: &AppState, user_id: u64, id: u64) -> Result<axum::Json<serde_json::Value>, ApiError> {
     state
         .engine
         .write_async(move |tx| {
@@ -152,10 +138,7 @@ async fn revoke_for(
 }
 
 #[utoipa::path(get, path = "/api/v1/api-tokens", tag = "tokens", responses((status = 200, description = "`{tokens: [TokenView]}`")))]
-pub async fn list(
-    State(state): State<AppState>,
-    user: AuthUser,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<serde_json::Value>, ApiError> {
     list_for(&state, user.id.0).await
 }
 
@@ -180,11 +163,7 @@ pub async fn revoke(
 /// Replaces a token in place: the old one dies at once, the new plaintext is shown once.
 #[utoipa::path(post, path = "/api/v1/api-tokens/{id}/rotate", tag = "tokens", params(("id" = u64, Path)), responses(
     (status = 201, description = "The new token"), (status = 404, description = "No such token of yours"), (status = 409, description = "Already revoked")))]
-pub async fn rotate(
-    State(state): State<AppState>,
-    user: AuthUser,
-    Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+pub async fn rotate(State(state): State<AppState>, user: AuthUser, Path(id): Path<u64>) -> Result<Response, ApiError> {
     let user_id = user.id.0;
     let now = state.engine.clock().now();
     let outcome = state
@@ -195,9 +174,7 @@ pub async fn rotate(
                 return Err(mycorrhizal_engine::Error::NotFound);
             }
             if old.revoked_at.is_some() {
-                return Ok(Err(ApiError::Conflict(
-                    "This token is revoked; create a new one".into(),
-                )));
+                return Ok(Err(ApiError::Conflict("This token is revoked; create a new one".into())));
             }
             let lifetime = old.expires_at.duration_since(old.created_at);
             let minted = mint(user_id, old.name.clone(), old.scope, lifetime, now);
@@ -222,10 +199,7 @@ pub async fn revoke_all(
     user: AuthUser,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let user_id = user.id.0;
-    let revoked = state
-        .engine
-        .write_async(move |tx| accounts::revoke_tokens_of(tx, user_id, tx.now()))
-        .await?;
+    let revoked = state.engine.write_async(move |tx| accounts::revoke_tokens_of(tx, user_id, tx.now())).await?;
     Ok(axum::Json(json!({ "revoked": revoked })))
 }
 

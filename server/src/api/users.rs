@@ -94,24 +94,13 @@ pub async fn change_password(
 ) -> Result<Response, ApiError> {
     let hash = user.account.password_hash.clone();
     if hash.is_none() {
-        return Err(ApiError::invalid_input(
-            "current_password",
-            "this account signs in through single sign-on",
-        ));
+        return Err(ApiError::invalid_input("current_password", "this account signs in through single sign-on"));
     }
-    if !state
-        .auth
-        .hasher
-        .verify(body.current_password.clone(), hash)
-        .await
-    {
+    if !state.auth.hasher.verify(body.current_password.clone(), hash).await {
         return Err(ApiError::invalid_input("current_password", "is incorrect"));
     }
     if body.current_password == body.new_password {
-        return Err(ApiError::invalid_input(
-            "new_password",
-            "must differ from the current password",
-        ));
+        return Err(ApiError::invalid_input("new_password", "must differ from the current password"));
     }
     accounts::check_new_password(
         &state,
@@ -124,10 +113,7 @@ pub async fn change_password(
     let account = accounts::set_password(&state, user.id.0, body.new_password, false).await?;
     let body = axum::Json(json!({ "message": "Password changed" }));
     if matches!(user.via, Via::Session { .. }) {
-        let (_, cookie) = state
-            .auth
-            .start_session(&state.engine, user.id.0, &account, false)
-            .await?;
+        let (_, cookie) = state.auth.start_session(&state.engine, user.id.0, &account, false).await?;
         return Ok(([(SET_COOKIE, cookie)], body).into_response());
     }
     Ok(body.into_response())
@@ -151,9 +137,7 @@ pub async fn set_language(
         Ok(())
     })
     .await?;
-    Ok(axum::Json(
-        json!({ "message": "Language updated", "language": language }),
-    ))
+    Ok(axum::Json(json!({ "message": "Language updated", "language": language })))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -169,10 +153,7 @@ pub async fn set_date_format(
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let format = body.date_format.trim().to_string();
     if !DATE_FORMATS.contains(&format.as_str()) {
-        return Err(ApiError::invalid_input(
-            "date_format",
-            format!("must be one of {}", DATE_FORMATS.join(", ")),
-        ));
+        return Err(ApiError::invalid_input("date_format", format!("must be one of {}", DATE_FORMATS.join(", "))));
     }
     let stored = format.clone();
     update_account(&state, user.id.0, move |a| {
@@ -180,9 +161,7 @@ pub async fn set_date_format(
         Ok(())
     })
     .await?;
-    Ok(axum::Json(
-        json!({ "message": "Date format updated", "date_format": format }),
-    ))
+    Ok(axum::Json(json!({ "message": "Date format updated", "date_format": format })))
 }
 
 #[derive(Deserialize, Serialize, ToSchema)]
@@ -193,9 +172,7 @@ pub struct CustomFields {
 
 #[utoipa::path(get, path = "/api/v1/users/custom-fields", tag = "users", responses((status = 200, body = CustomFields)))]
 pub async fn custom_fields(user: AuthUser) -> axum::Json<CustomFields> {
-    axum::Json(CustomFields {
-        custom_fields: user.account.custom_fields,
-    })
+    axum::Json(CustomFields { custom_fields: user.account.custom_fields })
 }
 
 #[utoipa::path(patch, path = "/api/v1/users/custom-fields", tag = "users", request_body = CustomFields, responses((status = 200, body = CustomFields)))]
@@ -208,16 +185,10 @@ pub async fn set_custom_fields(
     for (i, name) in body.custom_fields.iter().enumerate() {
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 50 {
-            return Err(ApiError::validation(
-                format!("custom_fields[{i}]"),
-                "must be 1 to 50 characters",
-            ));
+            return Err(ApiError::validation(format!("custom_fields[{i}]"), "must be 1 to 50 characters"));
         }
         if names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-            return Err(ApiError::validation(
-                format!("custom_fields[{i}]"),
-                "is listed twice",
-            ));
+            return Err(ApiError::validation(format!("custom_fields[{i}]"), "is listed twice"));
         }
         names.push(name.to_string());
     }
@@ -230,9 +201,7 @@ pub async fn set_custom_fields(
         Ok(())
     })
     .await?;
-    Ok(axum::Json(CustomFields {
-        custom_fields: names,
-    }))
+    Ok(axum::Json(CustomFields { custom_fields: names }))
 }
 
 fn sealed_binding(user_id: u64) -> String {
@@ -250,10 +219,7 @@ pub async fn use_second_factor(
     let limits = &state.auth.limits;
     limits
         .check_totp(user_id)
-        .map_err(|r| ApiError::RateLimited {
-            retry_after: r.retry_after.as_secs().max(1),
-            locked: true,
-        })?;
+        .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: true })?;
     let code = code.trim().to_string();
     if code.is_empty() {
         return Err(ApiError::invalid_input("code", "is required"));
@@ -273,16 +239,12 @@ pub async fn use_second_factor(
                 account.recovery_codes.retain(|h| *h != hash);
                 account.recovery_codes.len() < before
             } else {
-                let Some(secret) = key.decrypt(&totp_state.sealed_secret, &sealed_binding(user_id))
-                else {
+                let Some(secret) = key.decrypt(&totp_state.sealed_secret, &sealed_binding(user_id)) else {
                     return Ok(None);
                 };
                 match totp::verify(&secret, &code, now, totp_state.last_step) {
                     Some(step) => {
-                        account.totp = Some(Totp {
-                            last_step: step,
-                            ..totp_state
-                        });
+                        account.totp = Some(Totp { last_step: step, ..totp_state });
                         true
                     }
                     None => false,
@@ -315,28 +277,17 @@ pub async fn totp_setup(
     user: AuthUser,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
     if user.account.totp.as_ref().is_some_and(|t| t.enabled) {
-        return Err(ApiError::Conflict(
-            "Two-factor authentication is already enabled".into(),
-        ));
+        return Err(ApiError::Conflict("Two-factor authentication is already enabled".into()));
     }
     if user.account.oidc_subject.is_some() {
         return Err(ApiError::Forbidden(
-            "This account signs in through single sign-on; use the provider's two-factor settings"
-                .into(),
+            "This account signs in through single sign-on; use the provider's two-factor settings".into(),
         ));
     }
     let secret = totp::new_secret();
-    let sealed = state
-        .auth
-        .data_key
-        .encrypt(&secret, &sealed_binding(user.id.0))
-        .map_err(ApiError::internal)?;
+    let sealed = state.auth.data_key.encrypt(&secret, &sealed_binding(user.id.0)).map_err(ApiError::internal)?;
     update_account(&state, user.id.0, move |a| {
-        a.totp = Some(Totp {
-            sealed_secret: sealed.clone(),
-            enabled: false,
-            last_step: 0,
-        });
+        a.totp = Some(Totp { sealed_secret: sealed.clone(), enabled: false, last_step: 0 });
         Ok(())
     })
     .await?;
@@ -355,9 +306,7 @@ pub async fn totp_confirm(
     match &user.account.totp {
         Some(t) if !t.enabled => {}
         Some(_) => {
-            return Err(ApiError::Conflict(
-                "Two-factor authentication is already enabled".into(),
-            ));
+            return Err(ApiError::Conflict("Two-factor authentication is already enabled".into()));
         }
         None => return Err(ApiError::Conflict("Run /users/2fa/setup first".into())),
     }
@@ -371,9 +320,7 @@ pub async fn totp_confirm(
         Ok(())
     })
     .await?;
-    Ok(axum::Json(
-        json!({ "message": "Two-factor authentication enabled", "recovery_codes": plain }),
-    ))
+    Ok(axum::Json(json!({ "message": "Two-factor authentication enabled", "recovery_codes": plain })))
 }
 
 #[utoipa::path(post, path = "/api/v1/users/2fa/disable", tag = "users", request_body = crate::api::auth::CodeBody, responses(
@@ -384,9 +331,7 @@ pub async fn totp_disable(
     Json(body): Json<crate::api::auth::CodeBody>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
     if !user.account.totp.as_ref().is_some_and(|t| t.enabled) {
-        return Err(ApiError::Conflict(
-            "Two-factor authentication is not enabled".into(),
-        ));
+        return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
     }
     use_second_factor(&state, user.id.0, &body.code, true).await?;
     update_account(&state, user.id.0, |a| {
@@ -395,9 +340,7 @@ pub async fn totp_disable(
         Ok(())
     })
     .await?;
-    Ok(axum::Json(
-        json!({ "message": "Two-factor authentication disabled" }),
-    ))
+    Ok(axum::Json(json!({ "message": "Two-factor authentication disabled" })))
 }
 
 /// New recovery codes; needs a live TOTP code (not a recovery code). The old set dies.
@@ -409,9 +352,7 @@ pub async fn totp_regenerate(
     Json(body): Json<crate::api::auth::CodeBody>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
     if !user.account.totp.as_ref().is_some_and(|t| t.enabled) {
-        return Err(ApiError::Conflict(
-            "Two-factor authentication is not enabled".into(),
-        ));
+        return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
     }
     use_second_factor(&state, user.id.0, &body.code, false).await?;
     let (plain, hashes) = totp::recovery_codes();

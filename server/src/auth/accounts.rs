@@ -10,32 +10,16 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 pub const LANGUAGES: &[&str] = &["en", "de", "it", "es", "fr"];
-pub const DATE_FORMATS: &[&str] = &[
-    "eu",
-    "us",
-    "iso",
-    "ca",
-    "eu-hyphen",
-    "us-mmm",
-    "us-mmmm",
-    "eu-mmm",
-    "eu-mmmm",
-];
+pub const DATE_FORMATS: &[&str] = &["eu", "us", "iso", "ca", "eu-hyphen", "us-mmm", "us-mmmm", "eu-mmm", "eu-mmmm"];
 
 pub fn normalize_username(raw: &str) -> Result<String, ApiError> {
     let name = raw.trim().to_lowercase();
     let len = name.chars().count();
     if len == 0 || len > 50 {
-        return Err(ApiError::validation(
-            "username",
-            "must be 1 to 50 characters",
-        ));
+        return Err(ApiError::validation("username", "must be 1 to 50 characters"));
     }
     if name.contains('@') || name.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err(ApiError::validation(
-            "username",
-            "must not contain @, spaces or control characters",
-        ));
+        return Err(ApiError::validation("username", "must not contain @, spaces or control characters"));
     }
     Ok(name)
 }
@@ -44,17 +28,11 @@ pub fn normalize_email(raw: &str) -> Result<String, ApiError> {
     let email = raw.trim().to_lowercase();
     let valid = email.len() <= 254
         && email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty()
-                && domain.contains('.')
-                && !domain.starts_with('.')
-                && !domain.ends_with('.')
+            !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.')
         })
         && !email.chars().any(|c| c.is_whitespace() || c.is_control());
     if !valid {
-        return Err(ApiError::validation(
-            "email",
-            "must be a valid email address",
-        ));
+        return Err(ApiError::validation("email", "must be a valid email address"));
     }
     Ok(email)
 }
@@ -63,12 +41,7 @@ pub fn check_language(value: &str) -> Result<String, ApiError> {
     LANGUAGES
         .contains(&value)
         .then(|| value.to_string())
-        .ok_or_else(|| {
-            ApiError::invalid_input(
-                "language",
-                format!("must be one of {}", LANGUAGES.join(", ")),
-            )
-        })
+        .ok_or_else(|| ApiError::invalid_input("language", format!("must be one of {}", LANGUAGES.join(", "))))
 }
 
 /// Validates a new password for `username`/`email`: the offline strength rule, then (when
@@ -86,10 +59,7 @@ pub async fn check_new_password(
         return Err(ApiError::validation(field, verdict.feedback));
     }
     if state.config.features.hibp_check_enabled && state.breach_check.is_breached(password).await {
-        return Err(ApiError::validation(
-            field,
-            "This password appears in known data breaches; choose another",
-        ));
+        return Err(ApiError::validation(field, "This password appears in known data breaches; choose another"));
     }
     Ok(())
 }
@@ -116,22 +86,12 @@ pub async fn create(state: &AppState, new: NewAccount) -> Result<(u64, Account),
     let password_hash = match new.password {
         Some(password) => {
             check_new_password(state, "password", &password, &username, &email).await?;
-            Some(
-                state
-                    .auth
-                    .hasher
-                    .hash(password)
-                    .await
-                    .map_err(ApiError::internal)?,
-            )
+            Some(state.auth.hasher.hash(password).await.map_err(ApiError::internal)?)
         }
         None => None,
     };
     let now = state.engine.clock().now();
-    let (oidc_provider, oidc_subject) = new
-        .oidc
-        .map(|(p, s)| (Some(p), Some(s)))
-        .unwrap_or((None, None));
+    let (oidc_provider, oidc_subject) = new.oidc.map(|(p, s)| (Some(p), Some(s))).unwrap_or((None, None));
     let mut account = Account {
         username,
         email,
@@ -164,9 +124,7 @@ pub async fn create(state: &AppState, new: NewAccount) -> Result<(u64, Account),
             account = created;
             Ok((id, account))
         }
-        Err(EngineError::Duplicate { index }) => Err(ApiError::AlreadyExists {
-            field: index.to_string(),
-        }),
+        Err(EngineError::Duplicate { index }) => Err(ApiError::AlreadyExists { field: index.to_string() }),
         Err(e) => Err(e.into()),
     }
 }
@@ -174,11 +132,7 @@ pub async fn create(state: &AppState, new: NewAccount) -> Result<(u64, Account),
 /// Finds an account by username or email (an identifier with `@` is an email).
 pub fn find(state: &AppState, identifier: &str) -> Result<Option<(u64, Account)>, ApiError> {
     let identifier = identifier.trim().to_lowercase();
-    let key = if identifier.contains('@') {
-        "email"
-    } else {
-        "username"
-    };
+    let key = if identifier.contains('@') { "email" } else { "username" };
     Ok(state.engine.global()?.find::<Account>(key, &identifier)?)
 }
 
@@ -190,12 +144,7 @@ pub async fn set_password(
     password: String,
     revoke_tokens: bool,
 ) -> Result<Account, ApiError> {
-    let hash = state
-        .auth
-        .hasher
-        .hash(password)
-        .await
-        .map_err(ApiError::internal)?;
+    let hash = state.auth.hasher.hash(password).await.map_err(ApiError::internal)?;
     let account = state
         .engine
         .write_async(move |tx| {
@@ -215,10 +164,7 @@ pub async fn set_password(
     Ok(account)
 }
 
-pub(crate) fn end_sessions(
-    tx: &mycorrhizal_engine::Tx<'_>,
-    user_id: u64,
-) -> mycorrhizal_engine::Result<()> {
+pub(crate) fn end_sessions(tx: &mycorrhizal_engine::Tx<'_>, user_id: u64) -> mycorrhizal_engine::Result<()> {
     for (id, session) in tx.global().list::<Session>()? {
         if session.user_id == user_id {
             tx.global().delete::<Session>(id)?;
@@ -244,32 +190,18 @@ pub(crate) fn revoke_tokens_of(
     Ok(revoked)
 }
 
-fn other_admins(
-    tx: &mycorrhizal_engine::Tx<'_>,
-    user_id: u64,
-) -> mycorrhizal_engine::Result<usize> {
-    Ok(tx
-        .global()
-        .list::<Account>()?
-        .iter()
-        .filter(|(id, a)| *id != user_id && a.is_admin)
-        .count())
+fn other_admins(tx: &mycorrhizal_engine::Tx<'_>, user_id: u64) -> mycorrhizal_engine::Result<usize> {
+    Ok(tx.global().list::<Account>()?.iter().filter(|(id, a)| *id != user_id && a.is_admin).count())
 }
 
 /// Sets the admin flag; the last admin cannot be demoted.
-pub async fn set_admin(
-    state: &AppState,
-    user_id: u64,
-    is_admin: bool,
-) -> Result<Account, ApiError> {
+pub async fn set_admin(state: &AppState, user_id: u64, is_admin: bool) -> Result<Account, ApiError> {
     let result = state
         .engine
         .write_async(move |tx| {
             let mut account: Account = tx.global().get(user_id)?;
             if account.is_admin && !is_admin && other_admins(tx, user_id)? == 0 {
-                return Ok(Err(ApiError::Conflict(
-                    "The last admin cannot be demoted".into(),
-                )));
+                return Ok(Err(ApiError::Conflict("The last admin cannot be demoted".into())));
             }
             account.is_admin = is_admin;
             account.updated_at = tx.now();
@@ -287,9 +219,7 @@ pub async fn delete(state: &AppState, user_id: u64) -> Result<(), ApiError> {
         .write_async(move |tx| {
             let account: Account = tx.global().get(user_id)?;
             if account.is_admin && other_admins(tx, user_id)? == 0 {
-                return Ok(Err(ApiError::Conflict(
-                    "The last admin cannot be deleted".into(),
-                )));
+                return Ok(Err(ApiError::Conflict("The last admin cannot be deleted".into())));
             }
             end_sessions(tx, user_id)?;
             for (id, token) in tx.global().list::<ApiToken>()? {
@@ -313,11 +243,7 @@ pub async fn delete(state: &AppState, user_id: u64) -> Result<(), ApiError> {
         })
         .await?;
     result?;
-    let files = state
-        .config
-        .data_dir
-        .join("users")
-        .join(user_id.to_string());
+    let files = state.config.data_dir.join("users").join(user_id.to_string());
     if files.exists() {
         std::fs::remove_dir_all(&files).map_err(ApiError::internal)?;
     }

@@ -22,13 +22,7 @@ impl BreachCheck {
         let digest = Sha1::from(password).digest().to_string().to_uppercase();
         let (prefix, suffix) = digest.split_at(5);
         let url = format!("{}/range/{prefix}", self.base_url);
-        let response = self
-            .client
-            .get(&url)
-            .header("Add-Padding", "true")
-            .timeout(Duration::from_secs(3))
-            .send()
-            .await;
+        let response = self.client.get(&url).header("Add-Padding", "true").timeout(Duration::from_secs(3)).send().await;
         let body = match response {
             Ok(r) if r.status().is_success() => r.text().await.unwrap_or_default(),
             Ok(r) => {
@@ -48,10 +42,7 @@ impl BreachCheck {
         body.lines().any(|line| {
             let mut parts = line.trim().split(':');
             let hit = parts.next().is_some_and(|s| s.eq_ignore_ascii_case(suffix));
-            let count: u64 = parts
-                .next()
-                .and_then(|c| c.trim().parse().ok())
-                .unwrap_or(0);
+            let count: u64 = parts.next().and_then(|c| c.trim().parse().ok()).unwrap_or(0);
             hit && count > 0
         })
     }

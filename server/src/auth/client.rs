@@ -35,60 +35,36 @@ pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) -> IpAddr
     if let Some(first) = forwarded.first() {
         return *first;
     }
-    headers
-        .get("x-real-ip")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(peer)
+    headers.get("x-real-ip").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok()).unwrap_or(peer)
 }
 
 impl FromRequestParts<AppState> for ClientIp {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         // In-process tests have no socket; they count as loopback.
         let peer = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
             .map(|ConnectInfo(addr)| addr.ip())
             .unwrap_or(IpAddr::from([127, 0, 0, 1]));
-        Ok(ClientIp(client_ip(
-            peer,
-            &parts.headers,
-            &state.config.trusted_proxies,
-        )))
+        Ok(ClientIp(client_ip(peer, &parts.headers, &state.config.trusted_proxies)))
     }
 }
 
 /// Enforces `MIN_CLIENT_VERSION` on a session-minting route, before any credential work.
 pub fn check_client_version(floor: Option<Version>, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(floor) = floor else {
-        if let Some(v) = headers
-            .get("x-client-version")
-            .and_then(|v| v.to_str().ok())
-        {
+        if let Some(v) = headers.get("x-client-version").and_then(|v| v.to_str().ok()) {
             tracing::debug!(event = "client_version", version = v);
         }
         return Ok(());
     };
-    let refuse = |why: &str| {
-        ApiError::ClientNotSupported(format!(
-            "{why}; this server needs client version {floor} or newer"
-        ))
-    };
-    let raw = headers
-        .get("x-client-version")
-        .ok_or_else(|| refuse("X-Client-Version is missing"))?;
-    let text = raw
-        .to_str()
-        .map_err(|_| refuse("X-Client-Version is not text"))?
-        .trim();
-    let version: Version = text
-        .parse()
-        .map_err(|_| refuse("X-Client-Version is not a major.minor.patch version"))?;
+    let refuse =
+        |why: &str| ApiError::ClientNotSupported(format!("{why}; this server needs client version {floor} or newer"));
+    let raw = headers.get("x-client-version").ok_or_else(|| refuse("X-Client-Version is missing"))?;
+    let text = raw.to_str().map_err(|_| refuse("X-Client-Version is not text"))?.trim();
+    let version: Version = text.parse().map_err(|_| refuse("X-Client-Version is not a major.minor.patch version"))?;
     if version < floor {
         return Err(refuse(&format!("client version {version} is too old")));
     }
@@ -109,15 +85,9 @@ mod tests {
 
     #[test]
     fn forwarded_headers_count_only_from_trusted_peers() {
-        let trusted = vec![
-            "127.0.0.1/8".parse().unwrap(),
-            "10.0.0.0/8".parse().unwrap(),
-        ];
+        let trusted = vec!["127.0.0.1/8".parse().unwrap(), "10.0.0.0/8".parse().unwrap()];
         let h = headers(&[("x-forwarded-for", "203.0.113.7, 10.1.1.1")]);
-        assert_eq!(
-            client_ip("127.0.0.1".parse().unwrap(), &h, &trusted),
-            "203.0.113.7".parse::<IpAddr>().unwrap()
-        );
+        assert_eq!(client_ip("127.0.0.1".parse().unwrap(), &h, &trusted), "203.0.113.7".parse::<IpAddr>().unwrap());
         assert_eq!(
             client_ip("198.51.100.2".parse().unwrap(), &h, &trusted),
             "198.51.100.2".parse::<IpAddr>().unwrap(),
@@ -130,10 +100,7 @@ mod tests {
             "the client's own prefix is not believed"
         );
         let real = headers(&[("x-real-ip", "203.0.113.5")]);
-        assert_eq!(
-            client_ip("127.0.0.1".parse().unwrap(), &real, &trusted),
-            "203.0.113.5".parse::<IpAddr>().unwrap()
-        );
+        assert_eq!(client_ip("127.0.0.1".parse().unwrap(), &real, &trusted), "203.0.113.5".parse::<IpAddr>().unwrap());
     }
 
     #[test]

@@ -22,25 +22,15 @@ pub fn bearer(parts: &Parts) -> Result<String, ApiError> {
         .get_all(COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .find_map(|h| {
-            session::read_cookie(h, session::COOKIE)
-                .filter(|v| !v.is_empty())
-                .map(str::to_string)
-        });
+        .find_map(|h| session::read_cookie(h, session::COOKIE).filter(|v| !v.is_empty()).map(str::to_string));
     if let Some(token) = cookie {
         return Ok(token);
     }
-    match parts
-        .headers
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    {
+    match parts.headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) {
         None => Err(ApiError::Unauthorized("Authorization token required")),
         Some(value) => match value.strip_prefix("Bearer ").map(str::trim) {
             Some(token) if !token.is_empty() => Ok(token.to_string()),
-            _ => Err(ApiError::Unauthorized(
-                "Authorization header must start with Bearer",
-            )),
+            _ => Err(ApiError::Unauthorized("Authorization header must start with Bearer")),
         },
     }
 }
@@ -53,29 +43,17 @@ pub async fn authenticate(parts: &Parts, state: &AppState) -> Result<AuthUser, A
         .auth
         .limits
         .take(format!("api:user:{}", user.id.0), API_RATE)
-        .map_err(|r| ApiError::RateLimited {
-            retry_after: r.retry_after.as_secs().max(1),
-            locked: false,
-        })?;
+        .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: false })?;
     Ok(user)
 }
 
 impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let user = authenticate(parts, state).await?;
-        if let Via::ApiToken {
-            scope: Scope::Carddav,
-            ..
-        } = user.via
-        {
-            return Err(ApiError::Forbidden(
-                "This token is scoped to CardDAV and cannot be used for the API".into(),
-            ));
+        if let Via::ApiToken { scope: Scope::Carddav, .. } = user.via {
+            return Err(ApiError::Forbidden("This token is scoped to CardDAV and cannot be used for the API".into()));
         }
         Ok(user)
     }
@@ -88,15 +66,10 @@ pub struct AdminUser(pub AuthUser);
 impl FromRequestParts<AppState> for AdminUser {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let user = authenticate(parts, state).await?;
         if matches!(user.via, Via::ApiToken { .. }) {
-            return Err(ApiError::Forbidden(
-                "API tokens cannot access admin endpoints".into(),
-            ));
+            return Err(ApiError::Forbidden("API tokens cannot access admin endpoints".into()));
         }
         if !user.account.is_admin {
             return Err(ApiError::Forbidden("Admin access required".into()));

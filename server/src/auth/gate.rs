@@ -18,20 +18,14 @@ pub struct SessionMinting {
 impl FromRequestParts<AppState> for SessionMinting {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         check_client_version(state.config.min_client_version, &parts.headers)?;
         let ClientIp(ip) = ClientIp::from_request_parts(parts, state).await?;
         state
             .auth
             .limits
             .take(format!("auth:ip:{ip}"), AUTH_RATE)
-            .map_err(|r| ApiError::RateLimited {
-                retry_after: r.retry_after.as_secs().max(1),
-                locked: false,
-            })?;
+            .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: false })?;
         Ok(SessionMinting { ip })
     }
 }
@@ -42,19 +36,13 @@ pub struct AuthRate;
 impl FromRequestParts<AppState> for AuthRate {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let ClientIp(ip) = ClientIp::from_request_parts(parts, state).await?;
         state
             .auth
             .limits
             .take(format!("auth:ip:{ip}"), AUTH_RATE)
-            .map_err(|r| ApiError::RateLimited {
-                retry_after: r.retry_after.as_secs().max(1),
-                locked: false,
-            })?;
+            .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: false })?;
         Ok(AuthRate)
     }
 }

@@ -55,27 +55,15 @@ impl MasterKey {
     /// The master key the configuration names.
     pub fn from_config(config: &Config) -> Result<MasterKey, String> {
         if let Some(key) = &config.auth.data_encryption_key {
-            return Ok(Self::derive(
-                key.expose().as_bytes(),
-                MasterSource::DataEncryptionKey,
-            ));
+            return Ok(Self::derive(key.expose().as_bytes(), MasterSource::DataEncryptionKey));
         }
         if let Some(path) = &config.auth.data_encryption_key_file {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("DATA_ENCRYPTION_KEY_FILE {}: {e}", path.display()))?;
-            return Ok(Self::derive(
-                text.trim().as_bytes(),
-                MasterSource::DataEncryptionKey,
-            ));
+            return Ok(Self::derive(text.trim().as_bytes(), MasterSource::DataEncryptionKey));
         }
-        let secret = config
-            .jwt_secret
-            .as_ref()
-            .ok_or("JWT_SECRET_KEY is not loaded")?;
-        Ok(Self::derive(
-            secret.expose().as_bytes(),
-            MasterSource::JwtSecret,
-        ))
+        let secret = config.jwt_secret.as_ref().ok_or("JWT_SECRET_KEY is not loaded")?;
+        Ok(Self::derive(secret.expose().as_bytes(), MasterSource::JwtSecret))
     }
 
     fn cipher(&self) -> XChaCha20Poly1305 {
@@ -110,13 +98,7 @@ fn seal(cipher: &XChaCha20Poly1305, plaintext: &[u8], aad: &[u8]) -> Result<Vec<
     let nonce = random::<NONCE_LEN>()?;
     let mut out = nonce.to_vec();
     let sealed = cipher
-        .encrypt(
-            XNonce::from_slice(&nonce),
-            Payload {
-                msg: plaintext,
-                aad,
-            },
-        )
+        .encrypt(XNonce::from_slice(&nonce), Payload { msg: plaintext, aad })
         .map_err(|_| "encryption failed".to_string())?;
     out.extend(sealed);
     Ok(out)
@@ -127,9 +109,7 @@ fn open(cipher: &XChaCha20Poly1305, sealed: &[u8], aad: &[u8]) -> Option<Vec<u8>
         return None;
     }
     let (nonce, body) = sealed.split_at(NONCE_LEN);
-    cipher
-        .decrypt(XNonce::from_slice(nonce), Payload { msg: body, aad })
-        .ok()
+    cipher.decrypt(XNonce::from_slice(nonce), Payload { msg: body, aad }).ok()
 }
 
 impl DataKey {
@@ -160,9 +140,7 @@ impl DataKey {
             None => {
                 let raw = random::<32>()?;
                 store_wrapped(engine, master, &raw).await?;
-                Ok(DataKey {
-                    cipher: XChaCha20Poly1305::new((&raw).into()),
-                })
+                Ok(DataKey { cipher: XChaCha20Poly1305::new((&raw).into()) })
             }
         }
     }
@@ -194,17 +172,11 @@ async fn store_wrapped(engine: &Engine, master: &MasterKey, raw: &[u8; 32]) -> R
 /// field, is unchanged.
 pub async fn rewrap(engine: &Engine, old: &MasterKey, new: &MasterKey) -> Result<(), String> {
     let view = engine.global().map_err(|e| e.to_string())?;
-    let wrapped = view
-        .map_get(TABLE, WRAPPED)
-        .map_err(|e| e.to_string())?
-        .ok_or("no data key has been created yet")?;
+    let wrapped = view.map_get(TABLE, WRAPPED).map_err(|e| e.to_string())?.ok_or("no data key has been created yet")?;
     let source = view.map_get(TABLE, SOURCE).map_err(|e| e.to_string())?;
     drop(view);
-    let raw = open(&old.cipher(), &wrapped, WRAPPED.as_bytes())
-        .ok_or_else(|| unwrap_failure(source.as_deref()))?;
-    let raw: [u8; 32] = raw
-        .try_into()
-        .map_err(|_| "stored data key has a bad length".to_string())?;
+    let raw = open(&old.cipher(), &wrapped, WRAPPED.as_bytes()).ok_or_else(|| unwrap_failure(source.as_deref()))?;
+    let raw: [u8; 32] = raw.try_into().map_err(|_| "stored data key has a bad length".to_string())?;
     store_wrapped(engine, new, &raw).await
 }
 
@@ -214,41 +186,14 @@ mod tests {
 
     #[test]
     fn ciphertexts_are_bound_to_their_row_and_field() {
-        let key = DataKey {
-            cipher: XChaCha20Poly1305::new(&[7u8; 32].into()),
-        };
-        let sealed = key
-            .encrypt(b"JBSWY3DPEHPK3PXP", &binding("sys:users", 1, "totp"))
-            .unwrap();
-        assert_eq!(
-            key.decrypt(&sealed, &binding("sys:users", 1, "totp"))
-                .unwrap(),
-            b"JBSWY3DPEHPK3PXP"
-        );
-        assert!(
-            key.decrypt(&sealed, &binding("sys:users", 2, "totp"))
-                .is_none(),
-            "another user"
-        );
-        assert!(
-            key.decrypt(&sealed, &binding("sys:users", 1, "other"))
-                .is_none(),
-            "another field"
-        );
-        let other = DataKey {
-            cipher: XChaCha20Poly1305::new(&[8u8; 32].into()),
-        };
-        assert!(
-            other
-                .decrypt(&sealed, &binding("sys:users", 1, "totp"))
-                .is_none(),
-            "another key"
-        );
-        assert!(
-            key.decrypt(&sealed[..10], &binding("sys:users", 1, "totp"))
-                .is_none(),
-            "truncated"
-        );
+        let key = DataKey { cipher: XChaCha20Poly1305::new(&[7u8; 32].into()) };
+        let sealed = key.encrypt(b"JBSWY3DPEHPK3PXP", &binding("sys:users", 1, "totp")).unwrap();
+        assert_eq!(key.decrypt(&sealed, &binding("sys:users", 1, "totp")).unwrap(), b"JBSWY3DPEHPK3PXP");
+        assert!(key.decrypt(&sealed, &binding("sys:users", 2, "totp")).is_none(), "another user");
+        assert!(key.decrypt(&sealed, &binding("sys:users", 1, "other")).is_none(), "another field");
+        let other = DataKey { cipher: XChaCha20Poly1305::new(&[8u8; 32].into()) };
+        assert!(other.decrypt(&sealed, &binding("sys:users", 1, "totp")).is_none(), "another key");
+        assert!(key.decrypt(&sealed[..10], &binding("sys:users", 1, "totp")).is_none(), "truncated");
     }
 
     #[test]

@@ -29,14 +29,8 @@ pub struct Rate {
     pub burst: f64,
 }
 
-pub const AUTH_RATE: Rate = Rate {
-    every: Duration::from_millis(500),
-    burst: 50.0,
-};
-pub const API_RATE: Rate = Rate {
-    every: Duration::from_millis(600),
-    burst: 1000.0,
-};
+pub const AUTH_RATE: Rate = Rate { every: Duration::from_millis(500), burst: 50.0 };
+pub const API_RATE: Rate = Rate { every: Duration::from_millis(600), burst: 1000.0 };
 
 #[derive(Debug)]
 struct Bucket {
@@ -74,10 +68,7 @@ pub struct Refusal {
 }
 
 fn prune(times: &mut VecDeque<Instant>, now: Instant, window: Duration) {
-    while times
-        .front()
-        .is_some_and(|t| now.duration_since(*t) > window)
-    {
+    while times.front().is_some_and(|t| now.duration_since(*t) > window) {
         times.pop_front();
     }
 }
@@ -88,10 +79,7 @@ fn remaining(until: Instant, now: Instant) -> Option<Duration> {
 
 impl Limits {
     pub fn new(spray: Spray) -> Limits {
-        Limits {
-            spray,
-            state: Mutex::new(State::default()),
-        }
+        Limits { spray, state: Mutex::new(State::default()) }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -106,10 +94,7 @@ impl Limits {
             // Bounded memory: full buckets carry no information.
             state.buckets.retain(|_, b| b.tokens < rate.burst);
         }
-        let bucket = state.buckets.entry(key).or_insert(Bucket {
-            tokens: rate.burst,
-            at: now,
-        });
+        let bucket = state.buckets.entry(key).or_insert(Bucket { tokens: rate.burst, at: now });
         let refill = now.duration_since(bucket.at).as_secs_f64() / rate.every.as_secs_f64();
         bucket.tokens = (bucket.tokens + refill).min(rate.burst);
         bucket.at = now;
@@ -118,10 +103,7 @@ impl Limits {
             Ok(())
         } else {
             let wait = (1.0 - bucket.tokens) * rate.every.as_secs_f64();
-            Err(Refusal {
-                retry_after: Duration::from_secs_f64(wait.max(1.0)),
-                locked: false,
-            })
+            Err(Refusal { retry_after: Duration::from_secs_f64(wait.max(1.0)), locked: false })
         }
     }
 
@@ -130,42 +112,19 @@ impl Limits {
         let now = Instant::now();
         let state = self.state();
         let pair = (identifier.to_string(), ip);
-        let returning = state
-            .recent_pairs
-            .get(&pair)
-            .is_some_and(|t| now.duration_since(*t) < REMEMBER_SUCCESS)
-            || state
-                .recent_ips
-                .get(&ip)
-                .is_some_and(|t| now.duration_since(*t) < REMEMBER_SUCCESS);
-        if let Some(left) = state
-            .locked_pairs
-            .get(&pair)
-            .and_then(|until| remaining(*until, now))
-        {
-            return Err(Refusal {
-                retry_after: left,
-                locked: true,
-            });
+        let returning = state.recent_pairs.get(&pair).is_some_and(|t| now.duration_since(*t) < REMEMBER_SUCCESS)
+            || state.recent_ips.get(&ip).is_some_and(|t| now.duration_since(*t) < REMEMBER_SUCCESS);
+        if let Some(left) = state.locked_pairs.get(&pair).and_then(|until| remaining(*until, now)) {
+            return Err(Refusal { retry_after: left, locked: true });
         }
         if !returning {
-            if let Some(left) = state
-                .locked_identifiers
-                .get(identifier)
-                .and_then(|until| remaining(*until, now))
-            {
-                return Err(Refusal {
-                    retry_after: left,
-                    locked: true,
-                });
+            if let Some(left) = state.locked_identifiers.get(identifier).and_then(|until| remaining(*until, now)) {
+                return Err(Refusal { retry_after: left, locked: true });
             }
             if self.spray.enabled
                 && let Some(left) = state.throttle_until.and_then(|until| remaining(until, now))
             {
-                return Err(Refusal {
-                    retry_after: left,
-                    locked: false,
-                });
+                return Err(Refusal { retry_after: left, locked: false });
             }
         }
         Ok(())
@@ -183,34 +142,20 @@ impl Limits {
             times.clear();
             state.locked_pairs.insert(pair, now + LOCK_DURATION);
         }
-        let times = state
-            .per_identifier
-            .entry(identifier.to_string())
-            .or_default();
+        let times = state.per_identifier.entry(identifier.to_string()).or_default();
         times.push_back(now);
         prune(times, now, LOCK_WINDOW);
         if times.len() >= BACKSTOP_THRESHOLD {
             times.clear();
-            state
-                .locked_identifiers
-                .insert(identifier.to_string(), now + LOCK_DURATION);
+            state.locked_identifiers.insert(identifier.to_string(), now + LOCK_DURATION);
         }
         if self.spray.enabled {
             let window = Duration::from_secs(self.spray.window_seconds);
             state.spray.push_back((now, identifier.to_string()));
-            while state
-                .spray
-                .front()
-                .is_some_and(|(t, _)| now.duration_since(*t) > window)
-            {
+            while state.spray.front().is_some_and(|(t, _)| now.duration_since(*t) > window) {
                 state.spray.pop_front();
             }
-            let distinct = state
-                .spray
-                .iter()
-                .map(|(_, id)| id.as_str())
-                .collect::<HashSet<&str>>()
-                .len();
+            let distinct = state.spray.iter().map(|(_, id)| id.as_str()).collect::<HashSet<&str>>().len();
             if state.spray.len() as u64 >= self.spray.failure_threshold
                 && distinct as u64 >= self.spray.identifier_threshold
             {
@@ -242,24 +187,14 @@ impl Limits {
 
     /// Whether the spray throttle is engaged now (for the operations surface).
     pub fn spray_active(&self) -> bool {
-        self.state()
-            .throttle_until
-            .is_some_and(|until| until > Instant::now())
+        self.state().throttle_until.is_some_and(|until| until > Instant::now())
     }
 
     /// Checked before verifying a two-factor code.
     pub fn check_totp(&self, user: u64) -> Result<(), Refusal> {
         let now = Instant::now();
-        match self
-            .state()
-            .totp_locked
-            .get(&user)
-            .and_then(|until| remaining(*until, now))
-        {
-            Some(left) => Err(Refusal {
-                retry_after: left,
-                locked: true,
-            }),
+        match self.state().totp_locked.get(&user).and_then(|until| remaining(*until, now)) {
+            Some(left) => Err(Refusal { retry_after: left, locked: true }),
             None => Ok(()),
         }
     }
@@ -309,14 +244,8 @@ mod tests {
         }
         let refusal = limits.check_login("ada", ip(1)).unwrap_err();
         assert!(refusal.locked && refusal.retry_after > Duration::from_secs(800));
-        assert!(
-            limits.check_login("ada", ip(2)).is_ok(),
-            "another source is not locked"
-        );
-        assert!(
-            limits.check_login("bob", ip(1)).is_ok(),
-            "another identifier is not locked"
-        );
+        assert!(limits.check_login("ada", ip(2)).is_ok(), "another source is not locked");
+        assert!(limits.check_login("bob", ip(1)).is_ok(), "another identifier is not locked");
     }
 
     #[test]
@@ -326,14 +255,8 @@ mod tests {
         for n in 0..20 {
             limits.login_failed("ada", ip(100 + n));
         }
-        assert!(
-            limits.check_login("ada", ip(50)).unwrap_err().locked,
-            "backstop for new sources"
-        );
-        assert!(
-            limits.check_login("ada", ip(9)).is_ok(),
-            "the owner's usual source still works"
-        );
+        assert!(limits.check_login("ada", ip(50)).unwrap_err().locked, "backstop for new sources");
+        assert!(limits.check_login("ada", ip(9)).is_ok(), "the owner's usual source still works");
     }
 
     #[test]
@@ -350,27 +273,15 @@ mod tests {
             sprayed.login_failed(&format!("user{n}"), ip(200));
         }
         assert!(sprayed.spray_active());
-        assert!(
-            !sprayed.check_login("stranger", ip(201)).unwrap_err().locked,
-            "a throttle, not a lock"
-        );
-        assert!(
-            sprayed.check_login("owner", ip(7)).is_ok(),
-            "returning users are exempt"
-        );
-        assert!(
-            sprayed.check_login("someone", ip(7)).is_ok(),
-            "a recently authenticated source is exempt"
-        );
+        assert!(!sprayed.check_login("stranger", ip(201)).unwrap_err().locked, "a throttle, not a lock");
+        assert!(sprayed.check_login("owner", ip(7)).is_ok(), "returning users are exempt");
+        assert!(sprayed.check_login("someone", ip(7)).is_ok(), "a recently authenticated source is exempt");
     }
 
     #[test]
     fn buckets_refill_and_refuse_past_the_burst() {
         let limits = spray(1000, 1000);
-        let rate = Rate {
-            every: Duration::from_secs(60),
-            burst: 3.0,
-        };
+        let rate = Rate { every: Duration::from_secs(60), burst: 3.0 };
         for _ in 0..3 {
             assert!(limits.take("k".into(), rate).is_ok());
         }

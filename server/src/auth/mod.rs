@@ -12,6 +12,7 @@ pub mod extract;
 pub mod gate;
 pub mod keys;
 pub mod limits;
+pub mod oidc;
 pub mod password;
 pub mod records;
 pub mod session;
@@ -60,23 +61,15 @@ pub enum Via {
 impl Auth {
     /// Builds the service; fails (refusing boot) when the data key cannot be unwrapped.
     pub async fn new(engine: &Engine, config: &Config) -> Result<Auth, String> {
-        let secret = config
-            .jwt_secret
-            .as_ref()
-            .ok_or("JWT_SECRET_KEY is not loaded")?;
+        let secret = config.jwt_secret.as_ref().ok_or("JWT_SECRET_KEY is not loaded")?;
         let master = keys::MasterKey::from_config(config)?;
         let data_key = keys::DataKey::load_or_create(engine, &master).await?;
-        let cores = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2);
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         Ok(Auth {
             signer: Signer::new(secret.expose().as_bytes()),
             hasher: password::Hasher::new(cores),
             data_key,
-            cookies: CookiePolicy {
-                secure: config.auth.cookie_secure,
-                domain: config.auth.cookie_domain.clone(),
-            },
+            cookies: CookiePolicy { secure: config.auth.cookie_secure, domain: config.auth.cookie_domain.clone() },
             session_lifetime: SignedDuration::from_hours(config.auth.jwt_expiry_hours as i64),
             idle_timeout: SignedDuration::from_hours(config.auth.session_idle_hours as i64),
             limits: limits::Limits::new(config.spray.clone()),
@@ -92,16 +85,8 @@ impl Auth {
         sso: bool,
     ) -> Result<(String, String), ApiError> {
         let now = engine.clock().now();
-        let expires_at = now
-            .checked_add(self.session_lifetime)
-            .map_err(ApiError::internal)?;
-        let session = Session {
-            user_id,
-            created_at: now,
-            last_seen_at: now,
-            expires_at,
-            sso,
-        };
+        let expires_at = now.checked_add(self.session_lifetime).map_err(ApiError::internal)?;
+        let session = Session { user_id, created_at: now, last_seen_at: now, expires_at, sso };
         let sid = engine
             .write_async(move |tx| {
                 // Ended sessions of this account are swept here rather than by a job.
@@ -124,9 +109,7 @@ impl Auth {
             purpose: None,
         };
         let token = self.signer.sign(&claims);
-        let cookie = self
-            .cookies
-            .cookie(session::COOKIE, &token, self.session_lifetime.as_secs());
+        let cookie = self.cookies.cookie(session::COOKIE, &token, self.session_lifetime.as_secs());
         Ok((token, cookie))
     }
 
@@ -139,47 +122,28 @@ impl Auth {
         }
     }
 
-    async fn authenticate_session(
-        &self,
-        engine: &Engine,
-        token: &str,
-    ) -> Result<AuthUser, ApiError> {
-        let claims = self
-            .signer
-            .verify(token)
-            .map_err(|e| ApiError::Unauthorized(e.message()))?;
+    async fn authenticate_session(&self, engine: &Engine, token: &str) -> Result<AuthUser, ApiError> {
+        let claims = self.signer.verify(token).map_err(|e| ApiError::Unauthorized(e.message()))?;
         if claims.purpose.is_some() || !claims.authorized {
             return Err(ApiError::Unauthorized("Invalid token"));
         }
         let sid = claims.sid.ok_or(ApiError::Unauthorized("Invalid token"))?;
         let view = engine.global()?;
-        let account: Account = view
-            .get(claims.user_id)
-            .map_err(|_| ApiError::Unauthorized("Invalid token"))?;
+        let account: Account = view.get(claims.user_id).map_err(|_| ApiError::Unauthorized("Invalid token"))?;
         if account.token_version != claims.token_version {
-            return Err(ApiError::Unauthorized(
-                "Session expired, please sign in again",
-            ));
+            return Err(ApiError::Unauthorized("Session expired, please sign in again"));
         }
-        let session: Session = view
-            .get(sid)
-            .map_err(|_| ApiError::Unauthorized("Session expired, please sign in again"))?;
+        let session: Session =
+            view.get(sid).map_err(|_| ApiError::Unauthorized("Session expired, please sign in again"))?;
         drop(view);
         let now = engine.clock().now();
         if session.user_id != claims.user_id {
             return Err(ApiError::Unauthorized("Invalid token"));
         }
-        let idle_end = session
-            .last_seen_at
-            .checked_add(self.idle_timeout)
-            .unwrap_or(Timestamp::MAX);
+        let idle_end = session.last_seen_at.checked_add(self.idle_timeout).unwrap_or(Timestamp::MAX);
         if now >= session.expires_at || now >= idle_end {
-            let _ = engine
-                .write_async(move |tx| tx.global().delete::<Session>(sid).map(|_| ()))
-                .await;
-            return Err(ApiError::Unauthorized(
-                "Session expired, please sign in again",
-            ));
+            let _ = engine.write_async(move |tx| tx.global().delete::<Session>(sid).map(|_| ())).await;
+            return Err(ApiError::Unauthorized("Session expired, please sign in again"));
         }
         if now.duration_since(session.last_seen_at) > TOUCH_EVERY {
             let engine = engine.clone();
@@ -193,22 +157,13 @@ impl Auth {
                     .await;
             });
         }
-        Ok(AuthUser {
-            id: UserId(claims.user_id),
-            account,
-            via: Via::Session { sid },
-        })
+        Ok(AuthUser { id: UserId(claims.user_id), account, via: Via::Session { sid } })
     }
 
-    async fn authenticate_api_token(
-        &self,
-        engine: &Engine,
-        token: &str,
-    ) -> Result<AuthUser, ApiError> {
+    async fn authenticate_api_token(&self, engine: &Engine, token: &str) -> Result<AuthUser, ApiError> {
         let view = engine.global()?;
-        let (id, record) = view
-            .find::<ApiToken>("hash", &sha256_hex(token))?
-            .ok_or(ApiError::Unauthorized("Invalid token"))?;
+        let (id, record) =
+            view.find::<ApiToken>("hash", &sha256_hex(token))?.ok_or(ApiError::Unauthorized("Invalid token"))?;
         let now = engine.clock().now();
         if record.revoked_at.is_some() {
             return Err(ApiError::Unauthorized("Invalid token"));
@@ -216,14 +171,9 @@ impl Auth {
         if record.expires_at <= now {
             return Err(ApiError::Unauthorized("Token expired"));
         }
-        let account: Account = view
-            .get(record.user_id)
-            .map_err(|_| ApiError::Unauthorized("Invalid token"))?;
+        let account: Account = view.get(record.user_id).map_err(|_| ApiError::Unauthorized("Invalid token"))?;
         drop(view);
-        if record
-            .last_used_at
-            .is_none_or(|t| now.duration_since(t) > TOUCH_EVERY)
-        {
+        if record.last_used_at.is_none_or(|t| now.duration_since(t) > TOUCH_EVERY) {
             let engine = engine.clone();
             tokio::spawn(async move {
                 let _ = engine
@@ -235,20 +185,11 @@ impl Auth {
                     .await;
             });
         }
-        Ok(AuthUser {
-            id: UserId(record.user_id),
-            account,
-            via: Via::ApiToken {
-                id,
-                scope: record.scope,
-            },
-        })
+        Ok(AuthUser { id: UserId(record.user_id), account, via: Via::ApiToken { id, scope: record.scope } })
     }
 
-    /// Ends one server-side session.
-    pub async fn end_session(&self, engine: &Engine, sid: u64) {
-        let _ = engine
-            .write_async(move |tx| tx.global().delete::<Session>(sid).map(|_| ()))
-            .await;
+    /// Ends one server-side session; returns it when it existed.
+    pub async fn end_session(&self, engine: &Engine, sid: u64) -> Option<Session> {
+        engine.write_async(move |tx| tx.global().delete::<Session>(sid)).await.ok()
     }
 }

@@ -15,13 +15,8 @@ pub const MAX_LEN: usize = 128;
 /// Estimated bits below which a password is refused.
 pub const MIN_ENTROPY: f64 = 40.0;
 
-static COMMON: LazyLock<std::collections::HashSet<&'static str>> = LazyLock::new(|| {
-    include_str!("common-passwords.txt")
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect()
-});
+static COMMON: LazyLock<std::collections::HashSet<&'static str>> =
+    LazyLock::new(|| include_str!("common-passwords.txt").lines().map(str::trim).filter(|l| !l.is_empty()).collect());
 
 fn argon2() -> Argon2<'static> {
     // OWASP: m = 19 MiB, t = 2, p = 1. These are valid constants, so `new` cannot fail.
@@ -37,9 +32,7 @@ pub struct Hasher {
 
 impl Hasher {
     pub fn new(permits: usize) -> Self {
-        Hasher {
-            permits: Arc::new(Semaphore::new(permits.max(1))),
-        }
+        Hasher { permits: Arc::new(Semaphore::new(permits.max(1))) }
     }
 
     pub async fn hash(&self, password: String) -> Result<String, String> {
@@ -48,10 +41,7 @@ impl Hasher {
             let mut salt = [0u8; 16];
             getrandom::fill(&mut salt).map_err(|e| e.to_string())?;
             let salt = SaltString::encode_b64(&salt).map_err(|e| e.to_string())?;
-            argon2()
-                .hash_password(password.as_bytes(), &salt)
-                .map(|h| h.to_string())
-                .map_err(|e| e.to_string())
+            argon2().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(|e| e.to_string())
         })
         .await
         .map_err(|e| e.to_string())?
@@ -65,11 +55,8 @@ impl Hasher {
         };
         tokio::task::spawn_blocking(move || {
             let stored = hash.as_deref().unwrap_or(DUMMY_HASH);
-            let ok = PasswordHash::new(stored).is_ok_and(|parsed| {
-                argon2()
-                    .verify_password(password.as_bytes(), &parsed)
-                    .is_ok()
-            });
+            let ok = PasswordHash::new(stored)
+                .is_ok_and(|parsed| argon2().verify_password(password.as_bytes(), &parsed).is_ok());
             ok && hash.is_some()
         })
         .await
@@ -78,7 +65,8 @@ impl Hasher {
 }
 
 /// argon2id hash of a random string nobody knows, at the production parameters.
-const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$bXljb3JyaGl6YWxkdW1teQ$1B3qGmq8v0pYk3c0bQ1mC5m0sVvJb2l2bWpQm2n0q7A";
+const DUMMY_HASH: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$bXljb3JyaGl6YWxkdW1teQ$1B3qGmq8v0pYk3c0bQ1mC5m0sVvJb2l2bWpQm2n0q7A";
 
 /// The answer of `/check-password-strength`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -98,11 +86,7 @@ pub fn strength(password: &str, context: &[&str]) -> Strength {
     let length = password.chars().count();
     let char_set_size = char_set(password);
     let effective = effective_length(password);
-    let entropy = if char_set_size > 0 {
-        (effective as f64) * f64::from(char_set_size).log2()
-    } else {
-        0.0
-    };
+    let entropy = if char_set_size > 0 { (effective as f64) * f64::from(char_set_size).log2() } else { 0.0 };
     let entropy = (entropy * 10.0).round() / 10.0;
     let lower = password.to_lowercase();
     let feedback = if length < MIN_LEN {
@@ -111,10 +95,7 @@ pub fn strength(password: &str, context: &[&str]) -> Strength {
         format!("Use at most {MAX_LEN} characters")
     } else if COMMON.contains(lower.as_str()) {
         "This is one of the most common passwords; choose another".to_string()
-    } else if context
-        .iter()
-        .any(|c| !c.is_empty() && lower.contains(&c.to_lowercase()))
-    {
+    } else if context.iter().any(|c| !c.is_empty() && lower.contains(&c.to_lowercase())) {
         "Do not include your username or email".to_string()
     } else if entropy < MIN_ENTROPY {
         "Too predictable: make it longer or mix letters, digits and symbols".to_string()
@@ -133,11 +114,7 @@ pub fn strength(password: &str, context: &[&str]) -> Strength {
         is_valid,
         entropy,
         score: if is_valid { score } else { score.min(1) },
-        feedback: if is_valid {
-            "Strong enough".into()
-        } else {
-            feedback
-        },
+        feedback: if is_valid { "Strong enough".into() } else { feedback },
         min_entropy: MIN_ENTROPY,
         char_set_size,
         length,
@@ -190,19 +167,10 @@ mod tests {
     fn the_strength_rule_refuses_short_long_common_and_predictable_passwords() {
         assert!(!strength("short1!", &[]).is_valid);
         assert!(!strength(&"Ab1!".repeat(40), &[]).is_valid, "over 128");
-        assert!(
-            !strength("Password123", &[]).is_valid,
-            "common, case-insensitively"
-        );
+        assert!(!strength("Password123", &[]).is_valid, "common, case-insensitively");
         assert!(!strength("aaaaaaaaaaaaaaaa", &[]).is_valid);
-        assert!(
-            !strength("abcdefghijklmnop", &[]).is_valid,
-            "a straight run"
-        );
-        assert!(
-            !strength("ada-lovelace-2024", &["ada-lovelace"]).is_valid,
-            "contains the username"
-        );
+        assert!(!strength("abcdefghijklmnop", &[]).is_valid, "a straight run");
+        assert!(!strength("ada-lovelace-2024", &["ada-lovelace"]).is_valid, "contains the username");
         let good = strength("correct horse battery staple", &[]);
         assert!(good.is_valid, "{}", good.feedback);
         assert!(good.score >= 3);
@@ -212,16 +180,9 @@ mod tests {
     #[tokio::test]
     async fn hashes_verify_and_unknown_users_never_do() {
         let hasher = Hasher::new(2);
-        let hash = hasher
-            .hash("correct horse battery staple".into())
-            .await
-            .unwrap();
+        let hash = hasher.hash("correct horse battery staple".into()).await.unwrap();
         assert!(hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"));
-        assert!(
-            hasher
-                .verify("correct horse battery staple".into(), Some(hash.clone()))
-                .await
-        );
+        assert!(hasher.verify("correct horse battery staple".into(), Some(hash.clone())).await);
         assert!(!hasher.verify("wrong".into(), Some(hash)).await);
         assert!(!hasher.verify("anything".into(), None).await);
     }

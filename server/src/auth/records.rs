@@ -46,10 +46,7 @@ impl GlobalRecord for Account {
     global_tables!("accounts");
 
     fn unique_keys(&self) -> Vec<(&'static str, String)> {
-        let mut keys = vec![
-            ("username", self.username.clone()),
-            ("email", self.email.clone()),
-        ];
+        let mut keys = vec![("username", self.username.clone()), ("email", self.email.clone())];
         if let (Some(provider), Some(subject)) = (&self.oidc_provider, &self.oidc_subject) {
             keys.push(("oidc", format!("{provider} {subject}")));
         }

@@ -53,29 +53,25 @@ pub struct Signer {
 
 impl Signer {
     pub fn new(secret: &[u8]) -> Signer {
-        Signer {
-            encoding: EncodingKey::from_secret(secret),
-            decoding: DecodingKey::from_secret(secret),
-        }
+        Signer { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret) }
     }
 
     pub fn sign(&self, claims: &Claims) -> String {
         // HMAC signing of a serializable struct cannot fail.
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.encoding)
-            .expect("HS256 signing")
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.encoding).expect("HS256 signing")
     }
 
     pub fn verify(&self, token: &str) -> Result<Claims, TokenError> {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = 0;
         validation.set_required_spec_claims(&["exp"]);
-        jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
-            .map(|d| d.claims)
-            .map_err(|e| match e.kind() {
+        jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation).map(|d| d.claims).map_err(|e| {
+            match e.kind() {
                 ErrorKind::InvalidSignature => TokenError::BadSignature,
                 ErrorKind::ExpiredSignature => TokenError::Expired,
                 _ => TokenError::Malformed,
-            })
+            }
+        })
     }
 }
 
@@ -89,8 +85,7 @@ pub struct CookiePolicy {
 impl CookiePolicy {
     /// `Set-Cookie` value for `name=value` living `max_age` seconds (0 clears it).
     pub fn cookie(&self, name: &str, value: &str, max_age: i64) -> String {
-        let mut cookie =
-            format!("{name}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax");
+        let mut cookie = format!("{name}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax");
         if self.secure {
             cookie.push_str("; Secure");
         }
@@ -104,10 +99,7 @@ impl CookiePolicy {
 
 /// The value of cookie `name` in a `Cookie` header.
 pub fn read_cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
-    header
-        .split(';')
-        .map(str::trim)
-        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+    header.split(';').map(str::trim).find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
 }
 
 #[cfg(test)]
@@ -134,31 +126,16 @@ mod tests {
         let b = Signer::new(b"other secret other secret other secret!");
         let token = a.sign(&claims(now + 60));
         assert_eq!(a.verify(&token).unwrap().sid, Some(9));
-        assert_eq!(
-            b.verify(&token).unwrap_err().message(),
-            "Invalid token signature"
-        );
-        assert_eq!(
-            a.verify(&a.sign(&claims(now - 5))).unwrap_err().message(),
-            "Token expired"
-        );
-        assert_eq!(
-            a.verify("not.a.jwt").unwrap_err().message(),
-            "Malformed token"
-        );
+        assert_eq!(b.verify(&token).unwrap_err().message(), "Invalid token signature");
+        assert_eq!(a.verify(&a.sign(&claims(now - 5))).unwrap_err().message(), "Token expired");
+        assert_eq!(a.verify("not.a.jwt").unwrap_err().message(), "Malformed token");
     }
 
     #[test]
     fn cookies_are_read_and_written() {
-        assert_eq!(
-            read_cookie("a=1; auth_token=xyz; b=2", "auth_token"),
-            Some("xyz")
-        );
+        assert_eq!(read_cookie("a=1; auth_token=xyz; b=2", "auth_token"), Some("xyz"));
         assert_eq!(read_cookie("auth_token_x=1", "auth_token"), None);
-        let policy = CookiePolicy {
-            secure: true,
-            domain: Some("example.org".into()),
-        };
+        let policy = CookiePolicy { secure: true, domain: Some("example.org".into()) };
         let c = policy.cookie(COOKIE, "v", 60);
         assert!(
             c.contains("HttpOnly")

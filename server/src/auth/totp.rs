@@ -22,13 +22,8 @@ pub fn base32(secret: &[u8]) -> String {
 
 /// The `otpauth://` URI authenticator apps scan.
 pub fn otpauth_url(secret: &[u8], account: &str) -> String {
-    let label = format!("{ISSUER}:{account}")
-        .replace(' ', "%20")
-        .replace('@', "%40");
-    format!(
-        "otpauth://totp/{label}?secret={}&issuer={ISSUER}&algorithm=SHA1&digits=6&period={STEP}",
-        base32(secret)
-    )
+    let label = format!("{ISSUER}:{account}").replace(' ', "%20").replace('@', "%40");
+    format!("otpauth://totp/{label}?secret={}&issuer={ISSUER}&algorithm=SHA1&digits=6&period={STEP}", base32(secret))
 }
 
 fn totp(secret: &[u8]) -> TOTP {
@@ -90,10 +85,7 @@ mod tests {
         let code = code_at(&secret, now);
         let step = verify(&secret, &code, now, 0).expect("valid now");
         assert_eq!(verify(&secret, &code, now, step), None, "not twice");
-        assert!(
-            verify(&secret, &code, now + 30, 0).is_some(),
-            "one step of drift"
-        );
+        assert!(verify(&secret, &code, now + 30, 0).is_some(), "one step of drift");
         assert_eq!(verify(&secret, &code, now + 120, 0), None, "too old");
         assert_eq!(verify(&secret, "12345", now, 0), None);
         assert!(otpauth_url(&secret, "ada").starts_with("otpauth://totp/Mycorrhizal:ada?secret="));

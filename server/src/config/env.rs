@@ -28,25 +28,16 @@ impl Env {
     }
 
     pub fn from_map(vars: HashMap<String, String>) -> Self {
-        Env {
-            vars,
-            errors: Vec::new(),
-        }
+        Env { vars, errors: Vec::new() }
     }
 
     /// The raw value, with surrounding whitespace removed; empty counts as unset.
     pub fn raw(&self, name: &str) -> Option<&str> {
-        self.vars
-            .get(name)
-            .map(|v| v.trim())
-            .filter(|v| !v.is_empty())
+        self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
     }
 
     pub fn fail(&mut self, name: &str, reason: impl Into<String>) {
-        self.errors.push(ConfigError {
-            variable: name.into(),
-            reason: reason.into(),
-        });
+        self.errors.push(ConfigError { variable: name.into(), reason: reason.into() });
     }
 
     pub fn string(&self, name: &str) -> Option<String> {
@@ -105,12 +96,7 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Env {
-        Env::from_map(
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
+        Env::from_map(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
     }
 
     #[test]

@@ -151,11 +151,7 @@ pub enum Email {
         from: String,
     },
     /// `EMAIL_API_URL` and `EMAIL_API_KEY`: POSTs `{from, to, subject, text}` JSON with a bearer key.
-    Api {
-        url: String,
-        key: secret::Secret,
-        from: String,
-    },
+    Api { url: String, key: secret::Secret, from: String },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,10 +173,7 @@ impl std::fmt::Debug for Config {
         f.debug_struct("Config")
             .field("data_dir", &self.data_dir)
             .field("bind_addr", &self.bind_addr)
-            .field(
-                "jwt_secret",
-                &self.jwt_secret.as_ref().map(|_| "<redacted>"),
-            )
+            .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "<redacted>"))
             .field("log_level", &self.log_level)
             .field("reminder_timezone", &self.reminder_timezone_name)
             .field("min_client_version", &self.min_client_version)
@@ -204,34 +197,24 @@ impl Config {
                 SocketAddr::from(([127, 0, 0, 1], 7300))
             }
         };
-        let jwt_secret = env
-            .string("JWT_SECRET_KEY")
-            .and_then(|raw| match secret::check_strength(&raw) {
-                Ok(()) => Some(secret::Secret::new(raw)),
-                Err(reason) => {
-                    env.fail("JWT_SECRET_KEY", reason);
-                    None
-                }
-            });
+        let jwt_secret = env.string("JWT_SECRET_KEY").and_then(|raw| match secret::check_strength(&raw) {
+            Ok(()) => Some(secret::Secret::new(raw)),
+            Err(reason) => {
+                env.fail("JWT_SECRET_KEY", reason);
+                None
+            }
+        });
         let log_level = env.string_or("LOG_LEVEL", "info").to_ascii_lowercase();
         if !["debug", "info", "warn", "error"].contains(&log_level.as_str()) {
             env.fail("LOG_LEVEL", "expected debug, info, warn or error");
         }
         let log_pretty = env.bool("LOG_PRETTY", false);
-        let reminder_time = parse_or(
-            &mut env,
-            "REMINDER_TIME",
-            "06:00",
-            WallTime { hour: 6, minute: 0 },
-        );
+        let reminder_time = parse_or(&mut env, "REMINDER_TIME", "06:00", WallTime { hour: 6, minute: 0 });
         let reminder_timezone_name = env.string_or("REMINDER_TIMEZONE", "UTC");
         let reminder_timezone = match TimeZone::get(&reminder_timezone_name) {
             Ok(tz) => tz,
             Err(_) => {
-                env.fail(
-                    "REMINDER_TIMEZONE",
-                    format!("{reminder_timezone_name:?} is not an IANA time zone"),
-                );
+                env.fail("REMINDER_TIMEZONE", format!("{reminder_timezone_name:?} is not an IANA time zone"));
                 TimeZone::UTC
             }
         };
@@ -240,15 +223,13 @@ impl Config {
             .map(PathBuf::from)
             .unwrap_or_else(|| data_dir.join("pre-migration"));
         let trusted_proxies = trusted_proxies(&mut env);
-        let min_client_version =
-            env.string("MIN_CLIENT_VERSION")
-                .and_then(|raw| match raw.parse() {
-                    Ok(v) => Some(v),
-                    Err(reason) => {
-                        env.fail("MIN_CLIENT_VERSION", reason);
-                        None
-                    }
-                });
+        let min_client_version = env.string("MIN_CLIENT_VERSION").and_then(|raw| match raw.parse() {
+            Ok(v) => Some(v),
+            Err(reason) => {
+                env.fail("MIN_CLIENT_VERSION", reason);
+                None
+            }
+        });
         let retention = Retention {
             system_event_days: env.int("SYSTEM_EVENT_RETENTION_DAYS", 30, i64::MIN, 36_500),
             job_run_days: env.int("JOB_RUN_RETENTION_DAYS", 30, i64::MIN, 36_500),
@@ -261,20 +242,13 @@ impl Config {
             critical_percent: env.percent("STORAGE_CRITICAL_PERCENT", 90),
         };
         if storage.warn_percent >= storage.critical_percent {
-            env.fail(
-                "STORAGE_WARN_PERCENT",
-                "must be below STORAGE_CRITICAL_PERCENT",
-            );
+            env.fail("STORAGE_WARN_PERCENT", "must be below STORAGE_CRITICAL_PERCENT");
         }
         let integrity = Integrity {
             check_enabled: env.bool("DB_INTEGRITY_CHECK_ENABLED", true),
-            check_interval_hours: env
-                .count("DB_INTEGRITY_CHECK_INTERVAL_HOURS", 24, 8_760)
-                .max(1),
+            check_interval_hours: env.count("DB_INTEGRITY_CHECK_INTERVAL_HOURS", 24, 8_760).max(1),
             restore_drill_enabled: env.bool("DB_RESTORE_DRILL_ENABLED", true),
-            restore_drill_interval_hours: env
-                .count("DB_RESTORE_DRILL_INTERVAL_HOURS", 168, 8_760)
-                .max(1),
+            restore_drill_interval_hours: env.count("DB_RESTORE_DRILL_INTERVAL_HOURS", 168, 8_760).max(1),
             restore_drill_max_duration_seconds: env
                 .raw("DB_RESTORE_DRILL_MAX_DURATION_SECONDS")
                 .is_some()
@@ -298,12 +272,8 @@ impl Config {
         let spray = Spray {
             enabled: env.bool("AUTH_SPRAY_ENABLED", true),
             window_seconds: env.count("AUTH_SPRAY_WINDOW_SECONDS", 60, 86_400).max(1),
-            failure_threshold: env
-                .count("AUTH_SPRAY_FAILURE_THRESHOLD", 60, 1_000_000)
-                .max(1),
-            identifier_threshold: env
-                .count("AUTH_SPRAY_IDENTIFIER_THRESHOLD", 15, 1_000_000)
-                .max(1),
+            failure_threshold: env.count("AUTH_SPRAY_FAILURE_THRESHOLD", 60, 1_000_000).max(1),
+            identifier_threshold: env.count("AUTH_SPRAY_IDENTIFIER_THRESHOLD", 15, 1_000_000).max(1),
             throttle_seconds: env.count("AUTH_SPRAY_THROTTLE_SECONDS", 300, 86_400),
         };
         let features = Features {
@@ -311,9 +281,7 @@ impl Config {
             caldav_enabled: env.bool("CALDAV_ENABLED", false),
             caldav_sync_interval_hours: env.count("CALDAV_SYNC_INTERVAL_HOURS", 6, 8_760).max(1),
             caldav_two_way_enabled: env.bool("CALDAV_TWO_WAY_ENABLED", false),
-            photo_library_sync_interval_hours: env
-                .count("PHOTO_LIBRARY_SYNC_INTERVAL_HOURS", 6, 8_760)
-                .max(1),
+            photo_library_sync_interval_hours: env.count("PHOTO_LIBRARY_SYNC_INTERVAL_HOURS", 6, 8_760).max(1),
             webhook_block_private_urls: env.bool("WEBHOOK_BLOCK_PRIVATE_URLS", false),
             caldav_block_private_urls: env.bool("CALDAV_BLOCK_PRIVATE_URLS", false),
             oidc_block_private_urls: env.bool("OIDC_BLOCK_PRIVATE_URLS", false),
@@ -352,12 +320,7 @@ impl Config {
     }
 }
 
-fn parse_or<T: std::str::FromStr<Err = String>>(
-    env: &mut Env,
-    name: &str,
-    default: &str,
-    fallback: T,
-) -> T {
+fn parse_or<T: std::str::FromStr<Err = String>>(env: &mut Env, name: &str, default: &str, fallback: T) -> T {
     match env.string_or(name, default).parse() {
         Ok(v) => v,
         Err(reason) => {
@@ -373,10 +336,7 @@ fn trusted_proxies(env: &mut Env) -> Vec<IpNet> {
     for part in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part.parse::<IpNet>() {
             Ok(net) if net.is_catch_all() => {
-                env.fail(
-                    "TRUSTED_PROXIES",
-                    format!("{part} trusts every address; list your proxies instead"),
-                );
+                env.fail("TRUSTED_PROXIES", format!("{part} trusts every address; list your proxies instead"));
             }
             Ok(net) => nets.push(net),
             Err(reason) => env.fail("TRUSTED_PROXIES", reason),
@@ -386,21 +346,13 @@ fn trusted_proxies(env: &mut Env) -> Vec<IpNet> {
 }
 
 fn auth(env: &mut Env) -> Auth {
-    let oidc_parts = (
-        env.string("OIDC_PROVIDER_URL"),
-        env.string("OIDC_CLIENT_ID"),
-        env.string("OIDC_CLIENT_SECRET"),
-    );
+    let oidc_parts = (env.string("OIDC_PROVIDER_URL"), env.string("OIDC_CLIENT_ID"), env.string("OIDC_CLIENT_SECRET"));
     let oidc = match oidc_parts {
         (Some(provider_url), Some(client_id), Some(secret)) => {
             if !(provider_url.starts_with("https://") || provider_url.starts_with("http://")) {
                 env.fail("OIDC_PROVIDER_URL", "expected an http(s) URL");
             }
-            Some(Oidc {
-                provider_url,
-                client_id,
-                client_secret: secret::Secret::new(secret),
-            })
+            Some(Oidc { provider_url, client_id, client_secret: secret::Secret::new(secret) })
         }
         (None, None, None) => None,
         _ => {
@@ -416,12 +368,12 @@ fn auth(env: &mut Env) -> Auth {
     if let Some(path) = &data_encryption_key_file
         && !path.is_file()
     {
-        env.fail(
-            "DATA_ENCRYPTION_KEY_FILE",
-            format!("{} is not a readable file", path.display()),
-        );
+        env.fail("DATA_ENCRYPTION_KEY_FILE", format!("{} is not a readable file", path.display()));
     }
     let frontend_url = env.string("FRONTEND_URL");
+    if oidc.is_some() && frontend_url.is_none() {
+        env.fail("FRONTEND_URL", "is required with OIDC: the redirect URI is derived from it");
+    }
     if let Some(url) = &frontend_url
         && !(url.starts_with("https://") || url.starts_with("http://"))
     {
@@ -440,10 +392,7 @@ fn auth(env: &mut Env) -> Auth {
         oidc_auto_provision: env.bool("OIDC_AUTO_PROVISION", false),
         oidc_trust_email: env.bool("OIDC_TRUST_EMAIL", false),
         oidc_scopes: env.string_or("OIDC_SCOPES", "openid email profile"),
-        hibp_api_url: env
-            .string_or("HIBP_API_URL", "https://api.pwnedpasswords.com")
-            .trim_end_matches('/')
-            .to_string(),
+        hibp_api_url: env.string_or("HIBP_API_URL", "https://api.pwnedpasswords.com").trim_end_matches('/').to_string(),
         email: email(env),
     }
 }
@@ -451,19 +400,12 @@ fn auth(env: &mut Env) -> Auth {
 fn email(env: &mut Env) -> Email {
     let from = env.string_or("EMAIL_FROM", "Mycorrhizal <no-reply@localhost>");
     if let Some(host) = env.string("SMTP_HOST") {
-        let tls = match env
-            .string_or("SMTP_TLS", "starttls")
-            .to_ascii_lowercase()
-            .as_str()
-        {
+        let tls = match env.string_or("SMTP_TLS", "starttls").to_ascii_lowercase().as_str() {
             "starttls" => SmtpTls::StartTls,
             "tls" => SmtpTls::Tls,
             "none" => SmtpTls::None,
             other => {
-                env.fail(
-                    "SMTP_TLS",
-                    format!("expected starttls, tls or none, got {other:?}"),
-                );
+                env.fail("SMTP_TLS", format!("expected starttls, tls or none, got {other:?}"));
                 SmtpTls::StartTls
             }
         };
@@ -479,11 +421,7 @@ fn email(env: &mut Env) -> Email {
         };
     }
     match (env.string("EMAIL_API_URL"), env.string("EMAIL_API_KEY")) {
-        (Some(url), Some(key)) => Email::Api {
-            url,
-            key: secret::Secret::new(key),
-            from,
-        },
+        (Some(url), Some(key)) => Email::Api { url, key: secret::Secret::new(key), from },
         (Some(_), None) => {
             env.fail("EMAIL_API_KEY", "must be set together with EMAIL_API_URL");
             Email::Disabled
@@ -497,21 +435,11 @@ mod tests {
     use super::*;
 
     fn load(pairs: &[(&str, &str)]) -> Result<Config, Vec<ConfigError>> {
-        Config::load(Env::from_map(
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        ))
+        Config::load(Env::from_map(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()))
     }
 
     fn failing(pairs: &[(&str, &str)]) -> Vec<String> {
-        load(pairs)
-            .err()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|e| e.variable)
-            .collect()
+        load(pairs).err().unwrap_or_default().into_iter().map(|e| e.variable).collect()
     }
 
     #[test]
@@ -521,10 +449,7 @@ mod tests {
         assert_eq!(c.reminder_time, WallTime { hour: 6, minute: 0 });
         assert_eq!(c.reminder_timezone_name, "UTC");
         assert_eq!(c.retention.deleted_days, 30);
-        assert_eq!(
-            (c.storage.warn_percent, c.storage.critical_percent),
-            (75, 90)
-        );
+        assert_eq!((c.storage.warn_percent, c.storage.critical_percent), (75, 90));
         assert_eq!(c.alerts.eval_interval_minutes, 15);
         assert_eq!(c.spray.identifier_threshold, 15);
         assert!(c.min_client_version.is_none());
@@ -534,29 +459,14 @@ mod tests {
 
     #[test]
     fn each_boot_refusal_names_its_variable() {
-        assert_eq!(
-            failing(&[("TRUSTED_PROXIES", "10.0.0.0/8, 0.0.0.0/0")]),
-            ["TRUSTED_PROXIES"]
-        );
+        assert_eq!(failing(&[("TRUSTED_PROXIES", "10.0.0.0/8, 0.0.0.0/0")]), ["TRUSTED_PROXIES"]);
         assert_eq!(failing(&[("TRUSTED_PROXIES", "::/0")]), ["TRUSTED_PROXIES"]);
-        assert_eq!(
-            failing(&[("MIN_CLIENT_VERSION", "1.2")]),
-            ["MIN_CLIENT_VERSION"]
-        );
-        assert_eq!(
-            failing(&[("REMINDER_TIMEZONE", "Mars/Olympus")]),
-            ["REMINDER_TIMEZONE"]
-        );
+        assert_eq!(failing(&[("MIN_CLIENT_VERSION", "1.2")]), ["MIN_CLIENT_VERSION"]);
+        assert_eq!(failing(&[("REMINDER_TIMEZONE", "Mars/Olympus")]), ["REMINDER_TIMEZONE"]);
         assert_eq!(failing(&[("REMINDER_TIME", "25:00")]), ["REMINDER_TIME"]);
         assert_eq!(failing(&[("JWT_SECRET_KEY", "short")]), ["JWT_SECRET_KEY"]);
-        assert_eq!(
-            failing(&[("ALERT_DISK_USAGE_PERCENT", "150")]),
-            ["ALERT_DISK_USAGE_PERCENT"]
-        );
-        assert_eq!(
-            failing(&[("DB_INTEGRITY_CHECK_ENABLED", "sometimes")]),
-            ["DB_INTEGRITY_CHECK_ENABLED"]
-        );
+        assert_eq!(failing(&[("ALERT_DISK_USAGE_PERCENT", "150")]), ["ALERT_DISK_USAGE_PERCENT"]);
+        assert_eq!(failing(&[("DB_INTEGRITY_CHECK_ENABLED", "sometimes")]), ["DB_INTEGRITY_CHECK_ENABLED"]);
         assert_eq!(
             failing(&[("LOG_LEVEL", "chatty"), ("BIND_ADDR", "nowhere")]),
             ["BIND_ADDR", "LOG_LEVEL"],
@@ -566,24 +476,13 @@ mod tests {
 
     #[test]
     fn retention_zero_or_negative_is_allowed_where_it_disables_purge() {
-        let c = load(&[
-            ("SYSTEM_EVENT_RETENTION_DAYS", "0"),
-            ("JOB_RUN_RETENTION_DAYS", "-1"),
-        ])
-        .unwrap();
-        assert_eq!(
-            (c.retention.system_event_days, c.retention.job_run_days),
-            (0, -1)
-        );
+        let c = load(&[("SYSTEM_EVENT_RETENTION_DAYS", "0"), ("JOB_RUN_RETENTION_DAYS", "-1")]).unwrap();
+        assert_eq!((c.retention.system_event_days, c.retention.job_run_days), (0, -1));
     }
 
     #[test]
     fn far_zones_and_floors_parse() {
-        let c = load(&[
-            ("REMINDER_TIMEZONE", "Pacific/Kiritimati"),
-            ("MIN_CLIENT_VERSION", "0.6.0"),
-        ])
-        .unwrap();
+        let c = load(&[("REMINDER_TIMEZONE", "Pacific/Kiritimati"), ("MIN_CLIENT_VERSION", "0.6.0")]).unwrap();
         assert_eq!(c.min_client_version, Some(Version(0, 6, 0)));
         assert_eq!(c.reminder_timezone.iana_name(), Some("Pacific/Kiritimati"));
     }

@@ -57,9 +57,7 @@ pub fn check_strength(value: &str) -> Result<(), String> {
     }
     let lower = value.to_ascii_lowercase();
     if let Some(word) = PLACEHOLDERS.iter().find(|w| lower.contains(*w)) {
-        return Err(format!(
-            "looks like a placeholder (contains {word:?}); use random bytes"
-        ));
+        return Err(format!("looks like a placeholder (contains {word:?}); use random bytes"));
     }
     let bytes = value.as_bytes();
     let distinct: HashSet<u8> = bytes.iter().copied().collect();
@@ -75,23 +73,12 @@ fn bits_per_byte(bytes: &[u8]) -> f64 {
         counts[*b as usize] += 1;
     }
     let n = bytes.len() as f64;
-    counts
-        .iter()
-        .filter(|c| **c > 0)
-        .map(|c| *c as f64 / n)
-        .map(|p| -p * p.log2())
-        .sum()
+    counts.iter().filter(|c| **c > 0).map(|c| *c as f64 / n).map(|p| -p * p.log2()).sum()
 }
 
 /// A short pattern repeated ("abcdabcd...").
 fn is_periodic(bytes: &[u8]) -> bool {
-    (1..=bytes.len() / 2).any(|p| {
-        bytes
-            .iter()
-            .enumerate()
-            .skip(p)
-            .all(|(i, b)| *b == bytes[i - p])
-    })
+    (1..=bytes.len() / 2).any(|p| bytes.iter().enumerate().skip(p).all(|(i, b)| *b == bytes[i - p]))
 }
 
 /// The file that holds the generated secret.
@@ -107,10 +94,7 @@ pub fn load_or_generate(data_dir: &Path) -> std::io::Result<(Secret, bool)> {
         Ok(text) => {
             let value = text.trim().to_string();
             check_strength(&value).map_err(|reason| {
-                std::io::Error::other(format!(
-                    "{}: the persisted secret is unusable: {reason}",
-                    path.display()
-                ))
+                std::io::Error::other(format!("{}: the persisted secret is unusable: {reason}", path.display()))
             })?;
             Ok((Secret(value), false))
         }
@@ -127,11 +111,7 @@ pub fn load_or_generate(data_dir: &Path) -> std::io::Result<(Secret, bool)> {
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
     file.write_all(bytes)?;
     file.sync_all()
 }
@@ -146,10 +126,7 @@ mod tests {
         assert!(check_strength(&"a".repeat(64)).is_err());
         assert!(check_strength(&"abcdefgh".repeat(8)).is_err(), "periodic");
         assert!(check_strength("please-changeme-please-changeme-1234").is_err());
-        assert!(
-            check_strength("3f9c1a7be2d04c88a9e15b6f70d2c4e1937ab0c5d8e2f61a4b7c9d0e3f5a8b21")
-                .is_ok()
-        );
+        assert!(check_strength("3f9c1a7be2d04c88a9e15b6f70d2c4e1937ab0c5d8e2f61a4b7c9d0e3f5a8b21").is_ok());
     }
 
     #[test]
@@ -159,11 +136,7 @@ mod tests {
         let (first, generated) = load_or_generate(dir.path()).unwrap();
         assert!(generated);
         assert!(check_strength(first.expose()).is_ok());
-        let mode = std::fs::metadata(path(dir.path()))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777;
+        let mode = std::fs::metadata(path(dir.path())).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let (again, generated) = load_or_generate(dir.path()).unwrap();
         assert!(!generated);

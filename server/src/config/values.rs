@@ -16,15 +16,11 @@ impl IpNet {
         let ip = canonical(ip);
         match (canonical(self.addr), ip) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                let mask = u32::MAX
-                    .checked_shl(32 - u32::from(self.prefix))
-                    .unwrap_or(0);
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
                 u32::from(net) & mask == u32::from(ip) & mask
             }
             (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(self.prefix))
-                    .unwrap_or(0);
+                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
                 u128::from(net) & mask == u128::from(ip) & mask
             }
             _ => false,
@@ -53,9 +49,7 @@ impl FromStr for IpNet {
             Some((a, p)) => (a, Some(p)),
             None => (s, None),
         };
-        let addr: IpAddr = addr
-            .parse()
-            .map_err(|_| format!("{s:?} is not an IP address or CIDR"))?;
+        let addr: IpAddr = addr.parse().map_err(|_| format!("{s:?} is not an IP address or CIDR"))?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let prefix = match prefix {
             None => max,
@@ -115,10 +109,7 @@ impl FromStr for WallTime {
         if h.len() != 2 || m.len() != 2 || !h.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit()) {
             return Err(bad());
         }
-        let (hour, minute) = (
-            h.parse::<i8>().map_err(|_| bad())?,
-            m.parse::<i8>().map_err(|_| bad())?,
-        );
+        let (hour, minute) = (h.parse::<i8>().map_err(|_| bad())?, m.parse::<i8>().map_err(|_| bad())?);
         if hour > 23 || minute > 59 {
             return Err(bad());
         }
@@ -135,10 +126,7 @@ mod tests {
         let net: IpNet = "10.1.0.0/16".parse().unwrap();
         assert!(net.contains("10.1.200.3".parse().unwrap()));
         assert!(!net.contains("10.2.0.1".parse().unwrap()));
-        assert!(
-            net.contains("::ffff:10.1.0.9".parse().unwrap()),
-            "mapped v4 matches"
-        );
+        assert!(net.contains("::ffff:10.1.0.9".parse().unwrap()), "mapped v4 matches");
         let one: IpNet = "::1".parse().unwrap();
         assert_eq!(one.prefix, 128);
         assert!("0.0.0.0/0".parse::<IpNet>().unwrap().is_catch_all());
@@ -150,26 +138,14 @@ mod tests {
     fn versions_are_strict() {
         assert_eq!("1.2.3".parse::<Version>(), Ok(Version(1, 2, 3)));
         assert!("0.6.0".parse::<Version>().unwrap() < "0.10.0".parse::<Version>().unwrap());
-        for bad in [
-            "1.2",
-            "1.2.3.4",
-            "v1.2.3",
-            "1.02.3",
-            "1.2.3-beta",
-            "",
-            "1..3",
-            "1.2.+3",
-        ] {
+        for bad in ["1.2", "1.2.3.4", "v1.2.3", "1.02.3", "1.2.3-beta", "", "1..3", "1.2.+3"] {
             assert!(bad.parse::<Version>().is_err(), "{bad}");
         }
     }
 
     #[test]
     fn wall_times_are_hh_mm() {
-        assert_eq!(
-            "06:00".parse::<WallTime>(),
-            Ok(WallTime { hour: 6, minute: 0 })
-        );
+        assert_eq!("06:00".parse::<WallTime>(), Ok(WallTime { hour: 6, minute: 0 }));
         for bad in ["6:00", "24:00", "12:60", "1200", "ab:cd", "12:5"] {
             assert!(bad.parse::<WallTime>().is_err(), "{bad}");
         }

@@ -20,31 +20,18 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .map(|v| {
-                v.split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase()
-            })
+            .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
             .is_some_and(|mime| mime == "application/json" || mime.ends_with("+json"));
         if !is_json {
-            return Err(ApiError::invalid_input(
-                "body",
-                "Content-Type must be application/json",
-            ));
+            return Err(ApiError::invalid_input("body", "Content-Type must be application/json"));
         }
-        let bytes = Bytes::from_request(request, state)
-            .await
-            .map_err(|rejection| {
-                if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::PayloadTooLarge {
-                        limit: super::BODY_LIMIT,
-                    }
-                } else {
-                    ApiError::invalid_input("body", "the request body could not be read")
-                }
-            })?;
+        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
+            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge { limit: super::BODY_LIMIT }
+            } else {
+                ApiError::invalid_input("body", "the request body could not be read")
+            }
+        })?;
         parse(&bytes).map(Json)
     }
 }
@@ -68,9 +55,7 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         };
         ApiError::invalid_input(field, strip_position(&message))
     })?;
-    deserializer
-        .end()
-        .map_err(|e| ApiError::invalid_input("body", format!("malformed JSON: {e}")))?;
+    deserializer.end().map_err(|e| ApiError::invalid_input("body", format!("malformed JSON: {e}")))?;
     Ok(value)
 }
 
@@ -113,26 +98,18 @@ mod tests {
     #[test]
     fn errors_name_the_field() {
         assert_eq!(field("{\"name\": 5, \"inner\": {\"count\": 1}}"), "name");
-        assert_eq!(
-            field("{\"name\": \"x\", \"inner\": {\"count\": -1}}"),
-            "inner.count"
-        );
+        assert_eq!(field("{\"name\": \"x\", \"inner\": {\"count\": -1}}"), "inner.count");
         assert_eq!(field("{\"inner\": {\"count\": 1}}"), "name");
         assert_eq!(field("{\"name\": \"x\", \"inner\": {}}"), "inner.count");
         assert_eq!(field("{\"name\": "), "body");
         assert_eq!(field("[]"), "body");
-        assert_eq!(
-            field("{\"name\": \"x\", \"inner\": {\"count\": 1}} trailing"),
-            "body"
-        );
+        assert_eq!(field("{\"name\": \"x\", \"inner\": {\"count\": 1}} trailing"), "body");
     }
 
     async fn post(content_type: &str, body: &'static str) -> (u16, serde_json::Value) {
         use tower::ServiceExt;
-        let app = axum::Router::new().route(
-            "/echo",
-            axum::routing::post(|Json(body): Json<Body>| async move { body.name }),
-        );
+        let app =
+            axum::Router::new().route("/echo", axum::routing::post(|Json(body): Json<Body>| async move { body.name }));
         let app = app.layer(axum::extract::DefaultBodyLimit::max(64));
         let request = axum::http::Request::post("/echo")
             .header("content-type", content_type)
@@ -140,39 +117,25 @@ mod tests {
             .unwrap();
         let response = app.oneshot(request).await.unwrap();
         let status = response.status().as_u16();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .unwrap();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
-        )
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null))
     }
 
     #[tokio::test]
     async fn a_route_answers_unreadable_bodies_with_the_envelope() {
-        let (status, body) = post(
-            "application/json",
-            "{\"name\": 1, \"inner\": {\"count\": 1}}",
-        )
-        .await;
+        let (status, body) = post("application/json", "{\"name\": 1, \"inner\": {\"count\": 1}}").await;
         assert_eq!(status, 400);
         assert_eq!(body["code"], "INVALID_INPUT");
         assert_eq!(body["details"]["field"], "name");
         let (status, body) = post("application/json", "{not json").await;
-        assert_eq!(
-            (status, body["details"]["field"].as_str()),
-            (400, Some("body"))
-        );
+        assert_eq!((status, body["details"]["field"].as_str()), (400, Some("body")));
         let (status, body) = post("text/plain", "{}").await;
-        assert_eq!(
-            (status, body["details"]["field"].as_str()),
-            (400, Some("body"))
-        );
-        let (status, body) = post("application/json", "{\"name\": \"0123456789012345678901234567890123456789012345678901234567890123456789\"}").await;
-        assert_eq!(
-            (status, body["code"].as_str()),
-            (413, Some("PAYLOAD_TOO_LARGE"))
-        );
+        assert_eq!((status, body["details"]["field"].as_str()), (400, Some("body")));
+        let (status, body) = post(
+            "application/json",
+            "{\"name\": \"0123456789012345678901234567890123456789012345678901234567890123456789\"}",
+        )
+        .await;
+        assert_eq!((status, body["code"].as_str()), (413, Some("PAYLOAD_TOO_LARGE")));
     }
 }

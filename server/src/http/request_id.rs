@@ -26,11 +26,7 @@ fn acceptable(value: &HeaderValue) -> Option<String> {
 }
 
 pub async fn middleware(mut request: Request, next: Next) -> Response {
-    let id = request
-        .headers()
-        .get(HEADER)
-        .and_then(acceptable)
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let id = request.headers().get(HEADER).and_then(acceptable).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     if let Ok(value) = HeaderValue::from_str(&id) {
         request.headers_mut().insert(HEADER, value.clone());
         let mut response = REQUEST_ID.scope(id, next.run(request)).await;

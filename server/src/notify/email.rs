@@ -28,17 +28,8 @@ impl Mailer {
 
     pub async fn send(&self, to: &str, subject: &str, text: &str) -> Result<(), String> {
         match &self.config {
-            Email::Disabled => {
-                Err("no email provider is configured (SMTP_HOST or EMAIL_API_URL)".into())
-            }
-            Email::Smtp {
-                host,
-                port,
-                username,
-                password,
-                tls,
-                from,
-            } => {
+            Email::Disabled => Err("no email provider is configured (SMTP_HOST or EMAIL_API_URL)".into()),
+            Email::Smtp { host, port, username, password, tls, from } => {
                 let from: Mailbox = from.parse().map_err(|e| format!("EMAIL_FROM: {e}"))?;
                 let to: Mailbox = to.parse().map_err(|e| format!("recipient: {e}"))?;
                 let message = Message::builder()
@@ -49,22 +40,16 @@ impl Mailer {
                     .map_err(|e| e.to_string())?;
                 let builder = match tls {
                     SmtpTls::None => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host),
-                    SmtpTls::StartTls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(host)
-                        .map_err(|e| e.to_string())?,
-                    SmtpTls::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(host)
-                        .map_err(|e| e.to_string())?,
+                    SmtpTls::StartTls => {
+                        AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(host).map_err(|e| e.to_string())?
+                    }
+                    SmtpTls::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(host).map_err(|e| e.to_string())?,
                 };
                 let mut builder = builder.port(*port).timeout(Some(Duration::from_secs(10)));
                 if let (Some(user), Some(pass)) = (username, password) {
-                    builder = builder
-                        .credentials(Credentials::new(user.clone(), pass.expose().to_string()));
+                    builder = builder.credentials(Credentials::new(user.clone(), pass.expose().to_string()));
                 }
-                builder
-                    .build()
-                    .send(message)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
+                builder.build().send(message).await.map(|_| ()).map_err(|e| e.to_string())
             }
             Email::Api { url, key, from } => {
                 let body = json!({ "from": from, "to": to, "subject": subject, "text": text });

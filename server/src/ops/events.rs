@@ -32,16 +32,8 @@ impl Event {
         }
     }
 
-    pub fn error(
-        component: &'static str,
-        event_type: &'static str,
-        error: impl Into<String>,
-    ) -> Self {
-        Event {
-            severity: Severity::Error,
-            error: Some(error.into()),
-            ..Event::info(component, event_type)
-        }
+    pub fn error(component: &'static str, event_type: &'static str, error: impl Into<String>) -> Self {
+        Event { severity: Severity::Error, error: Some(error.into()), ..Event::info(component, event_type) }
     }
 
     pub fn detail(mut self, detail: Value) -> Self {
@@ -62,9 +54,7 @@ impl Event {
 
 /// Logs the event and records it in the timeline.
 pub async fn emit(engine: &Engine, event: Event) {
-    let correlation_id = event
-        .correlation_id
-        .or_else(crate::http::request_id::current);
+    let correlation_id = event.correlation_id.or_else(crate::http::request_id::current);
     let now = engine.clock().now();
     tracing::info!(
         event = event.event_type,

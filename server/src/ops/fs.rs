@@ -36,11 +36,7 @@ pub fn mount_type(mountinfo: &str, path: &Path) -> Option<String> {
             continue;
         };
         let mount_point = mount_point.replace("\\040", " ");
-        if path.starts_with(&mount_point)
-            && best
-                .as_ref()
-                .is_none_or(|(len, _)| mount_point.len() >= *len)
-        {
+        if path.starts_with(&mount_point) && best.as_ref().is_none_or(|(len, _)| mount_point.len() >= *len) {
             best = Some((mount_point.len(), fs_type.to_string()));
         }
     }
@@ -87,22 +83,10 @@ mod tests {
 
     #[test]
     fn the_longest_mount_point_wins() {
-        assert_eq!(
-            mount_type(MOUNTINFO, Path::new("/srv/data/db")).as_deref(),
-            Some("nfs4")
-        );
-        assert_eq!(
-            mount_type(MOUNTINFO, Path::new("/srv/data/local/db")).as_deref(),
-            Some("xfs")
-        );
-        assert_eq!(
-            mount_type(MOUNTINFO, Path::new("/home/me")).as_deref(),
-            Some("ext4")
-        );
-        assert_eq!(
-            mount_type(MOUNTINFO, Path::new("/mnt/remote box/x")).as_deref(),
-            Some("fuse.sshfs")
-        );
+        assert_eq!(mount_type(MOUNTINFO, Path::new("/srv/data/db")).as_deref(), Some("nfs4"));
+        assert_eq!(mount_type(MOUNTINFO, Path::new("/srv/data/local/db")).as_deref(), Some("xfs"));
+        assert_eq!(mount_type(MOUNTINFO, Path::new("/home/me")).as_deref(), Some("ext4"));
+        assert_eq!(mount_type(MOUNTINFO, Path::new("/mnt/remote box/x")).as_deref(), Some("fuse.sshfs"));
     }
 
     #[test]
