@@ -110,3 +110,57 @@ async fn the_version_gate_refuses_before_any_credential_work() {
         200
     );
 }
+
+#[tokio::test]
+async fn the_api_rate_is_limited_per_ip_and_per_user() {
+    let server = Instance::new().with("RATE_LIMIT_API_BURST", "6").with("RATE_LIMIT_API_INTERVAL_MS", "60000").spawn();
+    let ada = server.sign_up("ada").await;
+    // sign_up spent one request (users/me); per user the bucket has 5 left, per IP as well.
+    let mut statuses = Vec::new();
+    for n in 0..6 {
+        let response = ada
+            .request(reqwest::Method::GET, "/api/v1/users/me")
+            .header("x-forwarded-for", format!("192.0.2.{n}"))
+            .send()
+            .await
+            .unwrap();
+        statuses.push(response.status().as_u16());
+        if response.status() == 429 {
+            assert!(response.headers().get("retry-after").is_some());
+            assert_eq!(response.json::<Value>().await.unwrap()["code"], "RATE_LIMIT_EXCEEDED");
+        }
+    }
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 429], "per user, across addresses");
+    let bob_ip = |n: u8| format!("198.51.100.{n}");
+    let mut statuses = Vec::new();
+    for _ in 0..7 {
+        let response = server
+            .client
+            .get(server.url("/api/v1/openapi.json"))
+            .header("x-forwarded-for", bob_ip(1))
+            .send()
+            .await
+            .unwrap();
+        statuses.push(response.status().as_u16());
+    }
+    assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 1, "per IP: {statuses:?}");
+    let other = server
+        .client
+        .get(server.url("/api/v1/openapi.json"))
+        .header("x-forwarded-for", bob_ip(2))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 200, "another address has its own bucket");
+}
+
+#[tokio::test]
+async fn the_auth_routes_have_their_own_tighter_rate() {
+    let server =
+        Instance::new().with("RATE_LIMIT_AUTH_BURST", "3").with("RATE_LIMIT_AUTH_INTERVAL_MS", "60000").spawn();
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        statuses.push(login_from(&server, "nobody", "wrong-password-x", "203.0.113.9").await.status().as_u16());
+    }
+    assert_eq!(statuses, [401, 401, 401, 429]);
+}

@@ -12,5 +12,6 @@ mod limits;
 mod migrations;
 mod oidc;
 mod reset;
+mod sessions;
 mod tokens;
 mod twofactor;

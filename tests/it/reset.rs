@@ -202,3 +202,53 @@ async fn a_device_grant_is_exchanged_once_for_a_secure_session() {
     assert_eq!(anonymous.status(), 401);
     let _ = PASSWORD;
 }
+
+/// A fake transactional-email API on loopback that records each JSON message and its key.
+async fn email_api() -> (String, Arc<Mutex<Vec<(String, Value)>>>) {
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let log = received.clone();
+    let app = axum::Router::new().route(
+        "/send",
+        axum::routing::post(move |headers: axum::http::HeaderMap, axum::Json(body): axum::Json<Value>| {
+            let log = log.clone();
+            async move {
+                let key = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+                log.lock().unwrap().push((key, body));
+                "ok"
+            }
+        }),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/send", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, received)
+}
+
+#[tokio::test]
+async fn the_http_email_api_delivers_reset_and_password_changed_mail() {
+    let (url, received) = email_api().await;
+    let server = Instance::new().with("EMAIL_API_URL", &url).with("EMAIL_API_KEY", "mail-key-1").spawn();
+    let ada = server.sign_up("ada").await;
+    server.post("/api/v1/password-reset/request", json!({ "email": "ada@example.org" })).await;
+    let changed = ada
+        .post(
+            "/api/v1/users/change-password",
+            json!({ "current_password": PASSWORD, "new_password": "gills-and-spores-11" }),
+        )
+        .await;
+    assert_eq!(changed.status(), 200);
+    for _ in 0..250 {
+        if received.lock().unwrap().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let mails = received.lock().unwrap().clone();
+    assert_eq!(mails.len(), 2, "{mails:?}");
+    assert!(mails.iter().all(|(key, body)| key == "Bearer mail-key-1" && body["to"] == "ada@example.org"));
+    let subjects: Vec<&str> = mails.iter().map(|(_, b)| b["subject"].as_str().unwrap()).collect();
+    assert!(
+        subjects.contains(&"Reset your Mycorrhizal password")
+            && subjects.contains(&"Your Mycorrhizal password was changed")
+    );
+}

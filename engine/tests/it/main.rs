@@ -1,5 +1,6 @@
 //! Engine integration tests: a real redb file in a temporary folder, no mocks.
 
+mod global;
 mod helpers;
 mod migrations;
 mod model;

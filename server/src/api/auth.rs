@@ -318,7 +318,8 @@ pub async fn password_reset_confirm(
     if claimed.is_err() {
         return Err(invalid());
     }
-    accounts::set_password(&state, reset.user_id, body.password, true).await?;
+    let account = accounts::set_password(&state, reset.user_id, body.password, true).await?;
+    accounts::notify_password_changed(&state, reset.user_id, &account);
     tracing::info!(event = "password_reset_completed", component = "auth", user_id = reset.user_id);
     Ok(axum::Json(json!({ "message": "Password changed; please sign in again" })))
 }

@@ -111,6 +111,7 @@ pub async fn change_password(
     )
     .await?;
     let account = accounts::set_password(&state, user.id.0, body.new_password, false).await?;
+    accounts::notify_password_changed(&state, user.id.0, &account);
     let body = axum::Json(json!({ "message": "Password changed" }));
     if matches!(user.via, Via::Session { .. }) {
         let (_, cookie) = state.auth.start_session(&state.engine, user.id.0, &account, false).await?;

@@ -249,3 +249,21 @@ pub async fn delete(state: &AppState, user_id: u64) -> Result<(), ApiError> {
     }
     Ok(())
 }
+
+/// Tells the account's owner their password changed (self-service paths), in the background.
+/// Best-effort: without a mail provider it is only logged.
+pub fn notify_password_changed(state: &AppState, user_id: u64, account: &Account) {
+    if !state.mailer.is_configured() {
+        return;
+    }
+    let mailer = state.mailer.clone();
+    let (to, username) = (account.email.clone(), account.username.clone());
+    tokio::spawn(async move {
+        let text = format!(
+            "Hello {username},\n\nThe password of your Mycorrhizal account was just changed and every other session was signed out.\nIf this was not you, reset your password at once and tell your administrator.\n"
+        );
+        if let Err(e) = mailer.send(&to, "Your Mycorrhizal password was changed", &text).await {
+            tracing::warn!(event = "notification_failed", component = "notification", user_id, error = %e);
+        }
+    });
+}

@@ -9,7 +9,6 @@ use axum::extract::FromRequestParts;
 use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::http::request::Parts;
 
-use super::limits::API_RATE;
 use super::records::Scope;
 use super::{AuthUser, Via, session};
 use crate::error::ApiError;
@@ -42,7 +41,7 @@ pub async fn authenticate(parts: &Parts, state: &AppState) -> Result<AuthUser, A
     state
         .auth
         .limits
-        .take(format!("api:user:{}", user.id.0), API_RATE)
+        .take(format!("api:user:{}", user.id.0), state.auth.limits.api)
         .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: false })?;
     Ok(user)
 }

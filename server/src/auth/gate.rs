@@ -5,7 +5,6 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
 use super::client::{ClientIp, check_client_version};
-use super::limits::AUTH_RATE;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -24,7 +23,7 @@ impl FromRequestParts<AppState> for SessionMinting {
         state
             .auth
             .limits
-            .take(format!("auth:ip:{ip}"), AUTH_RATE)
+            .take(format!("auth:ip:{ip}"), state.auth.limits.auth)
             .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: false })?;
         Ok(SessionMinting { ip })
     }
@@ -41,7 +40,7 @@ impl FromRequestParts<AppState> for AuthRate {
         state
             .auth
             .limits
-            .take(format!("auth:ip:{ip}"), AUTH_RATE)
+            .take(format!("auth:ip:{ip}"), state.auth.limits.auth)
             .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: false })?;
         Ok(AuthRate)
     }

@@ -13,7 +13,7 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::config::Spray;
+use crate::config::{Rates, Spray};
 
 const LOCK_THRESHOLD: usize = 5;
 const BACKSTOP_THRESHOLD: usize = 20;
@@ -28,9 +28,6 @@ pub struct Rate {
     pub every: Duration,
     pub burst: f64,
 }
-
-pub const AUTH_RATE: Rate = Rate { every: Duration::from_millis(500), burst: 50.0 };
-pub const API_RATE: Rate = Rate { every: Duration::from_millis(600), burst: 1000.0 };
 
 #[derive(Debug)]
 struct Bucket {
@@ -56,6 +53,10 @@ struct State {
 
 pub struct Limits {
     spray: Spray,
+    /// Per client IP and per user on the API.
+    pub api: Rate,
+    /// Per client IP on the public auth routes.
+    pub auth: Rate,
     state: Mutex<State>,
 }
 
@@ -78,8 +79,14 @@ fn remaining(until: Instant, now: Instant) -> Option<Duration> {
 }
 
 impl Limits {
-    pub fn new(spray: Spray) -> Limits {
-        Limits { spray, state: Mutex::new(State::default()) }
+    pub fn new(spray: Spray, rates: &Rates) -> Limits {
+        let rate = |burst: u64, ms: u64| Rate { every: Duration::from_millis(ms), burst: burst as f64 };
+        Limits {
+            spray,
+            api: rate(rates.api_burst, rates.api_interval_ms),
+            auth: rate(rates.auth_burst, rates.auth_interval_ms),
+            state: Mutex::new(State::default()),
+        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {

@@ -72,7 +72,7 @@ impl Auth {
             cookies: CookiePolicy { secure: config.auth.cookie_secure, domain: config.auth.cookie_domain.clone() },
             session_lifetime: SignedDuration::from_hours(config.auth.jwt_expiry_hours as i64),
             idle_timeout: SignedDuration::from_hours(config.auth.session_idle_hours as i64),
-            limits: limits::Limits::new(config.spray.clone()),
+            limits: limits::Limits::new(config.spray.clone(), &config.rates),
         })
     }
 

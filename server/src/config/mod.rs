@@ -44,6 +44,7 @@ pub struct Config {
     pub integrity: Integrity,
     pub alerts: Alerts,
     pub spray: Spray,
+    pub rates: Rates,
     pub features: Features,
     pub auth: Auth,
 }
@@ -99,6 +100,17 @@ pub struct Spray {
     pub failure_threshold: u64,
     pub identifier_threshold: u64,
     pub throttle_seconds: u64,
+}
+
+/// Token-bucket request rates per client IP (and per user for the API).
+#[derive(Debug, Clone)]
+pub struct Rates {
+    /// `RATE_LIMIT_API_BURST` (1000) and `RATE_LIMIT_API_INTERVAL_MS` (600: one token per 600 ms).
+    pub api_burst: u64,
+    pub api_interval_ms: u64,
+    /// `RATE_LIMIT_AUTH_BURST` (50) and `RATE_LIMIT_AUTH_INTERVAL_MS` (500), for the public auth routes.
+    pub auth_burst: u64,
+    pub auth_interval_ms: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -276,6 +288,12 @@ impl Config {
             identifier_threshold: env.count("AUTH_SPRAY_IDENTIFIER_THRESHOLD", 15, 1_000_000).max(1),
             throttle_seconds: env.count("AUTH_SPRAY_THROTTLE_SECONDS", 300, 86_400),
         };
+        let rates = Rates {
+            api_burst: env.count("RATE_LIMIT_API_BURST", 1000, 1_000_000).max(1),
+            api_interval_ms: env.count("RATE_LIMIT_API_INTERVAL_MS", 600, 3_600_000).max(1),
+            auth_burst: env.count("RATE_LIMIT_AUTH_BURST", 50, 1_000_000).max(1),
+            auth_interval_ms: env.count("RATE_LIMIT_AUTH_INTERVAL_MS", 500, 3_600_000).max(1),
+        };
         let features = Features {
             carddav_enabled: env.bool("CARDDAV_ENABLED", false),
             caldav_enabled: env.bool("CALDAV_ENABLED", false),
@@ -309,6 +327,7 @@ impl Config {
             integrity,
             alerts,
             spray,
+            rates,
             features,
             auth,
         })

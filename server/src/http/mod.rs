@@ -7,10 +7,14 @@ pub mod request_id;
 use std::time::Instant;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, DefaultBodyLimit, MatchedPath, Request, State};
 use axum::middleware::{self, Next};
+use axum::response::IntoResponse;
 use axum::response::Response;
 
+use crate::auth::client::client_ip;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -23,9 +27,27 @@ pub fn app(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(middleware::from_fn_with_state(state.clone(), api_rate_limit))
         .layer(middleware::from_fn(log_request))
         .layer(middleware::from_fn(request_id::middleware))
         .with_state(state)
+}
+
+/// The per-client-IP API rate (a token bucket; the per-user bucket is in the auth extractor).
+async fn api_rate_limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if request.uri().path().starts_with("/api/") {
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip())
+            .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+        let ip = client_ip(peer, request.headers(), &state.config.trusted_proxies);
+        if let Err(refusal) = state.auth.limits.take(format!("api:ip:{ip}"), state.auth.limits.api) {
+            return ApiError::RateLimited { retry_after: refusal.retry_after.as_secs().max(1), locked: false }
+                .into_response();
+        }
+    }
+    next.run(request).await
 }
 
 async fn not_found() -> ApiError {

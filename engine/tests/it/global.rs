@@ -1,0 +1,59 @@
+use mycorrhizal_engine::{Error, GlobalRecord, UserId, global_tables};
+use serde::{Deserialize, Serialize};
+
+use crate::helpers::{Person, fresh};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Member {
+    name: String,
+    email: String,
+}
+
+impl GlobalRecord for Member {
+    global_tables!("test_members");
+
+    fn unique_keys(&self) -> Vec<(&'static str, String)> {
+        vec![("name", self.name.clone()), ("email", self.email.clone())]
+    }
+}
+
+fn member(name: &str, email: &str) -> Member {
+    Member { name: name.into(), email: email.into() }
+}
+
+#[test]
+fn global_records_keep_their_unique_keys_through_updates_and_deletes() {
+    let db = fresh();
+    let id = db.engine.write(|tx| tx.global().insert(&member("ada", "ada@example.org"))).unwrap();
+    let dup = db.engine.write(|tx| tx.global().insert(&member("ada", "other@example.org")));
+    assert!(matches!(dup, Err(Error::Duplicate { index: "name" })));
+    db.engine.write(move |tx| tx.global().put(id, &member("ada", "new@example.org"))).unwrap();
+    let view = db.engine.global().unwrap();
+    assert_eq!(view.lookup::<Member>("email", "new@example.org").unwrap(), Some(id));
+    assert_eq!(view.lookup::<Member>("email", "ada@example.org").unwrap(), None, "the old key is released");
+    drop(view);
+    db.engine.write(|tx| tx.global().insert(&member("bob", "ada@example.org"))).unwrap();
+    db.engine.write(move |tx| tx.global().delete::<Member>(id)).unwrap();
+    assert!(db.engine.global().unwrap().find::<Member>("name", "ada").unwrap().is_none());
+    db.engine.write(|tx| tx.global().insert(&member("ada", "again@example.org"))).unwrap();
+}
+
+#[test]
+fn purging_a_user_removes_only_that_users_rows_indexes_and_feed() {
+    let db = fresh();
+    for user in [1, 2] {
+        let scope = db.engine.user(UserId(user));
+        scope.create(Person::new("Ada", "ada@example.org")).unwrap();
+        scope.create(Person::new("Bob", "bob@example.org")).unwrap();
+    }
+    let removed = db.engine.write(|tx| tx.purge_user(UserId(1))).unwrap();
+    assert_eq!(removed, 2);
+    let gone = db.engine.user(UserId(1)).view().unwrap();
+    assert!(gone.scan::<Person>().unwrap().is_empty());
+    assert!(gone.index_entries::<Person>().unwrap().is_empty());
+    assert!(gone.changes_since(0, 10).unwrap().is_empty());
+    let kept = db.engine.user(UserId(2)).view().unwrap();
+    assert_eq!(kept.list::<Person>().unwrap().len(), 2);
+    assert_eq!(kept.index_entries::<Person>().unwrap().len(), 4);
+    assert_eq!(kept.changes_since(0, 10).unwrap().len(), 2);
+}
