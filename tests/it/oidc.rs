@@ -261,3 +261,20 @@ async fn logging_out_of_an_sso_session_points_at_the_providers_end_session() {
     let body: Value = plain.post("/api/v1/logout", json!({})).await.json().await.unwrap();
     assert!(body.get("redirect_url").is_none());
 }
+
+#[tokio::test]
+async fn provider_redirects_are_not_followed() {
+    let real = provider().await;
+    let target = format!("{}/.well-known/openid-configuration", real.base);
+    let app = axum::Router::new().route(
+        "/.well-known/openid-configuration",
+        axum::routing::get(move || async move { Redirect::temporary(&target) }),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let redirecting = Provider { base, ..Provider::default() };
+    let server = instance(&redirecting).spawn();
+    let refused = no_redirects().get(server.url("/api/v1/auth/oidc/login")).send().await.unwrap();
+    assert_eq!(refused.status(), 503, "a redirecting discovery endpoint is not followed");
+}
