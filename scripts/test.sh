@@ -18,4 +18,13 @@ fi
 
 # Benches are not run here (they measure, they do not test), but they must keep compiling.
 cargo check --locked --quiet -p mycorrhizal-engine --benches
-cargo test --locked --workspace
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --locked --workspace 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line over every test binary, so the total is visible at a glance.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"

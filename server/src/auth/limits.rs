@@ -229,13 +229,14 @@ mod tests {
     use super::*;
 
     fn spray(failures: u64, identifiers: u64) -> Limits {
-        Limits::new(Spray {
+        let spray = Spray {
             enabled: true,
             window_seconds: 60,
             failure_threshold: failures,
             identifier_threshold: identifiers,
             throttle_seconds: 300,
-        })
+        };
+        Limits::new(spray, &Rates { api_burst: 1000, api_interval_ms: 600, auth_burst: 50, auth_interval_ms: 500 })
     }
 
     fn ip(n: u8) -> IpAddr {
