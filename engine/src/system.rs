@@ -3,7 +3,7 @@
 //! and are hard-deleted by retention.
 
 use jiff::Timestamp;
-use redb::{ReadableDatabase, ReadableTable, TableDefinition, TableError};
+use redb::{ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 use serde::{Deserialize, Serialize};
 
 use crate::tables::{JOB_RUNS, SYSTEM_EVENTS};
@@ -141,26 +141,24 @@ impl Engine {
 
     /// Hard-deletes system events created before `cutoff`. Returns how many.
     pub async fn purge_system_events(&self, cutoff: Timestamp) -> Result<u64> {
-        self.write_async(move |tx| {
-            let mut table = tx.txn().open_table(SYSTEM_EVENTS)?;
-            let mut removed = 0;
-            table.retain(|_, bytes| {
-                let old = codec::decode::<SystemEvent>("system_events", bytes).is_ok_and(|e| e.created_at < cutoff);
-                removed += u64::from(old);
-                !old
-            })?;
-            Ok(removed)
-        })
-        .await
+        self.purge_older(SYSTEM_EVENTS, move |e: &SystemEvent| e.created_at < cutoff).await
     }
 
     /// Hard-deletes job runs started before `cutoff`. Returns how many.
     pub async fn purge_job_runs(&self, cutoff: Timestamp) -> Result<u64> {
+        self.purge_older(JOB_RUNS, move |r: &JobRun| r.started_at < cutoff).await
+    }
+
+    async fn purge_older<T: serde::de::DeserializeOwned>(
+        &self,
+        table: TableDefinition<'static, u64, &'static [u8]>,
+        expired: impl Fn(&T) -> bool + Send + 'static,
+    ) -> Result<u64> {
         self.write_async(move |tx| {
-            let mut table = tx.txn().open_table(JOB_RUNS)?;
+            let mut rows = tx.txn().open_table(table)?;
             let mut removed = 0;
-            table.retain(|_, bytes| {
-                let old = codec::decode::<JobRun>("job_runs", bytes).is_ok_and(|r| r.started_at < cutoff);
+            rows.retain(|_, bytes| {
+                let old = codec::decode::<T>(table.name(), bytes).is_ok_and(|row| expired(&row));
                 removed += u64::from(old);
                 !old
             })?;

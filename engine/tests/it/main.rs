@@ -4,4 +4,5 @@ mod global;
 mod helpers;
 mod migrations;
 mod model;
+mod system;
 mod writes;

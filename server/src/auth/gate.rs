@@ -19,12 +19,7 @@ impl FromRequestParts<AppState> for SessionMinting {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         check_client_version(state.config.min_client_version, &parts.headers)?;
-        let ClientIp(ip) = ClientIp::from_request_parts(parts, state).await?;
-        state
-            .auth
-            .limits
-            .take(format!("auth:ip:{ip}"), state.auth.limits.auth)
-            .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: false })?;
+        let ip = take_auth_rate(parts, state).await?;
         Ok(SessionMinting { ip })
     }
 }
@@ -36,12 +31,16 @@ impl FromRequestParts<AppState> for AuthRate {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let ClientIp(ip) = ClientIp::from_request_parts(parts, state).await?;
-        state
-            .auth
-            .limits
-            .take(format!("auth:ip:{ip}"), state.auth.limits.auth)
-            .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: false })?;
-        Ok(AuthRate)
+        take_auth_rate(parts, state).await.map(|_| AuthRate)
     }
+}
+
+/// Spends one token of the caller's auth-route budget; returns the caller's IP.
+async fn take_auth_rate(parts: &mut Parts, state: &AppState) -> Result<std::net::IpAddr, ApiError> {
+    let ClientIp(ip) = ClientIp::from_request_parts(parts, state).await?;
+    let limits = &state.auth.limits;
+    limits
+        .take(format!("auth:ip:{ip}"), limits.auth)
+        .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: false })?;
+    Ok(ip)
 }
