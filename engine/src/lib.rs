@@ -33,9 +33,9 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::{Error, Invalid, Result};
 pub use global::{GlobalRecord, GlobalView, TxGlobal};
 pub use migrate::{Migration, MigrationReport};
-pub use read::{Page, UserView};
+pub use read::{Page, UserView, Walk};
 pub use record::{Kind, Meta, Precondition, Record, Row};
-pub use tx::{Tx, TxUser};
+pub use tx::{Tx, TxUser, UPDATED_INDEX};
 
 /// A user's id. User data is only reachable through [`Engine::user`] with one of these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -53,6 +53,19 @@ pub struct UserView {
     pub(crate) user: u64,
 }
 
+/// Where a [`UserView::walk`] goes: an index, a value range `[from, to)`, a resume point.
+#[derive(Debug, Clone, Copy)]
+pub struct Walk<'a> {
+    pub index: &'a str,
+    /// Inclusive lower value bound (`""` for the start).
+    pub from: &'a str,
+    /// Exclusive upper value bound (`None` for the end).
+    pub to: Option<&'a str>,
+    /// `(value, id)` of the previous page's last row.
+    pub after: Option<(&'a str, u64)>,
+    pub descending: bool,
+}
+
 /// A page of rows read through an index, in index order.
 #[derive(Debug, Clone)]
 pub struct Page<R> {
@@ -141,6 +154,17 @@ impl UserView {
         limit: usize,
         descending: bool,
     ) -> Result<Page<R>> {
+        self.walk(Walk { index, from: "", to: None, after, descending }, limit, |_: &Row<R>| true)
+    }
+
+    /// Up to `limit` live rows that `keep` accepts, in the order of index `walk.index`, within
+    /// the value range `[walk.from, walk.to)`, resuming after `walk.after`.
+    pub fn walk<R: Record>(
+        &self,
+        walk: Walk<'_>,
+        limit: usize,
+        mut keep: impl FnMut(&Row<R>) -> bool,
+    ) -> Result<Page<R>> {
         let (idx, records) = match (
             self.txn.open_table(tables::index_table(R::KIND.index)),
             self.txn.open_table(tables::record_table(R::KIND.records)),
@@ -151,18 +175,18 @@ impl UserView {
             }
             (Err(e), _) | (_, Err(e)) => return Err(e.into()),
         };
+        let Walk { index, from, to, after, descending } = walk;
         // The index name ends where its next sibling name would begin: `index` + '\0'.
         let upper_name = format!("{index}\0");
-        let (lo, hi): (Bound<(u64, &str, &str, u64)>, Bound<(u64, &str, &str, u64)>) = match (after, descending) {
-            (None, _) => {
-                (Bound::Included((self.user, index, "", 0)), Bound::Excluded((self.user, upper_name.as_str(), "", 0)))
-            }
-            (Some((v, id)), false) => {
-                (Bound::Excluded((self.user, index, v, id)), Bound::Excluded((self.user, upper_name.as_str(), "", 0)))
-            }
-            (Some((v, id)), true) => {
-                (Bound::Included((self.user, index, "", 0)), Bound::Excluded((self.user, index, v, id)))
-            }
+        let start: Bound<(u64, &str, &str, u64)> = Bound::Included((self.user, index, from, 0));
+        let end: Bound<(u64, &str, &str, u64)> = match to {
+            Some(to) => Bound::Excluded((self.user, index, to, 0)),
+            None => Bound::Excluded((self.user, upper_name.as_str(), "", 0)),
+        };
+        let (lo, hi) = match (after, descending) {
+            (None, _) => (start, end),
+            (Some((v, id)), false) => (Bound::Excluded((self.user, index, v, id)), end),
+            (Some((v, id)), true) => (start, Bound::Excluded((self.user, index, v, id))),
         };
         let range = idx.range::<(u64, &str, &str, u64)>((lo, hi))?;
         let mut rows = Vec::with_capacity(limit.min(1024));
@@ -175,11 +199,15 @@ impl UserView {
          -> Result<bool> {
             let (key, _) = entry?;
             let (_, _, value, id) = key.value();
+            let row = live_row(&records, R::KIND.records, self.user, id)?;
+            if !keep(&row) {
+                return Ok(true);
+            }
             if rows.len() == limit {
                 more = true;
                 return Ok(false);
             }
-            rows.push(live_row(&records, R::KIND.records, self.user, id)?);
+            rows.push(row);
             last = Some((value.to_string(), id));
             Ok(true)
         };

@@ -147,12 +147,12 @@ impl TxUser<'_, '_> {
         {
             let mut index = txn.open_table(tables::index_table(R::KIND.index))?;
             if let Some(old) = old {
-                for (name, value) in old.body.index_entries() {
+                for (name, value) in entries_of(old) {
                     index.remove((self.user, name, value.as_str(), old.id))?;
                 }
             }
             if row.meta.deleted_at.is_none() {
-                let entries = row.body.index_entries();
+                let entries = entries_of(row);
                 for (name, value) in entries.iter().filter(|(n, _)| R::UNIQUE.contains(n)) {
                     let taken = read::index_ids(&index, self.user, name, value)?;
                     if taken.iter().any(|id| *id != row.id) {
@@ -183,6 +183,17 @@ impl TxUser<'_, '_> {
         txn.open_table(CHANGES)?.insert((self.user, seq), codec::encode(&change).as_slice())?;
         Ok(())
     }
+}
+
+/// Every record kind's `_updated` index: `updated_at` in microseconds, zero-padded so that
+/// text order is time order ("recently updated" lists walk it backwards).
+pub const UPDATED_INDEX: &str = "_updated";
+
+/// A row's declared index entries plus the engine's own.
+fn entries_of<R: Record>(row: &Row<R>) -> Vec<(&'static str, String)> {
+    let mut entries = row.body.index_entries();
+    entries.push((UPDATED_INDEX, format!("{:020}", row.meta.updated_at.as_microsecond().max(0))));
+    entries
 }
 
 fn prepare<R: Record>(body: &mut R) -> Result<()> {

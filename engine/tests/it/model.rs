@@ -148,7 +148,12 @@ fn check(db: &crate::helpers::TestDb, model: &Model) -> Result<(), TestCaseError
 
         let mut expected_index: Vec<(String, String, u64)> = rows
             .iter()
-            .flat_map(|r| r.body.index_entries().into_iter().map(move |(n, v)| (n.to_string(), v, r.id)))
+            .flat_map(|r| {
+                let mut entries = r.body.index_entries();
+                entries
+                    .push((mycorrhizal_engine::UPDATED_INDEX, format!("{:020}", r.meta.updated_at.as_microsecond())));
+                entries.into_iter().map(move |(n, v)| (n.to_string(), v, r.id))
+            })
             .collect();
         expected_index.sort();
         prop_assert_eq!(view.index_entries::<Person>().unwrap(), expected_index);

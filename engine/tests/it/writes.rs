@@ -158,3 +158,24 @@ fn tombstones_are_purged_after_the_cutoff_only() {
     assert!(alice.view().unwrap().get_any::<Person>(a.id).unwrap().is_none());
     assert!(alice.get::<Person>(b.id).is_ok());
 }
+
+#[test]
+fn walks_stay_inside_a_value_range_and_skip_rows_the_filter_refuses() {
+    use mycorrhizal_engine::Walk;
+    let db = fresh();
+    let alice = db.engine.user(ALICE);
+    for name in ["anna", "bert", "bella", "bruno", "carl"] {
+        alice.create(Person::new(name, "")).unwrap();
+    }
+    let view = alice.view().unwrap();
+    let b_names = Walk { index: "sort_name", from: "b", to: Some("c"), after: None, descending: false };
+    let page = view.walk::<Person>(b_names, 10, |_| true).unwrap();
+    let names: Vec<_> = page.rows.iter().map(|r| r.body.name.as_str()).collect();
+    assert_eq!(names, ["bella", "bert", "bruno"]);
+    let page = view.walk::<Person>(b_names, 1, |r| r.body.name != "bella").unwrap();
+    assert_eq!(page.rows[0].body.name, "bert");
+    assert!(page.next.is_some(), "bruno remains");
+    let recent = view.page::<Person>(mycorrhizal_engine::UPDATED_INDEX, None, 2, true).unwrap();
+    let names: Vec<_> = recent.rows.iter().map(|r| r.body.name.as_str()).collect();
+    assert_eq!(names, ["carl", "bruno"], "newest first");
+}
