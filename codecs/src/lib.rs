@@ -1,1 +1,7 @@
+//! Mycorrhizal's codecs: the neutral contact record (the hub every format maps to) and, later,
+//! its formats (vCard, JSContact, CSV, iCalendar). Pure functions: no I/O, no clock. Problems in
+//! input are reported as data (a field-naming [`card::CardError`]), never as panics.
 
+pub mod card;
+pub mod dates;
+pub mod projection;

@@ -13,7 +13,7 @@ use jiff::Timestamp;
 use redb::{Database, ReadTransaction, ReadableTable, TableError, WriteTransaction};
 
 use crate::snapshot::{self, Snapshot};
-use crate::tables::{CHANGES, COUNTERS, JOB_RUNS, META, SYSTEM_EVENTS, USER_SEQ};
+use crate::tables::{self, CHANGES, COUNTERS, JOB_RUNS, LIVE_COUNTS, META, SYSTEM_EVENTS, USER_SEQ};
 use crate::{Error, Result};
 
 const VERSION_KEY: &str = "schema_version";
@@ -46,7 +46,10 @@ pub struct StepReport {
 
 /// The engine's own migration steps, in order.
 pub fn steps() -> Vec<Migration> {
-    vec![Migration { version: 1, name: "core tables", run: create_core_tables }]
+    vec![
+        Migration { version: 1, name: "core tables", run: create_core_tables },
+        Migration { version: 2, name: "live row counts", run: count_live_rows },
+    ]
 }
 
 /// The schema version this build's default steps produce.
@@ -60,6 +63,29 @@ fn create_core_tables(txn: &WriteTransaction) -> Result<()> {
     txn.open_table(CHANGES)?;
     txn.open_table(SYSTEM_EVENTS)?;
     txn.open_table(JOB_RUNS)?;
+    Ok(())
+}
+
+/// Backfills `live_counts` from the record tables (the write path maintains it from then on).
+fn count_live_rows(txn: &WriteTransaction) -> Result<()> {
+    use std::collections::BTreeMap;
+    let names: Vec<String> = txn.list_tables()?.map(|h| redb::TableHandle::name(&h).to_string()).collect();
+    let mut counts: BTreeMap<(u64, String), u64> = BTreeMap::new();
+    for name in names.iter().filter(|n| n.starts_with(tables::RECORD_PREFIX)) {
+        let kind = &name[tables::RECORD_PREFIX.len()..];
+        let table = txn.open_table(tables::record_table(name))?;
+        for entry in table.iter()? {
+            let (key, value) = entry?;
+            let meta: (u64, crate::record::Meta) = crate::codec::decode(name, value.value())?;
+            if meta.1.deleted_at.is_none() {
+                *counts.entry((key.value().0, kind.to_string())).or_default() += 1;
+            }
+        }
+    }
+    let mut table = txn.open_table(LIVE_COUNTS)?;
+    for ((user, kind), count) in counts {
+        table.insert((user, kind.as_str()), count)?;
+    }
     Ok(())
 }
 

@@ -7,7 +7,7 @@ use redb::{ReadTransaction, ReadableTable, TableError};
 
 use crate::changes::Change;
 use crate::record::{Record, Row};
-use crate::tables::{self, CHANGES, USER_SEQ};
+use crate::tables::{self, CHANGES, LIVE_COUNTS, USER_SEQ};
 use crate::{Error, Result, codec};
 
 /// A live (not deleted) row of `user`, or `NotFound`.
@@ -110,9 +110,18 @@ impl UserView {
         range.map(|entry| codec::decode(R::KIND.records, entry?.1.value())).collect()
     }
 
-    /// Number of live rows of this kind.
+    /// Number of live rows of this kind (kept by the write path; no scan).
     pub fn count<R: Record>(&self) -> Result<u64> {
-        Ok(self.list::<R>()?.len() as u64)
+        match self.txn.open_table(LIVE_COUNTS) {
+            Ok(table) => Ok(table.get((self.user, R::KIND.name))?.map(|v| v.value()).unwrap_or(0)),
+            Err(TableError::TableDoesNotExist(_)) => Ok(0),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Number of live rows whose index `index` holds exactly `value` (walks the index entries only).
+    pub fn count_where<R: Record>(&self, index: &str, value: &str) -> Result<u64> {
+        Ok(self.find::<R>(index, value)?.len() as u64)
     }
 
     /// Ids whose index holds exactly `value`.

@@ -19,7 +19,9 @@ use redb::{
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::tables::{self, CHANGES, COUNTERS, INDEX_PREFIX, MAP_PREFIX, RECORD_PREFIX, SYSTEM_PREFIX, USER_SEQ};
+use crate::tables::{
+    self, CHANGES, COUNTERS, INDEX_PREFIX, LIVE_COUNTS, MAP_PREFIX, RECORD_PREFIX, SYSTEM_PREFIX, USER_SEQ,
+};
 use crate::{Error, Result, migrate};
 
 pub const MANIFEST_FORMAT: &str = "mycorrhizal-snapshot/1";
@@ -140,6 +142,7 @@ fn copy_all(read: &ReadTransaction, write: &WriteTransaction) -> Result<BTreeMap
             n if n == CHANGES.name() => copy(read, write, CHANGES)?,
             n if n == COUNTERS.name() => copy(read, write, COUNTERS)?,
             n if n == USER_SEQ.name() => copy(read, write, USER_SEQ)?,
+            n if n == LIVE_COUNTS.name() => copy(read, write, LIVE_COUNTS)?,
             other => {
                 return Err(Error::SnapshotInvalid(format!("no layout known for table {other}")));
             }

@@ -16,6 +16,8 @@ pub const MAP_PREFIX: &str = "map:";
 pub const CHANGES: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("changes");
 /// Monotonic counters: `"id:<kind>"` (record ids) and `"users"`.
 pub const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
+/// Live rows per user and record kind: `(user_id, kind) -> count`.
+pub const LIVE_COUNTS: TableDefinition<(u64, &str), u64> = TableDefinition::new("live_counts");
 /// Last change-feed sequence per user.
 pub const USER_SEQ: TableDefinition<u64, u64> = TableDefinition::new("user_seq");
 /// Engine metadata: schema version, dirty-migration marker.

@@ -7,7 +7,7 @@ use redb::{ReadableTable, WriteTransaction};
 
 use crate::changes::{Change, Op};
 use crate::record::{Meta, Precondition, Record, Row};
-use crate::tables::{self, CHANGES, COUNTERS, USER_SEQ};
+use crate::tables::{self, CHANGES, COUNTERS, LIVE_COUNTS, USER_SEQ};
 use crate::{Error, Invalid, Result, UserId, codec, read};
 
 /// A write transaction in progress, handed to each queued change by the writer.
@@ -48,6 +48,7 @@ impl<'a> Tx<'a> {
         }
         self.txn.open_table(CHANGES)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
         self.txn.open_table(USER_SEQ)?.remove(user.0)?;
+        self.txn.open_table(LIVE_COUNTS)?.retain_in::<(u64, &str), _>((user.0, "").., |(u, _), _| u != user.0)?;
         Ok(removed)
     }
 }
@@ -166,6 +167,16 @@ impl TxUser<'_, '_> {
         }
         txn.open_table(tables::record_table(R::KIND.records))?
             .insert((self.user, row.id), codec::encode(row).as_slice())?;
+        let delta: i64 = match op {
+            Op::Created => 1,
+            Op::Deleted => -1,
+            Op::Updated => 0,
+        };
+        if delta != 0 {
+            let mut counts = txn.open_table(LIVE_COUNTS)?;
+            let current = counts.get((self.user, R::KIND.name))?.map(|v| v.value()).unwrap_or(0);
+            counts.insert((self.user, R::KIND.name), current.saturating_add_signed(delta))?;
+        }
         let seq = {
             let mut seqs = txn.open_table(USER_SEQ)?;
             let next = seqs.get(self.user)?.map(|v| v.value()).unwrap_or(0) + 1;

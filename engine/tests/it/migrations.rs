@@ -114,3 +114,26 @@ fn a_step_interrupted_by_a_crash_leaves_the_database_dirty_and_start_up_refuses(
         other => panic!("expected DirtyMigration, got {:?}", other.err()),
     }
 }
+
+#[test]
+fn the_live_count_backfill_counts_what_is_there() {
+    let (_dir, path) = seeded();
+    {
+        let (engine, _) = Engine::open(&path, Options::default()).unwrap();
+        let user = engine.user(UserId(1));
+        let second = user.create(Person::new("Bob", "bob@example.org")).unwrap();
+        user.delete::<Person>(second.id, mycorrhizal_engine::Precondition::Any).unwrap();
+    }
+    migrate::rewind_version_for_tests(&path, 1).unwrap();
+    {
+        // A version-1 database had no live_counts table.
+        let db = redb::Database::builder().open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let counts: TableDefinition<(u64, &str), u64> = TableDefinition::new("live_counts");
+        assert!(txn.delete_table(counts).unwrap());
+        txn.commit().unwrap();
+    }
+    let (engine, report) = Engine::open(&path, Options::default()).unwrap();
+    assert_eq!(report.steps.iter().map(|s| s.version).collect::<Vec<_>>(), [2]);
+    assert_eq!(engine.user(UserId(1)).view().unwrap().count::<Person>().unwrap(), 1, "one live, one tombstone");
+}

@@ -145,6 +145,11 @@ fn check(db: &crate::helpers::TestDb, model: &Model) -> Result<(), TestCaseError
         let visible: BTreeMap<u64, (Person, u64)> =
             rows.iter().map(|r| (r.id, (r.body.clone(), r.meta.revision))).collect();
         prop_assert_eq!(&visible, &model.rows[u]);
+        prop_assert_eq!(
+            view.count::<Person>().unwrap(),
+            model.rows[u].len() as u64,
+            "live count kept by the write path"
+        );
 
         let mut expected_index: Vec<(String, String, u64)> = rows
             .iter()
