@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::card::{
-    Address, Anniversary, AnniversaryDate, Card, Component, Email, Name, Nickname, Organization, Phone, Title, Unit,
+    Address, Anniversary, AnniversaryDate, Card, Component, Email, Name, Nickname, Organization, Phone, Title,
     component,
 };
 use crate::dates::{parse_rest_date, rest_date};

@@ -60,6 +60,11 @@ pub struct TxUser<'t, 'a> {
 }
 
 impl TxUser<'_, '_> {
+    /// The instant this batch stamps rows with.
+    pub fn now(&self) -> Timestamp {
+        self.tx.now
+    }
+
     /// Reads a live row inside the transaction (sees this batch's earlier writes).
     pub fn get<R: Record>(&self, id: u64) -> Result<Row<R>> {
         let table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
@@ -70,6 +75,20 @@ impl TxUser<'_, '_> {
     pub fn find<R: Record>(&self, index: &str, value: &str) -> Result<Vec<u64>> {
         let table = self.tx.txn.open_table(tables::index_table(R::KIND.index))?;
         read::index_ids(&table, self.user, index, value)
+    }
+
+    /// Ids of live rows whose index `index` holds a value in `[from, to)`, without repeats.
+    pub fn find_range<R: Record>(&self, index: &str, from: &str, to: &str) -> Result<Vec<u64>> {
+        let table = self.tx.txn.open_table(tables::index_table(R::KIND.index))?;
+        let range = table.range::<(u64, &str, &str, u64)>((self.user, index, from, 0)..(self.user, index, to, 0))?;
+        let mut ids = Vec::new();
+        for entry in range {
+            let id = entry?.0.value().3;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
     }
 
     /// Creates a row with a fresh id and revision 1.

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod build_info;
 pub mod cli;
 pub mod config;
+pub mod crm;
 pub mod error;
 pub mod http;
 pub mod notify;

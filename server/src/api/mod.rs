@@ -2,15 +2,21 @@
 //! Every route added here must also be listed in [`ApiDoc`]; a test checks both agree, and the
 //! route-inventory test checks each is public by intent or refuses anonymous callers.
 
+pub mod activities;
 pub mod admin;
 pub mod auth;
+pub mod common;
+pub mod contacts;
 pub mod health;
+pub mod notes;
 pub mod oidc;
+pub mod relationships;
+pub mod reminders;
 pub mod tokens;
 pub mod users;
 
 use axum::Router;
-use axum::routing::{delete, get, patch, post};
+use axum::routing::{delete, get, patch, post, put};
 use utoipa::OpenApi;
 
 use crate::state::AppState;
@@ -29,6 +35,18 @@ use crate::state::AppState;
         tokens::list, tokens::create, tokens::revoke, tokens::rotate, tokens::revoke_all,
         tokens::admin_list, tokens::admin_create, tokens::admin_revoke,
         admin::list_users, admin::create_user, admin::get_user, admin::patch_user, admin::delete_user, admin::reset_2fa,
+        contacts::list, contacts::create, contacts::get, contacts::update, contacts::delete, contacts::archive,
+        contacts::unarchive, contacts::favorite, contacts::unfavorite, contacts::circles, contacts::random,
+        contacts::birthdays, contacts::detail,
+        relationships::outgoing, relationships::incoming, relationships::create, relationships::update,
+        relationships::delete, relationships::graph,
+        notes::list_for_contact, notes::create_for_contact, notes::list_unassigned, notes::create, notes::get,
+        notes::update, notes::delete,
+        activities::list, activities::create, activities::get, activities::update, activities::delete,
+        activities::list_for_contact,
+        reminders::list, reminders::upcoming, reminders::get, reminders::update, reminders::delete,
+        reminders::complete, reminders::list_for_contact, reminders::create_for_contact, reminders::completions,
+        reminders::delete_completion,
     ),
     components(schemas(crate::error::ErrorBody, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
     tags(
@@ -38,6 +56,11 @@ use crate::state::AppState;
         (name = "users", description = "The signed-in user's account"),
         (name = "tokens", description = "API tokens"),
         (name = "admin", description = "Admin session only; API tokens refused"),
+        (name = "contacts", description = "Contacts. Conditional writes: a stale `If-Match` gives 412; 409 is for a UID already in use"),
+        (name = "relationships", description = "Typed edges between two of your contacts, and the network graph"),
+        (name = "notes", description = "Notes about a contact, or unassigned"),
+        (name = "activities", description = "Things done with one or more contacts"),
+        (name = "reminders", description = "Day-granular reminders, one-off or recurring, and their completions"),
     )
 )]
 pub struct ApiDoc;
@@ -95,7 +118,34 @@ pub fn router() -> Router<AppState> {
         .route("/admin/api-tokens/{id}", delete(tokens::admin_revoke))
         .route("/admin/users", get(admin::list_users).post(admin::create_user))
         .route("/admin/users/{id}", get(admin::get_user).patch(admin::patch_user).delete(admin::delete_user))
-        .route("/admin/users/{id}/reset-2fa", post(admin::reset_2fa));
+        .route("/admin/users/{id}/reset-2fa", post(admin::reset_2fa))
+        .route("/contacts", get(contacts::list).post(contacts::create))
+        .route("/contacts/circles", get(contacts::circles))
+        .route("/contacts/random", get(contacts::random))
+        .route("/contacts/birthdays", get(contacts::birthdays))
+        .route("/contacts/{id}", get(contacts::get).put(contacts::update).delete(contacts::delete))
+        .route("/contacts/{id}/detail", get(contacts::detail))
+        .route("/contacts/{id}/archive", post(contacts::archive))
+        .route("/contacts/{id}/unarchive", post(contacts::unarchive))
+        .route("/contacts/{id}/favorite", post(contacts::favorite))
+        .route("/contacts/{id}/unfavorite", post(contacts::unfavorite))
+        .route("/contacts/{id}/relationships", get(relationships::outgoing).post(relationships::create))
+        .route("/contacts/{id}/relationships/{rid}", put(relationships::update).delete(relationships::delete))
+        .route("/contacts/{id}/incoming-relationships", get(relationships::incoming))
+        .route("/graph", get(relationships::graph))
+        .route("/contacts/{id}/notes", get(notes::list_for_contact).post(notes::create_for_contact))
+        .route("/notes", get(notes::list_unassigned).post(notes::create))
+        .route("/notes/{id}", get(notes::get).put(notes::update).delete(notes::delete))
+        .route("/activities", get(activities::list).post(activities::create))
+        .route("/activities/{id}", get(activities::get).put(activities::update).delete(activities::delete))
+        .route("/contacts/{id}/activities", get(activities::list_for_contact))
+        .route("/reminders", get(reminders::list))
+        .route("/reminders/upcoming", get(reminders::upcoming))
+        .route("/reminders/{id}", get(reminders::get).put(reminders::update).delete(reminders::delete))
+        .route("/reminders/{id}/complete", post(reminders::complete))
+        .route("/contacts/{id}/reminders", get(reminders::list_for_contact).post(reminders::create_for_contact))
+        .route("/contacts/{id}/reminder-completions", get(reminders::completions))
+        .route("/reminder-completions/{id}", delete(reminders::delete_completion));
     Router::new()
         .route("/health/live", get(health::live))
         .route("/health/ready", get(health::ready))

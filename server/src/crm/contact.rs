@@ -1,0 +1,128 @@
+//! The contact record: the canonical `card` (neutral record), `crm` envelope and `passthrough`
+//! members, stored as JSON text so nothing is lost, plus the flat projection derived from the card
+//! on every save (the engine's save hook), which lists, sorting and search read without parsing
+//! the card.
+
+use mycorrhizal_codecs::card::Card;
+use mycorrhizal_codecs::projection::{Flat, project};
+use mycorrhizal_engine::{Invalid, Kind, Record, kind};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Contact {
+    /// vCard UID (UUID v4), unique per user.
+    pub uid: String,
+    /// The neutral record, as JSON text.
+    pub card: String,
+    /// The CRM envelope (circles, how we met, ...), as a JSON object text.
+    pub crm: String,
+    /// Members carried through unchanged, as a JSON object text.
+    pub passthrough: String,
+    pub gender: String,
+    pub archived: bool,
+    pub favorite: bool,
+    /// Stored photo file name, or empty.
+    pub photo: String,
+    /// A flat birthday that was neither `YYYY-MM-DD` nor `--MM-DD`, kept untouched.
+    pub legacy_birthday: String,
+    /// Derived by the save hook.
+    pub flat: Flat,
+    /// Derived by the save hook from `crm.circles`.
+    pub circles: Vec<String>,
+}
+
+pub const INDEX_SORT_NAME: &str = "sort_name";
+pub const INDEX_UID: &str = "uid";
+pub const INDEX_CIRCLE: &str = "circle";
+pub const INDEX_BIRTHDAY: &str = "birthday_md";
+pub const INDEX_ARCHIVED: &str = "archived";
+pub const INDEX_EMAIL: &str = "email";
+
+impl Contact {
+    pub fn parsed_card(&self) -> Card {
+        serde_json::from_str(&self.card).unwrap_or_default()
+    }
+
+    /// The birthday as clients see it: the card's, else the legacy text.
+    pub fn birthday(&self) -> &str {
+        if self.flat.birthday.is_empty() { &self.legacy_birthday } else { &self.flat.birthday }
+    }
+
+    /// The display name.
+    pub fn name(&self) -> String {
+        if self.flat.full_name.is_empty() { self.flat.firstname.clone() } else { self.flat.full_name.clone() }
+    }
+}
+
+fn circles_of(crm: &str) -> Vec<String> {
+    let value: serde_json::Value = serde_json::from_str(crm).unwrap_or_default();
+    let mut circles: Vec<String> = value["circles"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(|c| c.as_str())
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    circles.sort();
+    circles.dedup();
+    circles
+}
+
+impl Record for Contact {
+    const KIND: Kind = kind!("contact", soft_delete);
+    const UNIQUE: &'static [&'static str] = &[INDEX_UID];
+
+    fn validate(&self) -> Result<(), Invalid> {
+        let card: Card = serde_json::from_str(&self.card).map_err(|e| Invalid::new("card", e.to_string()))?;
+        card.validate().map_err(|e| Invalid::new(e.field, e.reason))?;
+        for (field, text) in [("crm", &self.crm), ("passthrough", &self.passthrough)] {
+            if !serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object()) {
+                return Err(Invalid::new(field, "must be a JSON object"));
+            }
+        }
+        if self.gender.chars().count() > 100 {
+            return Err(Invalid::new("gender", "at most 100 characters"));
+        }
+        if uuid_shape(&self.uid).is_none() {
+            return Err(Invalid::new("uid", "must be a UUID"));
+        }
+        Ok(())
+    }
+
+    fn save_hook(&mut self) {
+        self.flat = project(&self.parsed_card());
+        self.circles = circles_of(&self.crm);
+    }
+
+    fn index_entries(&self) -> Vec<(&'static str, String)> {
+        let mut entries = vec![(INDEX_SORT_NAME, self.flat.sort_name.clone()), (INDEX_UID, self.uid.to_lowercase())];
+        entries.extend(self.circles.iter().map(|c| (INDEX_CIRCLE, c.clone())));
+        entries.extend(self.flat.emails.iter().map(|e| (INDEX_EMAIL, e.to_lowercase())));
+        if let Some(md) = month_day(&self.flat.birthday) {
+            entries.push((INDEX_BIRTHDAY, md));
+        }
+        if self.archived {
+            entries.push((INDEX_ARCHIVED, "1".into()));
+        }
+        entries
+    }
+}
+
+/// `MM-DD` of a REST date.
+pub fn month_day(date: &str) -> Option<String> {
+    let p = mycorrhizal_codecs::dates::parse_rest_date(date)?;
+    Some(format!("{:02}-{:02}", p.month?, p.day?))
+}
+
+fn uuid_shape(text: &str) -> Option<()> {
+    (text.len() == 36
+        && text
+            .chars()
+            .enumerate()
+            .all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() }))
+    .then_some(())
+}
