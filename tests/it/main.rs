@@ -4,6 +4,7 @@
 mod accounts;
 mod admin;
 mod boot;
+mod crm;
 mod health;
 mod helpers;
 mod inventory;
