@@ -4,10 +4,12 @@
 mod accounts;
 mod admin;
 mod boot;
+mod calendar;
 mod crm;
 mod health;
 mod helpers;
 mod inventory;
+mod isolation;
 mod keys;
 mod limits;
 mod migrations;

@@ -12,13 +12,13 @@ use mycorrhizal_engine::{Engine, FixedClock, Options};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-struct InProcess {
+pub struct InProcess {
     _dir: tempfile::TempDir,
     state: AppState,
-    clock: Arc<FixedClock>,
+    pub clock: Arc<FixedClock>,
 }
 
-async fn in_process(extra: &[(&str, &str)]) -> InProcess {
+pub async fn in_process(extra: &[(&str, &str)]) -> InProcess {
     let dir = tempfile::tempdir().unwrap();
     let mut vars: HashMap<String, String> = HashMap::new();
     vars.insert("DATA_DIR".into(), dir.path().display().to_string());
@@ -35,7 +35,13 @@ async fn in_process(extra: &[(&str, &str)]) -> InProcess {
 }
 
 impl InProcess {
-    async fn call(&self, method: &str, path: &str, cookie: Option<&str>, body: Value) -> (u16, Value, Option<String>) {
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        cookie: Option<&str>,
+        body: Value,
+    ) -> (u16, Value, Option<String>) {
         let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
         if let Some(c) = cookie {
             request = request.header("cookie", format!("auth_token={c}"));
@@ -53,7 +59,7 @@ impl InProcess {
         (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null), cookie)
     }
 
-    fn advance(&self, hours: i64) {
+    pub fn advance(&self, hours: i64) {
         self.clock.set(self.clock_now().checked_add(SignedDuration::from_hours(hours)).unwrap());
     }
 
@@ -62,9 +68,14 @@ impl InProcess {
         self.clock.now()
     }
 
-    async fn signed_in(&self) -> String {
+    pub async fn signed_in(&self) -> String {
         let register = json!({ "username": "ada", "email": "ada@example.org", "password": crate::helpers::PASSWORD });
         assert_eq!(self.call("POST", "/api/v1/register", None, register).await.0, 201);
+        self.sign_in_again().await
+    }
+
+    /// A fresh session (moving the clock far ends the old one, as it should).
+    pub async fn sign_in_again(&self) -> String {
         let (status, _, cookie) = self
             .call("POST", "/api/v1/login", None, json!({ "identifier": "ada", "password": crate::helpers::PASSWORD }))
             .await;

@@ -1,0 +1,112 @@
+//! Date rules with a fixed clock (in process): upcoming birthdays across year ends and around
+//! 29 February, a reminder zone far from UTC, and monthly reminders clamped to month ends.
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use crate::sessions::in_process;
+
+async fn contact(app: &crate::sessions::InProcess, cookie: &str, name: &str, birthday: &str) -> u64 {
+    let (status, body, _) =
+        app.call("POST", "/api/v1/contacts", Some(cookie), json!({ "firstname": name, "birthday": birthday })).await;
+    assert_eq!(status, 201, "{body}");
+    body["contact"]["id"].as_u64().unwrap()
+}
+
+fn names(body: &Value) -> Vec<(String, String, i64)> {
+    body["birthdays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["name"].as_str().unwrap().to_string(),
+                b["date"].as_str().unwrap().to_string(),
+                b["days_until"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn birthdays_wrap_the_year_end_and_leap_days_fall_on_1_march() {
+    let app = in_process(&[]).await;
+    app.clock.set("2026-12-20T12:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.signed_in().await;
+    contact(&app, &cookie, "Leap", "2000-02-29").await;
+    contact(&app, &cookie, "NewYear", "--01-02").await;
+    contact(&app, &cookie, "Xmas", "1990-12-25").await;
+    contact(&app, &cookie, "Past", "1990-12-01").await;
+    let (_, body, _) = app.call("GET", "/api/v1/contacts/birthdays?days=90", Some(&cookie), json!({})).await;
+    assert_eq!(
+        names(&body),
+        [
+            ("Xmas".to_string(), "2026-12-25".to_string(), 5),
+            ("NewYear".into(), "2027-01-02".into(), 13),
+            ("Leap".into(), "2027-03-01".into(), 71)
+        ]
+    );
+    let leap = &body["birthdays"][2];
+    assert_eq!(leap["age"], 27, "age from a full date");
+    assert!(body["birthdays"][1].get("age").is_none(), "no age without a year");
+    assert_eq!(body["birthdays"][0]["age"], 36);
+
+    app.clock.set("2028-02-01T12:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.sign_in_again().await;
+    let (_, body, _) = app.call("GET", "/api/v1/contacts/birthdays?days=40", Some(&cookie), json!({})).await;
+    assert_eq!(names(&body)[0], ("Leap".to_string(), "2028-02-29".to_string(), 28), "in a leap year it is 29 February");
+    let (_, body, _) = app.call("GET", "/api/v1/contacts/birthdays", Some(&cookie), json!({})).await;
+    assert_eq!(names(&body).len(), 1, "default window: rest of February and all of March");
+}
+
+#[tokio::test]
+async fn today_is_decided_in_the_reminder_zone() {
+    let app = in_process(&[("REMINDER_TIMEZONE", "Pacific/Kiritimati")]).await;
+    // 20:00 UTC on 31 December is already 1 January in Kiritimati (UTC+14).
+    app.clock.set("2026-12-31T20:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.signed_in().await;
+    contact(&app, &cookie, "Janus", "--01-01").await;
+    let (_, body, _) = app.call("GET", "/api/v1/contacts/birthdays?days=1", Some(&cookie), json!({})).await;
+    assert_eq!(names(&body), [("Janus".to_string(), "2027-01-01".to_string(), 0)]);
+}
+
+#[tokio::test]
+async fn a_monthly_reminder_on_the_31st_clamps_to_february_and_returns() {
+    let app = in_process(&[]).await;
+    app.clock.set("2027-01-31T09:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.signed_in().await;
+    let c = contact(&app, &cookie, "Monthly", "").await;
+    let body = json!({ "message": "Pay rent", "remind_at": "2027-01-31T15:30:00Z", "recurrence": "monthly", "reoccur_from_completion": false });
+    let (status, created, _) = app.call("POST", &format!("/api/v1/contacts/{c}/reminders"), Some(&cookie), body).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["reminder"]["id"].as_u64().unwrap();
+    let (_, done, _) = app.call("POST", &format!("/api/v1/reminders/{id}/complete"), Some(&cookie), json!({})).await;
+    assert_eq!(done["reminder"]["date"], "2027-02-28");
+    app.clock.set("2027-02-28T09:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.sign_in_again().await;
+    let (_, done, _) = app.call("POST", &format!("/api/v1/reminders/{id}/complete"), Some(&cookie), json!({})).await;
+    assert_eq!(done["reminder"]["date"], "2027-03-31", "back to the 31st");
+    let (_, completions, _) =
+        app.call("GET", &format!("/api/v1/contacts/{c}/reminder-completions"), Some(&cookie), json!({})).await;
+    assert_eq!(completions["completions"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_yearly_leap_day_reminder_moves_to_1_march_and_back() {
+    let app = in_process(&[]).await;
+    app.clock.set("2028-02-29T09:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.signed_in().await;
+    let c = contact(&app, &cookie, "Leapling", "2000-02-29").await;
+    let body = json!({ "message": "Card", "remind_at": "2028-02-29", "recurrence": "yearly", "reoccur_from_completion": false });
+    let (_, created, _) = app.call("POST", &format!("/api/v1/contacts/{c}/reminders"), Some(&cookie), body).await;
+    let id = created["reminder"]["id"].as_u64().unwrap();
+    let mut dates = Vec::new();
+    for now in ["2028-02-29T10:00:00Z", "2029-03-01T10:00:00Z", "2030-03-01T10:00:00Z", "2031-03-01T10:00:00Z"] {
+        app.clock.set(now.parse::<Timestamp>().unwrap());
+        let cookie = app.sign_in_again().await;
+        let (_, done, _) =
+            app.call("POST", &format!("/api/v1/reminders/{id}/complete"), Some(&cookie), json!({})).await;
+        dates.push(done["reminder"]["date"].as_str().unwrap().to_string());
+    }
+    assert_eq!(dates, ["2029-03-01", "2030-03-01", "2031-03-01", "2032-02-29"]);
+}

@@ -1,0 +1,166 @@
+//! Per-user isolation, table-driven over every CRM route: user B gets 404 for each of user A's
+//! ids (never 403, never data) and B's lists and searches never include A's rows.
+
+use serde_json::{Value, json};
+
+use crate::helpers::Instance;
+
+#[tokio::test]
+async fn another_user_cannot_read_list_search_or_change_anything() {
+    let server = Instance::new().spawn();
+    let a = server.sign_up("ada").await;
+    let b = server.sign_up("bob").await;
+    let contact = a.post("/api/v1/contacts", json!({ "firstname": "Secret", "lastname": "Friend", "email": "secret@example.org", "crm": { "circles": ["Inner"] }, "birthday": "--01-01" })).await.json::<Value>().await.unwrap()["contact"].clone();
+    let c = contact["id"].as_u64().unwrap();
+    let other = a.post("/api/v1/contacts", json!({ "firstname": "Other" })).await.json::<Value>().await.unwrap()["contact"]["id"].as_u64().unwrap();
+    let rel = a
+        .post(&format!("/api/v1/contacts/{c}/relationships"), json!({ "target_id": other, "type": "friend" }))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    let note = a
+        .post(&format!("/api/v1/contacts/{c}/notes"), json!({ "content": "secret note" }))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["note"]["id"]
+        .as_u64()
+        .unwrap();
+    let loose = a.post("/api/v1/notes", json!({ "content": "secret loose note" })).await.json::<Value>().await.unwrap()
+        ["note"]["id"]
+        .as_u64()
+        .unwrap();
+    let activity = a
+        .post("/api/v1/activities", json!({ "title": "secret dinner", "date": "2026-01-01", "contact_ids": [c] }))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["activity"]["id"]
+        .as_u64()
+        .unwrap();
+    let reminder = a
+        .post(
+            &format!("/api/v1/contacts/{c}/reminders"),
+            json!({ "message": "secret reminder", "remind_at": "2026-01-01", "recurrence": "yearly" }),
+        )
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["reminder"]["id"]
+        .as_u64()
+        .unwrap();
+    let once = a
+        .post(
+            &format!("/api/v1/contacts/{c}/reminders"),
+            json!({ "message": "secret once", "remind_at": "2026-01-01", "recurrence": "once" }),
+        )
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["reminder"]["id"]
+        .as_u64()
+        .unwrap();
+    let completion = a
+        .post(&format!("/api/v1/reminders/{once}/complete"), json!({}))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["completion"]["id"]
+        .as_u64()
+        .unwrap();
+
+    let note_body = json!({ "content": "x" });
+    let activity_body = json!({ "title": "x", "date": "2026-01-01" });
+    let reminder_body = json!({ "message": "x", "remind_at": "2026-01-01", "recurrence": "once", "contact_id": c });
+    let contact_body = json!({ "firstname": "Hijack" });
+    let routes: Vec<(reqwest::Method, String, Value)> = vec![
+        (reqwest::Method::GET, format!("/api/v1/contacts/{c}"), json!(null)),
+        (reqwest::Method::PUT, format!("/api/v1/contacts/{c}"), contact_body.clone()),
+        (reqwest::Method::DELETE, format!("/api/v1/contacts/{c}"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/contacts/{c}/detail"), json!(null)),
+        (reqwest::Method::POST, format!("/api/v1/contacts/{c}/archive"), json!(null)),
+        (reqwest::Method::POST, format!("/api/v1/contacts/{c}/unarchive"), json!(null)),
+        (reqwest::Method::POST, format!("/api/v1/contacts/{c}/favorite"), json!(null)),
+        (reqwest::Method::POST, format!("/api/v1/contacts/{c}/unfavorite"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/contacts/{c}/relationships"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/contacts/{c}/incoming-relationships"), json!(null)),
+        (
+            reqwest::Method::POST,
+            format!("/api/v1/contacts/{c}/relationships"),
+            json!({ "target_id": other, "type": "friend" }),
+        ),
+        (
+            reqwest::Method::PUT,
+            format!("/api/v1/contacts/{c}/relationships/{rel}"),
+            json!({ "target_id": other, "type": "friend" }),
+        ),
+        (reqwest::Method::DELETE, format!("/api/v1/contacts/{c}/relationships/{rel}"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/contacts/{c}/notes"), json!(null)),
+        (reqwest::Method::POST, format!("/api/v1/contacts/{c}/notes"), note_body.clone()),
+        (reqwest::Method::GET, format!("/api/v1/notes/{note}"), json!(null)),
+        (reqwest::Method::PUT, format!("/api/v1/notes/{note}"), note_body.clone()),
+        (reqwest::Method::DELETE, format!("/api/v1/notes/{loose}"), json!(null)),
+        (reqwest::Method::POST, "/api/v1/notes".into(), json!({ "content": "x", "contact_id": c })),
+        (reqwest::Method::GET, format!("/api/v1/activities/{activity}"), json!(null)),
+        (reqwest::Method::PUT, format!("/api/v1/activities/{activity}"), activity_body.clone()),
+        (reqwest::Method::DELETE, format!("/api/v1/activities/{activity}"), json!(null)),
+        (
+            reqwest::Method::POST,
+            "/api/v1/activities".into(),
+            json!({ "title": "x", "date": "2026-01-01", "contact_ids": [c] }),
+        ),
+        (reqwest::Method::GET, format!("/api/v1/contacts/{c}/activities"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/reminders/{reminder}"), json!(null)),
+        (reqwest::Method::PUT, format!("/api/v1/reminders/{reminder}"), reminder_body.clone()),
+        (reqwest::Method::DELETE, format!("/api/v1/reminders/{reminder}"), json!(null)),
+        (reqwest::Method::POST, format!("/api/v1/reminders/{reminder}/complete"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/contacts/{c}/reminders"), json!(null)),
+        (reqwest::Method::POST, format!("/api/v1/contacts/{c}/reminders"), reminder_body.clone()),
+        (reqwest::Method::GET, format!("/api/v1/contacts/{c}/reminder-completions"), json!(null)),
+        (reqwest::Method::DELETE, format!("/api/v1/reminder-completions/{completion}"), json!(null)),
+    ];
+    for (method, path, body) in &routes {
+        let mut request = b.request(method.clone(), path);
+        if !body.is_null() {
+            request = request.json(body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, 404, "{method} {path} as another user: {text}");
+        assert!(!text.contains("secret") && !text.contains("Secret"), "{method} {path} leaked: {text}");
+    }
+
+    // B's lists and searches hold nothing of A's.
+    for path in [
+        "/api/v1/contacts",
+        "/api/v1/contacts?search=secret",
+        "/api/v1/contacts?include_archived=true",
+        "/api/v1/contacts/circles",
+        "/api/v1/contacts/random",
+        "/api/v1/contacts/birthdays?days=366",
+        "/api/v1/notes",
+        "/api/v1/activities",
+        "/api/v1/reminders",
+        "/api/v1/reminders/upcoming",
+        "/api/v1/graph",
+    ] {
+        let response = b.get(path).await;
+        assert_eq!(response.status(), 200, "{path}");
+        let text = response.text().await.unwrap();
+        assert!(!text.contains("ecret") && !text.contains(&format!("\"id\":{c}")), "{path} leaked: {text}");
+    }
+
+    // And every one of A's rows is still there, unchanged.
+    let mine: Value = a.get(&format!("/api/v1/contacts/{c}/detail")).await.json().await.unwrap();
+    assert_eq!(mine["contact"]["firstname"], "Secret");
+    assert_eq!(mine["contact"]["revision"], 1);
+    assert_eq!(mine["notes"][0]["content"], "secret note");
+    assert_eq!(mine["relationship_edges"].as_array().unwrap().len(), 1);
+    assert_eq!(a.get(&format!("/api/v1/activities/{activity}")).await.status(), 200);
+    assert_eq!(a.get(&format!("/api/v1/reminders/{reminder}")).await.status(), 200);
+    assert_eq!(a.get(&format!("/api/v1/notes/{loose}")).await.status(), 200);
+}
