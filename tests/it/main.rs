@@ -14,6 +14,7 @@ mod keys;
 mod limits;
 mod migrations;
 mod oidc;
+mod photos;
 mod reset;
 mod sessions;
 mod tokens;

@@ -373,7 +373,7 @@ pub async fn delete(
     let pre = if_match(&headers)?;
     scope(&state, &user).write_async(move |tx| delete_with_joins(tx, id, pre)).await?;
     let files = state.config.data_dir.join("users").join(user.id.0.to_string()).join("photos");
-    for name in [format!("{id}"), format!("{id}.thumb")] {
+    for name in ["jpg", "png", "gif", "webp"].map(|ext| format!("{id}.{ext}")) {
         let _ = std::fs::remove_file(files.join(name));
     }
     Ok(axum::Json(json!({ "message": "Contact deleted" })))

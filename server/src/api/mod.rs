@@ -10,6 +10,7 @@ pub mod contacts;
 pub mod health;
 pub mod notes;
 pub mod oidc;
+pub mod photos;
 pub mod relationships;
 pub mod reminders;
 pub mod tokens;
@@ -37,7 +38,7 @@ use crate::state::AppState;
         admin::list_users, admin::create_user, admin::get_user, admin::patch_user, admin::delete_user, admin::reset_2fa,
         contacts::list, contacts::create, contacts::get, contacts::update, contacts::delete, contacts::archive,
         contacts::unarchive, contacts::favorite, contacts::unfavorite, contacts::circles, contacts::random,
-        contacts::birthdays, contacts::detail,
+        contacts::birthdays, contacts::detail, photos::upload, photos::download, photos::proxy,
         relationships::outgoing, relationships::incoming, relationships::create, relationships::update,
         relationships::delete, relationships::graph,
         notes::list_for_contact, notes::create_for_contact, notes::list_unassigned, notes::create, notes::get,
@@ -125,6 +126,13 @@ pub fn router() -> Router<AppState> {
         .route("/contacts/birthdays", get(contacts::birthdays))
         .route("/contacts/{id}", get(contacts::get).put(contacts::update).delete(contacts::delete))
         .route("/contacts/{id}/detail", get(contacts::detail))
+        .route(
+            "/contacts/{id}/profile_picture",
+            get(photos::download)
+                .post(photos::upload)
+                .layer(axum::extract::DefaultBodyLimit::max(photos::MAX_PHOTO + 64 * 1024)),
+        )
+        .route("/proxy/image", get(photos::proxy))
         .route("/contacts/{id}/archive", post(contacts::archive))
         .route("/contacts/{id}/unarchive", post(contacts::unarchive))
         .route("/contacts/{id}/favorite", post(contacts::favorite))

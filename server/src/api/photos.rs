@@ -1,0 +1,171 @@
+//! Profile pictures: multipart upload (field `photo`, at most 10 MB, JPEG, PNG, GIF or WebP,
+//! checked by content rather than by name), stored under the data folder per user, served with
+//! the right content type; and the image proxy for upload previews, which only reaches public
+//! addresses, only accepts image content and caps size and time.
+
+use std::time::Duration;
+
+use axum::extract::{Multipart, Path, Query, State};
+use axum::http::StatusCode;
+use axum::http::header::{CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::response::{IntoResponse, Response};
+use mycorrhizal_engine::Precondition;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::common::tagged;
+use super::contacts::{scope, view};
+use crate::auth::AuthUser;
+use crate::crm::contact::Contact;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+pub const MAX_PHOTO: usize = 10 * 1024 * 1024;
+
+/// The image type of `bytes` by its signature; SVG and everything else is refused.
+pub fn sniff(bytes: &[u8]) -> Option<(&'static str, &'static str)> {
+    match bytes {
+        [0xFF, 0xD8, 0xFF, ..] => Some(("image/jpeg", "jpg")),
+        [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, ..] => Some(("image/png", "png")),
+        [b'G', b'I', b'F', b'8', b'7' | b'9', b'a', ..] => Some(("image/gif", "gif")),
+        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some(("image/webp", "webp")),
+        _ => None,
+    }
+}
+
+fn photo_dir(state: &AppState, user: &AuthUser) -> std::path::PathBuf {
+    state.config.data_dir.join("users").join(user.id.0.to_string()).join("photos")
+}
+
+#[utoipa::path(post, path = "/api/v1/contacts/{id}/profile_picture", tag = "contacts", params(("id" = u64, Path)), request_body(content_type = "multipart/form-data", description = "Field `photo`: a JPEG, PNG, GIF or WebP image, at most 10 MB"), responses(
+    (status = 200, description = "The contact"), (status = 400, description = "Not an image, or too large"), (status = 404, description = "No such contact")))]
+pub async fn upload(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<u64>,
+    mut form: Multipart,
+) -> Result<Response, ApiError> {
+    scope(&state, &user).get::<Contact>(id)?;
+    let mut bytes = None;
+    while let Some(field) = form.next_field().await.map_err(|e| ApiError::invalid_input("photo", e.body_text()))? {
+        if field.name() == Some("photo") {
+            let data = field.bytes().await.map_err(|_| {
+                ApiError::validation("photo", format!("must be at most {} MB", MAX_PHOTO / 1024 / 1024))
+            })?;
+            bytes = Some(data);
+        }
+    }
+    let Some(bytes) = bytes else {
+        let row = scope(&state, &user).get::<Contact>(id)?;
+        return Ok(tagged(&row, None, StatusCode::OK, &view(&row, &[])));
+    };
+    if bytes.len() > MAX_PHOTO {
+        return Err(ApiError::validation("photo", "must be at most 10 MB"));
+    }
+    let (_, ext) =
+        sniff(&bytes).ok_or_else(|| ApiError::validation("photo", "must be a JPEG, PNG, GIF or WebP image"))?;
+    let dir = photo_dir(&state, &user);
+    let name = format!("{id}.{ext}");
+    let (dir_, name_) = (dir.clone(), name.clone());
+    state
+        .blocking(move |_| -> std::io::Result<()> {
+            std::fs::create_dir_all(&dir_)?;
+            for old in ["jpg", "png", "gif", "webp"] {
+                let _ = std::fs::remove_file(dir_.join(format!("{id}.{old}")));
+            }
+            let partial = dir_.join(format!(".{name_}.partial"));
+            std::fs::write(&partial, &bytes)?;
+            std::fs::rename(&partial, dir_.join(&name_))
+        })
+        .await?
+        .map_err(ApiError::internal)?;
+    let row = scope(&state, &user)
+        .write_async(move |tx| {
+            tx.update::<Contact>(id, Precondition::Any, |c| {
+                c.photo = name.clone();
+                Ok(())
+            })
+        })
+        .await?;
+    Ok(tagged(&row, None, StatusCode::OK, &view(&row, &[])))
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+pub struct PhotoQuery {
+    /// `true` for the thumbnail (currently the stored image itself).
+    pub thumbnail: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/v1/contacts/{id}/profile_picture", tag = "contacts", params(("id" = u64, Path), PhotoQuery), responses(
+    (status = 200, description = "The image bytes with their content type"), (status = 404, description = "No such contact, or no picture")))]
+pub async fn download(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<u64>,
+    Query(_q): Query<PhotoQuery>,
+) -> Result<Response, ApiError> {
+    let row = scope(&state, &user).get::<Contact>(id)?;
+    if row.body.photo.is_empty() {
+        return Err(ApiError::NotFound);
+    }
+    let path = photo_dir(&state, &user).join(&row.body.photo);
+    let bytes = state.blocking(move |_| std::fs::read(path)).await?.map_err(|_| ApiError::NotFound)?;
+    let (mime, _) = sniff(&bytes).ok_or(ApiError::NotFound)?;
+    Ok(([(CONTENT_TYPE, mime), (CACHE_CONTROL, "private, max-age=300")], bytes).into_response())
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+pub struct ProxyQuery {
+    /// An http or https image URL on a public address.
+    pub url: Option<String>,
+}
+
+/// Fetches an external image for an upload preview: public addresses only, image types only
+/// (no SVG), at most 10 MB, 10 seconds, no redirects.
+#[utoipa::path(get, path = "/api/v1/proxy/image", tag = "contacts", params(ProxyQuery), responses(
+    (status = 200, description = "The image bytes"), (status = 400, description = "Missing, private or non-image URL"), (status = 503, description = "The remote server failed")))]
+pub async fn proxy(
+    State(state): State<AppState>,
+    _user: AuthUser,
+    Query(q): Query<ProxyQuery>,
+) -> Result<Response, ApiError> {
+    let url = q.url.filter(|u| !u.trim().is_empty()).ok_or_else(|| ApiError::invalid_input("url", "is required"))?;
+    let url = crate::outbound::check(&url, true).await.map_err(|reason| ApiError::validation("url", reason))?;
+    let mut response = state
+        .http
+        .get(url)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .map_err(|_| ApiError::External("The image could not be fetched".into()))?;
+    if !response.status().is_success() {
+        return Err(ApiError::External(format!("The image server answered {}", response.status())));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) =
+        response.chunk().await.map_err(|_| ApiError::External("The image download failed".into()))?
+    {
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > MAX_PHOTO {
+            return Err(ApiError::validation("url", "the image is larger than 10 MB"));
+        }
+    }
+    let (mime, _) =
+        sniff(&bytes).ok_or_else(|| ApiError::validation("url", "is not a JPEG, PNG, GIF or WebP image"))?;
+    Ok(([(CONTENT_TYPE, mime), (CONTENT_DISPOSITION, "inline")], bytes).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_are_recognised_by_content() {
+        assert_eq!(sniff(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 0]).map(|s| s.0), Some("image/jpeg"));
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\nrest").map(|s| s.0), Some("image/png"));
+        assert_eq!(sniff(b"GIF89a...").map(|s| s.0), Some("image/gif"));
+        assert_eq!(sniff(b"RIFF\0\0\0\0WEBPVP8 ").map(|s| s.0), Some("image/webp"));
+        assert_eq!(sniff(b"<svg xmlns='http://www.w3.org/2000/svg'/>"), None);
+        assert_eq!(sniff(b""), None);
+    }
+}

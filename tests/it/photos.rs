@@ -1,0 +1,73 @@
+//! Profile pictures and the image proxy.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Client, Instance};
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\0\x05\0\x01\xff\x89\x99=\x1d\0\0\0\0IEND\xaeB`\x82";
+
+async fn upload(client: &Client, id: u64, field: &str, bytes: &[u8]) -> reqwest::Response {
+    let boundary = "mycorrhizal-test-boundary";
+    let mut body = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"p.png\"\r\nContent-Type: application/octet-stream\r\n\r\n").into_bytes();
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    client
+        .request(reqwest::Method::POST, &format!("/api/v1/contacts/{id}/profile_picture"))
+        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_profile_picture_is_verified_stored_served_and_removed_with_the_contact() {
+    let instance = Instance::new();
+    let server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let id = crate::crm::new_contact(&ada, "Pic", "Ture").await["id"].as_u64().unwrap();
+    assert_eq!(ada.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.status(), 404, "none yet");
+    let svg = upload(&ada, id, "photo", b"<svg xmlns='http://www.w3.org/2000/svg'></svg>").await;
+    assert_eq!(svg.status(), 400);
+    assert_eq!(svg.json::<Value>().await.unwrap()["details"]["field"], "photo");
+    let ok = upload(&ada, id, "photo", PNG).await;
+    assert_eq!(ok.status(), 200);
+    let contact: Value = ok.json().await.unwrap();
+    assert_eq!(contact["photo"], format!("{id}.png"));
+    assert_eq!(contact["photo_thumbnail"], format!("/api/v1/contacts/{id}/profile_picture?thumbnail=true"));
+    let served = ada.get(&format!("/api/v1/contacts/{id}/profile_picture")).await;
+    assert_eq!(served.headers()["content-type"], "image/png");
+    assert_eq!(served.bytes().await.unwrap().as_ref(), PNG);
+    let file = instance.data_dir().join("users").join(ada.id.to_string()).join("photos").join(format!("{id}.png"));
+    assert!(file.exists());
+    let bob = server.sign_up("bob").await;
+    assert_eq!(bob.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.status(), 404);
+    assert_eq!(upload(&bob, id, "photo", PNG).await.status(), 404);
+    ada.send(reqwest::Method::DELETE, &format!("/api/v1/contacts/{id}"), json!({})).await;
+    assert!(!file.exists(), "the file goes with the contact");
+    let too_big = upload(
+        &ada,
+        crate::crm::new_contact(&ada, "Big", "One").await["id"].as_u64().unwrap(),
+        "photo",
+        &vec![0xFF; 11 * 1024 * 1024],
+    )
+    .await;
+    assert!(too_big.status() == 400 || too_big.status() == 413, "{}", too_big.status());
+}
+
+#[tokio::test]
+async fn the_image_proxy_refuses_private_addresses_and_bad_urls() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    for (url, field) in [
+        ("", "url"),
+        ("ftp://example.org/x.png", "url"),
+        ("http://127.0.0.1:9/x.png", "url"),
+        ("http://169.254.169.254/latest", "url"),
+    ] {
+        let response = ada.get(&format!("/api/v1/proxy/image?url={url}")).await;
+        assert_eq!(response.status(), 400, "{url}");
+        assert_eq!(response.json::<Value>().await.unwrap()["details"]["field"], field);
+    }
+    assert_eq!(server.get("/api/v1/proxy/image?url=http://example.org/x.png").await.status(), 401);
+}
