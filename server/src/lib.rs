@@ -11,6 +11,7 @@ pub mod config;
 pub mod crm;
 pub mod error;
 pub mod http;
+pub mod jobs;
 pub mod notify;
 pub mod ops;
 pub mod outbound;
@@ -128,6 +129,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
             return Err(anyhow::Error::new(e).context(format!("cannot listen on BIND_ADDR {}", state.config.bind_addr)));
         }
     };
+    jobs::start(state.clone());
     serve(listener, state, shutdown).await
 }
 

@@ -131,7 +131,7 @@ async fn each_session_failure_has_the_spec_message() {
     );
 
     let Cred::Cookie(jwt) = &ada.cred else { unreachable!() };
-    let claims = mycorrhizal::auth::session::Signer::new(b"x".repeat(40).as_slice()).verify(jwt);
+    let claims = mycorrhizal::auth::session::Signer::new(b"x".repeat(40).as_slice()).verify(jwt, 0);
     assert!(claims.is_err(), "signed with the instance key, not ours");
     let forged = {
         let parts: Vec<&str> = jwt.split('.').collect();

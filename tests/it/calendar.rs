@@ -110,3 +110,33 @@ async fn a_yearly_leap_day_reminder_moves_to_1_march_and_back() {
     }
     assert_eq!(dates, ["2029-03-01", "2030-03-01", "2031-03-01", "2032-02-29"]);
 }
+
+#[tokio::test]
+async fn the_daily_purge_removes_tombstones_only_after_the_retention_window() {
+    use mycorrhizal::crm::contact::Contact;
+    use mycorrhizal_engine::system::{JobResult, Trigger};
+    let app = in_process(&[("DELETED_RETENTION_DAYS", "30")]).await;
+    app.clock.set("2026-01-01T10:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.signed_in().await;
+    let gone = contact(&app, &cookie, "Gone", "").await;
+    let kept = contact(&app, &cookie, "Kept", "").await;
+    assert_eq!(app.call("DELETE", &format!("/api/v1/contacts/{gone}"), Some(&cookie), json!({})).await.0, 200);
+    let user = mycorrhizal_engine::UserId(1);
+    let tombstone = |app: &crate::sessions::InProcess| {
+        app.state.engine.user(user).view().unwrap().get_any::<Contact>(gone).unwrap()
+    };
+
+    app.clock.set("2026-01-30T10:00:00Z".parse::<Timestamp>().unwrap());
+    let run = mycorrhizal::jobs::purge_once(&app.state, Trigger::Manual).await;
+    assert_eq!((run.result, run.items_processed), (JobResult::Success, Some(0)));
+    assert!(tombstone(&app).is_some(), "kept inside the window for sync clients");
+
+    app.clock.set("2026-02-01T10:00:01Z".parse::<Timestamp>().unwrap());
+    let run = mycorrhizal::jobs::purge_once(&app.state, Trigger::Manual).await;
+    assert_eq!(run.items_processed, Some(1));
+    assert!(run.correlation_id.as_deref().unwrap().starts_with("job:retention_purge:"));
+    assert!(tombstone(&app).is_none());
+    assert!(app.state.engine.user(user).get::<Contact>(kept).is_ok());
+    let runs = app.state.engine.job_runs(10, |r| r.job_name == "retention_purge").unwrap();
+    assert_eq!(runs.len(), 2, "each run is recorded");
+}

@@ -152,7 +152,11 @@ pub async fn login_2fa(
         .filter_map(|v| v.to_str().ok())
         .find_map(|h| session::read_cookie(h, session::PENDING_COOKIE).map(str::to_string))
         .ok_or(ApiError::Unauthorized("No sign-in is waiting for a second factor"))?;
-    let claims = state.auth.signer.verify(&pending).map_err(|e| ApiError::Unauthorized(e.message()))?;
+    let claims = state
+        .auth
+        .signer
+        .verify(&pending, state.engine.clock().now().as_second())
+        .map_err(|e| ApiError::Unauthorized(e.message()))?;
     if claims.purpose.as_deref() != Some("2fa") {
         return Err(ApiError::Unauthorized("Invalid token"));
     }
@@ -172,7 +176,7 @@ pub async fn login_2fa(
 pub async fn logout(State(state): State<AppState>, parts: Parts) -> Response {
     let mut ended = None;
     if let Ok(token) = bearer(&parts)
-        && let Ok(claims) = state.auth.signer.verify(&token)
+        && let Ok(claims) = state.auth.signer.verify(&token, state.engine.clock().now().as_second())
         && let Some(sid) = claims.sid
     {
         ended = state.auth.end_session(&state.engine, sid).await;

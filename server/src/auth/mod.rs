@@ -123,7 +123,10 @@ impl Auth {
     }
 
     async fn authenticate_session(&self, engine: &Engine, token: &str) -> Result<AuthUser, ApiError> {
-        let claims = self.signer.verify(token).map_err(|e| ApiError::Unauthorized(e.message()))?;
+        let claims = self
+            .signer
+            .verify(token, engine.clock().now().as_second())
+            .map_err(|e| ApiError::Unauthorized(e.message()))?;
         if claims.purpose.is_some() || !claims.authorized {
             return Err(ApiError::Unauthorized("Invalid token"));
         }
