@@ -75,3 +75,24 @@ async fn deleting_a_user_removes_the_account_and_its_access() {
     let listed: Value = admin.get("/api/v1/admin/users?limit=1&page=2").await.json().await.unwrap();
     assert_eq!((listed["total"].as_u64(), listed["users"].as_array().map(Vec::len)), (Some(2), Some(1)));
 }
+
+#[tokio::test]
+async fn rebuilding_derived_columns_scans_every_contact_and_is_idempotent() {
+    let server = Instance::new().spawn();
+    let admin = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    for (client, n) in [(&admin, 2), (&bob, 3)] {
+        for i in 0..n {
+            client.post("/api/v1/contacts", json!({ "firstname": format!("P{i}") })).await;
+        }
+    }
+    let first: Value = admin.post("/api/v1/admin/contacts/rebuild-derived", json!({})).await.json().await.unwrap();
+    assert_eq!(
+        (first["contacts_scanned"].as_u64(), first["contacts_updated"].as_u64()),
+        (Some(5), Some(0)),
+        "projections are current"
+    );
+    let again: Value = admin.post("/api/v1/admin/contacts/rebuild-derived", json!({})).await.json().await.unwrap();
+    assert_eq!(again["contacts_updated"], 0);
+    assert_eq!(bob.post("/api/v1/admin/contacts/rebuild-derived", json!({})).await.status(), 403);
+}

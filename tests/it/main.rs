@@ -6,6 +6,7 @@ mod admin;
 mod boot;
 mod calendar;
 mod crm;
+mod derived;
 mod health;
 mod helpers;
 mod inventory;

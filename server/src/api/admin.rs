@@ -133,3 +133,46 @@ pub async fn reset_2fa(
         .await?;
     Ok(axum::Json(json!({ "message": "Two-factor authentication reset; the user can enrol again" })))
 }
+
+/// Recomputes every contact's derived columns from its card (the save hook), writing only the
+/// rows whose projection changed; running it twice changes nothing the second time.
+#[utoipa::path(post, path = "/api/v1/admin/contacts/rebuild-derived", tag = "admin", responses((status = 200, description = "`{message, contacts_scanned, contacts_updated}`")))]
+pub async fn rebuild_derived(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
+    use mycorrhizal_engine::{Precondition, Record, UserId};
+
+    use crate::crm::contact::Contact;
+    let users: Vec<u64> = state.engine.global()?.list::<Account>()?.into_iter().map(|(id, _)| id).collect();
+    let (mut scanned, mut updated) = (0u64, 0u64);
+    for user in users {
+        let scope = state.engine.user(UserId(user));
+        let rows = scope.list::<Contact>()?;
+        scanned += rows.len() as u64;
+        let stale: Vec<u64> = rows
+            .into_iter()
+            .filter(|row| {
+                let mut fresh = row.body.clone();
+                fresh.save_hook();
+                fresh.flat != row.body.flat || fresh.circles != row.body.circles
+            })
+            .map(|row| row.id)
+            .collect();
+        updated += stale.len() as u64;
+        for chunk in stale.chunks(500) {
+            let ids = chunk.to_vec();
+            scope
+                .write_async(move |tx| {
+                    for id in &ids {
+                        tx.update::<Contact>(*id, Precondition::Any, |_| Ok(()))?;
+                    }
+                    Ok(())
+                })
+                .await?;
+        }
+    }
+    Ok(axum::Json(
+        json!({ "message": "Derived contact columns rebuilt", "contacts_scanned": scanned, "contacts_updated": updated }),
+    ))
+}

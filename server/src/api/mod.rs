@@ -35,7 +35,7 @@ use crate::state::AppState;
         users::totp_status,
         tokens::list, tokens::create, tokens::revoke, tokens::rotate, tokens::revoke_all,
         tokens::admin_list, tokens::admin_create, tokens::admin_revoke,
-        admin::list_users, admin::create_user, admin::get_user, admin::patch_user, admin::delete_user, admin::reset_2fa,
+        admin::list_users, admin::create_user, admin::get_user, admin::patch_user, admin::delete_user, admin::reset_2fa, admin::rebuild_derived,
         contacts::list, contacts::create, contacts::get, contacts::update, contacts::delete, contacts::archive,
         contacts::unarchive, contacts::favorite, contacts::unfavorite, contacts::circles, contacts::random,
         contacts::birthdays, contacts::detail, photos::upload, photos::download, photos::proxy,
@@ -120,6 +120,7 @@ pub fn router() -> Router<AppState> {
         .route("/admin/users", get(admin::list_users).post(admin::create_user))
         .route("/admin/users/{id}", get(admin::get_user).patch(admin::patch_user).delete(admin::delete_user))
         .route("/admin/users/{id}/reset-2fa", post(admin::reset_2fa))
+        .route("/admin/contacts/rebuild-derived", post(admin::rebuild_derived))
         .route("/contacts", get(contacts::list).post(contacts::create))
         .route("/contacts/circles", get(contacts::circles))
         .route("/contacts/random", get(contacts::random))
