@@ -29,16 +29,32 @@ fn input(n: u64) -> ContactInput {
     serde_json::from_value(json!({ "card": card, "crm": { "circles": ["Friends"] } })).expect("input")
 }
 
-async fn call(state: &AppState, method: &str, uri: &str, cookie: &str, body: Option<Value>) -> (u16, Value) {
+/// One request, timed from the request to the last byte of the answer (the harness's own JSON
+/// parsing of the answer is not counted).
+async fn call(router: &axum::Router, method: &str, uri: &str, cookie: &str, body: Option<Value>) -> (u16, Value) {
+    let (status, bytes, _) = timed(router, method, uri, cookie, body).await;
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+async fn timed(
+    router: &axum::Router,
+    method: &str,
+    uri: &str,
+    cookie: &str,
+    body: Option<Value>,
+) -> (u16, axum::body::Bytes, Duration) {
     let mut request = Request::builder().method(method).uri(uri).header("cookie", format!("auth_token={cookie}"));
     if body.is_some() {
         request = request.header("content-type", "application/json");
     }
     let body = body.map(|b| Body::from(b.to_string())).unwrap_or_else(Body::empty);
-    let response = app(state.clone()).oneshot(request.body(body).expect("request")).await.expect("response");
+    let request = request.body(body).expect("request");
+    let started = Instant::now();
+    // The router is built once, as in the server; each call takes a cheap clone.
+    let response = router.clone().oneshot(request).await.expect("response");
     let status = response.status().as_u16();
     let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("body");
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    (status, bytes, started.elapsed())
 }
 
 fn report(name: &str, mut lat: Vec<Duration>) {
@@ -62,15 +78,16 @@ fn main() {
         let config = Config::load(Env::from_map(vars)).expect("config");
         let (engine, _) = Engine::open(config.database_path(), Options::default()).expect("engine");
         let state = AppState::build(engine.clone(), config).await.expect("state");
+        let router = app(state.clone());
         let register = json!({ "username": "bench", "email": "bench@example.org", "password": "lichen-moss-fern-42" });
-        call(&state, "POST", "/api/v1/register", "", Some(register)).await;
+        call(&router, "POST", "/api/v1/register", "", Some(register)).await;
         let login = Request::builder()
             .method("POST")
             .uri("/api/v1/login")
             .header("content-type", "application/json")
             .body(Body::from(json!({ "identifier": "bench", "password": "lichen-moss-fern-42" }).to_string()))
             .expect("login");
-        let response = app(state.clone()).oneshot(login).await.expect("login");
+        let response = router.clone().oneshot(login).await.expect("login");
         let cookie = response
             .headers()
             .get_all("set-cookie")
@@ -103,7 +120,7 @@ fn main() {
         println!("| operation                                |  calls |      p50    |      p99    |");
         println!("|------------------------------------------|-------:|------------:|------------:|");
 
-        let (_, first) = call(&state, "GET", "/api/v1/contacts?sort=name&limit=50", &cookie, None).await;
+        let (_, first) = call(&router, "GET", "/api/v1/contacts?sort=name&limit=50", &cookie, None).await;
         assert_eq!(first["contacts"].as_array().map(Vec::len), Some(50));
         let ids: Vec<u64> = (0..500).map(|i| 1 + (i * 7919) % contacts).collect();
         let mut cursors = vec![String::new()];
@@ -115,9 +132,9 @@ fn main() {
             } else {
                 format!("/api/v1/contacts?sort=name&limit=50&cursor={cursor}")
             };
-            let t = Instant::now();
-            let (status, page) = call(&state, "GET", &uri, &cookie, None).await;
-            lat.push(t.elapsed());
+            let (status, bytes_, took) = timed(&router, "GET", &uri, &cookie, None).await;
+            lat.push(took);
+            let page: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
             assert_eq!(status, 200);
             if cursors.len() < 50 {
                 cursors.push(page["next_cursor"].as_str().unwrap_or("").to_string());
@@ -126,56 +143,83 @@ fn main() {
         report("list 50 by name (with total)", lat);
 
         let mut lat = Vec::new();
-        for id in &ids {
+        let mut lat_json = Vec::new();
+        for _ in 0..300 {
             let t = Instant::now();
-            let (status, _) = call(&state, "GET", &format!("/api/v1/contacts/{id}"), &cookie, None).await;
+            let view = user.view().expect("view");
+            let walk = mycorrhizal_engine::Walk {
+                index: "sort_name",
+                from: "last0500000",
+                to: None,
+                after: None,
+                descending: false,
+            };
+            let page = view.walk::<Contact>(walk, 50, |r| !r.body.archived).expect("walk");
             lat.push(t.elapsed());
+            let items: Vec<Value> = page.rows.iter().map(mycorrhizal::api::contacts::summary).collect();
+            let _ = serde_json::to_vec(&items).expect("json");
+            lat_json.push(t.elapsed());
+        }
+        report("  of which: engine walk of 50", lat);
+        report("  of which: walk + summaries + JSON", lat_json);
+
+        let mut lat = Vec::new();
+        for id in &ids {
+            let (status, bytes_, took) = timed(&router, "GET", &format!("/api/v1/contacts/{id}"), &cookie, None).await;
+            lat.push(took);
+            let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
             assert_eq!(status, 200);
         }
         report("get one contact", lat);
 
         let mut lat = Vec::new();
         for id in ids.iter().take(300) {
-            let t = Instant::now();
-            let (status, _) = call(&state, "GET", &format!("/api/v1/contacts/{id}/detail"), &cookie, None).await;
-            lat.push(t.elapsed());
+            let (status, bytes_, took) =
+                timed(&router, "GET", &format!("/api/v1/contacts/{id}/detail"), &cookie, None).await;
+            lat.push(took);
+            let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
             assert_eq!(status, 200);
         }
         report("composite detail", lat);
 
         let mut lat = Vec::new();
         for i in 0..300 {
-            let t = Instant::now();
-            let (status, _) = call(
-                &state,
+            let (status, bytes_, took) = timed(
+                &router,
                 "POST",
                 "/api/v1/contacts",
                 &cookie,
                 Some(json!({ "firstname": format!("New{i}"), "email": format!("new{i}@example.org") })),
             )
             .await;
-            lat.push(t.elapsed());
+            lat.push(took);
+            let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
             assert_eq!(status, 201);
         }
         report("create (durable, one writer)", lat);
 
         let mut lat = Vec::new();
         for id in ids.iter().take(300) {
-            let t = Instant::now();
-            let (status, _) =
-                call(&state, "PUT", &format!("/api/v1/contacts/{id}"), &cookie, Some(json!({ "nickname": "Updated" })))
-                    .await;
-            lat.push(t.elapsed());
+            let (status, bytes_, took) = timed(
+                &router,
+                "PUT",
+                &format!("/api/v1/contacts/{id}"),
+                &cookie,
+                Some(json!({ "nickname": "Updated" })),
+            )
+            .await;
+            lat.push(took);
+            let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
             assert_eq!(status, 200);
         }
         report("update (durable, one writer)", lat);
 
         let mut lat = Vec::new();
         for i in 0..100 {
-            let t = Instant::now();
-            let (status, _) =
-                call(&state, "GET", &format!("/api/v1/contacts?search=person{}@", 1 + i * 997), &cookie, None).await;
-            lat.push(t.elapsed());
+            let (status, bytes_, took) =
+                timed(&router, "GET", &format!("/api/v1/contacts?search=person{}@", 1 + i * 997), &cookie, None).await;
+            lat.push(took);
+            let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
             assert_eq!(status, 200);
         }
         report("list with search (scan; search issue pending)", lat);
