@@ -195,7 +195,8 @@ pub struct Relationship {
 }
 
 impl Record for Relationship {
-    const KIND: Kind = kind!("relationship", soft_delete);
+    // A join row: deleting it (or either contact) removes it outright.
+    const KIND: Kind = kind!("relationship", hard_delete);
 
     fn validate(&self) -> Result<(), Invalid> {
         if self.kind.is_empty()
