@@ -169,7 +169,7 @@ fn main() {
     timed("page of 50 by sort_name after a cursor", seconds, || {
         k = (k + 1) % names.len();
         let page = scope.view().unwrap().page::<Contact>("sort_name", Some((&names[k], 0)), 50, false).expect("page");
-        assert!(!page.rows.is_empty() || names[k] > "last9".into());
+        assert!(!page.rows.is_empty() || names[k].as_str() > "last9");
     });
     let size = std::fs::metadata(dir.path().join("bench.redb")).map(|m| m.len()).unwrap_or(0);
     println!("database file: {:.1} MiB", size as f64 / 1_048_576.0);
