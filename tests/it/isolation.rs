@@ -71,6 +71,34 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
         .unwrap()["completion"]["id"]
         .as_u64()
         .unwrap();
+    let event = a
+        .post(
+            "/api/v1/life-events",
+            json!({ "contact_id": c, "type": "secret event", "date": { "month": 1, "day": 2 } }),
+        )
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["life_event"]["id"]
+        .as_u64()
+        .unwrap();
+    let gift = a
+        .post("/api/v1/gifts", json!({ "contact_id": c, "description": "secret gift" }))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["gift"]["id"]
+        .as_u64()
+        .unwrap();
+    let item = a
+        .post("/api/v1/conversation-agenda", json!({ "contact_id": c, "content": "secret topic" }))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["conversation_agenda"]["id"]
+        .as_u64()
+        .unwrap();
+    let uid = contact["uid"].as_str().unwrap().to_string();
 
     let note_body = json!({ "content": "x" });
     let activity_body = json!({ "title": "x", "date": "2026-01-01" });
@@ -121,6 +149,21 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
         (reqwest::Method::POST, format!("/api/v1/contacts/{c}/reminders"), reminder_body.clone()),
         (reqwest::Method::GET, format!("/api/v1/contacts/{c}/reminder-completions"), json!(null)),
         (reqwest::Method::DELETE, format!("/api/v1/reminder-completions/{completion}"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/life-events/{event}"), json!(null)),
+        (reqwest::Method::PUT, format!("/api/v1/life-events/{event}"), json!({ "contact_id": c, "type": "x" })),
+        (reqwest::Method::DELETE, format!("/api/v1/life-events/{event}"), json!(null)),
+        (reqwest::Method::POST, "/api/v1/life-events".into(), json!({ "entity_id": uid, "type": "x" })),
+        (reqwest::Method::GET, format!("/api/v1/life-events?entity_id={uid}"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/gifts/{gift}"), json!(null)),
+        (reqwest::Method::PUT, format!("/api/v1/gifts/{gift}"), json!({ "contact_id": c, "description": "x" })),
+        (reqwest::Method::DELETE, format!("/api/v1/gifts/{gift}"), json!(null)),
+        (reqwest::Method::POST, "/api/v1/gifts".into(), json!({ "contact_id": c, "description": "x" })),
+        (reqwest::Method::GET, format!("/api/v1/gifts?contact_id={c}"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/conversation-agenda/{item}"), json!(null)),
+        (reqwest::Method::PUT, format!("/api/v1/conversation-agenda/{item}"), json!({ "content": "x" })),
+        (reqwest::Method::PATCH, format!("/api/v1/conversation-agenda/{item}/discuss"), json!({})),
+        (reqwest::Method::DELETE, format!("/api/v1/conversation-agenda/{item}"), json!(null)),
+        (reqwest::Method::POST, "/api/v1/conversation-agenda".into(), json!({ "entity_id": uid, "content": "x" })),
     ];
     for (method, path, body) in &routes {
         let mut request = b.request(method.clone(), path);
@@ -163,4 +206,7 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
     assert_eq!(a.get(&format!("/api/v1/activities/{activity}")).await.status(), 200);
     assert_eq!(a.get(&format!("/api/v1/reminders/{reminder}")).await.status(), 200);
     assert_eq!(a.get(&format!("/api/v1/notes/{loose}")).await.status(), 200);
+    assert_eq!(mine["life_events"].as_array().unwrap().len(), 1);
+    assert_eq!(mine["gifts"].as_array().unwrap().len(), 1);
+    assert_eq!(mine["agenda"].as_array().unwrap().len(), 1);
 }

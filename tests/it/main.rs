@@ -6,6 +6,7 @@ mod admin;
 mod boot;
 mod calendar;
 mod crm;
+mod depth;
 mod derived;
 mod health;
 mod helpers;

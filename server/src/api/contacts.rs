@@ -18,6 +18,7 @@ use super::common::{self, decode_cursor, encode_cursor, if_match, tagged, today}
 use crate::auth::AuthUser;
 use crate::crm::calendar;
 use crate::crm::contact::{Contact, INDEX_ARCHIVED, INDEX_BIRTHDAY, INDEX_CIRCLE, INDEX_SORT_NAME};
+use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
 use crate::crm::records::{Activity, Completion, Note, Relationship, Reminder};
 use crate::error::ApiError;
 use crate::http::json::Json;
@@ -403,6 +404,15 @@ fn delete_with_joins(
     for completion in tx.find_range::<Completion>(crate::crm::records::BY_CONTACT, &from, &to)? {
         tx.delete::<Completion>(completion, Precondition::Any)?;
     }
+    for event in tx.find_range::<LifeEvent>(crate::crm::records::BY_CONTACT, &from, &to)? {
+        tx.delete::<LifeEvent>(event, Precondition::Any)?;
+    }
+    for gift in tx.find_range::<Gift>(crate::crm::records::BY_CONTACT, &from, &to)? {
+        tx.delete::<Gift>(gift, Precondition::Any)?;
+    }
+    for item in tx.find_range::<AgendaItem>(crate::crm::records::BY_CONTACT, &from, &to)? {
+        tx.delete::<AgendaItem>(item, Precondition::Any)?;
+    }
     for activity in tx.find_range::<Activity>(crate::crm::records::BY_CONTACT, &from, &to)? {
         tx.update::<Activity>(activity, Precondition::Any, |a| {
             a.contact_ids.retain(|c| *c != id);
@@ -579,6 +589,7 @@ pub async fn detail(
 ) -> Result<axum::Json<Value>, ApiError> {
     let scope = scope(&state, &user);
     let custom_fields = user.account.custom_fields.clone();
+    let today_ = today(&state);
     let body = state
         .blocking(move |_| {
             let v = scope.view()?;
@@ -590,6 +601,33 @@ pub async fn detail(
             let reminders = super::reminders::of_contact(&v, id)?;
             let edges = super::relationships::detail_edges(&v, id)?;
             let circles: Vec<Value> = row.body.circles.iter().map(|c| json!({ "name": c })).collect();
+            let (from, to) = crate::crm::records::contact_range(id);
+            let per_contact = |descending: bool| Walk {
+                index: crate::crm::records::BY_CONTACT,
+                from: &from,
+                to: Some(&to),
+                after: None,
+                descending,
+            };
+            let today = today_;
+            let life_events: Vec<Value> = v
+                .walk::<LifeEvent>(per_contact(true), 5, |_| true)?
+                .rows
+                .iter()
+                .map(|r| super::depth::life_event_view(&v, r, today))
+                .collect();
+            let gifts: Vec<Value> = v
+                .walk::<Gift>(per_contact(true), 5, |_| true)?
+                .rows
+                .iter()
+                .map(|r| super::depth::gift_view(&v, r))
+                .collect();
+            let agenda: Vec<Value> = v
+                .walk::<AgendaItem>(per_contact(false), usize::MAX, |r| r.body.discussed_at.is_none())?
+                .rows
+                .iter()
+                .map(|r| super::depth::agenda_view(&v, r))
+                .collect();
             Ok::<_, ApiError>(json!({
                 "contact": view(&row, &related),
                 "user": { "custom_fields": custom_fields, "enabled_contact_fields": Value::Null },
@@ -598,9 +636,9 @@ pub async fn detail(
                 "completions": completions,
                 "reminders": reminders,
                 "relationship_edges": edges,
-                "life_events": [],
-                "agenda": [],
-                "gifts": [],
+                "life_events": life_events,
+                "agenda": agenda,
+                "gifts": gifts,
                 "field_values": [],
                 "external_identities": [],
                 "external_activities": [],

@@ -7,6 +7,7 @@ pub mod admin;
 pub mod auth;
 pub mod common;
 pub mod contacts;
+pub mod depth;
 pub mod health;
 pub mod notes;
 pub mod oidc;
@@ -48,6 +49,10 @@ use crate::state::AppState;
         reminders::list, reminders::upcoming, reminders::get, reminders::update, reminders::delete,
         reminders::complete, reminders::list_for_contact, reminders::create_for_contact, reminders::completions,
         reminders::delete_completion,
+        depth::list_life_events, depth::create_life_event, depth::get_life_event, depth::update_life_event,
+        depth::delete_life_event, depth::list_gifts, depth::create_gift, depth::get_gift, depth::update_gift,
+        depth::delete_gift, depth::list_agenda, depth::create_agenda, depth::get_agenda, depth::update_agenda,
+        depth::discuss_agenda, depth::delete_agenda,
     ),
     components(schemas(crate::error::ErrorBody, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
     tags(
@@ -62,6 +67,7 @@ use crate::state::AppState;
         (name = "notes", description = "Notes about a contact, or unassigned"),
         (name = "activities", description = "Things done with one or more contacts"),
         (name = "reminders", description = "Day-granular reminders, one-off or recurring, and their completions"),
+        (name = "depth", description = "Life events, gifts and conversation-agenda items of a contact"),
     )
 )]
 pub struct ApiDoc;
@@ -154,7 +160,20 @@ pub fn router() -> Router<AppState> {
         .route("/reminders/{id}/complete", post(reminders::complete))
         .route("/contacts/{id}/reminders", get(reminders::list_for_contact).post(reminders::create_for_contact))
         .route("/contacts/{id}/reminder-completions", get(reminders::completions))
-        .route("/reminder-completions/{id}", delete(reminders::delete_completion));
+        .route("/reminder-completions/{id}", delete(reminders::delete_completion))
+        .route("/life-events", get(depth::list_life_events).post(depth::create_life_event))
+        .route(
+            "/life-events/{id}",
+            get(depth::get_life_event).put(depth::update_life_event).delete(depth::delete_life_event),
+        )
+        .route("/gifts", get(depth::list_gifts).post(depth::create_gift))
+        .route("/gifts/{id}", get(depth::get_gift).put(depth::update_gift).delete(depth::delete_gift))
+        .route("/conversation-agenda", get(depth::list_agenda).post(depth::create_agenda))
+        .route(
+            "/conversation-agenda/{id}",
+            get(depth::get_agenda).put(depth::update_agenda).delete(depth::delete_agenda),
+        )
+        .route("/conversation-agenda/{id}/discuss", patch(depth::discuss_agenda));
     Router::new()
         .route("/health/live", get(health::live))
         .route("/health/ready", get(health::ready))

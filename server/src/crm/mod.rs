@@ -4,4 +4,5 @@
 
 pub mod calendar;
 pub mod contact;
+pub mod depth;
 pub mod records;

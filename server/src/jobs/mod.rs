@@ -11,6 +11,7 @@ use mycorrhizal_engine::{Record, UserId};
 
 use crate::auth::records::Account;
 use crate::crm::contact::Contact;
+use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
 use crate::crm::records::{Activity, Completion, Note, Relationship, Reminder};
 use crate::ops::events::{Event, emit};
 use crate::state::AppState;
@@ -96,7 +97,10 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
                         + purge::<Activity>(tx, tombstones)?
                         + purge::<Reminder>(tx, tombstones)?
                         + purge::<Completion>(tx, tombstones)?
-                        + purge::<Relationship>(tx, tombstones)?)
+                        + purge::<Relationship>(tx, tombstones)?
+                        + purge::<LifeEvent>(tx, tombstones)?
+                        + purge::<Gift>(tx, tombstones)?
+                        + purge::<AgendaItem>(tx, tombstones)?)
                 })
                 .await
                 .map_err(|e| e.to_string())?;

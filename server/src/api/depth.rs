@@ -1,0 +1,500 @@
+//! Life events, gifts and conversation-agenda items: per-contact records named by the contact's
+//! UID (`entity_id`) or integer id (`contact_id`). Lists are per contact or, without one, the
+//! user's most recently updated first.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use jiff::Timestamp;
+use jiff::civil::Date;
+use mycorrhizal_codecs::dates::Partial;
+use mycorrhizal_engine::{Precondition, Record, Row, UPDATED_INDEX, UserView, Walk};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
+
+use super::common::{self, decode_cursor, encode_cursor, if_match, instant, tagged, today};
+use super::contacts::scope;
+use crate::auth::AuthUser;
+use crate::crm::calendar;
+use crate::crm::contact::{Contact, INDEX_UID};
+use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
+use crate::crm::records::BY_CONTACT;
+use crate::error::ApiError;
+use crate::http::json::Json;
+use crate::state::AppState;
+
+/// The contact an input names, which must be the caller's.
+fn resolve(v: &UserView, entity_id: Option<&str>, contact_id: Option<u64>) -> Result<u64, ApiError> {
+    let id = match (entity_id.filter(|e| !e.is_empty()), contact_id) {
+        (_, Some(id)) => id,
+        (Some(uid), None) => {
+            *v.find::<Contact>(INDEX_UID, &uid.trim().to_lowercase())?.first().ok_or(ApiError::NotFound)?
+        }
+        (None, None) => {
+            return Err(ApiError::validation("entity_id", "is required (the contact's UID), or contact_id"));
+        }
+    };
+    v.get::<Contact>(id).map_err(|_| ApiError::NotFound)?;
+    Ok(id)
+}
+
+fn uid_of(v: &UserView, contact: u64) -> String {
+    v.get::<Contact>(contact).map(|c| c.body.uid).unwrap_or_default()
+}
+
+fn bookkeeping<R>(row: &Row<R>, mut body: Value) -> Value {
+    body["id"] = json!(row.id);
+    body["revision"] = json!(row.meta.revision);
+    body["etag"] = json!(row.etag().trim_matches('"'));
+    body["created_at"] = json!(row.meta.created_at);
+    body["updated_at"] = json!(row.meta.updated_at);
+    body
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+pub struct ListQuery {
+    /// The contact's UID.
+    pub entity_id: Option<String>,
+    /// Or its integer id.
+    pub contact_id: Option<u64>,
+    pub cursor: Option<String>,
+    pub limit: Option<String>,
+    /// `desc` (default) or `asc`.
+    pub order: Option<String>,
+}
+
+fn list_rows<R: Record>(
+    v: &UserView,
+    q: &ListQuery,
+    key: &str,
+    render: impl Fn(&Row<R>) -> Value,
+) -> Result<Value, ApiError> {
+    let limit = common::limit(q.limit.as_deref());
+    let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
+    let descending = q.order.as_deref() != Some("asc");
+    let contact = match (&q.entity_id, q.contact_id) {
+        (None, None) => None,
+        (e, c) => Some(resolve(v, e.as_deref(), c)?),
+    };
+    let bounds = contact.map(|c| (format!("{c:020}"), format!("{:020}", c + 1)));
+    let walk = match &bounds {
+        Some((from, to)) => Walk { index: BY_CONTACT, from, to: Some(to), after: None, descending },
+        None => Walk { index: UPDATED_INDEX, from: "", to: None, after: None, descending },
+    };
+    let walk = Walk { after: after.as_ref().map(|(v, id)| (v.as_str(), *id)), ..walk };
+    let page = v.walk::<R>(walk, limit, |_| true)?;
+    let next = page.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default();
+    let items: Vec<Value> = page.rows.iter().map(render).collect();
+    Ok(json!({ key: items, "next_cursor": next, "limit": limit }))
+}
+
+// ---- life events -------------------------------------------------------------------------
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct LifeEventInput {
+    pub entity_id: Option<String>,
+    pub contact_id: Option<u64>,
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default)]
+    pub category: String,
+    /// `{year?, month?, day?}`, any subset.
+    #[schema(value_type = Object)]
+    #[serde(default)]
+    pub date: Partial,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub related_entity_ids: Vec<String>,
+    #[serde(default)]
+    pub remind: bool,
+}
+
+/// The next time a month-and-day event comes round (29 February -> 1 March in other years);
+/// a year-only or month-only event has none.
+pub fn next_occurrence(date: &Partial, today: Date) -> Option<Date> {
+    calendar::next_yearly(date.month? as i8, date.day? as i8, today)
+}
+
+pub fn life_event_view(v: &UserView, row: &Row<LifeEvent>, today: Date) -> Value {
+    let e = &row.body;
+    let mut out = json!({
+        "entity_id": uid_of(v, e.contact_id),
+        "contact_id": e.contact_id,
+        "type": e.kind,
+        "category": e.category,
+        "date": Partial::from(e.date),
+        "description": e.description,
+        "related_entity_ids": e.related,
+        "remind": e.remind,
+    });
+    if let Some(next) = next_occurrence(&e.date.into(), today) {
+        out["next_occurrence"] = json!(next.to_string());
+    }
+    bookkeeping(row, out)
+}
+
+fn life_event(v: &UserView, input: LifeEventInput) -> Result<LifeEvent, ApiError> {
+    let contact_id = resolve(v, input.entity_id.as_deref(), input.contact_id)?;
+    Ok(LifeEvent {
+        contact_id,
+        kind: input.kind.trim().to_string(),
+        category: input.category,
+        date: input.date.into(),
+        description: input.description,
+        related: input.related_entity_ids,
+        remind: input.remind,
+    })
+}
+
+#[utoipa::path(get, path = "/api/v1/life-events", tag = "depth", params(ListQuery), responses((status = 200, description = "`{life_events, next_cursor, limit}`"), (status = 404, description = "No such contact")))]
+pub async fn list_life_events(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Query(q): Query<ListQuery>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let (scope, today) = (scope(&state, &user), today(&state));
+    let body = state
+        .blocking(move |_| {
+            let v = scope.view()?;
+            list_rows::<LifeEvent>(&v, &q, "life_events", |r| life_event_view(&v, r, today))
+        })
+        .await??;
+    Ok(axum::Json(body))
+}
+
+#[utoipa::path(post, path = "/api/v1/life-events", tag = "depth", request_body = LifeEventInput, responses((status = 201, description = "`{message, life_event}`"), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
+pub async fn create_life_event(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(input): Json<LifeEventInput>,
+) -> Result<Response, ApiError> {
+    let scope = scope(&state, &user);
+    let event = life_event(&scope.view()?, input)?;
+    let row =
+        scope.write_async(move |tx| tx.get::<Contact>(event.contact_id).and_then(|_| tx.create(event.clone()))).await?;
+    let body =
+        json!({ "message": "Life event created", "life_event": life_event_view(&scope.view()?, &row, today(&state)) });
+    Ok(tagged(&row, None, StatusCode::CREATED, &body))
+}
+
+#[utoipa::path(get, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The life event"), (status = 404, description = "No such event")))]
+pub async fn get_life_event(
+    State(state): State<AppState>,
+    user: AuthUser,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Result<Response, ApiError> {
+    let v = scope(&state, &user).view()?;
+    let row = v.get::<LifeEvent>(id)?;
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, &life_event_view(&v, &row, today(&state))))
+}
+
+#[utoipa::path(put, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), request_body = LifeEventInput, responses((status = 200, description = "The life event"), (status = 404, description = "No such event or contact"), (status = 412, description = "If-Match is stale")))]
+pub async fn update_life_event(
+    State(state): State<AppState>,
+    user: AuthUser,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+    Json(input): Json<LifeEventInput>,
+) -> Result<Response, ApiError> {
+    let pre = if_match(&headers)?;
+    let scope = scope(&state, &user);
+    let event = life_event(&scope.view()?, input)?;
+    let row = scope
+        .write_async(move |tx| tx.get::<Contact>(event.contact_id).and_then(|_| tx.put(id, pre, event.clone())))
+        .await?;
+    Ok(tagged(&row, None, StatusCode::OK, &life_event_view(&scope.view()?, &row, today(&state))))
+}
+
+#[utoipa::path(delete, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such event")))]
+pub async fn delete_life_event(
+    State(state): State<AppState>,
+    user: AuthUser,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let pre = if_match(&headers)?;
+    scope(&state, &user).write_async(move |tx| tx.delete::<LifeEvent>(id, pre)).await?;
+    Ok(axum::Json(json!({ "message": "Life event deleted" })))
+}
+
+// ---- gifts -------------------------------------------------------------------------------
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct GiftInput {
+    pub entity_id: Option<String>,
+    pub contact_id: Option<u64>,
+    pub description: String,
+    /// `idea` (default), `purchased`, `given` or `received`.
+    pub status: Option<String>,
+    pub occasion: Option<String>,
+    pub url: Option<String>,
+    pub notes: Option<String>,
+    /// RFC 3339 instant or `YYYY-MM-DD`; absent for an idea.
+    pub date: Option<String>,
+    pub value_cents: Option<i64>,
+    pub currency: Option<String>,
+}
+
+pub fn gift_view(v: &UserView, row: &Row<Gift>) -> Value {
+    let g = &row.body;
+    bookkeeping(
+        row,
+        json!({
+            "entity_id": uid_of(v, g.contact_id),
+            "contact_id": g.contact_id,
+            "status": g.status,
+            "occasion": g.occasion,
+            "description": g.description,
+            "url": g.url,
+            "notes": g.notes,
+            "date": g.date,
+            "value_cents": g.value_cents,
+            "currency": g.currency,
+        }),
+    )
+}
+
+fn gift(v: &UserView, input: GiftInput) -> Result<Gift, ApiError> {
+    let contact_id = resolve(v, input.entity_id.as_deref(), input.contact_id)?;
+    let date: Option<Timestamp> =
+        input.date.as_deref().filter(|d| !d.trim().is_empty()).map(|d| instant("date", d)).transpose()?;
+    Ok(Gift {
+        contact_id,
+        status: input.status.unwrap_or_else(|| "idea".into()),
+        occasion: input.occasion.unwrap_or_default(),
+        description: input.description,
+        url: input.url.unwrap_or_default(),
+        notes: input.notes.unwrap_or_default(),
+        date,
+        value_cents: input.value_cents,
+        currency: input.currency.map(|c| c.trim().to_uppercase()),
+    })
+}
+
+#[utoipa::path(get, path = "/api/v1/gifts", tag = "depth", params(ListQuery), responses((status = 200, description = "`{gifts, next_cursor, limit}`")))]
+pub async fn list_gifts(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Query(q): Query<ListQuery>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let scope = scope(&state, &user);
+    let body = state
+        .blocking(move |_| {
+            let v = scope.view()?;
+            list_rows::<Gift>(&v, &q, "gifts", |r| gift_view(&v, r))
+        })
+        .await??;
+    Ok(axum::Json(body))
+}
+
+#[utoipa::path(post, path = "/api/v1/gifts", tag = "depth", request_body = GiftInput, responses((status = 201, description = "`{message, gift}`"), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
+pub async fn create_gift(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(input): Json<GiftInput>,
+) -> Result<Response, ApiError> {
+    let scope = scope(&state, &user);
+    let gift = gift(&scope.view()?, input)?;
+    let row =
+        scope.write_async(move |tx| tx.get::<Contact>(gift.contact_id).and_then(|_| tx.create(gift.clone()))).await?;
+    Ok(tagged(
+        &row,
+        None,
+        StatusCode::CREATED,
+        &json!({ "message": "Gift created", "gift": gift_view(&scope.view()?, &row) }),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The gift"), (status = 404, description = "No such gift")))]
+pub async fn get_gift(
+    State(state): State<AppState>,
+    user: AuthUser,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Result<Response, ApiError> {
+    let v = scope(&state, &user).view()?;
+    let row = v.get::<Gift>(id)?;
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, &gift_view(&v, &row)))
+}
+
+#[utoipa::path(put, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), request_body = GiftInput, responses((status = 200, description = "The gift"), (status = 404, description = "No such gift or contact"), (status = 412, description = "If-Match is stale")))]
+pub async fn update_gift(
+    State(state): State<AppState>,
+    user: AuthUser,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+    Json(input): Json<GiftInput>,
+) -> Result<Response, ApiError> {
+    let pre = if_match(&headers)?;
+    let scope = scope(&state, &user);
+    let gift = gift(&scope.view()?, input)?;
+    let row = scope
+        .write_async(move |tx| tx.get::<Contact>(gift.contact_id).and_then(|_| tx.put(id, pre, gift.clone())))
+        .await?;
+    Ok(tagged(&row, None, StatusCode::OK, &gift_view(&scope.view()?, &row)))
+}
+
+#[utoipa::path(delete, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such gift")))]
+pub async fn delete_gift(
+    State(state): State<AppState>,
+    user: AuthUser,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let pre = if_match(&headers)?;
+    scope(&state, &user).write_async(move |tx| tx.delete::<Gift>(id, pre)).await?;
+    Ok(axum::Json(json!({ "message": "Gift deleted" })))
+}
+
+// ---- conversation agenda -----------------------------------------------------------------
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct AgendaInput {
+    pub entity_id: Option<String>,
+    pub contact_id: Option<u64>,
+    pub content: String,
+    pub reference_url: Option<String>,
+}
+
+pub fn agenda_view(v: &UserView, row: &Row<AgendaItem>) -> Value {
+    let a = &row.body;
+    bookkeeping(
+        row,
+        json!({
+            "entity_id": uid_of(v, a.contact_id),
+            "contact_id": a.contact_id,
+            "content": a.content,
+            "reference_url": a.reference_url,
+            "discussed_at": a.discussed_at,
+            "activity_id": a.activity_id,
+        }),
+    )
+}
+
+#[utoipa::path(get, path = "/api/v1/conversation-agenda", tag = "depth", params(ListQuery), responses((status = 200, description = "`{conversation_agenda, next_cursor, limit}`; per contact, open items first")))]
+pub async fn list_agenda(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Query(q): Query<ListQuery>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let scope = scope(&state, &user);
+    let q = ListQuery { order: q.order.clone().or_else(|| Some("asc".into())), ..q };
+    let body = state
+        .blocking(move |_| {
+            let v = scope.view()?;
+            list_rows::<AgendaItem>(&v, &q, "conversation_agenda", |r| agenda_view(&v, r))
+        })
+        .await??;
+    Ok(axum::Json(body))
+}
+
+#[utoipa::path(post, path = "/api/v1/conversation-agenda", tag = "depth", request_body = AgendaInput, responses((status = 201, description = "`{message, conversation_agenda}`"), (status = 404, description = "No such contact")))]
+pub async fn create_agenda(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(input): Json<AgendaInput>,
+) -> Result<Response, ApiError> {
+    let scope = scope(&state, &user);
+    let contact_id = resolve(&scope.view()?, input.entity_id.as_deref(), input.contact_id)?;
+    let item = AgendaItem {
+        contact_id,
+        content: input.content,
+        reference_url: input.reference_url.unwrap_or_default(),
+        discussed_at: None,
+        activity_id: None,
+    };
+    let row =
+        scope.write_async(move |tx| tx.get::<Contact>(item.contact_id).and_then(|_| tx.create(item.clone()))).await?;
+    Ok(tagged(
+        &row,
+        None,
+        StatusCode::CREATED,
+        &json!({ "message": "Agenda item created", "conversation_agenda": agenda_view(&scope.view()?, &row) }),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v1/conversation-agenda/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The item"), (status = 404, description = "No such item")))]
+pub async fn get_agenda(
+    State(state): State<AppState>,
+    user: AuthUser,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Result<Response, ApiError> {
+    let v = scope(&state, &user).view()?;
+    let row = v.get::<AgendaItem>(id)?;
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, &agenda_view(&v, &row)))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct AgendaEdit {
+    pub content: String,
+    pub reference_url: Option<String>,
+}
+
+/// Changes the text only; the discussed state is changed by `/discuss`.
+#[utoipa::path(put, path = "/api/v1/conversation-agenda/{id}", tag = "depth", params(("id" = u64, Path)), request_body = AgendaEdit, responses((status = 200, description = "The item"), (status = 404, description = "No such item"), (status = 412, description = "If-Match is stale")))]
+pub async fn update_agenda(
+    State(state): State<AppState>,
+    user: AuthUser,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+    Json(edit): Json<AgendaEdit>,
+) -> Result<Response, ApiError> {
+    let pre = if_match(&headers)?;
+    let scope = scope(&state, &user);
+    let row = scope
+        .write_async(move |tx| {
+            tx.update::<AgendaItem>(id, pre, |item| {
+                item.content = edit.content.clone();
+                item.reference_url = edit.reference_url.clone().unwrap_or_default();
+                Ok(())
+            })
+        })
+        .await?;
+    Ok(tagged(&row, None, StatusCode::OK, &agenda_view(&scope.view()?, &row)))
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct DiscussInput {
+    /// The activity in which it was discussed (must be yours).
+    pub activity_id: Option<u64>,
+}
+
+#[utoipa::path(patch, path = "/api/v1/conversation-agenda/{id}/discuss", tag = "depth", params(("id" = u64, Path)), request_body = DiscussInput, responses((status = 200, description = "The item with `discussed_at` set"), (status = 404, description = "No such item or activity")))]
+pub async fn discuss_agenda(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<u64>,
+    Json(input): Json<DiscussInput>,
+) -> Result<Response, ApiError> {
+    let scope = scope(&state, &user);
+    let row = scope
+        .write_async(move |tx| {
+            if let Some(activity) = input.activity_id {
+                tx.get::<crate::crm::records::Activity>(activity)?;
+            }
+            let now = tx.now();
+            tx.update::<AgendaItem>(id, Precondition::Any, |item| {
+                item.discussed_at = Some(item.discussed_at.unwrap_or(now));
+                item.activity_id = input.activity_id.or(item.activity_id);
+                Ok(())
+            })
+        })
+        .await?;
+    Ok(tagged(&row, None, StatusCode::OK, &agenda_view(&scope.view()?, &row)))
+}
+
+#[utoipa::path(delete, path = "/api/v1/conversation-agenda/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such item")))]
+pub async fn delete_agenda(
+    State(state): State<AppState>,
+    user: AuthUser,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let pre = if_match(&headers)?;
+    scope(&state, &user).write_async(move |tx| tx.delete::<AgendaItem>(id, pre)).await?;
+    Ok(axum::Json(json!({ "message": "Agenda item deleted" })))
+}

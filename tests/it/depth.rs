@@ -1,0 +1,130 @@
+//! Life events, gifts and conversation-agenda items.
+
+use serde_json::{Value, json};
+
+use crate::helpers::Instance;
+
+async fn json_of(r: reqwest::Response) -> Value {
+    r.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn life_events_take_partial_dates_and_month_day_events_recur() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let contact = crate::crm::new_contact(&ada, "Lia", "Event").await;
+    let uid = contact["uid"].as_str().unwrap().to_string();
+    let made = ada.post("/api/v1/life-events", json!({ "entity_id": uid, "type": "married", "category": "family_relationships", "date": { "year": 2015, "month": 6, "day": 20 } })).await;
+    assert_eq!(made.status(), 201);
+    let event = json_of(made).await["life_event"].clone();
+    assert_eq!(event["entity_id"], uid.as_str());
+    assert!(event["next_occurrence"].as_str().unwrap().ends_with("-06-20"), "a month-and-day event recurs");
+    let year_only = json_of(
+        ada.post(
+            "/api/v1/life-events",
+            json!({ "contact_id": contact["id"], "type": "graduated", "date": { "year": 2010 } }),
+        )
+        .await,
+    )
+    .await;
+    assert!(year_only["life_event"].get("next_occurrence").is_none(), "a year-only event never recurs");
+    for (body, field) in [
+        (json!({ "entity_id": uid, "type": "x", "category": "hobbies" }), "category"),
+        (json!({ "entity_id": uid, "type": "x", "date": { "month": 13 } }), "date"),
+        (json!({ "entity_id": uid, "type": "x", "date": { "day": 3 } }), "date"),
+        (json!({ "type": "x" }), "entity_id"),
+    ] {
+        let response = ada.post("/api/v1/life-events", body.clone()).await;
+        assert_eq!(response.status(), 400, "{body}");
+        assert_eq!(json_of(response).await["details"]["field"], field, "{body}");
+    }
+    let listed = json_of(ada.get(&format!("/api/v1/life-events?entity_id={uid}")).await).await;
+    let types: Vec<&str> =
+        listed["life_events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["married", "graduated"], "newest first by the event's own date");
+    let detail = json_of(ada.get(&format!("/api/v1/contacts/{}/detail", contact["id"])).await).await;
+    assert_eq!(detail["life_events"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn gifts_are_ideas_without_a_date_and_values_need_a_currency() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let c = crate::crm::new_contact(&ada, "Gil", "Gift").await["id"].as_u64().unwrap();
+    let idea = json_of(ada.post("/api/v1/gifts", json!({ "contact_id": c, "description": "Sourdough starter" })).await)
+        .await["gift"]
+        .clone();
+    assert_eq!((idea["status"].as_str(), idea["date"].is_null()), (Some("idea"), true));
+    let given = ada.post("/api/v1/gifts", json!({ "contact_id": c, "description": "Book", "status": "given", "date": "2026-12-24", "value_cents": 2500, "currency": "eur", "url": "https://example.org/book" })).await;
+    assert_eq!(given.status(), 201);
+    assert_eq!(json_of(given).await["gift"]["currency"], "EUR");
+    let half = ada.post("/api/v1/gifts", json!({ "contact_id": c, "description": "x", "value_cents": 100 })).await;
+    assert_eq!(json_of(half).await["details"]["field"], "currency");
+    let bad_url =
+        ada.post("/api/v1/gifts", json!({ "contact_id": c, "description": "x", "url": "javascript:alert(1)" })).await;
+    assert_eq!(json_of(bad_url).await["details"]["field"], "url");
+    let gifts = json_of(ada.get(&format!("/api/v1/gifts?contact_id={c}")).await).await["gifts"].clone();
+    assert_eq!(gifts.as_array().unwrap().len(), 2);
+    let id = idea["id"].as_u64().unwrap();
+    let bought = ada
+        .send(
+            reqwest::Method::PUT,
+            &format!("/api/v1/gifts/{id}"),
+            json!({ "contact_id": c, "description": "Sourdough starter", "status": "purchased" }),
+        )
+        .await;
+    assert_eq!(json_of(bought).await["status"], "purchased");
+}
+
+#[tokio::test]
+async fn agenda_items_stay_open_until_discussed_and_go_with_their_contact() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let contact = crate::crm::new_contact(&ada, "Aga", "Enda").await;
+    let c = contact["id"].as_u64().unwrap();
+    let first = json_of(
+        ada.post(
+            "/api/v1/conversation-agenda",
+            json!({ "entity_id": contact["uid"], "content": "Ask about the new job" }),
+        )
+        .await,
+    )
+    .await["conversation_agenda"]
+        .clone();
+    ada.post("/api/v1/conversation-agenda", json!({ "contact_id": c, "content": "Return the drill" })).await;
+    let activity = json_of(
+        ada.post("/api/v1/activities", json!({ "title": "Coffee", "date": "2026-11-20", "contact_ids": [c] })).await,
+    )
+    .await["activity"]["id"]
+        .clone();
+    let id = first["id"].as_u64().unwrap();
+    let discussed = json_of(
+        ada.send(
+            reqwest::Method::PATCH,
+            &format!("/api/v1/conversation-agenda/{id}/discuss"),
+            json!({ "activity_id": activity }),
+        )
+        .await,
+    )
+    .await;
+    assert!(discussed["discussed_at"].is_string());
+    assert_eq!(discussed["activity_id"], activity);
+    let edited = json_of(
+        ada.send(
+            reqwest::Method::PUT,
+            &format!("/api/v1/conversation-agenda/{id}"),
+            json!({ "content": "Asked about the new job" }),
+        )
+        .await,
+    )
+    .await;
+    assert!(edited["discussed_at"].is_string(), "editing the text keeps the discussed state");
+    let detail = json_of(ada.get(&format!("/api/v1/contacts/{c}/detail")).await).await;
+    let open: Vec<&str> = detail["agenda"].as_array().unwrap().iter().map(|a| a["content"].as_str().unwrap()).collect();
+    assert_eq!(open, ["Return the drill"], "the detail shows open items");
+    let listed = json_of(ada.get(&format!("/api/v1/conversation-agenda?contact_id={c}")).await).await;
+    assert_eq!(listed["conversation_agenda"].as_array().unwrap().len(), 2);
+    ada.send(reqwest::Method::DELETE, &format!("/api/v1/contacts/{c}"), json!({})).await;
+    assert_eq!(ada.get(&format!("/api/v1/conversation-agenda/{id}")).await.status(), 404, "deleted with the contact");
+    assert_eq!(json_of(ada.get("/api/v1/conversation-agenda").await).await["conversation_agenda"], json!([]));
+}
