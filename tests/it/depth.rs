@@ -128,3 +128,50 @@ async fn agenda_items_stay_open_until_discussed_and_go_with_their_contact() {
     assert_eq!(ada.get(&format!("/api/v1/conversation-agenda/{id}")).await.status(), 404, "deleted with the contact");
     assert_eq!(json_of(ada.get("/api/v1/conversation-agenda").await).await["conversation_agenda"], json!([]));
 }
+
+#[tokio::test]
+async fn the_timeline_merges_a_contacts_history_newest_first_and_pages() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let c = crate::crm::new_contact(&ada, "Tim", "Line").await["id"].as_u64().unwrap();
+    ada.post(&format!("/api/v1/contacts/{c}/notes"), json!({ "content": "note", "date": "2026-03-01T10:00:00Z" }))
+        .await;
+    ada.post("/api/v1/activities", json!({ "title": "hike", "date": "2026-05-01T10:00:00Z", "contact_ids": [c] }))
+        .await;
+    ada.post(
+        "/api/v1/gifts",
+        json!({ "contact_id": c, "description": "book", "status": "given", "date": "2026-04-01" }),
+    )
+    .await;
+    ada.post("/api/v1/gifts", json!({ "contact_id": c, "description": "idea without date" })).await;
+    ada.post("/api/v1/life-events", json!({ "contact_id": c, "type": "moved", "date": { "year": 2026, "month": 2 } }))
+        .await;
+    let first = json_of(ada.get(&format!("/api/v1/contacts/{c}/timeline?limit=2")).await).await;
+    let kinds: Vec<&str> = first["timeline"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["activity", "gift"]);
+    let before = first["next_before"].as_str().unwrap();
+    let rest = json_of(ada.get(&format!("/api/v1/contacts/{c}/timeline?limit=10&before={before}")).await).await;
+    let kinds: Vec<&str> = rest["timeline"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["note", "life_event"], "the undated gift idea is not on the timeline");
+    assert_eq!(rest["next_before"], "");
+}
+
+#[tokio::test]
+async fn the_dashboard_has_every_block_as_an_array() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let c = crate::crm::new_contact(&ada, "Dash", "Board").await["id"].as_u64().unwrap();
+    ada.post(&format!("/api/v1/contacts/{c}/favorite"), json!({})).await;
+    ada.post(
+        &format!("/api/v1/contacts/{c}/reminders"),
+        json!({ "message": "call", "remind_at": "2026-01-01", "recurrence": "once" }),
+    )
+    .await;
+    let dashboard = json_of(ada.get("/api/v1/dashboard").await).await;
+    for key in ["birthdays", "random_contacts", "favorites", "upcoming_reminders", "overdue", "reach_out_suggestions"] {
+        assert!(dashboard[key].is_array(), "{key}");
+    }
+    assert_eq!(dashboard["favorites"][0]["id"], c);
+    assert_eq!(dashboard["upcoming_reminders"][0]["contact_name"], "Dash Board");
+    assert_eq!(dashboard["random_contacts"].as_array().unwrap().len(), 1);
+}

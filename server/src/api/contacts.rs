@@ -486,27 +486,27 @@ pub async fn circles(State(state): State<AppState>, user: AuthUser) -> Result<ax
 #[utoipa::path(get, path = "/api/v1/contacts/random", tag = "contacts", responses((status = 200, description = "`{contacts: [summary]}`")))]
 pub async fn random(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
     let scope = scope(&state, &user);
-    let contacts = state
-        .blocking(move |_| {
-            let view = scope.view()?;
-            let archived: Vec<u64> = view.find::<Contact>(INDEX_ARCHIVED, "1")?;
-            let mut ids: Vec<u64> = view
-                .index_entries::<Contact>()?
-                .into_iter()
-                .filter(|(i, _, id)| i == UPDATED_INDEX && !archived.contains(id))
-                .map(|(_, _, id)| id)
-                .collect();
-            let mut picked = Vec::new();
-            while picked.len() < 5 && !ids.is_empty() {
-                let mut r = [0u8; 8];
-                getrandom::fill(&mut r).map_err(ApiError::internal)?;
-                let i = (u64::from_le_bytes(r) % ids.len() as u64) as usize;
-                picked.push(summary(&view.get::<Contact>(ids.swap_remove(i))?));
-            }
-            Ok::<_, ApiError>(picked)
-        })
-        .await??;
+    let contacts = state.blocking(move |_| random_summaries(&scope.view()?, 5)).await??;
     Ok(axum::Json(json!({ "contacts": contacts })))
+}
+
+/// Up to `n` active contacts picked at random.
+pub fn random_summaries(view: &UserView, n: usize) -> Result<Vec<Value>, ApiError> {
+    let archived: Vec<u64> = view.find::<Contact>(INDEX_ARCHIVED, "1")?;
+    let mut ids: Vec<u64> = view
+        .index_entries::<Contact>()?
+        .into_iter()
+        .filter(|(i, _, id)| i == UPDATED_INDEX && !archived.contains(id))
+        .map(|(_, _, id)| id)
+        .collect();
+    let mut picked = Vec::new();
+    while picked.len() < n && !ids.is_empty() {
+        let mut r = [0u8; 8];
+        getrandom::fill(&mut r).map_err(ApiError::internal)?;
+        let i = (u64::from_le_bytes(r) % ids.len() as u64) as usize;
+        picked.push(summary(&view.get::<Contact>(ids.swap_remove(i))?));
+    }
+    Ok(picked)
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -536,12 +536,12 @@ pub async fn birthdays(
         }
     };
     let scope = scope(&state, &user);
-    let list = state.blocking(move |_| upcoming_birthdays(&scope, today, end)).await??;
+    let list = state.blocking(move |_| upcoming_birthdays(&scope.view()?, today, end)).await??;
     Ok(axum::Json(json!({ "birthdays": list })))
 }
 
-fn upcoming_birthdays(scope: &UserScope, today: Date, end: Date) -> Result<Vec<Value>, ApiError> {
-    let view = scope.view()?;
+/// Active contacts' birthdays between `today` and `end`, soonest first.
+pub fn upcoming_birthdays(view: &UserView, today: Date, end: Date) -> Result<Vec<Value>, ApiError> {
     let mut found = Vec::new();
     let rows = view.walk::<Contact>(
         Walk { index: INDEX_BIRTHDAY, from: "", to: None, after: None, descending: false },

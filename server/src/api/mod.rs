@@ -7,6 +7,7 @@ pub mod admin;
 pub mod auth;
 pub mod common;
 pub mod contacts;
+pub mod dashboard;
 pub mod depth;
 pub mod health;
 pub mod notes;
@@ -52,7 +53,7 @@ use crate::state::AppState;
         depth::list_life_events, depth::create_life_event, depth::get_life_event, depth::update_life_event,
         depth::delete_life_event, depth::list_gifts, depth::create_gift, depth::get_gift, depth::update_gift,
         depth::delete_gift, depth::list_agenda, depth::create_agenda, depth::get_agenda, depth::update_agenda,
-        depth::discuss_agenda, depth::delete_agenda,
+        depth::discuss_agenda, depth::delete_agenda, dashboard::dashboard, dashboard::timeline,
     ),
     components(schemas(crate::error::ErrorBody, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
     tags(
@@ -148,6 +149,8 @@ pub fn router() -> Router<AppState> {
         .route("/contacts/{id}/relationships/{rid}", put(relationships::update).delete(relationships::delete))
         .route("/contacts/{id}/incoming-relationships", get(relationships::incoming))
         .route("/graph", get(relationships::graph))
+        .route("/dashboard", get(dashboard::dashboard))
+        .route("/contacts/{id}/timeline", get(dashboard::timeline))
         .route("/contacts/{id}/notes", get(notes::list_for_contact).post(notes::create_for_contact))
         .route("/notes", get(notes::list_unassigned).post(notes::create))
         .route("/notes/{id}", get(notes::get).put(notes::update).delete(notes::delete))

@@ -141,21 +141,19 @@ pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<axum:
 pub async fn upcoming(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
     let scope = scope(&state, &user);
     let today = today(&state);
-    let list = state
-        .blocking(move |_| {
-            let v = scope.view()?;
-            let rows = all(&v)?;
-            let horizon = today.checked_add(jiff::Span::new().days(7)).unwrap_or(today);
-            let due: Vec<&Row<Reminder>> =
-                rows.iter().filter(|r| calendar::day_of(r.body.remind_at) <= horizon).collect();
-            let chosen: Vec<&Row<Reminder>> = if due.len() > 5 { due } else { rows.iter().take(5).collect() };
-            let name = |id: u64| v.get::<Contact>(id).map(|c| c.body.name()).ok();
-            Ok::<_, ApiError>(
-                chosen.into_iter().map(|r| view(r, Some(today), name(r.body.contact_id))).collect::<Vec<_>>(),
-            )
-        })
-        .await??;
+    let list = state.blocking(move |_| upcoming_views(&scope.view()?, today)).await??;
     Ok(axum::Json(json!({ "reminders": list })))
+}
+
+/// Open reminders due within seven days (overdue included) or, when five or fewer, the earliest
+/// five; with `contact_name` and `overdue`.
+pub fn upcoming_views(v: &UserView, today: Date) -> Result<Vec<Value>, ApiError> {
+    let rows = all(v)?;
+    let horizon = today.checked_add(jiff::Span::new().days(7)).unwrap_or(today);
+    let due: Vec<&Row<Reminder>> = rows.iter().filter(|r| calendar::day_of(r.body.remind_at) <= horizon).collect();
+    let chosen: Vec<&Row<Reminder>> = if due.len() > 5 { due } else { rows.iter().take(5).collect() };
+    let name = |id: u64| v.get::<Contact>(id).map(|c| c.body.name()).ok();
+    Ok(chosen.into_iter().map(|r| view(r, Some(today), name(r.body.contact_id))).collect())
 }
 
 #[utoipa::path(get, path = "/api/v1/contacts/{id}/reminders", tag = "reminders", params(("id" = u64, Path)), responses((status = 200, description = "`{reminders}`"), (status = 404, description = "No such contact")))]
