@@ -228,7 +228,5 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let pre = if_match(&headers)?;
-    scope(&state, &user).write_async(move |tx| tx.delete::<Activity>(id, pre)).await?;
-    Ok(axum::Json(json!({ "message": "Activity deleted" })))
+    super::common::delete_record::<Activity>(&state, &user, &headers, id, "Activity deleted").await
 }

@@ -81,6 +81,19 @@ pub fn today(state: &AppState) -> Date {
     crate::crm::calendar::today(state.engine.clock().now(), &state.config.reminder_timezone)
 }
 
+/// Deletes the caller's record `id` of kind `R`, conditional on `If-Match`; answers `{message}`.
+pub async fn delete_record<R: mycorrhizal_engine::Record>(
+    state: &AppState,
+    user: &crate::auth::AuthUser,
+    headers: &HeaderMap,
+    id: u64,
+    message: &str,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
+    let pre = if_match(headers)?;
+    state.engine.user(user.id).write_async(move |tx| tx.delete::<R>(id, pre)).await?;
+    Ok(axum::Json(serde_json::json!({ "message": message })))
+}
+
 /// Parses a `true`/`false` flag from the query, naming the parameter when it is neither.
 pub fn flag(raw: Option<&str>, name: &str) -> Result<bool, ApiError> {
     match raw {

@@ -215,9 +215,7 @@ pub async fn delete_life_event(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let pre = if_match(&headers)?;
-    scope(&state, &user).write_async(move |tx| tx.delete::<LifeEvent>(id, pre)).await?;
-    Ok(axum::Json(json!({ "message": "Life event deleted" })))
+    super::common::delete_record::<LifeEvent>(&state, &user, &headers, id, "Life event deleted").await
 }
 
 // ---- gifts -------------------------------------------------------------------------------
@@ -344,9 +342,7 @@ pub async fn delete_gift(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let pre = if_match(&headers)?;
-    scope(&state, &user).write_async(move |tx| tx.delete::<Gift>(id, pre)).await?;
-    Ok(axum::Json(json!({ "message": "Gift deleted" })))
+    super::common::delete_record::<Gift>(&state, &user, &headers, id, "Gift deleted").await
 }
 
 // ---- conversation agenda -----------------------------------------------------------------
@@ -494,7 +490,5 @@ pub async fn delete_agenda(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let pre = if_match(&headers)?;
-    scope(&state, &user).write_async(move |tx| tx.delete::<AgendaItem>(id, pre)).await?;
-    Ok(axum::Json(json!({ "message": "Agenda item deleted" })))
+    super::common::delete_record::<AgendaItem>(&state, &user, &headers, id, "Agenda item deleted").await
 }

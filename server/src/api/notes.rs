@@ -209,7 +209,5 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let pre = if_match(&headers)?;
-    scope(&state, &user).write_async(move |tx| tx.delete::<Note>(id, pre)).await?;
-    Ok(axum::Json(json!({ "message": "Note deleted" })))
+    super::common::delete_record::<Note>(&state, &user, &headers, id, "Note deleted").await
 }

@@ -244,9 +244,7 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let pre = if_match(&headers)?;
-    scope(&state, &user).write_async(move |tx| tx.delete::<Reminder>(id, pre)).await?;
-    Ok(axum::Json(json!({ "message": "Reminder deleted" })))
+    super::common::delete_record::<Reminder>(&state, &user, &headers, id, "Reminder deleted").await
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
