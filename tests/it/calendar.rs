@@ -128,15 +128,24 @@ async fn the_daily_purge_removes_tombstones_only_after_the_retention_window() {
 
     app.clock.set("2026-01-30T10:00:00Z".parse::<Timestamp>().unwrap());
     let run = mycorrhizal::jobs::purge_once(&app.state, Trigger::Manual).await;
-    assert_eq!((run.result, run.items_processed), (JobResult::Success, Some(0)));
+    assert_eq!(
+        (run.result, run.items_processed),
+        (JobResult::Success, Some(1)),
+        "only the session that ended on January 5th"
+    );
     assert!(tombstone(&app).is_some(), "kept inside the window for sync clients");
 
     app.clock.set("2026-02-01T10:00:01Z".parse::<Timestamp>().unwrap());
     let run = mycorrhizal::jobs::purge_once(&app.state, Trigger::Manual).await;
-    assert_eq!(run.items_processed, Some(1));
+    assert_eq!(run.items_processed, Some(1), "now the tombstone");
     assert!(run.correlation_id.as_deref().unwrap().starts_with("job:retention_purge:"));
     assert!(tombstone(&app).is_none());
     assert!(app.state.engine.user(user).get::<Contact>(kept).is_ok());
+    assert_eq!(
+        app.state.engine.global().unwrap().list::<mycorrhizal::auth::records::Session>().unwrap().len(),
+        0,
+        "the session of January 1st ended and was swept"
+    );
     let runs = app.state.engine.job_runs(10, |r| r.job_name == "retention_purge").unwrap();
     assert_eq!(runs.len(), 2, "each run is recorded");
 }

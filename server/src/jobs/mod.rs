@@ -9,7 +9,7 @@ use jiff::SignedDuration;
 use mycorrhizal_engine::system::{JobResult, JobRun, Trigger};
 use mycorrhizal_engine::{Record, UserId};
 
-use crate::auth::records::Account;
+use crate::auth::records::{Account, DeviceGrant, ResetToken, Session};
 use crate::crm::contact::Contact;
 use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
 use crate::crm::records::{Activity, Completion, Note, Relationship, Reminder};
@@ -105,6 +105,8 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
                 .await
                 .map_err(|e| e.to_string())?;
         }
+        removed +=
+            state_.engine.write_async(move |tx| expired_credentials(tx, now)).await.map_err(|e| e.to_string())?;
         if retention.system_event_days > 0 {
             removed += state_
                 .engine
@@ -118,6 +120,31 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
         Ok(removed)
     };
     record(state, PURGE, trigger, work).await
+}
+
+/// Removes ended sessions, used or expired reset tokens and device grants: rows nobody can use.
+fn expired_credentials(tx: &mut mycorrhizal_engine::Tx<'_>, now: jiff::Timestamp) -> mycorrhizal_engine::Result<u64> {
+    let global = tx.global();
+    let mut removed = 0;
+    for (id, session) in global.list::<Session>()? {
+        if session.expires_at <= now {
+            global.delete::<Session>(id)?;
+            removed += 1;
+        }
+    }
+    for (id, reset) in global.list::<ResetToken>()? {
+        if reset.expires_at <= now {
+            global.delete::<ResetToken>(id)?;
+            removed += 1;
+        }
+    }
+    for (id, grant) in global.list::<DeviceGrant>()? {
+        if grant.expires_at <= now || grant.used_at.is_some() || grant.revoked_at.is_some() {
+            global.delete::<DeviceGrant>(id)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 fn purge<R: Record>(
