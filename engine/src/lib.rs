@@ -7,6 +7,7 @@
 //! - Every write goes through the group-commit writer ([`Engine::write`]) and [`tx::TxUser`].
 //! - The engine knows nothing of HTTP.
 
+pub mod audit;
 pub mod changes;
 pub mod clock;
 pub mod codec;

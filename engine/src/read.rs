@@ -247,6 +247,16 @@ impl UserView {
         range.take(limit).map(|entry| codec::decode("changes", entry?.1.value())).collect()
     }
 
+    /// This user's audit events after `seq`, oldest first.
+    pub fn audit_events(&self, after: u64, limit: usize) -> Result<Vec<crate::audit::AuditEvent>> {
+        crate::audit::events(&self.txn, self.user, after, limit)
+    }
+
+    /// Verifies this user's audit hash chain; returns how many events were checked.
+    pub fn verify_audit(&self) -> Result<u64> {
+        crate::audit::verify(&self.txn, self.user)
+    }
+
     /// The newest change-feed sequence number of this user (0 before any write).
     pub fn last_seq(&self) -> Result<u64> {
         match self.txn.open_table(USER_SEQ) {

@@ -26,6 +26,9 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
 
     /// Indexes whose value may belong to one live row per user only.
     const UNIQUE: &'static [&'static str] = &[];
+
+    /// Derived fields the audit log leaves out of its before/after diffs.
+    const AUDIT_SKIP: &'static [&'static str] = &[];
 }
 
 /// Names of a record kind's tables. Built with [`Kind::new`] in a `const`.

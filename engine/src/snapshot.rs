@@ -143,6 +143,8 @@ fn copy_all(read: &ReadTransaction, write: &WriteTransaction) -> Result<BTreeMap
             n if n == COUNTERS.name() => copy(read, write, COUNTERS)?,
             n if n == USER_SEQ.name() => copy(read, write, USER_SEQ)?,
             n if n == LIVE_COUNTS.name() => copy(read, write, LIVE_COUNTS)?,
+            n if n == crate::audit::AUDIT.name() => copy(read, write, crate::audit::AUDIT)?,
+            n if n == crate::audit::AUDIT_ANCHORS.name() => copy(read, write, crate::audit::AUDIT_ANCHORS)?,
             other => {
                 return Err(Error::SnapshotInvalid(format!("no layout known for table {other}")));
             }

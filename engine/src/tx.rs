@@ -49,6 +49,8 @@ impl<'a> Tx<'a> {
         self.txn.open_table(CHANGES)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
         self.txn.open_table(USER_SEQ)?.remove(user.0)?;
         self.txn.open_table(LIVE_COUNTS)?.retain_in::<(u64, &str), _>((user.0, "").., |(u, _), _| u != user.0)?;
+        self.txn.open_table(crate::audit::AUDIT)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
+        self.txn.open_table(crate::audit::AUDIT_ANCHORS)?.remove(user.0)?;
         Ok(removed)
     }
 }
@@ -215,7 +217,28 @@ impl TxUser<'_, '_> {
             at: self.tx.now,
         };
         txn.open_table(CHANGES)?.insert((self.user, seq), codec::encode(&change).as_slice())?;
-        Ok(())
+        let body = |r: Option<&Row<R>>| match r {
+            Some(r) if r.meta.deleted_at.is_none() => serde_json::to_value(&r.body).unwrap_or_default(),
+            _ => serde_json::Value::Null,
+        };
+        let after = if op == Op::Deleted { serde_json::Value::Null } else { body(Some(row)) };
+        let event = crate::audit::AuditEvent {
+            seq,
+            kind: R::KIND.name.to_string(),
+            record_id: row.id,
+            action: op,
+            revision: row.meta.revision,
+            at: self.tx.now,
+            changes: crate::audit::diff(&body(old), &after, R::AUDIT_SKIP),
+            prev_hash: String::new(),
+            hash: String::new(),
+        };
+        crate::audit::append(txn, self.user, event)
+    }
+
+    /// Removes this user's audit events older than `cutoff` (the chain stays verifiable).
+    pub fn purge_audit(&self, cutoff: Timestamp) -> Result<u64> {
+        crate::audit::purge(self.tx.txn, self.user, cutoff)
     }
 }
 

@@ -75,6 +75,7 @@ fn circles_of(crm: &str) -> Vec<String> {
 impl Record for Contact {
     const KIND: Kind = kind!("contact", soft_delete);
     const UNIQUE: &'static [&'static str] = &[INDEX_UID];
+    const AUDIT_SKIP: &'static [&'static str] = &["flat", "circles"];
 
     fn validate(&self) -> Result<(), Invalid> {
         let card: Card = serde_json::from_str(&self.card).map_err(|e| Invalid::new("card", e.to_string()))?;

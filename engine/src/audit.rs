@@ -1,0 +1,152 @@
+//! The audit log: every change to a user's records appends an event, in the same transaction,
+//! to that user's hash chain. Each event holds what changed (the fields that differ, before and
+//! after, as JSON) and a SHA-256 over the previous event's hash and its own content, so editing
+//! or removing a stored event breaks verification. Retention keeps the chain verifiable by
+//! remembering the hash of the last event it removed (the anchor).
+
+use jiff::Timestamp;
+use redb::{ReadTransaction, ReadableTable, TableDefinition, TableError, WriteTransaction};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::changes::Op;
+use crate::{Error, Result, codec};
+
+/// `(user_id, seq) -> encoded AuditEvent`; `seq` is the change-feed sequence of the same change.
+pub const AUDIT: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("audit");
+/// `user_id -> hash of the newest removed event` (the chain's anchor after retention).
+pub const AUDIT_ANCHORS: TableDefinition<u64, &[u8]> = TableDefinition::new("audit_anchors");
+
+/// One field that changed: name, value before and after (JSON text; `null` when absent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldChange {
+    pub field: String,
+    pub before: String,
+    pub after: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEvent {
+    pub seq: u64,
+    pub kind: String,
+    pub record_id: u64,
+    pub action: Op,
+    /// The record's revision after the change.
+    pub revision: u64,
+    #[serde(with = "crate::record::micros")]
+    pub at: Timestamp,
+    pub changes: Vec<FieldChange>,
+    /// Hex SHA-256 of the previous event (or the anchor; empty for the first).
+    pub prev_hash: String,
+    /// Hex SHA-256 over `prev_hash` and this event's content.
+    pub hash: String,
+}
+
+impl AuditEvent {
+    /// The hash this event must carry given its content and `prev_hash`.
+    pub fn compute_hash(&self) -> String {
+        let content = (
+            self.seq,
+            &self.kind,
+            self.record_id,
+            self.action,
+            self.revision,
+            self.at.as_microsecond(),
+            &self.changes,
+            &self.prev_hash,
+        );
+        let bytes = postcard::to_allocvec(&content).unwrap_or_default();
+        hex::encode(Sha256::digest(bytes))
+    }
+}
+
+/// Top-level fields of `before` and `after` (JSON objects) that differ, except `skip`.
+pub fn diff(before: &serde_json::Value, after: &serde_json::Value, skip: &[&str]) -> Vec<FieldChange> {
+    let empty = serde_json::Map::new();
+    let (b, a) = (before.as_object().unwrap_or(&empty), after.as_object().unwrap_or(&empty));
+    let mut fields: Vec<&String> = b.keys().chain(a.keys()).filter(|k| !skip.contains(&k.as_str())).collect();
+    fields.sort();
+    fields.dedup();
+    fields
+        .into_iter()
+        .filter(|f| b.get(*f) != a.get(*f))
+        .map(|f| FieldChange {
+            field: f.clone(),
+            before: b.get(f).map(|v| v.to_string()).unwrap_or_else(|| "null".into()),
+            after: a.get(f).map(|v| v.to_string()).unwrap_or_else(|| "null".into()),
+        })
+        .collect()
+}
+
+fn last_hash(txn: &WriteTransaction, user: u64) -> Result<String> {
+    let table = txn.open_table(AUDIT)?;
+    let last = table.range((user, 0)..=(user, u64::MAX))?.next_back().transpose()?;
+    if let Some((_, bytes)) = last {
+        let event: AuditEvent = codec::decode("audit", bytes.value())?;
+        return Ok(event.hash);
+    }
+    let anchors = txn.open_table(AUDIT_ANCHORS)?;
+    Ok(anchors.get(user)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default())
+}
+
+/// Appends `event` (its hashes filled in here) to `user`'s chain.
+pub(crate) fn append(txn: &WriteTransaction, user: u64, mut event: AuditEvent) -> Result<()> {
+    event.prev_hash = last_hash(txn, user)?;
+    event.hash = event.compute_hash();
+    txn.open_table(AUDIT)?.insert((user, event.seq), codec::encode(&event).as_slice())?;
+    Ok(())
+}
+
+/// A user's events, oldest first, after `seq`.
+pub fn events(txn: &ReadTransaction, user: u64, after: u64, limit: usize) -> Result<Vec<AuditEvent>> {
+    let table = match txn.open_table(AUDIT) {
+        Ok(t) => t,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let range = table.range((user, after.saturating_add(1))..=(user, u64::MAX))?;
+    range.take(limit).map(|entry| codec::decode("audit", entry?.1.value())).collect()
+}
+
+/// Walks `user`'s chain from its anchor; `Err` names the first event that does not verify.
+pub fn verify(txn: &ReadTransaction, user: u64) -> Result<u64> {
+    let anchor = match txn.open_table(AUDIT_ANCHORS) {
+        Ok(t) => t.get(user)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default(),
+        Err(TableError::TableDoesNotExist(_)) => String::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let mut prev = anchor;
+    let mut checked = 0;
+    for event in events(txn, user, 0, usize::MAX)? {
+        if event.prev_hash != prev || event.compute_hash() != event.hash {
+            return Err(Error::Corrupt {
+                table: "audit".into(),
+                reason: format!("event {} does not verify", event.seq),
+            });
+        }
+        prev = event.hash;
+        checked += 1;
+    }
+    Ok(checked)
+}
+
+/// Removes `user`'s events older than `cutoff`, anchoring the chain at the last one removed.
+pub(crate) fn purge(txn: &WriteTransaction, user: u64, cutoff: Timestamp) -> Result<u64> {
+    let mut table = txn.open_table(AUDIT)?;
+    let mut old = Vec::new();
+    for entry in table.range((user, 0)..=(user, u64::MAX))? {
+        let (key, bytes) = entry?;
+        let event: AuditEvent = codec::decode("audit", bytes.value())?;
+        if event.at >= cutoff {
+            break;
+        }
+        old.push((key.value().1, event.hash));
+    }
+    if let Some((_, hash)) = old.last() {
+        txn.open_table(AUDIT_ANCHORS)?.insert(user, hash.as_bytes())?;
+    }
+    for (seq, _) in &old {
+        table.remove((user, *seq))?;
+    }
+    Ok(old.len() as u64)
+}
