@@ -4,6 +4,7 @@
 
 pub mod activities;
 pub mod admin;
+pub mod audit;
 pub mod auth;
 pub mod common;
 pub mod contacts;
@@ -53,7 +54,7 @@ use crate::state::AppState;
         depth::list_life_events, depth::create_life_event, depth::get_life_event, depth::update_life_event,
         depth::delete_life_event, depth::list_gifts, depth::create_gift, depth::get_gift, depth::update_gift,
         depth::delete_gift, depth::list_agenda, depth::create_agenda, depth::get_agenda, depth::update_agenda,
-        depth::discuss_agenda, depth::delete_agenda, dashboard::dashboard, dashboard::timeline,
+        depth::discuss_agenda, depth::delete_agenda, dashboard::dashboard, dashboard::timeline, audit::export, audit::undo,
     ),
     components(schemas(crate::error::ErrorBody, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
     tags(
@@ -69,6 +70,7 @@ use crate::state::AppState;
         (name = "activities", description = "Things done with one or more contacts"),
         (name = "reminders", description = "Day-granular reminders, one-off or recurring, and their completions"),
         (name = "depth", description = "Life events, gifts and conversation-agenda items of a contact"),
+        (name = "audit", description = "Your own hash-chained change history"),
     )
 )]
 pub struct ApiDoc;
@@ -150,6 +152,8 @@ pub fn router() -> Router<AppState> {
         .route("/contacts/{id}/incoming-relationships", get(relationships::incoming))
         .route("/graph", get(relationships::graph))
         .route("/dashboard", get(dashboard::dashboard))
+        .route("/audit/export", get(audit::export))
+        .route("/audit/{id}/undo", post(audit::undo))
         .route("/contacts/{id}/timeline", get(dashboard::timeline))
         .route("/contacts/{id}/notes", get(notes::list_for_contact).post(notes::create_for_contact))
         .route("/notes", get(notes::list_unassigned).post(notes::create))

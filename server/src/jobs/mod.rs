@@ -17,6 +17,8 @@ use crate::ops::events::{Event, emit};
 use crate::state::AppState;
 
 pub const PURGE: &str = "retention_purge";
+/// Audit events are kept this long; the chain stays verifiable through its anchor.
+pub const AUDIT_RETENTION_DAYS: i64 = 90;
 const DAY: Duration = Duration::from_secs(24 * 3600);
 
 /// Starts the scheduler: the purge runs once at start-up and then daily.
@@ -78,6 +80,7 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
         let days = |d: i64| now.checked_sub(SignedDuration::from_hours(d * 24)).map_err(|e| e.to_string());
         let mut removed = 0;
         let tombstones = days(retention.deleted_days)?;
+        let audit_cutoff = days(AUDIT_RETENTION_DAYS)?;
         let users: Vec<u64> = state_
             .engine
             .global()
@@ -100,7 +103,8 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
                         + purge::<Relationship>(tx, tombstones)?
                         + purge::<LifeEvent>(tx, tombstones)?
                         + purge::<Gift>(tx, tombstones)?
-                        + purge::<AgendaItem>(tx, tombstones)?)
+                        + purge::<AgendaItem>(tx, tombstones)?
+                        + tx.purge_audit(audit_cutoff)?)
                 })
                 .await
                 .map_err(|e| e.to_string())?;

@@ -1,0 +1,47 @@
+//! The audit trail over HTTP: export of one's own events, undo of an update, refusals.
+
+use serde_json::{Value, json};
+
+use crate::helpers::Instance;
+
+#[tokio::test]
+async fn an_update_can_be_undone_once_and_deletes_cannot() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let c = crate::crm::new_contact(&ada, "Una", "Do").await["id"].as_u64().unwrap();
+    ada.send(reqwest::Method::PUT, &format!("/api/v1/contacts/{c}"), json!({ "nickname": "Oops" })).await;
+    let csv = ada.get("/api/v1/audit/export").await;
+    assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
+    let text = csv.text().await.unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "id,at,kind,record_id,action,revision,changes,prev_hash,hash");
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[2].contains(",contact,") && lines[2].contains(",update,") && lines[2].contains("Oops"));
+    let update_id: u64 = lines[2].split(',').next().unwrap().parse().unwrap();
+    let create_id: u64 = lines[1].split(',').next().unwrap().parse().unwrap();
+
+    let bob = server.sign_up("bob").await;
+    assert_eq!(bob.post(&format!("/api/v1/audit/{update_id}/undo"), json!({})).await.status(), 404, "not bob's event");
+    assert!(
+        !bob.get("/api/v1/audit/export").await.text().await.unwrap().contains("Oops"),
+        "bob's export holds only bob's events"
+    );
+
+    assert_eq!(ada.post(&format!("/api/v1/audit/{create_id}/undo"), json!({})).await.status(), 409);
+    let undone = ada.post(&format!("/api/v1/audit/{update_id}/undo"), json!({})).await;
+    assert_eq!(undone.status(), 200);
+    let contact: Value = ada.get(&format!("/api/v1/contacts/{c}")).await.json().await.unwrap();
+    assert_eq!(contact["nickname"], "", "the nickname is back to what it was");
+    assert_eq!(
+        ada.post(&format!("/api/v1/audit/{update_id}/undo"), json!({})).await.status(),
+        409,
+        "the record changed since"
+    );
+
+    ada.send(reqwest::Method::DELETE, &format!("/api/v1/contacts/{c}"), json!({})).await;
+    let text = ada.get("/api/v1/audit/export").await.text().await.unwrap();
+    let delete_id: u64 = text.lines().last().unwrap().split(',').next().unwrap().parse().unwrap();
+    let refused = ada.post(&format!("/api/v1/audit/{delete_id}/undo"), json!({})).await;
+    assert_eq!(refused.status(), 409);
+    assert!(refused.json::<Value>().await.unwrap()["message"].as_str().unwrap().contains("Delete"));
+}
