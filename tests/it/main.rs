@@ -3,6 +3,7 @@
 
 mod accounts;
 mod admin;
+mod attachments;
 mod audit;
 mod boot;
 mod calendar;

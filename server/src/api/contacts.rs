@@ -18,7 +18,7 @@ use super::common::{self, decode_cursor, encode_cursor, if_match, tagged, today}
 use crate::auth::AuthUser;
 use crate::crm::calendar;
 use crate::crm::contact::{Contact, INDEX_ARCHIVED, INDEX_BIRTHDAY, INDEX_CIRCLE, INDEX_SORT_NAME};
-use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
+use crate::crm::depth::{AgendaItem, Attachment, Gift, LifeEvent};
 use crate::crm::records::{Activity, Completion, Note, Relationship, Reminder};
 use crate::error::ApiError;
 use crate::http::json::Json;
@@ -372,7 +372,14 @@ pub async fn delete(
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
     let pre = if_match(&headers)?;
-    scope(&state, &user).write_async(move |tx| delete_with_joins(tx, id, pre)).await?;
+    let scope = scope(&state, &user);
+    let padded = format!("{id:020}");
+    let files_of_contact = scope.find::<Attachment>(crate::crm::records::BY_CONTACT, &padded)?;
+    scope.write_async(move |tx| delete_with_joins(tx, id, pre)).await?;
+    let attachments = super::attachments::dir(&state, &user);
+    for file in files_of_contact {
+        let _ = std::fs::remove_file(attachments.join(file.to_string()));
+    }
     let files = state.config.data_dir.join("users").join(user.id.0.to_string()).join("photos");
     for name in ["jpg", "png", "gif", "webp"].map(|ext| format!("{id}.{ext}")) {
         let _ = std::fs::remove_file(files.join(name));
@@ -412,6 +419,10 @@ fn delete_with_joins(
     }
     for item in tx.find_range::<AgendaItem>(crate::crm::records::BY_CONTACT, &from, &to)? {
         tx.delete::<AgendaItem>(item, Precondition::Any)?;
+    }
+    let padded = format!("{id:020}");
+    for file in tx.find::<Attachment>(crate::crm::records::BY_CONTACT, &padded)? {
+        tx.delete::<Attachment>(file, Precondition::Any)?;
     }
     for activity in tx.find_range::<Activity>(crate::crm::records::BY_CONTACT, &from, &to)? {
         tx.update::<Activity>(activity, Precondition::Any, |a| {

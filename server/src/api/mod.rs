@@ -4,6 +4,7 @@
 
 pub mod activities;
 pub mod admin;
+pub mod attachments;
 pub mod audit;
 pub mod auth;
 pub mod common;
@@ -54,7 +55,7 @@ use crate::state::AppState;
         depth::list_life_events, depth::create_life_event, depth::get_life_event, depth::update_life_event,
         depth::delete_life_event, depth::list_gifts, depth::create_gift, depth::get_gift, depth::update_gift,
         depth::delete_gift, depth::list_agenda, depth::create_agenda, depth::get_agenda, depth::update_agenda,
-        depth::discuss_agenda, depth::delete_agenda, dashboard::dashboard, dashboard::timeline, audit::export, audit::undo,
+        depth::discuss_agenda, depth::delete_agenda, dashboard::dashboard, dashboard::timeline, audit::export, audit::undo, attachments::upload, attachments::list, attachments::download, attachments::delete,
     ),
     components(schemas(crate::error::ErrorBody, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
     tags(
@@ -153,6 +154,14 @@ pub fn router() -> Router<AppState> {
         .route("/graph", get(relationships::graph))
         .route("/dashboard", get(dashboard::dashboard))
         .route("/audit/export", get(audit::export))
+        .route(
+            "/contacts/{id}/attachments",
+            get(attachments::list)
+                .post(attachments::upload)
+                .layer(axum::extract::DefaultBodyLimit::max(attachments::MAX_ATTACHMENT + 64 * 1024)),
+        )
+        .route("/attachments/{id}/download", get(attachments::download))
+        .route("/attachments/{id}", delete(attachments::delete))
         .route("/audit/{id}/undo", post(audit::undo))
         .route("/contacts/{id}/timeline", get(dashboard::timeline))
         .route("/contacts/{id}/notes", get(notes::list_for_contact).post(notes::create_for_contact))

@@ -39,6 +39,8 @@ pub struct Config {
     pub trusted_proxies: Vec<IpNet>,
     /// `MIN_CLIENT_VERSION`: the oldest supported client; `None` means no floor.
     pub min_client_version: Option<Version>,
+    /// `ATTACHMENT_QUOTA_MB`: attachment bytes a user may keep (default 1024).
+    pub attachment_quota_bytes: u64,
     pub retention: Retention,
     pub storage: Storage,
     pub integrity: Integrity,
@@ -242,6 +244,7 @@ impl Config {
                 None
             }
         });
+        let attachment_quota_bytes = env.count("ATTACHMENT_QUOTA_MB", 1024, 1_048_576) * 1024 * 1024;
         let retention = Retention {
             system_event_days: env.int("SYSTEM_EVENT_RETENTION_DAYS", 30, i64::MIN, 36_500),
             job_run_days: env.int("JOB_RUN_RETENTION_DAYS", 30, i64::MIN, 36_500),
@@ -322,6 +325,7 @@ impl Config {
             pre_migration_dir,
             trusted_proxies,
             min_client_version,
+            attachment_quota_bytes,
             retention,
             storage,
             integrity,

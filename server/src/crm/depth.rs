@@ -168,3 +168,26 @@ impl Record for AgendaItem {
         vec![(BY_CONTACT, format!("{:020}{state}", self.contact_id))]
     }
 }
+
+/// A file kept with a contact. The bytes live under the data folder; this row describes them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Attachment {
+    pub contact_id: u64,
+    pub original_name: String,
+    pub content_type: String,
+    pub size_bytes: u64,
+    /// Hex SHA-256 of the bytes, checked when they are served.
+    pub sha256: String,
+}
+
+impl Record for Attachment {
+    const KIND: Kind = kind!("attachment", soft_delete);
+
+    fn validate(&self) -> Result<(), Invalid> {
+        text("original_name", &self.original_name, 1, 255)
+    }
+
+    fn index_entries(&self) -> Vec<(&'static str, String)> {
+        vec![(BY_CONTACT, format!("{:020}", self.contact_id))]
+    }
+}
