@@ -175,3 +175,43 @@ async fn the_dashboard_has_every_block_as_an_array() {
     assert_eq!(dashboard["upcoming_reminders"][0]["contact_name"], "Dash Board");
     assert_eq!(dashboard["random_contacts"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn circles_and_tags_are_counted_renamed_and_removed_everywhere_at_once() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    for (name, circles, tags) in [
+        ("A", json!(["Climbing", "Work"]), json!(["vegan"])),
+        ("B", json!(["Climbing"]), json!(["vegan", "early bird"])),
+        ("C", json!([]), json!([])),
+    ] {
+        let body = json!({ "card": { "name": { "full": name }, "keywords": tags }, "crm": { "circles": circles } });
+        assert_eq!(ada.post("/api/v1/contacts", body).await.status(), 201);
+    }
+    let circles = json_of(ada.get("/api/v1/circles").await).await;
+    assert_eq!(circles["circles"], json!([{ "name": "Climbing", "count": 2 }, { "name": "Work", "count": 1 }]));
+    let tags = json_of(ada.get("/api/v1/tags").await).await;
+    assert_eq!(tags["tags"], json!([{ "name": "early bird", "count": 1 }, { "name": "vegan", "count": 2 }]));
+    assert_eq!(json_of(ada.get("/api/v1/contacts?tag=vegan").await).await["total"], 2);
+
+    let renamed =
+        json_of(ada.send(reqwest::Method::PUT, "/api/v1/circles/Climbing", json!({ "name": "Bouldering" })).await)
+            .await;
+    assert_eq!(renamed["contacts_updated"], 2);
+    assert_eq!(json_of(ada.get("/api/v1/contacts?circle=Bouldering").await).await["total"], 2);
+    assert_eq!(json_of(ada.get("/api/v1/contacts?circle=Climbing").await).await["total"], 0);
+    let removed = json_of(ada.send(reqwest::Method::DELETE, "/api/v1/tags/vegan", json!({})).await).await;
+    assert_eq!(removed["contacts_updated"], 2);
+    let tags = json_of(ada.get("/api/v1/tags").await).await;
+    assert_eq!(tags["tags"], json!([{ "name": "early bird", "count": 1 }]));
+    assert_eq!(ada.send(reqwest::Method::DELETE, "/api/v1/tags/nonexistent", json!({})).await.status(), 404);
+    assert_eq!(ada.send(reqwest::Method::PUT, "/api/v1/circles/Work", json!({ "name": " " })).await.status(), 400);
+    let bob = server.sign_up("bob").await;
+    assert_eq!(json_of(bob.get("/api/v1/circles").await).await["circles"], json!([]));
+    assert_eq!(
+        bob.send(reqwest::Method::DELETE, "/api/v1/circles/Work", json!({})).await.status(),
+        404,
+        "another user's circle is not found"
+    );
+    assert_eq!(json_of(ada.get("/api/v1/circles").await).await["circles"][1]["name"], "Work", "and stays");
+}

@@ -209,6 +209,8 @@ pub struct ListQuery {
     pub search: Option<String>,
     /// Only members of this circle.
     pub circle: Option<String>,
+    /// Only contacts with this tag.
+    pub tag: Option<String>,
     /// `true` to include archived contacts.
     pub include_archived: Option<String>,
     /// `true` for archived contacts only.
@@ -260,6 +262,7 @@ pub async fn list(
     let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
     let needle = q.search.as_deref().map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty());
     let circle = q.circle.clone().filter(|c| !c.is_empty());
+    let tag = q.tag.clone().filter(|t| !t.is_empty());
     let scope = scope(&state, &user);
     let body = state
         .blocking(move |_| {
@@ -269,12 +272,13 @@ pub async fn list(
                 (if archived_only { c.archived } else { include_archived || !c.archived })
                     && (!favorites || c.favorite)
                     && circle.as_ref().is_none_or(|name| c.circles.contains(name))
+                    && tag.as_ref().is_none_or(|t| c.tags().contains(t))
                     && needle.as_ref().is_none_or(|n| matches_search(c, n))
             };
             let walk =
                 Walk { index, from: "", to: None, after: after.as_ref().map(|(v, id)| (v.as_str(), *id)), descending };
             let page = view.walk::<Contact>(walk, limit, keep)?;
-            let filtered = needle.is_some() || circle.is_some() || favorites;
+            let filtered = needle.is_some() || circle.is_some() || tag.is_some() || favorites;
             let total = if filtered {
                 view.walk::<Contact>(Walk { after: None, ..walk }, usize::MAX, keep)?.rows.len() as u64
             } else {

@@ -11,6 +11,7 @@ pub mod common;
 pub mod contacts;
 pub mod dashboard;
 pub mod depth;
+pub mod groups;
 pub mod health;
 pub mod notes;
 pub mod oidc;
@@ -56,6 +57,7 @@ use crate::state::AppState;
         depth::delete_life_event, depth::list_gifts, depth::create_gift, depth::get_gift, depth::update_gift,
         depth::delete_gift, depth::list_agenda, depth::create_agenda, depth::get_agenda, depth::update_agenda,
         depth::discuss_agenda, depth::delete_agenda, dashboard::dashboard, dashboard::timeline, audit::export, audit::undo, attachments::upload, attachments::list, attachments::download, attachments::delete,
+        groups::circles, groups::rename_circle, groups::delete_circle, groups::tags, groups::rename_tag, groups::delete_tag,
     ),
     components(schemas(crate::error::ErrorBody, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
     tags(
@@ -162,6 +164,10 @@ pub fn router() -> Router<AppState> {
         )
         .route("/attachments/{id}/download", get(attachments::download))
         .route("/attachments/{id}", delete(attachments::delete))
+        .route("/circles", get(groups::circles))
+        .route("/circles/{name}", put(groups::rename_circle).delete(groups::delete_circle))
+        .route("/tags", get(groups::tags))
+        .route("/tags/{name}", put(groups::rename_tag).delete(groups::delete_tag))
         .route("/audit/{id}/undo", post(audit::undo))
         .route("/contacts/{id}/timeline", get(dashboard::timeline))
         .route("/contacts/{id}/notes", get(notes::list_for_contact).post(notes::create_for_contact))

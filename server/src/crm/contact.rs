@@ -37,6 +37,7 @@ pub const INDEX_CIRCLE: &str = "circle";
 pub const INDEX_BIRTHDAY: &str = "birthday_md";
 pub const INDEX_ARCHIVED: &str = "archived";
 pub const INDEX_EMAIL: &str = "email";
+pub const INDEX_TAG: &str = "tag";
 
 impl Contact {
     pub fn parsed_card(&self) -> Card {
@@ -46,6 +47,15 @@ impl Contact {
     /// The birthday as clients see it: the card's, else the legacy text.
     pub fn birthday(&self) -> &str {
         if self.flat.birthday.is_empty() { &self.legacy_birthday } else { &self.flat.birthday }
+    }
+
+    /// The card's keywords: the contact's tags.
+    pub fn tags(&self) -> Vec<String> {
+        let mut tags: Vec<String> =
+            self.parsed_card().keywords.into_iter().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect();
+        tags.sort();
+        tags.dedup();
+        tags
     }
 
     /// The display name.
@@ -102,6 +112,7 @@ impl Record for Contact {
     fn index_entries(&self) -> Vec<(&'static str, String)> {
         let mut entries = vec![(INDEX_SORT_NAME, self.flat.sort_name.clone()), (INDEX_UID, self.uid.to_lowercase())];
         entries.extend(self.circles.iter().map(|c| (INDEX_CIRCLE, c.clone())));
+        entries.extend(self.tags().into_iter().map(|t| (INDEX_TAG, t)));
         entries.extend(self.flat.emails.iter().map(|e| (INDEX_EMAIL, e.to_lowercase())));
         if let Some(md) = month_day(&self.flat.birthday) {
             entries.push((INDEX_BIRTHDAY, md));
