@@ -149,3 +149,58 @@ async fn the_daily_purge_removes_tombstones_only_after_the_retention_window() {
     let runs = app.state.engine.job_runs(10, |r| r.job_name == "retention_purge").unwrap();
     assert_eq!(runs.len(), 2, "each run is recorded");
 }
+
+#[tokio::test]
+async fn cadence_health_counts_only_qualifying_interactions() {
+    let app = in_process(&[]).await;
+    app.clock.set("2026-03-01T10:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.signed_in().await;
+    let c = contact(&app, &cookie, "Cady", "").await;
+    let (status, policy, _) = app
+        .call(
+            "POST",
+            "/api/v1/cadence-policies",
+            Some(&cookie),
+            json!({ "contact_id": c, "interval_days": 7, "qualifying_types": ["call"] }),
+        )
+        .await;
+    assert_eq!(status, 201, "{policy}");
+    let id = policy["id"].as_u64().unwrap();
+    let health = |body: &Value| body["contacts"][0]["health"].clone();
+
+    app.clock.set("2026-03-04T10:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.sign_in_again().await;
+    let (_, body, _) = app.call("GET", &format!("/api/v1/cadence-policies/{id}"), Some(&cookie), json!({})).await;
+    assert_eq!(
+        (health(&body)["overdue"].as_bool(), health(&body)["has_qualifying_interaction"].as_bool()),
+        (Some(false), Some(false))
+    );
+
+    app.clock.set("2026-03-11T10:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.sign_in_again().await;
+    app.call(
+        "POST",
+        "/api/v1/activities",
+        Some(&cookie),
+        json!({ "title": "Dinner", "date": "2026-03-10T19:00:00Z", "contact_ids": [c], "type": "meal" }),
+    )
+    .await;
+    let (_, body, _) = app.call("GET", "/api/v1/cadence-policies/overdue", Some(&cookie), json!({})).await;
+    assert_eq!(body["overdue"][0]["contact_id"], c, "a meal does not count for a call cadence");
+    assert_eq!(body["overdue"][0]["health"]["overdue_by"], 3);
+    let (_, dash, _) = app.call("GET", "/api/v1/dashboard", Some(&cookie), json!({})).await;
+    assert_eq!(dash["overdue"][0]["contact_name"], "Cady");
+
+    app.call(
+        "POST",
+        "/api/v1/activities",
+        Some(&cookie),
+        json!({ "title": "Phone", "date": "2026-03-11T09:00:00Z", "contact_ids": [c], "type": "call" }),
+    )
+    .await;
+    let (_, body, _) = app.call("GET", &format!("/api/v1/cadence-policies/{id}"), Some(&cookie), json!({})).await;
+    assert_eq!(health(&body)["has_qualifying_interaction"], true);
+    assert_eq!(health(&body)["next_due"], "2026-03-18T09:00:00Z");
+    let (_, body, _) = app.call("GET", "/api/v1/cadence-policies/overdue", Some(&cookie), json!({})).await;
+    assert_eq!(body["overdue"], json!([]));
+}

@@ -150,6 +150,7 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
         (reqwest::Method::GET, format!("/api/v1/contacts/{c}/reminder-completions"), json!(null)),
         (reqwest::Method::DELETE, format!("/api/v1/reminder-completions/{completion}"), json!(null)),
         (reqwest::Method::GET, format!("/api/v1/contacts/{c}/timeline"), json!(null)),
+        (reqwest::Method::POST, "/api/v1/cadence-policies".into(), json!({ "contact_id": c, "interval_days": 7 })),
         (reqwest::Method::GET, format!("/api/v1/life-events/{event}"), json!(null)),
         (reqwest::Method::PUT, format!("/api/v1/life-events/{event}"), json!({ "contact_id": c, "type": "x" })),
         (reqwest::Method::DELETE, format!("/api/v1/life-events/{event}"), json!(null)),

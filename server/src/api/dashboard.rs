@@ -18,12 +18,13 @@ use crate::crm::records::{Activity, BY_CONTACT, Completion, Note, contact_range}
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Birthdays in the next 30 days, five random contacts, favourites, upcoming reminders. Every
-/// member is an array; `overdue` and `reach_out_suggestions` stay empty until cadence policies exist.
+/// Birthdays in the next 30 days, five random contacts, favourites, upcoming reminders, overdue
+/// cadences. Every member is an array; `reach_out_suggestions` stays empty until the reach-out job exists.
 #[utoipa::path(get, path = "/api/v1/dashboard", tag = "contacts", responses((status = 200, description = "`{birthdays, random_contacts, favorites, upcoming_reminders, overdue, reach_out_suggestions}`")))]
 pub async fn dashboard(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
     let scope = scope(&state, &user);
     let today = today(&state);
+    let now = state.engine.clock().now();
     let body = state
         .blocking(move |_| {
             let v = scope.view()?;
@@ -38,7 +39,7 @@ pub async fn dashboard(State(state): State<AppState>, user: AuthUser) -> Result<
                 "random_contacts": random_summaries(&v, 5)?,
                 "favorites": favorites.rows.iter().map(summary).collect::<Vec<_>>(),
                 "upcoming_reminders": super::reminders::upcoming_views(&v, today)?,
-                "overdue": [],
+                "overdue": super::cadence::overdue(&v, now)?,
                 "reach_out_suggestions": [],
             }))
         })

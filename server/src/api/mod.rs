@@ -7,6 +7,7 @@ pub mod admin;
 pub mod attachments;
 pub mod audit;
 pub mod auth;
+pub mod cadence;
 pub mod common;
 pub mod contacts;
 pub mod dashboard;
@@ -58,6 +59,7 @@ use crate::state::AppState;
         depth::delete_gift, depth::list_agenda, depth::create_agenda, depth::get_agenda, depth::update_agenda,
         depth::discuss_agenda, depth::delete_agenda, dashboard::dashboard, dashboard::timeline, audit::export, audit::undo, attachments::upload, attachments::list, attachments::download, attachments::delete,
         groups::circles, groups::rename_circle, groups::delete_circle, groups::tags, groups::rename_tag, groups::delete_tag,
+        cadence::list, cadence::list_overdue, cadence::create, cadence::get, cadence::update, cadence::delete,
     ),
     components(schemas(crate::error::ErrorBody, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
     tags(
@@ -164,6 +166,9 @@ pub fn router() -> Router<AppState> {
         )
         .route("/attachments/{id}/download", get(attachments::download))
         .route("/attachments/{id}", delete(attachments::delete))
+        .route("/cadence-policies", get(cadence::list).post(cadence::create))
+        .route("/cadence-policies/overdue", get(cadence::list_overdue))
+        .route("/cadence-policies/{id}", get(cadence::get).put(cadence::update).delete(cadence::delete))
         .route("/circles", get(groups::circles))
         .route("/circles/{name}", put(groups::rename_circle).delete(groups::delete_circle))
         .route("/tags", get(groups::tags))

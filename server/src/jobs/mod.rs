@@ -11,7 +11,7 @@ use mycorrhizal_engine::{Record, UserId};
 
 use crate::auth::records::{Account, DeviceGrant, ResetToken, Session};
 use crate::crm::contact::Contact;
-use crate::crm::depth::{AgendaItem, Attachment, Gift, LifeEvent};
+use crate::crm::depth::{AgendaItem, Attachment, CadencePolicy, Gift, LifeEvent};
 use crate::crm::records::{Activity, Completion, Note, Relationship, Reminder};
 use crate::ops::events::{Event, emit};
 use crate::state::AppState;
@@ -105,6 +105,7 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
                         + purge::<Gift>(tx, tombstones)?
                         + purge::<AgendaItem>(tx, tombstones)?
                         + purge::<Attachment>(tx, tombstones)?
+                        + purge::<CadencePolicy>(tx, tombstones)?
                         + tx.purge_audit(audit_cutoff)?)
                 })
                 .await
