@@ -193,6 +193,14 @@ async fn circles_and_tags_are_counted_renamed_and_removed_everywhere_at_once() {
     let tags = json_of(ada.get("/api/v1/tags").await).await;
     assert_eq!(tags["tags"], json!([{ "name": "early bird", "count": 1 }, { "name": "vegan", "count": 2 }]));
     assert_eq!(json_of(ada.get("/api/v1/contacts?tag=vegan").await).await["total"], 2);
+    let first =
+        json_of(ada.get("/api/v1/contacts?tag=early%20bird").await).await["contacts"][0]["id"].as_u64().unwrap();
+    let detail = json_of(ada.get(&format!("/api/v1/contacts/{first}/detail")).await).await;
+    assert_eq!(
+        detail["tags"],
+        json!([{ "name": "early bird" }, { "name": "vegan" }]),
+        "the detail lists the contact's tags"
+    );
 
     let renamed =
         json_of(ada.send(reqwest::Method::PUT, "/api/v1/circles/Climbing", json!({ "name": "Bouldering" })).await)

@@ -155,7 +155,7 @@ pub async fn rebuild_derived(
             .filter(|row| {
                 let mut fresh = row.body.clone();
                 fresh.save_hook();
-                fresh.flat != row.body.flat || fresh.circles != row.body.circles
+                fresh.flat != row.body.flat || fresh.circles != row.body.circles || fresh.tags != row.body.tags
             })
             .map(|row| row.id)
             .collect();

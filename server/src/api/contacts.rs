@@ -97,6 +97,7 @@ pub fn build(existing: Option<&Contact>, input: ContactInput) -> Result<Contact,
         legacy_birthday,
         flat: Default::default(),
         circles: Vec::new(),
+        tags: Vec::new(),
     })
 }
 
@@ -149,6 +150,7 @@ pub fn view(row: &Row<Contact>, related: &[(String, &'static str)]) -> Value {
         "is_favorite": c.favorite,
         "birthday": c.birthday(),
         "circles": c.circles,
+        "tags": c.tags,
         "created_at": row.meta.created_at,
         "updated_at": row.meta.updated_at,
     });
@@ -272,7 +274,7 @@ pub async fn list(
                 (if archived_only { c.archived } else { include_archived || !c.archived })
                     && (!favorites || c.favorite)
                     && circle.as_ref().is_none_or(|name| c.circles.contains(name))
-                    && tag.as_ref().is_none_or(|t| c.tags().contains(t))
+                    && tag.as_ref().is_none_or(|t| c.tags.contains(t))
                     && needle.as_ref().is_none_or(|n| matches_search(c, n))
             };
             let walk =
@@ -658,7 +660,7 @@ pub async fn detail(
                 "external_identities": [],
                 "external_activities": [],
                 "circles": circles,
-                "tags": [],
+                "tags": row.body.tags.iter().map(|t| json!({ "name": t })).collect::<Vec<_>>(),
             }))
         })
         .await??;

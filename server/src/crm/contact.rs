@@ -29,6 +29,8 @@ pub struct Contact {
     pub flat: Flat,
     /// Derived by the save hook from `crm.circles`.
     pub circles: Vec<String>,
+    /// Derived by the save hook from the card's `keywords`.
+    pub tags: Vec<String>,
 }
 
 pub const INDEX_SORT_NAME: &str = "sort_name";
@@ -47,15 +49,6 @@ impl Contact {
     /// The birthday as clients see it: the card's, else the legacy text.
     pub fn birthday(&self) -> &str {
         if self.flat.birthday.is_empty() { &self.legacy_birthday } else { &self.flat.birthday }
-    }
-
-    /// The card's keywords: the contact's tags.
-    pub fn tags(&self) -> Vec<String> {
-        let mut tags: Vec<String> =
-            self.parsed_card().keywords.into_iter().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect();
-        tags.sort();
-        tags.dedup();
-        tags
     }
 
     /// The display name.
@@ -85,7 +78,7 @@ fn circles_of(crm: &str) -> Vec<String> {
 impl Record for Contact {
     const KIND: Kind = kind!("contact", soft_delete);
     const UNIQUE: &'static [&'static str] = &[INDEX_UID];
-    const AUDIT_SKIP: &'static [&'static str] = &["flat", "circles"];
+    const AUDIT_SKIP: &'static [&'static str] = &["flat", "circles", "tags"];
 
     fn validate(&self) -> Result<(), Invalid> {
         let card: Card = serde_json::from_str(&self.card).map_err(|e| Invalid::new("card", e.to_string()))?;
@@ -105,14 +98,20 @@ impl Record for Contact {
     }
 
     fn save_hook(&mut self) {
-        self.flat = project(&self.parsed_card());
+        let card = self.parsed_card();
+        self.flat = project(&card);
         self.circles = circles_of(&self.crm);
+        let mut tags: Vec<String> =
+            card.keywords.into_iter().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect();
+        tags.sort();
+        tags.dedup();
+        self.tags = tags;
     }
 
     fn index_entries(&self) -> Vec<(&'static str, String)> {
         let mut entries = vec![(INDEX_SORT_NAME, self.flat.sort_name.clone()), (INDEX_UID, self.uid.to_lowercase())];
         entries.extend(self.circles.iter().map(|c| (INDEX_CIRCLE, c.clone())));
-        entries.extend(self.tags().into_iter().map(|t| (INDEX_TAG, t)));
+        entries.extend(self.tags.iter().map(|t| (INDEX_TAG, t.clone())));
         entries.extend(self.flat.emails.iter().map(|e| (INDEX_EMAIL, e.to_lowercase())));
         if let Some(md) = month_day(&self.flat.birthday) {
             entries.push((INDEX_BIRTHDAY, md));
