@@ -68,6 +68,15 @@ pub enum Error {
     /// The writer task is gone (the engine is shutting down).
     #[error("the engine is shut down")]
     ShutDown,
+    /// The full-text index failed (the database is unaffected).
+    #[error("search index: {0}")]
+    Search(String),
+    /// A search-index rebuild is already running in this process.
+    #[error("a search index rebuild is already running")]
+    RebuildRunning,
+    /// The engine was opened without a search index.
+    #[error("search is not enabled")]
+    SearchDisabled,
     #[error("storage: {0}")]
     Storage(#[from] redb::Error),
     #[error("i/o: {0}")]
@@ -95,7 +104,12 @@ impl Error {
     pub fn is_storage(&self) -> bool {
         matches!(
             self,
-            Error::Storage(_) | Error::Io(_) | Error::Poisoned | Error::Corrupt { .. } | Error::CommitFailed(_)
+            Error::Storage(_)
+                | Error::Io(_)
+                | Error::Poisoned
+                | Error::Corrupt { .. }
+                | Error::CommitFailed(_)
+                | Error::Search(_)
         )
     }
 }

@@ -16,6 +16,7 @@ pub mod global;
 pub mod migrate;
 mod read;
 pub mod record;
+pub mod search;
 pub mod snapshot;
 pub mod system;
 mod tables;
@@ -36,6 +37,9 @@ pub use global::{GlobalRecord, GlobalView, TxGlobal};
 pub use migrate::{Migration, MigrationReport};
 pub use read::{Page, UserView, Walk};
 pub use record::{Kind, Meta, Precondition, Record, Row};
+pub use search::{
+    Hit, Plan, RebuildReport, SearchDoc, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,
+};
 pub use tx::{Tx, TxUser, UPDATED_INDEX};
 
 /// A user's id. User data is only reachable through [`Engine::user`] with one of these.
@@ -51,6 +55,8 @@ pub struct Options {
     pub clock: Arc<dyn Clock>,
     /// `Immediate` (fsync per commit) in production; `None` only for throwaway test data.
     pub durability: Durability,
+    /// The full-text index, when wanted.
+    pub search: Option<SearchOptions>,
 }
 
 impl Default for Options {
@@ -60,6 +66,7 @@ impl Default for Options {
             migrations: migrate::steps(),
             clock: Arc::new(SystemClock),
             durability: Durability::Immediate,
+            search: None,
         }
     }
 }
@@ -78,6 +85,7 @@ struct Inner {
     healthy: Arc<AtomicBool>,
     schema_version: u32,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    search: Option<Arc<search::Search>>,
 }
 
 impl Engine {
@@ -95,6 +103,7 @@ impl Engine {
             .unwrap_or_else(|| path.parent().unwrap_or(Path::new(".")).join("pre-migration"));
         let report = migrate::run(&db, fresh, &snapshot_dir, &options.migrations, options.clock.now())?;
         let db = Arc::new(db);
+        let search = options.search.map(|o| search::Search::open(db.clone(), o)).transpose()?;
         let healthy = Arc::new(AtomicBool::new(true));
         let (sender, queue) = mpsc::channel();
         let writer = writer::Writer {
@@ -102,6 +111,7 @@ impl Engine {
             clock: options.clock.clone(),
             durability: options.durability,
             healthy: healthy.clone(),
+            search: search.clone(),
         };
         let handle = std::thread::Builder::new().name("engine-writer".into()).spawn(move || writer.run(queue))?;
         let engine = Engine {
@@ -113,6 +123,7 @@ impl Engine {
                 healthy,
                 schema_version: report.to,
                 writer: Mutex::new(Some(handle)),
+                search,
             }),
         };
         Ok((engine, report))
@@ -202,6 +213,26 @@ impl Engine {
     pub(crate) fn db(&self) -> &Database {
         &self.inner.db
     }
+
+    fn search(&self) -> Result<&Arc<search::Search>> {
+        self.inner.search.as_ref().ok_or(Error::SearchDisabled)
+    }
+
+    /// Rebuilds the full-text index aside from the live one and swaps it in (blocking; see
+    /// [`search`]). A second call while one runs gets [`Error::RebuildRunning`].
+    pub fn search_rebuild(&self) -> Result<RebuildReport> {
+        self.search()?.rebuild()
+    }
+
+    /// Commits pending index work now and waits for it (shutdown, tests, benchmarks).
+    pub fn search_flush(&self) -> Result<()> {
+        self.search()?.flush()
+    }
+
+    /// The index's state; `None` without search.
+    pub fn search_status(&self) -> Option<SearchStatus> {
+        self.inner.search.as_ref().map(|s| s.status())
+    }
 }
 
 impl Inner {
@@ -210,6 +241,10 @@ impl Inner {
         let handle = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(handle) = handle {
             let _ = handle.join();
+        }
+        // After the writer: its last batch still reaches the index before the final commit.
+        if let Some(search) = &self.search {
+            search.stop();
         }
     }
 }
@@ -248,6 +283,11 @@ impl UserScope {
 
     pub fn find<R: Record>(&self, index: &str, value: &str) -> Result<Vec<u64>> {
         self.view()?.find::<R>(index, value)
+    }
+
+    /// Full-text search within this user's rows only: one group per requested kind.
+    pub fn search(&self, request: &SearchRequest<'_>) -> Result<Vec<SearchGroup>> {
+        self.engine.search()?.search(self.user.0, request)
     }
 
     pub fn create<R: Record>(&self, body: R) -> Result<Row<R>> {

@@ -29,6 +29,12 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
 
     /// Derived fields the audit log leaves out of its before/after diffs.
     const AUDIT_SKIP: &'static [&'static str] = &[];
+
+    /// What full-text search indexes of this record; `None` (the default) keeps it out.
+    /// Only kinds registered as a [`crate::search::Source`] are indexed.
+    fn search_doc(&self) -> Option<crate::search::SearchDoc> {
+        None
+    }
 }
 
 /// Names of a record kind's tables. Built with [`Kind::new`] in a `const`.

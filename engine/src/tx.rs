@@ -2,11 +2,14 @@
 //! inside a write transaction owned by the writer: validate, save hook, revision bump,
 //! bookkeeping instants, secondary indexes and the change-feed append happen here and nowhere else.
 
+use std::cell::RefCell;
+
 use jiff::Timestamp;
 use redb::{ReadableTable, WriteTransaction};
 
 use crate::changes::{Change, Op};
 use crate::record::{Meta, Precondition, Record, Row};
+use crate::search::Touched;
 use crate::tables::{self, CHANGES, COUNTERS, LIVE_COUNTS, USER_SEQ};
 use crate::{Error, Invalid, Result, UserId, codec, read};
 
@@ -14,6 +17,10 @@ use crate::{Error, Invalid, Result, UserId, codec, read};
 pub struct Tx<'a> {
     pub(crate) txn: &'a WriteTransaction,
     pub(crate) now: Timestamp,
+    /// Rows written in this transaction, for the search indexer once it commits.
+    pub(crate) touched: RefCell<Vec<Touched>>,
+    /// Users whose rows were all removed.
+    pub(crate) purged: RefCell<Vec<u64>>,
 }
 
 impl<'a> Tx<'a> {
@@ -51,6 +58,7 @@ impl<'a> Tx<'a> {
         self.txn.open_table(LIVE_COUNTS)?.retain_in::<(u64, &str), _>((user.0, "").., |(u, _), _| u != user.0)?;
         self.txn.open_table(crate::audit::AUDIT)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
         self.txn.open_table(crate::audit::AUDIT_ANCHORS)?.remove(user.0)?;
+        self.purged.borrow_mut().push(user.0);
         Ok(removed)
     }
 }
@@ -217,6 +225,7 @@ impl TxUser<'_, '_> {
             at: self.tx.now,
         };
         txn.open_table(CHANGES)?.insert((self.user, seq), codec::encode(&change).as_slice())?;
+        self.tx.touched.borrow_mut().push(Touched { user: self.user, seq, kind: R::KIND.name, id: row.id });
         let body = |r: Option<&Row<R>>| match r {
             Some(r) if r.meta.deleted_at.is_none() => serde_json::to_value(&r.body).unwrap_or_default(),
             _ => serde_json::Value::Null,

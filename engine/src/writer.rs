@@ -8,6 +8,7 @@
 //! commit. That is why a change is `FnMut`: it may run more than once, and only its last run counts.
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 
@@ -15,6 +16,7 @@ use redb::{Database, Durability};
 use tokio::sync::oneshot;
 
 use crate::clock::Clock;
+use crate::search::{Search, Touched};
 use crate::tx::Tx;
 use crate::{Error, Result};
 
@@ -35,6 +37,8 @@ pub(crate) struct Writer {
     pub durability: Durability,
     /// Cleared when a commit fails on I/O: redb then refuses writes until reopened.
     pub healthy: Arc<AtomicBool>,
+    /// Told of every committed batch before anyone is answered (read-your-writes).
+    pub search: Option<Arc<Search>>,
 }
 
 impl Writer {
@@ -55,7 +59,10 @@ impl Writer {
         let mut failed: Vec<Option<Error>> = (0..batch.len()).map(|_| None).collect();
         loop {
             match self.attempt(&mut batch, &failed) {
-                Attempt::Committed(outputs) => {
+                Attempt::Committed(outputs, touched, purged) => {
+                    if let Some(search) = &self.search {
+                        search.committed(&touched, &purged);
+                    }
                     for ((request, output), error) in batch.into_iter().zip(outputs).zip(failed) {
                         let result = match (output, error) {
                             (Some(output), _) => Ok(output),
@@ -88,11 +95,12 @@ impl Writer {
         }
         txn.set_two_phase_commit(true);
         let mut outputs = Vec::with_capacity(batch.len());
+        let (touched, purged);
         {
             // Instants are stored at microsecond precision; stamp them so from the start.
             let now = self.clock.now();
             let now = jiff::Timestamp::from_microsecond(now.as_microsecond()).unwrap_or(now);
-            let mut tx = Tx { txn: &txn, now };
+            let mut tx = Tx { txn: &txn, now, touched: RefCell::new(Vec::new()), purged: RefCell::new(Vec::new()) };
             for (index, request) in batch.iter_mut().enumerate() {
                 if failed[index].is_some() {
                     outputs.push(None);
@@ -109,9 +117,11 @@ impl Writer {
                     }
                 }
             }
+            touched = tx.touched.into_inner();
+            purged = tx.purged.into_inner();
         }
         match txn.commit() {
-            Ok(()) => Attempt::Committed(outputs),
+            Ok(()) => Attempt::Committed(outputs, touched, purged),
             Err(e) => self.commit_failed(e.to_string()),
         }
     }
@@ -124,7 +134,7 @@ impl Writer {
 }
 
 enum Attempt {
-    Committed(Vec<Option<Output>>),
+    Committed(Vec<Option<Output>>, Vec<Touched>, Vec<u64>),
     ChangeFailed(usize, Error),
     CommitFailed(String),
 }

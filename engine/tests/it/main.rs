@@ -4,5 +4,6 @@ mod global;
 mod helpers;
 mod migrations;
 mod model;
+mod search;
 mod system;
 mod writes;

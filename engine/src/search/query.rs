@@ -1,0 +1,338 @@
+//! What a person types into a search box, and the one set of matching rules applied to it, both by
+//! tantivy (for committed documents) and in memory (for the read-your-writes overlay and snippets):
+//!
+//! - words are split and folded by the index's own analyzer (case, diacritics);
+//! - every word must match, in any field;
+//! - a word matches a token that equals it, starts with it (type-ahead), or, for words of five
+//!   letters or more, is one edit away (insert, delete, substitute or swap two letters);
+//! - `"quoted words"` must appear next to each other, in order;
+//! - words of one letter are dropped (they would match nearly everything);
+//! - name (title) matches weigh three times body matches.
+
+use tantivy::Term;
+use tantivy::query::{BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, PhraseQuery, Query, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer, TokenStream,
+};
+
+/// The name the analyzer is registered under in every index.
+pub(crate) const ANALYZER: &str = "folded";
+/// Title matches weigh this much more than body matches.
+pub(crate) const TITLE_BOOST: f32 = 3.0;
+/// Shortest word that tolerates one typo.
+pub const FUZZY_MIN_CHARS: usize = 5;
+/// At most this many words and phrases are used; the rest are ignored.
+pub const MAX_CLAUSES: usize = 12;
+
+/// Lower-cases, folds diacritics (`José` -> `jose`) and splits on anything not a letter or digit.
+pub fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(64))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .build()
+}
+
+/// A token of analysed text: its folded form and where it sits in the original.
+#[derive(Debug, Clone)]
+pub(crate) struct Token {
+    pub text: String,
+    pub from: usize,
+    pub to: usize,
+}
+
+pub(crate) fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Token> {
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while let Some(t) = stream.next() {
+        out.push(Token { text: t.text.clone(), from: t.offset_from, to: t.offset_to });
+    }
+    out
+}
+
+/// One required part of a query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Clause {
+    /// A single word: exact, prefix, or (long words) one typo.
+    Word(String),
+    /// Quoted words that must be adjacent, in order.
+    Phrase(Vec<String>),
+}
+
+/// A parsed query. Build it with [`Plan::parse`]; `None` means nothing searchable was typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub clauses: Vec<Clause>,
+}
+
+/// How well a token matches a word, as the score tantivy would roughly give it.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+enum Strength {
+    None,
+    Near,
+    Exact,
+}
+
+impl Plan {
+    pub fn parse(input: &str) -> Option<Plan> {
+        let mut analyzer = analyzer();
+        let mut clauses = Vec::new();
+        for (i, part) in input.split('"').enumerate() {
+            let words: Vec<String> = tokens(&mut analyzer, part).into_iter().map(|t| t.text).collect();
+            // Odd parts sit between quotes. An unbalanced quote makes its tail a phrase too.
+            if i % 2 == 1 && words.len() > 1 {
+                clauses.push(Clause::Phrase(words));
+            } else {
+                clauses.extend(words.into_iter().filter(|w| w.chars().count() > 1).map(Clause::Word));
+            }
+        }
+        clauses.dedup();
+        clauses.truncate(MAX_CLAUSES);
+        (!clauses.is_empty()).then_some(Plan { clauses })
+    }
+
+    /// The tantivy query: every clause required, each satisfied by title or body.
+    pub(crate) fn to_query(&self, title: Field, body: Field) -> Box<dyn Query> {
+        let clauses = self
+            .clauses
+            .iter()
+            .map(|clause| {
+                let either: Vec<(Occur, Box<dyn Query>)> = [(title, TITLE_BOOST), (body, 1.0)]
+                    .into_iter()
+                    .flat_map(|(field, boost)| clause_queries(clause, field, boost))
+                    .map(|q| (Occur::Should, q))
+                    .collect();
+                (Occur::Must, Box::new(BooleanQuery::new(either)) as Box<dyn Query>)
+            })
+            .collect();
+        Box::new(BooleanQuery::new(clauses))
+    }
+
+    /// Whether analysed title and body satisfy every clause; the score approximates tantivy's.
+    pub(crate) fn score(&self, title: &[Token], body: &[Token]) -> Option<f32> {
+        let mut total = 0.0;
+        for clause in &self.clauses {
+            let in_title = clause_strength(clause, title);
+            let in_body = clause_strength(clause, body);
+            if in_title == Strength::None && in_body == Strength::None {
+                return None;
+            }
+            total += TITLE_BOOST * strength_score(in_title) + strength_score(in_body);
+        }
+        Some(total)
+    }
+
+    /// Whether one token matches any word of the query (for highlighting).
+    pub(crate) fn highlights(&self, token: &str) -> bool {
+        self.clauses.iter().any(|c| match c {
+            Clause::Word(w) => word_strength(w, token) != Strength::None,
+            Clause::Phrase(words) => words.iter().any(|w| w == token),
+        })
+    }
+
+    /// A short excerpt of `text` around its best match, and the char ranges of matched words
+    /// within the excerpt. `None` when nothing in `text` matches.
+    pub fn snippet(&self, text: &str, max_chars: usize) -> Option<Snippet> {
+        let mut analyzer = analyzer();
+        let toks = tokens(&mut analyzer, text);
+        let hits: Vec<&Token> = toks.iter().filter(|t| self.highlights(&t.text)).collect();
+        let first = hits.first()?;
+        // Start a little before the first match, on a char boundary, preferring a word start.
+        let lead = max_chars / 4;
+        let mut start = first.from;
+        for (i, _) in text[..first.from].char_indices().rev().take(lead) {
+            start = i;
+        }
+        if start > 0
+            && let Some(tok) = toks.iter().find(|t| t.from >= start)
+        {
+            start = tok.from.min(first.from);
+        }
+        let mut end = text.len();
+        for (count, (i, _)) in text[start..].char_indices().enumerate() {
+            if count == max_chars {
+                end = start + i;
+                break;
+            }
+        }
+        // Do not cut a word in two at the end.
+        if end < text.len()
+            && let Some(tok) = toks.iter().find(|t| t.from < end && t.to > end)
+            && tok.from > start
+        {
+            end = tok.from;
+        }
+        let prefix = if start > 0 { "…" } else { "" };
+        let suffix = if end < text.len() { "…" } else { "" };
+        let excerpt = text[start..end].trim_end();
+        let shift = prefix.chars().count();
+        let highlights = hits
+            .iter()
+            .filter(|t| t.from >= start && t.to <= start + excerpt.len())
+            .map(|t| {
+                let from = text[start..t.from].chars().count() + shift;
+                (from, from + text[t.from..t.to].chars().count())
+            })
+            .collect();
+        Some(Snippet { text: format!("{prefix}{excerpt}{suffix}"), highlights })
+    }
+}
+
+/// An excerpt with the `[from, to)` char ranges of the matched words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snippet {
+    pub text: String,
+    pub highlights: Vec<(usize, usize)>,
+}
+
+fn clause_queries(clause: &Clause, field: Field, boost: f32) -> Vec<Box<dyn Query>> {
+    let boosted =
+        |q: Box<dyn Query>| -> Box<dyn Query> { if boost == 1.0 { q } else { Box::new(BoostQuery::new(q, boost)) } };
+    match clause {
+        Clause::Word(word) => {
+            let term = Term::from_field_text(field, word);
+            let mut out = vec![
+                boosted(Box::new(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs))),
+                boosted(Box::new(FuzzyTermQuery::new_prefix(term.clone(), 0, true))),
+            ];
+            if word.chars().count() >= FUZZY_MIN_CHARS {
+                out.push(boosted(Box::new(FuzzyTermQuery::new(term, 1, true))));
+            }
+            out
+        }
+        Clause::Phrase(words) => {
+            let terms = words.iter().map(|w| Term::from_field_text(field, w)).collect();
+            vec![boosted(Box::new(PhraseQuery::new(terms)))]
+        }
+    }
+}
+
+/// Rough equivalents of tantivy's scores: BM25 of an exact term is a few points, an automaton
+/// (prefix, fuzzy) match scores one.
+fn strength_score(s: Strength) -> f32 {
+    match s {
+        Strength::None => 0.0,
+        Strength::Near => 1.0,
+        Strength::Exact => 5.0,
+    }
+}
+
+fn clause_strength(clause: &Clause, tokens: &[Token]) -> Strength {
+    match clause {
+        Clause::Word(word) => {
+            tokens.iter().map(|t| word_strength(word, &t.text)).fold(Strength::None, |a, b| if b > a { b } else { a })
+        }
+        Clause::Phrase(words) => {
+            let found = tokens.windows(words.len()).any(|w| w.iter().zip(words).all(|(t, word)| &t.text == word));
+            if found { Strength::Exact } else { Strength::None }
+        }
+    }
+}
+
+fn word_strength(word: &str, token: &str) -> Strength {
+    if token == word {
+        Strength::Exact
+    } else if token.starts_with(word) || (word.chars().count() >= FUZZY_MIN_CHARS && within_one_edit(word, token)) {
+        Strength::Near
+    } else {
+        Strength::None
+    }
+}
+
+/// Damerau-Levenshtein distance at most one (an adjacent swap counts as one edit), like
+/// tantivy's fuzzy query with `transposition_cost_one`.
+pub(crate) fn within_one_edit(a: &str, b: &str) -> bool {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let (short, long) = if a.len() <= b.len() { (&a, &b) } else { (&b, &a) };
+    if long.len() - short.len() > 1 {
+        return false;
+    }
+    let common = short.iter().zip(long.iter()).take_while(|(x, y)| x == y).count();
+    if common == short.len() {
+        return true; // equal, or one extra char at the end
+    }
+    if short.len() == long.len() {
+        // One substitution, or a swap of two adjacent letters.
+        let rest_equal = |from: usize| short[from..] == long[from..];
+        return rest_equal(common + 1)
+            || (common + 1 < short.len()
+                && short[common] == long[common + 1]
+                && short[common + 1] == long[common]
+                && rest_equal(common + 2));
+    }
+    // One insertion into the shorter.
+    short[common..] == long[common + 1..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Vec<Token> {
+        tokens(&mut analyzer(), s)
+    }
+
+    #[test]
+    fn parse_folds_splits_and_drops_single_letters() {
+        let plan = Plan::parse("  José  a  MÜLLER \"New York\" x").expect("plan");
+        assert_eq!(
+            plan.clauses,
+            vec![
+                Clause::Word("jose".into()),
+                Clause::Word("muller".into()),
+                Clause::Phrase(vec!["new".into(), "york".into()]),
+            ]
+        );
+        assert_eq!(Plan::parse("a - !"), None);
+        assert_eq!(Plan::parse("\"one\"").expect("plan").clauses, vec![Clause::Word("one".into())]);
+    }
+
+    #[test]
+    fn edit_distance_of_one() {
+        assert!(within_one_edit("alice", "alice"));
+        assert!(within_one_edit("alice", "alicf"));
+        assert!(within_one_edit("alice", "aliec"));
+        assert!(within_one_edit("alice", "alic"));
+        assert!(within_one_edit("alice", "alicee"));
+        assert!(within_one_edit("alice", "xalice"));
+        assert!(!within_one_edit("alice", "alxcf"));
+        assert!(!within_one_edit("alice", "al"));
+        assert!(within_one_edit("alice", "ailce"), "adjacent swap");
+        assert!(!within_one_edit("abcde", "badce"));
+    }
+
+    #[test]
+    fn in_memory_matching_follows_the_rules() {
+        let title = toks("José Álvarez");
+        let body = toks("jose@example.com, met at the Rust meetup");
+        let plan = |q: &str| Plan::parse(q).expect("plan");
+        assert!(plan("jose").score(&title, &body).is_some());
+        assert!(plan("alv").score(&title, &body).is_some(), "prefix");
+        assert!(plan("alvarex").score(&title, &body).is_some(), "one typo on a long word");
+        assert!(plan("jise").score(&title, &body).is_none(), "no typo on a short word");
+        assert!(plan("jose meetup").score(&title, &body).is_some());
+        assert!(plan("jose banana").score(&title, &body).is_none(), "every word must match");
+        assert!(plan("\"rust meetup\"").score(&title, &body).is_some());
+        assert!(plan("\"meetup rust\"").score(&title, &body).is_none());
+        let name = plan("jose").score(&title, &[]).expect("title");
+        let other = plan("jose").score(&[], &body).expect("body");
+        assert!(name > other, "title matches weigh more");
+    }
+
+    #[test]
+    fn snippets_show_the_match() {
+        let plan = Plan::parse("meetup").expect("plan");
+        let text = "We talked for a long while about many things, then went to the Rust meetup together and had dinner after it.";
+        let s = plan.snippet(text, 40).expect("snippet");
+        assert!(s.text.starts_with('…'), "{}", s.text);
+        let (from, to) = s.highlights[0];
+        let marked: String = s.text.chars().skip(from).take(to - from).collect();
+        assert_eq!(marked, "meetup");
+        assert!(s.text.chars().count() <= 42);
+        assert_eq!(plan.snippet("nothing here", 40), None);
+        let short = plan.snippet("Meetup", 40).expect("snippet");
+        assert_eq!(short, Snippet { text: "Meetup".into(), highlights: vec![(0, 6)] });
+    }
+}

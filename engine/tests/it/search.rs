@@ -1,0 +1,381 @@
+//! Full-text search: fed by the change feed, read-your-writes through the overlay, replay after a
+//! crash between the database commit and the index commit, atomic rebuild under writes, and
+//! per-user isolation. Every query check runs twice: before the index commit (served by the
+//! overlay) and after it (served by tantivy), so both paths obey the same rules.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use mycorrhizal_engine::{
+    Engine, Error, Kind, Options, Plan, Precondition, Record, SearchDoc, SearchOptions, SearchRequest, Source, UserId,
+    kind,
+};
+use serde::{Deserialize, Serialize};
+use tempfile::TempDir;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Friend {
+    name: String,
+    about: String,
+    archived: bool,
+}
+
+impl Record for Friend {
+    const KIND: Kind = kind!("friend", soft_delete);
+
+    fn search_doc(&self) -> Option<SearchDoc> {
+        Some(SearchDoc { title: self.name.clone(), body: self.about.clone(), hidden: self.archived, contacts: vec![] })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Memo {
+    text: String,
+    friend: u64,
+}
+
+impl Record for Memo {
+    const KIND: Kind = kind!("memo", soft_delete);
+
+    fn search_doc(&self) -> Option<SearchDoc> {
+        Some(SearchDoc { body: self.text.clone(), contacts: vec![self.friend], ..SearchDoc::default() })
+    }
+}
+
+/// Not searchable: its writes must not disturb the index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Secret {
+    text: String,
+}
+
+impl Record for Secret {
+    const KIND: Kind = kind!("secret", soft_delete);
+}
+
+fn friend(name: &str, about: &str) -> Friend {
+    Friend { name: name.into(), about: about.into(), archived: false }
+}
+
+fn options(dir: &Path, interval: Duration) -> Options {
+    let mut search = SearchOptions::new(dir.join("search"), vec![Source::of::<Friend>(), Source::of::<Memo>()]);
+    search.commit_interval = interval;
+    search.writer_memory = 15 << 20;
+    Options { search: Some(search), durability: redb::Durability::None, ..Options::default() }
+}
+
+/// Commits only when asked: everything written stays in the overlay until a flush.
+const NEVER: Duration = Duration::from_secs(3600);
+
+fn open(dir: &TempDir, interval: Duration) -> Engine {
+    Engine::open(dir.path().join("db.redb"), options(dir.path(), interval)).expect("open").0
+}
+
+const A: UserId = UserId(1);
+const B: UserId = UserId(2);
+
+/// `(kind, ids best first)` per group.
+fn find(engine: &Engine, user: UserId, q: &str) -> Vec<(&'static str, Vec<u64>)> {
+    find_with(engine, user, q, false, None)
+}
+
+fn find_with(
+    engine: &Engine,
+    user: UserId,
+    q: &str,
+    include_hidden: bool,
+    contacts: Option<&[u64]>,
+) -> Vec<(&'static str, Vec<u64>)> {
+    let Some(plan) = Plan::parse(q) else { return vec![] };
+    let request = SearchRequest { plan: &plan, kinds: None, include_hidden, contacts, limit: 50, offset: 0 };
+    let groups = engine.user(user).search(&request).expect("search");
+    groups.into_iter().map(|g| (g.kind, g.hits.iter().map(|h| h.id).collect())).collect()
+}
+
+fn friends(engine: &Engine, user: UserId, q: &str) -> Vec<u64> {
+    find(engine, user, q).into_iter().find(|(k, _)| *k == "friend").map(|(_, ids)| ids).unwrap_or_default()
+}
+
+fn memos(engine: &Engine, user: UserId, q: &str) -> Vec<u64> {
+    find(engine, user, q).into_iter().find(|(k, _)| *k == "memo").map(|(_, ids)| ids).unwrap_or_default()
+}
+
+struct Seeded {
+    jose: u64,
+    alice: u64,
+    bob: u64,
+    memo: u64,
+}
+
+fn seed(engine: &Engine) -> Seeded {
+    let a = engine.user(A);
+    let jose = a.create(friend("José Álvarez", "Loves climbing")).expect("create").id;
+    let alice = a.create(friend("Alice Martin", "Met at the Rust meetup in Lyon")).expect("create").id;
+    let bob = a.create(friend("Bob Stone", "Alice's brother, plays chess")).expect("create").id;
+    let memo = a.create(Memo { text: "Lunch with Alice, talked about the new climbing gym".into(), friend: alice });
+    let memo = memo.expect("create").id;
+    a.create(Secret { text: "alice".into() }).expect("create");
+    Seeded { jose, alice, bob, memo }
+}
+
+fn assert_query_rules(engine: &Engine, s: &Seeded) {
+    // Diacritics and case are folded, in both directions.
+    assert_eq!(friends(engine, A, "jose"), vec![s.jose]);
+    assert_eq!(friends(engine, A, "ÁLVAREZ"), vec![s.jose]);
+    // Type-ahead prefix.
+    assert_eq!(friends(engine, A, "ali"), vec![s.alice, s.bob], "name match first, body match after");
+    // One typo on a word of five letters or more; not on shorter words.
+    assert_eq!(friends(engine, A, "alvarex"), vec![s.jose]);
+    assert_eq!(friends(engine, A, "climbimg"), vec![s.jose]);
+    assert_eq!(friends(engine, A, "jise"), Vec::<u64>::new());
+    // Every word must match, in any field.
+    assert_eq!(friends(engine, A, "alice lyon"), vec![s.alice]);
+    assert_eq!(friends(engine, A, "alice paris"), Vec::<u64>::new());
+    // Quoted phrases keep order and adjacency.
+    assert_eq!(friends(engine, A, "\"rust meetup\""), vec![s.alice]);
+    assert_eq!(friends(engine, A, "\"meetup rust\""), Vec::<u64>::new());
+    // Kinds are grouped; the unsearchable kind never appears.
+    let all = find(engine, A, "alice");
+    assert_eq!(all.iter().map(|(k, _)| *k).collect::<Vec<_>>(), vec!["friend", "memo"]);
+    assert_eq!(memos(engine, A, "climbing gym"), vec![s.memo]);
+    // Restricting to contacts.
+    let only_bob = find_with(engine, A, "alice", false, Some(&[s.bob]));
+    assert_eq!(only_bob, vec![("friend", vec![]), ("memo", vec![])]);
+    let only_alice = find_with(engine, A, "climbing", false, Some(&[s.alice]));
+    assert_eq!(only_alice, vec![("friend", vec![]), ("memo", vec![s.memo])]);
+}
+
+#[test]
+fn queries_follow_the_rules_before_and_after_the_index_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    let s = seed(&engine);
+    assert!(engine.search_status().expect("status").pending >= 4, "served by the overlay");
+    assert_query_rules(&engine, &s);
+    engine.search_flush().expect("flush");
+    let status = engine.search_status().expect("status");
+    assert_eq!((status.pending, status.documents), (0, 4), "committed: 3 friends, 1 memo");
+    assert_query_rules(&engine, &s);
+}
+
+#[test]
+fn updates_deletes_and_hiding_are_visible_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    let s = seed(&engine);
+    engine.search_flush().expect("flush");
+    let a = engine.user(A);
+    // Updated text is found by its new words, no longer by its old ones; no commit in between.
+    a.put(s.bob, Precondition::Any, friend("Robert Stone", "plays go")).expect("put");
+    assert_eq!(friends(&engine, A, "robert"), vec![s.bob]);
+    assert_eq!(friends(&engine, A, "chess"), Vec::<u64>::new());
+    // Hidden (archived) rows leave a plain search but are found when asked for.
+    a.put(s.jose, Precondition::Any, Friend { archived: true, ..friend("José Álvarez", "Loves climbing") })
+        .expect("put");
+    assert_eq!(friends(&engine, A, "jose"), Vec::<u64>::new());
+    let hidden = find_with(&engine, A, "jose", true, None);
+    assert_eq!(hidden[0], ("friend", vec![s.jose]));
+    // Deleted rows disappear.
+    a.delete::<Memo>(s.memo, Precondition::Any).expect("delete");
+    assert_eq!(memos(&engine, A, "gym"), Vec::<u64>::new());
+    // And the same after the index commits.
+    engine.search_flush().expect("flush");
+    assert_eq!(engine.search_status().expect("status").pending, 0);
+    assert_eq!(friends(&engine, A, "robert"), vec![s.bob]);
+    assert_eq!(friends(&engine, A, "chess"), Vec::<u64>::new());
+    assert_eq!(friends(&engine, A, "jose"), Vec::<u64>::new());
+    assert_eq!(memos(&engine, A, "gym"), Vec::<u64>::new());
+}
+
+#[test]
+fn the_indexer_commits_on_its_own_within_the_interval() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, Duration::from_millis(50));
+    seed(&engine);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while engine.search_status().expect("status").pending > 0 {
+        assert!(std::time::Instant::now() < deadline, "the overlay never drained");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(engine.search_status().expect("status").documents, 4);
+}
+
+#[test]
+fn other_users_documents_are_never_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    seed(&engine);
+    engine.user(B).create(friend("Zoe Quinn", "runs marathons")).expect("create");
+    for round in 0..2 {
+        for q in ["alice", "ali", "alicf", "\"rust meetup\"", "climbing", "jose"] {
+            assert!(find(&engine, B, q).iter().all(|(_, ids)| ids.is_empty()), "B found A's rows with {q:?} ({round})");
+        }
+        assert!(find(&engine, A, "zoe").iter().all(|(_, ids)| ids.is_empty()));
+        assert_eq!(friends(&engine, B, "marathon").len(), 1);
+        engine.search_flush().expect("flush");
+    }
+}
+
+#[test]
+fn a_crash_between_database_and_index_commit_is_replayed_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    let s = seed(&engine);
+    engine.shutdown();
+    drop(engine);
+    // Writes the index never hears of: the database commits, the index does not (as when the
+    // process dies before the indexer's commit).
+    let (plain, _) =
+        Engine::open(dir.path().join("db.redb"), Options { durability: redb::Durability::None, ..Options::default() })
+            .expect("open");
+    let a = plain.user(A);
+    let carol = a.create(friend("Carol Danvers", "pilot")).expect("create").id;
+    a.put(s.bob, Precondition::Any, friend("Robert Stone", "plays go")).expect("put");
+    a.delete::<Friend>(s.jose, Precondition::Any).expect("delete");
+    plain.user(B).create(friend("Zoe Quinn", "runs")).expect("create");
+    drop(a);
+    plain.shutdown();
+    drop(plain);
+
+    let engine = open(&dir, NEVER);
+    let status = engine.search_status().expect("status");
+    assert_eq!(status.pending, 0, "the replay happened at start and was committed");
+    assert_eq!(status.documents, 5);
+    assert_eq!(friends(&engine, A, "carol"), vec![carol]);
+    assert_eq!(friends(&engine, A, "robert"), vec![s.bob]);
+    assert_eq!(friends(&engine, A, "chess"), Vec::<u64>::new());
+    assert_eq!(friends(&engine, A, "jose"), Vec::<u64>::new());
+    assert_eq!(friends(&engine, B, "zoe").len(), 1);
+}
+
+#[test]
+fn a_missing_or_foreign_index_is_rebuilt_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    let s = seed(&engine);
+    engine.shutdown();
+    drop(engine);
+    // A lost index folder.
+    std::fs::remove_dir_all(dir.path().join("search")).expect("remove");
+    let engine = open(&dir, NEVER);
+    assert_eq!(engine.search_status().expect("status").documents, 4);
+    assert_eq!(friends(&engine, A, "alice"), vec![s.alice, s.bob]);
+    engine.shutdown();
+    drop(engine);
+    // CURRENT naming a folder that holds no index (a half-written generation).
+    std::fs::write(dir.path().join("search/CURRENT"), "gen-0").expect("write");
+    std::fs::create_dir_all(dir.path().join("search/gen-0")).expect("mkdir");
+    let engine = open(&dir, NEVER);
+    assert_eq!(engine.search_status().expect("status").documents, 4);
+    assert_eq!(memos(&engine, A, "gym"), vec![s.memo]);
+}
+
+#[test]
+fn an_index_ahead_of_the_database_is_rebuilt() {
+    // As after restoring an older database: the index has seen changes the database has not.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    let s = seed(&engine);
+    engine.search_flush().expect("flush");
+    let snapshot = engine.snapshot(&dir.path().join("snap"), "before").expect("snapshot");
+    engine.user(A).create(friend("Dora Explorer", "maps")).expect("create");
+    engine.shutdown();
+    drop(engine);
+    std::fs::copy(&snapshot.path, dir.path().join("db.redb")).expect("restore");
+    let engine = open(&dir, NEVER);
+    assert_eq!(friends(&engine, A, "dora"), Vec::<u64>::new());
+    assert_eq!(friends(&engine, A, "alice"), vec![s.alice, s.bob]);
+    assert_eq!(engine.search_status().expect("status").documents, 4);
+}
+
+#[test]
+fn a_purged_user_leaves_the_index() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    seed(&engine);
+    engine.user(B).create(friend("Zoe Quinn", "runs")).expect("create");
+    engine.search_flush().expect("flush");
+    engine.write(|tx| tx.purge_user(A)).expect("purge");
+    engine.search_flush().expect("flush");
+    assert_eq!(engine.search_status().expect("status").documents, 1);
+    assert!(find(&engine, A, "alice").iter().all(|(_, ids)| ids.is_empty()));
+}
+
+#[test]
+fn rebuild_swaps_atomically_and_loses_no_concurrent_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, Duration::from_millis(30));
+    let a = engine.user(A);
+    for chunk in 0..10 {
+        a.write(move |tx| {
+            for i in 0..300 {
+                tx.create(friend(&format!("Seed{chunk}x{i} Person"), "common words here"))?;
+            }
+            Ok(())
+        })
+        .expect("seed");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (engine, stop) = (engine.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut ids = Vec::new();
+            let mut i = 0;
+            while !stop.load(Ordering::SeqCst) || i < 20 {
+                ids.push(
+                    engine.user(A).create(friend(&format!("Late{i} Writer"), "during rebuild")).expect("create").id,
+                );
+                i += 1;
+            }
+            ids
+        })
+    };
+    let rebuild = {
+        let engine = engine.clone();
+        std::thread::spawn(move || engine.search_rebuild())
+    };
+    // A second rebuild while the first runs is refused.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut refused = false;
+    while !rebuild.is_finished() && std::time::Instant::now() < deadline {
+        if engine.search_status().expect("status").rebuilding {
+            refused = matches!(engine.search_rebuild(), Err(Error::RebuildRunning));
+            break;
+        }
+        // Searches keep working during the rebuild.
+        assert!(!friends(&engine, A, "seed0x1").is_empty());
+    }
+    let report = rebuild.join().expect("join").expect("rebuild");
+    stop.store(true, Ordering::SeqCst);
+    let written = writer.join().expect("join");
+    assert!(refused, "the concurrent rebuild was not refused (or never observed running)");
+    let (kind, count) = report.indexed[0];
+    assert_eq!(kind, "friend");
+    assert!(count >= 3000, "indexed {count}");
+    // Every write made before, during and after the rebuild is found, with or without a commit.
+    let plan = Plan::parse("during rebuild").expect("plan");
+    let total = |engine: &Engine| {
+        let request =
+            SearchRequest { plan: &plan, kinds: None, include_hidden: false, contacts: None, limit: 1, offset: 0 };
+        engine.user(A).search(&request).expect("search")[0].total
+    };
+    assert_eq!(total(&engine), written.len());
+    engine.search_flush().expect("flush");
+    assert_eq!(total(&engine), written.len());
+    assert_eq!(engine.search_status().expect("status").documents, 3000 + written.len() as u64);
+    // Only the live generation is left on disk.
+    let generations = std::fs::read_dir(dir.path().join("search"))
+        .expect("read")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.path().is_dir()))
+        .count();
+    assert_eq!(generations, 1);
+    // And it is what a restart opens, without another rebuild.
+    let current = std::fs::read_to_string(dir.path().join("search/CURRENT")).expect("current");
+    drop(a);
+    engine.shutdown();
+    drop(engine);
+    let engine = open(&dir, NEVER);
+    assert_eq!(engine.search_status().expect("status").documents, 3000 + written.len() as u64);
+    assert_eq!(std::fs::read_to_string(dir.path().join("search/CURRENT")).expect("current"), current);
+}
