@@ -189,7 +189,21 @@ impl From<mycorrhizal_engine::Error> for ApiError {
             E::Duplicate { index } => ApiError::AlreadyExists { field: index.to_string() },
             E::Invalid(invalid) => ApiError::Validation { field: invalid.field, reason: invalid.reason },
             E::Poisoned | E::ShutDown => ApiError::Unavailable("The database is not accepting writes".into()),
+            E::RebuildRunning => ApiError::Conflict("A search index rebuild is already in progress".into()),
             other => ApiError::Internal(other.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_rebuild_outcomes_map_to_the_spec_codes() {
+        let running = ApiError::from(mycorrhizal_engine::Error::RebuildRunning).into_response();
+        assert_eq!(running.status(), StatusCode::CONFLICT);
+        let failed = ApiError::from(mycorrhizal_engine::Error::Search("disk full".into())).into_response();
+        assert_eq!(failed.status(), StatusCode::INTERNAL_SERVER_ERROR);
     }
 }

@@ -22,7 +22,7 @@ use std::future::Future;
 use std::time::Instant;
 
 use anyhow::Context;
-use mycorrhizal_engine::{Engine, MigrationReport, Options};
+use mycorrhizal_engine::{Engine, MigrationReport, Options, SearchOptions};
 use ops::events::{Event, emit};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -44,7 +44,13 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
         );
     }
     let path = config.database_path();
-    let options = Options { pre_migration_dir: Some(config.pre_migration_dir.clone()), ..Options::default() };
+    let mut search = SearchOptions::new(config.data_dir.join("search"), crm::search_sources());
+    search.commit_interval = std::time::Duration::from_millis(config.search_commit_interval_ms);
+    let options = Options {
+        pre_migration_dir: Some(config.pre_migration_dir.clone()),
+        search: Some(search),
+        ..Options::default()
+    };
     let started_at = jiff::Timestamp::now();
     let started = Instant::now();
     let opened = tokio::task::spawn_blocking(move || Engine::open(path, options)).await?;

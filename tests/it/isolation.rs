@@ -199,6 +199,20 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
         assert!(!text.contains("ecret") && !text.contains(&format!("\"id\":{c}")), "{path} leaked: {text}");
     }
 
+    // Full-text search: nothing of A's by word, prefix, typo or phrase; A finds all of it.
+    for q in ["secret", "secr", "secrex", "%22secret%20note%22", "dinner", "friend"] {
+        let found: Value = b.get(&format!("/api/v1/search?q={q}")).await.json().await.unwrap();
+        for group in ["contacts", "notes", "activities"] {
+            assert_eq!(found[group], json!([]), "B's search {q} leaked {group}: {found}");
+        }
+        assert_eq!(found["totals"], json!({ "contacts": 0, "notes": 0, "activities": 0 }), "{q}");
+        let listed: Value =
+            b.get(&format!("/api/v1/contacts?search={q}&include_archived=true")).await.json().await.unwrap();
+        assert_eq!(listed["contacts"], json!([]), "B's contact search {q} leaked: {listed}");
+    }
+    let own: Value = a.get("/api/v1/search?q=secr").await.json().await.unwrap();
+    assert_eq!(own["totals"], json!({ "contacts": 1, "notes": 2, "activities": 1 }), "{own}");
+
     // And every one of A's rows is still there, unchanged.
     let mine: Value = a.get(&format!("/api/v1/contacts/{c}/detail")).await.json().await.unwrap();
     assert_eq!(mine["contact"]["firstname"], "Secret");

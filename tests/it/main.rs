@@ -20,6 +20,7 @@ mod migrations;
 mod oidc;
 mod photos;
 mod reset;
+mod search;
 mod sessions;
 mod tokens;
 mod twofactor;

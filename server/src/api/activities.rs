@@ -105,7 +105,7 @@ pub struct ActivityQuery {
 fn page(view_: &UserView, contact: Option<u64>, q: &ActivityQuery) -> Result<Value, ApiError> {
     let (lo, hi) = date_range(q.from_date.as_deref(), q.to_date.as_deref())?;
     let limit = common::limit(q.limit.as_deref());
-    let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
+    let after = q.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
     let (index, from, to) = match contact {
         Some(c) => (
             BY_CONTACT,

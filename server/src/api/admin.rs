@@ -176,3 +176,42 @@ pub async fn rebuild_derived(
         json!({ "message": "Derived contact columns rebuilt", "contacts_scanned": scanned, "contacts_updated": updated }),
     ))
 }
+
+/// Rebuilds the full-text index from the database, aside from the live one, and swaps it in:
+/// searches see the old index until then, writes made meanwhile are carried over, and a failure
+/// leaves the old index serving. Synchronous. Recorded as job run `search_index_rebuild`.
+#[utoipa::path(post, path = "/api/v1/admin/search/rebuild", tag = "admin", responses(
+    (status = 200, description = "`{message, indexed: {contacts, notes, activities}}` (live rows, all users)"),
+    (status = 409, description = "A rebuild is already in progress"), (status = 500, description = "The rebuild failed; the previous index is untouched")))]
+pub async fn rebuild_search(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
+    use mycorrhizal_engine::system::Trigger;
+    let started_at = state.engine.clock().now();
+    let started = std::time::Instant::now();
+    let correlation = format!("job:{}:{}", crate::jobs::SEARCH_REBUILD, uuid::Uuid::new_v4());
+    let outcome = state.blocking(|engine| engine.search_rebuild()).await?;
+    let report = match outcome {
+        Err(mycorrhizal_engine::Error::RebuildRunning) => return Err(mycorrhizal_engine::Error::RebuildRunning.into()),
+        other => other,
+    };
+    let recorded = report.as_ref().map(|r| r.indexed.iter().map(|(_, n)| n).sum::<u64>()).map_err(|e| e.to_string());
+    crate::jobs::store_run(
+        &state,
+        crate::jobs::SEARCH_REBUILD,
+        Trigger::Manual,
+        started_at,
+        started,
+        recorded,
+        correlation,
+    )
+    .await;
+    let report = report?;
+    let count = |kind: &str| report.indexed.iter().find(|(k, _)| *k == kind).map_or(0, |(_, n)| *n);
+    tracing::info!(event = "search_index_rebuilt", component = "search", took_ms = report.took.as_millis() as u64);
+    Ok(axum::Json(json!({
+        "message": "Search index rebuilt",
+        "indexed": { "contacts": count("contact"), "notes": count("note"), "activities": count("activity") },
+    })))
+}

@@ -9,7 +9,7 @@ use axum::response::Response;
 use jiff::civil::Date;
 use mycorrhizal_codecs::card::Card;
 use mycorrhizal_codecs::projection::{FlatInput, apply_flat};
-use mycorrhizal_engine::{Precondition, Row, UPDATED_INDEX, UserScope, UserView, Walk};
+use mycorrhizal_engine::{Plan, Precondition, Row, SearchRequest, UPDATED_INDEX, UserScope, UserView, Walk};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use utoipa::{IntoParams, ToSchema};
@@ -207,7 +207,10 @@ fn projected_relations(view: &UserView, contact: u64) -> Result<Vec<(String, &'s
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 pub struct ListQuery {
-    /// Case-insensitive substring of names, emails, phones, organisation or address.
+    /// Full-text search (the `/search` engine and rules: every word, prefixes, one typo on long
+    /// words, quoted phrases, accents and case ignored) over names, emails, phones (also by
+    /// digits), organisation, address, notes, circles and tags. Without `sort`, best matches
+    /// come first.
     pub search: Option<String>,
     /// Only members of this circle.
     pub circle: Option<String>,
@@ -229,14 +232,92 @@ pub struct ListQuery {
     pub cursor: Option<String>,
 }
 
-fn matches_search(c: &Contact, needle: &str) -> bool {
-    let f = &c.flat;
-    let digits: String = needle.chars().filter(char::is_ascii_digit).collect();
-    [&f.firstname, &f.lastname, &f.nickname, &f.full_name, &f.org, &f.addresses_flat, &f.phone]
+/// Cursor value of a page in relevance order (its id part is the offset).
+const RELEVANCE_CURSOR: &str = "~rank";
+
+/// The list filtered by a search term, through the full-text index (the same engine and rules
+/// as `/search`). Without an explicit `sort`, the best matches come first.
+#[allow(clippy::too_many_arguments)]
+fn searched(
+    scope: &UserScope,
+    plan: Option<&Plan>,
+    sort: Option<(&'static str, bool)>,
+    archived: (bool, bool),
+    keep: &dyn Fn(&Row<Contact>) -> bool,
+    narrowed: bool,
+    after: Option<(String, u64)>,
+    limit: usize,
+) -> Result<Value, ApiError> {
+    let page = |rows: &[Value], next: String, total: usize| json!({ "contacts": rows, "next_cursor": next, "limit": limit, "total": total });
+    let Some(plan) = plan else { return Ok(page(&[], String::new(), 0)) };
+    let (include_archived, archived_only) = archived;
+    let request = SearchRequest {
+        plan,
+        kinds: Some(&["contact"]),
+        include_hidden: include_archived || archived_only,
+        contacts: None,
+        limit: usize::MAX,
+        offset: 0,
+    };
+    let hits = scope.search(&request)?.pop().map(|g| g.hits).unwrap_or_default();
+    let view = scope.view()?;
+    if sort.is_none() {
+        let offset = match &after {
+            None => 0,
+            Some((value, offset)) if value == RELEVANCE_CURSOR => *offset as usize,
+            Some(_) => return Err(ApiError::invalid_input("cursor", "belongs to another sort order")),
+        };
+        let (rows, total): (Vec<Row<Contact>>, usize) = if narrowed || archived_only {
+            let rows: Vec<Row<Contact>> =
+                hits.iter().filter_map(|h| view.get::<Contact>(h.id).ok()).filter(|r| keep(r)).collect();
+            let total = rows.len();
+            (rows.into_iter().skip(offset).take(limit).collect(), total)
+        } else {
+            let rows = hits.iter().skip(offset).take(limit).filter_map(|h| view.get::<Contact>(h.id).ok()).collect();
+            (rows, hits.len())
+        };
+        let next = if offset + limit < total {
+            encode_cursor(RELEVANCE_CURSOR, (offset + limit) as u64)
+        } else {
+            String::new()
+        };
+        return Ok(page(&rows.iter().map(summary).collect::<Vec<_>>(), next, total));
+    }
+    let (index, descending) = sort.unwrap_or((UPDATED_INDEX, true));
+    let value_of = |row: &Row<Contact>| {
+        if index == INDEX_SORT_NAME {
+            row.body.flat.sort_name.clone()
+        } else {
+            format!("{:020}", row.meta.updated_at.as_microsecond().max(0))
+        }
+    };
+    let mut rows: Vec<(String, Row<Contact>)> = hits
         .iter()
-        .any(|field| field.to_lowercase().contains(needle))
-        || f.emails.iter().any(|e| e.to_lowercase().contains(needle))
-        || (digits.len() >= 3 && f.phones_normalized.contains(&digits))
+        .filter_map(|h| view.get::<Contact>(h.id).ok())
+        .filter(|r| keep(r))
+        .map(|r| (value_of(&r), r))
+        .collect();
+    rows.sort_by(|(va, a), (vb, b)| {
+        let order = va.cmp(vb).then(a.id.cmp(&b.id));
+        if descending { order.reverse() } else { order }
+    });
+    let total = rows.len();
+    let start = match &after {
+        None => 0,
+        Some((value, id)) => rows
+            .iter()
+            .position(|(v, r)| {
+                let order = v.as_str().cmp(value.as_str()).then(r.id.cmp(id));
+                if descending { order.is_lt() } else { order.is_gt() }
+            })
+            .unwrap_or(total),
+    };
+    let slice = &rows[start..(start + limit).min(total)];
+    let next = match slice.last() {
+        Some((v, r)) if start + limit < total => encode_cursor(v, r.id),
+        _ => String::new(),
+    };
+    Ok(page(&slice.iter().map(|(_, r)| summary(r)).collect::<Vec<_>>(), next, total))
 }
 
 #[utoipa::path(get, path = "/api/v1/contacts", tag = "contacts", params(ListQuery), responses(
@@ -249,6 +330,7 @@ pub async fn list(
     let include_archived = common::flag(q.include_archived.as_deref(), "include_archived")?;
     let archived_only = common::flag(q.archived.as_deref(), "archived")?;
     let favorites = common::flag(q.favorites.as_deref(), "favorites")?;
+    let explicit_sort = q.sort.is_some();
     let (index, default_desc) = match q.sort.as_deref().unwrap_or("updated_at") {
         "updated_at" => (UPDATED_INDEX, true),
         "name" => (INDEX_SORT_NAME, false),
@@ -261,8 +343,8 @@ pub async fn list(
         Some(_) => return Err(ApiError::invalid_input("order", "must be asc or desc")),
     };
     let limit = common::limit(q.limit.as_deref());
-    let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
-    let needle = q.search.as_deref().map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty());
+    let after = q.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
+    let needle = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(Plan::parse);
     let circle = q.circle.clone().filter(|c| !c.is_empty());
     let tag = q.tag.clone().filter(|t| !t.is_empty());
     let scope = scope(&state, &user);
@@ -275,12 +357,17 @@ pub async fn list(
                     && (!favorites || c.favorite)
                     && circle.as_ref().is_none_or(|name| c.circles.contains(name))
                     && tag.as_ref().is_none_or(|t| c.tags.contains(t))
-                    && needle.as_ref().is_none_or(|n| matches_search(c, n))
             };
+            if let Some(plan) = &needle {
+                let narrowed = favorites || circle.is_some() || tag.is_some();
+                let sort = explicit_sort.then_some((index, descending));
+                let archived = (include_archived, archived_only);
+                return searched(&scope, plan.as_ref(), sort, archived, &keep, narrowed, after, limit);
+            }
             let walk =
                 Walk { index, from: "", to: None, after: after.as_ref().map(|(v, id)| (v.as_str(), *id)), descending };
             let page = view.walk::<Contact>(walk, limit, keep)?;
-            let filtered = needle.is_some() || circle.is_some() || tag.is_some() || favorites;
+            let filtered = circle.is_some() || tag.is_some() || favorites;
             let total = if filtered {
                 view.walk::<Contact>(Walk { after: None, ..walk }, usize::MAX, keep)?.rows.len() as u64
             } else {

@@ -71,7 +71,7 @@ fn list_rows<R: Record>(
     render: impl Fn(&Row<R>) -> Value,
 ) -> Result<Value, ApiError> {
     let limit = common::limit(q.limit.as_deref());
-    let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
+    let after = q.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
     let descending = q.order.as_deref() != Some("asc");
     let contact = match (&q.entity_id, q.contact_id) {
         (None, None) => None,

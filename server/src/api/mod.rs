@@ -19,6 +19,7 @@ pub mod oidc;
 pub mod photos;
 pub mod relationships;
 pub mod reminders;
+pub mod search;
 pub mod tokens;
 pub mod users;
 
@@ -41,7 +42,7 @@ use crate::state::AppState;
         users::totp_status,
         tokens::list, tokens::create, tokens::revoke, tokens::rotate, tokens::revoke_all,
         tokens::admin_list, tokens::admin_create, tokens::admin_revoke,
-        admin::list_users, admin::create_user, admin::get_user, admin::patch_user, admin::delete_user, admin::reset_2fa, admin::rebuild_derived,
+        admin::list_users, admin::create_user, admin::get_user, admin::patch_user, admin::delete_user, admin::reset_2fa, admin::rebuild_derived, admin::rebuild_search, search::search,
         contacts::list, contacts::create, contacts::get, contacts::update, contacts::delete, contacts::archive,
         contacts::unarchive, contacts::favorite, contacts::unfavorite, contacts::circles, contacts::random,
         contacts::birthdays, contacts::detail, photos::upload, photos::download, photos::proxy,
@@ -76,6 +77,7 @@ use crate::state::AppState;
         (name = "reminders", description = "Day-granular reminders, one-off or recurring, and their completions"),
         (name = "depth", description = "Life events, gifts and conversation-agenda items of a contact"),
         (name = "audit", description = "Your own hash-chained change history"),
+        (name = "search", description = "Full-text search over your contacts, notes and activities"),
     )
 )]
 pub struct ApiDoc;
@@ -135,6 +137,8 @@ pub fn router() -> Router<AppState> {
         .route("/admin/users/{id}", get(admin::get_user).patch(admin::patch_user).delete(admin::delete_user))
         .route("/admin/users/{id}/reset-2fa", post(admin::reset_2fa))
         .route("/admin/contacts/rebuild-derived", post(admin::rebuild_derived))
+        .route("/admin/search/rebuild", post(admin::rebuild_search))
+        .route("/search", get(search::search))
         .route("/contacts", get(contacts::list).post(contacts::create))
         .route("/contacts/circles", get(contacts::circles))
         .route("/contacts/random", get(contacts::random))

@@ -82,7 +82,7 @@ fn page(view: &UserView, contact: u64, q: &NoteQuery) -> Result<Value, ApiError>
     let (lo, hi) = date_range(q.from_date.as_deref(), q.to_date.as_deref())?;
     let descending = q.order.as_deref() != Some("asc");
     let limit = common::limit(q.limit.as_deref());
-    let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
+    let after = q.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
     let from = format!("{contact:020}{lo:020}");
     let to = if hi == i64::MAX { format!("{:020}", contact + 1) } else { format!("{contact:020}{hi:020}") };
     let needle = q.search.as_deref().map(str::to_lowercase).filter(|s| !s.is_empty());

@@ -41,6 +41,9 @@ pub struct Config {
     pub min_client_version: Option<Version>,
     /// `ATTACHMENT_QUOTA_MB`: attachment bytes a user may keep (default 1024).
     pub attachment_quota_bytes: u64,
+    /// Longest wait before written rows reach a committed search-index commit (they are
+    /// searchable at once either way).
+    pub search_commit_interval_ms: u64,
     pub retention: Retention,
     pub storage: Storage,
     pub integrity: Integrity,
@@ -245,6 +248,7 @@ impl Config {
             }
         });
         let attachment_quota_bytes = env.count("ATTACHMENT_QUOTA_MB", 1024, 1_048_576) * 1024 * 1024;
+        let search_commit_interval_ms = env.count("SEARCH_COMMIT_INTERVAL_MS", 500, 3_600_000).max(10);
         let retention = Retention {
             system_event_days: env.int("SYSTEM_EVENT_RETENTION_DAYS", 30, i64::MIN, 36_500),
             job_run_days: env.int("JOB_RUN_RETENTION_DAYS", 30, i64::MIN, 36_500),
@@ -326,6 +330,7 @@ impl Config {
             trusted_proxies,
             min_client_version,
             attachment_quota_bytes,
+            search_commit_interval_ms,
             retention,
             storage,
             integrity,

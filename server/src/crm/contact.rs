@@ -5,7 +5,7 @@
 
 use mycorrhizal_codecs::card::Card;
 use mycorrhizal_codecs::projection::{Flat, project};
-use mycorrhizal_engine::{Invalid, Kind, Record, kind};
+use mycorrhizal_engine::{Invalid, Kind, Record, SearchDoc, kind};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -108,6 +108,35 @@ impl Record for Contact {
         self.tags = tags;
     }
 
+    /// Names rank first; the body holds every other searchable member. Phones are also indexed as
+    /// their digits and every digit suffix of four or more, so `4567` or `5551234` find
+    /// `+1 555 123-4567` by prefix.
+    fn search_doc(&self) -> Option<SearchDoc> {
+        let f = &self.flat;
+        let mut title = vec![f.full_name.as_str()];
+        for part in [&f.firstname, &f.middle_name, &f.lastname, &f.nickname] {
+            if !part.is_empty() && !f.full_name.to_lowercase().contains(&part.to_lowercase()) {
+                title.push(part);
+            }
+        }
+        let mut body: Vec<String> = f.emails.clone();
+        for phone in &f.phones {
+            body.push(phone.value.clone());
+            let digits: String = phone.value.chars().filter(char::is_ascii_digit).collect();
+            body.extend((0..digits.len().saturating_sub(3)).map(|i| digits[i..].to_string()));
+        }
+        body.extend(
+            [&f.org, &f.department, &f.job_title, &f.role, &f.addresses_flat]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .cloned(),
+        );
+        body.extend(card_notes(&self.card));
+        body.extend(self.circles.iter().cloned());
+        body.extend(self.tags.iter().cloned());
+        Some(SearchDoc { title: title.join(" "), body: body.join("\n"), hidden: self.archived, contacts: Vec::new() })
+    }
+
     fn index_entries(&self) -> Vec<(&'static str, String)> {
         let mut entries = vec![(INDEX_SORT_NAME, self.flat.sort_name.clone()), (INDEX_UID, self.uid.to_lowercase())];
         entries.extend(self.circles.iter().map(|c| (INDEX_CIRCLE, c.clone())));
@@ -121,6 +150,18 @@ impl Record for Contact {
         }
         entries
     }
+}
+
+/// The texts of the card's `notes` (JSContact `{id: {note: text}}`), without parsing the rest.
+fn card_notes(card: &str) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct NotesOnly {
+        #[serde(default)]
+        notes: serde_json::Map<String, serde_json::Value>,
+    }
+    serde_json::from_str::<NotesOnly>(card)
+        .map(|n| n.notes.values().filter_map(|v| v["note"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
 }
 
 /// `MM-DD` of a REST date.

@@ -6,3 +6,9 @@ pub mod calendar;
 pub mod contact;
 pub mod depth;
 pub mod records;
+
+/// The kinds full-text search indexes, in the order `/search` groups them.
+pub fn search_sources() -> Vec<mycorrhizal_engine::Source> {
+    use mycorrhizal_engine::Source;
+    vec![Source::of::<contact::Contact>(), Source::of::<records::Note>(), Source::of::<records::Activity>()]
+}

@@ -5,7 +5,7 @@
 //! lists one contact's rows by time with a single range walk.
 
 use jiff::Timestamp;
-use mycorrhizal_engine::{Invalid, Kind, Record, kind};
+use mycorrhizal_engine::{Invalid, Kind, Record, SearchDoc, kind};
 use serde::{Deserialize, Serialize};
 
 use super::calendar::Recurrence;
@@ -56,6 +56,14 @@ impl Record for Note {
     fn index_entries(&self) -> Vec<(&'static str, String)> {
         vec![(BY_CONTACT, contact_time(self.contact_id.unwrap_or(0), self.date)), (BY_DATE, micros(self.date))]
     }
+
+    fn search_doc(&self) -> Option<SearchDoc> {
+        Some(SearchDoc {
+            body: self.content.clone(),
+            contacts: self.contact_id.into_iter().collect(),
+            ..SearchDoc::default()
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -90,6 +98,11 @@ impl Record for Activity {
         let mut entries: Vec<_> = self.contact_ids.iter().map(|c| (BY_CONTACT, contact_time(*c, self.date))).collect();
         entries.push((BY_DATE, micros(self.date)));
         entries
+    }
+
+    fn search_doc(&self) -> Option<SearchDoc> {
+        let body = [self.description.as_str(), self.location.as_str()].join("\n");
+        Some(SearchDoc { title: self.title.clone(), body, contacts: self.contact_ids.clone(), hidden: false })
     }
 }
 

@@ -17,6 +17,8 @@ use crate::ops::events::{Event, emit};
 use crate::state::AppState;
 
 pub const PURGE: &str = "retention_purge";
+/// The on-demand full-text index rebuild (`POST /admin/search/rebuild`).
+pub const SEARCH_REBUILD: &str = "search_index_rebuild";
 /// Audit events are kept this long; the chain stays verifiable through its anchor.
 pub const AUDIT_RETENTION_DAYS: i64 = 90;
 const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -42,17 +44,33 @@ where
     let started_at = state.engine.clock().now();
     let started = Instant::now();
     // Spawned so that a panic inside the job is caught as a join error, not a crash.
-    let outcome = tokio::spawn(work).await.map_err(|e| e.to_string());
-    let duration_ms = started.elapsed().as_millis() as u64;
-    let (result, error, items) = match outcome {
-        Ok(Ok(items)) => (JobResult::Success, None, Some(items)),
-        Ok(Err(e)) => (JobResult::Failure, Some(e), None),
+    let outcome = match tokio::spawn(work).await {
+        Ok(outcome) => outcome,
         Err(panic) => {
             let mut event = Event::error("scheduler", "job_failed", format!("{name} panicked: {panic}"));
             event.correlation_id = Some(correlation.clone());
             emit(&state.engine, event).await;
-            (JobResult::Failure, Some(format!("panicked: {panic}")), None)
+            Err(format!("panicked: {panic}"))
         }
+    };
+    store_run(state, name, trigger, started_at, started, outcome, correlation).await
+}
+
+/// Records one finished run of job `name` (also for jobs run on demand, such as the search
+/// index rebuild). `outcome` is the items processed, or the failure.
+pub async fn store_run(
+    state: &AppState,
+    name: &str,
+    trigger: Trigger,
+    started_at: jiff::Timestamp,
+    started: Instant,
+    outcome: Result<u64, String>,
+    correlation: String,
+) -> JobRun {
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let (result, error, items) = match outcome {
+        Ok(items) => (JobResult::Success, None, Some(items)),
+        Err(e) => (JobResult::Failure, Some(e), None),
     };
     tracing::info!(event = "job_finished", component = "scheduler", operation = name, duration_ms, result = ?result, correlation_id = %correlation);
     let run = JobRun {
