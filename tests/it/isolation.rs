@@ -12,7 +12,14 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
     let b = server.sign_up("bob").await;
     let contact = a.post("/api/v1/contacts", json!({ "firstname": "Secret", "lastname": "Friend", "email": "secret@example.org", "crm": { "circles": ["Inner"] }, "birthday": "--01-01" })).await.json::<Value>().await.unwrap()["contact"].clone();
     let c = contact["id"].as_u64().unwrap();
-    let other = a.post("/api/v1/contacts", json!({ "firstname": "Other" })).await.json::<Value>().await.unwrap()["contact"]["id"].as_u64().unwrap();
+    let other = a
+        .post("/api/v1/contacts", json!({ "firstname": "Other", "address": "12 Hidden Way" }))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["contact"]["id"]
+        .as_u64()
+        .unwrap();
     let rel = a
         .post(&format!("/api/v1/contacts/{c}/relationships"), json!({ "target_id": other, "type": "friend" }))
         .await
@@ -99,6 +106,26 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
         .as_u64()
         .unwrap();
     let uid = contact["uid"].as_str().unwrap().to_string();
+    let house = a.post("/api/v1/households", json!({ "name": "Secret house" })).await.json::<Value>().await.unwrap()
+        ["household"]["id"]
+        .as_u64()
+        .unwrap();
+    let member = a
+        .post(&format!("/api/v1/households/{house}/members"), json!({ "contact_id": c, "role": "secret role" }))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["member"]["id"]
+        .as_u64()
+        .unwrap();
+    let lodger = a.post(&format!("/api/v1/households/{house}/members"), json!({ "contact_id": other })).await;
+    assert_eq!(lodger.status(), 201);
+    let hint: Value = a.get("/api/v1/households/suggestions").await.json().await.unwrap();
+    assert_eq!(hint["total"], 1, "A's own suggestion: {hint}");
+    let own_house = b.post("/api/v1/households", json!({ "name": "Bob's place" })).await.json::<Value>().await.unwrap()
+        ["household"]["id"]
+        .as_u64()
+        .unwrap();
 
     let note_body = json!({ "content": "x" });
     let activity_body = json!({ "title": "x", "date": "2026-01-01" });
@@ -166,6 +193,23 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
         (reqwest::Method::PATCH, format!("/api/v1/conversation-agenda/{item}/discuss"), json!({})),
         (reqwest::Method::DELETE, format!("/api/v1/conversation-agenda/{item}"), json!(null)),
         (reqwest::Method::POST, "/api/v1/conversation-agenda".into(), json!({ "entity_id": uid, "content": "x" })),
+        (reqwest::Method::GET, format!("/api/v1/households/{house}"), json!(null)),
+        (reqwest::Method::PUT, format!("/api/v1/households/{house}"), json!({ "name": "x" })),
+        (reqwest::Method::DELETE, format!("/api/v1/households/{house}"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/households/{house}/members"), json!(null)),
+        (reqwest::Method::POST, format!("/api/v1/households/{house}/members"), json!({ "contact_id": c })),
+        (reqwest::Method::PATCH, format!("/api/v1/households/{house}/members/{member}"), json!({ "role": "x" })),
+        (reqwest::Method::PATCH, format!("/api/v1/households/{house}/members/{uid}"), json!({ "role": "x" })),
+        (reqwest::Method::DELETE, format!("/api/v1/households/{house}/members/{member}"), json!(null)),
+        (reqwest::Method::DELETE, format!("/api/v1/households/{house}/members/{uid}"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/households/{house}/suggestions"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/search?q=secret&household_id={house}"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/households?contact_id={c}"), json!(null)),
+        (reqwest::Method::GET, format!("/api/v1/households?member_vcard_uid={uid}"), json!(null)),
+        (reqwest::Method::POST, format!("/api/v1/households/{own_house}/members"), json!({ "contact_id": c })),
+        (reqwest::Method::POST, format!("/api/v1/households/{own_house}/members"), json!({ "member_vcard_uid": uid })),
+        (reqwest::Method::PATCH, format!("/api/v1/households/{own_house}/members/{member}"), json!({ "role": "x" })),
+        (reqwest::Method::DELETE, format!("/api/v1/households/{own_house}/members/{member}"), json!(null)),
     ];
     for (method, path, body) in &routes {
         let mut request = b.request(method.clone(), path);
@@ -199,6 +243,25 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
         assert!(!text.contains("ecret") && !text.contains(&format!("\"id\":{c}")), "{path} leaked: {text}");
     }
 
+    // B's households and address suggestions hold only B's own.
+    for path in ["/api/v1/households", "/api/v1/households?include_members=true", "/api/v1/households/suggestions"] {
+        let response = b.get(path).await;
+        assert_eq!(response.status(), 200, "{path}");
+        let text = response.text().await.unwrap();
+        assert!(!text.contains("ecret") && !text.contains("Hidden"), "{path} leaked: {text}");
+    }
+    let listed: Value = b.get("/api/v1/households?include_members=true").await.json().await.unwrap();
+    assert_eq!(listed["households"].as_array().unwrap().len(), 1);
+    assert_eq!((listed["households"][0]["id"].as_u64(), listed["total"].as_u64()), (Some(own_house), Some(1)));
+    assert_eq!(listed["members"], json!([]));
+    let posted: Value = b.post("/api/v1/households/suggest-addresses", json!({})).await.json().await.unwrap();
+    assert_eq!(posted, json!({ "suggestions": [], "total": 0 }));
+    // Dismissals are per user: B dismissing A's hashes leaves A's suggestion alone.
+    let hashes = json!({ "address_hash": hint["suggestions"][0]["address_hash"], "member_hash": hint["suggestions"][0]["member_hash"] });
+    assert_eq!(b.post("/api/v1/households/suggestions/dismiss", hashes).await.status(), 200);
+    let still: Value = a.get("/api/v1/households/suggestions").await.json().await.unwrap();
+    assert_eq!(still["suggestions"], hint["suggestions"]);
+
     // Full-text search: nothing of A's by word, prefix, typo or phrase; A finds all of it.
     for q in ["secret", "secr", "secrex", "%22secret%20note%22", "dinner", "friend"] {
         let found: Value = b.get(&format!("/api/v1/search?q={q}")).await.json().await.unwrap();
@@ -225,4 +288,11 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
     assert_eq!(mine["life_events"].as_array().unwrap().len(), 1);
     assert_eq!(mine["gifts"].as_array().unwrap().len(), 1);
     assert_eq!(mine["agenda"].as_array().unwrap().len(), 1);
+    let home: Value = a.get(&format!("/api/v1/households/{house}")).await.json().await.unwrap();
+    assert_eq!(
+        (home["household"]["name"].as_str(), home["household"]["revision"].as_u64()),
+        (Some("Secret house"), Some(1))
+    );
+    assert_eq!(home["members"].as_array().unwrap().len(), 2);
+    assert_eq!(home["members"][0]["role"], "secret role");
 }

@@ -12,6 +12,7 @@ mod depth;
 mod derived;
 mod health;
 mod helpers;
+mod households;
 mod inventory;
 mod isolation;
 mod keys;

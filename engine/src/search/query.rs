@@ -3,8 +3,9 @@
 //!
 //! - words are split and folded by the index's own analyzer (case, diacritics);
 //! - every word must match, in any field;
-//! - a word matches a token that equals it, starts with it (type-ahead), or, for words of five
-//!   letters or more, is one edit away (insert, delete, substitute or swap two letters);
+//! - a word matches a token that equals it or, for words of five letters or more, is one edit
+//!   away (insert, delete, substitute or swap two letters); the last word (the one being typed)
+//!   also matches tokens it starts (type-ahead: `ali` finds Alice);
 //! - `"quoted words"` must appear next to each other, in order;
 //! - words of one letter are dropped (they would match nearly everything);
 //! - name (title) matches weigh three times body matches.
@@ -54,8 +55,8 @@ pub(crate) fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Token> {
 /// One required part of a query.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Clause {
-    /// A single word: exact, prefix, or (long words) one typo.
-    Word(String),
+    /// A single word: exact, one typo (long words), and a prefix when `prefix` (the last word).
+    Word { text: String, prefix: bool },
     /// Quoted words that must be adjacent, in order.
     Phrase(Vec<String>),
 }
@@ -84,11 +85,18 @@ impl Plan {
             if i % 2 == 1 && words.len() > 1 {
                 clauses.push(Clause::Phrase(words));
             } else {
-                clauses.extend(words.into_iter().filter(|w| w.chars().count() > 1).map(Clause::Word));
+                let words = words.into_iter().filter(|w| w.chars().count() > 1);
+                clauses.extend(words.map(|text| Clause::Word { text, prefix: false }));
             }
         }
         clauses.dedup();
         clauses.truncate(MAX_CLAUSES);
+        // The word still being typed is the last one, unless the input ends with a quote.
+        if !input.trim_end().ends_with('"')
+            && let Some(Clause::Word { prefix, .. }) = clauses.last_mut()
+        {
+            *prefix = true;
+        }
         (!clauses.is_empty()).then_some(Plan { clauses })
     }
 
@@ -126,7 +134,7 @@ impl Plan {
     /// Whether one token matches any word of the query (for highlighting).
     pub(crate) fn highlights(&self, token: &str) -> bool {
         self.clauses.iter().any(|c| match c {
-            Clause::Word(w) => word_strength(w, token) != Strength::None,
+            Clause::Word { text, prefix } => word_strength(text, *prefix, token) != Strength::None,
             Clause::Phrase(words) => words.iter().any(|w| w == token),
         })
     }
@@ -190,13 +198,13 @@ fn clause_queries(clause: &Clause, field: Field, boost: f32) -> Vec<Box<dyn Quer
     let boosted =
         |q: Box<dyn Query>| -> Box<dyn Query> { if boost == 1.0 { q } else { Box::new(BoostQuery::new(q, boost)) } };
     match clause {
-        Clause::Word(word) => {
-            let term = Term::from_field_text(field, word);
-            let mut out = vec![
-                boosted(Box::new(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs))),
-                boosted(Box::new(FuzzyTermQuery::new_prefix(term.clone(), 0, true))),
-            ];
-            if word.chars().count() >= FUZZY_MIN_CHARS {
+        Clause::Word { text, prefix } => {
+            let term = Term::from_field_text(field, text);
+            let mut out = vec![boosted(Box::new(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs)))];
+            if *prefix {
+                out.push(boosted(Box::new(FuzzyTermQuery::new_prefix(term.clone(), 0, true))));
+            }
+            if text.chars().count() >= FUZZY_MIN_CHARS {
                 out.push(boosted(Box::new(FuzzyTermQuery::new(term, 1, true))));
             }
             out
@@ -220,9 +228,10 @@ fn strength_score(s: Strength) -> f32 {
 
 fn clause_strength(clause: &Clause, tokens: &[Token]) -> Strength {
     match clause {
-        Clause::Word(word) => {
-            tokens.iter().map(|t| word_strength(word, &t.text)).fold(Strength::None, |a, b| if b > a { b } else { a })
-        }
+        Clause::Word { text, prefix } => tokens
+            .iter()
+            .map(|t| word_strength(text, *prefix, &t.text))
+            .fold(Strength::None, |a, b| if b > a { b } else { a }),
         Clause::Phrase(words) => {
             let found = tokens.windows(words.len()).any(|w| w.iter().zip(words).all(|(t, word)| &t.text == word));
             if found { Strength::Exact } else { Strength::None }
@@ -230,10 +239,12 @@ fn clause_strength(clause: &Clause, tokens: &[Token]) -> Strength {
     }
 }
 
-fn word_strength(word: &str, token: &str) -> Strength {
+fn word_strength(word: &str, prefix: bool, token: &str) -> Strength {
     if token == word {
         Strength::Exact
-    } else if token.starts_with(word) || (word.chars().count() >= FUZZY_MIN_CHARS && within_one_edit(word, token)) {
+    } else if (prefix && token.starts_with(word))
+        || (word.chars().count() >= FUZZY_MIN_CHARS && within_one_edit(word, token))
+    {
         Strength::Near
     } else {
         Strength::None
@@ -277,16 +288,14 @@ mod tests {
     #[test]
     fn parse_folds_splits_and_drops_single_letters() {
         let plan = Plan::parse("  José  a  MÜLLER \"New York\" x").expect("plan");
+        let word = |text: &str, prefix| Clause::Word { text: text.into(), prefix };
         assert_eq!(
             plan.clauses,
-            vec![
-                Clause::Word("jose".into()),
-                Clause::Word("muller".into()),
-                Clause::Phrase(vec!["new".into(), "york".into()]),
-            ]
+            vec![word("jose", false), word("muller", false), Clause::Phrase(vec!["new".into(), "york".into()])]
         );
         assert_eq!(Plan::parse("a - !"), None);
-        assert_eq!(Plan::parse("\"one\"").expect("plan").clauses, vec![Clause::Word("one".into())]);
+        assert_eq!(Plan::parse("\"one\"").expect("plan").clauses, vec![word("one", false)]);
+        assert_eq!(Plan::parse("ada lov").expect("plan").clauses, vec![word("ada", false), word("lov", true)]);
     }
 
     #[test]
@@ -310,6 +319,8 @@ mod tests {
         let plan = |q: &str| Plan::parse(q).expect("plan");
         assert!(plan("jose").score(&title, &body).is_some());
         assert!(plan("alv").score(&title, &body).is_some(), "prefix");
+        assert!(plan("alv jose").score(&title, &body).is_none(), "only the last word is a prefix");
+        assert!(plan("jose alv").score(&title, &body).is_some());
         assert!(plan("alvarex").score(&title, &body).is_some(), "one typo on a long word");
         assert!(plan("jise").score(&title, &body).is_none(), "no typo on a short word");
         assert!(plan("jose meetup").score(&title, &body).is_some());

@@ -12,6 +12,7 @@ use super::contacts::scope;
 use crate::auth::AuthUser;
 use crate::crm::contact::Contact;
 use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
+use crate::crm::households::{Household, HouseholdMember};
 use crate::crm::records::{Activity, Completion, Note, Relationship, Reminder};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -111,6 +112,8 @@ pub async fn undo(
         "life_event" => revert::<LifeEvent>(&scope, event).await?,
         "gift" => revert::<Gift>(&scope, event).await?,
         "agenda_item" => revert::<AgendaItem>(&scope, event).await?,
+        "household" => revert::<Household>(&scope, event).await?,
+        "household_member" => revert::<HouseholdMember>(&scope, event).await?,
         other => return Err(ApiError::Conflict(format!("{other} changes cannot be undone"))),
     }
     Ok(axum::Json(json!({ "message": "Change undone" })))

@@ -19,6 +19,7 @@ use crate::auth::AuthUser;
 use crate::crm::calendar;
 use crate::crm::contact::{Contact, INDEX_ARCHIVED, INDEX_BIRTHDAY, INDEX_CIRCLE, INDEX_SORT_NAME};
 use crate::crm::depth::{AgendaItem, Attachment, Gift, LifeEvent};
+use crate::crm::households::HouseholdMember;
 use crate::crm::records::{Activity, Completion, Note, Relationship, Reminder};
 use crate::error::ApiError;
 use crate::http::json::Json;
@@ -481,7 +482,8 @@ pub async fn delete(
 }
 
 /// Soft-deletes a contact and, in the same transaction, what hangs off it: its relationships,
-/// notes, reminders and completions go, and it leaves its shared activities.
+/// notes, reminders, completions, life events, gifts, agenda items, attachments and household
+/// memberships go, and it leaves its shared activities.
 fn delete_with_joins(
     tx: &mycorrhizal_engine::TxUser<'_, '_>,
     id: u64,
@@ -516,6 +518,9 @@ fn delete_with_joins(
     let padded = format!("{id:020}");
     for file in tx.find::<Attachment>(crate::crm::records::BY_CONTACT, &padded)? {
         tx.delete::<Attachment>(file, Precondition::Any)?;
+    }
+    for membership in tx.find::<HouseholdMember>(crate::crm::records::BY_CONTACT, &padded)? {
+        tx.delete::<HouseholdMember>(membership, Precondition::Any)?;
     }
     for activity in tx.find_range::<Activity>(crate::crm::records::BY_CONTACT, &from, &to)? {
         tx.update::<Activity>(activity, Precondition::Any, |a| {

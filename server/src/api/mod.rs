@@ -14,6 +14,7 @@ pub mod dashboard;
 pub mod depth;
 pub mod groups;
 pub mod health;
+pub mod households;
 pub mod notes;
 pub mod oidc;
 pub mod photos;
@@ -61,6 +62,10 @@ use crate::state::AppState;
         depth::discuss_agenda, depth::delete_agenda, dashboard::dashboard, dashboard::timeline, audit::export, audit::undo, attachments::upload, attachments::list, attachments::download, attachments::delete,
         groups::circles, groups::rename_circle, groups::delete_circle, groups::tags, groups::rename_tag, groups::delete_tag,
         cadence::list, cadence::list_overdue, cadence::create, cadence::get, cadence::update, cadence::delete,
+        households::list, households::create, households::get, households::update, households::delete,
+        households::list_members, households::add_member, households::update_member, households::remove_member,
+        households::list_suggestions, households::suggest_addresses, households::household_suggestions,
+        households::dismiss,
     ),
     components(schemas(crate::error::ErrorBody, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
     tags(
@@ -76,6 +81,7 @@ use crate::state::AppState;
         (name = "activities", description = "Things done with one or more contacts"),
         (name = "reminders", description = "Day-granular reminders, one-off or recurring, and their completions"),
         (name = "depth", description = "Life events, gifts and conversation-agenda items of a contact"),
+        (name = "households", description = "Households, their members over time, and address suggestions computed on read"),
         (name = "audit", description = "Your own hash-chained change history"),
         (name = "search", description = "Full-text search over your contacts, notes and activities"),
     )
@@ -204,7 +210,15 @@ pub fn router() -> Router<AppState> {
             "/conversation-agenda/{id}",
             get(depth::get_agenda).put(depth::update_agenda).delete(depth::delete_agenda),
         )
-        .route("/conversation-agenda/{id}/discuss", patch(depth::discuss_agenda));
+        .route("/conversation-agenda/{id}/discuss", patch(depth::discuss_agenda))
+        .route("/households", get(households::list).post(households::create))
+        .route("/households/suggestions", get(households::list_suggestions))
+        .route("/households/suggestions/dismiss", post(households::dismiss))
+        .route("/households/suggest-addresses", post(households::suggest_addresses))
+        .route("/households/{id}", get(households::get).put(households::update).delete(households::delete))
+        .route("/households/{id}/members", get(households::list_members).post(households::add_member))
+        .route("/households/{id}/members/{member}", patch(households::update_member).delete(households::remove_member))
+        .route("/households/{id}/suggestions", get(households::household_suggestions));
     Router::new()
         .route("/health/live", get(health::live))
         .route("/health/ready", get(health::ready))

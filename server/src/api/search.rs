@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use axum::extract::{Query, State};
 use mycorrhizal_engine::search::Snippet;
-use mycorrhizal_engine::{Plan, Row, SearchRequest, UserView};
+use mycorrhizal_engine::{Plan, Row, SearchGroup, SearchRequest, UserView};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::IntoParams;
@@ -33,7 +33,8 @@ pub struct SearchQuery {
     pub limit: Option<String>,
     /// Hits to skip in each group (for a next page).
     pub offset: Option<String>,
-    /// Only members of this household (and their notes and activities).
+    /// Only members of this household (its integer id) and the notes and activities that carry
+    /// one of them. Unknown, another user's, or not an integer (such as a UUID): 404.
     pub household_id: Option<String>,
 }
 
@@ -96,6 +97,11 @@ fn related_contacts(view: &UserView, token: &str) -> Result<Vec<u64>, ApiError> 
     Ok(ids)
 }
 
+/// With `household_id`, results are restricted to the household's members (every membership
+/// row, past ones included): the contacts group holds only members, and notes and activities
+/// only those that carry a member (through the engine's contact filter). Household ids are
+/// integers like every id here; a value that is not one (a UUID from another server, say) names
+/// no household of the caller's and gives 404, as an unknown or another user's household does.
 #[utoipa::path(get, path = "/api/v1/search", tag = "search", params(SearchQuery), responses(
     (status = 200, description = "`{query, contacts, notes, activities, totals}`; `resolved_relation` when `q` names a relation"),
     (status = 400, description = "`q` blank, or a bad `limit`/`offset`, named"), (status = 404, description = "Unknown household")))]
@@ -113,24 +119,30 @@ pub async fn search(
         None => 0,
         Some(raw) => raw.trim().parse::<usize>().map_err(|_| ApiError::invalid_input("offset", "must be 0 or more"))?,
     };
-    if q.household_id.as_deref().is_some_and(|h| !h.trim().is_empty()) {
-        // Households are not stored yet, so no household id can name one of the caller's.
-        return Err(ApiError::NotFound);
-    }
+    let scope = scope(&state, &user);
+    let members: Option<Vec<u64>> = match q.household_id.as_deref().map(str::trim).filter(|h| !h.is_empty()) {
+        None => None,
+        Some(raw) => {
+            let household = raw.parse::<u64>().map_err(|_| ApiError::NotFound)?;
+            Some(super::households::member_contacts(&scope.view()?, household)?)
+        }
+    };
     let empty = json!({ "query": text, "contacts": [], "notes": [], "activities": [],
         "totals": { "contacts": 0, "notes": 0, "activities": 0 } });
     let plan = match Plan::parse(&text) {
         Some(plan) if text.trim().chars().count() >= 2 => plan,
         _ => return Ok(axum::Json(empty)),
     };
-    let scope = scope(&state, &user);
     let body = state
         .blocking(move |_| {
             let request =
                 SearchRequest { plan: &plan, kinds: None, include_hidden: false, contacts: None, limit, offset };
-            let groups = scope.search(&request)?;
+            let groups = match &members {
+                None => scope.search(&request)?,
+                Some(ids) => household_groups(&scope, &request, ids)?,
+            };
             let view = scope.view()?;
-            let mut out = json!({ "query": text });
+            let mut out = json!({ "query": text, "contacts": [], "notes": [], "activities": [] });
             let mut totals = serde_json::Map::new();
             for group in &groups {
                 totals.insert(group.kind.to_string(), json!(group.total));
@@ -153,7 +165,10 @@ pub async fn search(
                         if let Some(token) = &relation
                             && offset == 0
                         {
-                            for id in related_contacts(&view, token)? {
+                            for id in related_contacts(&view, token)?
+                                .into_iter()
+                                .filter(|id| members.as_ref().is_none_or(|m| m.contains(id)))
+                            {
                                 if items.len() >= limit {
                                     break;
                                 }
@@ -194,6 +209,32 @@ pub async fn search(
         })
         .await??;
     Ok(axum::Json(body))
+}
+
+/// The groups of a search restricted to the contacts `members`. Notes and activities go through
+/// the engine's contact filter; a contact's own document carries no contact list, so the contacts
+/// group is every matching contact, kept to the members, then paged here.
+fn household_groups(
+    scope: &mycorrhizal_engine::UserScope,
+    request: &SearchRequest<'_>,
+    members: &[u64],
+) -> Result<Vec<SearchGroup>, ApiError> {
+    if members.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut groups =
+        scope.search(&SearchRequest { kinds: Some(&["note", "activity"]), contacts: Some(members), ..*request })?;
+    groups.retain(|g| g.kind != "contact");
+    let everyone = scope.view()?.count::<Contact>()? as usize;
+    let all =
+        SearchRequest { kinds: Some(&["contact"]), contacts: None, limit: everyone.max(1), offset: 0, ..*request };
+    for mut group in scope.search(&all)?.into_iter().filter(|g| g.kind == "contact") {
+        group.hits.retain(|hit| members.contains(&hit.id));
+        group.total = group.hits.len();
+        group.hits = group.hits.into_iter().skip(request.offset).take(request.limit).collect();
+        groups.push(group);
+    }
+    Ok(groups)
 }
 
 /// A note hit: the note's fields (`id`, and `ID` as the Android client reads it), the contact's

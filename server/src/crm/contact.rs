@@ -152,16 +152,21 @@ impl Record for Contact {
     }
 }
 
-/// The texts of the card's `notes` (JSContact `{id: {note: text}}`), without parsing the rest.
+/// The texts of the card's `notes` (a list of `{note}`, or JSContact's map of id to `{note}`),
+/// without parsing the rest of the card.
 fn card_notes(card: &str) -> Vec<String> {
     #[derive(Deserialize)]
     struct NotesOnly {
         #[serde(default)]
-        notes: serde_json::Map<String, serde_json::Value>,
+        notes: serde_json::Value,
     }
-    serde_json::from_str::<NotesOnly>(card)
-        .map(|n| n.notes.values().filter_map(|v| v["note"].as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
+    let notes = serde_json::from_str::<NotesOnly>(card).map(|n| n.notes).unwrap_or_default();
+    let items: Vec<&serde_json::Value> = match &notes {
+        serde_json::Value::Array(list) => list.iter().collect(),
+        serde_json::Value::Object(map) => map.values().collect(),
+        _ => Vec::new(),
+    };
+    items.into_iter().filter_map(|v| v["note"].as_str().map(str::to_string)).collect()
 }
 
 /// `MM-DD` of a REST date.

@@ -12,6 +12,7 @@ use mycorrhizal_engine::{Record, UserId};
 use crate::auth::records::{Account, DeviceGrant, ResetToken, Session};
 use crate::crm::contact::Contact;
 use crate::crm::depth::{AgendaItem, Attachment, CadencePolicy, Gift, LifeEvent};
+use crate::crm::households::{Household, HouseholdMember};
 use crate::crm::records::{Activity, Completion, Note, Relationship, Reminder};
 use crate::ops::events::{Event, emit};
 use crate::state::AppState;
@@ -124,6 +125,8 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
                         + purge::<AgendaItem>(tx, tombstones)?
                         + purge::<Attachment>(tx, tombstones)?
                         + purge::<CadencePolicy>(tx, tombstones)?
+                        + purge::<Household>(tx, tombstones)?
+                        + purge::<HouseholdMember>(tx, tombstones)?
                         + tx.purge_audit(audit_cutoff)?)
                 })
                 .await
