@@ -602,6 +602,8 @@ fn fts_search(stmts: &mut [rusqlite::Statement<'_>], user: u64, q: &str) -> usiz
 
 fn main() {
     let contacts: u64 = std::env::var("BENCH_CONTACTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    // `BENCH_FTS5=0` skips the comparison (for quick runs while tuning the engine).
+    let with_fts = std::env::var("BENCH_FTS5").map_or(true, |v| v != "0");
     let queries: usize = std::env::var("BENCH_QUERIES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
     let dir = tempfile::tempdir().expect("tempdir");
     let mut search = SearchOptions::new(dir.path().join("search"), mycorrhizal::crm::search_sources());
@@ -657,7 +659,7 @@ fn main() {
     let started = Instant::now();
     {
         let tx = db.unchecked_transaction().expect("tx");
-        for (kind, user, title, body) in &docs {
+        for (kind, user, title, body) in docs.iter().filter(|_| with_fts) {
             tx.execute(
                 &format!("INSERT INTO {} (title, body, user) VALUES (?1, ?2, ?3)", TABLES[*kind]),
                 rusqlite::params![title, body, *user as i64],
@@ -682,6 +684,16 @@ fn main() {
         })
         .collect();
 
+    // The rebuild returns before its background merge into one segment; measure queries after it.
+    let merging = Instant::now();
+    while engine.search_status().expect("status").segments > 1 && merging.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!(
+        "index segments: {} (background merge after the rebuild finished {:.1} s after it returned)",
+        engine.search_status().expect("status").segments,
+        merging.elapsed().as_secs_f64()
+    );
     println!();
     println!(
         "| query shape | engine p50 | engine p99 | FTS5 p50 | FTS5 p99 | FTS5/engine at p99 | mean hits (engine / FTS5) |"
@@ -692,7 +704,9 @@ fn main() {
         let pairs: Vec<(String, String)> = (0..queries).map(|_| shape.queries(&mut qrng)).collect();
         for (q, f) in pairs.iter().take(50) {
             engine_search(&engine, 1, q);
-            fts_search(&mut stmts, 1, f);
+            if with_fts {
+                fts_search(&mut stmts, 1, f);
+            }
         }
         let (mut ours, mut theirs) = (Vec::with_capacity(queries), Vec::with_capacity(queries));
         let (mut our_hits, mut their_hits) = (0usize, 0usize);
@@ -701,7 +715,9 @@ fn main() {
             our_hits += engine_search(&engine, 1, q);
             ours.push(t.elapsed());
             let t = Instant::now();
-            their_hits += fts_search(&mut stmts, 1, f);
+            if with_fts {
+                their_hits += fts_search(&mut stmts, 1, f);
+            }
             theirs.push(t.elapsed());
         }
         let (o50, o99, t50, t99) =

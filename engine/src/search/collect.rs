@@ -9,7 +9,7 @@ use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::Column;
 use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader};
 
-use super::schema::{F_ID, F_KIND};
+use super::schema::{F_KEY, unkey};
 
 /// A matching document: its score and record id.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,8 +48,7 @@ pub(crate) struct Grouped {
 }
 
 pub(crate) struct GroupedSegment {
-    kind: Column<u64>,
-    id: Column<u64>,
+    key: Column<u64>,
     keep: usize,
     groups: Vec<Group>,
     exclude: Arc<HashSet<(u64, u64)>>,
@@ -61,8 +60,7 @@ impl Collector for Grouped {
 
     fn for_segment(&self, _: SegmentOrdinal, segment: &SegmentReader) -> tantivy::Result<GroupedSegment> {
         Ok(GroupedSegment {
-            kind: segment.fast_fields().u64(F_KIND)?,
-            id: segment.fast_fields().u64(F_ID)?,
+            key: segment.fast_fields().u64(F_KEY)?,
             keep: self.keep,
             groups: vec![Group::default(); self.kinds + 1],
             exclude: self.exclude.clone(),
@@ -92,7 +90,7 @@ impl SegmentCollector for GroupedSegment {
     type Fruit = Vec<Group>;
 
     fn collect(&mut self, doc: DocId, score: Score) {
-        let (Some(kind), Some(id)) = (self.kind.first(doc), self.id.first(doc)) else { return };
+        let Some((kind, id)) = self.key.first(doc).map(unkey) else { return };
         if !self.exclude.is_empty() && self.exclude.contains(&(kind, id)) {
             return;
         }

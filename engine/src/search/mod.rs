@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, TableError};
 use serde::{Deserialize, Serialize};
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{IndexRecordOption, Schema};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
@@ -166,6 +166,8 @@ pub struct RebuildReport {
 pub struct SearchStatus {
     /// Documents in the committed index (all users).
     pub documents: u64,
+    /// Segments of the committed index (every query visits each one).
+    pub segments: u64,
     /// Rows written but not yet in a committed index (served from the database meanwhile).
     pub pending: u64,
     pub rebuilding: bool,
@@ -203,6 +205,8 @@ enum Msg {
     Purged(u64),
     Flush(mpsc::Sender<Result<()>>),
     Swap(Box<Built>, mpsc::Sender<Result<()>>),
+    /// A background merge finished: let readers see the merged segment.
+    Reload,
 }
 
 /// A freshly built generation waiting to be caught up and swapped in.
@@ -211,8 +215,24 @@ struct Built {
     applied: HashMap<u64, u64>,
 }
 
-/// `user -> (kind code, id) -> seq`.
-type Overlay = HashMap<u64, HashMap<(u64, u64), u64>>;
+/// `user -> (kind code, id) -> entry`.
+type Overlay = HashMap<u64, HashMap<(u64, u64), Pending>>;
+
+/// A row written since the last visible commit: the sequence of its latest change, and its
+/// analysed document once a query has needed it (`None` inside: the row is gone or unsearchable).
+#[derive(Clone)]
+struct Pending {
+    seq: u64,
+    doc: Option<Arc<Option<Analysed>>>,
+}
+
+/// A document as the in-memory matcher reads it.
+struct Analysed {
+    title: Vec<query::Token>,
+    body: Vec<query::Token>,
+    hidden: bool,
+    contacts: Vec<u64>,
+}
 
 pub(crate) struct Search {
     db: Arc<Database>,
@@ -267,6 +287,7 @@ impl Search {
             rebuilding: AtomicBool::new(false),
             health: Mutex::new((None, 0)),
         };
+        let mut rebuilt = false;
         let (live, applied) = match search.open_current() {
             Ok(found) => found,
             Err(reason) => {
@@ -276,6 +297,7 @@ impl Search {
                     let _ = std::fs::remove_dir_all(&dir);
                 })?;
                 search.set_current(&dir)?;
+                rebuilt = true;
                 (built.0.live, built.0.applied)
             }
         };
@@ -292,6 +314,9 @@ impl Search {
         let search = Arc::new(search);
         let (sender, queue) = mpsc::channel();
         *lock(&search.queue) = Some(sender);
+        if rebuilt {
+            search.merge_in_background(&search.current().index, &mut writer);
+        }
         let indexer = Indexer { search: search.clone(), writer, applied, live: search.current() };
         let handle = std::thread::Builder::new().name("search-indexer".into()).spawn(move || indexer.run(queue))?;
         *lock(&search.thread) = Some(handle);
@@ -369,7 +394,6 @@ impl Search {
         let mut d = TantivyDocument::default();
         d.add_u64(f.user, user);
         d.add_u64(f.kind, code);
-        d.add_u64(f.id, id);
         d.add_u64(f.key, schema::key(code, id));
         d.add_u64(f.hidden, u64::from(doc.hidden));
         for c in &doc.contacts {
@@ -447,7 +471,7 @@ impl Search {
             let mut overlay = lock(&self.overlay);
             overlay.retain(|user, rows| {
                 let done = applied.get(user).copied().unwrap_or(0);
-                rows.retain(|_, seq| *seq > done);
+                rows.retain(|_, pending| pending.seq > done);
                 !rows.is_empty()
             });
         }
@@ -485,6 +509,26 @@ impl Search {
         }
     }
 
+    /// Merges a freshly built generation into one segment in the background (every query pays
+    /// per segment), then has the indexer reload readers. Searches meanwhile use the segments as
+    /// they are; the rebuild does not wait for it.
+    fn merge_in_background(&self, index: &Index, writer: &mut IndexWriter) {
+        let segments = match index.searchable_segment_ids() {
+            Ok(segments) if segments.len() > 1 => segments,
+            _ => return,
+        };
+        let merge = writer.merge(&segments);
+        let Some(queue) = lock(&self.queue).clone() else { return };
+        let spawned = std::thread::Builder::new().name("search-merge".into()).spawn(move || {
+            if merge.wait().is_ok() {
+                let _ = queue.send(Msg::Reload);
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!(event = "search_merge_not_started", component = "search", error = %e);
+        }
+    }
+
     fn send(&self, msg: Msg) -> Result<()> {
         let queue = lock(&self.queue).clone().ok_or(Error::ShutDown)?;
         queue.send(msg).map_err(|_| Error::ShutDown)
@@ -497,8 +541,14 @@ impl Search {
             let mut overlay = lock(&self.overlay);
             for t in touched {
                 if let Some(code) = self.codes.get(t.kind) {
-                    let seq = overlay.entry(t.user).or_default().entry((*code, t.id)).or_insert(0);
-                    *seq = (*seq).max(t.seq);
+                    let pending = overlay
+                        .entry(t.user)
+                        .or_default()
+                        .entry((*code, t.id))
+                        .or_insert(Pending { seq: 0, doc: None });
+                    if t.seq > pending.seq {
+                        *pending = Pending { seq: t.seq, doc: None };
+                    }
                     if !users.contains(&t.user) {
                         users.push(t.user);
                     }
@@ -547,11 +597,13 @@ impl Search {
     }
 
     pub(crate) fn status(&self) -> SearchStatus {
-        let documents = self.current().reader.searcher().num_docs();
+        let searcher = self.current().reader.searcher();
+        let (documents, segments) = (searcher.num_docs(), searcher.segment_readers().len() as u64);
         let pending = lock(&self.overlay).values().map(|m| m.len() as u64).sum();
         let (last_error, last_commit_ms) = lock(&self.health).clone();
         SearchStatus {
             documents,
+            segments,
             pending,
             rebuilding: self.rebuilding.load(Ordering::SeqCst),
             last_error,
@@ -571,15 +623,19 @@ impl Search {
     pub(crate) fn search(&self, user: u64, request: &SearchRequest<'_>) -> Result<Vec<SearchGroup>> {
         // The overlay is read before the index reader is taken: an entry leaves the overlay only
         // after its commit is visible, so every row is either overlaid or in this reader.
-        let dirty: Vec<(u64, u64)> =
-            lock(&self.overlay).get(&user).map(|m| m.keys().copied().collect()).unwrap_or_default();
+        let dirty: Vec<((u64, u64), Pending)> = lock(&self.overlay)
+            .get(&user)
+            .map(|m| m.iter().map(|(k, p)| (*k, p.clone())).collect())
+            .unwrap_or_default();
         let live = self.current();
         let searcher = live.reader.searcher();
         let f = &self.fields;
         let kinds: Option<Vec<u64>> =
             request.kinds.map(|names| names.iter().filter_map(|n| self.codes.get(n).copied()).collect());
         let term = |field, value| -> Box<dyn Query> {
-            Box::new(TermQuery::new(Term::from_field_u64(field, value), IndexRecordOption::Basic))
+            // Filters: matched, never scored.
+            let term = TermQuery::new(Term::from_field_u64(field, value), IndexRecordOption::Basic);
+            Box::new(ConstScoreQuery::new(Box::new(term), 0.0))
         };
         let any_of = |field, values: &[u64]| -> Box<dyn Query> {
             Box::new(BooleanQuery::new(values.iter().map(|v| (Occur::Should, term(field, *v))).collect()))
@@ -600,25 +656,47 @@ impl Search {
             kinds: self.sources.len(),
             keep,
             scoring: true,
-            exclude: Arc::new(dirty.iter().copied().collect::<HashSet<_>>()),
+            exclude: Arc::new(dirty.iter().map(|(k, _)| *k).collect::<HashSet<_>>()),
         };
         let mut groups: Vec<Group> = searcher.search(&BooleanQuery::new(clauses), &collector)?;
         if !dirty.is_empty() {
-            let txn = self.db.begin_read()?;
-            let mut analyzer = query::analyzer();
-            for (code, id) in dirty {
+            let mut txn = None;
+            let mut analyzer = None;
+            for ((code, id), pending) in dirty {
                 if kinds.as_ref().is_some_and(|k| !k.contains(&code)) {
                     continue;
                 }
-                let Some(doc) = (self.sources[code as usize - 1].load)(&txn, user, id)? else { continue };
+                let doc = match pending.doc {
+                    Some(doc) => doc,
+                    None => {
+                        // Judged from the database, analysed once, kept while the entry lasts.
+                        let txn = match &txn {
+                            Some(txn) => txn,
+                            None => txn.insert(self.db.begin_read()?),
+                        };
+                        let analyzer = analyzer.get_or_insert_with(query::analyzer);
+                        let loaded = (self.sources[code as usize - 1].load)(txn, user, id)?;
+                        let doc = Arc::new(loaded.map(|d| Analysed {
+                            title: query::tokens(analyzer, &d.title),
+                            body: query::tokens(analyzer, &d.body),
+                            hidden: d.hidden,
+                            contacts: d.contacts,
+                        }));
+                        if let Some(entry) = lock(&self.overlay).get_mut(&user).and_then(|m| m.get_mut(&(code, id)))
+                            && entry.seq == pending.seq
+                        {
+                            entry.doc = Some(doc.clone());
+                        }
+                        doc
+                    }
+                };
+                let Some(doc) = doc.as_ref() else { continue };
                 if (doc.hidden && !request.include_hidden)
                     || request.contacts.is_some_and(|cs| !doc.contacts.iter().any(|c| cs.contains(c)))
                 {
                     continue;
                 }
-                let title = query::tokens(&mut analyzer, &doc.title);
-                let body = query::tokens(&mut analyzer, &doc.body);
-                if let Some(score) = request.plan.score(&title, &body) {
+                if let Some(score) = request.plan.score(&doc.title, &doc.body) {
                     let group = &mut groups[code as usize];
                     group.total += 1;
                     group.hits.push(Scored { score, id });
@@ -724,6 +802,11 @@ impl Indexer {
                         }
                         let _ = reply.send(result);
                     }
+                    Msg::Reload => {
+                        if let Err(e) = self.live.reader.reload() {
+                            self.failed("search_index_reload_failed", &e.into());
+                        }
+                    }
                     Msg::Swap(built, reply) => {
                         let result = self.swap(*built);
                         if result.is_ok() {
@@ -793,6 +876,7 @@ impl Indexer {
         drop(std::mem::replace(&mut self.writer, writer));
         self.applied = applied;
         self.live = live;
+        self.search.merge_in_background(&self.live.index, &mut self.writer);
         self.search.remove_other_generations(&self.live.dir);
         Ok(())
     }
