@@ -17,7 +17,7 @@ if [ -f tests/requirements.txt ]; then
 fi
 
 # Benches are not run here (they measure, they do not test), but they must keep compiling.
-cargo check --locked --quiet -p mycorrhizal-engine -p mycorrhizal --benches
+cargo check --locked --quiet -p mycorrhizal-engine -p mycorrhizal -p mycorrhizal-search-bench --benches
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 set +e
