@@ -294,3 +294,23 @@ async fn admins_rebuild_the_index_and_the_run_is_recorded() {
     assert_eq!(runs[0].items_processed, Some(6));
     assert_eq!(format!("{:?}", runs[0].result), "Success");
 }
+
+#[tokio::test]
+async fn a_relation_word_finds_the_contacts_holding_that_relation() {
+    let server = Instance::new().spawn();
+    let a = server.sign_up("ada").await;
+    let ines = created(&a, "/api/v1/contacts", json!({ "firstname": "Inès", "lastname": "Roy" }), "contact").await;
+    let paul = created(&a, "/api/v1/contacts", json!({ "firstname": "Paul", "lastname": "Roy" }), "contact").await;
+    let other = created(&a, "/api/v1/contacts", json!({ "firstname": "Zoé", "lastname": "Blanc" }), "contact").await;
+    let response =
+        a.post(&format!("/api/v1/contacts/{ines}/relationships"), json!({ "target_id": paul, "type": "sister" })).await;
+    assert!(response.status().is_success(), "{}", response.status());
+    let found = search(&a, "sister").await;
+    assert_eq!(found["resolved_relation"], "sibling_of", "{found}");
+    let mut holders = ids(&found, "contacts");
+    holders.sort_unstable();
+    assert_eq!(holders, vec![ines, paul], "both ends of a symmetric relation, nobody else");
+    assert!(!holders.contains(&other));
+    // An ordinary word resolves to no relation.
+    assert!(search(&a, "roy").await.get("resolved_relation").is_none());
+}

@@ -14,7 +14,7 @@ use utoipa::IntoParams;
 use super::contacts::scope;
 use crate::auth::AuthUser;
 use crate::crm::contact::Contact;
-use crate::crm::records::{Activity, KNOWN_RELATIONS, Note, Relationship, relation_token};
+use crate::crm::records::{Activity, KNOWN_RELATIONS, Note, Relationship, SYMMETRIC_RELATIONS, relation_token};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -71,23 +71,11 @@ fn contact_name(view: &UserView, id: u64) -> Option<String> {
 /// Contacts holding the relation a word like "sister" names: the source end of such edges, and
 /// both ends of symmetric ones.
 fn related_contacts(view: &UserView, token: &str) -> Result<Vec<u64>, ApiError> {
-    const SYMMETRIC: &[&str] = &[
-        "spouse_of",
-        "sibling_of",
-        "friend_of",
-        "roommate_of",
-        "coworker_of",
-        "partner_of",
-        "co_parent_of",
-        "gets_along_with",
-        "conflicts_with",
-        "related_to",
-    ];
     let mut ids = Vec::new();
     for edge in view.list::<Relationship>()? {
         if edge.body.kind == token {
             ids.push(edge.body.source);
-            if SYMMETRIC.contains(&token) {
+            if SYMMETRIC_RELATIONS.contains(&token) {
                 ids.push(edge.body.target);
             }
         }

@@ -174,6 +174,20 @@ pub const KNOWN_RELATIONS: &[&str] = &[
     "related_to",
 ];
 
+/// Relation types that hold both ways: either end "is" the relation.
+pub const SYMMETRIC_RELATIONS: &[&str] = &[
+    "spouse_of",
+    "sibling_of",
+    "friend_of",
+    "roommate_of",
+    "coworker_of",
+    "partner_of",
+    "co_parent_of",
+    "gets_along_with",
+    "conflicts_with",
+    "related_to",
+];
+
 /// Common words mapped to their relation type.
 pub fn relation_token(text: &str) -> String {
     let t = text.trim().to_lowercase().replace([' ', '-'], "_");
