@@ -1,6 +1,7 @@
 //! API benchmark, in process (the real router and engine, no socket): over a user with
-//! `BENCH_CONTACTS` contacts (default 100000), the latency of listing 50 by name, getting one
-//! contact, the composite detail, creating and updating (each write a durable commit).
+//! `BENCH_CONTACTS` contacts (default 100000) and `BENCH_NOTES` notes plus as many activities
+//! (default 250000 each: 500k in all), the latency of listing 50 by name, getting one contact,
+//! the composite detail, the dashboard, creating and updating (each write a durable commit).
 //!
 //! Run: `cargo bench -p mycorrhizal --bench api`.
 
@@ -12,6 +13,7 @@ use axum::http::Request;
 use mycorrhizal::api::contacts::{ContactInput, build};
 use mycorrhizal::config::{Config, Env};
 use mycorrhizal::crm::contact::Contact;
+use mycorrhizal::crm::records::{Activity, Note};
 use mycorrhizal::{AppState, app};
 use mycorrhizal_engine::{Engine, Options, UserId};
 use serde_json::{Value, json};
@@ -117,6 +119,47 @@ fn main() {
             seed.elapsed().as_secs_f64(),
             contacts as f64 / seed.elapsed().as_secs_f64()
         );
+        // Notes and activities spread over the contacts (ids start at 1 for the only user), a
+        // few favourites, and a cadence policy over a small circle, so the dashboard has work.
+        let notes: u64 = std::env::var("BENCH_NOTES").ok().and_then(|v| v.parse().ok()).unwrap_or(250_000);
+        let seed = Instant::now();
+        let mut n = 0;
+        while n < notes {
+            let end = (n + 5000).min(notes);
+            user.write_async(move |tx| {
+                for i in n..end {
+                    let date = jiff::Timestamp::from_second(1_700_000_000 + (i as i64) * 60).expect("date");
+                    let contact = 1 + (i * 7919) % contacts;
+                    tx.create(Note {
+                        content: format!("Talked about the garden and the trip, number {i}"),
+                        date,
+                        contact_id: Some(contact),
+                    })?;
+                    tx.create(Activity {
+                        uuid: format!("00000000-0000-4000-8000-{i:012}"),
+                        title: format!("Dinner {i}"),
+                        description: "At the mushroom place".into(),
+                        location: "Lyon".into(),
+                        date,
+                        contact_ids: vec![contact],
+                        kind: "meal".into(),
+                        external_ref: String::new(),
+                    })?;
+                }
+                Ok(())
+            })
+            .await
+            .expect("seed notes");
+            n = end;
+        }
+        for id in 1..=50u64 {
+            let (status, _) = call(&router, "POST", &format!("/api/v1/contacts/{id}/favorite"), &cookie, None).await;
+            assert_eq!(status, 200);
+        }
+        let policy = json!({ "contact_id": 1, "interval_days": 30, "qualifying_types": ["meal"] });
+        let (status, _) = call(&router, "POST", "/api/v1/cadence-policies", &cookie, Some(policy)).await;
+        assert!(status == 201 || status == 200, "cadence policy: {status}");
+        println!("api bench: {notes} notes and {notes} activities seeded in {:.1} s", seed.elapsed().as_secs_f64());
         println!("| operation                                |  calls |      p50    |      p99    |");
         println!("|------------------------------------------|-------:|------------:|------------:|");
 
@@ -181,6 +224,16 @@ fn main() {
             assert_eq!(status, 200);
         }
         report("composite detail", lat);
+
+        // Few calls: the dashboard still reads every contact's index entries per call (#5 open).
+        let mut lat = Vec::new();
+        for _ in 0..20 {
+            let (status, bytes_, took) = timed(&router, "GET", "/api/v1/dashboard", &cookie, None).await;
+            lat.push(took);
+            let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
+            assert_eq!(status, 200);
+        }
+        report("dashboard", lat);
 
         let mut lat = Vec::new();
         for i in 0..300 {

@@ -210,6 +210,11 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
         (reqwest::Method::POST, format!("/api/v1/households/{own_house}/members"), json!({ "member_vcard_uid": uid })),
         (reqwest::Method::PATCH, format!("/api/v1/households/{own_house}/members/{member}"), json!({ "role": "x" })),
         (reqwest::Method::DELETE, format!("/api/v1/households/{own_house}/members/{member}"), json!(null)),
+        // The scan has not run for A here (see reach_out.rs for the in-process check with a real
+        // suggestion of A's); an id B does not own must still be a plain 404.
+        (reqwest::Method::POST, "/api/v1/reach-out-suggestions/1/accept".into(), json!({})),
+        (reqwest::Method::POST, "/api/v1/reach-out-suggestions/1/dismiss".into(), json!(null)),
+        (reqwest::Method::DELETE, "/api/v1/reach-out-suggestions/1".into(), json!(null)),
     ];
     for (method, path, body) in &routes {
         let mut request = b.request(method.clone(), path);
@@ -236,6 +241,7 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
         "/api/v1/reminders",
         "/api/v1/reminders/upcoming",
         "/api/v1/graph",
+        "/api/v1/reach-out-suggestions?status=all",
     ] {
         let response = b.get(path).await;
         assert_eq!(response.status(), 200, "{path}");

@@ -20,6 +20,7 @@ mod limits;
 mod migrations;
 mod oidc;
 mod photos;
+mod reach_out;
 mod reset;
 mod search;
 mod sessions;

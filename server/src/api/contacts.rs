@@ -20,6 +20,7 @@ use crate::crm::calendar;
 use crate::crm::contact::{Contact, INDEX_ARCHIVED, INDEX_BIRTHDAY, INDEX_CIRCLE, INDEX_SORT_NAME};
 use crate::crm::depth::{AgendaItem, Attachment, Gift, LifeEvent};
 use crate::crm::households::HouseholdMember;
+use crate::crm::reach_out::ReachOutSuggestion;
 use crate::crm::records::{Activity, Completion, Note, Relationship, Reminder};
 use crate::error::ApiError;
 use crate::http::json::Json;
@@ -482,8 +483,8 @@ pub async fn delete(
 }
 
 /// Soft-deletes a contact and, in the same transaction, what hangs off it: its relationships,
-/// notes, reminders, completions, life events, gifts, agenda items, attachments and household
-/// memberships go, and it leaves its shared activities.
+/// notes, reminders, completions, life events, gifts, agenda items, attachments, household
+/// memberships and reach-out suggestions go, and it leaves its shared activities.
 fn delete_with_joins(
     tx: &mycorrhizal_engine::TxUser<'_, '_>,
     id: u64,
@@ -521,6 +522,9 @@ fn delete_with_joins(
     }
     for membership in tx.find::<HouseholdMember>(crate::crm::records::BY_CONTACT, &padded)? {
         tx.delete::<HouseholdMember>(membership, Precondition::Any)?;
+    }
+    for suggestion in tx.find::<ReachOutSuggestion>(crate::crm::records::BY_CONTACT, &padded)? {
+        tx.delete::<ReachOutSuggestion>(suggestion, Precondition::Any)?;
     }
     for activity in tx.find_range::<Activity>(crate::crm::records::BY_CONTACT, &from, &to)? {
         tx.update::<Activity>(activity, Precondition::Any, |a| {

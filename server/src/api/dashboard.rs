@@ -19,7 +19,7 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// Birthdays in the next 30 days, five random contacts, favourites, upcoming reminders, overdue
-/// cadences. Every member is an array; `reach_out_suggestions` stays empty until the reach-out job exists.
+/// cadences and pending reach-out suggestions. Every member is an array.
 #[utoipa::path(get, path = "/api/v1/dashboard", tag = "contacts", responses((status = 200, description = "`{birthdays, random_contacts, favorites, upcoming_reminders, overdue, reach_out_suggestions}`")))]
 pub async fn dashboard(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
     let scope = scope(&state, &user);
@@ -40,7 +40,7 @@ pub async fn dashboard(State(state): State<AppState>, user: AuthUser) -> Result<
                 "favorites": favorites.rows.iter().map(summary).collect::<Vec<_>>(),
                 "upcoming_reminders": super::reminders::upcoming_views(&v, today)?,
                 "overdue": super::cadence::overdue(&v, now)?,
-                "reach_out_suggestions": [],
+                "reach_out_suggestions": super::reach_out::views(&v, Some(crate::crm::reach_out::PENDING), now)?,
             }))
         })
         .await??;

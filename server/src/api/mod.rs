@@ -18,6 +18,7 @@ pub mod households;
 pub mod notes;
 pub mod oidc;
 pub mod photos;
+pub mod reach_out;
 pub mod relationships;
 pub mod reminders;
 pub mod search;
@@ -66,6 +67,7 @@ use crate::state::AppState;
         households::list_members, households::add_member, households::update_member, households::remove_member,
         households::list_suggestions, households::suggest_addresses, households::household_suggestions,
         households::dismiss,
+        reach_out::list, reach_out::accept, reach_out::dismiss, reach_out::delete,
     ),
     components(schemas(crate::error::ErrorBody, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
     tags(
@@ -82,6 +84,7 @@ use crate::state::AppState;
         (name = "reminders", description = "Day-granular reminders, one-off or recurring, and their completions"),
         (name = "depth", description = "Life events, gifts and conversation-agenda items of a contact"),
         (name = "households", description = "Households, their members over time, and address suggestions computed on read"),
+        (name = "reach-out", description = "Suggestions to get in touch with contacts whose cadence is overdue, made by the reach-out scan"),
         (name = "audit", description = "Your own hash-chained change history"),
         (name = "search", description = "Full-text search over your contacts, notes and activities"),
     )
@@ -218,7 +221,11 @@ pub fn router() -> Router<AppState> {
         .route("/households/{id}", get(households::get).put(households::update).delete(households::delete))
         .route("/households/{id}/members", get(households::list_members).post(households::add_member))
         .route("/households/{id}/members/{member}", patch(households::update_member).delete(households::remove_member))
-        .route("/households/{id}/suggestions", get(households::household_suggestions));
+        .route("/households/{id}/suggestions", get(households::household_suggestions))
+        .route("/reach-out-suggestions", get(reach_out::list))
+        .route("/reach-out-suggestions/{id}", delete(reach_out::delete))
+        .route("/reach-out-suggestions/{id}/accept", post(reach_out::accept))
+        .route("/reach-out-suggestions/{id}/dismiss", post(reach_out::dismiss));
     Router::new()
         .route("/health/live", get(health::live))
         .route("/health/ready", get(health::ready))

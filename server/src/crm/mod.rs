@@ -6,6 +6,7 @@ pub mod calendar;
 pub mod contact;
 pub mod depth;
 pub mod households;
+pub mod reach_out;
 pub mod records;
 
 /// The kinds full-text search indexes, in the order `/search` groups them.

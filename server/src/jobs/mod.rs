@@ -7,13 +7,14 @@ use std::time::{Duration, Instant};
 
 use jiff::SignedDuration;
 use mycorrhizal_engine::system::{JobResult, JobRun, Trigger};
-use mycorrhizal_engine::{Record, UserId};
+use mycorrhizal_engine::{Precondition, Record, UserId};
 
 use crate::auth::records::{Account, DeviceGrant, ResetToken, Session};
 use crate::crm::contact::Contact;
 use crate::crm::depth::{AgendaItem, Attachment, CadencePolicy, Gift, LifeEvent};
 use crate::crm::households::{Household, HouseholdMember};
-use crate::crm::records::{Activity, Completion, Note, Relationship, Reminder};
+use crate::crm::reach_out::{self, ReachOutCursor, ReachOutSuggestion};
+use crate::crm::records::{Activity, BY_CONTACT, Completion, Note, Relationship, Reminder};
 use crate::ops::events::{Event, emit};
 use crate::state::AppState;
 
@@ -22,16 +23,34 @@ pub const PURGE: &str = "retention_purge";
 pub const SEARCH_REBUILD: &str = "search_index_rebuild";
 /// Audit events are kept this long; the chain stays verifiable through its anchor.
 pub const AUDIT_RETENTION_DAYS: i64 = 90;
+/// The reach-out scan (suggestions to get in touch with overdue contacts).
+pub const REACH_OUT: &str = "reach_out_scan";
 const DAY: Duration = Duration::from_secs(24 * 3600);
+const HOUR: Duration = Duration::from_secs(3600);
+/// Audit events read per batch by the reach-out scan.
+const AUDIT_BATCH: usize = 500;
+/// A contact also becomes overdue by time passing alone, with no audit event: without new
+/// events, overdue contacts are still re-evaluated this often.
+const REACH_OUT_REEVALUATE_HOURS: i64 = 24;
 
-/// Starts the scheduler: the purge runs once at start-up and then daily.
+/// Starts the scheduler: the purge runs once at start-up and then daily; the reach-out scan
+/// runs once at start-up and then hourly.
 pub fn start(state: AppState) {
+    let purge_state = state.clone();
     tokio::spawn(async move {
         let mut trigger = Trigger::Initial;
         loop {
-            purge_once(&state, trigger).await;
+            purge_once(&purge_state, trigger).await;
             trigger = Trigger::Scheduled;
             tokio::time::sleep(DAY).await;
+        }
+    });
+    tokio::spawn(async move {
+        let mut trigger = Trigger::Initial;
+        loop {
+            reach_out_once(&state, trigger).await;
+            trigger = Trigger::Scheduled;
+            tokio::time::sleep(HOUR).await;
         }
     });
 }
@@ -147,6 +166,125 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
         Ok(removed)
     };
     record(state, PURGE, trigger, work).await
+}
+
+/// One reach-out pass over every user: reads the user's cursor (`last_audit_event_id`), scans the
+/// audit events after it in bounded batches and, when there are new events (other than the
+/// scan's own bookkeeping), on the first run, or when the last evaluation is a day old,
+/// re-evaluates overdue cadences (the same rule as `/cadence-policies/overdue`). Each overdue
+/// contact without a suggestion gets a `pending` one; a contact that already has one, pending or
+/// dismissed, gets nothing new (a dismissal is never undone). A pending suggestion whose contact
+/// is no longer overdue is removed. The cursor then advances. `items_processed` counts the
+/// suggestions created and removed.
+pub async fn reach_out_once(state: &AppState, trigger: Trigger) -> JobRun {
+    let state_ = state.clone();
+    let work = async move {
+        let mut changed = 0;
+        for user in account_ids(&state_)? {
+            let now = state_.engine.clock().now();
+            let planned =
+                state_.blocking(move |engine| plan_reach_out(engine, user, now)).await.map_err(|e| e.to_string())??;
+            let Some(plan) = planned else { continue };
+            changed += state_
+                .engine
+                .write_async(move |tx| {
+                    let changed = apply_reach_out(&tx.user(UserId(user)), &plan)?;
+                    let cursor = ReachOutCursor { last_audit_event_id: plan.last_seen, scanned_at: now };
+                    reach_out::store_cursor(&tx.global(), user, &cursor)?;
+                    Ok(changed)
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(changed)
+    };
+    record(state, REACH_OUT, trigger, work).await
+}
+
+fn account_ids(state: &AppState) -> Result<Vec<u64>, String> {
+    let accounts = state.engine.global().map_err(|e| e.to_string())?.list::<Account>().map_err(|e| e.to_string())?;
+    Ok(accounts.into_iter().map(|(id, _)| id).collect())
+}
+
+/// What one user's reach-out pass will write.
+struct ReachOutPlan {
+    /// The newest audit event scanned.
+    last_seen: u64,
+    /// Overdue contacts with the policy found overdue (the most overdue one per contact).
+    overdue: Vec<(u64, u64)>,
+    /// Pending suggestions whose contact is no longer overdue.
+    stale: Vec<u64>,
+}
+
+fn plan_reach_out(
+    engine: &mycorrhizal_engine::Engine,
+    user: u64,
+    now: jiff::Timestamp,
+) -> Result<Option<ReachOutPlan>, String> {
+    let cursor = reach_out::cursor(&engine.global().map_err(|e| e.to_string())?, user).map_err(|e| e.to_string())?;
+    let v = engine.user(UserId(user)).view().map_err(|e| e.to_string())?;
+    let mut last_seen = cursor.as_ref().map(|c| c.last_audit_event_id).unwrap_or(0);
+    let mut fresh = false;
+    loop {
+        let batch = v.audit_events(last_seen, AUDIT_BATCH).map_err(|e| e.to_string())?;
+        for event in &batch {
+            fresh |= !reach_out::is_own_kind(&event.kind);
+            last_seen = last_seen.max(event.seq);
+        }
+        if batch.len() < AUDIT_BATCH {
+            break;
+        }
+    }
+    let due = cursor.as_ref().is_none_or(|c| now.duration_since(c.scanned_at).as_hours() >= REACH_OUT_REEVALUATE_HOURS);
+    if !fresh && !due {
+        return Ok(None);
+    }
+    let mut overdue: Vec<(u64, u64)> = Vec::new();
+    for item in crate::api::cadence::overdue(&v, now).map_err(|e| e.to_string())? {
+        let (Some(contact), Some(policy)) = (item["contact_id"].as_u64(), item["policy"]["id"].as_u64()) else {
+            continue;
+        };
+        if !overdue.iter().any(|(c, _)| *c == contact) {
+            overdue.push((contact, policy));
+        }
+    }
+    let stale = v
+        .list::<ReachOutSuggestion>()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|s| s.body.status == reach_out::PENDING && !overdue.iter().any(|(c, _)| *c == s.body.contact_id))
+        .map(|s| s.id)
+        .collect();
+    Ok(Some(ReachOutPlan { last_seen, overdue, stale }))
+}
+
+/// Writes one user's suggestions, re-checking each row inside the transaction (the user may have
+/// dismissed a suggestion or deleted a contact since the plan was made).
+fn apply_reach_out(tx: &mycorrhizal_engine::TxUser<'_, '_>, plan: &ReachOutPlan) -> mycorrhizal_engine::Result<u64> {
+    let mut changed = 0;
+    for &(contact, policy) in &plan.overdue {
+        if tx.get::<Contact>(contact).is_err()
+            || !tx.find::<ReachOutSuggestion>(BY_CONTACT, &format!("{contact:020}"))?.is_empty()
+        {
+            continue;
+        }
+        tx.create(ReachOutSuggestion {
+            contact_id: contact,
+            kind: reach_out::KIND_CADENCE_OVERDUE.to_string(),
+            status: reach_out::PENDING.to_string(),
+            policy_id: policy,
+            audit_event_id: plan.last_seen,
+            reminder_id: None,
+        })?;
+        changed += 1;
+    }
+    for &id in &plan.stale {
+        if tx.get::<ReachOutSuggestion>(id).is_ok_and(|s| s.body.status == reach_out::PENDING) {
+            tx.delete::<ReachOutSuggestion>(id, Precondition::Any)?;
+            changed += 1;
+        }
+    }
+    Ok(changed)
 }
 
 /// Removes ended sessions, used or expired reset tokens and device grants: rows nobody can use.
