@@ -656,12 +656,28 @@ pub async fn birthdays(
 /// Active contacts' birthdays between `today` and `end`, soonest first.
 pub fn upcoming_birthdays(view: &UserView, today: Date, end: Date) -> Result<Vec<Value>, ApiError> {
     let mut found = Vec::new();
-    let rows = view.walk::<Contact>(
-        Walk { index: INDEX_BIRTHDAY, from: "", to: None, after: None, descending: false },
-        usize::MAX,
-        |r| !r.body.archived,
-    )?;
-    for row in rows.rows {
+    // Walk only the month-day window of the `birthday_md` index ("MM-DD"), not every contact:
+    // one range, two across the year end, everything for a window of a year or more, and always
+    // "02-29" (celebrated on 1 March in other years; `next_yearly` decides).
+    let md = |d: Date| format!("{:02}-{:02}", d.month(), d.day());
+    let past = |d: Date| format!("{:02}-{:02}", d.month(), d.day() + 1);
+    let mut ranges = vec![("02-29".to_string(), "02-30".to_string())];
+    if (end - today).get_days() >= 365 {
+        ranges.push((String::new(), "~".into()));
+    } else if md(end) >= md(today) && end.year() == today.year() {
+        ranges.push((md(today), past(end)));
+    } else {
+        ranges.push((md(today), "~".into()));
+        ranges.push((String::new(), past(end)));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut rows = Vec::new();
+    for (from, to) in &ranges {
+        let walk = Walk { index: INDEX_BIRTHDAY, from, to: Some(to), after: None, descending: false };
+        let page = view.walk::<Contact>(walk, usize::MAX, |r| !r.body.archived)?;
+        rows.extend(page.rows.into_iter().filter(|r| seen.insert(r.id)));
+    }
+    for row in rows {
         let Some(p) = mycorrhizal_codecs::dates::parse_rest_date(&row.body.flat.birthday) else { continue };
         let (Some(month), Some(day)) = (p.month, p.day) else { continue };
         let Some(next) = calendar::next_yearly(month as i8, day as i8, today) else { continue };
