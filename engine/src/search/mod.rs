@@ -823,7 +823,12 @@ impl Indexer {
                     Ok(()) => {
                         dirty_since.get_or_insert_with(Instant::now);
                     }
-                    Err(e) => self.failed("search_index_update_failed", &e),
+                    Err(e) => {
+                        // Reads stay right meanwhile (the rows stay in the overlay); retry later
+                        // instead of spinning on a failure that may not go away at once.
+                        self.failed("search_index_update_failed", &e);
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
                 }
             }
             let due = dirty_since.is_some_and(|t| t.elapsed() >= self.search.interval);
