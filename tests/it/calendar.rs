@@ -204,3 +204,22 @@ async fn cadence_health_counts_only_qualifying_interactions() {
     let (_, body, _) = app.call("GET", "/api/v1/cadence-policies/overdue", Some(&cookie), json!({})).await;
     assert_eq!(body["overdue"], json!([]));
 }
+
+#[tokio::test]
+async fn the_daily_audit_chain_pass_verifies_every_users_chain_and_is_recorded() {
+    use mycorrhizal_engine::system::{JobResult, Trigger};
+    let app = in_process(&[]).await;
+    app.clock.set("2026-03-01T10:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.signed_in().await;
+    let first = contact(&app, &cookie, "Audited", "").await;
+    contact(&app, &cookie, "Also", "").await;
+    assert_eq!(app.call("DELETE", &format!("/api/v1/contacts/{first}"), Some(&cookie), json!({})).await.0, 200);
+    let run = mycorrhizal::jobs::audit_verify_once(&app.state, Trigger::Manual).await;
+    assert_eq!(run.result, JobResult::Success, "{:?}", run.error);
+    let expected = app.state.engine.user(mycorrhizal_engine::UserId(1)).view().unwrap().verify_audit().unwrap();
+    assert!(expected >= 3, "two creates and a delete at least: {expected}");
+    assert_eq!(run.items_processed, Some(expected));
+    assert!(run.correlation_id.as_deref().unwrap().starts_with("job:audit_chain_verify:"));
+    let runs = app.state.engine.job_runs(10, |r| r.job_name == "audit_chain_verify").unwrap();
+    assert_eq!(runs.len(), 1);
+}

@@ -23,6 +23,8 @@ pub const PURGE: &str = "retention_purge";
 pub const SEARCH_REBUILD: &str = "search_index_rebuild";
 /// Audit events are kept this long; the chain stays verifiable through its anchor.
 pub const AUDIT_RETENTION_DAYS: i64 = 90;
+/// The daily walk of every user's audit hash chain.
+pub const AUDIT_VERIFY: &str = "audit_chain_verify";
 /// The reach-out scan (suggestions to get in touch with overdue contacts).
 pub const REACH_OUT: &str = "reach_out_scan";
 const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -41,6 +43,7 @@ pub fn start(state: AppState) {
         let mut trigger = Trigger::Initial;
         loop {
             purge_once(&purge_state, trigger).await;
+            audit_verify_once(&purge_state, trigger).await;
             trigger = Trigger::Scheduled;
             tokio::time::sleep(DAY).await;
         }
@@ -53,6 +56,45 @@ pub fn start(state: AppState) {
             tokio::time::sleep(HOUR).await;
         }
     });
+}
+
+/// Walks every user's audit hash chain (the daily integrity pass). A broken chain fails the run,
+/// naming the users, and records an `audit_chain_broken` system event; the run's items are the
+/// events verified.
+pub async fn audit_verify_once(state: &AppState, trigger: Trigger) -> JobRun {
+    let state_ = state.clone();
+    let work = async move {
+        let engine = state_.engine.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let users: Vec<u64> = engine
+                .global()
+                .map_err(|e| e.to_string())?
+                .list::<Account>()
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            let (mut verified, mut broken) = (0u64, Vec::new());
+            for user in users {
+                match engine.user(UserId(user)).view().and_then(|v| v.verify_audit()) {
+                    Ok(n) => verified += n,
+                    Err(e) => broken.push(format!("user {user}: {e}")),
+                }
+            }
+            Ok::<_, String>((verified, broken))
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        let (verified, broken) = outcome;
+        if broken.is_empty() {
+            Ok(verified)
+        } else {
+            let message = format!("audit chain verification failed: {}", broken.join("; "));
+            emit(&state_.engine, Event::error("audit", "audit_chain_broken", message.clone())).await;
+            Err(message)
+        }
+    };
+    record(state, AUDIT_VERIFY, trigger, work).await
 }
 
 /// Runs `work`, records the run, and never lets a failure escape.
