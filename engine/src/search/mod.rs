@@ -65,11 +65,18 @@ pub struct Source {
     pub kind: &'static str,
     load: LoadFn,
     scan: ScanFn,
+    /// Rows of this kind are contacts: each belongs to itself (for `SearchRequest::contacts`).
+    contact: bool,
 }
 
 impl Source {
     pub fn of<R: Record>() -> Source {
-        Source { kind: R::KIND.name, load: load_doc::<R>, scan: scan_docs::<R> }
+        Source { kind: R::KIND.name, load: load_doc::<R>, scan: scan_docs::<R>, contact: false }
+    }
+
+    /// Marks the kind as the contact kind: a row is among the rows of the contacts it names.
+    pub fn contacts(self) -> Source {
+        Source { contact: true, ..self }
     }
 }
 
@@ -389,6 +396,15 @@ impl Search {
         Ok((Built { live, applied }, counts))
     }
 
+    /// The contacts a row belongs to: its own, plus its own id for a contact.
+    fn contacts_of(&self, code: u64, id: u64, doc: &SearchDoc) -> Vec<u64> {
+        let mut contacts = doc.contacts.clone();
+        if self.sources[code as usize - 1].contact {
+            contacts.push(id);
+        }
+        contacts
+    }
+
     fn document(&self, user: u64, code: u64, id: u64, doc: &SearchDoc) -> TantivyDocument {
         let f = &self.fields;
         let mut d = TantivyDocument::default();
@@ -396,8 +412,8 @@ impl Search {
         d.add_u64(f.kind, code);
         d.add_u64(f.key, schema::key(code, id));
         d.add_u64(f.hidden, u64::from(doc.hidden));
-        for c in &doc.contacts {
-            d.add_u64(f.contact, *c);
+        for c in self.contacts_of(code, id, doc) {
+            d.add_u64(f.contact, c);
         }
         d.add_text(f.title, &doc.title);
         d.add_text(f.body, &doc.body);
@@ -680,7 +696,7 @@ impl Search {
                             title: query::tokens(analyzer, &d.title),
                             body: query::tokens(analyzer, &d.body),
                             hidden: d.hidden,
-                            contacts: d.contacts,
+                            contacts: self.contacts_of(code, id, &d),
                         }));
                         if let Some(entry) = lock(&self.overlay).get_mut(&user).and_then(|m| m.get_mut(&(code, id)))
                             && entry.seq == pending.seq

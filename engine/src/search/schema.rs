@@ -6,7 +6,7 @@ use tantivy::schema::{Field, IndexRecordOption, NumericOptions, Schema, TextFiel
 use super::query::ANALYZER;
 
 /// Stored in every commit's payload; a mismatch at start triggers a rebuild.
-pub(crate) const SCHEMA_VERSION: u32 = 2;
+pub(crate) const SCHEMA_VERSION: u32 = 3;
 
 pub(crate) const F_USER: &str = "user";
 pub(crate) const F_KIND: &str = "kind";

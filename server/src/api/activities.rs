@@ -55,7 +55,8 @@ pub fn view(row: &Row<Activity>, contacts: &[Value]) -> Value {
     })
 }
 
-fn with_contacts(view_: &UserView, row: &Row<Activity>) -> Value {
+/// An activity with its contacts named.
+pub fn with_contacts(view_: &UserView, row: &Row<Activity>) -> Value {
     let contacts: Vec<Value> = row
         .body
         .contact_ids

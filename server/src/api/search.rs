@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use axum::extract::{Query, State};
 use mycorrhizal_engine::search::Snippet;
-use mycorrhizal_engine::{Plan, Row, SearchGroup, SearchRequest, UserView};
+use mycorrhizal_engine::{Plan, Row, SearchRequest, UserView};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::IntoParams;
@@ -123,12 +123,9 @@ pub async fn search(
     };
     let body = state
         .blocking(move |_| {
-            let request =
-                SearchRequest { plan: &plan, kinds: None, include_hidden: false, contacts: None, limit, offset };
-            let groups = match &members {
-                None => scope.search(&request)?,
-                Some(ids) => household_groups(&scope, &request, ids)?,
-            };
+            let contacts = members.as_deref();
+            let request = SearchRequest { plan: &plan, kinds: None, include_hidden: false, contacts, limit, offset };
+            let groups = scope.search(&request)?;
             let view = scope.view()?;
             let mut out = json!({ "query": text, "contacts": [], "notes": [], "activities": [] });
             let mut totals = serde_json::Map::new();
@@ -199,32 +196,6 @@ pub async fn search(
     Ok(axum::Json(body))
 }
 
-/// The groups of a search restricted to the contacts `members`. Notes and activities go through
-/// the engine's contact filter; a contact's own document carries no contact list, so the contacts
-/// group is every matching contact, kept to the members, then paged here.
-fn household_groups(
-    scope: &mycorrhizal_engine::UserScope,
-    request: &SearchRequest<'_>,
-    members: &[u64],
-) -> Result<Vec<SearchGroup>, ApiError> {
-    if members.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut groups =
-        scope.search(&SearchRequest { kinds: Some(&["note", "activity"]), contacts: Some(members), ..*request })?;
-    groups.retain(|g| g.kind != "contact");
-    let everyone = scope.view()?.count::<Contact>()? as usize;
-    let all =
-        SearchRequest { kinds: Some(&["contact"]), contacts: None, limit: everyone.max(1), offset: 0, ..*request };
-    for mut group in scope.search(&all)?.into_iter().filter(|g| g.kind == "contact") {
-        group.hits.retain(|hit| members.contains(&hit.id));
-        group.total = group.hits.len();
-        group.hits = group.hits.into_iter().skip(request.offset).take(request.limit).collect();
-        groups.push(group);
-    }
-    Ok(groups)
-}
-
 /// A note hit: the note's fields (`id`, and `ID` as the Android client reads it), the contact's
 /// name, and the snippet.
 fn note_hit(view: &UserView, plan: &Plan, row: &Row<Note>) -> Value {
@@ -240,13 +211,7 @@ fn note_hit(view: &UserView, plan: &Plan, row: &Row<Note>) -> Value {
 
 fn activity_hit(view: &UserView, plan: &Plan, row: &Row<Activity>) -> Value {
     let a = &row.body;
-    let contacts: Vec<Value> = a
-        .contact_ids
-        .iter()
-        .filter_map(|id| view.get::<Contact>(*id).ok())
-        .map(|c| json!({ "id": c.id, "uid": c.body.uid, "name": c.body.name() }))
-        .collect();
-    let mut item = super::activities::view(row, &contacts);
+    let mut item = super::activities::with_contacts(view, row);
     item["ID"] = json!(row.id);
     let snippet = [a.description.as_str(), a.title.as_str(), a.location.as_str()]
         .into_iter()

@@ -12,5 +12,5 @@ pub mod records;
 /// The kinds full-text search indexes, in the order `/search` groups them.
 pub fn search_sources() -> Vec<mycorrhizal_engine::Source> {
     use mycorrhizal_engine::Source;
-    vec![Source::of::<contact::Contact>(), Source::of::<records::Note>(), Source::of::<records::Activity>()]
+    vec![Source::of::<contact::Contact>().contacts(), Source::of::<records::Note>(), Source::of::<records::Activity>()]
 }
