@@ -4,4 +4,8 @@
 
 pub mod card;
 pub mod dates;
+pub mod jscontact;
 pub mod projection;
+pub mod record;
+pub mod text;
+pub mod vcard;

@@ -1,0 +1,539 @@
+//! JSContact (RFC 9553) in and out, and the mapping between a JSContact card and the neutral
+//! record.
+//!
+//! The neutral card is JSContact with two shape changes existing clients rely on: every id-keyed
+//! map of objects (`emails`, `phones`, ...) is a list whose items keep their key as `id`, and
+//! every set of strings (`contexts`, `features`, `keywords`, a related entry's `relation`) is a
+//! list. `@type` markers and the `version` member are dropped on the way in and put back on the
+//! way out. The RFC 9555 `vCard` member (properties with no JSContact home, and the parameters of
+//! converted ones) is carried in `passthrough` (`vCardProps` and `jsContactProps`), so an export
+//! gives those properties back.
+
+use serde_json::{Map, Value, json};
+
+use crate::card::Card;
+use crate::record::{Item, NeutralRecord, Problem};
+
+/// Members whose JSContact form is a map of id to object.
+const ID_MAPS: &[&str] = &[
+    "nicknames",
+    "organizations",
+    "titles",
+    "emails",
+    "phones",
+    "addresses",
+    "anniversaries",
+    "onlineServices",
+    "links",
+    "media",
+    "notes",
+    "personalInfo",
+    "preferredLanguages",
+    "calendars",
+    "schedulingAddresses",
+    "directories",
+    "cryptoKeys",
+];
+
+/// Members (of the card or of an item) whose JSContact form is a set: a map of string to `true`.
+const SETS: &[&str] = &["contexts", "features", "keywords", "members"];
+
+/// Where the RFC 9555 `vCard` member's parts live in `passthrough`.
+pub const PASSTHROUGH_VCARD_PROPS: &str = "vCardProps";
+pub const PASSTHROUGH_JSCONTACT_PROPS: &str = "jsContactProps";
+const CONVERTED_POINTER: &str = "/vCard/convertedProperties";
+
+fn set_to_list(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Array(
+            map.into_iter().filter(|(_, v)| v.as_bool() != Some(false)).map(|(k, _)| Value::String(k)).collect(),
+        ),
+        other => other,
+    }
+}
+
+fn list_to_set(value: Value) -> Value {
+    match value {
+        Value::Array(list) => Value::Object(
+            list.into_iter().filter_map(|v| v.as_str().map(|s| (s.to_string(), Value::Bool(true)))).collect(),
+        ),
+        other => other,
+    }
+}
+
+/// Strips `@type` and turns sets into lists, recursively.
+fn neutral_item(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(k, _)| k != "@type")
+                .map(|(k, v)| {
+                    let v = if SETS.contains(&k.as_str()) { set_to_list(v) } else { neutral_item(v) };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        Value::Array(list) => Value::Array(list.into_iter().map(neutral_item).collect()),
+        other => other,
+    }
+}
+
+fn id_map_to_list(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Array(
+            map.into_iter()
+                .map(|(id, item)| {
+                    let mut item = neutral_item(item);
+                    if let Value::Object(m) = &mut item {
+                        m.insert("id".into(), Value::String(id));
+                    }
+                    item
+                })
+                .collect(),
+        ),
+        other => neutral_item(other),
+    }
+}
+
+/// Applies `f` to every item of an id map (or list).
+fn map_items(value: Value, f: fn(Value) -> Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, f(v))).collect()),
+        Value::Array(list) => Value::Array(list.into_iter().map(f).collect()),
+        other => other,
+    }
+}
+
+/// JSContact dates are typed objects (`{"@type": "PartialDate", year, month, day}` or
+/// `{"@type": "Timestamp", utc}`); the neutral card holds `{partial: {...}}` or `{timestamp}`.
+fn neutral_anniversary(mut item: Value) -> Value {
+    if let Some(date) = item.get_mut("date") {
+        let typed = date.get("@type").and_then(Value::as_str).map(str::to_string);
+        if let Value::Object(d) = date {
+            d.remove("@type");
+            let utc = d.get("utc").cloned();
+            *date = match (typed.as_deref(), utc) {
+                (Some("Timestamp"), Some(utc)) | (None, Some(utc)) => json!({ "timestamp": utc }),
+                _ => json!({ "partial": Value::Object(std::mem::take(d)) }),
+            };
+        }
+    }
+    item
+}
+
+/// The neutral anniversary date back in JSContact's typed form.
+fn jscontact_anniversary(mut item: Value) -> Value {
+    if let Some(date) = item.get_mut("date") {
+        if let Some(Value::Object(partial)) = date.get("partial") {
+            let mut typed = partial.clone();
+            typed.insert("@type".into(), json!("PartialDate"));
+            *date = Value::Object(typed);
+        } else if let Some(utc) = date.get("timestamp").cloned() {
+            *date = json!({ "@type": "Timestamp", "utc": utc });
+        }
+    }
+    item
+}
+
+/// `relatedTo`: `{target: {relation: {spouse: true}}}` becomes `[{target, relations: [spouse]}]`.
+fn related_to_list(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Array(
+            map.into_iter()
+                .map(|(target, item)| {
+                    let mut out = Map::new();
+                    out.insert("target".into(), Value::String(target));
+                    if let Value::Object(mut item) = neutral_item(item) {
+                        if let Some(rel) = item.remove("relation") {
+                            out.insert("relations".into(), set_to_list(rel));
+                        }
+                        out.extend(item);
+                    }
+                    Value::Object(out)
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// `speakToAs.pronouns` is an id map inside an object.
+fn speak_to_as(value: Value) -> Value {
+    match neutral_item(value) {
+        Value::Object(mut map) => {
+            if let Some(p) = map.remove("pronouns") {
+                map.insert("pronouns".into(), id_map_to_list(p));
+            }
+            Value::Object(map)
+        }
+        other => other,
+    }
+}
+
+/// A JSContact card (RFC 9553 JSON) as a neutral record. Never fails: members it cannot read
+/// are kept as they are in the card's unknown members.
+pub fn to_neutral(card: Value) -> NeutralRecord {
+    let Value::Object(map) = card else { return NeutralRecord::default() };
+    let mut out = Map::new();
+    let mut passthrough = Map::new();
+    for (key, value) in map {
+        match key.as_str() {
+            "@type" | "version" => {}
+            "vCard" => {
+                if let Value::Object(vcard) = value {
+                    carry_vcard_member(vcard, &mut passthrough);
+                }
+            }
+            "relatedTo" => {
+                out.insert(key, related_to_list(value));
+            }
+            "speakToAs" => {
+                out.insert(key, speak_to_as(value));
+            }
+            "anniversaries" => {
+                out.insert(key, id_map_to_list(map_items(value, neutral_anniversary)));
+            }
+            k if ID_MAPS.contains(&k) => {
+                out.insert(key, id_map_to_list(value));
+            }
+            k if SETS.contains(&k) => {
+                out.insert(key, set_to_list(value));
+            }
+            _ => {
+                out.insert(key, neutral_item(value));
+            }
+        }
+    }
+    // Phones written as `tel:` URIs read as plain numbers.
+    if let Some(Value::Array(phones)) = out.get_mut("phones") {
+        for phone in phones {
+            if let Some(Value::String(n)) = phone.get_mut("number")
+                && let Some(rest) = n.strip_prefix("tel:")
+            {
+                *n = rest.to_string();
+            }
+        }
+    }
+    let mut card = deserialize_card(Value::Object(out));
+    legacy_context_tokens(&mut card);
+    // Google puts every contact in its system group "myContacts"; it is not the person's tag.
+    card.keywords.retain(|k| !k.eq_ignore_ascii_case("myContacts"));
+    NeutralRecord { card, crm: Map::new(), passthrough, gender: String::new() }
+}
+
+/// Reads the neutral card leniently: a member of the wrong type moves to the unknown members
+/// under its own name prefixed `x-invalid-`, rather than losing the card.
+fn deserialize_card(value: Value) -> Card {
+    match serde_json::from_value::<Card>(value.clone()) {
+        Ok(card) => card,
+        Err(_) => {
+            let Value::Object(map) = value else { return Card::default() };
+            let mut good = Map::new();
+            let mut bad = Map::new();
+            for (k, v) in map {
+                let mut probe = Map::new();
+                probe.insert(k.clone(), v.clone());
+                if serde_json::from_value::<Card>(Value::Object(probe)).is_ok() {
+                    good.insert(k, v);
+                } else {
+                    bad.insert(format!("x-invalid-{k}"), v);
+                }
+            }
+            let mut card: Card = serde_json::from_value(Value::Object(good)).unwrap_or_default();
+            card.extra.extend(bad);
+            card
+        }
+    }
+}
+
+/// vCard 3 spells preference and transport as types (`TYPE=pref`, `TYPE=internet`): `pref`
+/// becomes `pref: 1`, `internet` (every email is) is dropped.
+fn legacy_context_tokens(card: &mut Card) {
+    fn fix(contexts: &mut Vec<String>, pref: &mut Option<u32>) {
+        if contexts.iter().any(|c| c.eq_ignore_ascii_case("pref")) && pref.is_none() {
+            *pref = Some(1);
+        }
+        contexts.retain(|c| !c.eq_ignore_ascii_case("pref") && !c.eq_ignore_ascii_case("internet"));
+    }
+    for e in &mut card.emails {
+        fix(&mut e.contexts, &mut e.pref);
+    }
+    for p in &mut card.phones {
+        fix(&mut p.contexts, &mut p.pref);
+    }
+    for a in &mut card.addresses {
+        fix(&mut a.contexts, &mut a.pref);
+    }
+}
+
+/// Splits the RFC 9555 `vCard` member into `passthrough`: `properties` (jCard arrays) become
+/// `vCardProps` objects `{name, params, type, value}` (without `version`), and
+/// `convertedProperties` is kept under its JSON pointer in `jsContactProps`.
+fn carry_vcard_member(mut vcard: Map<String, Value>, passthrough: &mut Map<String, Value>) {
+    if let Some(Value::Array(props)) = vcard.remove("properties") {
+        let list: Vec<Value> = props
+            .into_iter()
+            .filter_map(|p| {
+                let parts = p.as_array()?;
+                let name = parts.first()?.as_str()?;
+                if name.eq_ignore_ascii_case("version") {
+                    return None;
+                }
+                let value = if parts.len() > 4 { Value::Array(parts[3..].to_vec()) } else { parts.get(3)?.clone() };
+                Some(json!({
+                    "name": name,
+                    "params": bare_tokens_as_types(parts.get(1).cloned().unwrap_or_else(|| json!({}))),
+                    "type": parts.get(2).cloned().unwrap_or_else(|| json!("unknown")),
+                    "value": value,
+                }))
+            })
+            .collect();
+        if !list.is_empty() {
+            passthrough.insert(PASSTHROUGH_VCARD_PROPS.into(), Value::Array(list));
+        }
+    }
+    if let Some(Value::Object(converted)) = vcard.remove("convertedProperties")
+        && !converted.is_empty()
+    {
+        let props = passthrough.entry(PASSTHROUGH_JSCONTACT_PROPS).or_insert_with(|| json!({}));
+        if let Value::Object(p) = props {
+            p.insert(CONVERTED_POINTER.into(), Value::Object(converted));
+        }
+    }
+}
+
+/// vCard 2.1 writes types as bare parameters (`LABEL;WORK;PREF:`), which read as parameters
+/// with an empty value; they are types.
+fn bare_tokens_as_types(params: Value) -> Value {
+    let Value::Object(mut map) = params else { return params };
+    let bare: Vec<String> = map.iter().filter(|(_, v)| v.as_str() == Some("")).map(|(k, _)| k.clone()).collect();
+    if bare.is_empty() {
+        return Value::Object(map);
+    }
+    let mut types: Vec<String> = match map.remove("type") {
+        Some(Value::String(t)) => t.split(',').map(str::to_string).collect(),
+        Some(Value::Array(list)) => list.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+        _ => Vec::new(),
+    };
+    for token in bare {
+        map.remove(&token);
+        types.push(token.to_uppercase());
+    }
+    map.insert("type".into(), Value::String(types.join(",")));
+    Value::Object(map)
+}
+
+/// The passthrough's vCard properties and converted-property parameters as the RFC 9555 `vCard`
+/// member, or `None` when there are none.
+fn vcard_member(passthrough: &Map<String, Value>) -> Option<Value> {
+    let mut vcard = Map::new();
+    if let Some(Value::Array(props)) = passthrough.get(PASSTHROUGH_VCARD_PROPS) {
+        let list: Vec<Value> = props
+            .iter()
+            .filter_map(|p| {
+                let name = p.get("name")?.as_str()?;
+                let mut parts = vec![json!(name.to_lowercase()), p.get("params").cloned().unwrap_or_else(|| json!({}))];
+                parts.push(p.get("type").cloned().unwrap_or_else(|| json!("unknown")));
+                match p.get("value") {
+                    // A structured value (CLIENTPIDMAP's `1;urn:...`) is one jCard element.
+                    Some(v @ Value::Array(_)) => parts.push(v.clone()),
+                    Some(v) => parts.push(v.clone()),
+                    None => parts.push(json!("")),
+                }
+                Some(Value::Array(parts))
+            })
+            .collect();
+        if !list.is_empty() {
+            vcard.insert("properties".into(), Value::Array(list));
+        }
+    }
+    if let Some(converted) = passthrough.get(PASSTHROUGH_JSCONTACT_PROPS).and_then(|p| p.get(CONVERTED_POINTER))
+        && converted.as_object().is_some_and(|m| !m.is_empty())
+    {
+        vcard.insert("convertedProperties".into(), converted.clone());
+    }
+    (!vcard.is_empty()).then_some(Value::Object(vcard))
+}
+
+fn jscontact_item(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let v = if SETS.contains(&k.as_str()) { list_to_set(v) } else { jscontact_item(v) };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        Value::Array(list) => Value::Array(list.into_iter().map(jscontact_item).collect()),
+        other => other,
+    }
+}
+
+fn list_to_id_map(value: Value) -> Value {
+    let Value::Array(list) = value else { return jscontact_item(value) };
+    let taken: Vec<String> =
+        list.iter().filter_map(|v| v.get("id").and_then(Value::as_str).map(str::to_string)).collect();
+    let mut next = 0;
+    let mut map = Map::new();
+    for item in list {
+        let mut item = jscontact_item(item);
+        let id = match item.as_object_mut().and_then(|m| m.remove("id")) {
+            Some(Value::String(id)) if !id.is_empty() && !map.contains_key(&id) => id,
+            _ => loop {
+                next += 1;
+                let candidate = format!("k{next}");
+                if !taken.contains(&candidate) && !map.contains_key(&candidate) {
+                    break candidate;
+                }
+            },
+        };
+        map.insert(id, item);
+    }
+    Value::Object(map)
+}
+
+fn related_to_map(value: Value) -> Value {
+    let Value::Array(list) = value else { return value };
+    let mut map = Map::new();
+    for item in list {
+        let Value::Object(mut item) = item else { continue };
+        let Some(Value::String(target)) = item.remove("target") else { continue };
+        let relations = item.remove("relations").map(list_to_set).unwrap_or_else(|| json!({}));
+        let mut entry = match jscontact_item(Value::Object(item)) {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        if relations.as_object().is_some_and(|r| !r.is_empty()) {
+            entry.insert("relation".into(), relations);
+        }
+        map.insert(target, Value::Object(entry));
+    }
+    Value::Object(map)
+}
+
+/// The neutral record as a JSContact card (RFC 9553), `@type` and `version` included.
+pub fn from_neutral(record: &NeutralRecord) -> Value {
+    let card = serde_json::to_value(&record.card).unwrap_or_else(|_| json!({}));
+    let Value::Object(members) = card else { return json!({"@type": "Card", "version": "1.0"}) };
+    let mut out = Map::new();
+    out.insert("@type".into(), json!("Card"));
+    out.insert("version".into(), json!("1.0"));
+    for (key, value) in members {
+        let value = match key.as_str() {
+            "relatedTo" => related_to_map(value),
+            "speakToAs" => match jscontact_item(value) {
+                Value::Object(mut m) => {
+                    if let Some(p) = m.remove("pronouns") {
+                        m.insert("pronouns".into(), list_to_id_map(p));
+                    }
+                    Value::Object(m)
+                }
+                other => other,
+            },
+            "anniversaries" => map_items(list_to_id_map(value), jscontact_anniversary),
+            k if ID_MAPS.contains(&k) => list_to_id_map(value),
+            k if SETS.contains(&k) => list_to_set(value),
+            _ => jscontact_item(value),
+        };
+        out.insert(key, value);
+    }
+    if let Some(vcard) = vcard_member(&record.passthrough) {
+        out.insert("vCard".into(), vcard);
+    }
+    Value::Object(out)
+}
+
+/// The cards of a JSContact file: one Card, an array of Cards, or a group (`@type: CardGroup`
+/// with `cards` as an array or map, as earlier drafts wrote it). A card that is not a JSON object
+/// is a problem of its own; a file that is not JSON at all is one problem at index 0.
+pub fn parse_file(bytes: &[u8]) -> Vec<Item> {
+    let text = crate::text::decode(bytes);
+    let value: Value = match serde_json::from_str(text.trim_start_matches('\u{feff}')) {
+        Ok(v) => v,
+        Err(e) => {
+            return vec![Item::Problem(Problem { index: 0, line: e.line(), reason: format!("not valid JSON: {e}") })];
+        }
+    };
+    let cards: Vec<Value> = match value {
+        Value::Array(list) => list,
+        Value::Object(mut map) if map.get("@type").and_then(Value::as_str) == Some("CardGroup") => {
+            match map.remove("cards") {
+                Some(Value::Array(list)) => list,
+                Some(Value::Object(m)) => m.into_iter().map(|(_, v)| v).collect(),
+                _ => Vec::new(),
+            }
+        }
+        other => vec![other],
+    };
+    cards
+        .into_iter()
+        .enumerate()
+        .map(|(index, card)| {
+            let kind = card.get("@type").and_then(Value::as_str);
+            if !card.is_object() || kind.is_some_and(|t| t != "Card") {
+                return Item::Problem(Problem {
+                    index,
+                    line: 0,
+                    reason: "not a JSContact Card (an object with \"@type\": \"Card\")".into(),
+                });
+            }
+            let mut record = to_neutral(card);
+            let diagnostics = crate::text::name_fallback(&mut record.card);
+            match record.card.validate() {
+                Ok(()) => Item::Record { record: Box::new(record), line: 0, diagnostics },
+                Err(e) => Item::Problem(Problem { index, line: 0, reason: format!("{}: {}", e.field, e.reason) }),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_become_lists_and_come_back() {
+        let js = json!({
+            "@type": "Card", "version": "1.0", "uid": "x",
+            "name": {"components": [{"kind": "given", "value": "Ann"}]},
+            "emails": {"e1": {"@type": "EmailAddress", "address": "a@example.org", "contexts": {"work": true}, "pref": 1}},
+            "keywords": {"friends": true},
+            "relatedTo": {"urn:uuid:1": {"relation": {"spouse": true}}},
+            "speakToAs": {"pronouns": {"p1": {"pronouns": "she/her"}}},
+        });
+        let record = to_neutral(js.clone());
+        assert_eq!(record.card.emails[0].address, "a@example.org");
+        assert_eq!(record.card.emails[0].contexts, vec!["work"]);
+        assert_eq!(record.card.emails[0].extra["id"], json!("e1"));
+        assert_eq!(record.card.keywords, vec!["friends"]);
+        assert_eq!(record.card.related_to[0].relations, vec!["spouse"]);
+        let back = from_neutral(&record);
+        let mut expected = js;
+        expected["emails"]["e1"].as_object_mut().unwrap().remove("@type");
+        assert_eq!(back, expected);
+    }
+
+    #[test]
+    fn vcard_3_type_tokens_become_pref_and_disappear() {
+        let record = to_neutral(json!({
+            "name": {"full": "A B"},
+            "emails": {"k1": {"address": "a@b.c", "contexts": {"internet": true, "pref": true, "private": true}}},
+        }));
+        assert_eq!(record.card.emails[0].contexts, vec!["private"]);
+        assert_eq!(record.card.emails[0].pref, Some(1));
+    }
+
+    #[test]
+    fn a_file_may_hold_one_card_a_list_or_a_group() {
+        let one = br#"{"@type":"Card","name":{"full":"Ann Lee"}}"#;
+        assert!(matches!(parse_file(one).as_slice(), [Item::Record { .. }]));
+        let list = br#"[{"@type":"Card","name":{"full":"Ann"}}, 7, {"@type":"Card","name":{"full":"Bo"}}]"#;
+        let items = parse_file(list);
+        assert_eq!(items.len(), 3);
+        assert!(matches!(&items[1], Item::Problem(p) if p.index == 1));
+        let group = br#"{"@type":"CardGroup","cards":[{"@type":"Card","name":{"full":"Ann"}}]}"#;
+        assert_eq!(parse_file(group).len(), 1);
+        assert!(matches!(parse_file(b"{not json").as_slice(), [Item::Problem(_)]));
+    }
+}

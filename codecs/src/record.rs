@@ -1,0 +1,36 @@
+//! The neutral record every import format produces and every export format reads: the `card`
+//! (JSContact-shaped, see [`crate::card`]), the `crm` envelope (circles, how we met, ...), the
+//! `passthrough` members no neutral home holds (so an export gives them back), and `gender`.
+//! Parsers report problems per item ([`Problem`]) and never abort a whole file.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::card::Card;
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NeutralRecord {
+    pub card: Card,
+    #[serde(default)]
+    pub crm: Map<String, Value>,
+    #[serde(default)]
+    pub passthrough: Map<String, Value>,
+    #[serde(default)]
+    pub gender: String,
+}
+
+/// What went wrong with one item of an input file: its 0-based position among the file's items,
+/// the 1-based line it starts on (0 when the format has no lines, e.g. JSON), and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    pub index: usize,
+    pub line: usize,
+    pub reason: String,
+}
+
+/// One item of a parsed file: a record (with notes on what was dropped or repaired), or a problem.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    Record { record: Box<NeutralRecord>, line: usize, diagnostics: Vec<String> },
+    Problem(Problem),
+}

@@ -1,0 +1,393 @@
+//! vCard 2.1, 3.0 and 4.0 in; 3.0 and 4.0 out. Built on calcard's parser, writer and its
+//! RFC 9555 vCard <-> JSContact conversion; the neutral record is reached through
+//! [`crate::jscontact`], so both formats share one mapping. calcard's types stay in this module.
+//!
+//! Around calcard, this module handles what real exporters do:
+//! - a file is split into cards here, so a broken card is reported with its line and the rest of
+//!   the file still imports;
+//! - lines are unfolded on bytes before decoding, because exporters fold inside UTF-8 sequences;
+//! - a card that is not UTF-8 is read as Windows-1252;
+//! - Apple's year-less dates (`X-APPLE-OMIT-YEAR`) lose their placeholder year on the way in and
+//!   get it back in 3.0 output;
+//! - 4.0 `data:` URIs are written with a bare comma (calcard escapes it, and clients then lose
+//!   the photo);
+//! - calcard's bookkeeping parameters (`PROP-ID`, `JSCOMPS`) are not written out.
+
+use base64::Engine as _;
+use calcard::Entry;
+use calcard::common::PartialDateTime;
+use calcard::jscontact::JSContact;
+use calcard::vcard::{VCard, VCardEntry, VCardParameter, VCardParameterName, VCardProperty, VCardValue, VCardVersion};
+use serde_json::{Value, json};
+
+use crate::card::Card;
+use crate::jscontact;
+use crate::record::{Item, NeutralRecord, Problem};
+
+/// The year Apple writes for a date without one.
+const APPLE_NO_YEAR: u16 = 1604;
+
+/// The vCard versions this server writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    V3,
+    V4,
+}
+
+impl Version {
+    /// `4`, `4.0`, `3`, `3.0`, optionally prefixed `v`.
+    pub fn parse(text: &str) -> Option<Version> {
+        match text.trim().trim_start_matches(['v', 'V']) {
+            "4" | "4.0" => Some(Version::V4),
+            "3" | "3.0" => Some(Version::V3),
+            _ => None,
+        }
+    }
+}
+
+/// One card's bytes in a file and the line it starts on.
+struct Block<'a> {
+    line: usize,
+    bytes: &'a [u8],
+    complete: bool,
+}
+
+fn trim_line(line: &[u8]) -> &[u8] {
+    let line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
+    let start = line.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(line.len());
+    let end = line.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    &line[start..end]
+}
+
+/// Splits a file into `BEGIN:VCARD` ... `END:VCARD` blocks, nesting counted (2.1's `AGENT` may
+/// embed a card). Text outside any card is ignored.
+fn blocks(bytes: &[u8]) -> Vec<Block<'_>> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = (0usize, 0usize);
+    let mut offset = 0usize;
+    for (i, raw) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
+        let line = trim_line(raw);
+        if line.eq_ignore_ascii_case(b"BEGIN:VCARD") {
+            if depth == 0 {
+                start = (i + 1, offset);
+            }
+            depth += 1;
+        } else if line.eq_ignore_ascii_case(b"END:VCARD") && depth > 0 {
+            depth -= 1;
+            if depth == 0 {
+                out.push(Block { line: start.0, bytes: &bytes[start.1..offset + raw.len()], complete: true });
+            }
+        }
+        offset += raw.len();
+    }
+    if depth > 0 {
+        out.push(Block { line: start.0, bytes: &bytes[start.1..], complete: false });
+    }
+    out
+}
+
+/// Removes folding (a line break followed by a space or tab) on bytes.
+fn unfold(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') && matches!(bytes.get(i + 2), Some(b' ' | b'\t')) {
+            i += 3;
+        } else if b == b'\n' && matches!(bytes.get(i + 1), Some(b' ' | b'\t')) {
+            i += 2;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Every card of a vCard file, in order: a neutral record, or a problem with the card's line.
+pub fn parse_file(bytes: &[u8]) -> Vec<Item> {
+    let bytes = crate::text::utf8_bytes(bytes);
+    let found = blocks(&bytes);
+    if found.is_empty() {
+        return vec![Item::Problem(Problem { index: 0, line: 1, reason: "no BEGIN:VCARD found".into() })];
+    }
+    found.into_iter().enumerate().map(|(index, block)| parse_block(index, &block)).collect()
+}
+
+fn parse_block(index: usize, block: &Block<'_>) -> Item {
+    let problem = |reason: String| Item::Problem(Problem { index, line: block.line, reason });
+    if !block.complete {
+        return problem("the card has no END:VCARD".into());
+    }
+    let unfolded = unfold(block.bytes);
+    let text = crate::text::decode(&unfolded);
+    let vcard = match VCard::parse(&*text) {
+        Ok(v) => v,
+        Err(Entry::InvalidLine(line)) => return problem(format!("unreadable line: {}", clip(&line))),
+        Err(other) => return problem(format!("not a readable vCard ({})", clip(&format!("{other:?}")))),
+    };
+    let js = vcard.into_jscontact::<String, String>();
+    let mut value = serde_json::to_value(&js).unwrap_or_else(|_| json!({}));
+    apple_omit_year_in(&mut value);
+    let mut record = jscontact::to_neutral(value);
+    let diagnostics = crate::text::name_fallback(&mut record.card);
+    match record.card.validate() {
+        Ok(()) => Item::Record { record: Box::new(record), line: block.line, diagnostics },
+        Err(e) => problem(format!("{}: {}", e.field, e.reason)),
+    }
+}
+
+fn clip(text: &str) -> String {
+    let mut out: String = text.chars().take(80).collect();
+    if out.len() < text.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// Apple writes a year-less date as year 1604 with `X-APPLE-OMIT-YEAR=1604`: the year is
+/// dropped and the parameter forgotten.
+fn apple_omit_year_in(js: &mut Value) {
+    let Some(Value::Object(converted)) = js.pointer_mut("/vCard/convertedProperties") else { return };
+    let mut omitted = Vec::new();
+    converted.retain(|pointer, entry| {
+        let Some(params) = entry.get_mut("parameters").and_then(Value::as_object_mut) else { return true };
+        let Some(year) = params.remove("x-apple-omit-year") else { return true };
+        omitted.push((pointer.clone(), year));
+        !params.is_empty() || entry.as_object().is_some_and(|e| e.len() > 1)
+    });
+    for (pointer, year) in omitted {
+        let year: Option<i64> = year.as_str().and_then(|y| y.parse().ok()).or_else(|| year.as_i64());
+        let Some(date) = js.pointer_mut(&format!("/{pointer}")) else { continue };
+        if date.get("year").and_then(Value::as_i64) == year
+            && let Some(m) = date.as_object_mut()
+        {
+            m.remove("year");
+        }
+    }
+}
+
+/// The record as one vCard of `version`, CRLF line ends, folded at 75 octets. Photos given as
+/// `data:` URIs in the card's `media` are embedded.
+pub fn write(record: &NeutralRecord, version: Version) -> String {
+    let js = jscontact::from_neutral(record);
+    let mut vcard =
+        JSContact::<String, String>::parse(&js.to_string()).ok().and_then(|c| c.into_vcard()).unwrap_or_default();
+    tidy(&mut vcard, version);
+    let mut out = String::new();
+    let v = if version == Version::V3 { VCardVersion::V3_0 } else { VCardVersion::V4_0 };
+    if vcard.write_to(&mut out, v).is_err() {
+        return String::new();
+    }
+    if version == Version::V4 {
+        out = out.replace(";base64\\,", ";base64,");
+    }
+    out
+}
+
+/// Removes calcard's bookkeeping parameters, cuts `N` and `ADR` to their classic components for
+/// 3.0 (4.0 keeps RFC 9554's extended ones), and writes a year-less date Apple's way in 3.0.
+fn tidy(vcard: &mut VCard, version: Version) {
+    for entry in &mut vcard.entries {
+        entry.params.retain(|p| !matches!(p.name, VCardParameterName::PropId | VCardParameterName::Jscomps));
+        redundant_extended_address(entry);
+        if version == Version::V3 {
+            classic_components(entry);
+            apple_year(entry);
+            pref_as_type(entry);
+        }
+    }
+}
+
+fn joined(value: &VCardValue) -> String {
+    match value {
+        VCardValue::Text(t) => t.clone(),
+        VCardValue::Component(parts) => parts.join(","),
+        _ => String::new(),
+    }
+}
+
+/// calcard repeats an address's street in RFC 9554's extended components even when nothing
+/// else is there; such an `ADR` is written in its classic seven components, which every client
+/// reads and which read back to the same address.
+fn redundant_extended_address(entry: &mut VCardEntry) {
+    if entry.name != VCardProperty::Adr || entry.values.len() <= 7 {
+        return;
+    }
+    let classic: Vec<String> = entry.values[..7].iter().map(joined).collect();
+    if entry.values[7..].iter().map(joined).all(|v| v.is_empty() || classic.contains(&v)) {
+        entry.values.truncate(7);
+    }
+}
+
+/// 3.0 has no `PREF` parameter: the most preferred entry says `TYPE=pref`.
+fn pref_as_type(entry: &mut VCardEntry) {
+    let before = entry.params.len();
+    entry.params.retain(|p| p.name != VCardParameterName::Pref);
+    if entry.params.len() != before {
+        entry.params.push(VCardParameter {
+            name: VCardParameterName::Type,
+            value: calcard::vcard::VCardParameterValue::Text("pref".into()),
+        });
+    }
+}
+
+fn classic_components(entry: &mut VCardEntry) {
+    let keep = match entry.name {
+        VCardProperty::N => 5,
+        VCardProperty::Adr => 7,
+        _ => return,
+    };
+    entry.values.truncate(keep);
+}
+
+fn apple_year(entry: &mut VCardEntry) {
+    if !matches!(entry.name, VCardProperty::Bday | VCardProperty::Anniversary) {
+        return;
+    }
+    let mut changed = false;
+    for value in &mut entry.values {
+        if let VCardValue::PartialDateTime(PartialDateTime {
+            year: year @ None, month: Some(_), day: Some(_), ..
+        }) = value
+        {
+            *year = Some(APPLE_NO_YEAR);
+            changed = true;
+        }
+    }
+    if changed {
+        entry.params.push(VCardParameter {
+            name: VCardParameterName::Other("X-APPLE-OMIT-YEAR".into()),
+            value: calcard::vcard::VCardParameterValue::Text(APPLE_NO_YEAR.to_string()),
+        });
+    }
+}
+
+/// A photo carried inline in a card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Photo {
+    pub media_type: String,
+    pub bytes: Vec<u8>,
+}
+
+fn decode_data_uri(uri: &str) -> Option<Photo> {
+    let rest = uri.strip_prefix("data:")?;
+    let (meta, data) = rest.split_once(',')?;
+    let meta = meta.trim_end_matches('\\');
+    let (media_type, encoding) = meta.rsplit_once(';').unwrap_or((meta, ""));
+    if !encoding.eq_ignore_ascii_case("base64") {
+        return None;
+    }
+    let clean: String = data.chars().filter(|c| !c.is_whitespace()).collect();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(clean.trim_end_matches('='))
+        .ok()
+        .or_else(|| base64::engine::general_purpose::STANDARD_NO_PAD.decode(clean.trim_end_matches('=')).ok())?;
+    let media_type =
+        if media_type.is_empty() { sniff(&bytes).unwrap_or("application/octet-stream") } else { media_type };
+    Some(Photo { media_type: media_type.to_lowercase(), bytes })
+}
+
+/// The image type of `bytes` by their magic numbers.
+pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
+    match bytes {
+        [0xFF, 0xD8, 0xFF, ..] => Some("image/jpeg"),
+        [0x89, b'P', b'N', b'G', ..] => Some("image/png"),
+        [b'G', b'I', b'F', b'8', ..] => Some("image/gif"),
+        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some("image/webp"),
+        _ => None,
+    }
+}
+
+/// Takes the first inline (`data:` URI) photo out of the card's `media`, so it can be stored as
+/// a file rather than inside the record. Photo URLs stay in the card, unfetched.
+pub fn take_photo(card: &mut Card) -> Option<Photo> {
+    let Some(Value::Array(media)) = card.extra.get_mut("media") else { return None };
+    let pos = media.iter().position(|m| {
+        m.get("kind").and_then(Value::as_str).is_none_or(|k| k.eq_ignore_ascii_case("photo"))
+            && m.get("uri").and_then(Value::as_str).is_some_and(|u| u.starts_with("data:"))
+    })?;
+    let entry = media.remove(pos);
+    if media.is_empty() {
+        card.extra.remove("media");
+    }
+    decode_data_uri(entry.get("uri")?.as_str()?)
+}
+
+/// Puts a photo into the card's `media` as a `data:` URI (first, replacing inline photos).
+pub fn put_photo(card: &mut Card, photo: &Photo) {
+    let uri =
+        format!("data:{};base64,{}", photo.media_type, base64::engine::general_purpose::STANDARD.encode(&photo.bytes));
+    let media = card.extra.entry("media".to_string()).or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(list) = media {
+        list.retain(|m| !m.get("uri").and_then(Value::as_str).is_some_and(|u| u.starts_with("data:")));
+        list.insert(0, json!({"id": "photo", "kind": "photo", "uri": uri}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(text: &[u8]) -> Vec<NeutralRecord> {
+        parse_file(text)
+            .into_iter()
+            .filter_map(|i| match i {
+                Item::Record { record, .. } => Some(*record),
+                Item::Problem(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_broken_card_is_reported_with_its_line_and_the_rest_imports() {
+        let file = b"BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Ann\r\nEND:VCARD\r\nBEGIN:VCARD\r\nVERSION:3.0\r\nEND:VCARD\r\nBEGIN:VCARD\r\nVERSION:4.0\r\nFN:Bo\r\nEND:VCARD\r\nBEGIN:VCARD\r\nFN:Cut off\r\n";
+        let items = parse_file(file);
+        assert_eq!(items.len(), 4);
+        assert!(matches!(&items[0], Item::Record { line: 1, .. }));
+        assert!(matches!(&items[1], Item::Problem(p) if p.line == 5 && p.reason.contains("card.name")));
+        assert!(matches!(&items[2], Item::Record { line: 8, .. }));
+        assert!(matches!(&items[3], Item::Problem(p) if p.line == 12 && p.reason.contains("END:VCARD")));
+    }
+
+    #[test]
+    fn folding_inside_a_utf8_sequence_and_windows_1252() {
+        let folded = b"BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Jos\xc3\r\n \xa9 Luis\r\nEND:VCARD\r\n";
+        assert_eq!(records(folded)[0].card.name.as_ref().unwrap().full.as_deref(), Some("Jos\u{e9} Luis"));
+        let latin = b"BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Jos\xe9\r\nEND:VCARD\r\n";
+        assert_eq!(records(latin)[0].card.name.as_ref().unwrap().full.as_deref(), Some("Jos\u{e9}"));
+    }
+
+    #[test]
+    fn apple_year_less_birthdays_both_ways() {
+        let apple = b"BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Ann\r\nBDAY;X-APPLE-OMIT-YEAR=1604:1604-07-14\r\nEND:VCARD\r\n";
+        let record = records(apple).remove(0);
+        let p = record.card.anniversaries[0].date.partial.unwrap();
+        assert_eq!((p.year, p.month, p.day), (None, Some(7), Some(14)));
+        let v3 = write(&record, Version::V3);
+        assert!(v3.contains("BDAY;X-APPLE-OMIT-YEAR=1604:1604-07-14\r\n"), "{v3}");
+        let v4 = write(&record, Version::V4);
+        assert!(v4.contains("BDAY:--0714\r\n"), "{v4}");
+    }
+
+    #[test]
+    fn inline_photos_leave_the_card_and_come_back_with_a_bare_comma() {
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+        let file =
+            format!("BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Ann\r\nPHOTO:data:image/png;base64,{png}\r\nEND:VCARD\r\n");
+        let mut record = records(file.as_bytes()).remove(0);
+        let photo = take_photo(&mut record.card).expect("photo");
+        assert_eq!(photo.media_type, "image/png");
+        assert_eq!(sniff(&photo.bytes), Some("image/png"));
+        assert!(!record.card.extra.contains_key("media"));
+        put_photo(&mut record.card, &photo);
+        let v4 = write(&record, Version::V4);
+        let unfolded = String::from_utf8(unfold(v4.as_bytes())).unwrap();
+        assert!(unfolded.contains(&format!("PHOTO:data:image/png;base64,{png}")), "{v4}");
+        let v3 = write(&record, Version::V3);
+        let unfolded = String::from_utf8(unfold(v3.as_bytes())).unwrap();
+        assert!(unfolded.contains("PHOTO;ENCODING=b;TYPE=PNG:iVBOR"), "{v3}");
+        assert!(!v3.contains("PROP-ID") && !v3.contains("JSCOMPS"));
+    }
+}

@@ -1,0 +1,270 @@
+//! The RFC example cards (../shared/fixtures/rfc-cards) and exporter-style samples
+//! (tests/fixtures/vcf): each imports to the expected neutral fields, and what is written back
+//! reads back to the same card.
+
+use mycorrhizal_codecs::card::{Card, component};
+use mycorrhizal_codecs::record::{Item, NeutralRecord};
+use mycorrhizal_codecs::{jscontact, vcard};
+use serde_json::{Value, json};
+
+const RFC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/rfc-cards");
+const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/vcf");
+
+fn read(path: &str) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn records_of(path: &str) -> Vec<NeutralRecord> {
+    let bytes = read(path);
+    let items = if path.ends_with(".json") { jscontact::parse_file(&bytes) } else { vcard::parse_file(&bytes) };
+    items
+        .into_iter()
+        .map(|i| match i {
+            Item::Record { record, .. } => *record,
+            Item::Problem(p) => panic!("{path}: {p:?}"),
+        })
+        .collect()
+}
+
+fn one(path: &str) -> NeutralRecord {
+    let mut all = records_of(path);
+    assert_eq!(all.len(), 1, "{path}");
+    all.remove(0)
+}
+
+fn rfc(name: &str) -> NeutralRecord {
+    one(&format!("{RFC}/{name}"))
+}
+
+fn sample(name: &str) -> Vec<NeutralRecord> {
+    records_of(&format!("{SAMPLES}/{name}"))
+}
+
+fn name_of(card: &Card, kind: &str) -> Vec<String> {
+    card.name.iter().flat_map(|n| &n.components).filter(|c| c.kind == kind).map(|c| c.value.clone()).collect()
+}
+
+fn reread(record: &NeutralRecord, version: vcard::Version) -> NeutralRecord {
+    let text = vcard::write(record, version);
+    let mut again = vcard::parse_file(text.as_bytes());
+    assert_eq!(again.len(), 1, "{text}");
+    match again.remove(0) {
+        Item::Record { record, .. } => *record,
+        Item::Problem(p) => panic!("{p:?}\n{text}"),
+    }
+}
+
+fn all_fixture_records() -> Vec<(String, NeutralRecord)> {
+    let mut out = Vec::new();
+    for dir in [RFC, SAMPLES] {
+        let mut paths: Vec<_> = std::fs::read_dir(dir).expect("fixtures").flatten().map(|e| e.path()).collect();
+        paths.sort();
+        for path in paths {
+            let p = path.to_string_lossy().to_string();
+            for r in records_of(&p) {
+                out.push((p.clone(), r));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn rfc_6350_and_2426_baselines() {
+    let doe = rfc("rfc6350-baseline.v4.vcf");
+    assert_eq!(doe.card.uid.as_deref(), Some("urn:uuid:4fbe8971-0bc3-424c-9c26-36c3e1eff6b1"));
+    assert_eq!(name_of(&doe.card, "surname"), ["Doe"]);
+    assert_eq!(doe.card.given(), Some("J."));
+    assert_eq!(doe.card.emails[0].address, "jdoe@example.com");
+    // CLIENTPIDMAP has no neutral home: it is carried.
+    assert_eq!(doe.passthrough["vCardProps"][0]["name"], json!("clientpidmap"));
+
+    let frank = rfc("rfc2426-baseline.v3.vcf");
+    assert_eq!(frank.card.name.as_ref().and_then(|n| n.full.as_deref()), Some("Frank Dawson"));
+    assert_eq!(frank.card.organizations[0].name.as_deref(), Some("Lotus Development Corporation"));
+    assert_eq!(frank.card.emails.len(), 2);
+    assert_eq!(frank.card.emails[0].pref, Some(1), "TYPE=PREF is a preference");
+    assert!(frank.card.emails.iter().all(|e| !e.contexts.contains(&"internet".to_string())));
+    assert_eq!(frank.card.phones[1].extra["features"], json!(["fax"]));
+    let adr = &frank.card.addresses[0];
+    assert_eq!(component(&adr.components, "locality"), Some("Raleigh"));
+    assert_eq!(component(&adr.components, "postcode"), Some("27613-3502"));
+    assert!(adr.contexts.contains(&"work".to_string()));
+    assert_eq!(frank.card.extra["links"][0]["uri"], json!("http://home.earthlink.net/~fdawson"));
+}
+
+#[test]
+fn rfc_9554_expanded_components_and_new_properties() {
+    let n = rfc("n-expanded.v4.vcf");
+    assert_eq!(name_of(&n.card, "given2"), ["Philip", "Paul"]);
+    assert_eq!(name_of(&n.card, "credential"), ["M.D.", "A.C.P."]);
+    assert_eq!(name_of(&n.card, "generation"), ["Jr."]);
+    assert_eq!(name_of(&n.card, "title"), ["Dr."]);
+
+    let adr = rfc("adr-expanded.v4.vcf");
+    let a = &adr.card.addresses[0];
+    assert_eq!(component(&a.components, "number"), Some("123"));
+    assert_eq!(component(&a.components, "name"), Some("Main Street"));
+    assert_eq!(a.extra["coordinates"], json!("geo:12.3457,78.910"));
+
+    let created = rfc("created.v4.vcf");
+    assert_eq!(created.card.extra["created"], json!("2022-07-05T09:34:12Z"));
+
+    let derived = rfc("derived-fn.v4.vcf");
+    assert_eq!(derived.card.given(), Some("John"));
+    assert_eq!(name_of(&derived.card, "title"), ["Mr."]);
+
+    let gender = rfc("gramgender.v4.vcf");
+    assert_eq!(gender.card.extra["speakToAs"]["grammaticalGender"], json!("feminine"));
+
+    let pronouns = rfc("pronouns.v4.vcf");
+    let list = &pronouns.card.extra["speakToAs"]["pronouns"];
+    assert_eq!(list[0]["pronouns"], json!("xe/xir"));
+    assert_eq!(list[1]["pref"], json!(2));
+
+    let note = rfc("note-author.v4.vcf");
+    assert_eq!(note.card.extra["notes"][0]["note"], json!("This is some note."));
+    assert_eq!(note.card.extra["notes"][0]["author"]["name"], json!("John Doe"));
+
+    let social = rfc("socialprofile.v4.vcf");
+    let services = social.card.extra["onlineServices"].as_array().expect("services");
+    assert_eq!(services.len(), 4);
+    assert_eq!(services[0]["service"], json!("Mastodon"));
+    assert_eq!(services[3]["user"], json!("The Foo"));
+
+    let phonetic = rfc("phonetic-n.v4.vcf");
+    assert_eq!(phonetic.card.given(), Some("中山"));
+    assert!(phonetic.card.extra["localizations"]["yue"].is_object());
+}
+
+#[test]
+fn rfc_9555_title_role_and_jscontact_examples() {
+    let vcf = rfc("title-role.v4.vcf");
+    let js = rfc("title-role.jscontact.json");
+    for r in [&vcf, &js] {
+        assert_eq!(r.card.organizations[0].name.as_deref(), Some("ABC, Inc."));
+        let role = r.card.titles.iter().find(|t| t.kind.as_deref() == Some("role")).expect("role");
+        assert_eq!(role.name, "Project Leader");
+        let org_id = r.card.organizations[0].extra["id"].clone();
+        assert_eq!(role.extra["organizationId"], org_id, "the role points at its organization");
+    }
+    let doe = rfc("johndoe.jscontact.json");
+    assert_eq!(doe.card.uid.as_deref(), Some("22B2C7DF-9120-4969-8460-05956FE6B065"));
+    assert_eq!(doe.card.kind.as_deref(), Some("individual"));
+    assert_eq!(name_of(&doe.card, "surname"), ["Doe"]);
+    let back = jscontact::from_neutral(&doe);
+    let original: Value = serde_json::from_slice(&read(&format!("{RFC}/johndoe.jscontact.json"))).expect("json");
+    assert_eq!(back, original, "JSContact out gives the RFC example back");
+}
+
+#[test]
+fn exporter_samples_import_as_people_expect() {
+    let apple = sample("apple.v3.vcf");
+    let jose = &apple[0];
+    assert_eq!(jose.card.given(), Some("José"));
+    assert_eq!(name_of(&jose.card, "given2"), ["Luis"]);
+    assert_eq!(jose.card.emails[0].pref, Some(1));
+    assert_eq!(jose.card.emails[0].contexts, ["private"]);
+    let birth = jose.card.anniversaries[0].date.partial.expect("partial");
+    assert_eq!((birth.year, birth.month, birth.day), (None, Some(7), Some(14)), "X-APPLE-OMIT-YEAR");
+    assert_eq!(jose.card.keywords, ["Climbing", "Friends"]);
+    assert_eq!(jose.card.organizations[0].units[0].name, "R&D");
+    assert_eq!(jose.card.phones.iter().find(|p| p.number.contains("622")).expect("boat").extra["label"], json!("Boat"));
+    assert_eq!(jose.card.extra["notes"][0]["note"], json!("Met at the climbing gym.\nLikes paella, hates olives."));
+    let carried: Vec<&str> =
+        jose.passthrough["vCardProps"].as_array().expect("carried").iter().filter_map(|p| p["name"].as_str()).collect();
+    assert!(carried.contains(&"x-socialprofile") && carried.contains(&"x-abrelatednames"), "{carried:?}");
+    let mut ada = apple[1].clone();
+    let photo = vcard::take_photo(&mut ada.card).expect("ENCODING=b photo");
+    assert_eq!(vcard::sniff(&photo.bytes), Some("image/png"));
+
+    let android = sample("android.v21.vcf");
+    assert_eq!(android[0].card.given(), Some("Jürgen"), "quoted-printable UTF-8");
+    let street = component(&android[0].card.addresses[0].components, "name").expect("street");
+    assert_eq!(street, "Straße des 17. Juni 1\nHinterhaus", "QP soft line break and =0A");
+    let leap = android[0].card.anniversaries[0].date.partial.expect("bday");
+    assert_eq!((leap.year, leap.month, leap.day), (Some(1980), Some(2), Some(29)));
+    assert_eq!(android[0].card.phones[0].extra["features"], json!(["mobile"]));
+    assert_eq!(android[1].card.given(), Some("Chen"));
+
+    let google = sample("google.v3.vcf");
+    let grace = &google[0];
+    assert!(!grace.card.keywords.iter().any(|k| k == "myContacts"), "Google's system group dropped");
+    assert_eq!(grace.card.keywords, ["Computing"]);
+    let note = grace.card.extra["notes"][0]["note"].as_str().expect("note");
+    assert!(note.ends_with("characér like é."), "fold inside a UTF-8 sequence: {note}");
+    assert_eq!(grace.card.extra["media"][0]["uri"], json!("https://lh3.example.com/photo/grace.jpg"), "URL kept");
+    assert_eq!(google[1].card.name.as_ref().and_then(|n| n.full.as_deref()), Some("Nameless Corp"), "empty N");
+
+    let outlook = sample("outlook.v21.vcf");
+    assert_eq!(outlook[0].card.given(), Some("John"));
+    assert_eq!(outlook[0].card.organizations[0].units[0].name, "Sales");
+    assert_eq!(outlook[0].card.emails[0].address, "john.smith@contoso.example");
+
+    let nextcloud = sample("nextcloud.v4.vcf");
+    let marie = &nextcloud[0];
+    assert_eq!(marie.card.phones[0].number, "+33-1-55-55-01-02", "tel: URI read as a number");
+    let bday = marie.card.anniversaries.iter().find(|a| a.kind == "birth").expect("bday").date.partial.expect("p");
+    assert_eq!((bday.year, bday.month, bday.day), (None, Some(11), Some(7)));
+    assert!(marie.card.anniversaries.iter().any(|a| a.kind == "wedding"));
+    assert_eq!(marie.card.related_to[0].relations, ["spouse"]);
+    let carried = marie.passthrough["vCardProps"].as_array().expect("carried");
+    assert!(carried.iter().any(|p| p["name"] == json!("x-custom-thing") && p["value"] == json!("keep me")));
+}
+
+/// What is written reads back to the same card: 4.0 exactly; 3.0 in every member 3.0 can say.
+#[test]
+fn every_fixture_survives_a_write_and_a_read() {
+    let all = all_fixture_records();
+    assert!(all.len() >= 20, "{}", all.len());
+    for (path, record) in all {
+        let again = reread(&record, vcard::Version::V4);
+        // A card that came from JSContact reads back equivalent rather than identical (vCard
+        // has no `isOrdered`; a derived FN appears), so those are held to the 3.0 checks below.
+        if path.ends_with(".vcf") {
+            assert_eq!(
+                serde_json::to_value(&again.card).expect("json"),
+                serde_json::to_value(&record.card).expect("json"),
+                "4.0 round trip of {path}\n{}",
+                vcard::write(&record, vcard::Version::V4)
+            );
+        }
+        let carried = |r: &NeutralRecord| {
+            let mut list: Vec<String> = r
+                .passthrough
+                .get("vCardProps")
+                .and_then(Value::as_array)
+                .map_or_else(Vec::new, |l| l.iter().map(|p| format!("{}={}", p["name"], p["value"])).collect());
+            list.sort();
+            list
+        };
+        assert_eq!(carried(&again), carried(&record), "properties with no neutral home come back: {path}");
+        let v3 = reread(&record, vcard::Version::V3);
+        for (a, b) in [(&v3.card, &record.card)] {
+            assert_eq!(a.given(), b.given(), "{path}");
+            assert_eq!(name_of(a, "surname"), name_of(b, "surname"), "{path}");
+            let emails = |c: &Card| c.emails.iter().map(|e| (e.address.clone(), e.pref)).collect::<Vec<_>>();
+            assert_eq!(emails(a), emails(b), "{path}");
+            let phones = |c: &Card| c.phones.iter().map(|p| p.number.clone()).collect::<Vec<_>>();
+            assert_eq!(phones(a), phones(b), "{path}");
+            let dates = |c: &Card| c.anniversaries.iter().map(|d| (d.kind.clone(), d.date.partial)).collect::<Vec<_>>();
+            assert_eq!(dates(a), dates(b), "{path}");
+            assert_eq!(a.keywords, b.keywords, "{path}");
+            assert_eq!(a.organizations.len(), b.organizations.len(), "{path}");
+        }
+    }
+}
+
+#[test]
+fn jscontact_out_and_back_in_is_the_same_record() {
+    for (path, record) in all_fixture_records() {
+        let js = jscontact::from_neutral(&record);
+        assert_eq!(js["@type"], json!("Card"));
+        let bytes = serde_json::to_vec(&js).expect("json");
+        let back = match jscontact::parse_file(&bytes).remove(0) {
+            Item::Record { record, .. } => *record,
+            Item::Problem(p) => panic!("{path}: {p:?}"),
+        };
+        assert_eq!(back, record, "{path}");
+    }
+}
