@@ -42,6 +42,10 @@ const SETS: &[&str] = &["contexts", "features", "keywords", "members"];
 pub const PASSTHROUGH_VCARD_PROPS: &str = "vCardProps";
 pub const PASSTHROUGH_JSCONTACT_PROPS: &str = "jsContactProps";
 const CONVERTED_POINTER: &str = "/vCard/convertedProperties";
+/// Vendor members (RFC 9553 §1.7.2 style) that carry the CRM envelope and gender through
+/// JSContact, and through vCard as `JSPROP`, so our own exports re-import without loss.
+pub const CRM_MEMBER: &str = "mycorrhizal:crm";
+pub const GENDER_MEMBER: &str = "mycorrhizal:gender";
 
 fn set_to_list(value: Value) -> Value {
     match value {
@@ -176,9 +180,21 @@ pub fn to_neutral(card: Value) -> NeutralRecord {
     let Value::Object(map) = card else { return NeutralRecord::default() };
     let mut out = Map::new();
     let mut passthrough = Map::new();
+    let mut crm = Map::new();
+    let mut gender = String::new();
     for (key, value) in map {
         match key.as_str() {
             "@type" | "version" => {}
+            CRM_MEMBER => {
+                if let Value::Object(m) = value {
+                    crm = m;
+                }
+            }
+            GENDER_MEMBER => {
+                if let Value::String(g) = value {
+                    gender = g;
+                }
+            }
             "vCard" => {
                 if let Value::Object(vcard) = value {
                     carry_vcard_member(vcard, &mut passthrough);
@@ -218,7 +234,7 @@ pub fn to_neutral(card: Value) -> NeutralRecord {
     legacy_context_tokens(&mut card);
     // Google puts every contact in its system group "myContacts"; it is not the person's tag.
     card.keywords.retain(|k| !k.eq_ignore_ascii_case("myContacts"));
-    NeutralRecord { card, crm: Map::new(), passthrough, gender: String::new() }
+    NeutralRecord { card, crm, passthrough, gender }
 }
 
 /// Reads the neutral card leniently: a member of the wrong type moves to the unknown members
@@ -288,13 +304,32 @@ fn carry_vcard_member(mut vcard: Map<String, Value>, passthrough: &mut Map<Strin
                 }))
             })
             .collect();
+        // One order whatever order a writer used, so a card reads back the same after any
+        // number of exports and imports. Apple's grouped properties stay together.
+        let mut list = list;
+        list.sort_by_cached_key(|p| {
+            let group = p["params"]["group"].as_str().unwrap_or("~").to_string();
+            (group, p["name"].as_str().unwrap_or("").to_string(), p["value"].to_string())
+        });
         if !list.is_empty() {
             passthrough.insert(PASSTHROUGH_VCARD_PROPS.into(), Value::Array(list));
         }
     }
-    if let Some(Value::Object(converted)) = vcard.remove("convertedProperties")
-        && !converted.is_empty()
-    {
+    if let Some(Value::Object(mut converted)) = vcard.remove("convertedProperties") {
+        // vCard 2.1's bare type tokens (`EMAIL;INTERNET:`) are already contexts of the member.
+        for entry in converted.values_mut() {
+            if let Some(Value::Object(params)) = entry.get_mut("parameters") {
+                params.retain(|_, v| v.as_str() != Some(""));
+            }
+        }
+        converted.retain(|_, e| {
+            e.as_object().is_some_and(|m| {
+                m.len() > 1 || m.get("parameters").and_then(Value::as_object).is_some_and(|p| !p.is_empty())
+            })
+        });
+        if converted.is_empty() {
+            return;
+        }
         let props = passthrough.entry(PASSTHROUGH_JSCONTACT_PROPS).or_insert_with(|| json!({}));
         if let Value::Object(p) = props {
             p.insert(CONVERTED_POINTER.into(), Value::Object(converted));
@@ -317,9 +352,14 @@ fn bare_tokens_as_types(params: Value) -> Value {
     };
     for token in bare {
         map.remove(&token);
-        types.push(token.to_uppercase());
+        // A bare PREF says nothing on a carried property, and 4.0 would read it as `PREF=`.
+        if !token.eq_ignore_ascii_case("pref") {
+            types.push(token.to_uppercase());
+        }
     }
-    map.insert("type".into(), Value::String(types.join(",")));
+    if !types.is_empty() {
+        map.insert("type".into(), Value::String(types.join(",")));
+    }
     Value::Object(map)
 }
 
@@ -440,6 +480,12 @@ pub fn from_neutral(record: &NeutralRecord) -> Value {
     }
     if let Some(vcard) = vcard_member(&record.passthrough) {
         out.insert("vCard".into(), vcard);
+    }
+    if !record.crm.is_empty() {
+        out.insert(CRM_MEMBER.into(), Value::Object(record.crm.clone()));
+    }
+    if !record.gender.is_empty() {
+        out.insert(GENDER_MEMBER.into(), Value::String(record.gender.clone()));
     }
     Value::Object(out)
 }

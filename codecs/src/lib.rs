@@ -3,6 +3,7 @@
 //! input are reported as data (a field-naming [`card::CardError`]), never as panics.
 
 pub mod card;
+pub mod csv;
 pub mod dates;
 pub mod jscontact;
 pub mod projection;

@@ -268,3 +268,17 @@ fn jscontact_out_and_back_in_is_the_same_record() {
         assert_eq!(back, record, "{path}");
     }
 }
+
+#[test]
+fn the_crm_envelope_and_gender_travel_through_both_formats() {
+    let mut record = rfc("rfc6350-baseline.v4.vcf");
+    record.crm.insert("circles".into(), json!(["Family", "Climbing"]));
+    record.crm.insert("how_we_met".into(), json!("At the crag; rope team"));
+    record.gender = "female".into();
+    let again = reread(&record, vcard::Version::V4);
+    assert_eq!((again.crm, again.gender), (record.crm.clone(), record.gender.clone()));
+    let v3 = reread(&record, vcard::Version::V3);
+    assert_eq!((v3.crm, v3.gender), (record.crm.clone(), record.gender.clone()));
+    let js = jscontact::from_neutral(&record);
+    assert_eq!(jscontact::to_neutral(js), record);
+}
