@@ -226,9 +226,10 @@ fn main() {
         }
         report("composite detail", lat);
 
-        // Few calls: the dashboard still reads every contact's index entries per call (#5 open).
+        // Every block reads only what it shows; with every contact holding a birthday, what the
+        // birthdays block shows is about 8,300 contacts (the next 30 days), so calls stay few.
         let mut lat = Vec::new();
-        for _ in 0..20 {
+        for _ in 0..50 {
             let (status, bytes_, took) = timed(&router, "GET", "/api/v1/dashboard", &cookie, None).await;
             lat.push(took);
             let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);

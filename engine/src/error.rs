@@ -56,6 +56,9 @@ pub enum Error {
     /// A migration step failed; its transaction was rolled back.
     #[error("migration step {version} ({name}) failed: {reason}")]
     MigrationFailed { version: u32, name: &'static str, reason: String },
+    /// Deriving a kind's index entries again failed; its transaction was rolled back.
+    #[error("index backfill of {kind} (index version {version}) failed: {reason}")]
+    ReindexFailed { kind: &'static str, version: u32, reason: String },
     /// A snapshot failed verification.
     #[error("snapshot verification failed: {0}")]
     SnapshotInvalid(String),

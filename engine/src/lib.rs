@@ -2,6 +2,8 @@
 //!
 //! - [`Engine::open`] opens (or creates) the database, takes a verified snapshot before any
 //!   pending migration, and runs the migrations.
+//! - [`Engine::ensure_indexes`] backfills the secondary indexes of record kinds whose index set
+//!   changed ([`Record::INDEX_VERSION`]), after a verified snapshot, one transaction per kind.
 //! - User data is reached only through [`Engine::user`], a handle bound to one user id; no
 //!   method reads or writes another user's rows.
 //! - Every write goes through the group-commit writer ([`Engine::write`]) and [`tx::TxUser`].
@@ -16,6 +18,7 @@ pub mod global;
 pub mod migrate;
 mod read;
 pub mod record;
+pub mod reindex;
 pub mod search;
 pub mod snapshot;
 pub mod system;
@@ -37,6 +40,7 @@ pub use global::{GlobalRecord, GlobalView, TxGlobal};
 pub use migrate::{Migration, MigrationReport};
 pub use read::{Page, UserView, Walk};
 pub use record::{Kind, Meta, Precondition, Record, Row};
+pub use reindex::{Indexed, KindReindexed, ReindexReport};
 pub use search::{
     Hit, Plan, RebuildReport, SearchDoc, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,
 };
@@ -84,6 +88,8 @@ struct Inner {
     queue: Mutex<Option<mpsc::Sender<writer::Request>>>,
     healthy: Arc<AtomicBool>,
     schema_version: u32,
+    /// Where verified snapshots go before existing data changes (migrations, index backfills).
+    pre_migration_dir: PathBuf,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     search: Option<Arc<search::Search>>,
 }
@@ -122,6 +128,7 @@ impl Engine {
                 queue: Mutex::new(Some(sender)),
                 healthy,
                 schema_version: report.to,
+                pre_migration_dir: snapshot_dir,
                 writer: Mutex::new(Some(handle)),
                 search,
             }),
@@ -144,6 +151,18 @@ impl Engine {
 
     pub fn schema_version(&self) -> u32 {
         self.inner.schema_version
+    }
+
+    /// Brings the index entries of every kind in `kinds` whose stored index version differs from
+    /// its declared [`Record::INDEX_VERSION`] up to date (see [`reindex`]): a verified snapshot
+    /// first, then one write transaction per kind. Call it at start-up, with every record kind,
+    /// before serving. Blocking.
+    pub fn ensure_indexes(&self, kinds: &[Indexed]) -> Result<ReindexReport> {
+        reindex::ensure(self, kinds)
+    }
+
+    pub(crate) fn pre_migration_dir(&self) -> &Path {
+        &self.inner.pre_migration_dir
     }
 
     /// False once a commit failed on I/O (redb refuses writes until reopened) or the engine shut down.

@@ -98,7 +98,7 @@ pub fn read_version(txn: &ReadTransaction) -> Result<u32> {
     }
 }
 
-fn decode_u32(bytes: &[u8]) -> u32 {
+pub(crate) fn decode_u32(bytes: &[u8]) -> u32 {
     bytes.try_into().map(u32::from_le_bytes).unwrap_or(0)
 }
 
@@ -190,8 +190,14 @@ pub fn run(
 }
 
 fn pre_migration_snapshot(db: &Database, dir: &Path, from: u32, now: Timestamp) -> Result<Snapshot> {
+    verified_snapshot(db, dir, &format!("pre-migration-v{from}"), now)
+}
+
+/// A snapshot written and verified before a change to existing data (a migration step, an index
+/// backfill); any failure is [`Error::PreMigrationBackupFailed`], and the change must not start.
+pub(crate) fn verified_snapshot(db: &Database, dir: &Path, label: &str, now: Timestamp) -> Result<Snapshot> {
     let failed = |reason: String| Error::PreMigrationBackupFailed { dir: dir.to_path_buf(), reason };
-    let snap = snapshot::write(db, dir, &format!("pre-migration-v{from}"), now).map_err(|e| failed(e.to_string()))?;
+    let snap = snapshot::write(db, dir, label, now).map_err(|e| failed(e.to_string()))?;
     snapshot::verify(&snap.path).map_err(|e| failed(e.to_string()))?;
     Ok(snap)
 }

@@ -110,6 +110,27 @@ impl UserView {
         range.map(|entry| codec::decode(R::KIND.records, entry?.1.value())).collect()
     }
 
+    /// The lowest and highest id among this user's rows of this kind, tombstones included (two
+    /// key lookups; no scan). `None` when the user has none. Ids come from one counter per kind
+    /// shared by all users, so a user's ids are this range with gaps.
+    pub fn id_bounds<R: Record>(&self) -> Result<Option<(u64, u64)>> {
+        let table = match self.txn.open_table(tables::record_table(R::KIND.records)) {
+            Ok(table) => table,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let mut range = table.range((self.user, 0)..=(self.user, u64::MAX))?;
+        let first = match range.next() {
+            Some(entry) => entry?.0.value().1,
+            None => return Ok(None),
+        };
+        let last = match range.next_back() {
+            Some(entry) => entry?.0.value().1,
+            None => first,
+        };
+        Ok(Some((first, last)))
+    }
+
     /// Number of live rows of this kind (kept by the write path; no scan).
     pub fn count<R: Record>(&self) -> Result<u64> {
         match self.txn.open_table(LIVE_COUNTS) {
@@ -131,6 +152,31 @@ impl UserView {
             Err(TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Ids whose index `index` holds a value in `[from, to)` (`to: None` for the end), in index
+    /// order, without repeats. Reads index keys only, no row.
+    pub fn find_range<R: Record>(&self, index: &str, from: &str, to: Option<&str>) -> Result<Vec<u64>> {
+        let table = match self.txn.open_table(tables::index_table(R::KIND.index)) {
+            Ok(table) => table,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let upper_name = format!("{index}\0");
+        let start: Bound<(u64, &str, &str, u64)> = Bound::Included((self.user, index, from, 0));
+        let end: Bound<(u64, &str, &str, u64)> = match to {
+            Some(to) => Bound::Excluded((self.user, index, to, 0)),
+            None => Bound::Excluded((self.user, upper_name.as_str(), "", 0)),
+        };
+        let mut ids = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for entry in table.range::<(u64, &str, &str, u64)>((start, end))? {
+            let id = entry?.0.value().3;
+            if seen.insert(id) {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
     }
 
     /// Every `(index name, value, id)` entry of this kind, for consistency checks.

@@ -24,6 +24,12 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Version of what [`Record::index_entries`] yields. Raise it whenever that changes for rows
+    /// already stored (a new index, a changed value): the engine then derives the kind's entries
+    /// again from every stored row (see [`crate::Engine::ensure_indexes`]), so rows written before
+    /// the change are found through the new indexes too.
+    const INDEX_VERSION: u32 = 0;
+
     /// Indexes whose value may belong to one live row per user only.
     const UNIQUE: &'static [&'static str] = &[];
 

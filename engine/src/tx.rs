@@ -256,7 +256,7 @@ impl TxUser<'_, '_> {
 pub const UPDATED_INDEX: &str = "_updated";
 
 /// A row's declared index entries plus the engine's own.
-fn entries_of<R: Record>(row: &Row<R>) -> Vec<(&'static str, String)> {
+pub(crate) fn entries_of<R: Record>(row: &Row<R>) -> Vec<(&'static str, String)> {
     let mut entries = row.body.index_entries();
     entries.push((UPDATED_INDEX, format!("{:020}", row.meta.updated_at.as_microsecond().max(0))));
     entries

@@ -18,6 +18,22 @@ pub enum Command {
     /// environment (DATA_ENCRYPTION_KEY, DATA_ENCRYPTION_KEY_FILE or JWT_SECRET_KEY); the new one
     /// from NEW_DATA_ENCRYPTION_KEY or --new-key-file. Stop the server first. Afterwards start it
     /// with DATA_ENCRYPTION_KEY set to the new key.
+    /// Import a vCard, JSContact or CSV file into a user's contacts, through the same preview
+    /// and duplicate detection as the web import: new contacts are added, duplicates skipped
+    /// (or merged with --update-duplicates). Stop the server first (the database is opened here).
+    Import {
+        /// The user, by username or email.
+        #[arg(long)]
+        user: String,
+        /// `vcf`, `jscontact` or `csv`; by default from the file's extension.
+        #[arg(long)]
+        format: Option<String>,
+        /// Merge rows that match an existing contact into it instead of skipping them.
+        #[arg(long)]
+        update_duplicates: bool,
+        /// The file to import.
+        file: std::path::PathBuf,
+    },
     RewrapDataKey {
         /// File holding the new master key (otherwise NEW_DATA_ENCRYPTION_KEY).
         #[arg(long)]

@@ -11,6 +11,7 @@ pub mod config;
 pub mod crm;
 pub mod error;
 pub mod http;
+pub mod import_cli;
 pub mod jobs;
 pub mod notify;
 pub mod ops;

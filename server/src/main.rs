@@ -11,6 +11,35 @@ fn main() -> ExitCode {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(),
         Command::RewrapDataKey { new_key_file } => rewrap(new_key_file),
+        Command::Import { user, format, update_duplicates, file } => {
+            import(&user, format.as_deref(), update_duplicates, &file)
+        }
+    }
+}
+
+fn import(user: &str, format: Option<&str>, update_duplicates: bool, file: &std::path::Path) -> ExitCode {
+    let Some(config) = load_config() else {
+        return ExitCode::from(2);
+    };
+    telemetry::init("warn", config.log_pretty);
+    let outcome = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string()).and_then(
+        |runtime| runtime.block_on(mycorrhizal::import_cli::run(config, user, file, format, update_duplicates)),
+    );
+    match outcome {
+        Ok(result) => {
+            println!(
+                "{} rows: {} created, {} updated, {} skipped, {} failed",
+                result.total_processed, result.created, result.updated, result.skipped, result.error_count
+            );
+            for error in &result.errors {
+                println!("  {error}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mycorrhizal: import failed: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

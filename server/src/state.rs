@@ -12,6 +12,7 @@ use crate::auth::oidc::OidcClient;
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::notify::email::Mailer;
+use crate::ops::events::{Event, emit};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -24,11 +25,15 @@ pub struct AppState {
     pub mailer: Mailer,
     /// The single sign-on client, when `OIDC_*` is configured.
     pub oidc: Option<Arc<OidcClient>>,
+    /// Open import sessions (in memory, 15 minutes; lost on restart, as the spec says).
+    pub imports: Arc<crate::crm::import::Sessions>,
 }
 
 impl AppState {
-    /// Builds the services. Fails (refusing boot) when the data key cannot be unwrapped.
+    /// Builds the services, once the record kinds' indexes are up to date. Fails (refusing boot)
+    /// when an index backfill fails or the data key cannot be unwrapped.
     pub async fn build(engine: Engine, config: Config) -> Result<AppState, String> {
+        ensure_indexes(&engine).await?;
         let auth = Auth::new(&engine, &config).await?;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
@@ -45,7 +50,16 @@ impl AppState {
             let block = config.features.oidc_block_private_urls;
             Arc::new(OidcClient::new(oidc, config.auth.oidc_scopes.clone(), redirect_uri, block, http.clone()))
         });
-        Ok(AppState { engine, config: Arc::new(config), auth: Arc::new(auth), http, breach_check, mailer, oidc })
+        Ok(AppState {
+            engine,
+            config: Arc::new(config),
+            auth: Arc::new(auth),
+            http,
+            breach_check,
+            mailer,
+            oidc,
+            imports: Arc::default(),
+        })
     }
 
     /// Runs blocking engine work (redb reads, snapshots) off the async threads.
@@ -56,4 +70,27 @@ impl AppState {
         let engine = self.engine.clone();
         tokio::task::spawn_blocking(move || work(&engine)).await.map_err(ApiError::internal)
     }
+}
+
+/// Derives the index entries of every record kind whose index set changed since this database was
+/// last opened (`Record::INDEX_VERSION`; see the engine's `reindex`), before anything is served,
+/// and records each backfill in the system timeline.
+async fn ensure_indexes(engine: &Engine) -> Result<(), String> {
+    let handle = engine.clone();
+    let report = tokio::task::spawn_blocking(move || handle.ensure_indexes(&crate::crm::record_kinds()))
+        .await
+        .map_err(|e| format!("index backfill: {e}"))?
+        .map_err(|e| {
+            tracing::error!(event = "reindex_failed", component = "migration", error = %e);
+            format!("cannot bring the indexes up to date: {e}")
+        })?;
+    if let Some(snapshot) = &report.snapshot {
+        let detail = serde_json::json!({ "operation": "pre_reindex_snapshot", "tables": snapshot.manifest.tables.len(), "size_bytes": snapshot.manifest.size });
+        emit(engine, Event::info("migration", "backup_completed").detail(detail)).await;
+    }
+    for kind in report.kinds.iter().filter(|k| k.rows > 0) {
+        let detail = serde_json::json!({ "kind": kind.kind, "from_version": kind.from, "to_version": kind.to, "rows": kind.rows });
+        emit(engine, Event::info("migration", "index_backfilled").detail(detail).duration_ms(kind.duration_ms)).await;
+    }
+    Ok(())
 }

@@ -223,3 +223,39 @@ async fn the_daily_audit_chain_pass_verifies_every_users_chain_and_is_recorded()
     let runs = app.state.engine.job_runs(10, |r| r.job_name == "audit_chain_verify").unwrap();
     assert_eq!(runs.len(), 1);
 }
+
+#[tokio::test]
+async fn upcoming_reminders_are_those_due_within_a_week_or_else_the_first_five() {
+    let app = in_process(&[]).await;
+    app.clock.set("2026-03-01T10:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.signed_in().await;
+    let c = contact(&app, &cookie, "Remy", "").await;
+    let upcoming = || app.call("GET", "/api/v1/dashboard", Some(&cookie), json!({}));
+    let messages = |body: &Value| -> Vec<String> {
+        let list = body["upcoming_reminders"].as_array().unwrap();
+        list.iter().map(|r| r["message"].as_str().unwrap().to_string()).collect()
+    };
+    for day in ["2026-06-01", "2026-03-08", "2026-02-20", "2026-03-09", "2026-04-01", "2026-03-01", "2026-05-01"] {
+        let body = json!({ "message": day, "remind_at": day, "recurrence": "once" });
+        let path = format!("/api/v1/contacts/{c}/reminders");
+        assert_eq!(app.call("POST", &path, Some(&cookie), body).await.0, 201);
+    }
+    let (_, body, _) = upcoming().await;
+    assert_eq!(
+        messages(&body),
+        ["2026-02-20", "2026-03-01", "2026-03-08", "2026-03-09", "2026-04-01"],
+        "three due by 8 March: the first five instead"
+    );
+    for day in ["2026-03-05", "2026-03-02", "2026-03-03"] {
+        let body = json!({ "message": day, "remind_at": day, "recurrence": "once" });
+        let path = format!("/api/v1/contacts/{c}/reminders");
+        assert_eq!(app.call("POST", &path, Some(&cookie), body).await.0, 201);
+    }
+    let (_, body, _) = upcoming().await;
+    assert_eq!(
+        messages(&body),
+        ["2026-02-20", "2026-03-01", "2026-03-02", "2026-03-03", "2026-03-05", "2026-03-08"],
+        "six due within the week (overdue included), soonest first, nothing later"
+    );
+    assert_eq!(body["upcoming_reminders"][0]["overdue"], true);
+}

@@ -399,3 +399,38 @@ async fn the_detail_composite_always_has_every_collection() {
         assert!(detail[key].is_array(), "{key} is an array");
     }
 }
+
+#[test]
+fn phone_keys_are_the_last_nine_digits() {
+    use mycorrhizal::crm::contact::phone_key;
+    assert_eq!(phone_key("+44 20 7946 0958").as_deref(), Some("079460958"));
+    assert_eq!(phone_key("020 7946 0958"), phone_key("+44 20 7946 0958"), "national and international forms match");
+    assert_eq!(phone_key("(555) 12-34").as_deref(), Some("5551234"));
+    assert_eq!(phone_key("123-456").as_deref(), Some("123456"), "six digits are enough");
+    assert_eq!(phone_key("12 345"), None, "fewer than six digits");
+    assert_eq!(phone_key("ext. ٣٤٥٦٧٨٩"), None, "ASCII digits only");
+}
+
+#[tokio::test]
+async fn contacts_are_indexed_by_phone_key_and_favourite() {
+    use mycorrhizal::crm::contact::{Contact, INDEX_FAVORITE, INDEX_PHONE};
+    let instance = crate::helpers::Instance::new();
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let card = json!({ "name": { "full": "Phil Phone" }, "phones": [
+        { "number": "+44 20 7946 0958" }, { "number": "020 7946 0958" }, { "number": "112" }] });
+    let created = ada.post("/api/v1/contacts", json!({ "card": card })).await;
+    assert_eq!(created.status(), 201);
+    let c = json_of(created).await["contact"]["id"].as_u64().unwrap();
+    let other = new_contact(&ada, "Fay", "Vourite").await["id"].as_u64().unwrap();
+    ada.post(&format!("/api/v1/contacts/{other}/favorite"), json!({})).await;
+    assert!(server.terminate().success());
+    let engine = crate::helpers::open_engine(&instance.database());
+    let view = engine.user(mycorrhizal_engine::UserId(ada.id)).view().unwrap();
+    assert_eq!(view.find::<Contact>(INDEX_PHONE, "079460958").unwrap(), vec![c]);
+    let entries = view.index_entries::<Contact>().unwrap();
+    let phones: Vec<_> = entries.iter().filter(|(name, _, id)| name == INDEX_PHONE && *id == c).collect();
+    assert_eq!(phones.len(), 1, "one entry per distinct key, none for a short number: {phones:?}");
+    let favourites: Vec<_> = entries.iter().filter(|(name, _, _)| name == INDEX_FAVORITE).collect();
+    assert_eq!(favourites, [&(INDEX_FAVORITE.to_string(), "vourite fay".to_string(), other)]);
+}

@@ -223,3 +223,81 @@ async fn circles_and_tags_are_counted_renamed_and_removed_everywhere_at_once() {
     );
     assert_eq!(json_of(ada.get("/api/v1/circles").await).await["circles"][1]["name"], "Work", "and stays");
 }
+
+async fn favourite_ids(client: &crate::helpers::Client) -> Vec<u64> {
+    let dashboard = json_of(client.get("/api/v1/dashboard").await).await;
+    dashboard["favorites"].as_array().unwrap().iter().map(|f| f["id"].as_u64().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn dashboard_favourites_are_the_active_ones_in_name_order() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let mut id = std::collections::HashMap::new();
+    for (first, last) in [("Zoe", "Zimmer"), ("Amy", "Adams"), ("Mia", "Moss"), ("Kim", "Kraus"), ("Bob", "Brown")] {
+        id.insert(first, crate::crm::new_contact(&ada, first, last).await["id"].as_u64().unwrap());
+    }
+    for name in ["Zoe", "Amy", "Mia", "Kim"] {
+        assert_eq!(ada.post(&format!("/api/v1/contacts/{}/favorite", id[name]), json!({})).await.status(), 200);
+    }
+    assert_eq!(favourite_ids(&ada).await, [id["Amy"], id["Kim"], id["Mia"], id["Zoe"]], "by name, Bob is no favourite");
+    ada.post(&format!("/api/v1/contacts/{}/archive", id["Mia"]), json!({})).await;
+    assert_eq!(favourite_ids(&ada).await, [id["Amy"], id["Kim"], id["Zoe"]], "an archived favourite is not shown");
+    ada.post(&format!("/api/v1/contacts/{}/unfavorite", id["Kim"]), json!({})).await;
+    assert_eq!(favourite_ids(&ada).await, [id["Amy"], id["Zoe"]], "an unfavourited contact disappears");
+    ada.post(&format!("/api/v1/contacts/{}/unarchive", id["Mia"]), json!({})).await;
+    assert_eq!(favourite_ids(&ada).await, [id["Amy"], id["Mia"], id["Zoe"]], "unarchived, a favourite again");
+    let renamed = ada
+        .send(
+            reqwest::Method::PUT,
+            &format!("/api/v1/contacts/{}", id["Zoe"]),
+            json!({ "firstname": "Zoe", "lastname": "Aaron" }),
+        )
+        .await;
+    assert_eq!(renamed.status(), 200, "{:?}", renamed.text().await);
+    assert_eq!(favourite_ids(&ada).await, [id["Zoe"], id["Amy"], id["Mia"]], "a new name moves it");
+    ada.send(reqwest::Method::DELETE, &format!("/api/v1/contacts/{}", id["Amy"]), json!(null)).await;
+    assert_eq!(favourite_ids(&ada).await, [id["Zoe"], id["Mia"]], "a deleted favourite is gone");
+    // The same as the contact list's favourites filter by name.
+    let listed = json_of(ada.get("/api/v1/contacts?favorites=true&sort=name").await).await;
+    let listed: Vec<u64> = listed["contacts"].as_array().unwrap().iter().map(|c| c["id"].as_u64().unwrap()).collect();
+    assert_eq!(favourite_ids(&ada).await, listed);
+    // Another user's favourites are not shown.
+    let bob = server.sign_up("bob").await;
+    assert!(favourite_ids(&bob).await.is_empty());
+}
+
+#[tokio::test]
+async fn random_contacts_are_distinct_active_and_the_users_own() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    let mut mine = Vec::new();
+    for i in 0..8 {
+        // Interleaved with Bob's: Ada's ids have gaps.
+        mine.push(crate::crm::new_contact(&ada, &format!("Ada{i}"), "Own").await["id"].as_u64().unwrap());
+        crate::crm::new_contact(&bob, &format!("Bob{i}"), "Other").await;
+    }
+    for c in &mine[..2] {
+        ada.post(&format!("/api/v1/contacts/{c}/archive"), json!({})).await;
+    }
+    ada.send(reqwest::Method::DELETE, &format!("/api/v1/contacts/{}", mine[2]), json!(null)).await;
+    let random = |body: Value, key: &str| -> Vec<u64> {
+        body[key].as_array().unwrap().iter().map(|c| c["id"].as_u64().unwrap()).collect()
+    };
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..20 {
+        let picked = random(json_of(ada.get("/api/v1/contacts/random").await).await, "contacts");
+        assert_eq!(picked.len(), 5, "{picked:?}");
+        assert_eq!(picked.iter().collect::<std::collections::HashSet<_>>().len(), 5, "distinct: {picked:?}");
+        assert!(picked.iter().all(|id| mine[3..].contains(id)), "active and Ada's own: {picked:?}");
+        seen.extend(picked);
+    }
+    assert_eq!(seen.len(), 5, "all five active contacts come up");
+    for c in &mine[3..6] {
+        ada.post(&format!("/api/v1/contacts/{c}/archive"), json!({})).await;
+    }
+    let mut picked = random(json_of(ada.get("/api/v1/dashboard").await).await, "random_contacts");
+    picked.sort();
+    assert_eq!(picked, mine[6..], "fewer active contacts than asked: all of them");
+}

@@ -123,7 +123,13 @@ impl Instance {
 
     /// Runs the binary expecting it to stop by itself; returns status and all output.
     pub fn run_to_exit(&self) -> (ExitStatus, String) {
-        let mut child = self.command().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn binary");
+        self.run_args(&[])
+    }
+
+    /// Runs the binary with `args` (a subcommand) until it stops; returns status and all output.
+    pub fn run_args(&self, args: &[&str]) -> (ExitStatus, String) {
+        let mut child =
+            self.command().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn binary");
         let status = wait_bounded(&mut child, Duration::from_secs(30));
         let mut output = String::new();
         for stream in [

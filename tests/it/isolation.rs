@@ -242,12 +242,32 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
         "/api/v1/reminders/upcoming",
         "/api/v1/graph",
         "/api/v1/reach-out-suggestions?status=all",
+        "/api/v1/export",
+        "/api/v1/export/vcf",
+        "/api/v1/export/vcf?version=3.0",
+        "/api/v1/export/jscontact",
+        "/api/v1/export?table=notes",
+        "/api/v1/export?table=activities",
+        "/api/v1/export?table=reminders",
+        "/api/v1/export?table=relationships",
+        "/api/v1/export?table=life_events",
+        "/api/v1/export?table=gifts",
+        "/api/v1/contacts/import/runs",
     ] {
         let response = b.get(path).await;
         assert_eq!(response.status(), 200, "{path}");
         let text = response.text().await.unwrap();
         assert!(!text.contains("ecret") && !text.contains(&format!("\"id\":{c}")), "{path} leaked: {text}");
     }
+
+    // An import by B never matches A's contacts, and A's import session is not B's to confirm.
+    let records = json!({ "records": [{ "card": { "name": { "full": "Secret Friend" }, "emails": [{ "address": "secret@example.org" }] } }] });
+    let preview: Value = b.post("/api/v1/contacts/import/records", records.clone()).await.json().await.unwrap();
+    assert_eq!(preview["rows"][0]["duplicate_match"], Value::Null, "B's import matched A's contact: {preview}");
+    let a_preview: Value = a.post("/api/v1/contacts/import/records", records).await.json().await.unwrap();
+    assert_eq!(a_preview["rows"][0]["duplicate_match"]["existing_contact_id"], c, "{a_preview}");
+    let confirm = json!({ "session_id": a_preview["session_id"], "actions": [{ "row_index": 0, "action": "update" }] });
+    assert_eq!(b.post("/api/v1/contacts/import/vcf/confirm", confirm).await.status(), 404);
 
     // B's households and address suggestions hold only B's own.
     for path in ["/api/v1/households", "/api/v1/households?include_members=true", "/api/v1/households/suggestions"] {

@@ -13,6 +13,7 @@ mod derived;
 mod health;
 mod helpers;
 mod households;
+mod import;
 mod inventory;
 mod isolation;
 mod keys;

@@ -74,3 +74,49 @@ fn open_engine_without_migrating(path: &std::path::Path) -> u32 {
     let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
     migrate::read_version(&txn).unwrap()
 }
+
+/// Contacts written before the `favorite` and `phone` indexes existed (their entries removed, the
+/// contact index version rewound): the next start backfills them behind a verified snapshot.
+#[tokio::test]
+async fn contacts_written_before_the_favourite_and_phone_indexes_are_backfilled_at_start() {
+    use mycorrhizal::crm::contact::{Contact, INDEX_FAVORITE, INDEX_PHONE, phone_key};
+    use mycorrhizal_engine::{Record, UserId, reindex};
+    use serde_json::json;
+
+    let instance = Instance::new();
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let body = json!({ "firstname": "Fay", "lastname": "Vourite", "phone": "+44 20 7946 0958" });
+    let created: serde_json::Value = ada.post("/api/v1/contacts", body).await.json().await.unwrap();
+    let c = created["contact"]["id"].as_u64().unwrap();
+    ada.post(&format!("/api/v1/contacts/{c}/favorite"), json!({})).await;
+    assert!(server.terminate().success());
+    reindex::rewind_for_tests(&instance.database(), Contact::KIND, &[INDEX_FAVORITE, INDEX_PHONE], 0).unwrap();
+    let key = phone_key("020 7946 0958").unwrap();
+    {
+        let engine = open_engine(&instance.database());
+        let view = engine.user(UserId(ada.id)).view().unwrap();
+        assert!(view.find::<Contact>(INDEX_PHONE, &key).unwrap().is_empty(), "as an older build left it");
+    }
+
+    let mut server = instance.spawn();
+    let ada = server.sign_in("ada", crate::helpers::PASSWORD).await;
+    let dashboard: serde_json::Value = ada.get("/api/v1/dashboard").await.json().await.unwrap();
+    assert_eq!(dashboard["favorites"][0]["id"], c, "{dashboard}");
+    assert!(server.terminate().success());
+
+    let engine = open_engine(&instance.database());
+    assert_eq!(engine.user(UserId(ada.id)).find::<Contact>(INDEX_PHONE, &key).unwrap(), vec![c]);
+    let snapshots: Vec<_> = std::fs::read_dir(instance.data_dir().join("pre-migration"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name().to_string_lossy().starts_with("pre-reindex")
+                && e.path().extension().is_some_and(|x| x == "redb")
+        })
+        .collect();
+    assert_eq!(snapshots.len(), 1, "a verified snapshot first");
+    let events = engine.system_events(100, |e| e.event_type == "index_backfilled").unwrap();
+    assert_eq!(events.len(), 1);
+    assert!(events[0].detail.as_deref().unwrap_or("").contains("\"kind\":\"contact\""), "{:?}", events[0].detail);
+}

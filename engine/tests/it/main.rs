@@ -4,6 +4,7 @@ mod global;
 mod helpers;
 mod migrations;
 mod model;
+mod reindex;
 mod search;
 mod system;
 mod writes;

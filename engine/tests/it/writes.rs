@@ -236,3 +236,23 @@ fn tampering_with_a_stored_audit_event_is_detected() {
     let result = engine.user(ALICE).view().unwrap().verify_audit();
     assert!(matches!(result, Err(Error::Corrupt { .. })), "{result:?}");
 }
+
+#[test]
+fn id_bounds_and_find_range_see_only_the_users_rows() {
+    let db = fresh();
+    let (alice, bob) = (db.engine.user(ALICE), db.engine.user(BOB));
+    assert_eq!(alice.view().unwrap().id_bounds::<Person>().unwrap(), None);
+    let a1 = alice.create(Person::new("Cleo", "")).unwrap().id;
+    let b1 = bob.create(Person::new("Bea", "")).unwrap().id;
+    let a2 = alice.create(Person::new("Abe", "")).unwrap().id;
+    let a3 = alice.create(Person::new("Dan", "")).unwrap().id;
+    alice.delete::<Person>(a3, Precondition::Any).unwrap();
+    let view = alice.view().unwrap();
+    assert_eq!(view.id_bounds::<Person>().unwrap(), Some((a1, a3)), "tombstones included");
+    assert_eq!(bob.view().unwrap().id_bounds::<Person>().unwrap(), Some((b1, b1)));
+    // Live rows only, in index order, bounded by value.
+    assert_eq!(view.find_range::<Person>("sort_name", "", None).unwrap(), vec![a2, a1]);
+    assert_eq!(view.find_range::<Person>("sort_name", "b", Some("d")).unwrap(), vec![a1]);
+    assert_eq!(view.find_range::<Person>("_updated", "", None).unwrap().len(), 2);
+    assert!(view.find_range::<Person>("nothing", "", None).unwrap().is_empty());
+}

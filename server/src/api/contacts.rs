@@ -603,23 +603,58 @@ pub async fn random(State(state): State<AppState>, user: AuthUser) -> Result<axu
     Ok(axum::Json(json!({ "contacts": contacts })))
 }
 
-/// Up to `n` active contacts picked at random.
+/// Up to `n` active contacts picked at random: each pick uniform over the active contacts not yet
+/// picked. Ids are drawn at random between the user's lowest and highest contact id and kept when
+/// they name an active contact (a few point reads, no walk); the user's ids have gaps (other users'
+/// ids, deleted rows), so when draws keep missing, the rest are picked from the list of live ids.
 pub fn random_summaries(view: &UserView, n: usize) -> Result<Vec<Value>, ApiError> {
-    let archived: Vec<u64> = view.find::<Contact>(INDEX_ARCHIVED, "1")?;
-    let mut ids: Vec<u64> = view
-        .index_entries::<Contact>()?
-        .into_iter()
-        .filter(|(i, _, id)| i == UPDATED_INDEX && !archived.contains(id))
-        .map(|(_, _, id)| id)
-        .collect();
-    let mut picked = Vec::new();
-    while picked.len() < n && !ids.is_empty() {
-        let mut r = [0u8; 8];
-        getrandom::fill(&mut r).map_err(ApiError::internal)?;
-        let i = (u64::from_le_bytes(r) % ids.len() as u64) as usize;
-        picked.push(summary(&view.get::<Contact>(ids.swap_remove(i))?));
+    let archived = view.count_where::<Contact>(INDEX_ARCHIVED, "1")?;
+    let active = view.count::<Contact>()?.saturating_sub(archived) as usize;
+    let wanted = n.min(active);
+    let mut picked: Vec<u64> = Vec::new();
+    let mut out = Vec::new();
+    if let Some((lo, hi)) = view.id_bounds::<Contact>()? {
+        let span = (hi - lo).saturating_add(1);
+        let mut draws = 0;
+        while out.len() < wanted && draws < RANDOM_DRAWS_PER_PICK * wanted {
+            draws += 1;
+            let id = lo + random_u64()? % span;
+            if picked.contains(&id) {
+                continue;
+            }
+            match view.get::<Contact>(id) {
+                Ok(row) if !row.body.archived => {
+                    picked.push(id);
+                    out.push(summary(&row));
+                }
+                Ok(_) | Err(mycorrhizal_engine::Error::NotFound) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
-    Ok(picked)
+    if out.len() < wanted {
+        let archived: std::collections::HashSet<u64> = view.find::<Contact>(INDEX_ARCHIVED, "1")?.into_iter().collect();
+        let mut ids: Vec<u64> = view
+            .find_range::<Contact>(UPDATED_INDEX, "", None)?
+            .into_iter()
+            .filter(|id| !archived.contains(id) && !picked.contains(id))
+            .collect();
+        while out.len() < n && !ids.is_empty() {
+            let i = (random_u64()? % ids.len() as u64) as usize;
+            out.push(summary(&view.get::<Contact>(ids.swap_remove(i))?));
+        }
+    }
+    Ok(out)
+}
+
+/// Random draws per wanted contact before [`random_summaries`] falls back to the id list: with
+/// ids at least a tenth dense, running out is vanishingly rare.
+const RANDOM_DRAWS_PER_PICK: usize = 64;
+
+fn random_u64() -> Result<u64, ApiError> {
+    let mut r = [0u8; 8];
+    getrandom::fill(&mut r).map_err(ApiError::internal)?;
+    Ok(u64::from_le_bytes(r))
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]

@@ -12,7 +12,7 @@ use super::common::{self, instant, today};
 use super::contacts::{random_summaries, require_contacts, scope, summary, upcoming_birthdays};
 use crate::auth::AuthUser;
 use crate::crm::calendar;
-use crate::crm::contact::{Contact, INDEX_SORT_NAME};
+use crate::crm::contact::{Contact, INDEX_FAVORITE};
 use crate::crm::depth::{Gift, LifeEvent};
 use crate::crm::records::{Activity, BY_CONTACT, Completion, Note, contact_range};
 use crate::error::ApiError;
@@ -29,8 +29,9 @@ pub async fn dashboard(State(state): State<AppState>, user: AuthUser) -> Result<
         .blocking(move |_| {
             let v = scope.view()?;
             let end = today.checked_add(jiff::Span::new().days(30)).unwrap_or(today);
+            // The first 50 favourite, non-archived contacts by name: their own index, in name order.
             let favorites = v.walk::<Contact>(
-                Walk { index: INDEX_SORT_NAME, from: "", to: None, after: None, descending: false },
+                Walk { index: INDEX_FAVORITE, from: "", to: None, after: None, descending: false },
                 50,
                 |r| r.body.favorite && !r.body.archived,
             )?;

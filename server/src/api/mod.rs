@@ -12,9 +12,11 @@ pub mod common;
 pub mod contacts;
 pub mod dashboard;
 pub mod depth;
+pub mod export;
 pub mod groups;
 pub mod health;
 pub mod households;
+pub mod import;
 pub mod notes;
 pub mod oidc;
 pub mod photos;
@@ -68,6 +70,9 @@ use crate::state::AppState;
         households::list_suggestions, households::suggest_addresses, households::household_suggestions,
         households::dismiss,
         reach_out::list, reach_out::accept, reach_out::dismiss, reach_out::delete,
+        import::upload_csv, import::preview_csv, import::confirm_csv, import::upload_vcf, import::upload_jscontact,
+        import::records, import::confirm_vcf, import::runs,
+        export::csv, export::vcf, export::jscontact,
     ),
     components(schemas(crate::error::ErrorBody, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
     tags(
@@ -87,6 +92,8 @@ use crate::state::AppState;
         (name = "reach-out", description = "Suggestions to get in touch with contacts whose cadence is overdue, made by the reach-out scan"),
         (name = "audit", description = "Your own hash-chained change history"),
         (name = "search", description = "Full-text search over your contacts, notes and activities"),
+        (name = "import", description = "Import contacts from CSV, vCard 2.1/3.0/4.0, JSContact or a JSON batch of neutral records: upload, preview with duplicate detection, confirm row by row"),
+        (name = "export", description = "Everything you keep, as streamed downloads: vCard 3.0/4.0 with photos, JSContact, and CSV"),
     )
 )]
 pub struct ApiDoc;
@@ -225,7 +232,27 @@ pub fn router() -> Router<AppState> {
         .route("/reach-out-suggestions", get(reach_out::list))
         .route("/reach-out-suggestions/{id}", delete(reach_out::delete))
         .route("/reach-out-suggestions/{id}/accept", post(reach_out::accept))
-        .route("/reach-out-suggestions/{id}/dismiss", post(reach_out::dismiss));
+        .route("/reach-out-suggestions/{id}/dismiss", post(reach_out::dismiss))
+        .route("/contacts/import/upload", post(import::upload_csv).layer(axum::extract::DefaultBodyLimit::disable()))
+        .route("/contacts/import/preview", post(import::preview_csv))
+        .route("/contacts/import/confirm", post(import::confirm_csv))
+        .route(
+            "/contacts/import/vcf/upload",
+            post(import::upload_vcf).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/contacts/import/jscontact/upload",
+            post(import::upload_jscontact).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/contacts/import/records",
+            post(import::records).layer(axum::extract::DefaultBodyLimit::max(import::RECORDS_BODY_LIMIT)),
+        )
+        .route("/contacts/import/vcf/confirm", post(import::confirm_vcf))
+        .route("/contacts/import/runs", get(import::runs))
+        .route("/export", get(export::csv))
+        .route("/export/vcf", get(export::vcf))
+        .route("/export/jscontact", get(export::jscontact));
     Router::new()
         .route("/health/live", get(health::live))
         .route("/health/ready", get(health::ready))

@@ -16,7 +16,7 @@ use super::contacts::{require_contacts, scope};
 use crate::auth::AuthUser;
 use crate::crm::calendar::{self, Recurrence};
 use crate::crm::contact::Contact;
-use crate::crm::records::{BY_CONTACT, BY_DATE, Completion, Reminder, contact_range};
+use crate::crm::records::{BY_CONTACT, BY_DATE, Completion, Reminder, contact_range, micros};
 use crate::error::ApiError;
 use crate::http::json::Json;
 use crate::state::AppState;
@@ -148,12 +148,20 @@ pub async fn upcoming(State(state): State<AppState>, user: AuthUser) -> Result<a
 /// Open reminders due within seven days (overdue included) or, when five or fewer, the earliest
 /// five; with `contact_name` and `overdue`.
 pub fn upcoming_views(v: &UserView, today: Date) -> Result<Vec<Value>, ApiError> {
-    let rows = all(v)?;
     let horizon = today.checked_add(jiff::Span::new().days(7)).unwrap_or(today);
-    let due: Vec<&Row<Reminder>> = rows.iter().filter(|r| calendar::day_of(r.body.remind_at) <= horizon).collect();
-    let chosen: Vec<&Row<Reminder>> = if due.len() > 5 { due } else { rows.iter().take(5).collect() };
+    // A reminder sits at midnight UTC of its day, so those due by the horizon lie below the next
+    // day's midnight in the `date` index: walk only that part.
+    let below = horizon
+        .checked_add(jiff::Span::new().days(1))
+        .ok()
+        .map(calendar::midnight)
+        .filter(|t| t.as_microsecond() > 0)
+        .map(micros);
+    let walk = Walk { index: BY_DATE, from: "", to: below.as_deref(), after: None, descending: false };
+    let due = v.walk::<Reminder>(walk, usize::MAX, |r| calendar::day_of(r.body.remind_at) <= horizon)?.rows;
+    let chosen = if due.len() > 5 { due } else { v.walk::<Reminder>(Walk { to: None, ..walk }, 5, |_| true)?.rows };
     let name = |id: u64| v.get::<Contact>(id).map(|c| c.body.name()).ok();
-    Ok(chosen.into_iter().map(|r| view(r, Some(today), name(r.body.contact_id))).collect())
+    Ok(chosen.iter().map(|r| view(r, Some(today), name(r.body.contact_id))).collect())
 }
 
 #[utoipa::path(get, path = "/api/v1/contacts/{id}/reminders", tag = "reminders", params(("id" = u64, Path)), responses((status = 200, description = "`{reminders}`"), (status = 404, description = "No such contact")))]

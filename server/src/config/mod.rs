@@ -44,6 +44,7 @@ pub struct Config {
     /// Longest wait before written rows reach a committed search-index commit (they are
     /// searchable at once either way).
     pub search_commit_interval_ms: u64,
+    pub import: ImportLimits,
     pub retention: Retention,
     pub storage: Storage,
     pub integrity: Integrity,
@@ -52,6 +53,17 @@ pub struct Config {
     pub rates: Rates,
     pub features: Features,
     pub auth: Auth,
+}
+
+/// Upload limits of the import endpoints.
+#[derive(Debug, Clone)]
+pub struct ImportLimits {
+    /// `IMPORT_MAX_CSV_MB` (default 20): largest CSV upload.
+    pub max_csv_bytes: usize,
+    /// `IMPORT_MAX_FILE_MB` (default 50): largest vCard or JSContact upload.
+    pub max_file_bytes: usize,
+    /// `IMPORT_MAX_CARDS` (default 100,000): most cards or rows one upload may hold.
+    pub max_cards: usize,
 }
 
 /// Retention windows in days; `<= 0` disables the purge where the spec allows it.
@@ -249,6 +261,11 @@ impl Config {
         });
         let attachment_quota_bytes = env.count("ATTACHMENT_QUOTA_MB", 1024, 1_048_576) * 1024 * 1024;
         let search_commit_interval_ms = env.count("SEARCH_COMMIT_INTERVAL_MS", 500, 3_600_000).max(10);
+        let import = ImportLimits {
+            max_csv_bytes: (env.count("IMPORT_MAX_CSV_MB", 20, 1024).max(1) * 1024 * 1024) as usize,
+            max_file_bytes: (env.count("IMPORT_MAX_FILE_MB", 50, 1024).max(1) * 1024 * 1024) as usize,
+            max_cards: env.count("IMPORT_MAX_CARDS", 100_000, 10_000_000).max(1) as usize,
+        };
         let retention = Retention {
             system_event_days: env.int("SYSTEM_EVENT_RETENTION_DAYS", 30, i64::MIN, 36_500),
             job_run_days: env.int("JOB_RUN_RETENTION_DAYS", 30, i64::MIN, 36_500),
@@ -331,6 +348,7 @@ impl Config {
             min_client_version,
             attachment_quota_bytes,
             search_commit_interval_ms,
+            import,
             retention,
             storage,
             integrity,

@@ -40,6 +40,20 @@ pub const INDEX_BIRTHDAY: &str = "birthday_md";
 pub const INDEX_ARCHIVED: &str = "archived";
 pub const INDEX_EMAIL: &str = "email";
 pub const INDEX_TAG: &str = "tag";
+/// Favourite, non-archived contacts, by sort name: the dashboard's favourites in name order.
+pub const INDEX_FAVORITE: &str = "favorite";
+/// Every phone's [`phone_key`], for duplicate detection on import.
+pub const INDEX_PHONE: &str = "phone";
+
+/// The comparable form of a phone number: its last nine ASCII digits (so `+44 20 7946 0958` and
+/// `020 7946 0958` match), `None` below six digits.
+pub fn phone_key(number: &str) -> Option<String> {
+    let digits: Vec<char> = number.chars().filter(char::is_ascii_digit).collect();
+    if digits.len() < 6 {
+        return None;
+    }
+    Some(digits[digits.len().saturating_sub(9)..].iter().collect())
+}
 
 impl Contact {
     pub fn parsed_card(&self) -> Card {
@@ -77,6 +91,8 @@ fn circles_of(crm: &str) -> Vec<String> {
 
 impl Record for Contact {
     const KIND: Kind = kind!("contact", soft_delete);
+    /// 1: the `favorite` and `phone` indexes.
+    const INDEX_VERSION: u32 = 1;
     const UNIQUE: &'static [&'static str] = &[INDEX_UID];
     const AUDIT_SKIP: &'static [&'static str] = &["flat", "circles", "tags"];
 
@@ -147,7 +163,13 @@ impl Record for Contact {
         }
         if self.archived {
             entries.push((INDEX_ARCHIVED, "1".into()));
+        } else if self.favorite {
+            entries.push((INDEX_FAVORITE, self.flat.sort_name.clone()));
         }
+        let mut phones: Vec<String> = self.flat.phones.iter().filter_map(|p| phone_key(&p.value)).collect();
+        phones.sort();
+        phones.dedup();
+        entries.extend(phones.into_iter().map(|k| (INDEX_PHONE, k)));
         entries
     }
 }

@@ -6,6 +6,7 @@ pub mod calendar;
 pub mod contact;
 pub mod depth;
 pub mod households;
+pub mod import;
 pub mod reach_out;
 pub mod records;
 
@@ -13,4 +14,28 @@ pub mod records;
 pub fn search_sources() -> Vec<mycorrhizal_engine::Source> {
     use mycorrhizal_engine::Source;
     vec![Source::of::<contact::Contact>().contacts(), Source::of::<records::Note>(), Source::of::<records::Activity>()]
+}
+
+/// Every user record kind, for the index backfill at start-up (`Engine::ensure_indexes`): a kind
+/// whose `INDEX_VERSION` was raised gets its index entries derived again from its stored rows. A
+/// new record kind belongs here.
+pub fn record_kinds() -> Vec<mycorrhizal_engine::Indexed> {
+    use mycorrhizal_engine::Indexed;
+    vec![
+        Indexed::of::<contact::Contact>(),
+        Indexed::of::<records::Note>(),
+        Indexed::of::<records::Activity>(),
+        Indexed::of::<records::Reminder>(),
+        Indexed::of::<records::Completion>(),
+        Indexed::of::<records::Relationship>(),
+        Indexed::of::<depth::LifeEvent>(),
+        Indexed::of::<depth::Gift>(),
+        Indexed::of::<depth::AgendaItem>(),
+        Indexed::of::<depth::Attachment>(),
+        Indexed::of::<depth::CadencePolicy>(),
+        Indexed::of::<households::Household>(),
+        Indexed::of::<households::HouseholdMember>(),
+        Indexed::of::<households::DismissedHouseholdSuggestion>(),
+        Indexed::of::<reach_out::ReachOutSuggestion>(),
+    ]
 }

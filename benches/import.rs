@@ -1,0 +1,320 @@
+//! Import benchmark, in process (the real router and engine with its search index, no socket):
+//! a seeded generator writes N realistic vCards (accented names, emails, phones, addresses,
+//! birthdays, notes; 10% with an inline photo, 5% duplicating a contact the user already has,
+//! 2% repeating an earlier card of the same file), then times upload -> preview -> confirm with
+//! every row's suggested action, for each N in `BENCH_IMPORT_SIZES` (default `10000,100000`).
+//! Also the streamed vCard export of the result, and the peak RSS growth while it streams.
+//!
+//! Run: `cargo bench -p mycorrhizal --bench import`.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::Request;
+use mycorrhizal::config::{Config, Env};
+use mycorrhizal::{AppState, app};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const FIRST: &[&str] = &[
+    "José", "Zoë", "Ana", "Jürgen", "Chloé", "Søren", "Amélie", "Björn", "Inés", "Łukasz", "Noémie", "Aarav", "Mei",
+    "Olu", "Grace", "Ada", "Émile", "Siân", "Ciarán", "Dagný",
+];
+const LAST: &[&str] = &[
+    "García",
+    "Müller",
+    "Ødegaard",
+    "Nuñez",
+    "Dubois",
+    "Kowalski",
+    "O'Brien",
+    "Nakamura",
+    "Okafor",
+    "Hopper",
+    "Lovelace",
+    "Żukowski",
+    "Þórsson",
+    "Ferreira",
+    "Çelik",
+    "Lindqvist",
+    "Moreau",
+    "Rossi",
+    "Novák",
+    "Schäfer",
+];
+const CITIES: &[&str] = &["Lyon", "Kraków", "München", "Reykjavík", "Porto", "Göteborg", "Zürich", "Sevilla"];
+const WORDS: &[&str] = &[
+    "met",
+    "at",
+    "the",
+    "climbing",
+    "gym",
+    "loves",
+    "mushrooms",
+    "and",
+    "jazz",
+    "moved",
+    "to",
+    "Lyon",
+    "last",
+    "spring",
+    "knows",
+    "everything",
+    "about",
+    "bikes",
+    "café",
+    "owner",
+    "sister",
+    "of",
+    "Marta",
+];
+
+/// A small deterministic generator (xorshift), so every run writes the same file.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, list: &[&'a str]) -> &'a str {
+        list[(self.next() % list.len() as u64) as usize]
+    }
+}
+
+fn photo(rng: &mut Rng) -> String {
+    use base64::Engine as _;
+    // A JPEG-shaped blob of 6 KB: the header a client checks, then noise.
+    let mut bytes = vec![0xFF, 0xD8, 0xFF, 0xE0];
+    bytes.extend((0..6 * 1024).map(|_| rng.next() as u8));
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// One person's card; `email` fixes the address (for duplicates of existing contacts).
+fn card(rng: &mut Rng, n: usize, email: Option<String>, with_photo: bool) -> String {
+    let (first, last) = (rng.pick(FIRST), rng.pick(LAST));
+    let email = email.unwrap_or_else(|| format!("person{n}@example.org"));
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "BEGIN:VCARD\r\nVERSION:3.0\r\nN:{last};{first};;;\r\nFN:{first} {last}\r\nEMAIL;TYPE=INTERNET;TYPE=HOME:{email}\r\n\
+         TEL;TYPE=CELL:+33 6 {:02} {:02} {:02} {:02}\r\nADR;TYPE=HOME:;;{} rue des Lilas;{};;{:05};France\r\n\
+         BDAY:{}-{:02}-{:02}\r\nORG:Mycelium & Co\r\nCATEGORIES:Friends,Climbing\r\nUID:bench-{n}\r\n",
+        rng.next() % 100,
+        rng.next() % 100,
+        rng.next() % 100,
+        n % 100,
+        1 + rng.next() % 200,
+        rng.pick(CITIES),
+        rng.next() % 100_000,
+        1950 + rng.next() % 55,
+        1 + rng.next() % 12,
+        1 + rng.next() % 28,
+    );
+    let note: Vec<&str> = (0..12).map(|_| rng.pick(WORDS)).collect();
+    let _ = write!(out, "NOTE:{}\r\n", note.join(" "));
+    if with_photo {
+        let encoded = photo(rng);
+        out.push_str("PHOTO;ENCODING=b;TYPE=JPEG:");
+        // Folded at 75 octets, as exporters write it.
+        for (i, chunk) in encoded.as_bytes().chunks(74).enumerate() {
+            if i > 0 {
+                out.push_str("\r\n ");
+            }
+            out.push_str(std::str::from_utf8(chunk).unwrap_or(""));
+        }
+        out.push_str("\r\n");
+    }
+    out.push_str("END:VCARD\r\n");
+    out
+}
+
+/// The file: `n` cards, 10% with photos, 5% reusing an existing contact's email, 2% repeating
+/// an earlier card.
+fn file(n: usize, existing: usize) -> Vec<u8> {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut cards: Vec<String> = Vec::with_capacity(n);
+    for i in 0..n {
+        let roll = i % 100;
+        let text = if roll < 2 && i > 0 {
+            cards[(rng.next() % i as u64) as usize].clone()
+        } else if roll < 7 && existing > 0 {
+            let e = (rng.next() % existing as u64) as usize;
+            card(&mut rng, i, Some(format!("existing{e}@example.org")), false)
+        } else {
+            card(&mut rng, i, None, roll >= 90)
+        };
+        cards.push(text);
+    }
+    cards.concat().into_bytes()
+}
+
+async fn send(router: &axum::Router, request: Request<Body>) -> (u16, Value) {
+    let response = router.clone().oneshot(request).await.expect("response");
+    let status = response.status().as_u16();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("body");
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+fn json_request(uri: &str, cookie: &str, body: &Value) -> Request<Body> {
+    Request::builder()
+        .method("POST")
+        .uri(uri)
+        .header("cookie", format!("auth_token={cookie}"))
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("request")
+}
+
+async fn sign_up(router: &axum::Router, name: &str) -> String {
+    let register =
+        json!({ "username": name, "email": format!("{name}@example.org"), "password": "lichen-moss-fern-42" });
+    send(router, json_request("/api/v1/register", "", &register)).await;
+    let login = json!({ "identifier": name, "password": "lichen-moss-fern-42" });
+    let response = router.clone().oneshot(json_request("/api/v1/login", "", &login)).await.expect("login");
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|c| c.strip_prefix("auth_token=").map(|r| r.split(';').next().unwrap_or("").to_string()))
+        .expect("cookie")
+}
+
+/// Resident set size now, and the peak so far, in MB (Linux).
+fn rss_mb() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn main() {
+    let sizes: Vec<usize> = std::env::var("BENCH_IMPORT_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![10_000, 100_000]);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async move {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut vars = HashMap::new();
+        vars.insert("DATA_DIR".to_string(), dir.path().display().to_string());
+        vars.insert(
+            "JWT_SECRET_KEY".to_string(),
+            "3f9c1a7be2d04c88a9e15b6f70d2c4e1937ab0c5d8e2f61a4b7c9d0e3f5a8b21".to_string(),
+        );
+        vars.insert("RATE_LIMIT_API_BURST".to_string(), "1000000".to_string());
+        vars.insert("IMPORT_MAX_FILE_MB".to_string(), "1024".to_string());
+        vars.insert("IMPORT_MAX_CARDS".to_string(), "1000000".to_string());
+        let config = Config::load(Env::from_map(vars)).expect("config");
+        let engine = mycorrhizal::open_engine(&config).await.expect("engine");
+        let state = AppState::build(engine.clone(), config).await.expect("state");
+        let router = app(state.clone());
+        println!("| cards | file MB | upload+preview s | confirm s | total s | cards/s | created | updated | skipped | errors | vCard export s | export MB | export peak RSS growth MB |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for size in sizes {
+            let cookie = sign_up(&router, &format!("bench{size}")).await;
+            // Existing contacts, 10% of the file's size, some of which the file duplicates.
+            let existing = size / 10;
+            let mut records = Vec::new();
+            for e in 0..existing {
+                records.push(json!({ "card": { "name": { "full": format!("Existing Person{e}") }, "emails": [{ "address": format!("existing{e}@example.org") }] } }));
+                if records.len() == 500 || e + 1 == existing {
+                    let batch = json!({ "records": std::mem::take(&mut records) });
+                    let (_, preview) = send(&router, json_request("/api/v1/contacts/import/records", &cookie, &batch)).await;
+                    let actions: Vec<Value> = preview["rows"].as_array().expect("rows").iter().map(|r| json!({ "row_index": r["row_index"], "action": "add" })).collect();
+                    let confirm = json!({ "session_id": preview["session_id"], "actions": actions });
+                    send(&router, json_request("/api/v1/contacts/import/vcf/confirm", &cookie, &confirm)).await;
+                }
+            }
+            let bytes = file(size, existing);
+            let file_mb = bytes.len() as f64 / 1e6;
+            let boundary = "bench-boundary";
+            let mut body = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"contacts.vcf\"\r\n\r\n").into_bytes();
+            body.extend_from_slice(&bytes);
+            body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+            drop(bytes);
+            let started = Instant::now();
+            let upload = Request::builder()
+                .method("POST")
+                .uri("/api/v1/contacts/import/vcf/upload")
+                .header("cookie", format!("auth_token={cookie}"))
+                .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+                .body(Body::from(body))
+                .expect("upload");
+            let (status, preview) = send(&router, upload).await;
+            assert_eq!(status, 200, "{preview}");
+            let previewed = started.elapsed();
+            let actions: Vec<Value> = preview["rows"]
+                .as_array()
+                .expect("rows")
+                .iter()
+                .map(|r| json!({ "row_index": r["row_index"], "action": r["suggested_action"] }))
+                .collect();
+            let confirm = json!({ "session_id": preview["session_id"], "actions": actions });
+            drop(preview);
+            let confirming = Instant::now();
+            let (status, result) = send(&router, json_request("/api/v1/contacts/import/vcf/confirm", &cookie, &confirm)).await;
+            assert_eq!(status, 200, "{result}");
+            let confirmed = confirming.elapsed();
+            let total = started.elapsed();
+            // Peak RSS is reset (Linux: clear_refs 5) so the export's own growth is measured.
+            let _ = std::fs::write("/proc/self/clear_refs", "5");
+            let (rss_before, _) = rss_mb();
+            let export_started = Instant::now();
+            let export = Request::builder()
+                .uri("/api/v1/export/vcf")
+                .header("cookie", format!("auth_token={cookie}"))
+                .body(Body::empty())
+                .expect("export");
+            let response = router.clone().oneshot(export).await.expect("export");
+            let mut stream = response.into_body().into_data_stream();
+            let mut exported = 0usize;
+            while let Some(chunk) = futures_next(&mut stream).await {
+                exported += chunk.len();
+            }
+            let export_time = export_started.elapsed();
+            let (_, peak) = rss_mb();
+            println!(
+                "| {size} | {file_mb:.1} | {:.2} | {:.2} | {:.2} | {:.0} | {} | {} | {} | {} | {:.2} | {:.1} | {:.0} |",
+                secs(previewed),
+                secs(confirmed),
+                secs(total),
+                size as f64 / secs(total),
+                result["created"],
+                result["updated"],
+                result["skipped"],
+                result["error_count"],
+                secs(export_time),
+                exported as f64 / 1e6,
+                peak - rss_before,
+            );
+        }
+        engine.shutdown();
+    });
+}
+
+/// The next chunk of a body stream (without pulling in a futures crate for `StreamExt`).
+async fn futures_next(stream: &mut axum::body::BodyDataStream) -> Option<axum::body::Bytes> {
+    std::future::poll_fn(|cx| {
+        use futures_core::Stream;
+        std::pin::Pin::new(&mut *stream).poll_next(cx)
+    })
+    .await
+    .and_then(Result::ok)
+}

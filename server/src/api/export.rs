@@ -1,0 +1,575 @@
+//! Exports: every live contact as vCard (3.0 or 4.0, photos inline) or JSContact, and the user's
+//! data as CSV (one table per request: contacts by default, re-importable with identity column
+//! mappings; `table=` gives notes, activities and the rest).
+//!
+//! Exports stream. A blocking producer reads contacts a page at a time (each page its own read
+//! transaction), renders them, and hands ~64 KB chunks to the response through a bounded channel,
+//! so memory stays flat whatever the address book's size. A failure before the first byte
+//! answers 500 with the nested export error shape; a failure after it ends the stream early (the
+//! status line is already sent) and is logged.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::response::{IntoResponse, Response};
+use mycorrhizal_codecs::record::NeutralRecord;
+use mycorrhizal_codecs::vcard::{self, Photo, Version};
+use mycorrhizal_engine::{Row, UserScope};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
+use utoipa::IntoParams;
+
+use crate::auth::AuthUser;
+use crate::crm::contact::{Contact, INDEX_SORT_NAME, INDEX_UID};
+use crate::crm::import::{ORIGINAL_UID_POINTER, photo_dir};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Contacts read per read transaction.
+const PAGE: usize = 200;
+/// Bytes gathered before a chunk is sent.
+const CHUNK: usize = 64 * 1024;
+/// Chunks in flight between the producer and the socket.
+const IN_FLIGHT: usize = 4;
+
+/// The `sections` tokens and the card members each one keeps.
+const SECTIONS: &[(&str, &[&str])] = &[
+    ("emails", &["emails"]),
+    ("phones", &["phones"]),
+    ("addresses", &["addresses"]),
+    ("organizations", &["organizations", "titles"]),
+    ("anniversaries", &["anniversaries"]),
+    ("media", &["media"]),
+    ("online_services", &["onlineServices"]),
+    ("links", &["links"]),
+    ("notes", &["notes"]),
+    ("keywords", &["keywords"]),
+    ("related_to", &["relatedTo"]),
+    ("personal_info", &["personalInfo"]),
+    ("speak_to_as", &["speakToAs"]),
+    ("members", &["members"]),
+    ("languages", &["preferredLanguages"]),
+    ("custom_fields", &[]),
+];
+
+/// Card members every export keeps whatever `sections` says: who the card is.
+const ALWAYS: &[&str] = &["uid", "kind", "name", "nicknames", "created", "updated", "language", "prodId"];
+
+/// What to include.
+#[derive(Debug, Clone, Default)]
+struct Selection {
+    /// `None`: everything.
+    sections: Option<Vec<&'static str>>,
+}
+
+impl Selection {
+    fn parse(text: Option<&str>) -> Result<Selection, ApiError> {
+        let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else { return Ok(Selection::default()) };
+        let mut chosen = Vec::new();
+        for token in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let Some((name, _)) = SECTIONS.iter().find(|(name, _)| *name == token) else {
+                let known: Vec<&str> = SECTIONS.iter().map(|(n, _)| *n).collect();
+                return Err(ApiError::validation(
+                    "sections",
+                    format!("unknown section {token:?}; known: {}", known.join(", ")),
+                ));
+            };
+            chosen.push(*name);
+        }
+        Ok(Selection { sections: Some(chosen) })
+    }
+
+    fn keeps(&self, section: &str) -> bool {
+        self.sections.as_ref().is_none_or(|s| s.contains(&section))
+    }
+
+    /// Drops the card members of sections not chosen.
+    fn apply(&self, record: &mut NeutralRecord) {
+        let Some(chosen) = &self.sections else { return };
+        let kept: Vec<&str> = SECTIONS
+            .iter()
+            .filter(|(name, _)| chosen.contains(name))
+            .flat_map(|(_, members)| members.iter().copied())
+            .chain(ALWAYS.iter().copied())
+            .collect();
+        let Ok(Value::Object(card)) = serde_json::to_value(&record.card) else { return };
+        let card: Map<String, Value> = card.into_iter().filter(|(k, _)| kept.contains(&k.as_str())).collect();
+        record.card = serde_json::from_value(Value::Object(card)).unwrap_or_default();
+        if !chosen.contains(&"custom_fields") {
+            record.passthrough.remove(mycorrhizal_codecs::jscontact::PASSTHROUGH_VCARD_PROPS);
+        }
+    }
+}
+
+/// The neutral record of a stored contact as it leaves the server: its own UID (the original
+/// one when the import had to replace a non-UUID UID), and its photo inline.
+fn record_of(row: &Row<Contact>, photos: &std::path::Path, selection: &Selection) -> NeutralRecord {
+    let c = &row.body;
+    let mut card = c.parsed_card();
+    let mut passthrough: Map<String, Value> = serde_json::from_str(&c.passthrough).unwrap_or_default();
+    let original = passthrough
+        .get_mut("jsContactProps")
+        .and_then(Value::as_object_mut)
+        .and_then(|p| p.remove(ORIGINAL_UID_POINTER))
+        .and_then(|v| v.as_str().map(str::to_string));
+    if passthrough.get("jsContactProps").and_then(Value::as_object).is_some_and(Map::is_empty) {
+        passthrough.remove("jsContactProps");
+    }
+    card.uid = Some(original.unwrap_or_else(|| c.uid.clone()));
+    if !c.photo.is_empty()
+        && selection.keeps("media")
+        && let Ok(bytes) = std::fs::read(photos.join(&c.photo))
+        && let Some(media_type) = vcard::sniff(&bytes)
+    {
+        vcard::put_photo(&mut card, &Photo { media_type: media_type.to_string(), bytes });
+    }
+    let mut record = NeutralRecord {
+        card,
+        crm: serde_json::from_str(&c.crm).unwrap_or_default(),
+        passthrough,
+        gender: c.gender.clone(),
+    };
+    selection.apply(&mut record);
+    record
+}
+
+/// The response body: a channel of chunks.
+struct Chunks(mpsc::Receiver<Result<Bytes, std::io::Error>>);
+
+impl futures_core::Stream for Chunks {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+/// Hands bytes to the response in chunks; `false` once the client has gone.
+struct Sink {
+    buffer: Vec<u8>,
+    tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
+}
+
+impl Sink {
+    fn push(&mut self, bytes: &[u8]) -> bool {
+        self.buffer.extend_from_slice(bytes);
+        if self.buffer.len() >= CHUNK { self.flush() } else { true }
+    }
+
+    fn flush(&mut self) -> bool {
+        if self.buffer.is_empty() {
+            return true;
+        }
+        let chunk = Bytes::from(std::mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK)));
+        self.tx.blocking_send(Ok(chunk)).is_ok()
+    }
+}
+
+/// What a producer writes for each contact, and around them.
+trait Render: Send + 'static {
+    fn start(&mut self, _out: &mut Sink) -> bool {
+        true
+    }
+    fn contact(&mut self, record: &NeutralRecord, out: &mut Sink) -> bool;
+    fn end(&mut self, _out: &mut Sink) -> bool {
+        true
+    }
+}
+
+/// Streams every live contact through `render`, one page per read transaction, in name order.
+/// Answers once the first page has been read: then the response starts, or the export fails
+/// with 500 before any byte is sent.
+async fn stream_contacts(
+    state: &AppState,
+    user: &AuthUser,
+    only_uid: Option<String>,
+    selection: Selection,
+    mut render: impl Render,
+    content_type: &'static str,
+    filename: String,
+    operation: &'static str,
+) -> Result<Response, Response> {
+    let scope = state.engine.user(user.id);
+    let photos = photo_dir(&state.config.data_dir, user.id);
+    let (tx, rx) = mpsc::channel(IN_FLIGHT);
+    let (ready, started) = oneshot::channel::<Result<(), String>>();
+    tokio::task::spawn_blocking(move || {
+        let mut out = Sink { buffer: Vec::with_capacity(CHUNK), tx };
+        let mut ready = Some(ready);
+        let outcome = produce(&scope, &photos, only_uid.as_deref(), &selection, &mut render, &mut out, &mut ready);
+        match outcome {
+            Ok(()) => {
+                if let Some(r) = ready.take() {
+                    let _ = r.send(Ok(()));
+                }
+                out.flush();
+            }
+            Err(e) => {
+                tracing::error!(event = "export_failed", operation, error = %e);
+                match ready.take() {
+                    Some(r) => {
+                        let _ = r.send(Err(e));
+                    }
+                    None => {
+                        let _ = out.tx.blocking_send(Err(std::io::Error::other(e)));
+                    }
+                }
+            }
+        }
+    });
+    match started.await {
+        Ok(Ok(())) => Ok((
+            StatusCode::OK,
+            [
+                (CONTENT_TYPE, content_type.to_string()),
+                (CONTENT_DISPOSITION, format!("attachment; filename=\"{filename}\"")),
+            ],
+            Body::from_stream(Chunks(rx)),
+        )
+            .into_response()),
+        Ok(Err(_)) | Err(_) => Err(export_failure(operation, "storage")),
+    }
+}
+
+fn produce(
+    scope: &UserScope,
+    photos: &std::path::Path,
+    only_uid: Option<&str>,
+    selection: &Selection,
+    render: &mut dyn Render,
+    out: &mut Sink,
+    ready: &mut Option<oneshot::Sender<Result<(), String>>>,
+) -> Result<(), String> {
+    let mut after: Option<(String, u64)> = None;
+    let mut first = true;
+    loop {
+        let rows: Vec<Row<Contact>> = {
+            let view = scope.view().map_err(|e| e.to_string())?;
+            match only_uid {
+                Some(uid) => {
+                    let ids = view.find::<Contact>(INDEX_UID, &uid.to_lowercase()).map_err(|e| e.to_string())?;
+                    let mut rows = Vec::new();
+                    for id in ids {
+                        rows.push(view.get::<Contact>(id).map_err(|e| e.to_string())?);
+                    }
+                    rows
+                }
+                None => {
+                    let page = view
+                        .page::<Contact>(INDEX_SORT_NAME, after.as_ref().map(|(v, id)| (v.as_str(), *id)), PAGE, false)
+                        .map_err(|e| e.to_string())?;
+                    after = page.next.clone();
+                    page.rows
+                }
+            }
+        };
+        if first {
+            first = false;
+            if let Some(r) = ready.take() {
+                let _ = r.send(Ok(()));
+            }
+            if !render.start(out) {
+                return Ok(());
+            }
+        }
+        for row in &rows {
+            if !render.contact(&record_of(row, photos, selection), out) {
+                return Ok(());
+            }
+        }
+        if only_uid.is_some() || after.is_none() {
+            break;
+        }
+    }
+    render.end(out);
+    Ok(())
+}
+
+/// The spec's export failure: 500 with `{error: {code, message, details: {operation, category}}}`.
+fn export_failure(operation: &str, category: &str) -> Response {
+    let body = json!({
+        "error": {
+            "code": "INTERNAL_ERROR",
+            "message": "The export failed; nothing was sent. Try again, and see the server log if it persists.",
+            "details": { "operation": operation, "category": category },
+        }
+    });
+    (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response()
+}
+
+fn today(state: &AppState) -> String {
+    super::common::today(state).to_string()
+}
+
+struct VcfRender(Version);
+
+impl Render for VcfRender {
+    fn contact(&mut self, record: &NeutralRecord, out: &mut Sink) -> bool {
+        out.push(vcard::write(record, self.0).as_bytes())
+    }
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+pub struct VcfQuery {
+    /// `4` (default), `4.0`, `3` or `3.0`; a `v` prefix is tolerated.
+    pub version: Option<String>,
+    /// Export only the contact with this card UID.
+    pub vcard_uid: Option<String>,
+    /// Comma list of sections to include: emails, phones, addresses, organizations, anniversaries,
+    /// media, online_services, links, notes, keywords, related_to, personal_info, speak_to_as,
+    /// members, languages, custom_fields. Names are always included.
+    pub sections: Option<String>,
+    /// `true` or `1`. Accepted for compatibility; contact cards hold no sensitive-only members.
+    pub include_sensitive: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/v1/export/vcf", tag = "export", params(VcfQuery), responses(
+    (status = 200, description = "`text/vcard; charset=utf-8`, one card per live contact with photos inline, streamed; attachment `mycorrhizal-contacts-YYYY-MM-DD.vcf`"),
+    (status = 400, description = "`VALIDATION_ERROR` naming `version` or `sections`"),
+    (status = 500, description = "`{error: {code: INTERNAL_ERROR, message, details: {operation, category}}}`")))]
+pub async fn vcf(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Query(q): Query<VcfQuery>,
+) -> Result<Response, ApiError> {
+    let version = match q.version.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+        None => Version::V4,
+        Some(v) => Version::parse(v).ok_or_else(|| ApiError::validation("version", "must be 4, 4.0, 3 or 3.0"))?,
+    };
+    let selection = Selection::parse(q.sections.as_deref())?;
+    let uid = q.vcard_uid.filter(|u| !u.trim().is_empty()).map(|u| resolve_uid(&u));
+    let filename = format!("mycorrhizal-contacts-{}.vcf", today(&state));
+    Ok(stream_contacts(
+        &state,
+        &user,
+        uid,
+        selection,
+        VcfRender(version),
+        "text/vcard; charset=utf-8",
+        filename,
+        "export_vcf",
+    )
+    .await
+    .unwrap_or_else(|failure| failure))
+}
+
+/// A `vcard_uid` as stored: ours are UUIDs; an imported card's own non-UUID UID maps the way
+/// the import mapped it.
+fn resolve_uid(uid: &str) -> String {
+    let card = mycorrhizal_codecs::card::Card { uid: Some(uid.trim().to_string()), ..Default::default() };
+    crate::crm::import::stable_uid(&card)
+}
+
+struct JsRender {
+    first: bool,
+}
+
+impl Render for JsRender {
+    fn start(&mut self, out: &mut Sink) -> bool {
+        out.push(b"[")
+    }
+
+    fn contact(&mut self, record: &NeutralRecord, out: &mut Sink) -> bool {
+        let card = mycorrhizal_codecs::jscontact::from_neutral(record);
+        let sep: &[u8] = if self.first { b"\n" } else { b",\n" };
+        self.first = false;
+        out.push(sep) && out.push(card.to_string().as_bytes())
+    }
+
+    fn end(&mut self, out: &mut Sink) -> bool {
+        out.push(b"\n]\n")
+    }
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+pub struct JsQuery {
+    /// As for the vCard export.
+    pub sections: Option<String>,
+    /// `true` or `1`; accepted for compatibility.
+    pub include_sensitive: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/v1/export/jscontact", tag = "export", params(JsQuery), responses(
+    (status = 200, description = "`application/jscontact+json; charset=utf-8`: a JSON array of JSContact (RFC 9553) cards, streamed; attachment `mycorrhizal-contacts-YYYY-MM-DD.jscontact.json`"),
+    (status = 400, description = "`VALIDATION_ERROR` naming `sections`"),
+    (status = 500, description = "`{error: {code: INTERNAL_ERROR, message, details: {operation, category}}}`")))]
+pub async fn jscontact(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Query(q): Query<JsQuery>,
+) -> Result<Response, ApiError> {
+    let selection = Selection::parse(q.sections.as_deref())?;
+    let filename = format!("mycorrhizal-contacts-{}.jscontact.json", today(&state));
+    Ok(stream_contacts(
+        &state,
+        &user,
+        None,
+        selection,
+        JsRender { first: true },
+        "application/jscontact+json; charset=utf-8",
+        filename,
+        "export_jscontact",
+    )
+    .await
+    .unwrap_or_else(|failure| failure))
+}
+
+struct CsvRender;
+
+impl Render for CsvRender {
+    fn start(&mut self, out: &mut Sink) -> bool {
+        let headers: Vec<String> = mycorrhizal_codecs::csv::EXPORT_HEADERS.iter().map(|h| h.to_string()).collect();
+        csv_row(&headers, out)
+    }
+
+    fn contact(&mut self, record: &NeutralRecord, out: &mut Sink) -> bool {
+        csv_row(&mycorrhizal_codecs::csv::export_row(record), out)
+    }
+}
+
+/// One CSV row (quoted and formula-neutralised by the codec's writer) into the stream.
+fn csv_row(cells: &[String], out: &mut Sink) -> bool {
+    let mut writer = mycorrhizal_codecs::csv::CsvWriter::buffer();
+    let refs: Vec<&str> = cells.iter().map(String::as_str).collect();
+    match writer.write_row(&refs).and_then(|()| writer.finish()) {
+        Ok(bytes) => out.push(&bytes),
+        Err(_) => false,
+    }
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+pub struct CsvQuery {
+    /// `contacts` (default), `notes`, `activities`, `reminders`, `reminder_completions`,
+    /// `relationships`, `life_events`, `gifts`, `conversation_agenda`, `households`,
+    /// `household_members` or `cadence_policies`.
+    pub table: Option<String>,
+}
+
+/// The CSV tables other than contacts: record kinds exported column by column.
+const TABLES: &[&str] = &[
+    "notes",
+    "activities",
+    "reminders",
+    "reminder_completions",
+    "relationships",
+    "life_events",
+    "gifts",
+    "conversation_agenda",
+    "households",
+    "household_members",
+    "cadence_policies",
+];
+
+#[utoipa::path(get, path = "/api/v1/export", tag = "export", params(CsvQuery), responses(
+    (status = 200, description = "`text/csv; charset=utf-8`, attachment `mycorrhizal-export-YYYY-MM-DD.csv` (or `…-<table>-YYYY-MM-DD.csv`). Your data is several tables, one per request: `contacts` (the default; its columns re-import with identity mappings) and, with `table=`, notes, activities, reminders, reminder_completions, relationships, life_events, gifts, conversation_agenda, households, household_members and cadence_policies (columns `id`, `created_at`, `updated_at`, then the record's own fields; lists and objects as JSON). Cells that a spreadsheet would run as a formula are prefixed with `'`."),
+    (status = 400, description = "`VALIDATION_ERROR` naming `table`"),
+    (status = 500, description = "`{error: {code: INTERNAL_ERROR, message, details: {operation, category}}}`")))]
+pub async fn csv(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Query(q): Query<CsvQuery>,
+) -> Result<Response, ApiError> {
+    let table = q.table.as_deref().map(str::trim).filter(|t| !t.is_empty()).unwrap_or("contacts");
+    if table == "contacts" {
+        let filename = format!("mycorrhizal-export-{}.csv", today(&state));
+        let render = CsvRender;
+        return Ok(stream_contacts(
+            &state,
+            &user,
+            None,
+            Selection::default(),
+            render,
+            "text/csv; charset=utf-8",
+            filename,
+            "export_csv",
+        )
+        .await
+        .unwrap_or_else(|failure| failure));
+    }
+    let Some(table) = TABLES.iter().find(|t| **t == table).copied() else {
+        return Err(ApiError::validation("table", format!("must be contacts or one of {}", TABLES.join(", "))));
+    };
+    let scope = state.engine.user(user.id);
+    let bytes = state.blocking(move |_| table_csv(&scope, table)).await?;
+    match bytes {
+        Ok(bytes) => Ok((
+            [
+                (CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+                (
+                    CONTENT_DISPOSITION,
+                    format!("attachment; filename=\"mycorrhizal-export-{table}-{}.csv\"", today(&state)),
+                ),
+            ],
+            bytes,
+        )
+            .into_response()),
+        Err(e) => {
+            tracing::error!(event = "export_failed", operation = "export_csv", table, error = %e);
+            Ok(export_failure("export_csv", "storage"))
+        }
+    }
+}
+
+/// One record kind as CSV: `id`, `created_at`, `updated_at`, then the body's fields.
+fn table_csv(scope: &UserScope, table: &str) -> Result<Vec<u8>, String> {
+    use crate::crm::{depth, households, records};
+    let view = scope.view().map_err(|e| e.to_string())?;
+    fn rows<R: mycorrhizal_engine::Record + serde::Serialize>(
+        view: &mycorrhizal_engine::UserView,
+    ) -> Result<Vec<(u64, String, String, Value)>, String> {
+        Ok(view
+            .list::<R>()
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|r| {
+                let body = serde_json::to_value(&r.body).unwrap_or_default();
+                (r.id, r.meta.created_at.to_string(), r.meta.updated_at.to_string(), body)
+            })
+            .collect())
+    }
+    let list = match table {
+        "notes" => rows::<records::Note>(&view)?,
+        "activities" => rows::<records::Activity>(&view)?,
+        "reminders" => rows::<records::Reminder>(&view)?,
+        "reminder_completions" => rows::<records::Completion>(&view)?,
+        "relationships" => rows::<records::Relationship>(&view)?,
+        "life_events" => rows::<depth::LifeEvent>(&view)?,
+        "gifts" => rows::<depth::Gift>(&view)?,
+        "conversation_agenda" => rows::<depth::AgendaItem>(&view)?,
+        "households" => rows::<households::Household>(&view)?,
+        "household_members" => rows::<households::HouseholdMember>(&view)?,
+        "cadence_policies" => rows::<depth::CadencePolicy>(&view)?,
+        _ => return Err(format!("unknown table {table}")),
+    };
+    let mut columns: Vec<String> = Vec::new();
+    for (_, _, _, body) in &list {
+        if let Value::Object(m) = body {
+            for k in m.keys() {
+                if !columns.contains(k) {
+                    columns.push(k.clone());
+                }
+            }
+        }
+    }
+    let mut writer = mycorrhizal_codecs::csv::CsvWriter::buffer();
+    let mut header = vec!["id".to_string(), "created_at".to_string(), "updated_at".to_string()];
+    header.extend(columns.iter().cloned());
+    writer.write_row(&header.iter().map(String::as_str).collect::<Vec<_>>()).map_err(|e| e.to_string())?;
+    for (id, created, updated, body) in &list {
+        let mut cells = vec![id.to_string(), created.clone(), updated.clone()];
+        for c in &columns {
+            cells.push(match body.get(c) {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+            });
+        }
+        writer.write_row(&cells.iter().map(String::as_str).collect::<Vec<_>>()).map_err(|e| e.to_string())?;
+    }
+    writer.finish().map_err(|e| e.to_string())
+}

@@ -1,0 +1,406 @@
+//! Import endpoints: uploads (CSV, vCard, JSContact) and a JSON batch of neutral records open a
+//! session with a per-row preview (duplicate match, merge diff, within-upload duplicates); a
+//! confirm applies the person's decisions. The rules live in `crm::import`; this module reads
+//! requests and shapes responses.
+
+use std::collections::HashMap;
+
+use axum::extract::{Multipart, State};
+use mycorrhizal_codecs::csv::{self, ColumnMapping};
+use mycorrhizal_codecs::record::NeutralRecord;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use crate::auth::AuthUser;
+use crate::crm::import::{self, Action, ImportRow, SessionError, Source, Stage};
+use crate::error::ApiError;
+use crate::http::json::Json;
+use crate::state::AppState;
+
+/// Largest JSON body of `POST /contacts/import/records` (500 records with inline photos).
+pub const RECORDS_BODY_LIMIT: usize = 50 * 1024 * 1024;
+/// Records per batch.
+pub const MAX_RECORDS: usize = 500;
+/// Rows shown in a CSV upload's `sample_data`.
+const SAMPLE_ROWS: usize = 5;
+
+/// Reads the multipart field `file`, refusing a wrong extension and enforcing `limit` while
+/// streaming (so an oversized upload is never held in memory whole).
+async fn read_file(mut form: Multipart, extensions: &[&str], limit: usize) -> Result<Vec<u8>, ApiError> {
+    while let Some(mut field) = form.next_field().await.map_err(|e| ApiError::invalid_input("file", e.body_text()))? {
+        if field.name() != Some("file") {
+            continue;
+        }
+        if let Some(name) = field.file_name().map(str::to_lowercase).filter(|n| !n.is_empty())
+            && !extensions.iter().any(|ext| name.ends_with(ext))
+        {
+            return Err(ApiError::invalid_input("file", format!("must be a {} file", extensions.join(" or "))));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = field.chunk().await.map_err(|e| ApiError::invalid_input("file", e.body_text()))? {
+            if bytes.len() + chunk.len() > limit {
+                return Err(ApiError::PayloadTooLarge { limit });
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        if bytes.is_empty() {
+            return Err(ApiError::invalid_input("file", "the file is empty"));
+        }
+        return Ok(bytes);
+    }
+    Err(ApiError::invalid_input("file", "missing: send the file in the multipart field \"file\""))
+}
+
+fn too_many(count: usize, max: usize) -> Result<(), ApiError> {
+    if count > max {
+        return Err(ApiError::invalid_input(
+            "file",
+            format!("holds {count} contacts; at most {max} per upload (IMPORT_MAX_CARDS)"),
+        ));
+    }
+    Ok(())
+}
+
+/// The preview body every upload and the CSV preview answer with.
+fn preview(session_id: &str, rows: &[ImportRow]) -> Value {
+    let shown: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let mut row = json!({
+                "row_index": r.index,
+                "line": r.line,
+                "parsed_contact": r.record.as_ref().map(import::parsed_contact).unwrap_or_default(),
+                "validation_errors": r.errors,
+                "duplicate_match": r.duplicate,
+                "suggested_action": r.suggested_action(),
+                "merge_diff": r.diff,
+                "batch_duplicate_of": r.batch_duplicate_of,
+            });
+            if !r.diagnostics.is_empty() {
+                row["diagnostics"] = json!(r.diagnostics);
+            }
+            row
+        })
+        .collect();
+    json!({
+        "session_id": session_id,
+        "rows": shown,
+        "total_rows": rows.len(),
+        "valid_rows": rows.iter().filter(|r| r.record.is_some()).count(),
+        "duplicate_count": rows.iter().filter(|r| r.duplicate.is_some() || r.batch_duplicate_of.is_some()).count(),
+        "error_count": rows.iter().filter(|r| r.record.is_none()).count(),
+    })
+}
+
+/// Runs duplicate detection on fresh rows and opens a session holding them.
+async fn open_previewed(
+    state: &AppState,
+    user: &AuthUser,
+    source: Source,
+    mut rows: Vec<ImportRow>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let scope = state.engine.user(user.id);
+    let rows = state
+        .blocking(move |_| {
+            import::detect(&scope.view()?, &mut rows)?;
+            Ok::<_, ApiError>(rows)
+        })
+        .await??;
+    let body_rows = rows.clone();
+    let id = state.imports.open(user.id, source, None, Stage::Previewed(rows));
+    Ok(axum::Json(preview(&id, &body_rows)))
+}
+
+#[utoipa::path(post, path = "/api/v1/contacts/import/upload", tag = "import",
+    request_body(content_type = "multipart/form-data", description = "Field `file`: a `.csv` file (UTF-8 with or without BOM, UTF-16 with BOM, or Windows-1252; comma, semicolon or tab separated), at most `IMPORT_MAX_CSV_MB` (20 MB)"),
+    responses((status = 200, description = "`{session_id, headers, suggested_mappings: [{csv_column, contact_field, group}], row_count, sample_data}`; Google, Outlook and Apple headers are recognised"),
+        (status = 400, description = "`INVALID_INPUT` naming `file`: missing, wrong extension, unreadable, or too many rows"),
+        (status = 413, description = "Larger than the configured limit")))]
+pub async fn upload_csv(
+    State(state): State<AppState>,
+    user: AuthUser,
+    form: Multipart,
+) -> Result<axum::Json<Value>, ApiError> {
+    let bytes = read_file(form, &[".csv", ".txt"], state.config.import.max_csv_bytes).await?;
+    let table = state
+        .blocking(move |_| {
+            let text = mycorrhizal_codecs::text::decode(&bytes);
+            csv::read_table(&text)
+        })
+        .await?
+        .map_err(|e| ApiError::invalid_input("file", format!("line {}: {}", e.line, e.reason)))?;
+    too_many(table.rows.len(), state.config.import.max_cards)?;
+    let body = json!({
+        "headers": table.headers,
+        "suggested_mappings": csv::suggest_mappings(&table.headers),
+        "row_count": table.rows.len(),
+        "sample_data": table.rows.iter().take(SAMPLE_ROWS).collect::<Vec<_>>(),
+    });
+    let id = state.imports.open(user.id, Source::Csv, Some(table), Stage::Uploaded);
+    let mut body = body;
+    body["session_id"] = json!(id);
+    Ok(axum::Json(body))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct PreviewRequest {
+    pub session_id: String,
+    #[schema(value_type = Vec<Object>)]
+    pub mappings: Vec<ColumnMapping>,
+}
+
+#[utoipa::path(post, path = "/api/v1/contacts/import/preview", tag = "import", request_body = PreviewRequest,
+    responses((status = 200, description = "The preview: `{session_id, rows, total_rows, valid_rows, duplicate_count, error_count}`"),
+        (status = 400, description = "An unknown `contact_field` or `csv_column` (named by its position)"),
+        (status = 404, description = "Unknown, expired or another user's session")))]
+pub async fn preview_csv(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(req): Json<PreviewRequest>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let table = state
+        .imports
+        .with(user.id, &req.session_id, |s| {
+            if s.source != Source::Csv {
+                return Err(SessionError::WrongEndpoint(s.source));
+            }
+            if matches!(s.stage, Stage::Applying | Stage::Done(_)) {
+                return Err(SessionError::Busy);
+            }
+            s.table.clone().ok_or(SessionError::NotFound)
+        })
+        .map_err(session_error)?;
+    csv::check_mappings(&table.headers, &req.mappings)
+        .map_err(|(field, reason)| ApiError::validation(field, reason))?;
+    let scope = state.engine.user(user.id);
+    let mappings = req.mappings;
+    let rows = state
+        .blocking(move |_| {
+            let mut rows: Vec<ImportRow> = csv::apply_mappings(&table, &mappings)
+                .into_iter()
+                .enumerate()
+                .map(|(index, row)| match row.record {
+                    Some(record) => {
+                        let mut r = ImportRow::from_record(index, row.line, record, row.diagnostics);
+                        r.errors = row.validation_errors;
+                        r
+                    }
+                    None => {
+                        let reason = row.validation_errors.join("; ");
+                        let mut r = ImportRow::failed(index, row.line, reason);
+                        r.errors = row.validation_errors;
+                        r
+                    }
+                })
+                .collect();
+            import::detect(&scope.view()?, &mut rows)?;
+            Ok::<_, ApiError>(rows)
+        })
+        .await??;
+    let body = preview(&req.session_id, &rows);
+    state
+        .imports
+        .with(user.id, &req.session_id, |s| {
+            s.stage = Stage::Previewed(rows);
+            Ok(())
+        })
+        .map_err(session_error)?;
+    Ok(axum::Json(body))
+}
+
+#[utoipa::path(post, path = "/api/v1/contacts/import/vcf/upload", tag = "import",
+    request_body(content_type = "multipart/form-data", description = "Field `file`: a `.vcf` file of vCard 2.1, 3.0 or 4.0 cards, at most `IMPORT_MAX_FILE_MB` (50 MB) and `IMPORT_MAX_CARDS` cards"),
+    responses((status = 200, description = "The preview; a card that cannot be read is a row with `validation_errors` naming its line, and the others import"),
+        (status = 400, description = "`INVALID_INPUT` naming `file`"), (status = 413, description = "Larger than the configured limit")))]
+pub async fn upload_vcf(
+    State(state): State<AppState>,
+    user: AuthUser,
+    form: Multipart,
+) -> Result<axum::Json<Value>, ApiError> {
+    let bytes = read_file(form, &[".vcf", ".vcard"], state.config.import.max_file_bytes).await?;
+    let items = state.blocking(move |_| mycorrhizal_codecs::vcard::parse_file(&bytes)).await?;
+    too_many(items.len(), state.config.import.max_cards)?;
+    open_previewed(&state, &user, Source::Vcf, import::rows_of(items)).await
+}
+
+#[utoipa::path(post, path = "/api/v1/contacts/import/jscontact/upload", tag = "import",
+    request_body(content_type = "multipart/form-data", description = "Field `file`: a `.json` JSContact (RFC 9553) file: one Card, an array of Cards, or a CardGroup"),
+    responses((status = 200, description = "The preview (a vCard-family session)"), (status = 400, description = "`INVALID_INPUT` naming `file`"),
+        (status = 413, description = "Larger than the configured limit")))]
+pub async fn upload_jscontact(
+    State(state): State<AppState>,
+    user: AuthUser,
+    form: Multipart,
+) -> Result<axum::Json<Value>, ApiError> {
+    let bytes = read_file(form, &[".json", ".jscontact"], state.config.import.max_file_bytes).await?;
+    let items = state.blocking(move |_| mycorrhizal_codecs::jscontact::parse_file(&bytes)).await?;
+    if let [mycorrhizal_codecs::record::Item::Problem(p)] = items.as_slice()
+        && p.reason.starts_with("not valid JSON")
+    {
+        return Err(ApiError::invalid_input("file", p.reason.clone()));
+    }
+    too_many(items.len(), state.config.import.max_cards)?;
+    open_previewed(&state, &user, Source::JsContact, import::rows_of(items)).await
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct RecordsRequest {
+    /// 1 to 500 neutral records `{card, crm?, passthrough?, gender?}`.
+    #[schema(value_type = Vec<Object>)]
+    pub records: Vec<Value>,
+}
+
+#[utoipa::path(post, path = "/api/v1/contacts/import/records", tag = "import", request_body = RecordsRequest,
+    responses((status = 200, description = "The preview of a records session"),
+        (status = 400, description = "`VALIDATION_ERROR` naming `records` (0 or more than 500); a record that is not a valid neutral record is a row with `validation_errors`")))]
+pub async fn records(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(req): Json<RecordsRequest>,
+) -> Result<axum::Json<Value>, ApiError> {
+    if req.records.is_empty() || req.records.len() > MAX_RECORDS {
+        return Err(ApiError::validation(
+            "records",
+            format!("between 1 and {MAX_RECORDS} records per batch (got {})", req.records.len()),
+        ));
+    }
+    let rows = req
+        .records
+        .into_iter()
+        .enumerate()
+        .map(|(index, value)| match serde_path_to_error::deserialize::<_, NeutralRecord>(value) {
+            Ok(mut record) => {
+                let diagnostics = mycorrhizal_codecs::text::name_fallback(&mut record.card);
+                match record.card.validate() {
+                    Ok(()) => ImportRow::from_record(index, 0, record, diagnostics),
+                    Err(e) => ImportRow::failed(index, 0, format!("records[{index}].{}: {}", e.field, e.reason)),
+                }
+            }
+            Err(e) => ImportRow::failed(index, 0, format!("records[{index}].{}: {}", e.path(), e.inner())),
+        })
+        .collect();
+    open_previewed(&state, &user, Source::Records, rows).await
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ConfirmAction {
+    pub row_index: usize,
+    /// `add`, `update` or `skip`.
+    pub action: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ConfirmRequest {
+    pub session_id: String,
+    /// One decision per row; a row without one is skipped.
+    pub actions: Vec<ConfirmAction>,
+}
+
+fn session_error(e: SessionError) -> ApiError {
+    match e {
+        SessionError::NotFound => ApiError::NotFound,
+        SessionError::WrongEndpoint(source) => ApiError::invalid_input(
+            "session",
+            match source {
+                Source::Csv => "a CSV session is confirmed at /contacts/import/confirm",
+                Source::Records => "a records session is confirmed at /contacts/import/vcf/confirm",
+                Source::Vcf | Source::JsContact => "this session is confirmed at /contacts/import/vcf/confirm",
+            },
+        ),
+        SessionError::NotPreviewed => {
+            ApiError::invalid_input("session", "preview the column mapping (POST /contacts/import/preview) first")
+        }
+        SessionError::Busy => ApiError::Conflict("this import session is being confirmed".into()),
+    }
+}
+
+async fn confirm(
+    state: AppState,
+    user: AuthUser,
+    req: ConfirmRequest,
+    accepts: &[Source],
+) -> Result<axum::Json<Value>, ApiError> {
+    let mut actions = HashMap::new();
+    for (i, a) in req.actions.iter().enumerate() {
+        let action = Action::parse(&a.action)
+            .ok_or_else(|| ApiError::validation(format!("actions[{i}].action"), "must be add, update or skip"))?;
+        actions.insert(a.row_index, action);
+    }
+    let (source, rows) = match state.imports.begin_confirm(user.id, &req.session_id, accepts).map_err(session_error)? {
+        Ok(taken) => taken,
+        Err(earlier) => return Ok(axum::Json(json!(earlier))),
+    };
+    if let Some((i, a)) = req.actions.iter().enumerate().find(|(_, a)| a.row_index >= rows.len()) {
+        let reason = format!("row {} does not exist (the session has {} rows)", a.row_index, rows.len());
+        state.imports.finish(user.id, &req.session_id, Stage::Previewed(rows));
+        return Err(ApiError::validation(format!("actions[{i}].row_index"), reason));
+    }
+    let scope = state.engine.user(user.id);
+    let data_dir = state.config.data_dir.clone();
+    let outcome = state
+        .blocking(move |_| {
+            let result = import::execute(&scope, &data_dir, source, &rows, &actions, &|_, _| {});
+            (result, rows)
+        })
+        .await;
+    match outcome {
+        Ok((Ok(result), _)) => {
+            state.imports.finish(user.id, &req.session_id, Stage::Done(result.clone()));
+            Ok(axum::Json(json!(result)))
+        }
+        Ok((Err(e), rows)) => {
+            state.imports.finish(user.id, &req.session_id, Stage::Previewed(rows));
+            Err(e.into())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[utoipa::path(post, path = "/api/v1/contacts/import/confirm", tag = "import", request_body = ConfirmRequest,
+    responses((status = 200, description = "`{total_processed, created, updated, skipped, error_count, errors}`; a repeated confirm within 15 minutes returns the first result and applies nothing"),
+        (status = 400, description = "A records session (confirm it at /contacts/import/vcf/confirm), a CSV session not yet previewed, or a bad action"),
+        (status = 404, description = "Unknown, expired, lost in a restart, or another user's session")))]
+pub async fn confirm_csv(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(req): Json<ConfirmRequest>,
+) -> Result<axum::Json<Value>, ApiError> {
+    confirm(state, user, req, &[Source::Csv, Source::Vcf, Source::JsContact]).await
+}
+
+#[utoipa::path(post, path = "/api/v1/contacts/import/vcf/confirm", tag = "import", request_body = ConfirmRequest,
+    responses((status = 200, description = "`{total_processed, created, updated, skipped, error_count, errors}`"),
+        (status = 400, description = "A CSV session (confirm it at /contacts/import/confirm), or a bad action"),
+        (status = 404, description = "Unknown, expired, lost in a restart, or another user's session")))]
+pub async fn confirm_vcf(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(req): Json<ConfirmRequest>,
+) -> Result<axum::Json<Value>, ApiError> {
+    confirm(state, user, req, &[Source::Vcf, Source::JsContact, Source::Records]).await
+}
+
+#[utoipa::path(get, path = "/api/v1/contacts/import/runs", tag = "import",
+    responses((status = 200, description = "`{import_runs: [{id, format, processed, created, updated, skipped, errors, created_at}]}`, newest first, the 50 most recent")))]
+pub async fn runs(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
+    let scope = state.engine.user(user.id);
+    let body = state
+        .blocking(move |_| {
+            let mut rows = scope.view()?.list::<import::ImportRun>()?;
+            rows.sort_by(|a, b| b.meta.created_at.cmp(&a.meta.created_at).then(b.id.cmp(&a.id)));
+            let runs: Vec<Value> = rows
+                .iter()
+                .map(|r| {
+                    json!({
+                        "id": r.id, "format": r.body.format, "processed": r.body.processed, "created": r.body.created,
+                        "updated": r.body.updated, "skipped": r.body.skipped, "errors": r.body.errors,
+                        "created_at": r.meta.created_at,
+                    })
+                })
+                .collect();
+            Ok::<_, ApiError>(json!({ "import_runs": runs }))
+        })
+        .await??;
+    Ok(axum::Json(body))
+}

@@ -1,0 +1,877 @@
+//! Importing contacts: the rows of an upload (from the codecs), their duplicate detection against
+//! the user's contacts and within the upload, the merge an `update` performs, applying the
+//! user's decisions in batched transactions, and the import sessions that hold rows between
+//! preview and confirm (15 minutes, in memory).
+//!
+//! Duplicate detection is index lookups and hashing only: per row, the card UID, each email, each
+//! phone key and the sort name are looked up in the contact indexes, and the same keys in one hash
+//! map find earlier rows of the same upload. Nothing compares rows pairwise.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use mycorrhizal_codecs::card::Card;
+use mycorrhizal_codecs::projection::{Flat, project};
+use mycorrhizal_codecs::record::{Item, NeutralRecord};
+use mycorrhizal_codecs::vcard::Photo;
+use mycorrhizal_engine::{Invalid, Kind, Precondition, Record, Row, TxUser, UserId, UserView, kind};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::contact::{Contact, INDEX_EMAIL, INDEX_PHONE, INDEX_SORT_NAME, INDEX_UID, phone_key};
+
+pub const SESSION_LIFETIME: Duration = Duration::from_secs(15 * 60);
+/// Rows per write transaction when applying: one durable commit per batch, not per row.
+pub const BATCH: usize = 250;
+/// Import runs kept per user.
+pub const RUNS_KEPT: usize = 50;
+/// Where a card's own UID is kept when it is not exactly our stored UUID (a non-UUID UID, an
+/// upper-case or `urn:uuid:` one), so exports give it back as it was.
+pub const ORIGINAL_UID_POINTER: &str = "/uid";
+
+/// Where a session's rows came from. The confirm endpoints accept families: CSV on
+/// `/contacts/import/confirm`; vCard, JSContact and records on `/contacts/import/vcf/confirm`;
+/// vCard and JSContact also on the CSV route, as existing clients do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Csv,
+    Vcf,
+    JsContact,
+    Records,
+}
+
+impl Source {
+    pub fn format(self) -> &'static str {
+        match self {
+            Source::Csv => "csv",
+            Source::Vcf => "vcf",
+            Source::JsContact => "jscontact",
+            Source::Records => "records",
+        }
+    }
+}
+
+/// An existing contact an incoming row matches, and by what.
+#[derive(Debug, Clone, Serialize)]
+pub struct DuplicateMatch {
+    pub existing_contact_id: u64,
+    pub existing_firstname: String,
+    pub existing_lastname: String,
+    pub existing_email: String,
+    pub existing_phone: String,
+    /// `uid`, `email`, `phone` or `name`.
+    pub match_reason: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FieldChange {
+    pub field: &'static str,
+    pub label: &'static str,
+    pub old: String,
+    pub new: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Added {
+    pub kind: &'static str,
+    pub value: String,
+}
+
+/// What an `update` of the matched contact would change.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MergeDiff {
+    pub updated: Vec<FieldChange>,
+    pub added: Vec<Added>,
+}
+
+impl MergeDiff {
+    pub fn is_empty(&self) -> bool {
+        self.updated.is_empty() && self.added.is_empty()
+    }
+}
+
+/// One row of an upload, prepared for preview and confirm.
+#[derive(Debug, Clone)]
+pub struct ImportRow {
+    pub index: usize,
+    /// 1-based line in the file, 0 when the format has none.
+    pub line: usize,
+    pub record: Option<NeutralRecord>,
+    pub photo: Option<Photo>,
+    pub errors: Vec<String>,
+    pub diagnostics: Vec<String>,
+    pub duplicate: Option<DuplicateMatch>,
+    pub batch_duplicate_of: Option<usize>,
+    pub diff: Option<MergeDiff>,
+}
+
+impl ImportRow {
+    pub fn from_record(index: usize, line: usize, mut record: NeutralRecord, diagnostics: Vec<String>) -> ImportRow {
+        let mut diagnostics = diagnostics;
+        let photo = mycorrhizal_codecs::vcard::take_photo(&mut record.card);
+        let photo = photo.and_then(|p| {
+            if crate::api::photos::sniff(&p.bytes).is_some() && p.bytes.len() <= crate::api::photos::MAX_PHOTO {
+                Some(p)
+            } else {
+                diagnostics.push("the inline photo is not a JPEG, PNG, GIF or WebP of at most 10 MB; left out".into());
+                None
+            }
+        });
+        ImportRow {
+            index,
+            line,
+            record: Some(record),
+            photo,
+            errors: Vec::new(),
+            diagnostics,
+            duplicate: None,
+            batch_duplicate_of: None,
+            diff: None,
+        }
+    }
+
+    pub fn failed(index: usize, line: usize, reason: String) -> ImportRow {
+        ImportRow {
+            index,
+            line,
+            record: None,
+            photo: None,
+            errors: vec![reason],
+            diagnostics: Vec::new(),
+            duplicate: None,
+            batch_duplicate_of: None,
+            diff: None,
+        }
+    }
+
+    /// `add`, `update` or `skip`: what a person would most likely choose.
+    pub fn suggested_action(&self) -> &'static str {
+        if self.record.is_none() || self.batch_duplicate_of.is_some() {
+            return "skip";
+        }
+        match (&self.duplicate, &self.diff) {
+            (None, _) => "add",
+            (Some(_), Some(diff)) if !diff.is_empty() => "update",
+            (Some(_), _) => "skip",
+        }
+    }
+}
+
+/// The rows of parsed codec items, numbered in file order.
+pub fn rows_of(items: Vec<Item>) -> Vec<ImportRow> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| match item {
+            Item::Record { record, line, diagnostics } => ImportRow::from_record(index, line, *record, diagnostics),
+            Item::Problem(p) => {
+                let at = if p.line > 0 { format!(" (line {})", p.line) } else { String::new() };
+                ImportRow::failed(index, p.line, format!("card {}{at}: {}", p.index + 1, p.reason))
+            }
+        })
+        .collect()
+}
+
+/// The stored UID for an incoming card: its own UID when it is a UUID; a UUID derived from its
+/// UID when it has another one (so the same card always maps to the same contact); derived from
+/// its name, emails and phones when it has none.
+pub fn stable_uid(card: &Card) -> String {
+    const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6d79_636f_7272_6869_7a61_6c2d_7569_6400);
+    if let Some(uid) = card.uid.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+        let bare = uid.trim_start_matches("urn:uuid:");
+        if let Ok(u) = uuid::Uuid::parse_str(bare) {
+            return u.to_string();
+        }
+        return uuid::Uuid::new_v5(&NAMESPACE, uid.as_bytes()).to_string();
+    }
+    let flat = project(card);
+    let mut key = format!("{}\u{1f}{}", flat.firstname.to_lowercase(), flat.lastname.to_lowercase());
+    for e in &flat.emails {
+        key.push('\u{1f}');
+        key.push_str(&e.to_lowercase());
+    }
+    for p in &flat.phones {
+        key.push('\u{1f}');
+        key.push_str(&mycorrhizal_codecs::projection::normalize_phone(&p.value));
+    }
+    uuid::Uuid::new_v5(&NAMESPACE, key.as_bytes()).to_string()
+}
+
+/// The identifying keys of a card, strongest first: what duplicates are looked up by.
+fn keys(card: &Card, flat: &Flat) -> Vec<(&'static str, &'static str, String)> {
+    let mut out = vec![("uid", INDEX_UID, stable_uid(card))];
+    for e in &flat.emails {
+        let e = e.trim().to_lowercase();
+        if !e.is_empty() {
+            out.push(("email", INDEX_EMAIL, e));
+        }
+    }
+    for p in &flat.phones {
+        if let Some(k) = phone_key(&p.value) {
+            out.push(("phone", INDEX_PHONE, k));
+        }
+    }
+    // A name alone is a weaker signal: only a first and a last name together count.
+    if !flat.firstname.is_empty() && !flat.lastname.is_empty() {
+        out.push(("name", INDEX_SORT_NAME, flat.sort_name.clone()));
+    }
+    out
+}
+
+/// Finds, for every row, the existing contact it duplicates and the earlier row of the same
+/// upload it repeats, and what an update would change.
+pub fn detect(view: &UserView, rows: &mut [ImportRow]) -> mycorrhizal_engine::Result<()> {
+    let mut seen: HashMap<(&'static str, String), usize> = HashMap::new();
+    for row in rows.iter_mut() {
+        let Some(record) = &row.record else { continue };
+        let flat = project(&record.card);
+        let keys = keys(&record.card, &flat);
+        row.batch_duplicate_of = keys.iter().find_map(|(reason, _, k)| seen.get(&(*reason, k.clone())).copied());
+        for (reason, _, k) in &keys {
+            seen.entry((*reason, k.clone())).or_insert(row.index);
+        }
+        for (reason, index, key) in &keys {
+            let Some(id) = view.find::<Contact>(index, key)?.into_iter().next() else { continue };
+            let existing = view.get::<Contact>(id)?;
+            let f = &existing.body.flat;
+            row.duplicate = Some(DuplicateMatch {
+                existing_contact_id: id,
+                existing_firstname: f.firstname.clone(),
+                existing_lastname: f.lastname.clone(),
+                existing_email: f.email.clone(),
+                existing_phone: f.phone.clone(),
+                match_reason: reason,
+            });
+            let merged = merge(&existing.body, record);
+            row.diff = Some(diff(&existing.body, &merged));
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn same_json(a: &Value, b: &Value) -> bool {
+    a == b
+}
+
+/// Appends the items of `incoming` that `existing` lacks, judged by `key`.
+fn union<T: Clone>(existing: &mut Vec<T>, incoming: &[T], key: impl Fn(&T) -> String) {
+    for item in incoming {
+        let k = key(item);
+        if !k.is_empty() && !existing.iter().any(|e| key(e) == k) {
+            existing.push(item.clone());
+        }
+    }
+}
+
+/// The contact after merging an incoming record into it: the incoming name, organization,
+/// titles, nicknames and dates replace the stored ones when present; emails, phones, addresses,
+/// tags, circles and other list members are added when new; nothing present is removed.
+pub fn merge(existing: &Contact, incoming: &NeutralRecord) -> Contact {
+    let mut card = existing.parsed_card();
+    let new = &incoming.card;
+    if new.name.as_ref().is_some_and(|n| !n.components.is_empty() || n.full.as_deref().is_some_and(|f| !f.is_empty())) {
+        card.name = new.name.clone();
+    }
+    if !new.nicknames.is_empty() {
+        card.nicknames = new.nicknames.clone();
+    }
+    if !new.organizations.is_empty() {
+        card.organizations = new.organizations.clone();
+    }
+    if !new.titles.is_empty() {
+        card.titles = new.titles.clone();
+    }
+    union(&mut card.emails, &new.emails, |e| e.address.trim().to_lowercase());
+    union(&mut card.phones, &new.phones, |p| mycorrhizal_codecs::projection::normalize_phone(&p.number));
+    union(&mut card.addresses, &new.addresses, mycorrhizal_codecs::projection::one_line);
+    for a in &new.anniversaries {
+        card.anniversaries.retain(|old| old.kind != a.kind);
+        card.anniversaries.push(a.clone());
+    }
+    union(&mut card.keywords, &new.keywords, |k| k.trim().to_lowercase());
+    union(&mut card.related_to, &new.related_to, |r| r.target.clone());
+    if card.kind.is_none() {
+        card.kind = new.kind.clone();
+    }
+    for (key, value) in &new.extra {
+        match (card.extra.get_mut(key), value) {
+            (None, _) => {
+                card.extra.insert(key.clone(), value.clone());
+            }
+            (Some(Value::Array(old)), Value::Array(items)) => {
+                for item in items {
+                    let mut bare = item.clone();
+                    if let Value::Object(m) = &mut bare {
+                        m.remove("id");
+                    }
+                    let present = old.iter().any(|o| {
+                        let mut o = o.clone();
+                        if let Value::Object(m) = &mut o {
+                            m.remove("id");
+                        }
+                        same_json(&o, &bare)
+                    });
+                    if !present {
+                        old.push(item.clone());
+                    }
+                }
+            }
+            (Some(_), _) => {}
+        }
+    }
+    let mut crm: Map<String, Value> = serde_json::from_str(&existing.crm).unwrap_or_default();
+    for (key, value) in &incoming.crm {
+        match (crm.get_mut(key), value) {
+            (Some(Value::Array(old)), Value::Array(items)) => {
+                for item in items {
+                    if !old.contains(item) {
+                        old.push(item.clone());
+                    }
+                }
+            }
+            (_, Value::String(s)) if s.trim().is_empty() => {}
+            _ => {
+                crm.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    let mut passthrough: Map<String, Value> = serde_json::from_str(&existing.passthrough).unwrap_or_default();
+    for (key, value) in &incoming.passthrough {
+        passthrough.entry(key.clone()).or_insert_with(|| value.clone());
+    }
+    let mut merged = existing.clone();
+    card.uid = Some(existing.uid.clone());
+    merged.card = serde_json::to_string(&card).unwrap_or_else(|_| existing.card.clone());
+    merged.crm = Value::Object(crm).to_string();
+    merged.passthrough = Value::Object(passthrough).to_string();
+    if !incoming.gender.trim().is_empty() {
+        merged.gender = incoming.gender.clone();
+    }
+    merged.flat = project(&card);
+    merged
+}
+
+const LABELS: &[(&str, &str)] = &[
+    ("firstname", "First name"),
+    ("lastname", "Last name"),
+    ("middle_name", "Middle name"),
+    ("prefix", "Prefix"),
+    ("suffix", "Suffix"),
+    ("nickname", "Nickname"),
+    ("organization", "Organization"),
+    ("department", "Department"),
+    ("job_title", "Job title"),
+    ("role", "Role"),
+    ("birthday", "Birthday"),
+    ("anniversary", "Anniversary"),
+    ("gender", "Gender"),
+];
+
+fn scalar<'a>(c: &'a Contact, field: &str) -> &'a str {
+    let f = &c.flat;
+    match field {
+        "firstname" => &f.firstname,
+        "lastname" => &f.lastname,
+        "middle_name" => &f.middle_name,
+        "prefix" => &f.prefix,
+        "suffix" => &f.suffix,
+        "nickname" => &f.nickname,
+        "organization" => &f.org,
+        "department" => &f.department,
+        "job_title" => &f.job_title,
+        "role" => &f.role,
+        "birthday" => &f.birthday,
+        "anniversary" => &f.anniversary,
+        "gender" => &c.gender,
+        _ => "",
+    }
+}
+
+/// What merging changed, field by field, as the preview shows it.
+pub fn diff(before: &Contact, after: &Contact) -> MergeDiff {
+    let mut out = MergeDiff::default();
+    for (field, label) in LABELS {
+        let (old, new) = (scalar(before, field), scalar(after, field));
+        if old != new {
+            out.updated.push(FieldChange { field, label, old: old.to_string(), new: new.to_string() });
+        }
+    }
+    let (b, a) = (&before.flat, &after.flat);
+    for e in a.emails.iter().filter(|e| !b.emails.contains(e)) {
+        out.added.push(Added { kind: "email", value: e.clone() });
+    }
+    for p in a.phones.iter().filter(|p| !b.phones.iter().any(|q| q.value == p.value)) {
+        out.added.push(Added { kind: "phone", value: p.value.clone() });
+    }
+    let lines = |f: &Flat| f.addresses_flat.split('\n').map(str::to_string).collect::<Vec<_>>();
+    let before_lines = lines(b);
+    for line in lines(a).into_iter().filter(|l| !l.is_empty() && !before_lines.contains(l)) {
+        out.added.push(Added { kind: "address", value: line });
+    }
+    let tags_before: Vec<String> = before.parsed_card().keywords;
+    for t in after.parsed_card().keywords.into_iter().filter(|t| !tags_before.contains(t)) {
+        out.added.push(Added { kind: "tag", value: t });
+    }
+    let circles = |c: &Contact| -> Vec<String> {
+        serde_json::from_str::<Value>(&c.crm)
+            .ok()
+            .and_then(|v| v["circles"].as_array().cloned())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+    };
+    let circles_before = circles(before);
+    for c in circles(after).into_iter().filter(|c| !circles_before.contains(c)) {
+        out.added.push(Added { kind: "circle", value: c });
+    }
+    out
+}
+
+/// `parsed_contact` of the preview: the flat fields a person checks, non-empty only.
+pub fn parsed_contact(record: &NeutralRecord) -> BTreeMap<&'static str, String> {
+    let f = project(&record.card);
+    let join = |v: Option<&Value>| -> String {
+        v.and_then(Value::as_array)
+            .map(|l| l.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+            .unwrap_or_default()
+    };
+    let text = |key: &str| record.crm.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+    let pairs = [
+        ("firstname", f.firstname.clone()),
+        ("lastname", f.lastname.clone()),
+        ("middle_name", f.middle_name.clone()),
+        ("prefix", f.prefix.clone()),
+        ("suffix", f.suffix.clone()),
+        ("nickname", f.nickname.clone()),
+        ("email", f.email.clone()),
+        ("phone", f.phone.clone()),
+        ("birthday", f.birthday.clone()),
+        ("anniversary", f.anniversary.clone()),
+        ("address", f.address.clone()),
+        ("gender", record.gender.clone()),
+        ("organization", f.org.clone()),
+        ("department", f.department.clone()),
+        ("job_title", f.job_title.clone()),
+        ("role", f.role.clone()),
+        ("work_information", text("work_information")),
+        ("circles", join(record.crm.get("circles"))),
+        ("tags", record.card.keywords.join(", ")),
+    ];
+    pairs.into_iter().filter(|(_, v)| !v.is_empty()).collect()
+}
+
+/// A new contact from an incoming record (the stable UID, or a fresh one when `uid_taken`).
+pub fn new_contact(record: &NeutralRecord, uid_taken: bool) -> Result<Contact, String> {
+    let mut card = record.card.clone();
+    let mut passthrough = record.passthrough.clone();
+    let uid = if uid_taken { uuid::Uuid::new_v4().to_string() } else { stable_uid(&card) };
+    // The card's own UID comes back on export exactly as it was written (case, `urn:uuid:`).
+    if let Some(original) = card.uid.as_deref().map(str::trim).filter(|u| !u.is_empty() && *u != uid && !uid_taken) {
+        let props = passthrough.entry("jsContactProps").or_insert_with(|| json!({}));
+        if let Value::Object(p) = props {
+            p.insert(ORIGINAL_UID_POINTER.into(), Value::String(original.to_string()));
+        }
+    }
+    card.uid = Some(uid.clone());
+    card.validate().map_err(|e| format!("{}: {}", e.field, e.reason))?;
+    if record.gender.chars().count() > 100 {
+        return Err("gender: at most 100 characters".into());
+    }
+    Ok(Contact {
+        uid,
+        card: serde_json::to_string(&card).map_err(|e| e.to_string())?,
+        crm: Value::Object(record.crm.clone()).to_string(),
+        passthrough: Value::Object(passthrough).to_string(),
+        gender: record.gender.clone(),
+        archived: false,
+        favorite: false,
+        photo: String::new(),
+        legacy_birthday: String::new(),
+        flat: Default::default(),
+        circles: Vec::new(),
+        tags: Vec::new(),
+    })
+}
+
+/// The summary a confirm returns (and returns again for a repeated confirm).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ImportResult {
+    pub total_processed: u64,
+    pub created: u64,
+    pub updated: u64,
+    pub skipped: u64,
+    /// How many rows failed (each has a line in `errors`).
+    pub error_count: u64,
+    pub errors: Vec<String>,
+}
+
+/// One step of applying a session.
+#[derive(Debug, Clone)]
+pub enum Op {
+    Add { row: usize, contact: Box<Contact> },
+    Update { row: usize, id: u64, record: Box<NeutralRecord> },
+}
+
+/// What happened to one op inside a transaction.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Created { row: usize, id: u64 },
+    Updated { row: usize, id: u64 },
+    Failed { row: usize, reason: String },
+}
+
+/// Applies one batch inside one transaction. A failing row is reported and the others go on:
+/// every check that can fail runs before the row writes anything.
+pub fn apply_batch(tx: &TxUser<'_, '_>, ops: &[Op]) -> mycorrhizal_engine::Result<Vec<Outcome>> {
+    let mut out = Vec::with_capacity(ops.len());
+    for op in ops {
+        match op {
+            Op::Add { row, contact } => {
+                let mut contact = (**contact).clone();
+                if !tx.find::<Contact>(INDEX_UID, &contact.uid.to_lowercase())?.is_empty() {
+                    contact.uid = uuid::Uuid::new_v4().to_string();
+                    let mut card = contact.parsed_card();
+                    card.uid = Some(contact.uid.clone());
+                    contact.card = serde_json::to_string(&card).unwrap_or(contact.card);
+                }
+                match tx.create(contact) {
+                    Ok(r) => out.push(Outcome::Created { row: *row, id: r.id }),
+                    Err(mycorrhizal_engine::Error::Invalid(e)) => {
+                        out.push(Outcome::Failed { row: *row, reason: format!("{}: {}", e.field, e.reason) })
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Op::Update { row, id, record } => {
+                let existing: Row<Contact> = match tx.get(*id) {
+                    Ok(r) => r,
+                    Err(mycorrhizal_engine::Error::NotFound) => {
+                        out.push(Outcome::Failed {
+                            row: *row,
+                            reason: format!("the matched contact {id} no longer exists"),
+                        });
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                let merged = merge(&existing.body, record);
+                if let Err(e) = merged.parsed_card().validate() {
+                    out.push(Outcome::Failed { row: *row, reason: format!("{}: {}", e.field, e.reason) });
+                    continue;
+                }
+                match tx.put(*id, Precondition::Any, merged) {
+                    Ok(r) => out.push(Outcome::Updated { row: *row, id: r.id }),
+                    Err(mycorrhizal_engine::Error::Invalid(e)) => {
+                        out.push(Outcome::Failed { row: *row, reason: format!("{}: {}", e.field, e.reason) })
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A finished import, kept per user (the 50 most recent). Counts, not messages.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ImportRun {
+    /// `csv`, `vcf`, `jscontact` or `records`.
+    pub format: String,
+    pub processed: u64,
+    pub created: u64,
+    pub updated: u64,
+    pub skipped: u64,
+    pub errors: u64,
+}
+
+impl Record for ImportRun {
+    const KIND: Kind = kind!("import_run", hard_delete);
+
+    fn validate(&self) -> Result<(), Invalid> {
+        if !["csv", "vcf", "jscontact", "records"].contains(&self.format.as_str()) {
+            return Err(Invalid::new("format", "must be csv, vcf, jscontact or records"));
+        }
+        Ok(())
+    }
+}
+
+/// Records a run and drops the oldest beyond [`RUNS_KEPT`], in the caller's transaction.
+pub fn record_run(tx: &TxUser<'_, '_>, run: ImportRun) -> mycorrhizal_engine::Result<()> {
+    tx.create(run)?;
+    let ids = tx.find_range::<ImportRun>(mycorrhizal_engine::UPDATED_INDEX, "", "~")?;
+    if ids.len() > RUNS_KEPT {
+        let mut ids = ids;
+        ids.sort_unstable();
+        for id in &ids[..ids.len() - RUNS_KEPT] {
+            tx.delete::<ImportRun>(*id, Precondition::Any)?;
+        }
+    }
+    Ok(())
+}
+
+/// Where a session stands.
+#[derive(Debug)]
+pub enum Stage {
+    /// A CSV upload waiting for its column mapping.
+    Uploaded,
+    /// Rows ready to confirm.
+    Previewed(Vec<ImportRow>),
+    /// A confirm is running.
+    Applying,
+    /// Confirmed; a repeated confirm gets this result back.
+    Done(ImportResult),
+}
+
+#[derive(Debug)]
+pub struct Session {
+    pub user: UserId,
+    pub source: Source,
+    pub created: Instant,
+    /// The parsed CSV, kept until the mapping is applied.
+    pub table: Option<mycorrhizal_codecs::csv::Table>,
+    pub stage: Stage,
+}
+
+/// Why a session cannot be used.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SessionError {
+    /// Unknown, expired, lost with a restart, or another user's: all look the same.
+    NotFound,
+    /// Confirmed on the other family's endpoint.
+    WrongEndpoint(Source),
+    /// A CSV session confirmed before its mapping was previewed.
+    NotPreviewed,
+    /// Another confirm of this session is running.
+    Busy,
+}
+
+/// The open import sessions of this process.
+#[derive(Debug, Default)]
+pub struct Sessions {
+    inner: Mutex<HashMap<String, Session>>,
+}
+
+/// Open sessions one user may hold; the oldest is dropped past this.
+const SESSIONS_PER_USER: usize = 8;
+
+impl Sessions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn sweep(map: &mut HashMap<String, Session>) {
+        map.retain(|_, s| s.created.elapsed() < SESSION_LIFETIME);
+    }
+
+    /// Opens a session and returns its id.
+    pub fn open(
+        &self,
+        user: UserId,
+        source: Source,
+        table: Option<mycorrhizal_codecs::csv::Table>,
+        stage: Stage,
+    ) -> String {
+        let id = uuid::Uuid::new_v4().to_string();
+        let mut map = self.lock();
+        Self::sweep(&mut map);
+        let mut mine: Vec<(Instant, String)> =
+            map.iter().filter(|(_, s)| s.user == user).map(|(k, s)| (s.created, k.clone())).collect();
+        if mine.len() >= SESSIONS_PER_USER {
+            mine.sort();
+            for (_, k) in mine.iter().take(mine.len() + 1 - SESSIONS_PER_USER) {
+                map.remove(k);
+            }
+        }
+        map.insert(id.clone(), Session { user, source, created: Instant::now(), table, stage });
+        id
+    }
+
+    /// Runs `f` on the caller's live session.
+    pub fn with<T>(
+        &self,
+        user: UserId,
+        id: &str,
+        f: impl FnOnce(&mut Session) -> Result<T, SessionError>,
+    ) -> Result<T, SessionError> {
+        let mut map = self.lock();
+        Self::sweep(&mut map);
+        match map.get_mut(id) {
+            Some(s) if s.user == user => f(s),
+            _ => Err(SessionError::NotFound),
+        }
+    }
+
+    /// Takes the rows of a session for applying, or returns the earlier result of a consumed one.
+    pub fn begin_confirm(
+        &self,
+        user: UserId,
+        id: &str,
+        accepts: &[Source],
+    ) -> Result<Result<(Source, Vec<ImportRow>), ImportResult>, SessionError> {
+        self.with(user, id, |s| {
+            if !accepts.contains(&s.source) {
+                return Err(SessionError::WrongEndpoint(s.source));
+            }
+            match std::mem::replace(&mut s.stage, Stage::Applying) {
+                Stage::Previewed(rows) => Ok(Ok((s.source, rows))),
+                Stage::Done(result) => {
+                    s.stage = Stage::Done(result.clone());
+                    Ok(Err(result))
+                }
+                Stage::Uploaded => {
+                    s.stage = Stage::Uploaded;
+                    Err(SessionError::NotPreviewed)
+                }
+                Stage::Applying => Err(SessionError::Busy),
+            }
+        })
+    }
+
+    /// Stores the result of a confirm (or puts the rows back when applying failed as a whole).
+    pub fn finish(&self, user: UserId, id: &str, stage: Stage) {
+        let _ = self.with(user, id, |s| {
+            s.stage = stage;
+            Ok(())
+        });
+    }
+}
+
+/// A person's decision for one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Add,
+    Update,
+    Skip,
+}
+
+impl Action {
+    pub fn parse(text: &str) -> Option<Action> {
+        match text {
+            "add" => Some(Action::Add),
+            "update" => Some(Action::Update),
+            "skip" => Some(Action::Skip),
+            _ => None,
+        }
+    }
+}
+
+/// The directory a user's contact photos live in.
+pub fn photo_dir(data_dir: &std::path::Path, user: UserId) -> std::path::PathBuf {
+    data_dir.join("users").join(user.0.to_string()).join("photos")
+}
+
+fn row_error(row: &ImportRow, reason: &str) -> String {
+    if row.line > 0 {
+        format!("row {} (line {}): {reason}", row.index, row.line)
+    } else {
+        format!("row {}: {reason}", row.index)
+    }
+}
+
+/// Applies decisions to prepared rows: creates and merges in transactions of [`BATCH`] rows
+/// (one durable commit each), stores inline photos as files, and records the import run.
+/// `progress(done, total)` is called after each batch. Rows are independent: a failing row is
+/// counted and described, and the others are applied.
+pub fn execute(
+    scope: &mycorrhizal_engine::UserScope,
+    data_dir: &std::path::Path,
+    source: Source,
+    rows: &[ImportRow],
+    actions: &HashMap<usize, Action>,
+    progress: &dyn Fn(usize, usize),
+) -> mycorrhizal_engine::Result<ImportResult> {
+    let mut result = ImportResult { total_processed: rows.len() as u64, ..Default::default() };
+    let mut ops = Vec::new();
+    for row in rows {
+        let action = actions.get(&row.index).copied().unwrap_or(Action::Skip);
+        match (action, &row.record, &row.duplicate) {
+            (Action::Skip, _, _) => result.skipped += 1,
+            (_, None, _) => {
+                let reason = row.errors.first().map(String::as_str).unwrap_or("the row could not be read");
+                result.errors.push(row_error(row, reason));
+            }
+            (Action::Add, Some(record), _) => match new_contact(record, false) {
+                Ok(contact) => ops.push(Op::Add { row: row.index, contact: Box::new(contact) }),
+                Err(reason) => result.errors.push(row_error(row, &reason)),
+            },
+            (Action::Update, Some(record), Some(dup)) => {
+                ops.push(Op::Update { row: row.index, id: dup.existing_contact_id, record: Box::new(record.clone()) })
+            }
+            (Action::Update, Some(_), None) => {
+                result.errors.push(row_error(row, "update asked, but the row matches no existing contact"))
+            }
+        }
+    }
+    let by_index: HashMap<usize, &ImportRow> = rows.iter().map(|r| (r.index, r)).collect();
+    let dir = photo_dir(data_dir, scope.id());
+    let total = ops.len();
+    let mut done = 0;
+    for chunk in ops.chunks(BATCH) {
+        let batch = chunk.to_vec();
+        let outcomes = scope.write(move |tx| apply_batch(tx, &batch))?;
+        let mut photos: Vec<(u64, String)> = Vec::new();
+        for outcome in outcomes {
+            match outcome {
+                Outcome::Created { row, id } | Outcome::Updated { row, id } => {
+                    let created = matches!(outcome, Outcome::Created { .. });
+                    if created {
+                        result.created += 1;
+                    } else {
+                        result.updated += 1;
+                    }
+                    if let Some(photo) = by_index.get(&row).and_then(|r| r.photo.as_ref())
+                        && let Some(name) = store_photo(&dir, id, photo, created)
+                    {
+                        photos.push((id, name));
+                    }
+                }
+                Outcome::Failed { row, reason } => match by_index.get(&row) {
+                    Some(r) => result.errors.push(row_error(r, &reason)),
+                    None => result.errors.push(format!("row {row}: {reason}")),
+                },
+            }
+        }
+        if !photos.is_empty() {
+            scope.write(move |tx| {
+                for (id, name) in &photos {
+                    tx.update::<Contact>(*id, Precondition::Any, |c| {
+                        c.photo = name.clone();
+                        Ok(())
+                    })?;
+                }
+                Ok(())
+            })?;
+        }
+        done += chunk.len();
+        progress(done, total);
+    }
+    result.error_count = result.errors.len() as u64;
+    let run = ImportRun {
+        format: source.format().to_string(),
+        processed: result.total_processed,
+        created: result.created,
+        updated: result.updated,
+        skipped: result.skipped,
+        errors: result.error_count,
+    };
+    scope.write(move |tx| record_run(tx, run.clone()))?;
+    Ok(result)
+}
+
+/// Writes an imported photo as the contact's picture. An updated contact that already has a
+/// picture keeps it. Returns the stored file name.
+fn store_photo(dir: &std::path::Path, id: u64, photo: &Photo, created: bool) -> Option<String> {
+    let (_, ext) = crate::api::photos::sniff(&photo.bytes)?;
+    if !created && ["jpg", "png", "gif", "webp"].iter().any(|e| dir.join(format!("{id}.{e}")).exists()) {
+        return None;
+    }
+    let name = format!("{id}.{ext}");
+    std::fs::create_dir_all(dir).ok()?;
+    let partial = dir.join(format!(".{name}.partial"));
+    std::fs::write(&partial, &photo.bytes).ok()?;
+    std::fs::rename(&partial, dir.join(&name)).ok()?;
+    Some(name)
+}

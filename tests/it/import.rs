@@ -1,0 +1,407 @@
+//! Import and export against the real binary: uploads of every format with per-row duplicate
+//! detection, confirm decisions and their idempotence, the session rules, the upload limits, the
+//! import runs, streamed exports and the round trip export -> import into another user ->
+//! export again.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Client, Instance};
+
+const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../codecs/tests/fixtures/vcf");
+const RFC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/rfc-cards");
+
+fn sample(name: &str) -> Vec<u8> {
+    std::fs::read(format!("{SAMPLES}/{name}")).expect("sample")
+}
+
+async fn upload(client: &Client, path: &str, filename: &str, bytes: &[u8]) -> reqwest::Response {
+    let boundary = "mycorrhizal-import-boundary";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    client
+        .request(reqwest::Method::POST, path)
+        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+        .body(body)
+        .send()
+        .await
+        .expect("upload")
+}
+
+async fn ok_json(response: reqwest::Response) -> Value {
+    let status = response.status();
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// Confirms every row with its suggested action.
+fn suggested(preview: &Value) -> Value {
+    let actions: Vec<Value> = preview["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| json!({ "row_index": r["row_index"], "action": r["suggested_action"] }))
+        .collect();
+    json!({ "session_id": preview["session_id"], "actions": actions })
+}
+
+async fn contacts(client: &Client) -> Vec<Value> {
+    let page = ok_json(client.get("/api/v1/contacts?limit=100").await).await;
+    page["contacts"].as_array().expect("contacts").clone()
+}
+
+async fn export(client: &Client, path: &str) -> (String, String) {
+    let response = client.get(path).await;
+    assert_eq!(response.status(), 200, "{path}");
+    let disposition = response.headers()["content-disposition"].to_str().expect("header").to_string();
+    (disposition, response.text().await.expect("text"))
+}
+
+#[tokio::test]
+async fn vcards_upload_preview_confirm_with_photos_and_per_card_problems() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let mut file = sample("apple.v3.vcf");
+    file.extend_from_slice(b"BEGIN:VCARD\r\nVERSION:3.0\r\nN:;;;;\r\nEND:VCARD\r\n");
+    file.extend(sample("nextcloud.v4.vcf"));
+    let preview = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "all.vcf", &file).await).await;
+    assert_eq!(preview["total_rows"], 4);
+    assert_eq!(preview["valid_rows"], 3);
+    assert_eq!(preview["error_count"], 1);
+    let rows = preview["rows"].as_array().expect("rows");
+    assert_eq!(rows[0]["parsed_contact"]["firstname"], "José");
+    assert_eq!(rows[0]["parsed_contact"]["birthday"], "--07-14");
+    assert_eq!(rows[0]["parsed_contact"]["tags"], "Climbing, Friends");
+    assert_eq!(rows[0]["suggested_action"], "add");
+    assert!(rows[0]["duplicate_match"].is_null() && rows[0]["merge_diff"].is_null());
+    let broken = &rows[2];
+    assert_eq!(broken["suggested_action"], "skip");
+    let reason = broken["validation_errors"][0].as_str().expect("reason");
+    assert!(reason.contains("line 36") && reason.contains("card.name"), "{reason}");
+
+    let mut actions = suggested(&preview);
+    actions["actions"][2]["action"] = json!("add");
+    let result = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", actions.clone()).await).await;
+    assert_eq!(result["total_processed"], 4);
+    assert_eq!(result["created"], 3);
+    assert_eq!(result["error_count"], 1);
+    assert_eq!(result["errors"].as_array().expect("errors").len(), 1);
+    assert!(result["errors"][0].as_str().expect("e").starts_with("row 2 (line 36)"), "{result}");
+
+    let list = contacts(&ada).await;
+    assert_eq!(list.len(), 3);
+    let ada_l = list.iter().find(|c| c["firstname"] == "Ada").expect("Ada");
+    let id = ada_l["id"].as_u64().expect("id");
+    let picture = ada.get(&format!("/api/v1/contacts/{id}/profile_picture")).await;
+    assert_eq!(picture.status(), 200, "the inline photo became the profile picture");
+    assert_eq!(picture.headers()["content-type"], "image/png");
+    let stored = ok_json(ada.get(&format!("/api/v1/contacts/{id}")).await).await;
+    assert!(stored["card"].get("media").is_none(), "the photo is a file, not card text");
+
+    // Confirming again returns the first result and applies nothing.
+    let again = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", actions).await).await;
+    assert_eq!(again, result);
+    assert_eq!(contacts(&ada).await.len(), 3);
+
+    let runs = ok_json(ada.get("/api/v1/contacts/import/runs").await).await;
+    let run = &runs["import_runs"][0];
+    assert_eq!(
+        (run["format"].as_str(), run["created"].as_u64(), run["errors"].as_u64()),
+        (Some("vcf"), Some(3), Some(1))
+    );
+}
+
+#[tokio::test]
+async fn duplicates_are_found_by_uid_email_phone_and_name_and_update_merges() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let existing = ada
+        .post(
+            "/api/v1/contacts",
+            json!({ "firstname": "José", "lastname": "García", "email": "JOSE@example.com", "phone": "+34 600 000 000" }),
+        )
+        .await;
+    assert_eq!(existing.status(), 201);
+    let existing: Value = existing.json().await.expect("json");
+    let jose = existing["contact"]["id"].as_u64().expect("id");
+    let by_phone = ada.post("/api/v1/contacts", json!({ "firstname": "Phone", "phone": "020 7946 0958" })).await;
+    let by_phone = by_phone.json::<Value>().await.expect("json")["contact"]["id"].as_u64().expect("id");
+    let by_name = ada.post("/api/v1/contacts", json!({ "firstname": "Grace", "lastname": "Hopper" })).await;
+    let by_name = by_name.json::<Value>().await.expect("json")["contact"]["id"].as_u64().expect("id");
+
+    let mut file = sample("apple.v3.vcf");
+    file.extend(sample("google.v3.vcf"));
+    file.extend(sample("apple.v3.vcf")); // the same two cards again: within-upload duplicates
+    let preview = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "dups.vcf", &file).await).await;
+    let rows = preview["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 6);
+    let m = &rows[0]["duplicate_match"];
+    assert_eq!((m["existing_contact_id"].as_u64(), m["match_reason"].as_str()), (Some(jose), Some("email")));
+    assert_eq!(rows[0]["suggested_action"], "update");
+    let diff = &rows[0]["merge_diff"];
+    assert!(
+        diff["updated"].as_array().expect("updated").iter().any(|u| u["field"] == "middle_name" && u["new"] == "Luis")
+    );
+    assert!(
+        diff["added"]
+            .as_array()
+            .expect("added")
+            .iter()
+            .any(|a| a["kind"] == "phone" && a["value"] == "+34 600 123 456")
+    );
+    assert_eq!(rows[1]["duplicate_match"]["existing_contact_id"], by_phone, "matched by phone number");
+    assert_eq!(rows[1]["duplicate_match"]["match_reason"], "phone");
+    assert_eq!(rows[2]["duplicate_match"]["existing_contact_id"], by_name);
+    assert_eq!(rows[2]["duplicate_match"]["match_reason"], "name");
+    assert!(rows[3]["duplicate_match"].is_null(), "Nameless Corp is new");
+    assert_eq!(rows[4]["batch_duplicate_of"], 0);
+    assert_eq!(rows[5]["batch_duplicate_of"], 1);
+    assert_eq!(rows[4]["suggested_action"], "skip");
+    assert_eq!(preview["duplicate_count"], 5);
+
+    let mut decision = suggested(&preview);
+    decision["actions"][1]["action"] = json!("skip");
+    decision["actions"][2]["action"] = json!("skip");
+    let result = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", decision).await).await;
+    assert_eq!((result["created"].as_u64(), result["updated"].as_u64()), (Some(1), Some(1)), "{result}");
+    assert_eq!(result["skipped"], 4);
+    let merged = ok_json(ada.get(&format!("/api/v1/contacts/{jose}")).await).await;
+    let phones: Vec<&str> =
+        merged["card"]["phones"].as_array().expect("phones").iter().filter_map(|p| p["number"].as_str()).collect();
+    assert!(phones.contains(&"+34 600 000 000") && phones.contains(&"+34 600 123 456"), "{phones:?}");
+    let emails: Vec<&str> =
+        merged["card"]["emails"].as_array().expect("emails").iter().filter_map(|e| e["address"].as_str()).collect();
+    assert_eq!(emails.iter().filter(|e| e.eq_ignore_ascii_case("jose@example.com")).count(), 1, "{emails:?}");
+    assert_eq!(contacts(&ada).await.len(), 4);
+
+    // The same file again: now every card matches, the first by its UID.
+    let again = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "dups.vcf", &file).await).await;
+    let nameless = &again["rows"][3]["duplicate_match"];
+    assert_eq!(nameless["match_reason"], "uid", "a card without UID gets a stable one: {nameless}");
+}
+
+#[tokio::test]
+async fn session_rules_of_the_confirm_endpoints() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    let unknown = ada.post("/api/v1/contacts/import/vcf/confirm", json!({ "session_id": "nope", "actions": [] })).await;
+    assert_eq!(unknown.status(), 404);
+    assert_eq!(unknown.json::<Value>().await.expect("json")["code"], "NOT_FOUND");
+
+    let records = json!({ "records": [
+        { "card": { "name": { "full": "Ann Lee" }, "emails": [{ "address": "ann@example.org" }] }, "crm": { "circles": ["Book club"] }, "gender": "female" },
+        { "card": { "emails": [] } },
+        { "card": { "name": { "components": [{ "kind": "given", "value": "Bo" }] } } },
+    ]});
+    let preview = ok_json(ada.post("/api/v1/contacts/import/records", records).await).await;
+    assert_eq!(preview["error_count"], 1);
+    assert!(preview["rows"][1]["validation_errors"][0].as_str().expect("e").contains("records[1].card.name"));
+    let session = preview["session_id"].clone();
+    let foreign = bob.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await;
+    assert_eq!(foreign.status(), 404, "another user's session does not exist for them");
+    let wrong = ada.post("/api/v1/contacts/import/confirm", suggested(&preview)).await;
+    assert_eq!(wrong.status(), 400);
+    let wrong: Value = wrong.json().await.expect("json");
+    assert_eq!((wrong["code"].as_str(), wrong["details"]["field"].as_str()), (Some("INVALID_INPUT"), Some("session")));
+    let bad_action = json!({ "session_id": session, "actions": [{ "row_index": 0, "action": "merge" }] });
+    let bad = ada.post("/api/v1/contacts/import/vcf/confirm", bad_action).await;
+    assert_eq!(bad.status(), 400);
+    assert_eq!(bad.json::<Value>().await.expect("json")["details"]["field"], "actions[0].action");
+    let out_of_range = json!({ "session_id": session, "actions": [{ "row_index": 9, "action": "add" }] });
+    assert_eq!(ada.post("/api/v1/contacts/import/vcf/confirm", out_of_range).await.status(), 400);
+    let result = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
+    assert_eq!((result["created"].as_u64(), result["skipped"].as_u64()), (Some(2), Some(1)));
+    let ann = contacts(&ada).await.into_iter().find(|c| c["firstname"] == "Ann").expect("Ann");
+    let ann = ok_json(ada.get(&format!("/api/v1/contacts/{}", ann["id"])).await).await;
+    assert_eq!((ann["crm"]["circles"][0].as_str(), ann["gender"].as_str()), (Some("Book club"), Some("female")));
+
+    for count in [0usize, 501] {
+        let many: Vec<Value> =
+            (0..count).map(|i| json!({ "card": { "name": { "full": format!("P {i}") } } })).collect();
+        let refused = ada.post("/api/v1/contacts/import/records", json!({ "records": many })).await;
+        assert_eq!(refused.status(), 400, "{count} records");
+        let body: Value = refused.json().await.expect("json");
+        assert_eq!(
+            (body["code"].as_str(), body["details"]["field"].as_str()),
+            (Some("VALIDATION_ERROR"), Some("records"))
+        );
+    }
+
+    let csv =
+        ok_json(upload(&ada, "/api/v1/contacts/import/upload", "people.csv", b"First Name,Last Name\nKim,Lee\n").await)
+            .await;
+    let early = json!({ "session_id": csv["session_id"], "actions": [] });
+    let unpreviewed = ada.post("/api/v1/contacts/import/confirm", early.clone()).await;
+    assert_eq!(unpreviewed.status(), 400, "a CSV session needs its mapping previewed first");
+    let on_vcf = ada.post("/api/v1/contacts/import/vcf/confirm", early).await;
+    assert_eq!(on_vcf.status(), 400, "a CSV session is not confirmed on the vCard route");
+}
+
+#[tokio::test]
+async fn csv_upload_mapping_preview_confirm() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let file = "First Name,Last Name,E-mail 1 - Value,Phone 1 - Value,Birthday,Labels\r\n\
+                Marie,Curie,marie@example.fr,+33 1 55 55 01 02,1867-11-07,Science ::: * myContacts\r\n\
+                Pierre,Curie,pierre@example.fr,,1859-05-15,Science\r\n";
+    let up = ok_json(upload(&ada, "/api/v1/contacts/import/upload", "google.csv", file.as_bytes()).await).await;
+    assert_eq!(up["row_count"], 2);
+    assert_eq!(up["headers"][0], "First Name");
+    assert_eq!(up["sample_data"][0][0], "Marie");
+    let mappings = up["suggested_mappings"].clone();
+    let fields: Vec<&str> =
+        mappings.as_array().expect("m").iter().filter_map(|m| m["contact_field"].as_str()).collect();
+    assert!(fields.contains(&"firstname") && fields.contains(&"email"), "{fields:?}");
+    let bad = json!({ "session_id": up["session_id"], "mappings": [{ "csv_column": "First Name", "contact_field": "shoe_size" }] });
+    let refused = ada.post("/api/v1/contacts/import/preview", bad).await;
+    assert_eq!(refused.status(), 400);
+    let preview = ok_json(
+        ada.post("/api/v1/contacts/import/preview", json!({ "session_id": up["session_id"], "mappings": mappings }))
+            .await,
+    )
+    .await;
+    assert_eq!(preview["rows"][0]["parsed_contact"]["email"], "marie@example.fr");
+    assert_eq!(preview["rows"][0]["parsed_contact"]["birthday"], "1867-11-07");
+    let result = ok_json(ada.post("/api/v1/contacts/import/confirm", suggested(&preview)).await).await;
+    assert_eq!(result["created"], 2);
+    let names: Vec<String> =
+        contacts(&ada).await.iter().map(|c| c["firstname"].as_str().unwrap_or("").to_string()).collect();
+    assert!(names.contains(&"Marie".to_string()) && names.contains(&"Pierre".to_string()));
+}
+
+#[tokio::test]
+async fn jscontact_uploads_a_card_a_list_or_a_group() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let one = std::fs::read(format!("{RFC}/johndoe.jscontact.json")).expect("fixture");
+    let preview = ok_json(upload(&ada, "/api/v1/contacts/import/jscontact/upload", "doe.json", &one).await).await;
+    assert_eq!(preview["rows"][0]["parsed_contact"]["lastname"], "Doe");
+    let group = br#"{"@type":"CardGroup","cards":[{"@type":"Card","name":{"full":"Ann Lee"}},{"@type":"Card","name":{"full":"Bo Chen"}}]}"#;
+    let preview = ok_json(upload(&ada, "/api/v1/contacts/import/jscontact/upload", "g.json", group).await).await;
+    assert_eq!(preview["total_rows"], 2);
+    // A JSContact session is a vCard-family session: both confirm routes take it.
+    let result = ok_json(ada.post("/api/v1/contacts/import/confirm", suggested(&preview)).await).await;
+    assert_eq!(result["created"], 2);
+    let broken = upload(&ada, "/api/v1/contacts/import/jscontact/upload", "b.json", b"{oops").await;
+    assert_eq!(broken.status(), 400);
+    assert_eq!(broken.json::<Value>().await.expect("json")["details"]["field"], "file");
+}
+
+#[tokio::test]
+async fn upload_limits_and_file_checks() {
+    let server = Instance::new().with("IMPORT_MAX_CARDS", "2").with("IMPORT_MAX_FILE_MB", "1").spawn();
+    let ada = server.sign_up("ada").await;
+    let three = sample("apple.v3.vcf").into_iter().chain(sample("android.v21.vcf")).collect::<Vec<u8>>();
+    let refused = upload(&ada, "/api/v1/contacts/import/vcf/upload", "three.vcf", &three).await;
+    assert_eq!(refused.status(), 400);
+    let body: Value = refused.json().await.expect("json");
+    assert_eq!(body["details"]["field"], "file");
+    assert!(body["message"].as_str().expect("m").contains("at most 2"), "{body}");
+    let big = vec![b'x'; 1024 * 1024 + 10];
+    assert_eq!(upload(&ada, "/api/v1/contacts/import/vcf/upload", "big.vcf", &big).await.status(), 413);
+    let wrong = upload(&ada, "/api/v1/contacts/import/vcf/upload", "cards.pdf", &sample("android.v21.vcf")).await;
+    assert_eq!(wrong.status(), 400);
+    let missing = ada
+        .request(reqwest::Method::POST, "/api/v1/contacts/import/vcf/upload")
+        .header("content-type", "multipart/form-data; boundary=x")
+        .body("--x--\r\n")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(missing.status(), 400);
+    let not_vcard = upload(&ada, "/api/v1/contacts/import/vcf/upload", "x.vcf", b"hello").await;
+    let preview = ok_json(not_vcard).await;
+    assert_eq!(preview["error_count"], 1, "a file with no card is one problem row: {preview}");
+}
+
+#[tokio::test]
+async fn exports_stream_every_format_and_round_trip_through_another_user() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    let mut file = Vec::new();
+    for name in ["apple.v3.vcf", "android.v21.vcf", "google.v3.vcf", "nextcloud.v4.vcf", "outlook.v21.vcf"] {
+        file.extend(sample(name));
+    }
+    for name in ["n-expanded.v4.vcf", "adr-expanded.v4.vcf", "title-role.v4.vcf", "pronouns.v4.vcf"] {
+        file.extend(std::fs::read(format!("{RFC}/{name}")).expect("rfc"));
+    }
+    let preview = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "all.vcf", &file).await).await;
+    let result = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
+    assert_eq!(result["created"], 12, "{result}");
+    ada.post("/api/v1/contacts", json!({ "firstname": "=cmd|' /C calc'!A0", "lastname": "Formula" })).await;
+
+    let (disposition, first) = export(&ada, "/api/v1/export/vcf").await;
+    assert!(disposition.contains("mycorrhizal-contacts-") && disposition.ends_with(".vcf\""), "{disposition}");
+    assert_eq!(first.matches("BEGIN:VCARD").count(), 13);
+    assert!(first.contains("UID:3F2504E0-4F89-11D3-9A0C-0305E82C3301"));
+    assert!(first.contains("UID:ada-lovelace-apple"), "a non-UUID UID comes back as it was imported");
+    assert!(first.contains("PHOTO:data:image/png;base64,iVBOR"), "photos inline, bare comma");
+    assert!(!first.contains("PROP-ID") && !first.contains("JSCOMPS"));
+    let (_, v3) = export(&ada, "/api/v1/export/vcf?version=v3.0").await;
+    assert!(v3.contains("VERSION:3.0") && v3.contains("PHOTO;ENCODING=b;TYPE=PNG:"));
+    assert!(v3.contains("BDAY;X-APPLE-OMIT-YEAR=1604:1604-07-14"), "a year-less birthday, Apple's way");
+    let (_, one) = export(&ada, "/api/v1/export/vcf?vcard_uid=ada-lovelace-apple").await;
+    assert_eq!(one.matches("BEGIN:VCARD").count(), 1);
+    let (_, few) = export(&ada, "/api/v1/export/vcf?sections=emails").await;
+    assert!(!few.contains("TEL") && few.contains("EMAIL") && few.contains("FN:"));
+    assert_eq!(ada.get("/api/v1/export/vcf?sections=emails,shoes").await.status(), 400);
+    assert_eq!(ada.get("/api/v1/export/vcf?version=5").await.status(), 400);
+
+    let (_, js) = export(&ada, "/api/v1/export/jscontact").await;
+    let cards: Vec<Value> = serde_json::from_str(&js).expect("a JSON array");
+    assert_eq!(cards.len(), 13);
+    assert!(cards.iter().all(|c| c["@type"] == "Card"));
+
+    // Isolation: before importing, bob's exports hold none of ada's contacts.
+    let (_, empty) = export(&bob, "/api/v1/export/vcf").await;
+    assert_eq!(empty, "", "bob has no contacts yet");
+    let (_, empty) = export(&bob, "/api/v1/export/jscontact").await;
+    assert_eq!(serde_json::from_str::<Value>(&empty).expect("json"), json!([]));
+
+    // Round trip: bob imports ada's export and exports the same cards.
+    let preview = ok_json(upload(&bob, "/api/v1/contacts/import/vcf/upload", "ada.vcf", first.as_bytes()).await).await;
+    ok_json(bob.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
+    let (_, second) = export(&bob, "/api/v1/export/vcf").await;
+    assert_eq!(second, first, "export -> import -> export gives the same cards");
+
+    let response = ada.get("/api/v1/export").await;
+    assert_eq!(response.headers()["content-type"], "text/csv; charset=utf-8");
+    let csv = response.text().await.expect("text");
+    assert!(csv.contains("'=cmd"), "formula neutralised");
+    assert!(!csv.contains(",=cmd"));
+    assert!(csv.contains("José"));
+    let notes = ada.get("/api/v1/export?table=notes").await;
+    assert_eq!(notes.status(), 200);
+    assert_eq!(ada.get("/api/v1/export?table=secrets").await.status(), 400);
+}
+
+#[tokio::test]
+async fn the_import_command_uses_the_same_path_offline() {
+    let instance = Instance::new();
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    ada.post("/api/v1/contacts", json!({ "firstname": "Jürgen", "lastname": "Müller", "email": "juergen@example.de" }))
+        .await;
+    server.terminate();
+    let path = format!("{SAMPLES}/android.v21.vcf");
+    let (status, out) = instance.run_args(&["import", "--user", "ada", &path]);
+    assert!(status.success(), "{out}");
+    assert!(out.contains("2 rows: 1 created, 0 updated, 1 skipped, 0 failed"), "the duplicate is skipped: {out}");
+    let (status, out) = instance.run_args(&["import", "--user", "ada@example.org", "--update-duplicates", &path]);
+    assert!(status.success(), "{out}");
+    assert!(out.contains("1 updated"), "{out}");
+    let (status, out) = instance.run_args(&["import", "--user", "nobody", &path]);
+    assert!(!status.success() && out.contains("no user"), "{out}");
+    let server = instance.spawn();
+    let ada = server.sign_in("ada", crate::helpers::PASSWORD).await;
+    let list = contacts(&ada).await;
+    assert_eq!(list.len(), 2, "{list:?}");
+    let runs = ok_json(ada.get("/api/v1/contacts/import/runs").await).await;
+    assert_eq!(runs["import_runs"].as_array().expect("runs").len(), 2);
+}
