@@ -1,5 +1,6 @@
-//! The command line: `mycorrhizal [serve]` runs the server (the default); `--version` prints the
-//! build. Configuration comes from the environment, not flags, so one place describes it.
+//! The command line: `mycorrhizal [serve]` runs the server (the default); `mycorrhizal import`
+//! imports a file for a user; `--version` prints the build. Configuration comes from the
+//! environment, not flags, so one place describes it.
 
 use clap::{Parser, Subcommand};
 
@@ -14,10 +15,6 @@ pub struct Cli {
 pub enum Command {
     /// Run the server (the default). Configured by environment variables; see the README.
     Serve,
-    /// Re-wrap the data key under a new master key. The current key comes from the usual
-    /// environment (DATA_ENCRYPTION_KEY, DATA_ENCRYPTION_KEY_FILE or JWT_SECRET_KEY); the new one
-    /// from NEW_DATA_ENCRYPTION_KEY or --new-key-file. Stop the server first. Afterwards start it
-    /// with DATA_ENCRYPTION_KEY set to the new key.
     /// Import a vCard, JSContact or CSV file into a user's contacts, through the same preview
     /// and duplicate detection as the web import: new contacts are added, duplicates skipped
     /// (or merged with --update-duplicates). Stop the server first (the database is opened here).
@@ -34,6 +31,10 @@ pub enum Command {
         /// The file to import.
         file: std::path::PathBuf,
     },
+    /// Re-wrap the data key under a new master key. The current key comes from the usual
+    /// environment (DATA_ENCRYPTION_KEY, DATA_ENCRYPTION_KEY_FILE or JWT_SECRET_KEY); the new one
+    /// from NEW_DATA_ENCRYPTION_KEY or --new-key-file. Stop the server first. Afterwards start it
+    /// with DATA_ENCRYPTION_KEY set to the new key.
     RewrapDataKey {
         /// File holding the new master key (otherwise NEW_DATA_ENCRYPTION_KEY).
         #[arg(long)]

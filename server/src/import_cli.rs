@@ -58,8 +58,12 @@ pub async fn run(
 ) -> Result<ImportResult, String> {
     let source = source_of(path, format)?;
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if bytes.len() > config.import.max_file_bytes.max(config.import.max_csv_bytes) {
-        return Err(format!("{}: larger than IMPORT_MAX_FILE_MB", path.display()));
+    let (limit, knob) = match source {
+        Source::Csv => (config.import.max_csv_bytes, "IMPORT_MAX_CSV_MB"),
+        _ => (config.import.max_file_bytes, "IMPORT_MAX_FILE_MB"),
+    };
+    if bytes.len() > limit {
+        return Err(format!("{}: larger than {knob} allows ({} MB)", path.display(), limit / (1024 * 1024)));
     }
     let engine = crate::open_engine(&config).await.map_err(|e| format!("{e:#}"))?;
     let identifier = user.trim().to_lowercase();
@@ -97,9 +101,9 @@ pub async fn run(
             bar.set_length(total as u64);
             bar.set_position(done as u64);
         };
-        let result = import::execute(&scope, &data_dir, source, &rows, &actions, &progress).map_err(|e| e.to_string());
+        let result = import::execute(&scope, &data_dir, source, &rows, &actions, &progress);
         bar.finish_and_clear();
-        result
+        Ok(result)
     })
     .await
     .map_err(|e| e.to_string())?;

@@ -14,7 +14,7 @@ fn sample(name: &str) -> Vec<u8> {
     std::fs::read(format!("{SAMPLES}/{name}")).expect("sample")
 }
 
-async fn upload(client: &Client, path: &str, filename: &str, bytes: &[u8]) -> reqwest::Response {
+pub(crate) async fn upload(client: &Client, path: &str, filename: &str, bytes: &[u8]) -> reqwest::Response {
     let boundary = "mycorrhizal-import-boundary";
     let mut body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
@@ -242,6 +242,48 @@ async fn session_rules_of_the_confirm_endpoints() {
     assert_eq!(on_vcf.status(), 400, "a CSV session is not confirmed on the vCard route");
 }
 
+/// Decisions: a row without one is skipped and still counted; two confirms of one session at
+/// once apply it once and both answer with that result; an update keeps the name parts the row
+/// lacks; a kept row that lost an unreadable date says so in `errors` without counting as failed.
+#[tokio::test]
+async fn a_session_is_applied_once_and_an_update_keeps_what_the_row_lacks() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let marie = ada.post("/api/v1/contacts", json!({ "firstname": "Marie", "lastname": "Curie", "email": "marie@example.fr" })).await;
+    let marie = marie.json::<Value>().await.expect("json")["contact"]["id"].as_u64().expect("id");
+    let file = "First Name,E-mail 1 - Value,Birthday\nMaria,marie@example.fr,31/31/1867\nAnn,ann@example.org,\nBo,bo@example.org,\n";
+    let up = ok_json(upload(&ada, "/api/v1/contacts/import/upload", "people.csv", file.as_bytes()).await).await;
+    let mapping = json!({ "session_id": up["session_id"], "mappings": up["suggested_mappings"] });
+    let preview = ok_json(ada.post("/api/v1/contacts/import/preview", mapping).await).await;
+    assert_eq!(preview["rows"][0]["duplicate_match"]["existing_contact_id"], marie);
+    assert!(preview["rows"][0]["validation_errors"][0].as_str().expect("e").contains("31/31/1867"));
+    // Row 2 gets no decision.
+    let decision = json!({ "session_id": preview["session_id"], "actions": [
+        { "row_index": 0, "action": "update" }, { "row_index": 1, "action": "add" }] });
+    let (first, second) = tokio::join!(
+        ada.post("/api/v1/contacts/import/confirm", decision.clone()),
+        ada.post("/api/v1/contacts/import/confirm", decision.clone())
+    );
+    let (first, second) = (ok_json(first).await, ok_json(second).await);
+    assert_eq!(first, second, "the racing confirm answers with the one result");
+    assert_eq!(
+        (first["total_processed"].as_u64(), first["created"].as_u64(), first["updated"].as_u64(), first["skipped"].as_u64()),
+        (Some(3), Some(1), Some(1), Some(1)),
+        "{first}"
+    );
+    assert_eq!(first["error_count"], 0, "{first}");
+    let errors = first["errors"].as_array().expect("errors");
+    assert!(errors.len() == 1 && errors[0].as_str().expect("e").contains("imported without a value"), "{errors:?}");
+    let again = ok_json(ada.post("/api/v1/contacts/import/confirm", decision).await).await;
+    assert_eq!(again, first, "a repeat is the first result");
+    let list = contacts(&ada).await;
+    assert_eq!(list.len(), 2, "Marie merged, Ann added once, Bo skipped: {list:?}");
+    let merged = ok_json(ada.get(&format!("/api/v1/contacts/{marie}")).await).await;
+    assert_eq!((merged["firstname"].as_str(), merged["lastname"].as_str()), (Some("Maria"), Some("Curie")), "{merged}");
+    let late = json!({ "session_id": up["session_id"], "mappings": up["suggested_mappings"] });
+    assert_eq!(ada.post("/api/v1/contacts/import/preview", late).await.status(), 409, "a confirmed session's rows stand");
+}
+
 #[tokio::test]
 async fn csv_upload_mapping_preview_confirm() {
     let server = Instance::new().spawn();
@@ -338,6 +380,14 @@ async fn exports_stream_every_format_and_round_trip_through_another_user() {
 
     let (disposition, first) = export(&ada, "/api/v1/export/vcf").await;
     assert!(disposition.contains("mycorrhizal-contacts-") && disposition.ends_with(".vcf\""), "{disposition}");
+    for (query, version) in [("4", "4.0"), ("4.0", "4.0"), ("v4", "4.0"), ("3", "3.0"), ("3.0", "3.0")] {
+        let response = ada.get(&format!("/api/v1/export/vcf?version={query}")).await;
+        assert_eq!(response.headers()["content-type"], "text/vcard; charset=utf-8");
+        let text = response.text().await.expect("text");
+        assert!(text.contains(&format!("VERSION:{version}")) && !text.contains("VERSION:5"), "version={query}");
+    }
+    let included = ada.get("/api/v1/export/vcf?include_sensitive=true").await.text().await.expect("text");
+    assert_eq!(included, first, "include_sensitive is accepted; every field is the user's own");
     assert_eq!(first.matches("BEGIN:VCARD").count(), 13);
     assert!(first.contains("UID:3F2504E0-4F89-11D3-9A0C-0305E82C3301"));
     assert!(first.contains("UID:ada-lovelace-apple"), "a non-UUID UID comes back as it was imported");
@@ -353,6 +403,8 @@ async fn exports_stream_every_format_and_round_trip_through_another_user() {
     assert_eq!(ada.get("/api/v1/export/vcf?sections=emails,shoes").await.status(), 400);
     assert_eq!(ada.get("/api/v1/export/vcf?version=5").await.status(), 400);
 
+    let js_response = ada.get("/api/v1/export/jscontact").await;
+    assert_eq!(js_response.headers()["content-type"], "application/jscontact+json; charset=utf-8");
     let (_, js) = export(&ada, "/api/v1/export/jscontact").await;
     let cards: Vec<Value> = serde_json::from_str(&js).expect("a JSON array");
     assert_eq!(cards.len(), 13);
@@ -376,8 +428,18 @@ async fn exports_stream_every_format_and_round_trip_through_another_user() {
     assert!(csv.contains("'=cmd"), "formula neutralised");
     assert!(!csv.contains(",=cmd"));
     assert!(csv.contains("José"));
+    let jose = contacts(&ada).await.into_iter().find(|c| c["firstname"] == "José").expect("José");
+    ada.post(&format!("/api/v1/contacts/{}/notes", jose["id"]), json!({ "content": "Met at the \"fungi\" fair, 1,2,3" })).await;
     let notes = ada.get("/api/v1/export?table=notes").await;
     assert_eq!(notes.status(), 200);
+    let disposition = notes.headers()["content-disposition"].to_str().expect("header").to_string();
+    assert!(disposition.contains("mycorrhizal-export-notes-"), "{disposition}");
+    let notes = notes.text().await.expect("text");
+    let mut lines = notes.lines();
+    assert!(lines.next().expect("header").starts_with("id,created_at,updated_at,"), "{notes}");
+    assert!(notes.contains("\"Met at the \"\"fungi\"\" fair, 1,2,3\""), "quoted as CSV: {notes}");
+    let (_, bobs_notes) = export(&bob, "/api/v1/export?table=notes").await;
+    assert!(!bobs_notes.contains("fungi"), "bob's table export holds none of ada's rows");
     assert_eq!(ada.get("/api/v1/export?table=secrets").await.status(), 400);
 }
 

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::helpers::Instance;
+use crate::import::upload;
 
 #[tokio::test]
 async fn another_user_cannot_read_list_search_or_change_anything() {
@@ -229,6 +230,7 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
     }
 
     // B's lists and searches hold nothing of A's.
+    let by_uid = format!("/api/v1/export/vcf?vcard_uid={uid}");
     for path in [
         "/api/v1/contacts",
         "/api/v1/contacts?search=secret",
@@ -252,6 +254,12 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
         "/api/v1/export?table=relationships",
         "/api/v1/export?table=life_events",
         "/api/v1/export?table=gifts",
+        "/api/v1/export?table=reminder_completions",
+        "/api/v1/export?table=conversation_agenda",
+        "/api/v1/export?table=households",
+        "/api/v1/export?table=household_members",
+        "/api/v1/export?table=cadence_policies",
+        by_uid.as_str(),
         "/api/v1/contacts/import/runs",
     ] {
         let response = b.get(path).await;
@@ -262,12 +270,36 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
 
     // An import by B never matches A's contacts, and A's import session is not B's to confirm.
     let records = json!({ "records": [{ "card": { "name": { "full": "Secret Friend" }, "emails": [{ "address": "secret@example.org" }] } }] });
-    let preview: Value = b.post("/api/v1/contacts/import/records", records.clone()).await.json().await.unwrap();
+    let response = b.post("/api/v1/contacts/import/records", records.clone()).await;
+    assert_eq!(response.status(), 200);
+    let preview: Value = response.json().await.unwrap();
+    assert_eq!(preview["rows"][0]["row_index"], 0, "{preview}");
     assert_eq!(preview["rows"][0]["duplicate_match"], Value::Null, "B's import matched A's contact: {preview}");
     let a_preview: Value = a.post("/api/v1/contacts/import/records", records).await.json().await.unwrap();
     assert_eq!(a_preview["rows"][0]["duplicate_match"]["existing_contact_id"], c, "{a_preview}");
     let confirm = json!({ "session_id": a_preview["session_id"], "actions": [{ "row_index": 0, "action": "update" }] });
-    assert_eq!(b.post("/api/v1/contacts/import/vcf/confirm", confirm).await.status(), 404);
+    assert_eq!(b.post("/api/v1/contacts/import/vcf/confirm", confirm.clone()).await.status(), 404);
+    assert_eq!(b.post("/api/v1/contacts/import/confirm", confirm.clone()).await.status(), 404);
+    // A can still confirm it (skipping, so A's contact stays as it was for the checks below).
+    let skip = json!({ "session_id": a_preview["session_id"], "actions": [{ "row_index": 0, "action": "skip" }] });
+    let own: Value = a.post("/api/v1/contacts/import/vcf/confirm", skip).await.json().await.unwrap();
+    assert_eq!((own["total_processed"].as_u64(), own["skipped"].as_u64()), (Some(1), Some(1)), "still A's: {own}");
+    drop(confirm);
+    // The same through an upload: B's vCard of A's friend is new to B, and A's CSV session is
+    // not B's to preview or confirm.
+    let card = "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Secret Friend\r\nN:Friend;Secret;;;\r\nEMAIL:secret@example.org\r\nEND:VCARD\r\n";
+    let response = upload(&b, "/api/v1/contacts/import/vcf/upload", "friend.vcf", card.as_bytes()).await;
+    assert_eq!(response.status(), 200);
+    let preview: Value = response.json().await.unwrap();
+    assert_eq!(preview["rows"][0]["row_index"], 0, "{preview}");
+    assert_eq!(preview["rows"][0]["duplicate_match"], Value::Null, "B's upload matched A's contact: {preview}");
+    let csv = upload(&a, "/api/v1/contacts/import/upload", "a.csv", b"First Name,E-mail 1 - Value\nSecret,secret@example.org\n").await;
+    let csv: Value = csv.json().await.unwrap();
+    let mapping = json!({ "session_id": csv["session_id"], "mappings": csv["suggested_mappings"] });
+    assert_eq!(b.post("/api/v1/contacts/import/preview", mapping.clone()).await.status(), 404);
+    let csv_confirm = json!({ "session_id": csv["session_id"], "actions": [] });
+    assert_eq!(b.post("/api/v1/contacts/import/confirm", csv_confirm).await.status(), 404);
+    assert_eq!(a.post("/api/v1/contacts/import/preview", mapping).await.status(), 200, "still A's to preview");
 
     // B's households and address suggestions hold only B's own.
     for path in ["/api/v1/households", "/api/v1/households?include_members=true", "/api/v1/households/suggestions"] {

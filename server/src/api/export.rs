@@ -2,7 +2,7 @@
 //! data as CSV (one table per request: contacts by default, re-importable with identity column
 //! mappings; `table=` gives notes, activities and the rest).
 //!
-//! Exports stream. A blocking producer reads contacts a page at a time (each page its own read
+//! Exports stream. A blocking producer reads rows a page at a time (each page its own read
 //! transaction), renders them, and hands ~64 KB chunks to the response through a bounded channel,
 //! so memory stays flat whatever the address book's size. A failure before the first byte
 //! answers 500 with the nested export error shape; a failure after it ends the stream early (the
@@ -18,6 +18,7 @@ use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use mycorrhizal_codecs::record::NeutralRecord;
 use mycorrhizal_codecs::vcard::{self, Photo, Version};
+use mycorrhizal_engine::tx::UPDATED_INDEX;
 use mycorrhizal_engine::{Row, UserScope};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -181,32 +182,33 @@ trait Render: Send + 'static {
     }
 }
 
-/// Streams every live contact through `render`, one page per read transaction, in name order.
-/// Answers once the first page has been read: then the response starts, or the export fails
-/// with 500 before any byte is sent.
-async fn stream_contacts(
-    state: &AppState,
-    user: &AuthUser,
-    only_uid: Option<String>,
-    selection: Selection,
-    mut render: impl Render,
+/// The sender that lets the handler answer: `Ok` once the first read succeeded.
+type Ready = Option<oneshot::Sender<Result<(), String>>>;
+
+fn signal(ready: &mut Ready) {
+    if let Some(r) = ready.take() {
+        let _ = r.send(Ok(()));
+    }
+}
+
+/// Runs `producer` on the blocking pool, streaming what it writes. Answers once the producer has
+/// signalled `ready` (its first read succeeded): then the response starts, or the export fails
+/// with the spec's nested 500 before any byte is sent. `operation` names the export in that
+/// answer and in the log (`export:csv`, `export:vcard4`, ...).
+async fn stream_export(
     content_type: &'static str,
     filename: String,
     operation: &'static str,
-) -> Result<Response, Response> {
-    let scope = state.engine.user(user.id);
-    let photos = photo_dir(&state.config.data_dir, user.id);
+    producer: impl FnOnce(&mut Sink, &mut Ready) -> Result<(), String> + Send + 'static,
+) -> Response {
     let (tx, rx) = mpsc::channel(IN_FLIGHT);
     let (ready, started) = oneshot::channel::<Result<(), String>>();
     tokio::task::spawn_blocking(move || {
         let mut out = Sink { buffer: Vec::with_capacity(CHUNK), tx };
         let mut ready = Some(ready);
-        let outcome = produce(&scope, &photos, only_uid.as_deref(), &selection, &mut render, &mut out, &mut ready);
-        match outcome {
+        match producer(&mut out, &mut ready) {
             Ok(()) => {
-                if let Some(r) = ready.take() {
-                    let _ = r.send(Ok(()));
-                }
+                signal(&mut ready);
                 out.flush();
             }
             Err(e) => {
@@ -223,7 +225,7 @@ async fn stream_contacts(
         }
     });
     match started.await {
-        Ok(Ok(())) => Ok((
+        Ok(Ok(())) => (
             StatusCode::OK,
             [
                 (CONTENT_TYPE, content_type.to_string()),
@@ -231,9 +233,29 @@ async fn stream_contacts(
             ],
             Body::from_stream(Chunks(rx)),
         )
-            .into_response()),
-        Ok(Err(_)) | Err(_) => Err(export_failure(operation, "storage")),
+            .into_response(),
+        // Every failure before the first byte is a read of the database (or its worker dying).
+        Ok(Err(_)) | Err(_) => export_failure(operation, "database"),
     }
+}
+
+/// Streams every live contact through `render`, one page per read transaction, in name order.
+async fn stream_contacts(
+    state: &AppState,
+    user: &AuthUser,
+    only_uid: Option<String>,
+    selection: Selection,
+    mut render: impl Render,
+    content_type: &'static str,
+    filename: String,
+    operation: &'static str,
+) -> Response {
+    let scope = state.engine.user(user.id);
+    let photos = photo_dir(&state.config.data_dir, user.id);
+    stream_export(content_type, filename, operation, move |out, ready| {
+        produce(&scope, &photos, only_uid.as_deref(), &selection, &mut render, out, ready)
+    })
+    .await
 }
 
 fn produce(
@@ -243,7 +265,7 @@ fn produce(
     selection: &Selection,
     render: &mut dyn Render,
     out: &mut Sink,
-    ready: &mut Option<oneshot::Sender<Result<(), String>>>,
+    ready: &mut Ready,
 ) -> Result<(), String> {
     let mut after: Option<(String, u64)> = None;
     let mut first = true;
@@ -270,9 +292,7 @@ fn produce(
         };
         if first {
             first = false;
-            if let Some(r) = ready.take() {
-                let _ = r.send(Ok(()));
-            }
+            signal(ready);
             if !render.start(out) {
                 return Ok(());
             }
@@ -352,10 +372,9 @@ pub async fn vcf(
         VcfRender(version),
         "text/vcard; charset=utf-8",
         filename,
-        "export_vcf",
+        if version == Version::V3 { "export:vcard3" } else { "export:vcard4" },
     )
-    .await
-    .unwrap_or_else(|failure| failure))
+    .await)
 }
 
 /// A `vcard_uid` as stored: ours are UUIDs; an imported card's own non-UUID UID maps the way
@@ -413,10 +432,9 @@ pub async fn jscontact(
         JsRender { first: true },
         "application/jscontact+json; charset=utf-8",
         filename,
-        "export_jscontact",
+        "export:jscontact",
     )
-    .await
-    .unwrap_or_else(|failure| failure))
+    .await)
 }
 
 struct CsvRender;
@@ -486,82 +504,90 @@ pub async fn csv(
             render,
             "text/csv; charset=utf-8",
             filename,
-            "export_csv",
+            "export:csv",
         )
-        .await
-        .unwrap_or_else(|failure| failure));
+        .await);
     }
     let Some(table) = TABLES.iter().find(|t| **t == table).copied() else {
         return Err(ApiError::validation("table", format!("must be contacts or one of {}", TABLES.join(", "))));
     };
     let scope = state.engine.user(user.id);
-    let bytes = state.blocking(move |_| table_csv(&scope, table)).await?;
-    match bytes {
-        Ok(bytes) => Ok((
-            [
-                (CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
-                (
-                    CONTENT_DISPOSITION,
-                    format!("attachment; filename=\"mycorrhizal-export-{table}-{}.csv\"", today(&state)),
-                ),
-            ],
-            bytes,
-        )
-            .into_response()),
-        Err(e) => {
-            tracing::error!(event = "export_failed", operation = "export_csv", table, error = %e);
-            Ok(export_failure("export_csv", "storage"))
+    let filename = format!("mycorrhizal-export-{table}-{}.csv", today(&state));
+    Ok(stream_export("text/csv; charset=utf-8", filename, "export:csv", move |out, ready| {
+        table_csv(&scope, table, out, ready)
+    })
+    .await)
+}
+
+/// One record kind as CSV: `id`, `created_at`, `updated_at`, then the body's fields (lists and
+/// objects as JSON). Two passes over pages of rows, each page its own read transaction: the
+/// first gathers the columns, the second writes, so memory does not grow with the table.
+fn table_csv(scope: &UserScope, table: &str, out: &mut Sink, ready: &mut Ready) -> Result<(), String> {
+    use crate::crm::{depth, households, records};
+    match table {
+        "notes" => rows_csv::<records::Note>(scope, out, ready),
+        "activities" => rows_csv::<records::Activity>(scope, out, ready),
+        "reminders" => rows_csv::<records::Reminder>(scope, out, ready),
+        "reminder_completions" => rows_csv::<records::Completion>(scope, out, ready),
+        "relationships" => rows_csv::<records::Relationship>(scope, out, ready),
+        "life_events" => rows_csv::<depth::LifeEvent>(scope, out, ready),
+        "gifts" => rows_csv::<depth::Gift>(scope, out, ready),
+        "conversation_agenda" => rows_csv::<depth::AgendaItem>(scope, out, ready),
+        "households" => rows_csv::<households::Household>(scope, out, ready),
+        "household_members" => rows_csv::<households::HouseholdMember>(scope, out, ready),
+        "cadence_policies" => rows_csv::<depth::CadencePolicy>(scope, out, ready),
+        _ => Err(format!("unknown table {table}")),
+    }
+}
+
+/// Calls `each` with every live row of `R`, a page per read transaction, oldest change first.
+fn each_row<R: mycorrhizal_engine::Record>(
+    scope: &UserScope,
+    mut each: impl FnMut(&Row<R>) -> bool,
+) -> Result<(), String> {
+    let mut after: Option<(String, u64)> = None;
+    loop {
+        let page = scope
+            .view()
+            .and_then(|v| v.page::<R>(UPDATED_INDEX, after.as_ref().map(|(v, id)| (v.as_str(), *id)), PAGE, false))
+            .map_err(|e| e.to_string())?;
+        for row in &page.rows {
+            if !each(row) {
+                return Ok(());
+            }
+        }
+        after = page.next;
+        if after.is_none() {
+            return Ok(());
         }
     }
 }
 
-/// One record kind as CSV: `id`, `created_at`, `updated_at`, then the body's fields.
-fn table_csv(scope: &UserScope, table: &str) -> Result<Vec<u8>, String> {
-    use crate::crm::{depth, households, records};
-    let view = scope.view().map_err(|e| e.to_string())?;
-    fn rows<R: mycorrhizal_engine::Record + serde::Serialize>(
-        view: &mycorrhizal_engine::UserView,
-    ) -> Result<Vec<(u64, String, String, Value)>, String> {
-        Ok(view
-            .list::<R>()
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .map(|r| {
-                let body = serde_json::to_value(&r.body).unwrap_or_default();
-                (r.id, r.meta.created_at.to_string(), r.meta.updated_at.to_string(), body)
-            })
-            .collect())
-    }
-    let list = match table {
-        "notes" => rows::<records::Note>(&view)?,
-        "activities" => rows::<records::Activity>(&view)?,
-        "reminders" => rows::<records::Reminder>(&view)?,
-        "reminder_completions" => rows::<records::Completion>(&view)?,
-        "relationships" => rows::<records::Relationship>(&view)?,
-        "life_events" => rows::<depth::LifeEvent>(&view)?,
-        "gifts" => rows::<depth::Gift>(&view)?,
-        "conversation_agenda" => rows::<depth::AgendaItem>(&view)?,
-        "households" => rows::<households::Household>(&view)?,
-        "household_members" => rows::<households::HouseholdMember>(&view)?,
-        "cadence_policies" => rows::<depth::CadencePolicy>(&view)?,
-        _ => return Err(format!("unknown table {table}")),
-    };
+fn rows_csv<R: mycorrhizal_engine::Record + serde::Serialize>(
+    scope: &UserScope,
+    out: &mut Sink,
+    ready: &mut Ready,
+) -> Result<(), String> {
     let mut columns: Vec<String> = Vec::new();
-    for (_, _, _, body) in &list {
-        if let Value::Object(m) = body {
+    each_row::<R>(scope, |row| {
+        if let Ok(Value::Object(m)) = serde_json::to_value(&row.body) {
             for k in m.keys() {
                 if !columns.contains(k) {
                     columns.push(k.clone());
                 }
             }
         }
-    }
-    let mut writer = mycorrhizal_codecs::csv::CsvWriter::buffer();
+        true
+    })?;
+    signal(ready);
     let mut header = vec!["id".to_string(), "created_at".to_string(), "updated_at".to_string()];
     header.extend(columns.iter().cloned());
-    writer.write_row(&header.iter().map(String::as_str).collect::<Vec<_>>()).map_err(|e| e.to_string())?;
-    for (id, created, updated, body) in &list {
-        let mut cells = vec![id.to_string(), created.clone(), updated.clone()];
+    if !csv_row(&header, out) {
+        return Ok(());
+    }
+    each_row::<R>(scope, |row| {
+        let body = serde_json::to_value(&row.body).unwrap_or_default();
+        let mut cells = vec![row.id.to_string(), row.meta.created_at.to_string(), row.meta.updated_at.to_string()];
         for c in &columns {
             cells.push(match body.get(c) {
                 None | Some(Value::Null) => String::new(),
@@ -569,7 +595,6 @@ fn table_csv(scope: &UserScope, table: &str) -> Result<Vec<u8>, String> {
                 Some(other) => other.to_string(),
             });
         }
-        writer.write_row(&cells.iter().map(String::as_str).collect::<Vec<_>>()).map_err(|e| e.to_string())?;
-    }
-    writer.finish().map_err(|e| e.to_string())
+        csv_row(&cells, out)
+    })
 }

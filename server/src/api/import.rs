@@ -4,6 +4,7 @@
 //! requests and shapes responses.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use axum::extract::{Multipart, State};
 use mycorrhizal_codecs::csv::{self, ColumnMapping};
@@ -202,6 +203,10 @@ pub async fn preview_csv(
     state
         .imports
         .with(user.id, &req.session_id, |s| {
+            // A confirm may have started while the mapping was applied: its rows stand.
+            if matches!(s.stage, Stage::Applying | Stage::Done(_)) {
+                return Err(SessionError::Busy);
+            }
             s.stage = Stage::Previewed(rows);
             Ok(())
         })
@@ -315,6 +320,10 @@ fn session_error(e: SessionError) -> ApiError {
     }
 }
 
+/// How long a confirm waits for another confirm of the same session to finish before it gives up
+/// with 409; the second one then answers with the first one's result, as a repeat does.
+const CONCURRENT_CONFIRM_WAIT: Duration = Duration::from_secs(120);
+
 async fn confirm(
     state: AppState,
     user: AuthUser,
@@ -327,9 +336,16 @@ async fn confirm(
             .ok_or_else(|| ApiError::validation(format!("actions[{i}].action"), "must be add, update or skip"))?;
         actions.insert(a.row_index, action);
     }
-    let (source, rows) = match state.imports.begin_confirm(user.id, &req.session_id, accepts).map_err(session_error)? {
-        Ok(taken) => taken,
-        Err(earlier) => return Ok(axum::Json(json!(earlier))),
+    let waited = tokio::time::Instant::now();
+    let (source, rows) = loop {
+        match state.imports.begin_confirm(user.id, &req.session_id, accepts) {
+            Ok(Ok(taken)) => break taken,
+            Ok(Err(earlier)) => return Ok(axum::Json(json!(earlier))),
+            Err(SessionError::Busy) if waited.elapsed() < CONCURRENT_CONFIRM_WAIT => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => return Err(session_error(e)),
+        }
     };
     if let Some((i, a)) = req.actions.iter().enumerate().find(|(_, a)| a.row_index >= rows.len()) {
         let reason = format!("row {} does not exist (the session has {} rows)", a.row_index, rows.len());
@@ -338,22 +354,35 @@ async fn confirm(
     }
     let scope = state.engine.user(user.id);
     let data_dir = state.config.data_dir.clone();
-    let outcome = state
+    // The session is settled inside the blocking task, so a client that hangs up mid-import
+    // still leaves the result for a repeat; if the task dies, the guard drops the session (the
+    // client re-uploads, and the preview shows what did get in as duplicates).
+    let settle = Settle { sessions: state.imports.clone(), user: user.id, id: req.session_id.clone(), done: false };
+    let result = state
         .blocking(move |_| {
+            let mut settle = settle;
             let result = import::execute(&scope, &data_dir, source, &rows, &actions, &|_, _| {});
-            (result, rows)
+            settle.sessions.finish(settle.user, &settle.id, Stage::Done(result.clone()));
+            settle.done = true;
+            result
         })
-        .await;
-    match outcome {
-        Ok((Ok(result), _)) => {
-            state.imports.finish(user.id, &req.session_id, Stage::Done(result.clone()));
-            Ok(axum::Json(json!(result)))
+        .await?;
+    Ok(axum::Json(json!(result)))
+}
+
+/// Drops a session whose confirm never reached its end.
+struct Settle {
+    sessions: std::sync::Arc<import::Sessions>,
+    user: mycorrhizal_engine::UserId,
+    id: String,
+    done: bool,
+}
+
+impl Drop for Settle {
+    fn drop(&mut self) {
+        if !self.done {
+            self.sessions.remove(self.user, &self.id);
         }
-        Ok((Err(e), rows)) => {
-            state.imports.finish(user.id, &req.session_id, Stage::Previewed(rows));
-            Err(e.into())
-        }
-        Err(e) => Err(e),
     }
 }
 

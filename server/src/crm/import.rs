@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use mycorrhizal_codecs::card::Card;
+use mycorrhizal_codecs::card::{Card, Component, Name};
 use mycorrhizal_codecs::projection::{Flat, project};
 use mycorrhizal_codecs::record::{Item, NeutralRecord};
 use mycorrhizal_codecs::vcard::Photo;
@@ -265,14 +265,55 @@ fn union<T: Clone>(existing: &mut Vec<T>, incoming: &[T], key: impl Fn(&T) -> St
     }
 }
 
-/// The contact after merging an incoming record into it: the incoming name, organization,
-/// titles, nicknames and dates replace the stored ones when present; emails, phones, addresses,
-/// tags, circles and other list members are added when new; nothing present is removed.
+/// A name after an update: each kind of part the incoming name has (given, surname, ...) replaces
+/// the stored parts of that kind where they stood; stored kinds it lacks stay, so a row with only
+/// a first name does not wipe the last name. An incoming full name replaces the stored one; when
+/// parts changed and none came, the stored full name is dropped, to be derived from the parts
+/// again rather than left describing the old ones.
+fn merge_name(mut stored: Name, incoming: &Name) -> Name {
+    let parts: Vec<&Component> = incoming.components.iter().filter(|c| !c.value.trim().is_empty()).collect();
+    let of_kind = |kind: &str| parts.iter().filter(|p| p.kind == kind).map(|p| (*p).clone()).collect::<Vec<_>>();
+    let mut changed = false;
+    let mut placed: Vec<&str> = Vec::new();
+    let mut merged = Vec::with_capacity(stored.components.len() + parts.len());
+    for old in std::mem::take(&mut stored.components) {
+        match parts.iter().find(|p| p.kind == old.kind) {
+            None => merged.push(old),
+            // A second stored part of a kind already replaced.
+            Some(p) if placed.contains(&p.kind.as_str()) => changed = true,
+            Some(p) => {
+                placed.push(p.kind.as_str());
+                let replacements = of_kind(&p.kind);
+                changed |= replacements.as_slice() != std::slice::from_ref(&old);
+                merged.extend(replacements);
+            }
+        }
+    }
+    for p in &parts {
+        if !placed.contains(&p.kind.as_str()) {
+            placed.push(p.kind.as_str());
+            changed = true;
+            merged.extend(of_kind(&p.kind));
+        }
+    }
+    stored.components = merged;
+    match incoming.full.as_deref().map(str::trim).filter(|f| !f.is_empty()) {
+        Some(full) => stored.full = Some(full.to_string()),
+        None if changed => stored.full = None,
+        None => {}
+    }
+    stored
+}
+
+/// The contact after merging an incoming record into it: the incoming name parts (see
+/// [`merge_name`]), organization, titles, nicknames and dates replace the stored ones when
+/// present; emails, phones, addresses, tags, circles and other list members are added when new;
+/// nothing present is removed.
 pub fn merge(existing: &Contact, incoming: &NeutralRecord) -> Contact {
     let mut card = existing.parsed_card();
     let new = &incoming.card;
-    if new.name.as_ref().is_some_and(|n| !n.components.is_empty() || n.full.as_deref().is_some_and(|f| !f.is_empty())) {
-        card.name = new.name.clone();
+    if let Some(incoming) = new.name.as_ref() {
+        card.name = Some(merge_name(card.name.take().unwrap_or_default(), incoming));
     }
     if !new.nicknames.is_empty() {
         card.nicknames = new.nicknames.clone();
@@ -505,6 +546,8 @@ pub struct ImportResult {
     pub skipped: u64,
     /// How many rows failed (each has a line in `errors`).
     pub error_count: u64,
+    /// One line per failed row, then one per value a kept row lost (an unreadable date, a photo
+    /// that could not be stored): `row N (line L): reason`.
     pub errors: Vec<String>,
 }
 
@@ -513,6 +556,15 @@ pub struct ImportResult {
 pub enum Op {
     Add { row: usize, contact: Box<Contact> },
     Update { row: usize, id: u64, record: Box<NeutralRecord> },
+}
+
+impl Op {
+    /// The row this op applies.
+    pub fn row(&self) -> usize {
+        match self {
+            Op::Add { row, .. } | Op::Update { row, .. } => *row,
+        }
+    }
 }
 
 /// What happened to one op inside a transaction.
@@ -730,7 +782,15 @@ impl Sessions {
         })
     }
 
-    /// Stores the result of a confirm (or puts the rows back when applying failed as a whole).
+    /// Forgets a session.
+    pub fn remove(&self, user: UserId, id: &str) {
+        let mut map = self.lock();
+        if map.get(id).is_some_and(|s| s.user == user) {
+            map.remove(id);
+        }
+    }
+
+    /// Stores the result of a confirm (or puts the rows back when the confirm was refused).
     pub fn finish(&self, user: UserId, id: &str, stage: Stage) {
         let _ = self.with(user, id, |s| {
             s.stage = stage;
@@ -773,8 +833,14 @@ fn row_error(row: &ImportRow, reason: &str) -> String {
 
 /// Applies decisions to prepared rows: creates and merges in transactions of [`BATCH`] rows
 /// (one durable commit each), stores inline photos as files, and records the import run.
-/// `progress(done, total)` is called after each batch. Rows are independent: a failing row is
-/// counted and described, and the others are applied.
+/// `progress(done, total)` is called after each batch.
+///
+/// It always returns a result, never an error: rows are independent, so a failing row is counted
+/// and described and the others are applied, and a batch whose transaction fails (the disk, not
+/// the row) reports each of its rows as failed while later batches are still tried. Once any row
+/// may have been written, the only honest answer is the per-row account; an error instead would
+/// invite a retry that adds the committed rows a second time. A kept row whose preview noted a
+/// dropped value (an unreadable date) is listed in `errors` too, without counting as failed.
 pub fn execute(
     scope: &mycorrhizal_engine::UserScope,
     data_dir: &std::path::Path,
@@ -782,37 +848,54 @@ pub fn execute(
     rows: &[ImportRow],
     actions: &HashMap<usize, Action>,
     progress: &dyn Fn(usize, usize),
-) -> mycorrhizal_engine::Result<ImportResult> {
+) -> ImportResult {
     let mut result = ImportResult { total_processed: rows.len() as u64, ..Default::default() };
+    let mut failed = 0u64;
+    let mut notes = Vec::new();
     let mut ops = Vec::new();
     for row in rows {
         let action = actions.get(&row.index).copied().unwrap_or(Action::Skip);
+        let mut fail = |reason: &str| {
+            failed += 1;
+            result.errors.push(row_error(row, reason));
+        };
         match (action, &row.record, &row.duplicate) {
             (Action::Skip, _, _) => result.skipped += 1,
-            (_, None, _) => {
-                let reason = row.errors.first().map(String::as_str).unwrap_or("the row could not be read");
-                result.errors.push(row_error(row, reason));
-            }
+            (_, None, _) => fail(row.errors.first().map(String::as_str).unwrap_or("the row could not be read")),
             (Action::Add, Some(record), _) => match new_contact(record, false) {
                 Ok(contact) => ops.push(Op::Add { row: row.index, contact: Box::new(contact) }),
-                Err(reason) => result.errors.push(row_error(row, &reason)),
+                Err(reason) => fail(&reason),
             },
             (Action::Update, Some(record), Some(dup)) => {
                 ops.push(Op::Update { row: row.index, id: dup.existing_contact_id, record: Box::new(record.clone()) })
             }
-            (Action::Update, Some(_), None) => {
-                result.errors.push(row_error(row, "update asked, but the row matches no existing contact"))
+            (Action::Update, Some(_), None) => fail("update asked, but the row matches no existing contact"),
+        }
+        if action != Action::Skip && row.record.is_some() {
+            for problem in &row.errors {
+                notes.push(row_error(row, &format!("imported without a value: {problem}")));
             }
         }
     }
     let by_index: HashMap<usize, &ImportRow> = rows.iter().map(|r| (r.index, r)).collect();
+    let describe = |row: usize, reason: &str| match by_index.get(&row) {
+        Some(r) => row_error(r, reason),
+        None => format!("row {row}: {reason}"),
+    };
     let dir = photo_dir(data_dir, scope.id());
     let total = ops.len();
     let mut done = 0;
     for chunk in ops.chunks(BATCH) {
         let batch = chunk.to_vec();
-        let outcomes = scope.write(move |tx| apply_batch(tx, &batch))?;
-        let mut photos: Vec<(u64, String)> = Vec::new();
+        let outcomes = match scope.write(move |tx| apply_batch(tx, &batch)) {
+            Ok(outcomes) => outcomes,
+            Err(e) => {
+                tracing::error!(event = "import_batch_failed", rows = chunk.len(), error = %e);
+                let reason = format!("not saved: {e}");
+                chunk.iter().map(|op| Outcome::Failed { row: op.row(), reason: reason.clone() }).collect()
+            }
+        };
+        let mut photos: Vec<(usize, u64, String)> = Vec::new();
         for outcome in outcomes {
             match outcome {
                 Outcome::Created { row, id } | Outcome::Updated { row, id } => {
@@ -825,30 +908,38 @@ pub fn execute(
                     if let Some(photo) = by_index.get(&row).and_then(|r| r.photo.as_ref())
                         && let Some(name) = store_photo(&dir, id, photo, created)
                     {
-                        photos.push((id, name));
+                        photos.push((row, id, name));
                     }
                 }
-                Outcome::Failed { row, reason } => match by_index.get(&row) {
-                    Some(r) => result.errors.push(row_error(r, &reason)),
-                    None => result.errors.push(format!("row {row}: {reason}")),
-                },
+                Outcome::Failed { row, reason } => {
+                    failed += 1;
+                    result.errors.push(describe(row, &reason));
+                }
             }
         }
         if !photos.is_empty() {
-            scope.write(move |tx| {
-                for (id, name) in &photos {
+            let linked = photos.clone();
+            let written = scope.write(move |tx| {
+                for (_, id, name) in &linked {
                     tx.update::<Contact>(*id, Precondition::Any, |c| {
                         c.photo = name.clone();
                         Ok(())
                     })?;
                 }
                 Ok(())
-            })?;
+            });
+            if let Err(e) = written {
+                tracing::error!(event = "import_photos_failed", photos = photos.len(), error = %e);
+                for (row, _, _) in &photos {
+                    notes.push(describe(*row, &format!("imported without its photo: {e}")));
+                }
+            }
         }
         done += chunk.len();
         progress(done, total);
     }
-    result.error_count = result.errors.len() as u64;
+    result.errors.extend(notes);
+    result.error_count = failed;
     let run = ImportRun {
         format: source.format().to_string(),
         processed: result.total_processed,
@@ -857,8 +948,11 @@ pub fn execute(
         skipped: result.skipped,
         errors: result.error_count,
     };
-    scope.write(move |tx| record_run(tx, run.clone()))?;
-    Ok(result)
+    if let Err(e) = scope.write(move |tx| record_run(tx, run.clone())) {
+        // The contacts are in; only the history line is missing.
+        tracing::error!(event = "import_run_not_recorded", error = %e);
+    }
+    result
 }
 
 /// Writes an imported photo as the contact's picture. An updated contact that already has a
