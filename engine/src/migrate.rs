@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use jiff::Timestamp;
-use redb::{Database, ReadTransaction, ReadableTable, TableError, WriteTransaction};
+use redb::{Database, ReadTransaction, ReadableTable, TableError};
+/// The transaction a migration step runs in (re-exported so steps outside the engine need no redb).
+pub use redb::WriteTransaction;
 
 use crate::snapshot::{self, Snapshot};
 use crate::tables::{self, CHANGES, COUNTERS, JOB_RUNS, LIVE_COUNTS, META, SYSTEM_EVENTS, USER_SEQ};
@@ -87,6 +89,33 @@ fn count_live_rows(txn: &WriteTransaction) -> Result<()> {
         table.insert((user, kind.as_str()), count)?;
     }
     Ok(())
+}
+
+/// For a migration step: re-encodes every stored row of record kind `R` from the body shape
+/// `Old` it was written with, through `convert`. Rows are postcard without field names, so a
+/// body that gains, loses or reorders a field cannot read its old rows until they are converted.
+/// Tombstones are converted too; ids, bookkeeping and index entries stay as they are (a changed
+/// index also raises `INDEX_VERSION`). Returns how many rows were converted.
+pub fn convert_rows<Old, R>(txn: &WriteTransaction, convert: fn(Old) -> R) -> Result<u64>
+where
+    Old: serde::de::DeserializeOwned,
+    R: crate::Record,
+{
+    let mut table = match txn.open_table(tables::record_table(R::KIND.records)) {
+        Ok(table) => table,
+        Err(e) => return Err(e.into()),
+    };
+    let mut converted = Vec::new();
+    for entry in table.iter()? {
+        let (key, value) = entry?;
+        let old: crate::Row<Old> = crate::codec::decode(R::KIND.records, value.value())?;
+        let row = crate::Row { id: old.id, meta: old.meta, body: convert(old.body) };
+        converted.push((key.value(), crate::codec::encode(&row)));
+    }
+    for (key, bytes) in &converted {
+        table.insert(*key, bytes.as_slice())?;
+    }
+    Ok(converted.len() as u64)
 }
 
 /// The schema version recorded in the database (0 for a new file).

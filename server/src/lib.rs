@@ -50,6 +50,7 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
     let options = Options {
         pre_migration_dir: Some(config.pre_migration_dir.clone()),
         search: Some(search),
+        migrations: crm::migrations(),
         ..Options::default()
     };
     let started_at = jiff::Timestamp::now();

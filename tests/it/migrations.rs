@@ -33,7 +33,7 @@ async fn a_pending_migration_runs_after_a_verified_snapshot() {
     assert!(manifest.tables.get("sys:system_events").copied().unwrap_or(0) >= 2, "it holds the earlier timeline");
 
     let engine = open_engine(&instance.database());
-    assert_eq!(engine.schema_version(), migrate::latest());
+    assert_eq!(engine.schema_version(), mycorrhizal::crm::schema_version());
     let events = engine.system_events(100, |_| true).unwrap();
     let snapshot_event = events.iter().find(|e| e.event_type == "backup_completed").expect("backup_completed recorded");
     assert_eq!(snapshot_event.component, "migration", "does not count as a routine backup");
@@ -43,7 +43,7 @@ async fn a_pending_migration_runs_after_a_verified_snapshot() {
             e.event_type == "migration_completed" && e.detail.as_deref().unwrap_or("").contains("\"from_version\":0")
         })
         .expect("migration_completed");
-    assert!(completed.detail.as_deref().unwrap().contains(&format!("\"to_version\":{}", migrate::latest())));
+    assert!(completed.detail.as_deref().unwrap().contains(&format!("\"to_version\":{}", mycorrhizal::crm::schema_version())));
 }
 
 #[test]

@@ -209,3 +209,109 @@ async fn another_user_cannot_see_or_act_on_a_suggestion() {
     assert_eq!((mine.len(), mine[0]["status"].as_str()), (1, Some("pending")));
     assert!(mine[0].get("reminder_id").is_none());
 }
+
+async fn update(app: &InProcess, cookie: &str, id: u64, body: Value) {
+    let (status, body, _) = app.call("PUT", &format!("/api/v1/contacts/{id}"), Some(cookie), body).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+/// A new job, a new title, a move: each is a suggestion with the old and new value, from the
+/// audit events after the cursor. Filling in a blank is not news; a pending suggestion follows a
+/// later value; a dismissed one is not resurfaced for the same value, but a later move is news.
+#[tokio::test]
+async fn a_changed_organization_title_or_address_is_news_worth_a_message() {
+    let app = in_process(&[]).await;
+    app.clock.set("2026-03-01T10:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.signed_in().await;
+    let lin = contact(&app, &cookie, "Lin").await;
+    // Data entry: blanks filled in.
+    update(&app, &cookie, lin, json!({ "firstname": "Lin", "org": "Acme", "job_title": "Engineer", "address": "1 Old Road, Lyon" })).await;
+    assert_eq!(scan(&app).await, Some(0), "filling in blanks is not news");
+    assert_eq!(suggestions(&app, &cookie, "?status=all").await, Vec::<Value>::new());
+
+    update(&app, &cookie, lin, json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "1 Old Road, Lyon" })).await;
+    let event = newest_event(&app);
+    assert_eq!(scan(&app).await, Some(2));
+    let list = suggestions(&app, &cookie, "").await;
+    let kind = |k: &str| list.iter().find(|s| s["kind"] == k).cloned().unwrap_or(Value::Null);
+    let org = kind("organization");
+    assert_eq!((org["old_value"].as_str(), org["new_value"].as_str()), (Some("Acme"), Some("Mycelium Ltd")), "{org}");
+    assert_eq!((org["contact_id"].as_u64(), org["audit_event_id"].as_u64()), (Some(lin), Some(event)));
+    assert_eq!((kind("title")["old_value"].as_str(), kind("title")["new_value"].as_str()), (Some("Engineer"), Some("CTO")));
+    assert!(org.get("health").is_none(), "a field change has no cadence health");
+
+    // Accepting says what the news is.
+    let accept = format!("/api/v1/reach-out-suggestions/{}/accept", org["id"]);
+    let (status, body, _) = app.call("POST", &accept, Some(&cookie), json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["reminder"]["message"], "Reach out to Lin: now at Mycelium Ltd");
+
+    // A move: pending; a second move before it is handled updates the same suggestion.
+    update(&app, &cookie, lin, json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "2 New Street, Porto" })).await;
+    assert_eq!(scan(&app).await, Some(1));
+    update(&app, &cookie, lin, json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "3 Third Way, Oslo" })).await;
+    assert_eq!(scan(&app).await, Some(1));
+    let moves: Vec<Value> =
+        suggestions(&app, &cookie, "?status=all").await.into_iter().filter(|s| s["kind"] == "address").collect();
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    assert!(moves[0]["old_value"].as_str().unwrap().contains("Old Road"), "{moves:?}");
+    assert!(moves[0]["new_value"].as_str().unwrap().contains("Third Way"), "{moves:?}");
+
+    // Dismissed: the same value does not come back, a later move does.
+    let path = format!("/api/v1/reach-out-suggestions/{}/dismiss", moves[0]["id"]);
+    assert_eq!(app.call("POST", &path, Some(&cookie), json!({})).await.0, 200);
+    update(&app, &cookie, lin, json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "2 New Street, Porto" })).await;
+    update(&app, &cookie, lin, json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "3 Third Way, Oslo" })).await;
+    assert_eq!(scan(&app).await, Some(1), "Porto is news again; Oslo was dismissed");
+    let pending: Vec<Value> =
+        suggestions(&app, &cookie, "").await.into_iter().filter(|s| s["kind"] == "address").collect();
+    assert_eq!(pending.len(), 1);
+    assert!(pending[0]["new_value"].as_str().unwrap().contains("New Street"), "{pending:?}");
+}
+
+/// Suggestions stored before they carried values (schema 2) read after the step-3 migration.
+#[test]
+fn stored_suggestions_of_the_old_shape_are_converted() {
+    use mycorrhizal_engine::{Engine, Kind, Options, Record, kind};
+    #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+    struct OldShape {
+        contact_id: u64,
+        kind: String,
+        status: String,
+        policy_id: u64,
+        audit_event_id: u64,
+        reminder_id: Option<u64>,
+    }
+    impl Record for OldShape {
+        const KIND: Kind = kind!("reach_out_suggestion", hard_delete);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.redb");
+    let old = Options { migrations: mycorrhizal_engine::migrate::steps(), ..Options::default() };
+    let (engine, _) = Engine::open(&path, old).unwrap();
+    assert_eq!(engine.schema_version(), 2);
+    let stored = OldShape {
+        contact_id: 7,
+        kind: "cadence_overdue".into(),
+        status: "dismissed".into(),
+        policy_id: 3,
+        audit_event_id: 11,
+        reminder_id: Some(5),
+    };
+    let id = engine.user(ADA).write(move |tx| Ok(tx.create(stored.clone())?.id)).unwrap();
+    engine.shutdown();
+    drop(engine);
+
+    let options = Options {
+        migrations: mycorrhizal::crm::migrations(),
+        pre_migration_dir: Some(dir.path().join("pre")),
+        ..Options::default()
+    };
+    let (engine, report) = Engine::open(&path, options).unwrap();
+    assert_eq!((report.from, report.to), (2, 3));
+    let row = engine.user(ADA).view().unwrap().get::<reach_out::ReachOutSuggestion>(id).unwrap();
+    assert_eq!((row.body.contact_id, row.body.status.as_str(), row.body.policy_id), (7, "dismissed", 3));
+    assert_eq!((row.body.audit_event_id, row.body.reminder_id), (11, Some(5)));
+    assert_eq!((row.body.old_value.as_str(), row.body.new_value.as_str()), ("", ""));
+    engine.shutdown();
+}

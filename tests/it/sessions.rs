@@ -28,7 +28,7 @@ pub async fn in_process(extra: &[(&str, &str)]) -> InProcess {
     }
     let config = Config::load(Env::from_map(vars)).unwrap();
     let clock = Arc::new(FixedClock::new(Timestamp::now()));
-    let options = Options { clock: clock.clone(), ..Options::default() };
+    let options = Options { clock: clock.clone(), migrations: mycorrhizal::crm::migrations(), ..Options::default() };
     let (engine, _) = Engine::open(config.database_path(), options).unwrap();
     let state = AppState::build(engine, config).await.unwrap();
     InProcess { _dir: dir, state, clock }

@@ -684,18 +684,21 @@ pub async fn birthdays(
         }
     };
     let scope = scope(&state, &user);
-    let list = state.blocking(move |_| upcoming_birthdays(&scope.view()?, today, end)).await??;
+    let list = state.blocking(move |_| upcoming_birthdays(&scope.view()?, today, end, usize::MAX)).await??;
     Ok(axum::Json(json!({ "birthdays": list })))
 }
 
-/// Active contacts' birthdays between `today` and `end`, soonest first.
-pub fn upcoming_birthdays(view: &UserView, today: Date, end: Date) -> Result<Vec<Value>, ApiError> {
+/// Active contacts' birthdays between `today` and `end`, soonest first, at most `limit` of them.
+pub fn upcoming_birthdays(view: &UserView, today: Date, end: Date, limit: usize) -> Result<Vec<Value>, ApiError> {
     let mut found = Vec::new();
     // Walk only the month-day window of the `birthday_md` index ("MM-DD"), not every contact:
     // one range, two across the year end, everything for a window of a year or more, and always
     // "02-29" (celebrated on 1 March in other years; `next_yearly` decides).
     let md = |d: Date| format!("{:02}-{:02}", d.month(), d.day());
     let past = |d: Date| format!("{:02}-{:02}", d.month(), d.day() + 1);
+    // The ranges after the first are in calendar order from today, so the first `limit` rows they
+    // yield are the soonest; "02-29" is read whole (a sliver of any address book) because its
+    // occurrence on 1 March does not follow its place in the index.
     let mut ranges = vec![("02-29".to_string(), "02-30".to_string())];
     if (end - today).get_days() >= 365 {
         ranges.push((String::new(), "~".into()));
@@ -707,9 +710,17 @@ pub fn upcoming_birthdays(view: &UserView, today: Date, end: Date) -> Result<Vec
     }
     let mut seen = std::collections::HashSet::new();
     let mut rows = Vec::new();
-    for (from, to) in &ranges {
+    let mut main = 0;
+    for (i, (from, to)) in ranges.iter().enumerate() {
+        let wanted = if i == 0 { usize::MAX } else { limit.saturating_sub(main) };
+        if wanted == 0 {
+            break;
+        }
         let walk = Walk { index: INDEX_BIRTHDAY, from, to: Some(to), after: None, descending: false };
-        let page = view.walk::<Contact>(walk, usize::MAX, |r| !r.body.archived)?;
+        let page = view.walk::<Contact>(walk, wanted, |r| !r.body.archived)?;
+        if i > 0 {
+            main += page.rows.len();
+        }
         rows.extend(page.rows.into_iter().filter(|r| seen.insert(r.id)));
     }
     for row in rows {
@@ -739,7 +750,7 @@ pub fn upcoming_birthdays(view: &UserView, today: Date, end: Date) -> Result<Vec
         found.push((days_until, item));
     }
     found.sort_by_key(|(d, _)| *d);
-    Ok(found.into_iter().map(|(_, item)| item).collect())
+    Ok(found.into_iter().take(limit).map(|(_, item)| item).collect())
 }
 
 /// The contact and everything about it in one call; every collection is an array.

@@ -18,9 +18,14 @@ use crate::crm::records::{Activity, BY_CONTACT, Completion, Note, contact_range}
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Birthdays in the next 30 days, five random contacts, favourites, upcoming reminders, overdue
-/// cadences and pending reach-out suggestions. Every member is an array.
-#[utoipa::path(get, path = "/api/v1/dashboard", tag = "contacts", responses((status = 200, description = "`{birthdays, random_contacts, favorites, upcoming_reminders, overdue, reach_out_suggestions}`")))]
+/// How many of the next 30 days' birthdays the dashboard shows, soonest first. The home screen is
+/// a glance: a large address book has thousands of birthdays a month, and the whole list is
+/// `GET /contacts/birthdays?days=30`.
+pub const DASHBOARD_BIRTHDAYS: usize = 25;
+
+/// The soonest birthdays of the next 30 days, five random contacts, favourites, upcoming
+/// reminders, overdue cadences and pending reach-out suggestions. Every member is an array.
+#[utoipa::path(get, path = "/api/v1/dashboard", tag = "contacts", responses((status = 200, description = "`{birthdays, random_contacts, favorites, upcoming_reminders, overdue, reach_out_suggestions}`; `birthdays` holds the soonest 25 of the next 30 days (all of them: `/contacts/birthdays?days=30`)")))]
 pub async fn dashboard(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
     let scope = scope(&state, &user);
     let today = today(&state);
@@ -36,7 +41,7 @@ pub async fn dashboard(State(state): State<AppState>, user: AuthUser) -> Result<
                 |r| r.body.favorite && !r.body.archived,
             )?;
             Ok::<_, ApiError>(json!({
-                "birthdays": upcoming_birthdays(&v, today, end)?,
+                "birthdays": upcoming_birthdays(&v, today, end, DASHBOARD_BIRTHDAYS)?,
                 "random_contacts": random_summaries(&v, 5)?,
                 "favorites": favorites.rows.iter().map(summary).collect::<Vec<_>>(),
                 "upcoming_reminders": super::reminders::upcoming_views(&v, today)?,

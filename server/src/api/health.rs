@@ -75,7 +75,7 @@ pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Ready>) {
                 .check_read()
                 .map_err(|e| format!("database read failed: {e}"))
                 .and_then(|()| engine.is_writable().then_some(()).ok_or_else(|| "database refuses writes".to_string()));
-            let migrations = (engine.schema_version() == mycorrhizal_engine::migrate::latest())
+            let migrations = (engine.schema_version() == crate::crm::schema_version())
                 .then_some(())
                 .ok_or_else(|| "migrations pending".to_string());
             (database, migrations, fs::probe_writable(&data_dir))

@@ -1,5 +1,5 @@
-//! Reach-out suggestions made by the `reach_out_scan` job for contacts whose cadence is overdue:
-//! list them, accept one (a one-off reminder for the contact, linked to the suggestion), dismiss
+//! Reach-out suggestions made by the `reach_out_scan` job for contacts whose cadence is overdue
+//! or whose organization, title or address changed: list them, accept one (a one-off reminder for the contact, linked to the suggestion), dismiss
 //! one (never resurfaced by a later scan) or delete one (removed outright).
 
 use axum::body::Bytes;
@@ -26,6 +26,18 @@ use crate::state::AppState;
 /// An accepted suggestion's reminder falls this many days after today unless the body names a day.
 pub const DEFAULT_ACCEPT_DAYS: i64 = 1;
 
+/// The reminder text of an accepted suggestion when the user gives none: who, and the news.
+fn default_message(name: &str, s: &ReachOutSuggestion) -> String {
+    use crate::crm::reach_out::{KIND_ADDRESS, KIND_ORGANIZATION, KIND_TITLE};
+    let name = name.trim();
+    match s.kind.as_str() {
+        KIND_ORGANIZATION => format!("Reach out to {name}: now at {}", s.new_value),
+        KIND_TITLE => format!("Reach out to {name}: now {}", s.new_value),
+        KIND_ADDRESS => format!("Reach out to {name}: moved to {}", s.new_value),
+        _ => format!("Reach out to {name}"),
+    }
+}
+
 /// A suggestion as clients see it, with the contact's name and the cadence health computed now.
 pub fn view(v: &UserView, row: &Row<ReachOutSuggestion>, now: Timestamp) -> Value {
     let s = &row.body;
@@ -39,8 +51,8 @@ pub fn view(v: &UserView, row: &Row<ReachOutSuggestion>, now: Timestamp) -> Valu
         "contact_vcard_uid": contact.as_ref().map(|c| c.body.uid.clone()).unwrap_or_default(),
         "contact_name": contact.as_ref().map(|c| c.body.name()).unwrap_or_default(),
         "kind": s.kind,
-        "old_value": "",
-        "new_value": "",
+        "old_value": s.old_value,
+        "new_value": s.new_value,
         "audit_event_id": s.audit_event_id,
         "status": s.status,
         "policy_id": s.policy_id,
@@ -145,7 +157,7 @@ pub async fn accept(
             let contact = tx.get::<Contact>(s.body.contact_id)?;
             let text = message
                 .clone()
-                .unwrap_or_else(|| format!("Reach out to {}", contact.body.name()).trim().chars().take(500).collect());
+                .unwrap_or_else(|| default_message(&contact.body.name(), &s.body).chars().take(500).collect());
             let reminder = tx.create(Reminder {
                 message: text,
                 remind_at: calendar::midnight(day),

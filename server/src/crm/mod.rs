@@ -39,3 +39,20 @@ pub fn record_kinds() -> Vec<mycorrhizal_engine::Indexed> {
         Indexed::of::<reach_out::ReachOutSuggestion>(),
     ]
 }
+
+/// The schema version this server's migrations produce (what `/health/ready` expects).
+pub fn schema_version() -> u32 {
+    migrations().last().map(|m| m.version).unwrap_or(0)
+}
+
+/// The schema migrations this server runs at open: the engine's own, then the steps that convert
+/// stored rows of the server's record kinds whose shape changed.
+pub fn migrations() -> Vec<mycorrhizal_engine::Migration> {
+    let mut steps = mycorrhizal_engine::migrate::steps();
+    steps.push(mycorrhizal_engine::Migration {
+        version: 3,
+        name: "reach-out suggestions carry old and new values",
+        run: reach_out::migrate_values,
+    });
+    steps
+}

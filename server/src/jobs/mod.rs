@@ -254,8 +254,10 @@ struct ReachOutPlan {
     last_seen: u64,
     /// Overdue contacts with the policy found overdue (the most overdue one per contact).
     overdue: Vec<(u64, u64)>,
-    /// Pending suggestions whose contact is no longer overdue.
+    /// Pending cadence suggestions whose contact is no longer overdue.
     stale: Vec<u64>,
+    /// Field changes seen in the new audit events: `(contact, kind, old, new, audit event)`.
+    changes: Vec<(u64, &'static str, String, String, u64)>,
 }
 
 fn plan_reach_out(
@@ -267,11 +269,15 @@ fn plan_reach_out(
     let v = engine.user(UserId(user)).view().map_err(|e| e.to_string())?;
     let mut last_seen = cursor.as_ref().map(|c| c.last_audit_event_id).unwrap_or(0);
     let mut fresh = false;
+    let mut changes = Vec::new();
     loop {
         let batch = v.audit_events(last_seen, AUDIT_BATCH).map_err(|e| e.to_string())?;
         for event in &batch {
             fresh |= !reach_out::is_own_kind(&event.kind);
             last_seen = last_seen.max(event.seq);
+            for (kind, old, new) in reach_out::field_changes(event) {
+                changes.push((event.record_id, kind, old, new, event.seq));
+            }
         }
         if batch.len() < AUDIT_BATCH {
             break;
@@ -294,19 +300,30 @@ fn plan_reach_out(
         .list::<ReachOutSuggestion>()
         .map_err(|e| e.to_string())?
         .into_iter()
-        .filter(|s| s.body.status == reach_out::PENDING && !overdue.iter().any(|(c, _)| *c == s.body.contact_id))
+        .filter(|s| {
+            s.body.kind == reach_out::KIND_CADENCE_OVERDUE
+                && s.body.status == reach_out::PENDING
+                && !overdue.iter().any(|(c, _)| *c == s.body.contact_id)
+        })
         .map(|s| s.id)
         .collect();
-    Ok(Some(ReachOutPlan { last_seen, overdue, stale }))
+    Ok(Some(ReachOutPlan { last_seen, overdue, stale, changes }))
 }
 
 /// Writes one user's suggestions, re-checking each row inside the transaction (the user may have
 /// dismissed a suggestion or deleted a contact since the plan was made).
 fn apply_reach_out(tx: &mycorrhizal_engine::TxUser<'_, '_>, plan: &ReachOutPlan) -> mycorrhizal_engine::Result<u64> {
     let mut changed = 0;
+    let of_contact = |contact: u64| -> mycorrhizal_engine::Result<Vec<mycorrhizal_engine::Row<ReachOutSuggestion>>> {
+        let mut rows = Vec::new();
+        for id in tx.find::<ReachOutSuggestion>(BY_CONTACT, &format!("{contact:020}"))? {
+            rows.push(tx.get::<ReachOutSuggestion>(id)?);
+        }
+        Ok(rows)
+    };
     for &(contact, policy) in &plan.overdue {
         if tx.get::<Contact>(contact).is_err()
-            || !tx.find::<ReachOutSuggestion>(BY_CONTACT, &format!("{contact:020}"))?.is_empty()
+            || of_contact(contact)?.iter().any(|s| s.body.kind == reach_out::KIND_CADENCE_OVERDUE)
         {
             continue;
         }
@@ -317,7 +334,42 @@ fn apply_reach_out(tx: &mycorrhizal_engine::TxUser<'_, '_>, plan: &ReachOutPlan)
             policy_id: policy,
             audit_event_id: plan.last_seen,
             reminder_id: None,
+            old_value: String::new(),
+            new_value: String::new(),
         })?;
+        changed += 1;
+    }
+    // A field change: nothing new when a suggestion for the same value exists (pending, or
+    // dismissed: never resurfaced); a pending one of the same kind follows the newer value (from
+    // its first old value); else a new pending suggestion.
+    for (contact, kind, old, new, event) in &plan.changes {
+        if tx.get::<Contact>(*contact).is_err() {
+            continue;
+        }
+        let existing = of_contact(*contact)?;
+        let same_kind = || existing.iter().filter(|s| s.body.kind == *kind);
+        if same_kind().any(|s| s.body.new_value.eq_ignore_ascii_case(new)) {
+            continue;
+        }
+        if let Some(pending) = same_kind().find(|s| s.body.status == reach_out::PENDING) {
+            let (new, event) = (new.clone(), *event);
+            tx.update::<ReachOutSuggestion>(pending.id, Precondition::Any, move |s| {
+                s.new_value = new;
+                s.audit_event_id = event;
+                Ok(())
+            })?;
+        } else {
+            tx.create(ReachOutSuggestion {
+                contact_id: *contact,
+                kind: kind.to_string(),
+                status: reach_out::PENDING.to_string(),
+                policy_id: 0,
+                audit_event_id: *event,
+                reminder_id: None,
+                old_value: old.clone(),
+                new_value: new.clone(),
+            })?;
+        }
         changed += 1;
     }
     for &id in &plan.stale {
