@@ -259,3 +259,38 @@ async fn upcoming_reminders_are_those_due_within_a_week_or_else_the_first_five()
     );
     assert_eq!(body["upcoming_reminders"][0]["overdue"], true);
 }
+
+/// The dashboard shows the soonest 25 birthdays of the next 30 days, in order, across the year
+/// end, with a 29 February birthday on 1 March; the full list has them all.
+#[tokio::test]
+async fn the_dashboard_shows_the_soonest_birthdays_of_a_busy_month() {
+    let app = in_process(&[]).await;
+    app.clock.set("2026-02-20T10:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.signed_in().await;
+    // 40 birthdays between 21 Feb and 5 Mar (one on 29 Feb), and some outside the window.
+    contact(&app, &cookie, "Leap", "2000-02-29").await;
+    for i in 0..39 {
+        let day = 21 + (i % 13);
+        let date = if day <= 28 { format!("--02-{day:02}") } else { format!("--03-{:02}", day - 28) };
+        contact(&app, &cookie, &format!("P{i:02}"), &date).await;
+    }
+    contact(&app, &cookie, "Later", "--04-01").await;
+    contact(&app, &cookie, "Past", "--02-19").await;
+    let (_, dash, _) = app.call("GET", "/api/v1/dashboard", Some(&cookie), json!({})).await;
+    let shown = dash["birthdays"].as_array().unwrap();
+    assert_eq!(shown.len(), 25);
+    let days: Vec<i64> = shown.iter().map(|b| b["days_until"].as_i64().unwrap()).collect();
+    assert!(days.windows(2).all(|w| w[0] <= w[1]), "soonest first: {days:?}");
+    let (_, all, _) = app.call("GET", "/api/v1/contacts/birthdays?days=30", Some(&cookie), json!({})).await;
+    let all = all["birthdays"].as_array().unwrap();
+    assert_eq!(all.len(), 40, "the full list");
+    let soonest: Vec<&Value> = all.iter().take(25).collect();
+    assert_eq!(
+        shown.iter().map(|b| b["days_until"].clone()).collect::<Vec<_>>(),
+        soonest.iter().map(|b| b["days_until"].clone()).collect::<Vec<_>>(),
+        "the dashboard's are the list's first 25"
+    );
+    // 2026 is not a leap year: Leap's birthday is on 1 March, 9 days away.
+    let leap = all.iter().find(|b| b["name"] == "Leap").unwrap();
+    assert_eq!((leap["date"].as_str(), leap["days_until"].as_i64()), (Some("2026-03-01"), Some(9)));
+}
