@@ -34,14 +34,7 @@ pub fn rows_of_file(source: Source, bytes: &[u8]) -> Result<Vec<ImportRow>, Stri
             csv::apply_mappings(&table, &mappings)
                 .into_iter()
                 .enumerate()
-                .map(|(index, row)| match row.record {
-                    Some(record) => {
-                        let mut r = ImportRow::from_record(index, row.line, record, row.diagnostics);
-                        r.errors = row.validation_errors;
-                        r
-                    }
-                    None => ImportRow::failed(index, row.line, row.validation_errors.join("; ")),
-                })
+                .map(|(index, row)| ImportRow::from_csv(index, row))
                 .collect()
         }
         Source::Records => return Err("records are imported over HTTP".into()),

@@ -181,19 +181,7 @@ pub async fn preview_csv(
             let mut rows: Vec<ImportRow> = csv::apply_mappings(&table, &mappings)
                 .into_iter()
                 .enumerate()
-                .map(|(index, row)| match row.record {
-                    Some(record) => {
-                        let mut r = ImportRow::from_record(index, row.line, record, row.diagnostics);
-                        r.errors = row.validation_errors;
-                        r
-                    }
-                    None => {
-                        let reason = row.validation_errors.join("; ");
-                        let mut r = ImportRow::failed(index, row.line, reason);
-                        r.errors = row.validation_errors;
-                        r
-                    }
-                })
+                .map(|(index, row)| ImportRow::from_csv(index, row))
                 .collect();
             import::detect(&scope.view()?, &mut rows)?;
             Ok::<_, ApiError>(rows)

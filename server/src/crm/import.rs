@@ -131,6 +131,16 @@ impl ImportRow {
         }
     }
 
+    /// A mapped CSV row: its record with the values it lost listed, or the reasons it has none.
+    pub fn from_csv(index: usize, row: mycorrhizal_codecs::csv::CsvRow) -> ImportRow {
+        let mut out = match row.record {
+            Some(record) => ImportRow::from_record(index, row.line, record, row.diagnostics),
+            None => ImportRow::failed(index, row.line, row.validation_errors.join("; ")),
+        };
+        out.errors = row.validation_errors;
+        out
+    }
+
     pub fn failed(index: usize, line: usize, reason: String) -> ImportRow {
         ImportRow {
             index,
