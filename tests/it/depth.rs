@@ -154,6 +154,15 @@ async fn the_timeline_merges_a_contacts_history_newest_first_and_pages() {
     let kinds: Vec<&str> = rest["timeline"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["note", "life_event"], "the undated gift idea is not on the timeline");
     assert_eq!(rest["next_before"], "");
+
+    // Two entries at one instant are never split across pages (the second would be skipped).
+    ada.post(&format!("/api/v1/contacts/{c}/notes"), json!({ "content": "same time", "date": "2026-05-01T10:00:00Z" }))
+        .await;
+    let first = json_of(ada.get(&format!("/api/v1/contacts/{c}/timeline?limit=1")).await).await;
+    assert_eq!(first["timeline"].as_array().unwrap().len(), 2, "both 1 May entries: {first}");
+    let before = first["next_before"].as_str().unwrap();
+    let rest = json_of(ada.get(&format!("/api/v1/contacts/{c}/timeline?limit=10&before={before}")).await).await;
+    assert_eq!(rest["timeline"].as_array().unwrap().len(), 3, "gift, note, life event: {rest}");
 }
 
 #[tokio::test]

@@ -101,7 +101,7 @@ fn entries(v: &UserView, contact: u64) -> Result<Vec<(Timestamp, Value)>, ApiErr
     Ok(out)
 }
 
-/// A contact's history, newest first, paged by `before`.
+/// A contact's history, newest first, paged by `before` (a page ends only between instants).
 #[utoipa::path(get, path = "/api/v1/contacts/{id}/timeline", tag = "contacts", params(("id" = u64, Path), TimelineQuery), responses(
     (status = 200, description = "`{timeline: [{type, date, item}], next_before}` (`next_before` empty on the last page)"), (status = 404, description = "No such contact")))]
 pub async fn timeline(
@@ -119,8 +119,15 @@ pub async fn timeline(
             require_contacts(&v, &[id])?;
             let all: Vec<(Timestamp, Value)> =
                 entries(&v, id)?.into_iter().filter(|(d, _)| before.is_none_or(|b| *d < b)).collect();
-            let more = all.len() > limit;
-            let page: Vec<(Timestamp, Value)> = all.into_iter().take(limit).collect();
+            // A page never ends between entries of the same instant: the next page starts strictly
+            // before `next_before`, so entries sharing the last one's instant come on this page
+            // (which may then hold a few more than `limit`).
+            let mut cut = limit.min(all.len());
+            while cut > 0 && cut < all.len() && all[cut].0 == all[cut - 1].0 {
+                cut += 1;
+            }
+            let more = all.len() > cut;
+            let page: Vec<(Timestamp, Value)> = all.into_iter().take(cut).collect();
             let next = if more { page.last().map(|(d, _)| d.to_string()).unwrap_or_default() } else { String::new() };
             Ok::<_, ApiError>(
                 json!({ "timeline": page.into_iter().map(|(_, v)| v).collect::<Vec<_>>(), "next_before": next }),
