@@ -97,7 +97,8 @@ fn photo(rng: &mut Rng) -> String {
 /// Syllables that make every generated surname distinct, as the people of a real address book
 /// are: `n` in base 16 as syllables after a real surname ("Müllerkavo").
 fn surname(rng: &mut Rng, n: usize) -> String {
-    const SYLLABLES: &[&str] = &["ka", "lo", "mi", "ne", "ru", "sa", "te", "vo", "bi", "da", "fe", "go", "ju", "pe", "ri", "zu"];
+    const SYLLABLES: &[&str] =
+        &["ka", "lo", "mi", "ne", "ru", "sa", "te", "vo", "bi", "da", "fe", "go", "ju", "pe", "ri", "zu"];
     let mut out = rng.pick(LAST).to_string();
     let mut rest = n;
     loop {

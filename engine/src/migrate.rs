@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use jiff::Timestamp;
-use redb::{Database, ReadTransaction, ReadableTable, TableError};
 /// The transaction a migration step runs in (re-exported so steps outside the engine need no redb).
 pub use redb::WriteTransaction;
+use redb::{Database, ReadTransaction, ReadableTable, TableError};
 
 use crate::snapshot::{self, Snapshot};
 use crate::tables::{self, CHANGES, COUNTERS, JOB_RUNS, LIVE_COUNTS, META, SYSTEM_EVENTS, USER_SEQ};

@@ -162,8 +162,10 @@ pub fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
 
 /// Opens the (stopped) instance's database with the engine library.
 pub fn open_engine(path: &Path) -> mycorrhizal_engine::Engine {
-    let options =
-        mycorrhizal_engine::Options { migrations: mycorrhizal::crm::migrations(), ..mycorrhizal_engine::Options::default() };
+    let options = mycorrhizal_engine::Options {
+        migrations: mycorrhizal::crm::migrations(),
+        ..mycorrhizal_engine::Options::default()
+    };
     mycorrhizal_engine::Engine::open(path, options).expect("open db").0
 }
 

@@ -249,7 +249,9 @@ async fn session_rules_of_the_confirm_endpoints() {
 async fn a_session_is_applied_once_and_an_update_keeps_what_the_row_lacks() {
     let server = Instance::new().spawn();
     let ada = server.sign_up("ada").await;
-    let marie = ada.post("/api/v1/contacts", json!({ "firstname": "Marie", "lastname": "Curie", "email": "marie@example.fr" })).await;
+    let marie = ada
+        .post("/api/v1/contacts", json!({ "firstname": "Marie", "lastname": "Curie", "email": "marie@example.fr" }))
+        .await;
     let marie = marie.json::<Value>().await.expect("json")["contact"]["id"].as_u64().expect("id");
     let file = "First Name,E-mail 1 - Value,Birthday\nMaria,marie@example.fr,31/31/1867\nAnn,ann@example.org,\nBo,bo@example.org,\n";
     let up = ok_json(upload(&ada, "/api/v1/contacts/import/upload", "people.csv", file.as_bytes()).await).await;
@@ -267,7 +269,12 @@ async fn a_session_is_applied_once_and_an_update_keeps_what_the_row_lacks() {
     let (first, second) = (ok_json(first).await, ok_json(second).await);
     assert_eq!(first, second, "the racing confirm answers with the one result");
     assert_eq!(
-        (first["total_processed"].as_u64(), first["created"].as_u64(), first["updated"].as_u64(), first["skipped"].as_u64()),
+        (
+            first["total_processed"].as_u64(),
+            first["created"].as_u64(),
+            first["updated"].as_u64(),
+            first["skipped"].as_u64()
+        ),
         (Some(3), Some(1), Some(1), Some(1)),
         "{first}"
     );
@@ -281,7 +288,11 @@ async fn a_session_is_applied_once_and_an_update_keeps_what_the_row_lacks() {
     let merged = ok_json(ada.get(&format!("/api/v1/contacts/{marie}")).await).await;
     assert_eq!((merged["firstname"].as_str(), merged["lastname"].as_str()), (Some("Maria"), Some("Curie")), "{merged}");
     let late = json!({ "session_id": up["session_id"], "mappings": up["suggested_mappings"] });
-    assert_eq!(ada.post("/api/v1/contacts/import/preview", late).await.status(), 409, "a confirmed session's rows stand");
+    assert_eq!(
+        ada.post("/api/v1/contacts/import/preview", late).await.status(),
+        409,
+        "a confirmed session's rows stand"
+    );
 }
 
 #[tokio::test]
@@ -429,7 +440,11 @@ async fn exports_stream_every_format_and_round_trip_through_another_user() {
     assert!(!csv.contains(",=cmd"));
     assert!(csv.contains("José"));
     let jose = contacts(&ada).await.into_iter().find(|c| c["firstname"] == "José").expect("José");
-    ada.post(&format!("/api/v1/contacts/{}/notes", jose["id"]), json!({ "content": "Met at the \"fungi\" fair, 1,2,3" })).await;
+    ada.post(
+        &format!("/api/v1/contacts/{}/notes", jose["id"]),
+        json!({ "content": "Met at the \"fungi\" fair, 1,2,3" }),
+    )
+    .await;
     let notes = ada.get("/api/v1/export?table=notes").await;
     assert_eq!(notes.status(), 200);
     let disposition = notes.headers()["content-disposition"].to_str().expect("header").to_string();

@@ -293,7 +293,13 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
     let preview: Value = response.json().await.unwrap();
     assert_eq!(preview["rows"][0]["row_index"], 0, "{preview}");
     assert_eq!(preview["rows"][0]["duplicate_match"], Value::Null, "B's upload matched A's contact: {preview}");
-    let csv = upload(&a, "/api/v1/contacts/import/upload", "a.csv", b"First Name,E-mail 1 - Value\nSecret,secret@example.org\n").await;
+    let csv = upload(
+        &a,
+        "/api/v1/contacts/import/upload",
+        "a.csv",
+        b"First Name,E-mail 1 - Value\nSecret,secret@example.org\n",
+    )
+    .await;
     let csv: Value = csv.json().await.unwrap();
     let mapping = json!({ "session_id": csv["session_id"], "mappings": csv["suggested_mappings"] });
     assert_eq!(b.post("/api/v1/contacts/import/preview", mapping.clone()).await.status(), 404);

@@ -43,7 +43,13 @@ async fn a_pending_migration_runs_after_a_verified_snapshot() {
             e.event_type == "migration_completed" && e.detail.as_deref().unwrap_or("").contains("\"from_version\":0")
         })
         .expect("migration_completed");
-    assert!(completed.detail.as_deref().unwrap().contains(&format!("\"to_version\":{}", mycorrhizal::crm::schema_version())));
+    assert!(
+        completed
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains(&format!("\"to_version\":{}", mycorrhizal::crm::schema_version()))
+    );
 }
 
 #[test]

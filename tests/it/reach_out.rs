@@ -225,11 +225,23 @@ async fn a_changed_organization_title_or_address_is_news_worth_a_message() {
     let cookie = app.signed_in().await;
     let lin = contact(&app, &cookie, "Lin").await;
     // Data entry: blanks filled in.
-    update(&app, &cookie, lin, json!({ "firstname": "Lin", "org": "Acme", "job_title": "Engineer", "address": "1 Old Road, Lyon" })).await;
+    update(
+        &app,
+        &cookie,
+        lin,
+        json!({ "firstname": "Lin", "org": "Acme", "job_title": "Engineer", "address": "1 Old Road, Lyon" }),
+    )
+    .await;
     assert_eq!(scan(&app).await, Some(0), "filling in blanks is not news");
     assert_eq!(suggestions(&app, &cookie, "?status=all").await, Vec::<Value>::new());
 
-    update(&app, &cookie, lin, json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "1 Old Road, Lyon" })).await;
+    update(
+        &app,
+        &cookie,
+        lin,
+        json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "1 Old Road, Lyon" }),
+    )
+    .await;
     let event = newest_event(&app);
     assert_eq!(scan(&app).await, Some(2));
     let list = suggestions(&app, &cookie, "").await;
@@ -237,7 +249,10 @@ async fn a_changed_organization_title_or_address_is_news_worth_a_message() {
     let org = kind("organization");
     assert_eq!((org["old_value"].as_str(), org["new_value"].as_str()), (Some("Acme"), Some("Mycelium Ltd")), "{org}");
     assert_eq!((org["contact_id"].as_u64(), org["audit_event_id"].as_u64()), (Some(lin), Some(event)));
-    assert_eq!((kind("title")["old_value"].as_str(), kind("title")["new_value"].as_str()), (Some("Engineer"), Some("CTO")));
+    assert_eq!(
+        (kind("title")["old_value"].as_str(), kind("title")["new_value"].as_str()),
+        (Some("Engineer"), Some("CTO"))
+    );
     assert!(org.get("health").is_none(), "a field change has no cadence health");
 
     // Accepting says what the news is.
@@ -247,9 +262,21 @@ async fn a_changed_organization_title_or_address_is_news_worth_a_message() {
     assert_eq!(body["reminder"]["message"], "Reach out to Lin: now at Mycelium Ltd");
 
     // A move: pending; a second move before it is handled updates the same suggestion.
-    update(&app, &cookie, lin, json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "2 New Street, Porto" })).await;
+    update(
+        &app,
+        &cookie,
+        lin,
+        json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "2 New Street, Porto" }),
+    )
+    .await;
     assert_eq!(scan(&app).await, Some(1));
-    update(&app, &cookie, lin, json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "3 Third Way, Oslo" })).await;
+    update(
+        &app,
+        &cookie,
+        lin,
+        json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "3 Third Way, Oslo" }),
+    )
+    .await;
     assert_eq!(scan(&app).await, Some(1));
     let moves: Vec<Value> =
         suggestions(&app, &cookie, "?status=all").await.into_iter().filter(|s| s["kind"] == "address").collect();
@@ -260,8 +287,20 @@ async fn a_changed_organization_title_or_address_is_news_worth_a_message() {
     // Dismissed: the same value does not come back, a later move does.
     let path = format!("/api/v1/reach-out-suggestions/{}/dismiss", moves[0]["id"]);
     assert_eq!(app.call("POST", &path, Some(&cookie), json!({})).await.0, 200);
-    update(&app, &cookie, lin, json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "2 New Street, Porto" })).await;
-    update(&app, &cookie, lin, json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "3 Third Way, Oslo" })).await;
+    update(
+        &app,
+        &cookie,
+        lin,
+        json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "2 New Street, Porto" }),
+    )
+    .await;
+    update(
+        &app,
+        &cookie,
+        lin,
+        json!({ "firstname": "Lin", "org": "Mycelium Ltd", "job_title": "CTO", "address": "3 Third Way, Oslo" }),
+    )
+    .await;
     assert_eq!(scan(&app).await, Some(1), "Porto is news again; Oslo was dismissed");
     let pending: Vec<Value> =
         suggestions(&app, &cookie, "").await.into_iter().filter(|s| s["kind"] == "address").collect();
