@@ -43,6 +43,7 @@ pub use record::{Kind, Meta, Precondition, Record, Row};
 pub use reindex::{Indexed, KindReindexed, ReindexReport};
 pub use search::{
     Hit, Plan, RebuildReport, SearchDoc, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,
+    TOTAL_CAP as SEARCH_TOTAL_CAP,
 };
 pub use tx::{Tx, TxUser, UPDATED_INDEX};
 

@@ -16,10 +16,13 @@
 //! - **Rebuild.** A fresh index is built in a new folder from one read transaction, then handed
 //!   to the indexer, which catches it up from the change feed and swaps it in; readers see the old
 //!   index until that instant. `CURRENT` names the live folder.
-//! - **Isolation.** Every query requires the caller's user id term; the API is only on
-//!   [`crate::UserScope`].
+//! - **Isolation.** Every term of the index carries its owner's scope and every query is built
+//!   from the caller's scopes only ([`lookup`]); the API is only on [`crate::UserScope`].
+//! - **Ranking.** Per kind, tantivy keeps the best hits asked for and skips postings that cannot
+//!   reach them (block-max WAND); totals are counted up to [`TOTAL_CAP`].
 
 pub(crate) mod collect;
+mod lookup;
 pub mod query;
 mod schema;
 
@@ -31,15 +34,18 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, TableError};
 use serde::{Deserialize, Serialize};
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery};
 use tantivy::schema::{IndexRecordOption, Schema};
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::tokenizer::{PreTokenizedString, TextAnalyzer, TokenStream};
+use tantivy::{DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TERMINATED, TantivyDocument, Term};
 
 use crate::changes::Change;
 use crate::record::{Record, Row};
 use crate::tables::{self, CHANGES, USER_SEQ};
 use crate::{Error, Result, codec, read};
 use collect::{Group, Grouped, Scored, rank};
+use lookup::Lookup;
 pub use query::{Plan, Snippet};
 use schema::Fields;
 
@@ -153,7 +159,9 @@ pub struct Hit {
     pub score: f32,
 }
 
-/// The hits of one kind, best first, and how many rows of that kind matched in all.
+/// The hits of one kind, best first, and how many rows of that kind matched: exact below
+/// [`TOTAL_CAP`], at least `TOTAL_CAP` when it reads `TOTAL_CAP` (a search asking for more than
+/// a thousand hits per kind counts every match).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchGroup {
     pub kind: &'static str,
@@ -411,12 +419,17 @@ impl Search {
         d.add_u64(f.user, user);
         d.add_u64(f.kind, code);
         d.add_u64(f.key, schema::key(code, id));
-        d.add_u64(f.hidden, u64::from(doc.hidden));
         for c in self.contacts_of(code, id, doc) {
             d.add_u64(f.contact, c);
         }
-        d.add_text(f.title, &doc.title);
-        d.add_text(f.body, &doc.body);
+        let scope = schema::scope(user, code, doc.hidden);
+        DOC_ANALYZER.with_borrow_mut(|analyzer| {
+            for (text, words, grams) in [(&doc.title, f.title, f.title_grams), (&doc.body, f.body, f.body_grams)] {
+                let (w, g) = scoped_tokens(analyzer, &scope, text);
+                d.add_pre_tokenized_text(words, w);
+                d.add_pre_tokenized_text(grams, g);
+            }
+        });
         d
     }
 
@@ -635,7 +648,8 @@ impl Search {
         }
     }
 
-    /// Runs a search within `user`'s documents.
+    /// Runs a search within `user`'s documents: per kind, the best `offset + limit` hits (pruned
+    /// by tantivy to what can reach them) and a count of the matches up to [`TOTAL_CAP`].
     pub(crate) fn search(&self, user: u64, request: &SearchRequest<'_>) -> Result<Vec<SearchGroup>> {
         // The overlay is read before the index reader is taken: an entry leaves the overlay only
         // after its commit is visible, so every row is either overlaid or in this reader.
@@ -645,41 +659,40 @@ impl Search {
             .unwrap_or_default();
         let live = self.current();
         let searcher = live.reader.searcher();
-        let f = &self.fields;
-        let kinds: Option<Vec<u64>> =
-            request.kinds.map(|names| names.iter().filter_map(|n| self.codes.get(n).copied()).collect());
-        let term = |field, value| -> Box<dyn Query> {
-            // Filters: matched, never scored.
-            let term = TermQuery::new(Term::from_field_u64(field, value), IndexRecordOption::Basic);
-            Box::new(ConstScoreQuery::new(Box::new(term), 0.0))
+        let kinds: Vec<u64> = match request.kinds {
+            Some(names) => names.iter().filter_map(|n| self.codes.get(n).copied()).collect(),
+            None => (1..=self.sources.len() as u64).collect(),
         };
-        let any_of = |field, values: &[u64]| -> Box<dyn Query> {
-            Box::new(BooleanQuery::new(values.iter().map(|v| (Occur::Should, term(field, *v))).collect()))
-        };
-        let mut clauses =
-            vec![(Occur::Must, term(f.user, user)), (Occur::Must, request.plan.to_query(f.title, f.body))];
-        if !request.include_hidden {
-            clauses.push((Occur::MustNot, term(f.hidden, 1)));
-        }
-        if let Some(kinds) = &kinds {
-            clauses.push((Occur::Must, any_of(f.kind, kinds)));
-        }
-        if let Some(contacts) = request.contacts {
-            clauses.push((Occur::Must, any_of(f.contact, contacts)));
-        }
         let keep = request.offset.saturating_add(request.limit);
-        let collector = Grouped {
-            kinds: self.sources.len(),
-            keep,
-            scoring: true,
-            exclude: Arc::new(dirty.iter().map(|(k, _)| *k).collect::<HashSet<_>>()),
-        };
-        let mut groups: Vec<Group> = searcher.search(&BooleanQuery::new(clauses), &collector)?;
+        let exclude: HashSet<(u64, u64)> = dirty.iter().map(|(k, _)| *k).collect();
+        let mut groups = vec![Group::default(); self.sources.len() + 1];
+        for &code in &kinds {
+            let mut scopes = vec![schema::scope(user, code, false)];
+            if request.include_hidden {
+                scopes.push(schema::scope(user, code, true));
+            }
+            let lookup = Lookup { searcher: &searcher, fields: &self.fields, scopes };
+            let mut query = lookup.query(request.plan)?;
+            if let Some(contacts) = request.contacts {
+                let any = contacts.iter().map(|c| {
+                    let term = TermQuery::new(Term::from_field_u64(self.fields.contact, *c), IndexRecordOption::Basic);
+                    (Occur::Should, Box::new(ConstScoreQuery::new(Box::new(term), 0.0)) as Box<dyn Query>)
+                });
+                let any: Box<dyn Query> = Box::new(BooleanQuery::new(any.collect()));
+                query = Box::new(BooleanQuery::new(vec![(Occur::Must, query), (Occur::Must, any)]));
+            }
+            groups[code as usize] = if keep > PRUNED_UP_TO {
+                let collector = Grouped { kinds: self.sources.len(), keep, scoring: true, exclude: Arc::new(exclude.clone()) };
+                std::mem::take(&mut searcher.search(&query, &collector)?[code as usize])
+            } else {
+                self.best(&searcher, &*query, keep, &exclude)?
+            };
+        }
         if !dirty.is_empty() {
             let mut txn = None;
             let mut analyzer = None;
             for ((code, id), pending) in dirty {
-                if kinds.as_ref().is_some_and(|k| !k.contains(&code)) {
+                if !kinds.contains(&code) {
                     continue;
                 }
                 let doc = match pending.doc {
@@ -714,7 +727,8 @@ impl Search {
                 }
                 if let Some(score) = request.plan.score(&doc.title, &doc.body) {
                     let group = &mut groups[code as usize];
-                    group.total += 1;
+                    // A pruned search counts up to the cap; a ranked-in-full one counts everything.
+                    group.total = if keep > PRUNED_UP_TO { group.total + 1 } else { (group.total + 1).min(TOTAL_CAP) };
                     group.hits.push(Scored { score, id });
                 }
             }
@@ -726,7 +740,7 @@ impl Search {
             .sources
             .iter()
             .enumerate()
-            .filter(|(i, _)| kinds.as_ref().is_none_or(|k| k.contains(&(*i as u64 + 1))))
+            .filter(|(i, _)| kinds.contains(&(*i as u64 + 1)))
             .map(|(i, source)| {
                 let group = std::mem::take(&mut groups[i + 1]);
                 SearchGroup {
@@ -742,6 +756,82 @@ impl Search {
             })
             .collect())
     }
+
+    /// The best `keep` hits of one kind's query, outside `exclude`, and their capped count.
+    fn best(&self, searcher: &Searcher, query: &dyn Query, keep: usize, exclude: &HashSet<(u64, u64)>) -> Result<Group> {
+        if keep == 0 {
+            return Ok(Group { hits: Vec::new(), total: count_capped(searcher, query, exclude, TOTAL_CAP)? });
+        }
+        // Overlaid rows may sit among the best; ask for enough to drop them all.
+        let asked = keep.saturating_add(exclude.len());
+        let top = searcher.search(query, &TopDocs::with_limit(asked).order_by_score())?;
+        let complete = top.len() < asked;
+        let mut hits = Vec::with_capacity(top.len().min(keep));
+        for (score, address) in top {
+            let keys = searcher.segment_reader(address.segment_ord).fast_fields().u64(schema::F_KEY)?;
+            let Some((kind, id)) = keys.first(address.doc_id).map(schema::unkey) else { continue };
+            if !exclude.contains(&(kind, id)) {
+                hits.push(Scored { score, id });
+            }
+        }
+        // Every match was seen when fewer than asked came back: the count is exact.
+        let total = if complete { hits.len() } else { count_capped(searcher, query, exclude, TOTAL_CAP)? };
+        rank(&mut hits, keep);
+        Ok(Group { hits, total })
+    }
+}
+
+thread_local! {
+    /// The analyzer of documents being indexed (one per indexing thread, reused).
+    static DOC_ANALYZER: std::cell::RefCell<TextAnalyzer> = std::cell::RefCell::new(query::analyzer());
+}
+
+/// `text`'s words and their prefix grams, analysed and scoped, ready for the index.
+fn scoped_tokens(analyzer: &mut TextAnalyzer, scope: &str, text: &str) -> (PreTokenizedString, PreTokenizedString) {
+    let mut words = Vec::new();
+    let mut grams = Vec::new();
+    let mut stream = analyzer.token_stream(text);
+    while let Some(t) = stream.next() {
+        let scoped = |word: &str| tantivy::tokenizer::Token {
+            offset_from: t.offset_from,
+            offset_to: t.offset_to,
+            position: t.position,
+            text: format!("{scope}{word}"),
+            position_length: 1,
+        };
+        grams.extend(schema::grams(&t.text).map(scoped));
+        words.push(scoped(&t.text));
+    }
+    let pre = |tokens| PreTokenizedString { text: String::new(), tokens };
+    (pre(words), pre(grams))
+}
+
+/// Matches counted for a group's total before counting stops (`totals` then read "at least").
+pub const TOTAL_CAP: usize = 1000;
+/// Past this many hits per kind a search ranks every match instead of pruning to the best.
+const PRUNED_UP_TO: usize = 1000;
+
+/// Counts `query`'s live matches, outside `exclude`, up to `cap`.
+fn count_capped(searcher: &Searcher, query: &dyn Query, exclude: &HashSet<(u64, u64)>, cap: usize) -> Result<usize> {
+    let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
+    let mut count = 0;
+    for segment in searcher.segment_readers() {
+        let keys = segment.fast_fields().u64(schema::F_KEY)?;
+        let alive = segment.alive_bitset();
+        let mut scorer = weight.scorer(segment, 1.0)?;
+        let mut doc = scorer.doc();
+        while doc != TERMINATED {
+            let live = alive.is_none_or(|a| a.is_alive(doc));
+            if live && (exclude.is_empty() || keys.first(doc).is_none_or(|k| !exclude.contains(&schema::unkey(k)))) {
+                count += 1;
+                if count >= cap {
+                    return Ok(cap);
+                }
+            }
+            doc = scorer.advance();
+        }
+    }
+    Ok(count)
 }
 
 /// An empty in-memory index standing in until the real one is open.

@@ -1,5 +1,6 @@
 //! What a person types into a search box, and the one set of matching rules applied to it, both by
-//! tantivy (for committed documents) and in memory (for the read-your-writes overlay and snippets):
+//! tantivy (for committed documents, through [`super::lookup`]) and in memory (for the
+//! read-your-writes overlay and snippets):
 //!
 //! - words are split and folded by the index's own analyzer (case, diacritics);
 //! - every word must match, in any field;
@@ -10,9 +11,6 @@
 //! - words of one letter are dropped (they would match nearly everything);
 //! - name (title) matches weigh three times body matches.
 
-use tantivy::Term;
-use tantivy::query::{BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, PhraseQuery, Query, TermQuery};
-use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::{
     AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer, TokenStream,
 };
@@ -100,23 +98,6 @@ impl Plan {
         (!clauses.is_empty()).then_some(Plan { clauses })
     }
 
-    /// The tantivy query: every clause required, each satisfied by title or body.
-    pub(crate) fn to_query(&self, title: Field, body: Field) -> Box<dyn Query> {
-        let clauses = self
-            .clauses
-            .iter()
-            .map(|clause| {
-                let either: Vec<(Occur, Box<dyn Query>)> = [(title, TITLE_BOOST), (body, 1.0)]
-                    .into_iter()
-                    .flat_map(|(field, boost)| clause_queries(clause, field, boost))
-                    .map(|q| (Occur::Should, q))
-                    .collect();
-                (Occur::Must, Box::new(BooleanQuery::new(either)) as Box<dyn Query>)
-            })
-            .collect();
-        Box::new(BooleanQuery::new(clauses))
-    }
-
     /// Whether analysed title and body satisfy every clause; the score approximates tantivy's.
     pub(crate) fn score(&self, title: &[Token], body: &[Token]) -> Option<f32> {
         let mut total = 0.0;
@@ -192,28 +173,6 @@ impl Plan {
 pub struct Snippet {
     pub text: String,
     pub highlights: Vec<(usize, usize)>,
-}
-
-fn clause_queries(clause: &Clause, field: Field, boost: f32) -> Vec<Box<dyn Query>> {
-    let boosted =
-        |q: Box<dyn Query>| -> Box<dyn Query> { if boost == 1.0 { q } else { Box::new(BoostQuery::new(q, boost)) } };
-    match clause {
-        Clause::Word { text, prefix } => {
-            let term = Term::from_field_text(field, text);
-            let mut out = vec![boosted(Box::new(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs)))];
-            if *prefix {
-                out.push(boosted(Box::new(FuzzyTermQuery::new_prefix(term.clone(), 0, true))));
-            }
-            if text.chars().count() >= FUZZY_MIN_CHARS {
-                out.push(boosted(Box::new(FuzzyTermQuery::new(term, 1, true))));
-            }
-            out
-        }
-        Clause::Phrase(words) => {
-            let terms = words.iter().map(|w| Term::from_field_text(field, w)).collect();
-            vec![boosted(Box::new(PhraseQuery::new(terms)))]
-        }
-    }
 }
 
 /// Rough equivalents of tantivy's scores: BM25 of an exact term is a few points, an automaton

@@ -355,14 +355,20 @@ fn rebuild_swaps_atomically_and_loses_no_concurrent_write() {
     assert!(count >= 3000, "indexed {count}");
     // Every write made before, during and after the rebuild is found, with or without a commit.
     let plan = Plan::parse("during rebuild").expect("plan");
-    let total = |engine: &Engine| {
+    // (Asking for more hits than a pruned search keeps ranks every match and counts them all.)
+    let found = |engine: &Engine| {
         let request =
-            SearchRequest { plan: &plan, kinds: None, include_hidden: false, contacts: None, limit: 1, offset: 0 };
-        engine.user(A).search(&request).expect("search")[0].total
+            SearchRequest { plan: &plan, kinds: None, include_hidden: false, contacts: None, limit: 100_000, offset: 0 };
+        let group = engine.user(A).search(&request).expect("search").remove(0);
+        let mut ids: Vec<u64> = group.hits.iter().map(|h| h.id).collect();
+        ids.sort_unstable();
+        (group.total, ids)
     };
-    assert_eq!(total(&engine), written.len());
+    let mut expected = written.clone();
+    expected.sort_unstable();
+    assert_eq!(found(&engine), (written.len(), expected.clone()));
     engine.search_flush().expect("flush");
-    assert_eq!(total(&engine), written.len());
+    assert_eq!(found(&engine), (written.len(), expected));
     assert_eq!(engine.search_status().expect("status").documents, 3000 + written.len() as u64);
     // Only the live generation is left on disk.
     let generations = std::fs::read_dir(dir.path().join("search"))
@@ -378,4 +384,98 @@ fn rebuild_swaps_atomically_and_loses_no_concurrent_write() {
     let engine = open(&dir, NEVER);
     assert_eq!(engine.search_status().expect("status").documents, 3000 + written.len() as u64);
     assert_eq!(std::fs::read_to_string(dir.path().join("search/CURRENT")).expect("current"), current);
+}
+
+#[test]
+fn typos_and_prefixes_never_reach_a_look_alike_scope() {
+    // User 0x11's terms differ from user 0x1's by one inserted byte in the scope: a typo must only
+    // ever be tolerated in the word, never in its owner.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    let (one, seventeen) = (UserId(1), UserId(0x11));
+    engine.user(one).create(friend("Garcia Lindqvist", "")).expect("create");
+    engine.user(UserId(0x10)).create(friend("Garcia Lindqvist", "")).expect("create");
+    engine.search_flush().expect("flush");
+    for q in ["garcia", "garxia", "lindqvis", "lindquist", "gar", "lindq"] {
+        assert_eq!(friends(&engine, one, q).len(), 1, "{q}");
+        assert!(friends(&engine, seventeen, q).is_empty(), "{q}");
+    }
+}
+
+#[test]
+fn wide_prefixes_and_typos_fall_back_to_the_automaton_and_stay_complete() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    let a = engine.user(A);
+    // 90 distinct words starting `ballan`, and 80 words one substitution from `kowalsky` (plus
+    // some two edits away): both past the expansion limit, so the automata answer.
+    let letter = |i: usize| (b'a' + (i % 26) as u8) as char;
+    let one_edit: Vec<String> = (0..8)
+        .flat_map(|pos| {
+            (0..26).filter_map(move |c| {
+                let mut word: Vec<char> = "kowalsky".chars().collect();
+                (word[pos] != letter(c)).then(|| {
+                    word[pos] = letter(c);
+                    word.into_iter().collect::<String>()
+                })
+            })
+        })
+        .take(80)
+        .collect();
+    let seeded = one_edit.clone();
+    a.write(move |tx| {
+        for i in 0..90 {
+            tx.create(friend(&format!("Ballan{}{} Person", letter(i / 26), letter(i)), ""))?;
+        }
+        for word in seeded.iter().map(String::as_str).chain(["kowalsxx", "kowxlskx"]) {
+            tx.create(friend(word, "typo target"))?;
+        }
+        Ok(())
+    })
+    .expect("seed");
+    engine.search_flush().expect("flush");
+    let many = |q: &str| {
+        let plan = Plan::parse(q).expect("plan");
+        let request = SearchRequest {
+            plan: &plan,
+            kinds: Some(&["friend"]),
+            include_hidden: false,
+            contacts: None,
+            limit: 200,
+            offset: 0,
+        };
+        a.search(&request).expect("search").remove(0)
+    };
+    let wide = many("ballan");
+    assert_eq!((wide.hits.len(), wide.total), (90, 90));
+    let typo = many("kowalsky typo");
+    assert_eq!((typo.hits.len(), typo.total), (80, 80));
+}
+
+#[test]
+fn totals_are_exact_below_the_cap_and_capped_above() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    let a = engine.user(A);
+    a.write(|tx| {
+        for i in 0..1_100 {
+            tx.create(friend(&format!("Member{i}"), if i < 25 { "rare word" } else { "common word" }))?;
+        }
+        Ok(())
+    })
+    .expect("seed");
+    for flushed in [false, true] {
+        if flushed {
+            engine.search_flush().expect("flush");
+        }
+        let group = |q: &str| {
+            let plan = Plan::parse(q).expect("plan");
+            let request =
+                SearchRequest { plan: &plan, kinds: Some(&["friend"]), include_hidden: false, contacts: None, limit: 10, offset: 0 };
+            let g = a.search(&request).expect("search").remove(0);
+            (g.hits.len(), g.total)
+        };
+        assert_eq!(group("rare"), (10, 25), "flushed: {flushed}");
+        assert_eq!(group("common"), (10, mycorrhizal_engine::SEARCH_TOTAL_CAP), "flushed: {flushed}");
+    }
 }

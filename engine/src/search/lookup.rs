@@ -1,0 +1,246 @@
+//! From a parsed [`Plan`] to the tantivy query over one user's rows of one kind.
+//!
+//! Every term carries its scope (see [`super::schema`]), so the query is built against the term
+//! dictionaries of the open segments: a prefix longer than the indexed grams and a word that may
+//! hold a typo are expanded there into the scoped words they reach, and each becomes a plain
+//! term query. A query made only of term queries lets tantivy skip whole blocks of postings that
+//! cannot reach the top hits (block-max WAND), so its cost follows the number of hits asked for,
+//! not the number of matching rows. An expansion reaching more than [`MAX_EXPANSIONS`] words
+//! falls back to a constant-score automaton over the same scoped words: slower, never wrong.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+
+use tantivy::query::{
+    AutomatonWeight, BooleanQuery, BoostQuery, DfaWrapper, EnableScoring, FuzzyTermQuery, Occur, PhraseQuery, Query,
+    TermQuery, Weight,
+};
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::termdict::TermStreamer;
+use tantivy::{Searcher, Term};
+use tantivy_fst::Automaton;
+
+use super::query::{Clause, FUZZY_MIN_CHARS, Plan, TITLE_BOOST};
+use super::schema::{Fields, GRAM_MAX};
+use crate::Result;
+
+/// Words a prefix or a typo may expand into before the automaton takes over.
+pub(crate) const MAX_EXPANSIONS: usize = 64;
+/// A near match (prefix, typo) weighs this much of an exact one.
+const NEAR: f32 = 0.5;
+
+pub(crate) struct Lookup<'a> {
+    pub searcher: &'a Searcher,
+    pub fields: &'a Fields,
+    /// The scopes searched (the visible rows, and the hidden ones when asked for).
+    pub scopes: Vec<String>,
+}
+
+impl Lookup<'_> {
+    /// Every clause required; each satisfied by any of its forms, in any scope and field.
+    pub(crate) fn query(&self, plan: &Plan) -> Result<Box<dyn Query>> {
+        let mut clauses = Vec::with_capacity(plan.clauses.len());
+        for clause in &plan.clauses {
+            let mut either = Vec::new();
+            for scope in &self.scopes {
+                self.clause(scope, clause, &mut either)?;
+            }
+            clauses.push(BooleanQuery::new(either.into_iter().map(|q| (Occur::Should, q)).collect()));
+        }
+        // A single clause stays a flat union of terms, the shape block-max WAND prunes best.
+        if clauses.len() == 1 {
+            return Ok(Box::new(clauses.remove(0)));
+        }
+        Ok(Box::new(BooleanQuery::new(
+            clauses.into_iter().map(|q| (Occur::Must, Box::new(q) as Box<dyn Query>)).collect(),
+        )))
+    }
+
+    fn clause(&self, scope: &str, clause: &Clause, out: &mut Vec<Box<dyn Query>>) -> Result<()> {
+        let f = self.fields;
+        match clause {
+            Clause::Word { text, prefix } => {
+                let scoped = format!("{scope}{text}");
+                out.push(term(f.title, &scoped, TITLE_BOOST));
+                out.push(term(f.body, &scoped, 1.0));
+                let chars = text.chars().count();
+                let grams = *prefix && chars <= GRAM_MAX;
+                if grams {
+                    out.push(term(f.title_grams, &scoped, TITLE_BOOST * NEAR));
+                    out.push(term(f.body_grams, &scoped, NEAR));
+                }
+                let fuzzy = chars >= FUZZY_MIN_CHARS;
+                if (*prefix && !grams) || fuzzy {
+                    let automaton = if fuzzy {
+                        let dfa = FuzzyTermQuery::new(Term::from_field_text(f.title, text), 1, true).automaton()?;
+                        Some(Arc::new(Scoped { scope: scope.as_bytes().into(), inner: dfa }))
+                    } else {
+                        None
+                    };
+                    for (field, boost) in [(f.title, TITLE_BOOST * NEAR), (f.body, NEAR)] {
+                        self.near(field, boost, &scoped, *prefix && !grams, automaton.as_ref(), out)?;
+                    }
+                }
+            }
+            Clause::Phrase(words) => {
+                for (field, boost) in [(f.title, TITLE_BOOST), (f.body, 1.0)] {
+                    let terms = words.iter().map(|w| Term::from_field_text(field, &format!("{scope}{w}"))).collect();
+                    out.push(boosted(Box::new(PhraseQuery::new(terms)), boost));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The words of `field` that `scoped` starts (when `prefix`) or that are one edit from it (per
+    /// `typo`), other than `scoped` itself, as term queries; automata past the expansion limit.
+    fn near(
+        &self,
+        field: Field,
+        boost: f32,
+        scoped: &str,
+        prefix: bool,
+        typo: Option<&Arc<Scoped<DfaWrapper>>>,
+        out: &mut Vec<Box<dyn Query>>,
+    ) -> Result<()> {
+        let mut words = BTreeSet::new();
+        if prefix {
+            let mut upper = scoped.as_bytes().to_vec();
+            upper.push(0xFF); // never inside UTF-8: every word starting `scoped` sorts below
+            let expanded = self.expand(field, &mut words, Reach::Prefix(scoped.as_bytes(), &upper))?;
+            if !expanded {
+                let term = Term::from_field_text(field, scoped);
+                out.push(boosted(Box::new(FuzzyTermQuery::new_prefix(term, 0, false)), boost));
+            }
+        }
+        if let Some(automaton) = typo {
+            let expanded = self.expand(field, &mut words, Reach::Automaton(automaton))?;
+            if !expanded {
+                out.push(boosted(Box::new(AutomatonQuery { field, automaton: automaton.clone() }), boost));
+            }
+        }
+        words.remove(scoped.as_bytes());
+        // Words of a text field are UTF-8.
+        for word in words.into_iter().filter_map(|w| String::from_utf8(w).ok()) {
+            out.push(term(field, &word, boost));
+        }
+        Ok(())
+    }
+
+    /// Adds the words `reach` finds, over every segment. `false` (and nothing added) when they
+    /// pass [`MAX_EXPANSIONS`].
+    fn expand(&self, field: Field, words: &mut BTreeSet<Vec<u8>>, reach: Reach<'_>) -> Result<bool> {
+        let mut found = BTreeSet::new();
+        for segment in self.searcher.segment_readers() {
+            let index = segment.inverted_index(field)?;
+            let dict = index.terms();
+            let complete = match reach {
+                Reach::Prefix(from, to) => drain(dict.range().ge(from).lt(to).into_stream()?, &mut found),
+                Reach::Automaton(automaton) => drain(dict.search(automaton).into_stream()?, &mut found),
+            };
+            if !complete {
+                return Ok(false);
+            }
+        }
+        words.extend(found);
+        Ok(true)
+    }
+}
+
+/// Where an expansion looks in a dictionary.
+#[derive(Clone, Copy)]
+enum Reach<'a> {
+    /// Words in `[from, to)`.
+    Prefix(&'a [u8], &'a [u8]),
+    Automaton(&'a Scoped<DfaWrapper>),
+}
+
+/// Collects a stream's words; `false` once more than [`MAX_EXPANSIONS`] distinct words are seen.
+fn drain<A: Automaton>(mut terms: TermStreamer<'_, A>, found: &mut BTreeSet<Vec<u8>>) -> bool {
+    while terms.advance() {
+        if found.len() >= MAX_EXPANSIONS && !found.contains(terms.key()) {
+            return false;
+        }
+        found.insert(terms.key().to_vec());
+    }
+    true
+}
+
+fn term(field: Field, text: &str, boost: f32) -> Box<dyn Query> {
+    boosted(Box::new(TermQuery::new(Term::from_field_text(field, text), IndexRecordOption::WithFreqs)), boost)
+}
+
+fn boosted(query: Box<dyn Query>, boost: f32) -> Box<dyn Query> {
+    if boost == 1.0 { query } else { Box::new(BoostQuery::new(query, boost)) }
+}
+
+/// An automaton that first requires the scope, byte for byte, then runs `inner` on the word.
+pub(crate) struct Scoped<A> {
+    scope: Box<[u8]>,
+    inner: A,
+}
+
+#[derive(Clone)]
+pub(crate) enum ScopedState<S> {
+    /// Bytes of the scope matched so far.
+    Scope(usize),
+    Word(S),
+    Dead,
+}
+
+impl<A: Automaton> Automaton for Scoped<A>
+where
+    A::State: Clone,
+{
+    type State = ScopedState<A::State>;
+
+    fn start(&self) -> Self::State {
+        if self.scope.is_empty() { ScopedState::Word(self.inner.start()) } else { ScopedState::Scope(0) }
+    }
+
+    fn is_match(&self, state: &Self::State) -> bool {
+        matches!(state, ScopedState::Word(s) if self.inner.is_match(s))
+    }
+
+    fn can_match(&self, state: &Self::State) -> bool {
+        match state {
+            ScopedState::Scope(_) => true,
+            ScopedState::Word(s) => self.inner.can_match(s),
+            ScopedState::Dead => false,
+        }
+    }
+
+    fn accept(&self, state: &Self::State, byte: u8) -> Self::State {
+        match state {
+            ScopedState::Scope(at) if self.scope[*at] == byte => {
+                if at + 1 == self.scope.len() {
+                    ScopedState::Word(self.inner.start())
+                } else {
+                    ScopedState::Scope(at + 1)
+                }
+            }
+            ScopedState::Word(s) => ScopedState::Word(self.inner.accept(s, byte)),
+            _ => ScopedState::Dead,
+        }
+    }
+}
+
+/// The constant-score form of a scoped automaton, for expansions too large to list.
+#[derive(Clone)]
+struct AutomatonQuery {
+    field: Field,
+    automaton: Arc<Scoped<DfaWrapper>>,
+}
+
+impl fmt::Debug for AutomatonQuery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AutomatonQuery({:?}, {})", self.field, String::from_utf8_lossy(&self.automaton.scope))
+    }
+}
+
+impl Query for AutomatonQuery {
+    fn weight(&self, _: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        Ok(Box::new(AutomatonWeight::<Scoped<DfaWrapper>>::new(self.field, self.automaton.clone())))
+    }
+}
