@@ -37,7 +37,6 @@ use serde::{Deserialize, Serialize};
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery};
 use tantivy::schema::{IndexRecordOption, Schema};
-use tantivy::tokenizer::{PreTokenizedString, TextAnalyzer, TokenStream};
 use tantivy::{DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TERMINATED, TantivyDocument, Term};
 
 use crate::changes::Change;
@@ -361,7 +360,7 @@ impl Search {
     }
 
     fn live_of(&self, index: Index, dir: PathBuf) -> Result<Live> {
-        index.tokenizers().register(query::ANALYZER, query::analyzer());
+        schema::register_tokenizers(&index);
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         Ok(Live { index, reader, dir })
     }
@@ -379,7 +378,7 @@ impl Search {
     fn build(&self, dir: &Path) -> Result<(Built, Vec<(&'static str, u64)>)> {
         std::fs::create_dir_all(dir)?;
         let index = Index::create_in_dir(dir, self.schema.clone())?;
-        index.tokenizers().register(query::ANALYZER, query::analyzer());
+        schema::register_tokenizers(&index);
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 4);
         let mut writer: IndexWriter = index.writer_with_num_threads(threads, self.memory * threads)?;
         let txn = self.db.begin_read()?;
@@ -422,14 +421,13 @@ impl Search {
         for c in self.contacts_of(code, id, doc) {
             d.add_u64(f.contact, c);
         }
+        // The scoping tokenizers read the scope from the head of the text (see `schema`).
         let scope = schema::scope(user, code, doc.hidden);
-        DOC_ANALYZER.with_borrow_mut(|analyzer| {
-            for (text, words, grams) in [(&doc.title, f.title, f.title_grams), (&doc.body, f.body, f.body_grams)] {
-                let (w, g) = scoped_tokens(analyzer, &scope, text);
-                d.add_pre_tokenized_text(words, w);
-                d.add_pre_tokenized_text(grams, g);
-            }
-        });
+        for (text, words, grams) in [(&doc.title, f.title, f.title_grams), (&doc.body, f.body, f.body_grams)] {
+            let scoped = schema::scoped_text(&scope, text);
+            d.add_text(grams, &scoped);
+            d.add_text(words, scoped);
+        }
         d
     }
 
@@ -767,8 +765,15 @@ impl Search {
         let top = searcher.search(query, &TopDocs::with_limit(asked).order_by_score())?;
         let complete = top.len() < asked;
         let mut hits = Vec::with_capacity(top.len().min(keep));
+        // The key column of each segment, opened once.
+        let mut columns: HashMap<u32, tantivy::columnar::Column<u64>> = HashMap::new();
         for (score, address) in top {
-            let keys = searcher.segment_reader(address.segment_ord).fast_fields().u64(schema::F_KEY)?;
+            let keys = match columns.entry(address.segment_ord) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(searcher.segment_reader(address.segment_ord).fast_fields().u64(schema::F_KEY)?)
+                }
+            };
             let Some((kind, id)) = keys.first(address.doc_id).map(schema::unkey) else { continue };
             if !exclude.contains(&(kind, id)) {
                 hits.push(Scored { score, id });
@@ -779,31 +784,6 @@ impl Search {
         rank(&mut hits, keep);
         Ok(Group { hits, total })
     }
-}
-
-thread_local! {
-    /// The analyzer of documents being indexed (one per indexing thread, reused).
-    static DOC_ANALYZER: std::cell::RefCell<TextAnalyzer> = std::cell::RefCell::new(query::analyzer());
-}
-
-/// `text`'s words and their prefix grams, analysed and scoped, ready for the index.
-fn scoped_tokens(analyzer: &mut TextAnalyzer, scope: &str, text: &str) -> (PreTokenizedString, PreTokenizedString) {
-    let mut words = Vec::new();
-    let mut grams = Vec::new();
-    let mut stream = analyzer.token_stream(text);
-    while let Some(t) = stream.next() {
-        let scoped = |word: &str| tantivy::tokenizer::Token {
-            offset_from: t.offset_from,
-            offset_to: t.offset_to,
-            position: t.position,
-            text: format!("{scope}{word}"),
-            position_length: 1,
-        };
-        grams.extend(schema::grams(&t.text).map(scoped));
-        words.push(scoped(&t.text));
-    }
-    let pre = |tokens| PreTokenizedString { text: String::new(), tokens };
-    (pre(words), pre(grams))
 }
 
 /// Matches counted for a group's total before counting stops (`totals` then read "at least").
@@ -838,7 +818,7 @@ fn count_capped(searcher: &Searcher, query: &dyn Query, exclude: &HashSet<(u64, 
 fn placeholder() -> Result<Live> {
     let (schema, _) = schema::build();
     let index = Index::create_in_ram(schema);
-    index.tokenizers().register(query::ANALYZER, query::analyzer());
+    schema::register_tokenizers(&index);
     let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
     Ok(Live { index, reader, dir: PathBuf::new() })
 }

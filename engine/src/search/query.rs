@@ -15,8 +15,6 @@ use tantivy::tokenizer::{
     AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer, TokenStream,
 };
 
-/// The name the analyzer is registered under in every index.
-pub(crate) const ANALYZER: &str = "folded";
 /// Title matches weigh this much more than body matches.
 pub(crate) const TITLE_BOOST: f32 = 3.0;
 /// Shortest word that tolerates one typo.

@@ -7,11 +7,18 @@
 //! with, tantivy can prune with block-max WAND over plain term scorers, and no term of another
 //! user can ever be reached (the scope is always matched literally, also by typo matching).
 //!
+//! The scope travels at the head of the field's text (`<scope>\0<text>`, [`scoped_text`]) and
+//! the field's tokenizer ([`Scoping`]) puts it in front of every word the analyzer finds.
+//!
 //! **Prefix grams.** For type-ahead, the first 2 to [`GRAM_MAX`] characters of every word are
 //! indexed in a field of their own (`ali` for `alice`), so a short prefix is one term, not an
 //! expansion over every word it starts.
 
+use tantivy::Index;
 use tantivy::schema::{Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions};
+use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
+
+use super::query;
 
 /// Stored in every commit's payload; a mismatch at start triggers a rebuild.
 pub(crate) const SCHEMA_VERSION: u32 = 4;
@@ -73,20 +80,100 @@ pub(crate) fn grams(word: &str) -> impl Iterator<Item = &str> {
     word.char_indices().skip(2).take(GRAM_MAX - 1).map(move |(end, _)| &word[..end])
 }
 
+/// Ends the scope at the head of a field's text.
+const SCOPE_END: char = '\0';
+/// Tokenizer names, registered on every index by [`register_tokenizers`].
+const WORDS: &str = "scoped_words";
+const GRAMS: &str = "scoped_grams";
+
+/// The text a scoped field is given: the scope, then the row's text.
+pub(crate) fn scoped_text(scope: &str, text: &str) -> String {
+    let mut out = String::with_capacity(scope.len() + 1 + text.len());
+    out.push_str(scope);
+    out.push(SCOPE_END);
+    out.push_str(text);
+    out
+}
+
+/// Splits and folds text with [`query::analyzer`], then emits every word (or its prefix grams)
+/// behind the scope read from the text's head. Text without a scope yields nothing: no term
+/// can exist outside a scope.
+#[derive(Clone)]
+pub(crate) struct Scoping {
+    analyzer: TextAnalyzer,
+    grams: bool,
+    tokens: Vec<Token>,
+}
+
+pub(crate) struct ScopedTokens<'a> {
+    tokens: &'a [Token],
+    /// One past the current token (0 before the first `advance`).
+    next: usize,
+}
+
+impl Tokenizer for Scoping {
+    type TokenStream<'a> = ScopedTokens<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> ScopedTokens<'a> {
+        self.tokens.clear();
+        if let Some((scope, text)) = text.split_once(SCOPE_END) {
+            let mut stream = self.analyzer.token_stream(text);
+            while let Some(t) = stream.next() {
+                let scoped = |word: &str| Token {
+                    offset_from: t.offset_from,
+                    offset_to: t.offset_to,
+                    position: t.position,
+                    text: format!("{scope}{word}"),
+                    position_length: 1,
+                };
+                if self.grams {
+                    self.tokens.extend(grams(&t.text).map(scoped));
+                } else {
+                    self.tokens.push(scoped(&t.text));
+                }
+            }
+        }
+        ScopedTokens { tokens: &self.tokens, next: 0 }
+    }
+}
+
+impl TokenStream for ScopedTokens<'_> {
+    fn advance(&mut self) -> bool {
+        self.next += 1;
+        self.next <= self.tokens.len()
+    }
+
+    fn token(&self) -> &Token {
+        &self.tokens[self.next - 1]
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        unreachable!("scoped tokens are not filtered further")
+    }
+}
+
+pub(crate) fn register_tokenizers(index: &Index) {
+    let scoping = |grams| Scoping { analyzer: query::analyzer(), grams, tokens: Vec::new() };
+    index.tokenizers().register(WORDS, scoping(false));
+    index.tokenizers().register(GRAMS, scoping(true));
+}
+
 pub(crate) fn build() -> (Schema, Fields) {
     let mut b = Schema::builder();
     let filter = NumericOptions::default().set_indexed();
-    // Pre-tokenized: the analyzer runs before scoping, so the field's tokenizer is never used.
-    let text = |option| TextOptions::default().set_indexing_options(TextFieldIndexing::default().set_index_option(option));
+    let text = |tokenizer, option| {
+        TextOptions::default()
+            .set_indexing_options(TextFieldIndexing::default().set_tokenizer(tokenizer).set_index_option(option))
+    };
     let fields = Fields {
         user: b.add_u64_field(F_USER, filter.clone()),
         kind: b.add_u64_field(F_KIND, filter.clone()),
         key: b.add_u64_field(F_KEY, filter.clone().set_fast()),
         contact: b.add_u64_field(F_CONTACT, filter),
-        title: b.add_text_field(F_TITLE, text(IndexRecordOption::WithFreqsAndPositions)),
-        body: b.add_text_field(F_BODY, text(IndexRecordOption::WithFreqsAndPositions)),
-        title_grams: b.add_text_field(F_TITLE_GRAMS, text(IndexRecordOption::WithFreqs)),
-        body_grams: b.add_text_field(F_BODY_GRAMS, text(IndexRecordOption::WithFreqs)),
+        title: b.add_text_field(F_TITLE, text(WORDS, IndexRecordOption::WithFreqsAndPositions)),
+        body: b.add_text_field(F_BODY, text(WORDS, IndexRecordOption::WithFreqsAndPositions)),
+        title_grams: b.add_text_field(F_TITLE_GRAMS, text(GRAMS, IndexRecordOption::WithFreqs)),
+        body_grams: b.add_text_field(F_BODY_GRAMS, text(GRAMS, IndexRecordOption::WithFreqs)),
     };
     (b.build(), fields)
 }
@@ -102,6 +189,24 @@ mod tests {
         assert_eq!(grams("al").count(), 0);
         assert_eq!(grams("josé").collect::<Vec<_>>(), vec!["jo", "jos"]);
         assert_eq!(grams("müllerin").collect::<Vec<_>>(), vec!["mü", "mül", "müll"]);
+    }
+
+    #[test]
+    fn the_tokenizers_scope_every_word_and_gram() {
+        let collect = |grams: bool, text: &str| {
+            let mut t = Scoping { analyzer: query::analyzer(), grams, tokens: Vec::new() };
+            let mut out = Vec::new();
+            let mut stream = t.token_stream(text);
+            while let Some(tok) = stream.next() {
+                out.push((tok.text.clone(), tok.position));
+            }
+            out
+        };
+        let text = scoped_text("1.1v:", "José  Ali");
+        let word = |w: &str, p| (format!("1.1v:{w}"), p);
+        assert_eq!(collect(false, &text), vec![word("jose", 0), word("ali", 1)]);
+        assert_eq!(collect(true, &text), vec![word("jo", 0), word("jos", 0), word("al", 1)]);
+        assert!(collect(false, "no scope here").is_empty());
     }
 
     #[test]

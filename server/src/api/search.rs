@@ -91,7 +91,7 @@ fn related_contacts(view: &UserView, token: &str) -> Result<Vec<u64>, ApiError> 
 /// integers like every id here; a value that is not one (a UUID from another server, say) names
 /// no household of the caller's and gives 404, as an unknown or another user's household does.
 #[utoipa::path(get, path = "/api/v1/search", tag = "search", params(SearchQuery), responses(
-    (status = 200, description = "`{query, contacts, notes, activities, totals}`; `resolved_relation` when `q` names a relation"),
+    (status = 200, description = "`{query, contacts, notes, activities, totals}`; `resolved_relation` when `q` names a relation. `totals` counts the matches per group exactly up to 1,000; 1,000 means 1,000 or more"),
     (status = 400, description = "`q` blank, or a bad `limit`/`offset`, named"), (status = 404, description = "Unknown household")))]
 pub async fn search(
     State(state): State<AppState>,
