@@ -381,6 +381,8 @@ impl Search {
         schema::register_tokenizers(&index);
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 4);
         let mut writer: IndexWriter = index.writer_with_num_threads(threads, self.memory * threads)?;
+        // No merging while building: the segments are merged into one once, after the swap.
+        writer.set_merge_policy(Box::new(tantivy::merge_policy::NoMergePolicy));
         let txn = self.db.begin_read()?;
         let applied = seqs_of(&txn)?;
         let mut counts = Vec::new();

@@ -12,7 +12,7 @@
 //! - name (title) matches weigh three times body matches.
 
 use tantivy::tokenizer::{
-    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer, TokenStream,
+    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token as TantivyToken, TokenStream, Tokenizer,
 };
 
 /// Title matches weigh this much more than body matches.
@@ -22,13 +22,84 @@ pub const FUZZY_MIN_CHARS: usize = 5;
 /// At most this many words and phrases are used; the rest are ignored.
 pub const MAX_CLAUSES: usize = 12;
 
-/// Lower-cases, folds diacritics (`José` -> `jose`) and splits on anything not a letter or digit.
+/// Lower-cases, folds diacritics (`José` -> `jose`) and splits into runs of letters and runs of
+/// digits ([`Words`]).
 pub fn analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default())
+    TextAnalyzer::builder(Words::default())
         .filter(RemoveLongFilter::limit(64))
         .filter(LowerCaser)
         .filter(AsciiFoldingFilter)
         .build()
+}
+
+/// Splits text into words: runs of letters, and runs of digits. Anything else separates words,
+/// and so does a change between letters and digits: `garcia42@example.org` is `garcia`, `42`,
+/// `example`, `org`. Typing `garcia` then finds every Garcia address without expanding over one
+/// word per number, and `garcia42` still finds it (both of its words are required).
+#[derive(Clone, Default)]
+pub struct Words {
+    token: TantivyToken,
+}
+
+pub struct WordStream<'a> {
+    text: &'a str,
+    at: usize,
+    token: &'a mut TantivyToken,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CharClass {
+    Letter,
+    Digit,
+    Other,
+}
+
+fn class(c: char) -> CharClass {
+    if c.is_numeric() {
+        CharClass::Digit
+    } else if c.is_alphanumeric() {
+        CharClass::Letter
+    } else {
+        CharClass::Other
+    }
+}
+
+impl Tokenizer for Words {
+    type TokenStream<'a> = WordStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> WordStream<'a> {
+        self.token.reset();
+        self.token.position = usize::MAX;
+        WordStream { text, at: 0, token: &mut self.token }
+    }
+}
+
+impl TokenStream for WordStream<'_> {
+    fn advance(&mut self) -> bool {
+        let rest = &self.text[self.at..];
+        let Some((skip, first)) = rest.char_indices().find(|(_, c)| class(*c) != CharClass::Other) else {
+            self.at = self.text.len();
+            return false;
+        };
+        let kind = class(first);
+        let start = self.at + skip;
+        let end = self.text[start..].char_indices().find(|(_, c)| class(*c) != kind).map_or(self.text.len(), |(i, _)| start + i);
+        self.token.text.clear();
+        self.token.text.push_str(&self.text[start..end]);
+        self.token.offset_from = start;
+        self.token.offset_to = end;
+        self.token.position = self.token.position.wrapping_add(1);
+        self.at = end;
+        true
+    }
+
+    fn token(&self) -> &TantivyToken {
+        self.token
+    }
+
+    fn token_mut(&mut self) -> &mut TantivyToken {
+        self.token
+    }
 }
 
 /// A token of analysed text: its folded form and where it sits in the original.
@@ -253,6 +324,15 @@ mod tests {
         assert_eq!(Plan::parse("a - !"), None);
         assert_eq!(Plan::parse("\"one\"").expect("plan").clauses, vec![word("one", false)]);
         assert_eq!(Plan::parse("ada lov").expect("plan").clauses, vec![word("ada", false), word("lov", true)]);
+    }
+
+    #[test]
+    fn words_are_runs_of_letters_or_digits() {
+        let words: Vec<String> = toks("Garcia42@Example.org, +1 (555) 0100; Straße 7b").into_iter().map(|t| t.text).collect();
+        assert_eq!(words, ["garcia", "42", "example", "org", "1", "555", "0100", "strasse", "7", "b"]);
+        let t = toks("ab12");
+        assert_eq!((t[1].from, t[1].to), (2, 4));
+        assert!(toks(" -- ").is_empty());
     }
 
     #[test]

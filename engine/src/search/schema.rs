@@ -115,25 +115,35 @@ impl Tokenizer for Scoping {
     type TokenStream<'a> = ScopedTokens<'a>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> ScopedTokens<'a> {
-        self.tokens.clear();
+        // Tokens (and their strings) are reused from one text to the next: no allocation per
+        // word once the buffer has grown.
+        let mut len = 0;
         if let Some((scope, text)) = text.split_once(SCOPE_END) {
-            let mut stream = self.analyzer.token_stream(text);
+            let Scoping { analyzer, grams: with_grams, tokens } = self;
+            let mut stream = analyzer.token_stream(text);
             while let Some(t) = stream.next() {
-                let scoped = |word: &str| Token {
-                    offset_from: t.offset_from,
-                    offset_to: t.offset_to,
-                    position: t.position,
-                    text: format!("{scope}{word}"),
-                    position_length: 1,
+                let mut emit = |word: &str| {
+                    if len == tokens.len() {
+                        tokens.push(Token::default());
+                    }
+                    let out = &mut tokens[len];
+                    out.offset_from = t.offset_from;
+                    out.offset_to = t.offset_to;
+                    out.position = t.position;
+                    out.position_length = 1;
+                    out.text.clear();
+                    out.text.push_str(scope);
+                    out.text.push_str(word);
+                    len += 1;
                 };
-                if self.grams {
-                    self.tokens.extend(grams(&t.text).map(scoped));
+                if *with_grams {
+                    grams(&t.text).for_each(&mut emit);
                 } else {
-                    self.tokens.push(scoped(&t.text));
+                    emit(&t.text);
                 }
             }
         }
-        ScopedTokens { tokens: &self.tokens, next: 0 }
+        ScopedTokens { tokens: &self.tokens[..len], next: 0 }
     }
 }
 
