@@ -26,7 +26,7 @@ mod lookup;
 pub mod query;
 mod schema;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, mpsc};
@@ -34,10 +34,9 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, TableError};
 use serde::{Deserialize, Serialize};
-use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery, Weight};
 use tantivy::schema::{IndexRecordOption, Schema};
-use tantivy::{DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TERMINATED, TantivyDocument, Term};
+use tantivy::{DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TERMINATED, TantivyDocument, Term};
 
 use crate::changes::Change;
 use crate::record::{Record, Row};
@@ -757,34 +756,68 @@ impl Search {
             .collect())
     }
 
-    /// The best `keep` hits of one kind's query, outside `exclude`, and their capped count.
+    /// The best `keep` hits of one kind's query, outside `exclude`, and their capped count. One
+    /// weight serves both passes: the pruned top-k (block-max WAND where the query allows it)
+    /// and, when that did not see every match, the count.
     fn best(&self, searcher: &Searcher, query: &dyn Query, keep: usize, exclude: &HashSet<(u64, u64)>) -> Result<Group> {
-        if keep == 0 {
-            return Ok(Group { hits: Vec::new(), total: count_capped(searcher, query, exclude, TOTAL_CAP)? });
-        }
+        let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
         // Overlaid rows may sit among the best; ask for enough to drop them all.
         let asked = keep.saturating_add(exclude.len());
-        let top = searcher.search(query, &TopDocs::with_limit(asked).order_by_score())?;
-        let complete = top.len() < asked;
-        let mut hits = Vec::with_capacity(top.len().min(keep));
-        // The key column of each segment, opened once.
-        let mut columns: HashMap<u32, tantivy::columnar::Column<u64>> = HashMap::new();
-        for (score, address) in top {
-            let keys = match columns.entry(address.segment_ord) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(searcher.segment_reader(address.segment_ord).fast_fields().u64(schema::F_KEY)?)
+        let mut hits = Vec::new();
+        let mut seen = 0usize;
+        let mut threshold = f32::MIN;
+        for segment in searcher.segment_readers() {
+            let keys = segment.fast_fields().u64(schema::F_KEY)?;
+            let alive = segment.alive_bitset();
+            let mut top: BinaryHeap<std::cmp::Reverse<Ranked>> = BinaryHeap::new();
+            if asked > 0 {
+                weight.for_each_pruning(threshold, segment, &mut |doc, score| {
+                    if alive.is_none_or(|a| a.is_alive(doc)) {
+                        seen += 1;
+                        top.push(std::cmp::Reverse(Ranked(score, doc)));
+                        if top.len() > asked {
+                            top.pop();
+                        }
+                        if top.len() == asked
+                            && let Some(min) = top.peek()
+                        {
+                            threshold = threshold.max(min.0.0);
+                        }
+                    }
+                    threshold
+                })?;
+            }
+            for std::cmp::Reverse(Ranked(score, doc)) in top {
+                let Some((kind, id)) = keys.first(doc).map(schema::unkey) else { continue };
+                if !exclude.contains(&(kind, id)) {
+                    hits.push(Scored { score, id });
                 }
-            };
-            let Some((kind, id)) = keys.first(address.doc_id).map(schema::unkey) else { continue };
-            if !exclude.contains(&(kind, id)) {
-                hits.push(Scored { score, id });
             }
         }
-        // Every match was seen when fewer than asked came back: the count is exact.
-        let total = if complete { hits.len() } else { count_capped(searcher, query, exclude, TOTAL_CAP)? };
+        // Pruning never skipped a match while fewer than `asked` were kept: the count is exact.
+        let total = if seen < asked { hits.len() } else { count_capped(searcher, &*weight, exclude, TOTAL_CAP)? };
         rank(&mut hits, keep);
         Ok(Group { hits, total })
+    }
+}
+
+/// A hit in a segment, ordered by score.
+struct Ranked(f32, DocId);
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Ranked {}
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0).then(other.1.cmp(&self.1))
     }
 }
 
@@ -794,8 +827,7 @@ pub const TOTAL_CAP: usize = 1000;
 const PRUNED_UP_TO: usize = 1000;
 
 /// Counts `query`'s live matches, outside `exclude`, up to `cap`.
-fn count_capped(searcher: &Searcher, query: &dyn Query, exclude: &HashSet<(u64, u64)>, cap: usize) -> Result<usize> {
-    let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
+fn count_capped(searcher: &Searcher, weight: &dyn Weight, exclude: &HashSet<(u64, u64)>, cap: usize) -> Result<usize> {
     let mut count = 0;
     for segment in searcher.segment_readers() {
         let keys = segment.fast_fields().u64(schema::F_KEY)?;
