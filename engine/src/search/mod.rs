@@ -36,7 +36,8 @@ use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, TableErro
 use serde::{Deserialize, Serialize};
 use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery, Weight};
 use tantivy::schema::{IndexRecordOption, Schema};
-use tantivy::{DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TERMINATED, TantivyDocument, Term};
+use tantivy::columnar::Column;
+use tantivy::{DocId, DocSet, Index, SegmentReader, IndexReader, IndexWriter, ReloadPolicy, Searcher, TERMINATED, TantivyDocument, Term};
 
 use crate::changes::Change;
 use crate::record::{Record, Row};
@@ -263,6 +264,9 @@ pub(crate) struct Search {
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     rebuilding: AtomicBool,
     health: Mutex<(Option<String>, u64)>,
+    /// The key column of each segment, opened once (opening one decodes its block index, which
+    /// costs more than a whole pruned query on a large segment). Segments never change.
+    keys: Mutex<HashMap<tantivy::index::SegmentId, Column<u64>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -299,6 +303,7 @@ impl Search {
             thread: Mutex::new(None),
             rebuilding: AtomicBool::new(false),
             health: Mutex::new((None, 0)),
+            keys: Mutex::new(HashMap::new()),
         };
         let mut rebuilt = false;
         let (live, applied) = match search.open_current() {
@@ -767,7 +772,7 @@ impl Search {
         let mut seen = 0usize;
         let mut threshold = f32::MIN;
         for segment in searcher.segment_readers() {
-            let keys = segment.fast_fields().u64(schema::F_KEY)?;
+            let keys = self.key_column(segment)?;
             let alive = segment.alive_bitset();
             let mut top: BinaryHeap<std::cmp::Reverse<Ranked>> = BinaryHeap::new();
             if asked > 0 {
@@ -795,9 +800,31 @@ impl Search {
             }
         }
         // Pruning never skipped a match while fewer than `asked` were kept: the count is exact.
-        let total = if seen < asked { hits.len() } else { count_capped(searcher, &*weight, exclude, TOTAL_CAP)? };
+        let total = if seen < asked {
+            hits.len()
+        } else {
+            let keys = |segment: &SegmentReader| self.key_column(segment);
+            count_capped(searcher, &*weight, &keys, exclude, TOTAL_CAP)?
+        };
         rank(&mut hits, keep);
         Ok(Group { hits, total })
+    }
+}
+
+impl Search {
+    fn key_column(&self, segment: &SegmentReader) -> Result<Column<u64>> {
+        let id = segment.segment_id();
+        if let Some(column) = lock(&self.keys).get(&id) {
+            return Ok(column.clone());
+        }
+        let column = segment.fast_fields().u64(schema::F_KEY)?;
+        let mut keys = lock(&self.keys);
+        // Merged-away segments leave entries behind; start over now and then.
+        if keys.len() >= 256 {
+            keys.clear();
+        }
+        keys.insert(id, column.clone());
+        Ok(column)
     }
 }
 
@@ -827,10 +854,16 @@ pub const TOTAL_CAP: usize = 1000;
 const PRUNED_UP_TO: usize = 1000;
 
 /// Counts `query`'s live matches, outside `exclude`, up to `cap`.
-fn count_capped(searcher: &Searcher, weight: &dyn Weight, exclude: &HashSet<(u64, u64)>, cap: usize) -> Result<usize> {
+fn count_capped(
+    searcher: &Searcher,
+    weight: &dyn Weight,
+    keys: &dyn Fn(&SegmentReader) -> Result<Column<u64>>,
+    exclude: &HashSet<(u64, u64)>,
+    cap: usize,
+) -> Result<usize> {
     let mut count = 0;
     for segment in searcher.segment_readers() {
-        let keys = segment.fast_fields().u64(schema::F_KEY)?;
+        let keys = keys(segment)?;
         let alive = segment.alive_bitset();
         let mut scorer = weight.scorer(segment, 1.0)?;
         let mut doc = scorer.doc();
