@@ -34,10 +34,13 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, TableError};
 use serde::{Deserialize, Serialize};
+use tantivy::columnar::Column;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery, Weight};
 use tantivy::schema::{IndexRecordOption, Schema};
-use tantivy::columnar::Column;
-use tantivy::{DocId, DocSet, Index, SegmentReader, IndexReader, IndexWriter, ReloadPolicy, Searcher, TERMINATED, TantivyDocument, Term};
+use tantivy::{
+    DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, SegmentReader, TERMINATED, TantivyDocument,
+    Term,
+};
 
 use crate::changes::Change;
 use crate::record::{Record, Row};
@@ -686,7 +689,8 @@ impl Search {
                 query = Box::new(BooleanQuery::new(vec![(Occur::Must, query), (Occur::Must, any)]));
             }
             groups[code as usize] = if keep > PRUNED_UP_TO {
-                let collector = Grouped { kinds: self.sources.len(), keep, scoring: true, exclude: Arc::new(exclude.clone()) };
+                let collector =
+                    Grouped { kinds: self.sources.len(), keep, scoring: true, exclude: Arc::new(exclude.clone()) };
                 std::mem::take(&mut searcher.search(&query, &collector)?[code as usize])
             } else {
                 self.best(&searcher, &*query, keep, &exclude)?
@@ -764,7 +768,13 @@ impl Search {
     /// The best `keep` hits of one kind's query, outside `exclude`, and their capped count. One
     /// weight serves both passes: the pruned top-k (block-max WAND where the query allows it)
     /// and, when that did not see every match, the count.
-    fn best(&self, searcher: &Searcher, query: &dyn Query, keep: usize, exclude: &HashSet<(u64, u64)>) -> Result<Group> {
+    fn best(
+        &self,
+        searcher: &Searcher,
+        query: &dyn Query,
+        keep: usize,
+        exclude: &HashSet<(u64, u64)>,
+    ) -> Result<Group> {
         let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
         // Overlaid rows may sit among the best; ask for enough to drop them all.
         let asked = keep.saturating_add(exclude.len());

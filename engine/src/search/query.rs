@@ -83,7 +83,10 @@ impl TokenStream for WordStream<'_> {
         };
         let kind = class(first);
         let start = self.at + skip;
-        let end = self.text[start..].char_indices().find(|(_, c)| class(*c) != kind).map_or(self.text.len(), |(i, _)| start + i);
+        let end = self.text[start..]
+            .char_indices()
+            .find(|(_, c)| class(*c) != kind)
+            .map_or(self.text.len(), |(i, _)| start + i);
         self.token.text.clear();
         self.token.text.push_str(&self.text[start..end]);
         self.token.offset_from = start;
@@ -326,9 +329,31 @@ mod tests {
         assert_eq!(Plan::parse("ada lov").expect("plan").clauses, vec![word("ada", false), word("lov", true)]);
     }
 
+    proptest::proptest! {
+        /// The fuzz target `search_query`'s properties, on every test run.
+        #[test]
+        fn any_text_parses_and_snippets_within_bounds(text in "\\PC{0,120}") {
+            if let Some(plan) = Plan::parse(&text) {
+                proptest::prop_assert!(!plan.clauses.is_empty() && plan.clauses.len() <= MAX_CLAUSES);
+                for clause in &plan.clauses {
+                    match clause {
+                        Clause::Word { text, .. } => proptest::prop_assert!(text.chars().count() > 1),
+                        Clause::Phrase(words) => proptest::prop_assert!(words.len() > 1),
+                    }
+                }
+                if let Some(s) = plan.snippet(&text, 40) {
+                    let len = s.text.chars().count();
+                    proptest::prop_assert!(len <= 42);
+                    proptest::prop_assert!(s.highlights.iter().all(|(from, to)| from < to && *to <= len));
+                }
+            }
+        }
+    }
+
     #[test]
     fn words_are_runs_of_letters_or_digits() {
-        let words: Vec<String> = toks("Garcia42@Example.org, +1 (555) 0100; Straße 7b").into_iter().map(|t| t.text).collect();
+        let words: Vec<String> =
+            toks("Garcia42@Example.org, +1 (555) 0100; Straße 7b").into_iter().map(|t| t.text).collect();
         assert_eq!(words, ["garcia", "42", "example", "org", "1", "555", "0100", "strasse", "7", "b"]);
         let t = toks("ab12");
         assert_eq!((t[1].from, t[1].to), (2, 4));

@@ -357,8 +357,14 @@ fn rebuild_swaps_atomically_and_loses_no_concurrent_write() {
     let plan = Plan::parse("during rebuild").expect("plan");
     // (Asking for more hits than a pruned search keeps ranks every match and counts them all.)
     let found = |engine: &Engine| {
-        let request =
-            SearchRequest { plan: &plan, kinds: None, include_hidden: false, contacts: None, limit: 100_000, offset: 0 };
+        let request = SearchRequest {
+            plan: &plan,
+            kinds: None,
+            include_hidden: false,
+            contacts: None,
+            limit: 100_000,
+            offset: 0,
+        };
         let group = engine.user(A).search(&request).expect("search").remove(0);
         let mut ids: Vec<u64> = group.hits.iter().map(|h| h.id).collect();
         ids.sort_unstable();
@@ -470,8 +476,14 @@ fn totals_are_exact_below_the_cap_and_capped_above() {
         }
         let group = |q: &str| {
             let plan = Plan::parse(q).expect("plan");
-            let request =
-                SearchRequest { plan: &plan, kinds: Some(&["friend"]), include_hidden: false, contacts: None, limit: 10, offset: 0 };
+            let request = SearchRequest {
+                plan: &plan,
+                kinds: Some(&["friend"]),
+                include_hidden: false,
+                contacts: None,
+                limit: 10,
+                offset: 0,
+            };
             let g = a.search(&request).expect("search").remove(0);
             (g.hits.len(), g.total)
         };
