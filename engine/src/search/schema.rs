@@ -24,7 +24,6 @@ use super::query;
 pub(crate) const SCHEMA_VERSION: u32 = 4;
 
 pub(crate) const F_USER: &str = "user";
-pub(crate) const F_KIND: &str = "kind";
 pub(crate) const F_KEY: &str = "key";
 pub(crate) const F_CONTACT: &str = "contact";
 pub(crate) const F_TITLE: &str = "title";
@@ -40,9 +39,7 @@ pub(crate) const GRAM_MAX: usize = 4;
 pub(crate) struct Fields {
     /// Owner (for dropping a purged user's documents).
     pub user: Field,
-    /// Kind code (1-based position of the source).
-    pub kind: Field,
-    /// `kind << 56 | id`: the one term that names a document (for replacing and deleting it),
+    /// `kind << 56 | id` (kind: the 1-based position of the source): the one term that names a document (for replacing and deleting it),
     /// and the one column a query reads per hit.
     pub key: Field,
     /// Contacts the row belongs to (for restricting a search to a household).
@@ -177,7 +174,6 @@ pub(crate) fn build() -> (Schema, Fields) {
     };
     let fields = Fields {
         user: b.add_u64_field(F_USER, filter.clone()),
-        kind: b.add_u64_field(F_KIND, filter.clone()),
         key: b.add_u64_field(F_KEY, filter.clone().set_fast()),
         contact: b.add_u64_field(F_CONTACT, filter),
         title: b.add_text_field(F_TITLE, text(WORDS, IndexRecordOption::WithFreqsAndPositions)),

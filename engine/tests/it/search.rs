@@ -97,6 +97,21 @@ fn friends(engine: &Engine, user: UserId, q: &str) -> Vec<u64> {
     find(engine, user, q).into_iter().find(|(k, _)| *k == "friend").map(|(_, ids)| ids).unwrap_or_default()
 }
 
+/// `(hits returned, total)` of the friend group, asking for `limit` hits.
+fn friend_counts(engine: &Engine, user: UserId, q: &str, limit: usize) -> (usize, usize) {
+    let plan = Plan::parse(q).expect("plan");
+    let request = SearchRequest {
+        plan: &plan,
+        kinds: Some(&["friend"]),
+        include_hidden: false,
+        contacts: None,
+        limit,
+        offset: 0,
+    };
+    let group = engine.user(user).search(&request).expect("search").remove(0);
+    (group.hits.len(), group.total)
+}
+
 fn memos(engine: &Engine, user: UserId, q: &str) -> Vec<u64> {
     find(engine, user, q).into_iter().find(|(k, _)| *k == "memo").map(|(_, ids)| ids).unwrap_or_default()
 }
@@ -440,22 +455,8 @@ fn wide_prefixes_and_typos_fall_back_to_the_automaton_and_stay_complete() {
     })
     .expect("seed");
     engine.search_flush().expect("flush");
-    let many = |q: &str| {
-        let plan = Plan::parse(q).expect("plan");
-        let request = SearchRequest {
-            plan: &plan,
-            kinds: Some(&["friend"]),
-            include_hidden: false,
-            contacts: None,
-            limit: 200,
-            offset: 0,
-        };
-        a.search(&request).expect("search").remove(0)
-    };
-    let wide = many("ballan");
-    assert_eq!((wide.hits.len(), wide.total), (90, 90));
-    let typo = many("kowalsky typo");
-    assert_eq!((typo.hits.len(), typo.total), (80, 80));
+    assert_eq!(friend_counts(&engine, A, "ballan", 200), (90, 90));
+    assert_eq!(friend_counts(&engine, A, "kowalsky typo", 200), (80, 80));
 }
 
 #[test]
@@ -474,19 +475,7 @@ fn totals_are_exact_below_the_cap_and_capped_above() {
         if flushed {
             engine.search_flush().expect("flush");
         }
-        let group = |q: &str| {
-            let plan = Plan::parse(q).expect("plan");
-            let request = SearchRequest {
-                plan: &plan,
-                kinds: Some(&["friend"]),
-                include_hidden: false,
-                contacts: None,
-                limit: 10,
-                offset: 0,
-            };
-            let g = a.search(&request).expect("search").remove(0);
-            (g.hits.len(), g.total)
-        };
+        let group = |q: &str| friend_counts(&engine, A, q, 10);
         assert_eq!(group("rare"), (10, 25), "flushed: {flushed}");
         assert_eq!(group("common"), (10, mycorrhizal_engine::SEARCH_TOTAL_CAP), "flushed: {flushed}");
     }
