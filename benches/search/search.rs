@@ -14,7 +14,8 @@
 //! build throughput, rebuild times, and write-to-visible latency.
 //!
 //! Run: `cargo bench -p mycorrhizal-search-bench`. `BENCH_CONTACTS` scales the data,
-//! `BENCH_QUERIES` the queries per shape (default 1000).
+//! `BENCH_QUERIES` the queries per shape (default 1000), `BENCH_SHAPES` which shapes run (default
+//! all: `single,two,prefix,typo,phrase`).
 
 use std::time::{Duration, Instant};
 
@@ -541,6 +542,16 @@ impl Shape {
         }
     }
 
+    fn key(self) -> &'static str {
+        match self {
+            Shape::Single => "single",
+            Shape::Two => "two",
+            Shape::Prefix => "prefix",
+            Shape::Typo => "typo",
+            Shape::Phrase => "phrase",
+        }
+    }
+
     /// `(engine query, FTS5 query)`. FTS5 has no typo tolerance: it runs the corrected word.
     fn queries(self, rng: &mut Rng) -> (String, String) {
         match self {
@@ -699,7 +710,10 @@ fn main() {
         "| query shape | engine p50 | engine p99 | FTS5 p50 | FTS5 p99 | FTS5/engine at p99 | mean hits (engine / FTS5) |"
     );
     println!("|---|---|---|---|---|---|---|");
-    for shape in [Shape::Single, Shape::Two, Shape::Prefix, Shape::Typo, Shape::Phrase] {
+    // `BENCH_SHAPES=two,phrase` runs only those shapes (for profiling one of them).
+    let only = std::env::var("BENCH_SHAPES").unwrap_or_default();
+    let shapes = [Shape::Single, Shape::Two, Shape::Prefix, Shape::Typo, Shape::Phrase];
+    for shape in shapes.into_iter().filter(|s| only.is_empty() || only.split(',').any(|k| k.trim() == s.key())) {
         let mut qrng = Rng(0xDEAD_BEEF_u64 ^ shape.name().len() as u64);
         let pairs: Vec<(String, String)> = (0..queries).map(|_| shape.queries(&mut qrng)).collect();
         for (q, f) in pairs.iter().take(50) {

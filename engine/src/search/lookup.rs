@@ -13,8 +13,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use tantivy::query::{
-    AutomatonWeight, BooleanQuery, BoostQuery, DfaWrapper, EnableScoring, FuzzyTermQuery, Occur, PhraseQuery, Query,
-    TermQuery, Weight,
+    AutomatonWeight, BooleanQuery, BoostQuery, ConstScoreQuery, DfaWrapper, EnableScoring, FuzzyTermQuery, Occur,
+    PhraseQuery, Query, TermQuery, Weight,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::termdict::TermStreamer;
@@ -22,7 +22,7 @@ use tantivy::{Searcher, Term};
 use tantivy_fst::Automaton;
 
 use super::query::{Clause, FUZZY_MIN_CHARS, Plan, TITLE_BOOST};
-use super::schema::{Fields, GRAM_MAX};
+use super::schema::{Fields, GRAM_MAX, pair_bucket};
 use crate::Result;
 
 /// Words a prefix or a typo may expand into before the automaton takes over.
@@ -57,6 +57,27 @@ impl Lookup<'_> {
         )))
     }
 
+    /// For a query that is one quoted phrase: the documents holding any of its pair buckets,
+    /// scored by them (a union of plain terms, which block-max WAND prunes), and the exact phrase
+    /// they must also match, checked only for the documents that can still reach the best hits.
+    /// Ranking follows the pairs' scores; `None` for any other query.
+    pub(crate) fn phrase_candidates(&self, plan: &Plan) -> Option<(Box<dyn Query>, Box<dyn Query>)> {
+        let [Clause::Phrase(words)] = plan.clauses.as_slice() else { return None };
+        let f = self.fields;
+        let buckets: BTreeSet<String> = words.windows(2).map(|w| pair_bucket(&w[0], &w[1])).collect();
+        let (mut scored, mut exact) = (Vec::new(), Vec::new());
+        for scope in &self.scopes {
+            for (field, grams, boost) in [(f.title, f.title_grams, TITLE_BOOST), (f.body, f.body_grams, 1.0)] {
+                for bucket in &buckets {
+                    scored.push((Occur::Should, term(grams, &format!("{scope}{bucket}"), boost)));
+                }
+                let terms = words.iter().map(|w| Term::from_field_text(field, &format!("{scope}{w}"))).collect();
+                exact.push((Occur::Should, Box::new(PhraseQuery::new(terms)) as Box<dyn Query>));
+            }
+        }
+        Some((Box::new(BooleanQuery::new(scored)), Box::new(BooleanQuery::new(exact))))
+    }
+
     fn clause(&self, scope: &str, clause: &Clause, out: &mut Vec<Box<dyn Query>>) -> Result<()> {
         let f = self.fields;
         match clause {
@@ -84,9 +105,18 @@ impl Lookup<'_> {
                 }
             }
             Clause::Phrase(words) => {
-                for (field, boost) in [(f.title, TITLE_BOOST), (f.body, 1.0)] {
+                // Word positions decide; the buckets of the phrase's pairs only narrow the
+                // documents where positions are read (and add nothing to the score).
+                for (field, buckets, boost) in [(f.title, f.title_grams, TITLE_BOOST), (f.body, f.body_grams, 1.0)] {
                     let terms = words.iter().map(|w| Term::from_field_text(field, &format!("{scope}{w}"))).collect();
-                    out.push(boosted(Box::new(PhraseQuery::new(terms)), boost));
+                    let mut all: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(PhraseQuery::new(terms)))];
+                    let pairs: BTreeSet<String> = words.windows(2).map(|w| pair_bucket(&w[0], &w[1])).collect();
+                    for bucket in pairs {
+                        let term = Term::from_field_text(buckets, &format!("{scope}{bucket}"));
+                        let query = TermQuery::new(term, IndexRecordOption::Basic);
+                        all.push((Occur::Must, Box::new(ConstScoreQuery::new(Box::new(query), 0.0))));
+                    }
+                    out.push(boosted(Box::new(BooleanQuery::new(all)), boost));
                 }
             }
         }

@@ -55,6 +55,13 @@ enum CharClass {
 }
 
 fn class(c: char) -> CharClass {
+    if c.is_ascii() {
+        return match c {
+            'a'..='z' | 'A'..='Z' => CharClass::Letter,
+            '0'..='9' => CharClass::Digit,
+            _ => CharClass::Other,
+        };
+    }
     if c.is_numeric() {
         CharClass::Digit
     } else if c.is_alphanumeric() {

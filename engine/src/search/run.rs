@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use redb::ReadableDatabase;
 use tantivy::columnar::Column;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery, Weight};
+use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, Scorer, TermQuery, Weight};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, DocSet, Searcher, SegmentReader, TERMINATED, Term};
 
@@ -41,6 +41,7 @@ impl Search {
             }
             let lookup = Lookup { searcher: &searcher, fields: &self.fields, scopes };
             let mut query = lookup.query(request.plan)?;
+            let candidates = if request.contacts.is_none() { lookup.phrase_candidates(request.plan) } else { None };
             if let Some(contacts) = request.contacts {
                 let any = contacts.iter().map(|c| {
                     let term = TermQuery::new(Term::from_field_u64(self.fields.contact, *c), IndexRecordOption::Basic);
@@ -53,8 +54,10 @@ impl Search {
                 let collector =
                     Grouped { kinds: self.sources.len(), keep, scoring: true, exclude: Arc::new(exclude.clone()) };
                 std::mem::take(&mut searcher.search(&query, &collector)?[code as usize])
+            } else if let Some((scored, exact)) = candidates {
+                self.best(&searcher, &*scored, Some(&*exact), keep, &exclude)?
             } else {
-                self.best(&searcher, &*query, keep, &exclude)?
+                self.best(&searcher, &*query, None, keep, &exclude)?
             };
         }
         if !dirty.is_empty() {
@@ -128,15 +131,18 @@ impl Search {
 
     /// The best `keep` hits of one kind's query, outside `exclude`, and their capped count. One
     /// weight serves both passes: the pruned top-k (block-max WAND where the query allows it)
-    /// and, when that did not see every match, the count.
+    /// and, when that did not see every match, the count. With `check`, a match of `query` is
+    /// a candidate that counts only if it also matches `check`.
     fn best(
         &self,
         searcher: &Searcher,
         query: &dyn Query,
+        check: Option<&dyn Query>,
         keep: usize,
         exclude: &HashSet<(u64, u64)>,
     ) -> Result<Group> {
         let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
+        let check = check.map(|c| c.weight(EnableScoring::disabled_from_searcher(searcher))).transpose()?;
         // Overlaid rows may sit among the best; ask for enough to drop them all.
         let asked = keep.saturating_add(exclude.len());
         let mut hits = Vec::new();
@@ -146,9 +152,10 @@ impl Search {
             let keys = self.key_column(segment)?;
             let alive = segment.alive_bitset();
             let mut top: BinaryHeap<std::cmp::Reverse<Ranked>> = BinaryHeap::new();
+            let mut checker = Checker::new(check.as_deref(), segment)?;
             if asked > 0 {
                 weight.for_each_pruning(threshold, segment, &mut |doc, score| {
-                    if alive.is_none_or(|a| a.is_alive(doc)) {
+                    if alive.is_none_or(|a| a.is_alive(doc)) && checker.matches(doc) {
                         seen += 1;
                         top.push(std::cmp::Reverse(Ranked(score, doc)));
                         if top.len() > asked {
@@ -175,7 +182,7 @@ impl Search {
             hits.len()
         } else {
             let keys = |segment: &SegmentReader| self.key_column(segment);
-            count_capped(searcher, &*weight, &keys, exclude, TOTAL_CAP)?
+            count_capped(searcher, &*weight, check.as_deref(), &keys, exclude, TOTAL_CAP)?
         };
         rank(&mut hits, keep);
         Ok(Group { hits, total })
@@ -224,10 +231,32 @@ pub const TOTAL_CAP: usize = 1000;
 /// Past this many hits per kind a search ranks every match instead of pruning to the best.
 const PRUNED_UP_TO: usize = 1000;
 
-/// Counts `query`'s live matches, outside `exclude`, up to `cap`.
+/// Whether a candidate (visited in increasing doc order) also matches the check, if any.
+struct Checker(Option<Box<dyn Scorer>>);
+
+impl Checker {
+    fn new(check: Option<&dyn Weight>, segment: &SegmentReader) -> Result<Checker> {
+        Ok(Checker(check.map(|w| w.scorer(segment, 1.0)).transpose()?))
+    }
+
+    fn matches(&mut self, doc: DocId) -> bool {
+        match &mut self.0 {
+            None => true,
+            Some(scorer) => {
+                if scorer.doc() < doc {
+                    scorer.seek(doc);
+                }
+                scorer.doc() == doc
+            }
+        }
+    }
+}
+
+/// Counts `query`'s live matches (that also match `check`), outside `exclude`, up to `cap`.
 fn count_capped(
     searcher: &Searcher,
     weight: &dyn Weight,
+    check: Option<&dyn Weight>,
     keys: &dyn Fn(&SegmentReader) -> Result<Column<u64>>,
     exclude: &HashSet<(u64, u64)>,
     cap: usize,
@@ -237,9 +266,10 @@ fn count_capped(
         let keys = keys(segment)?;
         let alive = segment.alive_bitset();
         let mut scorer = weight.scorer(segment, 1.0)?;
+        let mut checker = Checker::new(check, segment)?;
         let mut doc = scorer.doc();
         while doc != TERMINATED {
-            let live = alive.is_none_or(|a| a.is_alive(doc));
+            let live = alive.is_none_or(|a| a.is_alive(doc)) && checker.matches(doc);
             if live && (exclude.is_empty() || keys.first(doc).is_none_or(|k| !exclude.contains(&schema::unkey(k)))) {
                 count += 1;
                 if count >= cap {

@@ -13,6 +13,14 @@
 //! **Prefix grams.** For type-ahead, the first 2 to [`GRAM_MAX`] characters of every word are
 //! indexed in a field of their own (`ali` for `alice`), so a short prefix is one term, not an
 //! expansion over every word it starts.
+//!
+//! **Pair buckets.** Every two adjacent words are also indexed, in the same field as the grams
+//! (one analysis of the text feeds both), as one of [`PAIR_BUCKETS`] bucket terms: a hash of the
+//! pair behind a space, which no word or gram contains. A quoted phrase then starts from the few
+//! documents holding its pairs' buckets, and word positions confirm the phrase only there,
+//! instead of intersecting the positions of two common words across every document holding both.
+//! Buckets rather than the pairs themselves keep the dictionary small: one distinct term per
+//! adjacent pair made the index twice as slow to build.
 
 use tantivy::Index;
 use tantivy::schema::{Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions};
@@ -21,7 +29,7 @@ use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
 use super::query;
 
 /// Stored in every commit's payload; a mismatch at start triggers a rebuild.
-pub(crate) const SCHEMA_VERSION: u32 = 4;
+pub(crate) const SCHEMA_VERSION: u32 = 5;
 
 pub(crate) const F_USER: &str = "user";
 pub(crate) const F_KEY: &str = "key";
@@ -31,8 +39,9 @@ pub(crate) const F_BODY: &str = "body";
 pub(crate) const F_TITLE_GRAMS: &str = "title_grams";
 pub(crate) const F_BODY_GRAMS: &str = "body_grams";
 
-/// Longest indexed prefix gram, in characters. Longer prefixes expand over the dictionary.
-pub(crate) const GRAM_MAX: usize = 4;
+/// Longest indexed prefix gram, in characters. Longer prefixes expand over the dictionary (a
+/// fourth character narrows a prefix enough for that; indexing it cost a tenth of build time).
+pub(crate) const GRAM_MAX: usize = 3;
 
 /// The fields of a document. Nothing is stored: results are read from the database.
 #[derive(Debug, Clone, Copy)]
@@ -48,9 +57,9 @@ pub(crate) struct Fields {
     pub title: Field,
     /// Scoped words of everything else.
     pub body: Field,
-    /// Scoped prefix grams of the title's words.
+    /// Scoped prefix grams and pair buckets of the title's words.
     pub title_grams: Field,
-    /// Scoped prefix grams of the body's words.
+    /// Scoped prefix grams and pair buckets of the body's words.
     pub body_grams: Field,
 }
 
@@ -77,11 +86,37 @@ pub(crate) fn grams(word: &str) -> impl Iterator<Item = &str> {
     word.char_indices().skip(2).take(GRAM_MAX - 1).map(move |(end, _)| &word[..end])
 }
 
+/// How many buckets adjacent word pairs are hashed into, per scope.
+pub(crate) const PAIR_BUCKETS: u64 = 1 << 16;
+
+/// The bucket term of two adjacent words (without its scope): a space, then a hash (FNV-1a, mixed)
+/// of both words in hex, stable across platforms and versions (it is stored in the index).
+pub(crate) fn pair_bucket(first: &str, second: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in first.bytes().chain([b' ']).chain(second.bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    // FNV's low bits are weak for look-alike pairs: mix before taking them (splitmix64's end).
+    hash = (hash ^ (hash >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    hash = (hash ^ (hash >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    hash ^= hash >> 31;
+    format!(" {:04x}", hash % PAIR_BUCKETS)
+}
+
 /// Ends the scope at the head of a field's text.
 const SCOPE_END: char = '\0';
 /// Tokenizer names, registered on every index by [`register_tokenizers`].
 const WORDS: &str = "scoped_words";
 const GRAMS: &str = "scoped_grams";
+
+/// What a [`Scoping`] tokenizer emits for the words the analyzer finds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Emit {
+    Words,
+    /// The prefix grams of each word, and the bucket of its pair with the word before.
+    GramsAndPairs,
+}
 
 /// The text a scoped field is given: the scope, then the row's text.
 pub(crate) fn scoped_text(scope: &str, text: &str) -> String {
@@ -92,14 +127,17 @@ pub(crate) fn scoped_text(scope: &str, text: &str) -> String {
     out
 }
 
-/// Splits and folds text with [`query::analyzer`], then emits every word (or its prefix grams)
-/// behind the scope read from the text's head. Text without a scope yields nothing: no term
+/// Splits and folds text with [`query::analyzer`], then emits every word (or its prefix grams, or
+/// the bucket of its pair with the word before) behind the scope read from the text's head. Text without a scope yields nothing: no term
 /// can exist outside a scope.
 #[derive(Clone)]
 pub(crate) struct Scoping {
     analyzer: TextAnalyzer,
-    grams: bool,
+    emit: Emit,
     tokens: Vec<Token>,
+    /// The word before the current one (pair buckets only).
+    previous: String,
+    bucket: String,
 }
 
 pub(crate) struct ScopedTokens<'a> {
@@ -116,7 +154,8 @@ impl Tokenizer for Scoping {
         // word once the buffer has grown.
         let mut len = 0;
         if let Some((scope, text)) = text.split_once(SCOPE_END) {
-            let Scoping { analyzer, grams: with_grams, tokens } = self;
+            let Scoping { analyzer, emit: mode, tokens, previous, bucket } = self;
+            previous.clear();
             let mut stream = analyzer.token_stream(text);
             while let Some(t) = stream.next() {
                 let mut emit = |word: &str| {
@@ -133,10 +172,17 @@ impl Tokenizer for Scoping {
                     out.text.push_str(word);
                     len += 1;
                 };
-                if *with_grams {
-                    grams(&t.text).for_each(&mut emit);
-                } else {
-                    emit(&t.text);
+                match mode {
+                    Emit::Words => emit(&t.text),
+                    Emit::GramsAndPairs => {
+                        grams(&t.text).for_each(&mut emit);
+                        if !previous.is_empty() {
+                            *bucket = pair_bucket(previous, &t.text);
+                            emit(bucket.as_str());
+                        }
+                        previous.clear();
+                        previous.push_str(&t.text);
+                    }
                 }
             }
         }
@@ -160,9 +206,15 @@ impl TokenStream for ScopedTokens<'_> {
 }
 
 pub(crate) fn register_tokenizers(index: &Index) {
-    let scoping = |grams| Scoping { analyzer: query::analyzer(), grams, tokens: Vec::new() };
-    index.tokenizers().register(WORDS, scoping(false));
-    index.tokenizers().register(GRAMS, scoping(true));
+    let scoping = |emit| Scoping {
+        analyzer: query::analyzer(),
+        emit,
+        tokens: Vec::new(),
+        previous: String::new(),
+        bucket: String::new(),
+    };
+    index.tokenizers().register(WORDS, scoping(Emit::Words));
+    index.tokenizers().register(GRAMS, scoping(Emit::GramsAndPairs));
 }
 
 pub(crate) fn build() -> (Schema, Fields) {
@@ -190,17 +242,23 @@ mod tests {
 
     #[test]
     fn grams_are_the_short_prefixes() {
-        assert_eq!(grams("alice").collect::<Vec<_>>(), vec!["al", "ali", "alic"]);
+        assert_eq!(grams("alice").collect::<Vec<_>>(), vec!["al", "ali"]);
         assert_eq!(grams("ali").collect::<Vec<_>>(), vec!["al"]);
         assert_eq!(grams("al").count(), 0);
         assert_eq!(grams("josé").collect::<Vec<_>>(), vec!["jo", "jos"]);
-        assert_eq!(grams("müllerin").collect::<Vec<_>>(), vec!["mü", "mül", "müll"]);
+        assert_eq!(grams("müllerin").collect::<Vec<_>>(), vec!["mü", "mül"]);
     }
 
     #[test]
     fn the_tokenizers_scope_every_word_and_gram() {
-        let collect = |grams: bool, text: &str| {
-            let mut t = Scoping { analyzer: query::analyzer(), grams, tokens: Vec::new() };
+        let collect = |emit, text: &str| {
+            let mut t = Scoping {
+                analyzer: query::analyzer(),
+                emit,
+                tokens: Vec::new(),
+                previous: String::new(),
+                bucket: String::new(),
+            };
             let mut out = Vec::new();
             let mut stream = t.token_stream(text);
             while let Some(tok) = stream.next() {
@@ -208,11 +266,30 @@ mod tests {
             }
             out
         };
-        let text = scoped_text("1.1v:", "José  Ali");
+        let text = scoped_text("1.1v:", "José  Ali, Bo");
         let word = |w: &str, p| (format!("1.1v:{w}"), p);
-        assert_eq!(collect(false, &text), vec![word("jose", 0), word("ali", 1)]);
-        assert_eq!(collect(true, &text), vec![word("jo", 0), word("jos", 0), word("al", 1)]);
-        assert!(collect(false, "no scope here").is_empty());
+        assert_eq!(collect(Emit::Words, &text), vec![word("jose", 0), word("ali", 1), word("bo", 2)]);
+        let bucket = |a, b, p| (format!("1.1v:{}", pair_bucket(a, b)), p);
+        assert_eq!(
+            collect(Emit::GramsAndPairs, &text),
+            vec![word("jo", 0), word("jos", 0), word("al", 1), bucket("jose", "ali", 1), bucket("ali", "bo", 2)]
+        );
+        // A pair never spans two texts of the same tokenizer.
+        assert_eq!(collect(Emit::GramsAndPairs, &scoped_text("1.1v:", "solo")), vec![word("so", 0), word("sol", 0)]);
+        assert!(collect(Emit::Words, "no scope here").is_empty());
+    }
+
+    #[test]
+    fn pair_buckets_are_stable_and_ordered() {
+        // Stored in indexes: a change here needs a new SCHEMA_VERSION.
+        assert_eq!(pair_bucket("birthday", "party"), pair_bucket("birthday", "party"));
+        assert_ne!(pair_bucket("ab", "c"), pair_bucket("a", "bc"));
+        assert_ne!(pair_bucket("party", "birthday"), pair_bucket("birthday", "party"));
+        assert_eq!(pair_bucket("rust", "meetup").len(), 5);
+        assert!(pair_bucket("rust", "meetup").starts_with(' '), "never a word or a gram");
+        let spread: std::collections::HashSet<String> =
+            (0..1000).map(|i| pair_bucket("word", &i.to_string())).collect();
+        assert!(spread.len() > 985, "pairs spread over the buckets: {}", spread.len());
     }
 
     #[test]

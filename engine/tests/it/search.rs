@@ -175,6 +175,30 @@ fn queries_follow_the_rules_before_and_after_the_index_commit() {
 }
 
 #[test]
+fn phrases_match_adjacent_words_in_order_before_and_after_the_index_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    let a = engine.user(A);
+    let cat = a.create(friend("Tom Cat", "The cat sat on the mat")).expect("create").id;
+    let dog = a.create(friend("Rex Dog", "Sat on the porch, the cat ran")).expect("create").id;
+    for round in ["overlay", "committed"] {
+        let mut both = friends(&engine, A, "\"the cat\"");
+        both.sort_unstable();
+        assert_eq!(both, vec![cat, dog], "{round}");
+        assert_eq!(friends(&engine, A, "\"cat the\""), Vec::<u64>::new(), "{round}: order counts");
+        assert_eq!(friends(&engine, A, "\"sat on the mat\""), vec![cat], "{round}");
+        assert_eq!(friends(&engine, A, "\"the cat ran\""), vec![dog], "{round}");
+        // Every pair of `sat on the cat` is in the first card, the phrase is in neither.
+        assert_eq!(friends(&engine, A, "\"sat on the cat\""), Vec::<u64>::new(), "{round}: pairs alone are not enough");
+        // A phrase never joins the name to the body.
+        assert_eq!(friends(&engine, A, "\"dog sat\""), Vec::<u64>::new(), "{round}");
+        assert_eq!(friends(&engine, A, "\"rex dog\" porch"), vec![dog], "{round}");
+        engine.search_flush().expect("flush");
+    }
+    assert_eq!(friends(&engine, B, "\"the cat\""), Vec::<u64>::new(), "another user's pairs are never reached");
+}
+
+#[test]
 fn updates_deletes_and_hiding_are_visible_at_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let engine = open(&dir, NEVER);
