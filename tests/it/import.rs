@@ -482,3 +482,69 @@ async fn the_import_command_uses_the_same_path_offline() {
     let runs = ok_json(ada.get("/api/v1/contacts/import/runs").await).await;
     assert_eq!(runs["import_runs"].as_array().expect("runs").len(), 2);
 }
+
+/// The files in a user's photo folder (without partial writes).
+fn photo_files(instance: &Instance, user: u64) -> Vec<String> {
+    let dir = instance.data_dir().join("users").join(user.to_string()).join("photos");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn imported_pictures_land_with_their_contacts_and_leave_no_stray_files() {
+    let instance = Instance::new();
+    let server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let card = sample("apple.v3.vcf");
+    let preview = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "a.vcf", &card).await).await;
+    ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
+    let with_picture: Vec<Value> = contacts(&ada).await.into_iter().filter(|c| c["photo"] != "").collect();
+    assert_eq!(with_picture.len(), 1, "the one card with a photo");
+    let id = with_picture[0]["id"].as_u64().expect("id");
+    let name = with_picture[0]["photo"].as_str().expect("photo").to_string();
+    assert_eq!(photo_files(&instance, ada.id), vec![name.clone()], "the file the contact names, nothing else");
+
+    // The same card again, merged into the contact: it keeps its picture, the new copy goes.
+    let preview = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "a.vcf", &card).await).await;
+    let actions: Vec<Value> = preview["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| json!({ "row_index": r["row_index"], "action": if r["duplicate_match"].is_null() { "skip" } else { "update" } }))
+        .collect();
+    let result = ok_json(
+        ada.post(
+            "/api/v1/contacts/import/vcf/confirm",
+            json!({ "session_id": preview["session_id"], "actions": actions }),
+        )
+        .await,
+    )
+    .await;
+    assert!(result["updated"].as_u64().expect("updated") >= 1, "{result}");
+    let again = ok_json(ada.get(&format!("/api/v1/contacts/{id}")).await).await;
+    assert_eq!(again["photo"], name.as_str());
+    assert_eq!(photo_files(&instance, ada.id), vec![name.clone()]);
+
+    // A picture uploaded by hand replaces the imported file; deleting the contact removes it.
+    let png = ada.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.bytes().await.expect("bytes");
+    let boundary = "b";
+    let mut body =
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"p.png\"\r\n\r\n")
+            .into_bytes();
+    body.extend_from_slice(&png);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let replaced = ada
+        .request(reqwest::Method::POST, &format!("/api/v1/contacts/{id}/profile_picture"))
+        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+        .body(body)
+        .send()
+        .await
+        .expect("upload");
+    assert_eq!(replaced.status(), 200);
+    assert_eq!(photo_files(&instance, ada.id), vec![format!("{id}.png")], "the imported file is gone");
+    ada.send(reqwest::Method::DELETE, &format!("/api/v1/contacts/{id}"), json!({})).await;
+    assert_eq!(photo_files(&instance, ada.id), Vec::<String>::new());
+}

@@ -79,14 +79,21 @@ pub async fn upload(
         })
         .await?
         .map_err(ApiError::internal)?;
+    let replaced = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let previous = replaced.clone();
     let row = scope(&state, &user)
         .write_async(move |tx| {
             tx.update::<Contact>(id, Precondition::Any, |c| {
-                c.photo = name.clone();
+                *previous.lock().unwrap_or_else(|p| p.into_inner()) = std::mem::replace(&mut c.photo, name.clone());
                 Ok(())
             })
         })
         .await?;
+    // An imported picture has a name of its own: it goes once the new one is in place.
+    let old = std::mem::take(&mut *replaced.lock().unwrap_or_else(|p| p.into_inner()));
+    if !old.is_empty() && old != row.body.photo {
+        let _ = std::fs::remove_file(dir.join(old));
+    }
     Ok(tagged(&row, None, StatusCode::OK, &view(&row, &[])))
 }
 
