@@ -112,7 +112,40 @@ pub fn parse_file(bytes: &[u8]) -> Vec<Item> {
     if found.is_empty() {
         return vec![Item::Problem(Problem { index: 0, line: 1, reason: "no BEGIN:VCARD found".into() })];
     }
-    found.into_iter().enumerate().map(|(index, block)| parse_block(index, &block)).collect()
+    parse_blocks(&found)
+}
+
+/// Cards per thread below which a file is parsed on the calling thread alone.
+const CARDS_PER_THREAD: usize = 256;
+
+/// Parses the cards on up to four threads (the cards are independent), keeping file order.
+fn parse_blocks(found: &[Block<'_>]) -> Vec<Item> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let per_thread = found.len().div_ceil(threads).max(CARDS_PER_THREAD);
+    if per_thread >= found.len() {
+        return found.iter().enumerate().map(|(index, block)| parse_block(index, block)).collect();
+    }
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = found
+            .chunks(per_thread)
+            .enumerate()
+            .map(|(part, blocks)| {
+                scope.spawn(move || {
+                    let first = part * per_thread;
+                    blocks.iter().enumerate().map(|(i, block)| parse_block(first + i, block)).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(found.len());
+        for part in parts {
+            match part.join() {
+                Ok(items) => out.extend(items),
+                // A panic in the parser is a bug; let it surface as it would have on one thread.
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
 }
 
 fn parse_block(index: usize, block: &Block<'_>) -> Item {
@@ -329,6 +362,38 @@ pub fn put_photo(card: &mut Card, photo: &Photo) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_file_parses_on_several_threads_in_file_order() {
+        let mut file = String::new();
+        let mut lines = Vec::new();
+        let count = CARDS_PER_THREAD * 3 + 7;
+        for n in 0..count {
+            lines.push(file.matches("\r\n").count() + 1);
+            if n % 100 == 42 {
+                file.push_str("BEGIN:VCARD\r\nVERSION:3.0\r\nN:;;;;\r\nEND:VCARD\r\n");
+            } else {
+                file.push_str(&format!(
+                    "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Person {n}\r\nN:{n};Person;;;\r\nEND:VCARD\r\n"
+                ));
+            }
+        }
+        let items = parse_file(file.as_bytes());
+        assert_eq!(items.len(), count);
+        for (n, item) in items.iter().enumerate() {
+            match item {
+                Item::Record { record, line, .. } => {
+                    assert_eq!(*line, lines[n]);
+                    let full = record.card.name.as_ref().and_then(|name| name.full.clone());
+                    assert_eq!(full, Some(format!("Person {n}")));
+                }
+                Item::Problem(p) => {
+                    assert_eq!(n % 100, 42, "only the empty cards fail: {}", p.reason);
+                    assert_eq!((p.index, p.line), (n, lines[n]));
+                }
+            }
+        }
+    }
 
     fn records(text: &[u8]) -> Vec<NeutralRecord> {
         parse_file(text)

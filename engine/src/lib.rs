@@ -39,7 +39,7 @@ pub use error::{Error, Invalid, Result};
 pub use global::{GlobalRecord, GlobalView, TxGlobal};
 pub use migrate::{Migration, MigrationReport};
 pub use read::{Page, UserView, Walk};
-pub use record::{Kind, Meta, Precondition, Record, Row};
+pub use record::{Kind, Meta, Precondition, Prepared, Record, Row};
 pub use reindex::{Indexed, KindReindexed, ReindexReport};
 pub use search::{
     Hit, Plan, RebuildReport, SearchDoc, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,

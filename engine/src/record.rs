@@ -149,3 +149,31 @@ impl Precondition {
         }
     }
 }
+
+/// A body that has been through its save hook and validation, so a transaction can store it
+/// without repeating either ([`crate::TxUser::create_prepared`]). Preparing on the caller's
+/// threads keeps that work off the single writer during bulk writes. The body cannot change
+/// once prepared.
+#[derive(Debug, Clone)]
+pub struct Prepared<R>(R);
+
+impl<R: Record> Prepared<R> {
+    pub fn new(mut body: R) -> Result<Prepared<R>, Invalid> {
+        body.save_hook();
+        body.validate()?;
+        Ok(Prepared(body))
+    }
+
+    /// A body the caller has just prepared itself (inside the engine only).
+    pub(crate) fn already(body: R) -> Prepared<R> {
+        Prepared(body)
+    }
+
+    pub fn body(&self) -> &R {
+        &self.0
+    }
+
+    pub fn into_body(self) -> R {
+        self.0
+    }
+}

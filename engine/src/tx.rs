@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use redb::{ReadableTable, WriteTransaction};
 
 use crate::changes::{Change, Op};
-use crate::record::{Meta, Precondition, Record, Row};
+use crate::record::{Meta, Precondition, Prepared, Record, Row};
 use crate::search::Touched;
 use crate::tables::{self, CHANGES, COUNTERS, LIVE_COUNTS, USER_SEQ};
 use crate::{Error, Invalid, Result, UserId, codec, read};
@@ -104,6 +104,12 @@ impl TxUser<'_, '_> {
     /// Creates a row with a fresh id and revision 1.
     pub fn create<R: Record>(&self, mut body: R) -> Result<Row<R>> {
         prepare(&mut body)?;
+        self.create_prepared(Prepared::already(body))
+    }
+
+    /// Creates a row from a body prepared outside the transaction (see [`Prepared`]).
+    pub fn create_prepared<R: Record>(&self, body: Prepared<R>) -> Result<Row<R>> {
+        let body = body.into_body();
         let id = next_counter(self.tx.txn, &format!("id:{}", R::KIND.name))?;
         let now = self.tx.now;
         let meta = Meta { revision: 1, created_at: now, updated_at: now, deleted_at: None };

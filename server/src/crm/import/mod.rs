@@ -13,7 +13,7 @@ use mycorrhizal_codecs::card::{Card, Component, Name};
 use mycorrhizal_codecs::projection::{Flat, project};
 use mycorrhizal_codecs::record::{Item, NeutralRecord};
 use mycorrhizal_codecs::vcard::Photo;
-use mycorrhizal_engine::{Invalid, Kind, Precondition, Record, Row, TxUser, UserId, UserView, kind};
+use mycorrhizal_engine::{Invalid, Kind, Precondition, Prepared, Record, Row, TxUser, UserId, UserView, kind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -349,7 +349,7 @@ pub struct ImportResult {
 /// (see [`store_photo`]): a new contact takes it; an updated one only when it has none.
 #[derive(Debug, Clone)]
 pub enum Op {
-    Add { row: usize, contact: Box<Contact> },
+    Add { row: usize, contact: Box<Prepared<Contact>> },
     Update { row: usize, id: u64, record: Box<NeutralRecord>, photo: Option<String> },
 }
 
@@ -364,7 +364,7 @@ impl Op {
     /// The picture file this op brings, if any.
     fn photo(&self) -> Option<&str> {
         match self {
-            Op::Add { contact, .. } => Some(contact.photo.as_str()).filter(|p| !p.is_empty()),
+            Op::Add { contact, .. } => Some(contact.body().photo.as_str()).filter(|p| !p.is_empty()),
             Op::Update { photo, .. } => photo.as_deref(),
         }
     }
@@ -403,14 +403,17 @@ pub fn apply_batch(tx: &TxUser<'_, '_>, ops: &[Op]) -> mycorrhizal_engine::Resul
     for op in ops {
         match op {
             Op::Add { row, contact } => {
-                let mut contact = (**contact).clone();
-                if !tx.find::<Contact>(INDEX_UID, &contact.uid.to_lowercase())?.is_empty() {
+                let created = if tx.find::<Contact>(INDEX_UID, &contact.body().uid.to_lowercase())?.is_empty() {
+                    tx.create_prepared((**contact).clone())
+                } else {
+                    let mut contact = contact.body().clone();
                     contact.uid = uuid::Uuid::new_v4().to_string();
                     let mut card = contact.parsed_card();
                     card.uid = Some(contact.uid.clone());
                     contact.card = serde_json::to_string(&card).unwrap_or(contact.card);
-                }
-                match tx.create(contact) {
+                    tx.create(contact)
+                };
+                match created {
                     Ok(r) => out.push(Outcome::Created { row: *row, id: r.id }),
                     Err(mycorrhizal_engine::Error::Invalid(e)) => {
                         out.push(Outcome::Failed { row: *row, reason: format!("{}: {}", e.field, e.reason) })
@@ -522,9 +525,18 @@ fn row_error(row: &ImportRow, reason: &str) -> String {
     }
 }
 
+/// A row the confirm will write.
+enum Planned<'a> {
+    Add(&'a ImportRow, &'a NeutralRecord),
+    Update(&'a ImportRow, &'a NeutralRecord, u64),
+}
+
 /// Applies decisions to prepared rows: creates and merges in transactions of [`BATCH`] rows
 /// (one durable commit each), stores inline photos as files, and records the import run.
 /// `progress(done, total)` is called after each batch.
+///
+/// While the writer commits one batch, this thread prepares the next (the contact, its save hook
+/// and validation, its picture file), so the single writer only stores rows.
 ///
 /// It always returns a result, never an error: rows are independent, so a failing row is counted
 /// and described and the others are applied, and a batch whose transaction fails (the disk, not
@@ -543,7 +555,7 @@ pub fn execute(
     let mut result = ImportResult { total_processed: rows.len() as u64, ..Default::default() };
     let mut failed = 0u64;
     let mut notes = Vec::new();
-    let mut ops = Vec::new();
+    let mut planned = Vec::new();
     for row in rows {
         let action = actions.get(&row.index).copied().unwrap_or(Action::Skip);
         let mut fail = |reason: &str| {
@@ -553,16 +565,10 @@ pub fn execute(
         match (action, &row.record, &row.duplicate) {
             (Action::Skip, _, _) => result.skipped += 1,
             (_, None, _) => fail(row.errors.first().map(String::as_str).unwrap_or("the row could not be read")),
-            (Action::Add, Some(record), _) => match new_contact(record, false) {
-                Ok(contact) => ops.push(Op::Add { row: row.index, contact: Box::new(contact) }),
-                Err(reason) => fail(&reason),
-            },
-            (Action::Update, Some(record), Some(dup)) => ops.push(Op::Update {
-                row: row.index,
-                id: dup.existing_contact_id,
-                record: Box::new(record.clone()),
-                photo: None,
-            }),
+            (Action::Add, Some(record), _) => planned.push(Planned::Add(row, record)),
+            (Action::Update, Some(record), Some(dup)) => {
+                planned.push(Planned::Update(row, record, dup.existing_contact_id))
+            }
             (Action::Update, Some(_), None) => fail("update asked, but the row matches no existing contact"),
         }
         if action != Action::Skip && row.record.is_some() {
@@ -577,35 +583,12 @@ pub fn execute(
         None => format!("row {row}: {reason}"),
     };
     let dir = photo_dir(data_dir, scope.id());
-    let total = ops.len();
+    let total = planned.len();
     let mut done = 0;
-    let mut pending = ops.into_iter().peekable();
-    while pending.peek().is_some() {
-        let mut batch: Vec<Op> = pending.by_ref().take(BATCH).collect();
-        // Pictures are written before the batch's transaction, under names of their own, so
-        // contacts and pictures land in one commit. A file whose row did not land is removed
-        // after it; a crash in between leaves a file no contact names, never a contact
-        // naming a missing file.
-        for op in &mut batch {
-            let Some(photo) = by_index.get(&op.row()).and_then(|r| r.photo.as_ref()) else { continue };
-            match store_photo(&dir, photo) {
-                Ok(name) => match op {
-                    Op::Add { contact, .. } => contact.photo = name,
-                    Op::Update { photo, .. } => *photo = Some(name),
-                },
-                Err(e) => notes.push(describe(op.row(), &format!("imported without its photo: {e}"))),
-            }
-        }
-        let brought: Vec<(usize, Option<String>)> =
-            batch.iter().map(|op| (op.row(), op.photo().map(str::to_string))).collect();
-        let outcomes = match scope.write(move |tx| apply_batch(tx, &batch)) {
-            Ok(outcomes) => outcomes,
-            Err(e) => {
-                tracing::error!(event = "import_batch_failed", rows = brought.len(), error = %e);
-                let reason = format!("not saved: {e}");
-                brought.iter().map(|(row, _)| Outcome::Failed { row: *row, reason: reason.clone() }).collect()
-            }
-        };
+    // What each written batch brought: its rows and their picture files, and what became of them.
+    type Written = (Vec<(usize, Option<String>)>, Vec<Outcome>);
+    // Returns how many rows the batch held.
+    let account = |(brought, outcomes): Written, result: &mut ImportResult, failed: &mut u64| {
         for ((_, photo), outcome) in brought.iter().zip(&outcomes) {
             if let Some(name) = photo
                 && !outcome.keeps_photo()
@@ -616,14 +599,99 @@ pub fn execute(
                 Outcome::Created { .. } => result.created += 1,
                 Outcome::Updated { .. } => result.updated += 1,
                 Outcome::Failed { row, reason } => {
-                    failed += 1;
+                    *failed += 1;
                     result.errors.push(describe(*row, reason));
                 }
             }
         }
-        done += brought.len();
-        progress(done, total);
-    }
+        brought.len()
+    };
+    std::thread::scope(|threads| {
+        let (to_writer, batches) = std::sync::mpsc::sync_channel::<Vec<Op>>(1);
+        let (to_account, written) = std::sync::mpsc::channel::<Written>();
+        threads.spawn(move || {
+            for batch in batches {
+                let brought: Vec<(usize, Option<String>)> =
+                    batch.iter().map(|op| (op.row(), op.photo().map(str::to_string))).collect();
+                let outcomes = match scope.write(move |tx| apply_batch(tx, &batch)) {
+                    Ok(outcomes) => outcomes,
+                    Err(e) => {
+                        tracing::error!(event = "import_batch_failed", rows = brought.len(), error = %e);
+                        let reason = format!("not saved: {e}");
+                        brought.iter().map(|(row, _)| Outcome::Failed { row: *row, reason: reason.clone() }).collect()
+                    }
+                };
+                if to_account.send((brought, outcomes)).is_err() {
+                    return;
+                }
+            }
+        });
+        for chunk in planned.chunks(BATCH) {
+            let mut ops = Vec::with_capacity(chunk.len());
+            for plan in chunk {
+                let (row, record) = match plan {
+                    Planned::Add(row, record) | Planned::Update(row, record, _) => (*row, *record),
+                };
+                let mut fail = |reason: &str| {
+                    failed += 1;
+                    result.errors.push(row_error(row, reason));
+                };
+                let contact = match plan {
+                    Planned::Add(..) => match new_contact(record, false) {
+                        Ok(contact) => Some(contact),
+                        Err(reason) => {
+                            fail(&reason);
+                            continue;
+                        }
+                    },
+                    Planned::Update(..) => None,
+                };
+                // Pictures are written before the batch's transaction, under names of their
+                // own, so contacts and pictures land in one commit. A file whose row did not
+                // land is removed after it; a crash in between leaves a file no contact names,
+                // never a contact naming a missing file.
+                let photo = row.photo.as_ref().and_then(|photo| match store_photo(&dir, photo) {
+                    Ok(name) => Some(name),
+                    Err(e) => {
+                        notes.push(row_error(row, &format!("imported without its photo: {e}")));
+                        None
+                    }
+                });
+                match (plan, contact) {
+                    (Planned::Add(..), Some(mut contact)) => {
+                        contact.photo = photo.clone().unwrap_or_default();
+                        match Prepared::new(contact) {
+                            Ok(contact) => ops.push(Op::Add { row: row.index, contact: Box::new(contact) }),
+                            Err(e) => {
+                                if let Some(name) = photo {
+                                    let _ = std::fs::remove_file(dir.join(name));
+                                }
+                                fail(&format!("{}: {}", e.field, e.reason));
+                            }
+                        }
+                    }
+                    (Planned::Update(_, _, id), _) => {
+                        ops.push(Op::Update { row: row.index, id: *id, record: Box::new(record.clone()), photo })
+                    }
+                    (Planned::Add(..), None) => unreachable!("an added row has its contact"),
+                }
+            }
+            // Rows that failed before the transaction count as done too.
+            done += chunk.len() - ops.len();
+            if to_writer.send(ops).is_err() {
+                break;
+            }
+            while let Ok(batch) = written.try_recv() {
+                done += account(batch, &mut result, &mut failed);
+                progress(done, total);
+            }
+        }
+        drop(to_writer);
+        for batch in written {
+            done += account(batch, &mut result, &mut failed);
+            progress(done, total);
+        }
+    });
     result.errors.extend(notes);
     result.error_count = failed;
     let run = ImportRun {
