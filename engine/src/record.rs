@@ -150,30 +150,36 @@ impl Precondition {
     }
 }
 
-/// A body that has been through its save hook and validation, so a transaction can store it
-/// without repeating either ([`crate::TxUser::create_prepared`]). Preparing on the caller's
-/// threads keeps that work off the single writer during bulk writes. The body cannot change
-/// once prepared.
+/// A body that has been through its save hook and validation, with the audit trail's field list
+/// of its creation, so a transaction can store it without repeating any of that
+/// ([`crate::TxUser::create_prepared`]). Preparing on the caller's threads keeps that work off the
+/// single writer during bulk writes. The body cannot change once prepared.
 #[derive(Debug, Clone)]
-pub struct Prepared<R>(R);
+pub struct Prepared<R> {
+    body: R,
+    /// The audit diff of creating `body` (from nothing); `None` leaves it to the transaction.
+    pub(crate) created: Option<Vec<crate::audit::FieldChange>>,
+}
 
 impl<R: Record> Prepared<R> {
     pub fn new(mut body: R) -> Result<Prepared<R>, Invalid> {
         body.save_hook();
         body.validate()?;
-        Ok(Prepared(body))
+        let after = serde_json::to_value(&body).unwrap_or_default();
+        let created = crate::audit::diff(&serde_json::Value::Null, &after, R::AUDIT_SKIP);
+        Ok(Prepared { body, created: Some(created) })
     }
 
     /// A body the caller has just prepared itself (inside the engine only).
     pub(crate) fn already(body: R) -> Prepared<R> {
-        Prepared(body)
+        Prepared { body, created: None }
     }
 
     pub fn body(&self) -> &R {
-        &self.0
+        &self.body
     }
 
     pub fn into_body(self) -> R {
-        self.0
+        self.body
     }
 }

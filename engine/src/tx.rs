@@ -108,13 +108,14 @@ impl TxUser<'_, '_> {
     }
 
     /// Creates a row from a body prepared outside the transaction (see [`Prepared`]).
-    pub fn create_prepared<R: Record>(&self, body: Prepared<R>) -> Result<Row<R>> {
-        let body = body.into_body();
+    pub fn create_prepared<R: Record>(&self, prepared: Prepared<R>) -> Result<Row<R>> {
+        let created = prepared.created.clone();
+        let body = prepared.into_body();
         let id = next_counter(self.tx.txn, &format!("id:{}", R::KIND.name))?;
         let now = self.tx.now;
         let meta = Meta { revision: 1, created_at: now, updated_at: now, deleted_at: None };
         let row = Row { id, meta, body };
-        self.store(None, &row, Op::Created)?;
+        self.store(None, &row, Op::Created, created)?;
         Ok(row)
     }
 
@@ -140,7 +141,7 @@ impl TxUser<'_, '_> {
         prepare(&mut row.body)?;
         row.meta.revision += 1;
         row.meta.updated_at = self.tx.now.max(old.meta.updated_at);
-        self.store(Some(&old), &row, Op::Updated)?;
+        self.store(Some(&old), &row, Op::Updated, None)?;
         Ok(row)
     }
 
@@ -153,7 +154,7 @@ impl TxUser<'_, '_> {
         row.meta.revision += 1;
         row.meta.updated_at = self.tx.now.max(old.meta.updated_at);
         row.meta.deleted_at = Some(self.tx.now);
-        self.store(Some(&old), &row, Op::Deleted)?;
+        self.store(Some(&old), &row, Op::Deleted, None)?;
         if !R::KIND.soft_delete {
             let mut table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
             table.remove((self.user, id))?;
@@ -178,7 +179,14 @@ impl TxUser<'_, '_> {
         Ok(expired.len() as u64)
     }
 
-    fn store<R: Record>(&self, old: Option<&Row<R>>, row: &Row<R>, op: Op) -> Result<()> {
+    /// Writes `row` and its bookkeeping. `audit`: the field changes, when already known.
+    fn store<R: Record>(
+        &self,
+        old: Option<&Row<R>>,
+        row: &Row<R>,
+        op: Op,
+        audit: Option<Vec<crate::audit::FieldChange>>,
+    ) -> Result<()> {
         let txn = self.tx.txn;
         {
             let mut index = txn.open_table(tables::index_table(R::KIND.index))?;
@@ -236,7 +244,10 @@ impl TxUser<'_, '_> {
             Some(r) if r.meta.deleted_at.is_none() => serde_json::to_value(&r.body).unwrap_or_default(),
             _ => serde_json::Value::Null,
         };
-        let after = if op == Op::Deleted { serde_json::Value::Null } else { body(Some(row)) };
+        let changes = audit.unwrap_or_else(|| {
+            let after = if op == Op::Deleted { serde_json::Value::Null } else { body(Some(row)) };
+            crate::audit::diff(&body(old), &after, R::AUDIT_SKIP)
+        });
         let event = crate::audit::AuditEvent {
             seq,
             kind: R::KIND.name.to_string(),
@@ -244,7 +255,7 @@ impl TxUser<'_, '_> {
             action: op,
             revision: row.meta.revision,
             at: self.tx.now,
-            changes: crate::audit::diff(&body(old), &after, R::AUDIT_SKIP),
+            changes,
             prev_hash: String::new(),
             hash: String::new(),
         };

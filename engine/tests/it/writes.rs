@@ -209,6 +209,30 @@ fn every_change_lands_in_a_verifiable_audit_chain_with_field_diffs() {
 }
 
 #[test]
+fn a_body_prepared_outside_the_writer_stores_as_a_plain_create_does() {
+    use mycorrhizal_engine::Prepared;
+    let db = fresh();
+    let alice = db.engine.user(ALICE);
+    assert_eq!(Prepared::new(Person::new("", "x@example.org")).unwrap_err().field, "name", "validated when prepared");
+    let prepared = Prepared::new(Person::new("Ada Lovelace", "ada@example.org")).unwrap();
+    assert_eq!(prepared.body().sort_name, "ada lovelace", "save hook ran when prepared");
+    let made = alice.write(move |tx| tx.create_prepared(prepared.clone())).unwrap();
+    let plain = alice.create(Person::new("Ada Lovelace", "lovelace@example.org")).unwrap();
+    assert_eq!((made.meta.revision, &made.body.sort_name), (1, &plain.body.sort_name));
+    let view = alice.view().unwrap();
+    assert_eq!(view.find::<Person>("sort_name", "ada lovelace").unwrap(), vec![made.id, plain.id], "indexed");
+    let events = view.audit_events(0, 10).unwrap();
+    assert_eq!(events.len(), 2);
+    let fields = |i: usize| events[i].changes.iter().map(|c| c.field.clone()).collect::<Vec<_>>();
+    assert_eq!(fields(0), ["email", "name", "sort_name"]);
+    assert_eq!(fields(0), fields(1), "the same audit fields");
+    assert_eq!(events[0].changes[1], events[1].changes[1]);
+    assert_eq!(events[0].changes[0].after, "\"ada@example.org\"");
+    assert_eq!(events[0].record_id, made.id);
+    assert_eq!(view.verify_audit().unwrap(), 2);
+}
+
+#[test]
 fn tampering_with_a_stored_audit_event_is_detected() {
     let db = fresh();
     let alice = db.engine.user(ALICE);
