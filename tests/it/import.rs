@@ -548,3 +548,30 @@ async fn imported_pictures_land_with_their_contacts_and_leave_no_stray_files() {
     ada.send(reqwest::Method::DELETE, &format!("/api/v1/contacts/{id}"), json!({})).await;
     assert_eq!(photo_files(&instance, ada.id), Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn a_file_of_several_batches_lands_whole_with_its_pictures_and_failures_accounted() {
+    let instance = Instance::new();
+    let server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    // 1,100 cards: three write batches, parsed on several threads; every 100th has a picture.
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    let mut file = String::new();
+    for n in 0..1100 {
+        let photo = if n % 100 == 0 { format!("PHOTO;ENCODING=b;TYPE=PNG:{png}\r\n") } else { String::new() };
+        file.push_str(&format!(
+            "BEGIN:VCARD\r\nVERSION:3.0\r\nUID:card-{n}\r\nFN:Person {n}\r\nN:P{n};Person;;;\r\nEMAIL:p{n}@example.org\r\n{photo}END:VCARD\r\n"
+        ));
+    }
+    let preview = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "many.vcf", file.as_bytes()).await).await;
+    assert_eq!(preview["total_rows"], 1100);
+    let rows = preview["rows"].as_array().expect("rows");
+    assert!(rows.iter().enumerate().all(|(i, r)| r["row_index"] == i), "file order");
+    let result = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
+    assert_eq!((result["created"].as_u64(), result["error_count"].as_u64()), (Some(1100), Some(0)), "{result}");
+    let listed = ok_json(ada.get("/api/v1/contacts?limit=1").await).await;
+    assert_eq!(listed["total"], 1100);
+    assert_eq!(photo_files(&instance, ada.id).len(), 11, "one file per picture, none stray");
+    let found = ok_json(ada.get("/api/v1/contacts?search=p1099").await).await;
+    assert_eq!(found["total"], 1, "the last batch is searchable: {found}");
+}
