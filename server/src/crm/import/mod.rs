@@ -632,53 +632,48 @@ pub fn execute(
                 let (row, record) = match plan {
                     Planned::Add(row, record) | Planned::Update(row, record, _) => (*row, *record),
                 };
-                let mut fail = |reason: &str| {
-                    failed += 1;
-                    result.errors.push(row_error(row, reason));
-                };
-                let contact = match plan {
-                    Planned::Add(..) => match new_contact(record, false) {
-                        Ok(contact) => Some(contact),
-                        Err(reason) => {
-                            fail(&reason);
-                            continue;
-                        }
-                    },
-                    Planned::Update(..) => None,
-                };
                 // Pictures are written before the batch's transaction, under names of their
                 // own, so contacts and pictures land in one commit. A file whose row did not
                 // land is removed after it; a crash in between leaves a file no contact names,
                 // never a contact naming a missing file.
-                let photo = row.photo.as_ref().and_then(|photo| match store_photo(&dir, photo) {
-                    Ok(name) => Some(name),
-                    Err(e) => {
-                        notes.push(row_error(row, &format!("imported without its photo: {e}")));
-                        None
-                    }
-                });
-                match (plan, contact) {
-                    (Planned::Add(..), Some(mut contact)) => {
-                        contact.photo = photo.clone().unwrap_or_default();
-                        match Prepared::new(contact) {
-                            Ok(contact) => ops.push(Op::Add { row: row.index, contact: Box::new(contact) }),
-                            Err(e) => {
+                let mut picture = || {
+                    row.photo.as_ref().and_then(|photo| match store_photo(&dir, photo) {
+                        Ok(name) => Some(name),
+                        Err(e) => {
+                            notes.push(row_error(row, &format!("imported without its photo: {e}")));
+                            None
+                        }
+                    })
+                };
+                match plan {
+                    Planned::Add(..) => {
+                        let prepared = new_contact(record, false).and_then(|mut contact| {
+                            let photo = picture();
+                            contact.photo = photo.clone().unwrap_or_default();
+                            Prepared::new(contact).map_err(|e| {
                                 if let Some(name) = photo {
                                     let _ = std::fs::remove_file(dir.join(name));
                                 }
-                                fail(&format!("{}: {}", e.field, e.reason));
+                                format!("{}: {}", e.field, e.reason)
+                            })
+                        });
+                        match prepared {
+                            Ok(contact) => ops.push(Op::Add { row: row.index, contact: Box::new(contact) }),
+                            Err(reason) => {
+                                failed += 1;
+                                result.errors.push(row_error(row, &reason));
                             }
                         }
                     }
-                    (Planned::Update(_, _, id), _) => {
+                    Planned::Update(_, _, id) => {
+                        let photo = picture();
                         ops.push(Op::Update { row: row.index, id: *id, record: Box::new(record.clone()), photo })
                     }
-                    (Planned::Add(..), None) => unreachable!("an added row has its contact"),
                 }
             }
             // Rows that failed before the transaction count as done too.
             done += chunk.len() - ops.len();
-            if to_writer.send(ops).is_err() {
+            if !ops.is_empty() && to_writer.send(ops).is_err() {
                 break;
             }
             while let Ok(batch) = written.try_recv() {
