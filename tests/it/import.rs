@@ -530,19 +530,7 @@ async fn imported_pictures_land_with_their_contacts_and_leave_no_stray_files() {
 
     // A picture uploaded by hand replaces the imported file; deleting the contact removes it.
     let png = ada.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.bytes().await.expect("bytes");
-    let boundary = "b";
-    let mut body =
-        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"p.png\"\r\n\r\n")
-            .into_bytes();
-    body.extend_from_slice(&png);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    let replaced = ada
-        .request(reqwest::Method::POST, &format!("/api/v1/contacts/{id}/profile_picture"))
-        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
-        .body(body)
-        .send()
-        .await
-        .expect("upload");
+    let replaced = crate::photos::upload(&ada, id, "photo", &png).await;
     assert_eq!(replaced.status(), 200);
     assert_eq!(photo_files(&instance, ada.id), vec![format!("{id}.png")], "the imported file is gone");
     ada.send(reqwest::Method::DELETE, &format!("/api/v1/contacts/{id}"), json!({})).await;

@@ -6,7 +6,7 @@ use crate::helpers::{Client, Instance};
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\0\x05\0\x01\xff\x89\x99=\x1d\0\0\0\0IEND\xaeB`\x82";
 
-async fn upload(client: &Client, id: u64, field: &str, bytes: &[u8]) -> reqwest::Response {
+pub(crate) async fn upload(client: &Client, id: u64, field: &str, bytes: &[u8]) -> reqwest::Response {
     let boundary = "mycorrhizal-test-boundary";
     let mut body = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"p.png\"\r\nContent-Type: application/octet-stream\r\n\r\n").into_bytes();
     body.extend_from_slice(bytes);

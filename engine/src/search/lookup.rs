@@ -64,15 +64,14 @@ impl Lookup<'_> {
     pub(crate) fn phrase_candidates(&self, plan: &Plan) -> Option<(Box<dyn Query>, Box<dyn Query>)> {
         let [Clause::Phrase(words)] = plan.clauses.as_slice() else { return None };
         let f = self.fields;
-        let buckets: BTreeSet<String> = words.windows(2).map(|w| pair_bucket(&w[0], &w[1])).collect();
+        let buckets = buckets(words);
         let (mut scored, mut exact) = (Vec::new(), Vec::new());
         for scope in &self.scopes {
             for (field, grams, boost) in [(f.title, f.title_grams, TITLE_BOOST), (f.body, f.body_grams, 1.0)] {
                 for bucket in &buckets {
                     scored.push((Occur::Should, term(grams, &format!("{scope}{bucket}"), boost)));
                 }
-                let terms = words.iter().map(|w| Term::from_field_text(field, &format!("{scope}{w}"))).collect();
-                exact.push((Occur::Should, Box::new(PhraseQuery::new(terms)) as Box<dyn Query>));
+                exact.push((Occur::Should, phrase(field, scope, words)));
             }
         }
         Some((Box::new(BooleanQuery::new(scored)), Box::new(BooleanQuery::new(exact))))
@@ -107,12 +106,10 @@ impl Lookup<'_> {
             Clause::Phrase(words) => {
                 // Word positions decide; the buckets of the phrase's pairs only narrow the
                 // documents where positions are read (and add nothing to the score).
-                for (field, buckets, boost) in [(f.title, f.title_grams, TITLE_BOOST), (f.body, f.body_grams, 1.0)] {
-                    let terms = words.iter().map(|w| Term::from_field_text(field, &format!("{scope}{w}"))).collect();
-                    let mut all: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(PhraseQuery::new(terms)))];
-                    let pairs: BTreeSet<String> = words.windows(2).map(|w| pair_bucket(&w[0], &w[1])).collect();
-                    for bucket in pairs {
-                        let term = Term::from_field_text(buckets, &format!("{scope}{bucket}"));
+                for (field, grams, boost) in [(f.title, f.title_grams, TITLE_BOOST), (f.body, f.body_grams, 1.0)] {
+                    let mut all = vec![(Occur::Must, phrase(field, scope, words))];
+                    for bucket in buckets(words) {
+                        let term = Term::from_field_text(grams, &format!("{scope}{bucket}"));
                         let query = TermQuery::new(term, IndexRecordOption::Basic);
                         all.push((Occur::Must, Box::new(ConstScoreQuery::new(Box::new(query), 0.0))));
                     }
@@ -195,6 +192,17 @@ fn drain<A: Automaton>(mut terms: TermStreamer<'_, A>, found: &mut BTreeSet<Vec<
         found.insert(terms.key().to_vec());
     }
     true
+}
+
+/// The words of a phrase, adjacent and in order, in one scope of `field`.
+fn phrase(field: Field, scope: &str, words: &[String]) -> Box<dyn Query> {
+    let terms = words.iter().map(|w| Term::from_field_text(field, &format!("{scope}{w}"))).collect();
+    Box::new(PhraseQuery::new(terms))
+}
+
+/// The distinct pair buckets of a phrase's adjacent words (without scope).
+fn buckets(words: &[String]) -> BTreeSet<String> {
+    words.windows(2).map(|w| pair_bucket(&w[0], &w[1])).collect()
 }
 
 fn term(field: Field, text: &str, boost: f32) -> Box<dyn Query> {
