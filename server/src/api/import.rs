@@ -7,16 +7,17 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::extract::{Multipart, State};
+use axum::response::Response;
 use mycorrhizal_codecs::csv::{self, ColumnMapping};
 use mycorrhizal_codecs::record::NeutralRecord;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use crate::auth::AuthUser;
 use crate::crm::import::{self, Action, ImportRow, SessionError, Source, Stage};
 use crate::error::ApiError;
-use crate::http::json::Json;
+use crate::http::json::{Json, json_bytes};
 use crate::state::AppState;
 
 /// Largest JSON body of `POST /contacts/import/records` (500 records with inline photos).
@@ -63,54 +64,84 @@ fn too_many(count: usize, max: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The preview body every upload and the CSV preview answer with.
-fn preview(session_id: &str, rows: &[ImportRow]) -> Value {
-    let shown: Vec<Value> = rows
-        .iter()
-        .map(|r| {
-            let mut row = json!({
-                "row_index": r.index,
-                "line": r.line,
-                "parsed_contact": r.record.as_ref().map(import::parsed_contact).unwrap_or_default(),
-                "validation_errors": r.errors,
-                "duplicate_match": r.duplicate,
-                "suggested_action": r.suggested_action(),
-                "merge_diff": r.diff,
-                "batch_duplicate_of": r.batch_duplicate_of,
-            });
-            if !r.diagnostics.is_empty() {
-                row["diagnostics"] = json!(r.diagnostics);
-            }
-            row
-        })
-        .collect();
-    json!({
-        "session_id": session_id,
-        "rows": shown,
-        "total_rows": rows.len(),
-        "valid_rows": rows.iter().filter(|r| r.record.is_some()).count(),
-        "duplicate_count": rows.iter().filter(|r| r.duplicate.is_some() || r.batch_duplicate_of.is_some()).count(),
-        "error_count": rows.iter().filter(|r| r.record.is_none()).count(),
-    })
+/// The preview body every upload and the CSV preview answer with, serialized straight from the
+/// session's rows (a preview of 10,000 rows is megabytes: no intermediate JSON tree, no copy of
+/// the rows).
+fn preview(session_id: &str, rows: &[ImportRow]) -> Vec<u8> {
+    let body = PreviewBody {
+        session_id,
+        rows: PreviewRows(rows),
+        total_rows: rows.len(),
+        valid_rows: rows.iter().filter(|r| r.record.is_some()).count(),
+        duplicate_count: rows.iter().filter(|r| r.duplicate.is_some() || r.batch_duplicate_of.is_some()).count(),
+        error_count: rows.iter().filter(|r| r.record.is_none()).count(),
+    };
+    // Maps with string keys, strings and numbers only: serializing cannot fail.
+    serde_json::to_vec(&body).unwrap_or_default()
 }
 
-/// Runs duplicate detection on fresh rows and opens a session holding them.
+#[derive(Serialize)]
+struct PreviewBody<'a> {
+    session_id: &'a str,
+    rows: PreviewRows<'a>,
+    total_rows: usize,
+    valid_rows: usize,
+    duplicate_count: usize,
+    error_count: usize,
+}
+
+struct PreviewRows<'a>(&'a [ImportRow]);
+
+impl Serialize for PreviewRows<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|r| PreviewRow {
+            row_index: r.index,
+            line: r.line,
+            parsed_contact: r.record.as_ref().map(import::parsed_contact).unwrap_or_default(),
+            validation_errors: &r.errors,
+            duplicate_match: r.duplicate.as_ref(),
+            suggested_action: r.suggested_action(),
+            merge_diff: r.diff.as_ref(),
+            batch_duplicate_of: r.batch_duplicate_of,
+            diagnostics: &r.diagnostics,
+        }))
+    }
+}
+
+#[derive(Serialize)]
+struct PreviewRow<'a> {
+    row_index: usize,
+    line: usize,
+    parsed_contact: std::collections::BTreeMap<&'static str, String>,
+    validation_errors: &'a [String],
+    duplicate_match: Option<&'a import::DuplicateMatch>,
+    suggested_action: &'static str,
+    merge_diff: Option<&'a import::MergeDiff>,
+    batch_duplicate_of: Option<usize>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    diagnostics: &'a [String],
+}
+
+/// Runs duplicate detection on fresh rows and opens a session holding them; the preview is
+/// serialized on the blocking pool, before the rows move into the session.
 async fn open_previewed(
     state: &AppState,
     user: &AuthUser,
     source: Source,
     mut rows: Vec<ImportRow>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let scope = state.engine.user(user.id);
-    let rows = state
+    let id = import::Sessions::fresh_id();
+    let session = id.clone();
+    let (rows, body) = state
         .blocking(move |_| {
             import::detect(&scope.view()?, &mut rows)?;
-            Ok::<_, ApiError>(rows)
+            let body = preview(&session, &rows);
+            Ok::<_, ApiError>((rows, body))
         })
         .await??;
-    let body_rows = rows.clone();
-    let id = state.imports.open(user.id, source, None, Stage::Previewed(rows));
-    Ok(axum::Json(preview(&id, &body_rows)))
+    state.imports.open_as(id, user.id, source, None, Stage::Previewed(rows));
+    Ok(json_bytes(body))
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/upload", tag = "import",
@@ -159,7 +190,7 @@ pub async fn preview_csv(
     State(state): State<AppState>,
     user: AuthUser,
     Json(req): Json<PreviewRequest>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let table = state
         .imports
         .with(user.id, &req.session_id, |s| {
@@ -176,7 +207,8 @@ pub async fn preview_csv(
         .map_err(|(field, reason)| ApiError::validation(field, reason))?;
     let scope = state.engine.user(user.id);
     let mappings = req.mappings;
-    let rows = state
+    let session = req.session_id.clone();
+    let (rows, body) = state
         .blocking(move |_| {
             let mut rows: Vec<ImportRow> = csv::apply_mappings(&table, &mappings)
                 .into_iter()
@@ -184,10 +216,10 @@ pub async fn preview_csv(
                 .map(|(index, row)| ImportRow::from_csv(index, row))
                 .collect();
             import::detect(&scope.view()?, &mut rows)?;
-            Ok::<_, ApiError>(rows)
+            let body = preview(&session, &rows);
+            Ok::<_, ApiError>((rows, body))
         })
         .await??;
-    let body = preview(&req.session_id, &rows);
     state
         .imports
         .with(user.id, &req.session_id, |s| {
@@ -199,18 +231,14 @@ pub async fn preview_csv(
             Ok(())
         })
         .map_err(session_error)?;
-    Ok(axum::Json(body))
+    Ok(json_bytes(body))
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/vcf/upload", tag = "import",
     request_body(content_type = "multipart/form-data", description = "Field `file`: a `.vcf` file of vCard 2.1, 3.0 or 4.0 cards, at most `IMPORT_MAX_FILE_MB` (50 MB) and `IMPORT_MAX_CARDS` cards"),
     responses((status = 200, description = "The preview; a card that cannot be read is a row with `validation_errors` naming its line, and the others import"),
         (status = 400, description = "`INVALID_INPUT` naming `file`"), (status = 413, description = "Larger than the configured limit")))]
-pub async fn upload_vcf(
-    State(state): State<AppState>,
-    user: AuthUser,
-    form: Multipart,
-) -> Result<axum::Json<Value>, ApiError> {
+pub async fn upload_vcf(State(state): State<AppState>, user: AuthUser, form: Multipart) -> Result<Response, ApiError> {
     let bytes = read_file(form, &[".vcf", ".vcard"], state.config.import.max_file_bytes).await?;
     let items = state.blocking(move |_| mycorrhizal_codecs::vcard::parse_file(&bytes)).await?;
     too_many(items.len(), state.config.import.max_cards)?;
@@ -225,7 +253,7 @@ pub async fn upload_jscontact(
     State(state): State<AppState>,
     user: AuthUser,
     form: Multipart,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let bytes = read_file(form, &[".json", ".jscontact"], state.config.import.max_file_bytes).await?;
     let items = state.blocking(move |_| mycorrhizal_codecs::jscontact::parse_file(&bytes)).await?;
     if let [mycorrhizal_codecs::record::Item::Problem(p)] = items.as_slice()
@@ -251,7 +279,7 @@ pub async fn records(
     State(state): State<AppState>,
     user: AuthUser,
     Json(req): Json<RecordsRequest>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     if req.records.is_empty() || req.records.len() > MAX_RECORDS {
         return Err(ApiError::validation(
             "records",

@@ -5,6 +5,7 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -34,6 +35,11 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
         })?;
         parse(&bytes).map(Json)
     }
+}
+
+/// A 200 response whose body is JSON already serialized (for bodies too large to build as a tree).
+pub fn json_bytes(body: Vec<u8>) -> axum::response::Response {
+    ([(CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// Parses JSON bytes into `T`, naming the failing field.

@@ -66,6 +66,11 @@ impl Sessions {
         map.retain(|_, s| s.created.elapsed() < SESSION_LIFETIME);
     }
 
+    /// A new session id (random, unguessable).
+    pub fn fresh_id() -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
+
     /// Opens a session and returns its id.
     pub fn open(
         &self,
@@ -74,7 +79,20 @@ impl Sessions {
         table: Option<mycorrhizal_codecs::csv::Table>,
         stage: Stage,
     ) -> String {
-        let id = uuid::Uuid::new_v4().to_string();
+        let id = Self::fresh_id();
+        self.open_as(id.clone(), user, source, table, stage);
+        id
+    }
+
+    /// Opens a session under `id` (from [`Sessions::fresh_id`]).
+    pub fn open_as(
+        &self,
+        id: String,
+        user: UserId,
+        source: Source,
+        table: Option<mycorrhizal_codecs::csv::Table>,
+        stage: Stage,
+    ) {
         let mut map = self.lock();
         Self::sweep(&mut map);
         let mut mine: Vec<(Instant, String)> =
@@ -85,8 +103,7 @@ impl Sessions {
                 map.remove(k);
             }
         }
-        map.insert(id.clone(), Session { user, source, created: Instant::now(), table, stage });
-        id
+        map.insert(id, Session { user, source, created: Instant::now(), table, stage });
     }
 
     /// Runs `f` on the caller's live session.
