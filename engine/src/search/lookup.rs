@@ -8,7 +8,7 @@
 //! not the number of matching rows. An expansion reaching more than [`MAX_EXPANSIONS`] words
 //! falls back to a constant-score automaton over the same scoped words: slower, never wrong.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -21,6 +21,7 @@ use tantivy::termdict::TermStreamer;
 use tantivy::{Searcher, Term};
 use tantivy_fst::Automaton;
 
+use super::any::AnyOf;
 use super::query::{Clause, FUZZY_MIN_CHARS, Plan, TITLE_BOOST};
 use super::schema::{Fields, GRAM_MAX, pair_bucket};
 use crate::Result;
@@ -35,6 +36,27 @@ pub(crate) struct Lookup<'a> {
     pub fields: &'a Fields,
     /// The scopes searched (the visible rows, and the hidden ones when asked for).
     pub scopes: Vec<String>,
+    pub typos: &'a Typos,
+}
+
+/// The one-typo automata of a plan's words long enough for them, built once per search (the
+/// automaton does not depend on the scope or kind it then runs in).
+pub(crate) struct Typos(HashMap<String, Arc<DfaWrapper>>);
+
+impl Typos {
+    pub(crate) fn of(plan: &Plan, field: Field) -> Result<Typos> {
+        let mut automata = HashMap::new();
+        for clause in &plan.clauses {
+            if let Clause::Word { text, .. } = clause
+                && text.chars().count() >= FUZZY_MIN_CHARS
+                && !automata.contains_key(text)
+            {
+                let dfa = FuzzyTermQuery::new(Term::from_field_text(field, text), 1, true).automaton()?;
+                automata.insert(text.clone(), Arc::new(dfa));
+            }
+        }
+        Ok(Typos(automata))
+    }
 }
 
 impl Lookup<'_> {
@@ -46,14 +68,16 @@ impl Lookup<'_> {
             for scope in &self.scopes {
                 self.clause(scope, clause, &mut either)?;
             }
-            clauses.push(BooleanQuery::new(either.into_iter().map(|q| (Occur::Should, q)).collect()));
+            clauses.push(either);
         }
-        // A single clause stays a flat union of terms, the shape block-max WAND prunes best.
+        // A single clause stays a flat union of terms, the shape block-max WAND prunes best;
+        // several are intersected, each a union that moves only as far as asked.
         if clauses.len() == 1 {
-            return Ok(Box::new(clauses.remove(0)));
+            let either = clauses.remove(0);
+            return Ok(Box::new(BooleanQuery::new(either.into_iter().map(|q| (Occur::Should, q)).collect())));
         }
         Ok(Box::new(BooleanQuery::new(
-            clauses.into_iter().map(|q| (Occur::Must, Box::new(q) as Box<dyn Query>)).collect(),
+            clauses.into_iter().map(|either| (Occur::Must, Box::new(AnyOf(either)) as Box<dyn Query>)).collect(),
         )))
     }
 
@@ -90,14 +114,10 @@ impl Lookup<'_> {
                     out.push(term(f.title_grams, &scoped, TITLE_BOOST * NEAR));
                     out.push(term(f.body_grams, &scoped, NEAR));
                 }
-                let fuzzy = chars >= FUZZY_MIN_CHARS;
-                if (*prefix && !grams) || fuzzy {
-                    let automaton = if fuzzy {
-                        let dfa = FuzzyTermQuery::new(Term::from_field_text(f.title, text), 1, true).automaton()?;
-                        Some(Arc::new(Scoped { scope: scope.as_bytes().into(), inner: dfa }))
-                    } else {
-                        None
-                    };
+                let typo = self.typos.0.get(text);
+                if (*prefix && !grams) || typo.is_some() {
+                    let automaton =
+                        typo.map(|dfa| Arc::new(Scoped { scope: scope.as_bytes().into(), inner: dfa.clone() }));
                     for (field, boost) in [(f.title, TITLE_BOOST * NEAR), (f.body, NEAR)] {
                         self.near(field, boost, &scoped, *prefix && !grams, automaton.as_ref(), out)?;
                     }
@@ -216,7 +236,7 @@ fn boosted(query: Box<dyn Query>, boost: f32) -> Box<dyn Query> {
 /// An automaton that first requires the scope, byte for byte, then runs `inner` on the word.
 pub(crate) struct Scoped<A> {
     scope: Box<[u8]>,
-    inner: A,
+    inner: Arc<A>,
 }
 
 #[derive(Clone)]

@@ -21,6 +21,7 @@
 //! - **Ranking.** Per kind, tantivy keeps the best hits asked for and skips postings that cannot
 //!   reach them (block-max WAND); totals are counted up to [`TOTAL_CAP`].
 
+mod any;
 pub(crate) mod collect;
 mod lookup;
 pub mod query;

@@ -11,7 +11,7 @@ use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, DocSet, Searcher, SegmentReader, TERMINATED, Term};
 
 use super::collect::{Group, Grouped, Scored, rank};
-use super::lookup::Lookup;
+use super::lookup::{Lookup, Typos};
 use super::{Analysed, Hit, Pending, Search, SearchGroup, SearchRequest, lock, query, schema};
 use crate::Result;
 
@@ -34,12 +34,13 @@ impl Search {
         let keep = request.offset.saturating_add(request.limit);
         let exclude: HashSet<(u64, u64)> = dirty.iter().map(|(k, _)| *k).collect();
         let mut groups = vec![Group::default(); self.sources.len() + 1];
+        let typos = Typos::of(request.plan, self.fields.title)?;
         for &code in &kinds {
             let mut scopes = vec![schema::scope(user, code, false)];
             if request.include_hidden {
                 scopes.push(schema::scope(user, code, true));
             }
-            let lookup = Lookup { searcher: &searcher, fields: &self.fields, scopes };
+            let lookup = Lookup { searcher: &searcher, fields: &self.fields, scopes, typos: &typos };
             let mut query = lookup.query(request.plan)?;
             let candidates = if request.contacts.is_none() { lookup.phrase_candidates(request.plan) } else { None };
             if let Some(contacts) = request.contacts {
