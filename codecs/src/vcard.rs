@@ -155,20 +155,51 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
     }
     let unfolded = unfold(block.bytes);
     let text = crate::text::decode(&unfolded);
-    let vcard = match VCard::parse(&*text) {
+    let mut vcard = match VCard::parse(&*text) {
         Ok(v) => v,
         Err(Entry::InvalidLine(line)) => return problem(format!("unreadable line: {}", clip(&line))),
         Err(other) => return problem(format!("not a readable vCard ({})", clip(&format!("{other:?}")))),
     };
+    let mut diagnostics = drop_repeated_singulars(&mut vcard);
     let js = vcard.into_jscontact::<String, String>();
     let mut value = serde_json::to_value(&js).unwrap_or_else(|_| json!({}));
     apple_omit_year_in(&mut value);
     let mut record = jscontact::to_neutral(value);
-    let diagnostics = crate::text::name_fallback(&mut record.card);
+    diagnostics.extend(crate::text::name_fallback(&mut record.card));
     match record.card.validate() {
         Ok(()) => Item::Record { record: Box::new(record), line: block.line, diagnostics },
         Err(e) => problem(format!("{}: {}", e.field, e.reason)),
     }
+}
+
+/// Properties a card holds at most once (RFC 6350), unless its instances are alternatives of
+/// each other (`ALTID`).
+const SINGULAR: [(VCardProperty, &str); 5] = [
+    (VCardProperty::Uid, "UID"),
+    (VCardProperty::N, "N"),
+    (VCardProperty::Kind, "KIND"),
+    (VCardProperty::Rev, "REV"),
+    (VCardProperty::Prodid, "PRODID"),
+];
+
+/// Keeps the first of each [`SINGULAR`] property and reports the others. A repeat would travel
+/// as an unknown property and be written back beside the first: two UIDs, of which the next
+/// reader may keep either, so the card would change identity on every round trip.
+fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
+    let mut seen = [false; SINGULAR.len()];
+    let mut dropped = Vec::new();
+    vcard.entries.retain(|entry| {
+        let Some(at) = SINGULAR.iter().position(|(p, _)| *p == entry.name) else { return true };
+        if entry.params.iter().any(|p| p.name == VCardParameterName::Altid) {
+            return true;
+        }
+        if std::mem::replace(&mut seen[at], true) {
+            dropped.push(format!("a second {} was left out: a card has one", SINGULAR[at].1));
+            return false;
+        }
+        true
+    });
+    dropped
 }
 
 fn clip(text: &str) -> String {

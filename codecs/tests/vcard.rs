@@ -282,3 +282,35 @@ fn the_crm_envelope_and_gender_travel_through_both_formats() {
     let js = jscontact::from_neutral(&record);
     assert_eq!(jscontact::to_neutral(js), record);
 }
+
+#[test]
+fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
+    // Found by the `vcard` fuzz target: a second UID travelled as an unknown property and came
+    // back first on export, so the card's identity flipped on every round trip.
+    for (first, second) in [("UID:first", "UID:second"), ("N:A;B;;;", "N:C;D;;;"), ("KIND:individual", "KIND:org"),
+        ("REV:20200101T000000Z", "REV:20210101T000000Z"), ("PRODID:a", "PRODID:b")]
+    {
+        let text = format!("BEGIN:VCARD\nVERSION:4.0\n{first}\n{second}\nFN:Beispiel\nEND:VCARD\n");
+        let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else {
+            panic!("{first}: not a record")
+        };
+        let property = first.split(':').next().unwrap_or_default();
+        assert_eq!(diagnostics, vec![format!("a second {property} was left out: a card has one")]);
+        assert!(record.passthrough.is_empty(), "{first}: {:?}", record.passthrough);
+        for version in [vcard::Version::V4, vcard::Version::V3] {
+            let once = reread(&record, version);
+            assert_eq!(reread(&once, version).card, once.card, "{first} {version:?}");
+            let written = vcard::write(&once, version);
+            assert_eq!(written.matches(&format!("\r\n{property}:")).count(), 1, "{written}");
+        }
+    }
+    let Item::Record { record, .. } = vcard::parse_file(b"BEGIN:VCARD\nVERSION:4.0\nUID:first\nUID:second\nFN:X\nEND:VCARD\n").remove(0)
+    else {
+        panic!()
+    };
+    assert_eq!(record.card.uid.as_deref(), Some("first"));
+    // Alternatives of one another (ALTID) are not repeats.
+    let text = "BEGIN:VCARD\nVERSION:4.0\nFN:Yamada\nN;ALTID=1;LANGUAGE=ja:山田;太郎;;;\nN;ALTID=1;LANGUAGE=en:Yamada;Taro;;;\nEND:VCARD\n";
+    let Item::Record { diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+}
