@@ -17,7 +17,9 @@ use base64::Engine as _;
 use calcard::Entry;
 use calcard::common::PartialDateTime;
 use calcard::jscontact::JSContact;
-use calcard::vcard::{VCard, VCardEntry, VCardParameter, VCardParameterName, VCardProperty, VCardValue, VCardVersion};
+use calcard::vcard::{
+    VCard, VCardEntry, VCardParameter, VCardParameterName, VCardParameterValue, VCardProperty, VCardValue, VCardVersion,
+};
 use serde_json::{Value, json};
 
 use crate::card::Card;
@@ -173,7 +175,7 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
 }
 
 /// Properties a card holds at most once (RFC 6350), unless its instances are alternatives of
-/// each other (`ALTID`).
+/// one another (the same `ALTID`).
 const SINGULAR: [(VCardProperty, &str); 5] = [
     (VCardProperty::Uid, "UID"),
     (VCardProperty::N, "N"),
@@ -182,22 +184,33 @@ const SINGULAR: [(VCardProperty, &str); 5] = [
     (VCardProperty::Prodid, "PRODID"),
 ];
 
-/// Keeps the first of each [`SINGULAR`] property and reports the others. A repeat would travel
-/// as an unknown property and be written back beside the first: two UIDs, of which the next
-/// reader may keep either, so the card would change identity on every round trip.
+/// Keeps the first of each [`SINGULAR`] property (and its alternatives) and reports the others.
+/// A repeat would travel as an unknown property and be written back beside the first: two UIDs,
+/// of which the next reader may keep either, so the card would change on every round trip.
 fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
-    let mut seen = [false; SINGULAR.len()];
+    let altid = |entry: &VCardEntry| {
+        entry.params.iter().find(|p| p.name == VCardParameterName::Altid).map(|p| match &p.value {
+            VCardParameterValue::Text(text) => text.clone(),
+            other => format!("{other:?}"),
+        })
+    };
+    // Per property: not seen yet, or the ALTID of the first instance kept.
+    let mut first: [Option<Option<String>>; SINGULAR.len()] = Default::default();
     let mut dropped = Vec::new();
     vcard.entries.retain(|entry| {
         let Some(at) = SINGULAR.iter().position(|(p, _)| *p == entry.name) else { return true };
-        if entry.params.iter().any(|p| p.name == VCardParameterName::Altid) {
-            return true;
+        let id = altid(entry);
+        match &first[at] {
+            None => {
+                first[at] = Some(id);
+                true
+            }
+            Some(kept) if kept.is_some() && *kept == id => true,
+            Some(_) => {
+                dropped.push(format!("a second {} was left out: a card has one", SINGULAR[at].1));
+                false
+            }
         }
-        if std::mem::replace(&mut seen[at], true) {
-            dropped.push(format!("a second {} was left out: a card has one", SINGULAR[at].1));
-            return false;
-        }
-        true
     });
     dropped
 }
