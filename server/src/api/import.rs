@@ -67,7 +67,7 @@ fn too_many(count: usize, max: usize) -> Result<(), ApiError> {
 /// The preview body every upload and the CSV preview answer with, serialized straight from the
 /// session's rows (a preview of 10,000 rows is megabytes: no intermediate JSON tree, no copy of
 /// the rows).
-fn preview(session_id: &str, rows: &[ImportRow]) -> Vec<u8> {
+fn preview(session_id: &str, rows: &[ImportRow]) -> Result<Vec<u8>, ApiError> {
     let body = PreviewBody {
         session_id,
         rows: PreviewRows(rows),
@@ -76,8 +76,7 @@ fn preview(session_id: &str, rows: &[ImportRow]) -> Vec<u8> {
         duplicate_count: rows.iter().filter(|r| r.duplicate.is_some() || r.batch_duplicate_of.is_some()).count(),
         error_count: rows.iter().filter(|r| r.record.is_none()).count(),
     };
-    // Maps with string keys, strings and numbers only: serializing cannot fail.
-    serde_json::to_vec(&body).unwrap_or_default()
+    serde_json::to_vec(&body).map_err(ApiError::internal)
 }
 
 #[derive(Serialize)]
@@ -136,7 +135,7 @@ async fn open_previewed(
     let (rows, body) = state
         .blocking(move |_| {
             import::detect(&scope.view()?, &mut rows)?;
-            let body = preview(&session, &rows);
+            let body = preview(&session, &rows)?;
             Ok::<_, ApiError>((rows, body))
         })
         .await??;
@@ -216,7 +215,7 @@ pub async fn preview_csv(
                 .map(|(index, row)| ImportRow::from_csv(index, row))
                 .collect();
             import::detect(&scope.view()?, &mut rows)?;
-            let body = preview(&session, &rows);
+            let body = preview(&session, &rows)?;
             Ok::<_, ApiError>((rows, body))
         })
         .await??;
