@@ -184,28 +184,35 @@ const SINGULAR: [(VCardProperty, &str); 5] = [
     (VCardProperty::Prodid, "PRODID"),
 ];
 
-/// Keeps the first of each [`SINGULAR`] property (and its alternatives) and reports the others.
-/// A repeat would travel as an unknown property and be written back beside the first: two UIDs,
-/// of which the next reader may keep either, so the card would change on every round trip.
+/// Keeps the first of each [`SINGULAR`] property, and its alternatives (the same `ALTID`, each
+/// language or phonetic form once), and reports the others. A repeat would travel as an unknown
+/// property and be written back beside the first: two UIDs, of which the next reader may keep
+/// either, so the card would change on every round trip.
 fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
-    let altid = |entry: &VCardEntry| {
-        entry.params.iter().find(|p| p.name == VCardParameterName::Altid).map(|p| match &p.value {
-            VCardParameterValue::Text(text) => text.clone(),
-            other => format!("{other:?}"),
+    let param = |entry: &VCardEntry, name: VCardParameterName| {
+        entry.params.iter().find(|p| p.name == name).map(|p| match &p.value {
+            VCardParameterValue::Text(text) => text.to_lowercase(),
+            other => format!("{other:?}").to_lowercase(),
         })
     };
-    // Per property: not seen yet, or the ALTID of the first instance kept.
-    let mut first: [Option<Option<String>>; SINGULAR.len()] = Default::default();
+    // Per property: the ALTID of the first instance kept, and the forms (language, phonetic
+    // system) kept under it.
+    type Form = (Option<String>, Option<String>);
+    let mut kept: [Option<(Option<String>, Vec<Form>)>; SINGULAR.len()] = Default::default();
     let mut dropped = Vec::new();
     vcard.entries.retain(|entry| {
         let Some(at) = SINGULAR.iter().position(|(p, _)| *p == entry.name) else { return true };
-        let id = altid(entry);
-        match &first[at] {
+        let altid = param(entry, VCardParameterName::Altid);
+        let form = (param(entry, VCardParameterName::Language), param(entry, VCardParameterName::Phonetic));
+        match &mut kept[at] {
             None => {
-                first[at] = Some(id);
+                kept[at] = Some((altid, vec![form]));
                 true
             }
-            Some(kept) if kept.is_some() && *kept == id => true,
+            Some((first, forms)) if first.is_some() && *first == altid && !forms.contains(&form) => {
+                forms.push(form);
+                true
+            }
             Some(_) => {
                 dropped.push(format!("a second {} was left out: a card has one", SINGULAR[at].1));
                 false
