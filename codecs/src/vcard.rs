@@ -175,9 +175,11 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
 }
 
 /// Properties a card holds at most once (RFC 6350), unless its instances are alternatives of
-/// one another (the same `ALTID`).
-const SINGULAR: [(VCardProperty, &str); 5] = [
+/// one another (the same `ALTID`). FN may repeat in RFC 6350, but a card has one full name in
+/// JSContact (and in every client's list): a second FN that is not an alternative is a repeat.
+const SINGULAR: [(VCardProperty, &str); 6] = [
     (VCardProperty::Uid, "UID"),
+    (VCardProperty::Fn, "FN"),
     (VCardProperty::N, "N"),
     (VCardProperty::Kind, "KIND"),
     (VCardProperty::Rev, "REV"),

@@ -293,8 +293,10 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
         ("KIND:individual", "KIND:org"),
         ("REV:20200101T000000Z", "REV:20210101T000000Z"),
         ("PRODID:a", "PRODID:b"),
+        ("FN:Ann Lee", "FN:Annie"),
     ] {
-        let text = format!("BEGIN:VCARD\nVERSION:4.0\n{first}\n{second}\nFN:Beispiel\nEND:VCARD\n");
+        let name = if first.starts_with("FN:") { "" } else { "FN:Beispiel\n" };
+        let text = format!("BEGIN:VCARD\nVERSION:4.0\n{first}\n{second}\n{name}END:VCARD\n");
         let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else {
             panic!("{first}: not a record")
         };
