@@ -175,11 +175,15 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
 }
 
 /// Properties a card holds at most once (RFC 6350), unless its instances are alternatives of
-/// one another (the same `ALTID`). FN may repeat in RFC 6350, but a card has one full name in
-/// JSContact (and in every client's list): a second FN that is not an alternative is a repeat.
-const SINGULAR: [(VCardProperty, &str); 6] = [
+/// one another (the same `ALTID`). FN and GRAMGENDER may repeat in RFC 6350 and 9554, but
+/// JSContact holds one full name and one grammatical gender (as does every client's list): a
+/// second one that is not an alternative is a repeat.
+const SINGULAR: [(VCardProperty, &str); 9] = [
     (VCardProperty::Uid, "UID"),
     (VCardProperty::Fn, "FN"),
+    (VCardProperty::Gramgender, "GRAMGENDER"),
+    (VCardProperty::Created, "CREATED"),
+    (VCardProperty::Language, "LANGUAGE"),
     (VCardProperty::N, "N"),
     (VCardProperty::Kind, "KIND"),
     (VCardProperty::Rev, "REV"),

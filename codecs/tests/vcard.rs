@@ -294,6 +294,9 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
         ("REV:20200101T000000Z", "REV:20210101T000000Z"),
         ("PRODID:a", "PRODID:b"),
         ("FN:Ann Lee", "FN:Annie"),
+        ("GRAMGENDER:feminine", "GRAMGENDER:masculine"),
+        ("CREATED:20200101T000000Z", "CREATED:20210101T000000Z"),
+        ("LANGUAGE:de", "LANGUAGE:en"),
     ] {
         let name = if first.starts_with("FN:") { "" } else { "FN:Beispiel\n" };
         let text = format!("BEGIN:VCARD\nVERSION:4.0\n{first}\n{second}\n{name}END:VCARD\n");
