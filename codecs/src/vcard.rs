@@ -190,8 +190,8 @@ const SINGULAR: [(VCardProperty, &str); 9] = [
     (VCardProperty::Prodid, "PRODID"),
 ];
 
-/// Keeps the first of each [`SINGULAR`] property, and its alternatives (the same `ALTID`, each
-/// language or phonetic form once), and reports the others. A repeat would travel as an unknown
+/// Keeps the first of each [`SINGULAR`] property, and its alternatives (the same `ALTID` and a
+/// `LANGUAGE`, each language or phonetic form once), and reports the others. A repeat would travel as an unknown
 /// property and be written back beside the first: two UIDs, of which the next reader may keep
 /// either, so the card would change on every round trip.
 fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
@@ -215,7 +215,10 @@ fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
                 kept[at] = Some((altid, vec![form]));
                 true
             }
-            Some((first, forms)) if first.is_some() && *first == altid && !forms.contains(&form) => {
+            // An alternative names its language (calcard keeps it as a localization only then).
+            Some((first, forms))
+                if first.is_some() && *first == altid && form.0.is_some() && !forms.contains(&form) =>
+            {
                 forms.push(form);
                 true
             }
