@@ -191,9 +191,9 @@ const SINGULAR: [(VCardProperty, &str); 9] = [
 ];
 
 /// Keeps the first of each [`SINGULAR`] property, and its alternatives (the same `ALTID` and a
-/// `LANGUAGE`, each language or phonetic form once), and reports the others. A repeat would travel as an unknown
-/// property and be written back beside the first: two UIDs, of which the next reader may keep
-/// either, so the card would change on every round trip.
+/// `LANGUAGE`, each language or phonetic form once), and reports the others. A repeat would
+/// travel as an unknown property and be written back beside the first: two UIDs, of which the
+/// next reader may keep either, so the card would change on every round trip.
 fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
     let param = |entry: &VCardEntry, name: VCardParameterName| {
         entry.params.iter().find(|p| p.name == name).map(|p| match &p.value {
