@@ -15,7 +15,7 @@
 //!
 //! Run: `cargo bench -p mycorrhizal-search-bench`. `BENCH_CONTACTS` scales the data,
 //! `BENCH_QUERIES` the queries per shape (default 1000), `BENCH_SHAPES` which shapes run (default
-//! all: `single,two,prefix,typo,phrase`).
+//! all: `single,two,prefix,prefix2,typo,phrase`).
 
 use std::time::{Duration, Instant};
 
@@ -527,6 +527,8 @@ enum Shape {
     Single,
     Two,
     Prefix,
+    /// The first two letters typed: no target in the issue, measured because type-ahead starts there.
+    Prefix2,
     Typo,
     Phrase,
 }
@@ -537,6 +539,7 @@ impl Shape {
             Shape::Single => "single term",
             Shape::Two => "two terms",
             Shape::Prefix => "prefix, 3 letters",
+            Shape::Prefix2 => "prefix, 2 letters",
             Shape::Typo => "one typo",
             Shape::Phrase => "phrase",
         }
@@ -547,6 +550,7 @@ impl Shape {
             Shape::Single => "single",
             Shape::Two => "two",
             Shape::Prefix => "prefix",
+            Shape::Prefix2 => "prefix2",
             Shape::Typo => "typo",
             Shape::Phrase => "phrase",
         }
@@ -563,9 +567,10 @@ impl Shape {
                 let (a, b) = (ascii_lower(vocabs().first.pick(rng)), ascii_lower(vocabs().last.pick(rng)));
                 (format!("{a} {b}"), format!("{a} {b}"))
             }
-            Shape::Prefix => {
+            Shape::Prefix | Shape::Prefix2 => {
                 let name = if rng.next() % 2 == 0 { vocabs().first.pick(rng) } else { vocabs().last.pick(rng) };
-                let w: String = ascii_lower(name).chars().take(3).collect();
+                let letters = if self == Shape::Prefix { 3 } else { 2 };
+                let w: String = ascii_lower(name).chars().take(letters).collect();
                 (w.clone(), format!("{w}*"))
             }
             Shape::Typo => {
@@ -712,7 +717,7 @@ fn main() {
     println!("|---|---|---|---|---|---|---|");
     // `BENCH_SHAPES=two,phrase` runs only those shapes (for profiling one of them).
     let only = std::env::var("BENCH_SHAPES").unwrap_or_default();
-    let shapes = [Shape::Single, Shape::Two, Shape::Prefix, Shape::Typo, Shape::Phrase];
+    let shapes = [Shape::Single, Shape::Two, Shape::Prefix, Shape::Prefix2, Shape::Typo, Shape::Phrase];
     for shape in shapes.into_iter().filter(|s| only.is_empty() || only.split(',').any(|k| k.trim() == s.key())) {
         let mut qrng = Rng(0xDEAD_BEEF_u64 ^ shape.name().len() as u64);
         let pairs: Vec<(String, String)> = (0..queries).map(|_| shape.queries(&mut qrng)).collect();

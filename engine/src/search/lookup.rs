@@ -22,8 +22,8 @@ use tantivy::{Searcher, Term};
 use tantivy_fst::Automaton;
 
 use super::any::AnyOf;
-use super::query::{Clause, FUZZY_MIN_CHARS, Plan, TITLE_BOOST};
-use super::schema::{Fields, GRAM_MAX, pair_bucket};
+use super::query::{Clause, FUZZY_MIN_CHARS, Plan, TITLE_BOOST, number_endings};
+use super::schema::{Fields, GRAM_MAX, pair_bucket, push_reversed_number};
 use crate::Result;
 
 /// Words a prefix or a typo may expand into before the automaton takes over.
@@ -111,8 +111,19 @@ impl Lookup<'_> {
                 let chars = text.chars().count();
                 let grams = *prefix && chars <= GRAM_MAX;
                 if grams {
+                    // Two letters are a short gram: they find names and titles only.
                     out.push(term(f.title_grams, &scoped, TITLE_BOOST * NEAR));
-                    out.push(term(f.body_grams, &scoped, NEAR));
+                    if chars == GRAM_MAX {
+                        out.push(term(f.body_grams, &scoped, NEAR));
+                    }
+                }
+                // Numbers this one ends: a range of the reversed numbers in the gram fields.
+                for ending in number_endings(text) {
+                    let mut reversed = scope.to_string();
+                    push_reversed_number(&mut reversed, ending);
+                    for (field, boost) in [(f.title_grams, TITLE_BOOST * NEAR), (f.body_grams, NEAR)] {
+                        self.starting_terms(field, boost, &reversed, out)?;
+                    }
                 }
                 let typo = self.typos.0.get(text);
                 if (*prefix && !grams) || typo.is_some() {
@@ -153,13 +164,7 @@ impl Lookup<'_> {
     ) -> Result<()> {
         let mut words = BTreeSet::new();
         if prefix {
-            let mut upper = scoped.as_bytes().to_vec();
-            upper.push(0xFF); // never inside UTF-8: every word starting `scoped` sorts below
-            let expanded = self.expand(field, &mut words, Reach::Prefix(scoped.as_bytes(), &upper))?;
-            if !expanded {
-                let term = Term::from_field_text(field, scoped);
-                out.push(boosted(Box::new(FuzzyTermQuery::new_prefix(term, 0, false)), boost));
-            }
+            self.starting(field, boost, scoped, &mut words, out)?;
         }
         if let Some(automaton) = typo {
             let expanded = self.expand(field, &mut words, Reach::Automaton(automaton))?;
@@ -168,9 +173,34 @@ impl Lookup<'_> {
             }
         }
         words.remove(scoped.as_bytes());
-        // Words of a text field are UTF-8.
-        for word in words.into_iter().filter_map(|w| String::from_utf8(w).ok()) {
-            out.push(term(field, &word, boost));
+        terms(field, boost, words, out);
+        Ok(())
+    }
+
+    /// The terms of `field` that start with `start` (itself included), as term queries; a prefix
+    /// automaton past the expansion limit.
+    fn starting_terms(&self, field: Field, boost: f32, start: &str, out: &mut Vec<Box<dyn Query>>) -> Result<()> {
+        let mut words = BTreeSet::new();
+        self.starting(field, boost, start, &mut words, out)?;
+        terms(field, boost, words, out);
+        Ok(())
+    }
+
+    /// Adds the terms of `field` starting with `start` to `words`, or the prefix automaton to
+    /// `out` when they pass the expansion limit.
+    fn starting(
+        &self,
+        field: Field,
+        boost: f32,
+        start: &str,
+        words: &mut BTreeSet<Vec<u8>>,
+        out: &mut Vec<Box<dyn Query>>,
+    ) -> Result<()> {
+        let mut upper = start.as_bytes().to_vec();
+        upper.push(0xFF); // never inside UTF-8: every term starting `start` sorts below
+        if !self.expand(field, words, Reach::Prefix(start.as_bytes(), &upper))? {
+            let term = Term::from_field_text(field, start);
+            out.push(boosted(Box::new(FuzzyTermQuery::new_prefix(term, 0, false)), boost));
         }
         Ok(())
     }
@@ -212,6 +242,13 @@ fn drain<A: Automaton>(mut terms: TermStreamer<'_, A>, found: &mut BTreeSet<Vec<
         found.insert(terms.key().to_vec());
     }
     true
+}
+
+/// Term queries for `words` of `field` (terms of a text field are UTF-8).
+fn terms(field: Field, boost: f32, words: BTreeSet<Vec<u8>>, out: &mut Vec<Box<dyn Query>>) {
+    for word in words.into_iter().filter_map(|w| String::from_utf8(w).ok()) {
+        out.push(term(field, &word, boost));
+    }
 }
 
 /// The words of a phrase, adjacent and in order, in one scope of `field`.

@@ -6,11 +6,14 @@
 //! - every word must match, in any field;
 //! - a word matches a token that equals it or, for words of five letters or more, is one edit
 //!   away (insert, delete, substitute or swap two letters); the last word (the one being typed)
-//!   also matches tokens it starts (type-ahead: `ali` finds Alice);
+//!   also matches tokens it starts (type-ahead: `ali` finds Alice), in names and titles only
+//!   while it has two letters;
+//! - a number of four digits or more also matches the numbers it ends (see [`number_endings`]);
 //! - `"quoted words"` must appear next to each other, in order;
 //! - words of one letter are dropped (they would match nearly everything);
 //! - name (title) matches weigh three times body matches.
 
+use super::schema::GRAM_MAX;
 use tantivy::tokenizer::{
     AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token as TantivyToken, TokenStream, Tokenizer,
 };
@@ -181,8 +184,8 @@ impl Plan {
     pub(crate) fn score(&self, title: &[Token], body: &[Token]) -> Option<f32> {
         let mut total = 0.0;
         for clause in &self.clauses {
-            let in_title = clause_strength(clause, title);
-            let in_body = clause_strength(clause, body);
+            let in_title = clause_strength(clause, title, true);
+            let in_body = clause_strength(clause, body, false);
             if in_title == Strength::None && in_body == Strength::None {
                 return None;
             }
@@ -194,7 +197,7 @@ impl Plan {
     /// Whether one token matches any word of the query (for highlighting).
     pub(crate) fn highlights(&self, token: &str) -> bool {
         self.clauses.iter().any(|c| match c {
-            Clause::Word { text, prefix } => word_strength(text, *prefix, token) != Strength::None,
+            Clause::Word { text, prefix } => word_strength(text, *prefix, token, true) != Strength::None,
             Clause::Phrase(words) => words.iter().any(|w| w == token),
         })
     }
@@ -264,11 +267,11 @@ fn strength_score(s: Strength) -> f32 {
     }
 }
 
-fn clause_strength(clause: &Clause, tokens: &[Token]) -> Strength {
+fn clause_strength(clause: &Clause, tokens: &[Token], title: bool) -> Strength {
     match clause {
         Clause::Word { text, prefix } => tokens
             .iter()
-            .map(|t| word_strength(text, *prefix, &t.text))
+            .map(|t| word_strength(text, *prefix, &t.text, title))
             .fold(Strength::None, |a, b| if b > a { b } else { a }),
         Clause::Phrase(words) => {
             let found = tokens.windows(words.len()).any(|w| w.iter().zip(words).all(|(t, word)| &t.text == word));
@@ -277,16 +280,35 @@ fn clause_strength(clause: &Clause, tokens: &[Token]) -> Strength {
     }
 }
 
-fn word_strength(word: &str, prefix: bool, token: &str) -> Strength {
+/// How `word` matches `token` of a name or title (`title`) or of the body.
+fn word_strength(word: &str, prefix: bool, token: &str, title: bool) -> Strength {
     if token == word {
         Strength::Exact
-    } else if (prefix && token.starts_with(word))
+    } else if (prefix && token.starts_with(word) && (title || word.chars().count() >= GRAM_MAX))
         || (word.chars().count() >= FUZZY_MIN_CHARS && within_one_edit(word, token))
+        || number_endings(word).any(|end| is_number(token) && token.ends_with(end))
     {
         Strength::Near
     } else {
         Strength::None
     }
+}
+
+/// Shortest number found by its ending.
+pub const NUMBER_ENDING_MIN: usize = 4;
+
+/// Whether `word` is a number (a run of ASCII digits) long enough to be found by its ending.
+pub(crate) fn is_number(word: &str) -> bool {
+    word.len() >= NUMBER_ENDING_MIN && word.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The endings a query word finds numbers by: a number of [`NUMBER_ENDING_MIN`] digits or more
+/// finds every number it ends (`4567` finds `15551234567`), and without a leading zero too (a
+/// national number typed with its trunk zero, `0612345678`, finds `33612345678`).
+pub(crate) fn number_endings(word: &str) -> impl Iterator<Item = &str> {
+    let number = is_number(word);
+    let national = word.strip_prefix('0').filter(|rest| number && is_number(rest));
+    number.then_some(word).into_iter().chain(national)
 }
 
 /// Damerau-Levenshtein distance at most one (an adjacent swap counts as one edit), like
@@ -365,6 +387,19 @@ mod tests {
         let t = toks("ab12");
         assert_eq!((t[1].from, t[1].to), (2, 4));
         assert!(toks(" -- ").is_empty());
+    }
+
+    #[test]
+    fn numbers_are_found_by_their_endings() {
+        let endings = |w| number_endings(w).collect::<Vec<_>>();
+        assert_eq!(endings("0612345678"), vec!["0612345678", "612345678"]);
+        assert_eq!(endings("4567"), vec!["4567"]);
+        assert_eq!(endings("0456"), vec!["0456"], "too short without its zero");
+        assert!(endings("456").is_empty() && endings("ab12").is_empty() && endings("١٢٣٤").is_empty());
+        assert_eq!(word_strength("5678", false, "33612345678", false), Strength::Near);
+        assert_eq!(word_strength("0612345678", false, "33612345678", false), Strength::Near);
+        assert_eq!(word_strength("1234", false, "33612345678", false), Strength::None);
+        assert_eq!(word_strength("5678", false, "abc5678", false), Strength::None, "numbers only");
     }
 
     #[test]

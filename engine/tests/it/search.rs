@@ -127,7 +127,7 @@ fn seed(engine: &Engine) -> Seeded {
     let a = engine.user(A);
     let jose = a.create(friend("José Álvarez", "Loves climbing")).expect("create").id;
     let alice = a.create(friend("Alice Martin", "Met at the Rust meetup in Lyon")).expect("create").id;
-    let bob = a.create(friend("Bob Stone", "Alice's brother, plays chess")).expect("create").id;
+    let bob = a.create(friend("Bob Stone", "Alice's brother, plays chess, call 33612345678")).expect("create").id;
     let memo = a.create(Memo { text: "Lunch with Alice, talked about the new climbing gym".into(), friend: alice });
     let memo = memo.expect("create").id;
     a.create(Secret { text: "alice".into() }).expect("create");
@@ -140,6 +140,22 @@ fn assert_query_rules(engine: &Engine, s: &Seeded) {
     assert_eq!(friends(engine, A, "ÁLVAREZ"), vec![s.jose]);
     // Type-ahead prefix.
     assert_eq!(friends(engine, A, "ali"), vec![s.alice, s.bob], "name match first, body match after");
+    // Two letters find the names they start (not Bob, whose text only mentions Alice).
+    let mut two = friends(engine, A, "al");
+    two.sort();
+    assert_eq!(two, {
+        let mut v = vec![s.jose, s.alice];
+        v.sort();
+        v
+    });
+    assert_eq!(friends(engine, A, "bo"), vec![s.bob]);
+    assert_eq!(friends(engine, A, "bob"), vec![s.bob], "a word of three letters is its own gram");
+    assert_eq!(friends(engine, A, "bro"), vec![s.bob], "three letters find words in the text");
+    // Numbers by their start as typed, by their ending, and by their ending typed with a trunk zero.
+    assert_eq!(friends(engine, A, "336123"), vec![s.bob]);
+    assert_eq!(friends(engine, A, "5678"), vec![s.bob]);
+    assert_eq!(friends(engine, A, "0612345678"), vec![s.bob]);
+    assert_eq!(friends(engine, A, "1234"), Vec::<u64>::new(), "not by the middle");
     // One typo on a word of five letters or more; not on shorter words.
     assert_eq!(friends(engine, A, "alvarex"), vec![s.jose]);
     assert_eq!(friends(engine, A, "climbimg"), vec![s.jose]);
@@ -441,7 +457,7 @@ fn typos_and_prefixes_never_reach_a_look_alike_scope() {
     engine.user(one).create(friend("Garcia Lindqvist", "")).expect("create");
     engine.user(UserId(0x10)).create(friend("Garcia Lindqvist", "")).expect("create");
     engine.search_flush().expect("flush");
-    for q in ["garcia", "garxia", "lindqvis", "lindquist", "gar", "lindq"] {
+    for q in ["garcia", "garxia", "lindqvis", "lindquist", "gar", "ga", "lindq"] {
         assert_eq!(friends(&engine, one, q).len(), 1, "{q}");
         assert!(friends(&engine, seventeen, q).is_empty(), "{q}");
     }
@@ -475,12 +491,17 @@ fn wide_prefixes_and_typos_fall_back_to_the_automaton_and_stay_complete() {
         for word in seeded.iter().map(String::as_str).chain(["kowalsxx", "kowxlskx"]) {
             tx.create(friend(word, "typo target"))?;
         }
+        // 82 distinct grams starting `zq` (Latin, Greek and Cyrillic third letters).
+        for third in ('a'..='z').chain('α'..='ω').chain('а'..='я').filter(|c| *c != 'ς') {
+            tx.create(friend(&format!("Zq{third}x"), ""))?;
+        }
         Ok(())
     })
     .expect("seed");
     engine.search_flush().expect("flush");
     assert_eq!(friend_counts(&engine, A, "ballan", 200), (90, 90));
     assert_eq!(friend_counts(&engine, A, "kowalsky typo", 200), (80, 80));
+    assert_eq!(friend_counts(&engine, A, "zq", 200), (82, 82));
 }
 
 #[test]

@@ -138,8 +138,10 @@ impl Record for Contact {
         let mut body: Vec<String> = f.emails.clone();
         for phone in &f.phones {
             body.push(phone.value.clone());
+            // The digits as one number too: the index finds a number by its start (type-ahead) and
+            // by its end (`4567`, or the national number without the country code).
             let digits: String = phone.value.chars().filter(char::is_ascii_digit).collect();
-            body.extend((0..digits.len().saturating_sub(3)).map(|i| digits[i..].to_string()));
+            body.push(digits);
         }
         body.extend(
             [&f.org, &f.department, &f.job_title, &f.role, &f.addresses_flat]
