@@ -78,7 +78,8 @@ pub fn diff(before: &serde_json::Value, after: &serde_json::Value, skip: &[&str]
         .collect()
 }
 
-fn last_hash(txn: &WriteTransaction, user: u64) -> Result<String> {
+/// The hash the next event of `user` chains to: the last event's, or the chain's anchor.
+pub(crate) fn last_hash(txn: &WriteTransaction, user: u64) -> Result<String> {
     let table = txn.open_table(AUDIT)?;
     let last = table.range((user, 0)..=(user, u64::MAX))?.next_back().transpose()?;
     if let Some((_, bytes)) = last {
@@ -89,11 +90,11 @@ fn last_hash(txn: &WriteTransaction, user: u64) -> Result<String> {
     Ok(anchors.get(user)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default())
 }
 
-/// Appends `event` (its hashes filled in here) to `user`'s chain.
-pub(crate) fn append(txn: &WriteTransaction, user: u64, mut event: AuditEvent) -> Result<()> {
-    event.prev_hash = last_hash(txn, user)?;
-    event.hash = event.compute_hash();
-    txn.open_table(AUDIT)?.insert((user, event.seq), codec::encode(&event).as_slice())?;
+/// Appends `event` to `user`'s chain; its `prev_hash` is [`last_hash`] and its `hash` computed
+/// (the write path keeps the chain's head per transaction: see `Tx`).
+pub(crate) fn append(txn: &WriteTransaction, user: u64, event: &AuditEvent) -> Result<()> {
+    debug_assert_eq!(event.hash, event.compute_hash());
+    txn.open_table(AUDIT)?.insert((user, event.seq), codec::encode(event).as_slice())?;
     Ok(())
 }
 

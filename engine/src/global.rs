@@ -8,7 +8,7 @@ use redb::{ReadTransaction, ReadableTable, TableError};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::tables;
-use crate::tx::{Tx, next_counter};
+use crate::tx::Tx;
 use crate::{Error, Result, codec};
 
 /// A record type stored in a global table.
@@ -63,7 +63,7 @@ impl TxGlobal<'_, '_> {
 
     /// Inserts a new row with a fresh id.
     pub fn insert<R: GlobalRecord>(&self, body: &R) -> Result<u64> {
-        let id = next_counter(self.tx.txn(), &format!("id:{}", R::TABLE))?;
+        let id = self.tx.next_counter(&format!("id:{}", R::TABLE))?;
         self.store(id, None, body)?;
         Ok(id)
     }

@@ -19,6 +19,13 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
     /// Derives stored fields from canonical ones; runs on every create and update.
     fn save_hook(&mut self) {}
 
+    /// What every write runs: [`Record::save_hook`], then [`Record::validate`]. A kind may do
+    /// both in one pass (parsing its canonical form once); the outcome must be the same.
+    fn prepare(&mut self) -> Result<(), Invalid> {
+        self.save_hook();
+        self.validate()
+    }
+
     /// Secondary index entries `(index name, normalized value)`, maintained on every write.
     fn index_entries(&self) -> Vec<(&'static str, String)> {
         Vec::new()
@@ -163,8 +170,7 @@ pub struct Prepared<R> {
 
 impl<R: Record> Prepared<R> {
     pub fn new(mut body: R) -> Result<Prepared<R>, Invalid> {
-        body.save_hook();
-        body.validate()?;
+        body.prepare()?;
         let after = serde_json::to_value(&body).unwrap_or_default();
         let created = crate::audit::diff(&serde_json::Value::Null, &after, R::AUDIT_SKIP);
         Ok(Prepared { body, created: Some(created) })

@@ -7,7 +7,6 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHa
 use serde::{Deserialize, Serialize};
 
 use crate::tables::{JOB_RUNS, SYSTEM_EVENTS};
-use crate::tx::next_counter;
 use crate::{Engine, Result, codec};
 
 /// Longest `error` text kept on a system record.
@@ -81,7 +80,7 @@ impl Engine {
         let result = self
             .write_async(move |tx| {
                 let mut event = event.clone();
-                event.id = next_counter(tx.txn(), SYSTEM_EVENTS_COUNTER)?;
+                event.id = tx.next_counter(SYSTEM_EVENTS_COUNTER)?;
                 event.created_at = tx.now();
                 tx.txn().open_table(SYSTEM_EVENTS)?.insert(event.id, codec::encode(&event).as_slice())?;
                 Ok(event)
@@ -95,7 +94,7 @@ impl Engine {
         let result = self
             .write_async(move |tx| {
                 let mut run = run.clone();
-                run.id = next_counter(tx.txn(), JOB_RUNS_COUNTER)?;
+                run.id = tx.next_counter(JOB_RUNS_COUNTER)?;
                 run.error = run.error.map(|e| cap_error(&e));
                 tx.txn().open_table(JOB_RUNS)?.insert(run.id, codec::encode(&run).as_slice())?;
                 Ok(run)

@@ -3,6 +3,8 @@
 //! bookkeeping instants, secondary indexes and the change-feed append happen here and nowhere else.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use jiff::Timestamp;
 use redb::{ReadableTable, WriteTransaction};
@@ -21,9 +23,63 @@ pub struct Tx<'a> {
     pub(crate) touched: RefCell<Vec<Touched>>,
     /// Users whose rows were all removed.
     pub(crate) purged: RefCell<Vec<u64>>,
+    /// Per-user bookkeeping this transaction has read, kept current as it writes, so a bulk write
+    /// reads it once instead of once per row. Every write still writes its table.
+    heads: RefCell<HashMap<u64, Head>>,
+    /// Counters this transaction has incremented, by name, at their current value.
+    counters: RefCell<HashMap<String, u64>>,
+}
+
+/// One user's change-feed and audit-chain head within a transaction.
+struct Head {
+    /// The last change sequence number written.
+    seq: u64,
+    /// The hash of the last audit event (or the chain's anchor).
+    audit: String,
+    /// Live rows per kind.
+    live: HashMap<&'static str, u64>,
 }
 
 impl<'a> Tx<'a> {
+    pub(crate) fn new(txn: &'a WriteTransaction, now: Timestamp) -> Tx<'a> {
+        Tx {
+            txn,
+            now,
+            touched: RefCell::new(Vec::new()),
+            purged: RefCell::new(Vec::new()),
+            heads: RefCell::new(HashMap::new()),
+            counters: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// Increments and returns the named counter (first value 1). Kept here as well as in
+    /// `COUNTERS` (written every time), so a bulk write reads it once.
+    pub(crate) fn next_counter(&self, name: &str) -> Result<u64> {
+        let mut counters = self.txn.open_table(COUNTERS)?;
+        let mut cached = self.counters.borrow_mut();
+        let last = match cached.get(name) {
+            Some(last) => *last,
+            None => counters.get(name)?.map(|v| v.value()).unwrap_or(0),
+        };
+        counters.insert(name, last + 1)?;
+        cached.insert(name.to_string(), last + 1);
+        Ok(last + 1)
+    }
+
+    /// Runs `f` on `user`'s head, read from the tables on first use in this transaction.
+    fn with_head<T>(&self, user: u64, f: impl FnOnce(&mut Head) -> Result<T>) -> Result<T> {
+        let mut heads = self.heads.borrow_mut();
+        let head = match heads.entry(user) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let seq = self.txn.open_table(USER_SEQ)?.get(user)?.map(|v| v.value()).unwrap_or(0);
+                let audit = crate::audit::last_hash(self.txn, user)?;
+                e.insert(Head { seq, audit, live: HashMap::new() })
+            }
+        };
+        f(head)
+    }
+
     /// The instant every row written by this batch is stamped with.
     pub fn now(&self) -> Timestamp {
         self.now
@@ -58,6 +114,7 @@ impl<'a> Tx<'a> {
         self.txn.open_table(LIVE_COUNTS)?.retain_in::<(u64, &str), _>((user.0, "").., |(u, _), _| u != user.0)?;
         self.txn.open_table(crate::audit::AUDIT)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
         self.txn.open_table(crate::audit::AUDIT_ANCHORS)?.remove(user.0)?;
+        self.heads.borrow_mut().remove(&user.0);
         self.purged.borrow_mut().push(user.0);
         Ok(removed)
     }
@@ -111,7 +168,7 @@ impl TxUser<'_, '_> {
     pub fn create_prepared<R: Record>(&self, prepared: Prepared<R>) -> Result<Row<R>> {
         let created = prepared.created.clone();
         let body = prepared.into_body();
-        let id = next_counter(self.tx.txn, &format!("id:{}", R::KIND.name))?;
+        let id = self.tx.next_counter(&format!("id:{}", R::KIND.name))?;
         let now = self.tx.now;
         let meta = Meta { revision: 1, created_at: now, updated_at: now, deleted_at: None };
         let row = Row { id, meta, body };
@@ -219,17 +276,21 @@ impl TxUser<'_, '_> {
             Op::Deleted => -1,
             Op::Updated => 0,
         };
-        if delta != 0 {
-            let mut counts = txn.open_table(LIVE_COUNTS)?;
-            let current = counts.get((self.user, R::KIND.name))?.map(|v| v.value()).unwrap_or(0);
-            counts.insert((self.user, R::KIND.name), current.saturating_add_signed(delta))?;
-        }
-        let seq = {
-            let mut seqs = txn.open_table(USER_SEQ)?;
-            let next = seqs.get(self.user)?.map(|v| v.value()).unwrap_or(0) + 1;
-            seqs.insert(self.user, next)?;
-            next
-        };
+        let seq = self.tx.with_head(self.user, |head| {
+            if delta != 0 {
+                let mut counts = txn.open_table(LIVE_COUNTS)?;
+                let current = match head.live.get(R::KIND.name) {
+                    Some(current) => *current,
+                    None => counts.get((self.user, R::KIND.name))?.map(|v| v.value()).unwrap_or(0),
+                };
+                let next = current.saturating_add_signed(delta);
+                counts.insert((self.user, R::KIND.name), next)?;
+                head.live.insert(R::KIND.name, next);
+            }
+            head.seq += 1;
+            txn.open_table(USER_SEQ)?.insert(self.user, head.seq)?;
+            Ok(head.seq)
+        })?;
         let change = Change {
             seq,
             kind: R::KIND.name.to_string(),
@@ -248,7 +309,7 @@ impl TxUser<'_, '_> {
             let after = if op == Op::Deleted { serde_json::Value::Null } else { body(Some(row)) };
             crate::audit::diff(&body(old), &after, R::AUDIT_SKIP)
         });
-        let event = crate::audit::AuditEvent {
+        let mut event = crate::audit::AuditEvent {
             seq,
             kind: R::KIND.name.to_string(),
             record_id: row.id,
@@ -259,11 +320,17 @@ impl TxUser<'_, '_> {
             prev_hash: String::new(),
             hash: String::new(),
         };
-        crate::audit::append(txn, self.user, event)
+        self.tx.with_head(self.user, |head| {
+            event.prev_hash = std::mem::take(&mut head.audit);
+            event.hash = event.compute_hash();
+            head.audit = event.hash.clone();
+            crate::audit::append(txn, self.user, &event)
+        })
     }
 
     /// Removes this user's audit events older than `cutoff` (the chain stays verifiable).
     pub fn purge_audit(&self, cutoff: Timestamp) -> Result<u64> {
+        self.tx.heads.borrow_mut().remove(&self.user);
         crate::audit::purge(self.tx.txn, self.user, cutoff)
     }
 }
@@ -280,14 +347,5 @@ pub(crate) fn entries_of<R: Record>(row: &Row<R>) -> Vec<(&'static str, String)>
 }
 
 fn prepare<R: Record>(body: &mut R) -> Result<()> {
-    body.save_hook();
-    body.validate().map_err(Error::Invalid)
-}
-
-/// Increments and returns a named counter (first value 1).
-pub(crate) fn next_counter(txn: &WriteTransaction, name: &str) -> Result<u64> {
-    let mut counters = txn.open_table(COUNTERS)?;
-    let next = counters.get(name)?.map(|v| v.value()).unwrap_or(0) + 1;
-    counters.insert(name, next)?;
-    Ok(next)
+    body.prepare().map_err(Error::Invalid)
 }

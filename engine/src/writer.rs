@@ -8,7 +8,6 @@
 //! commit. That is why a change is `FnMut`: it may run more than once, and only its last run counts.
 
 use std::any::Any;
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 
@@ -100,7 +99,7 @@ impl Writer {
             // Instants are stored at microsecond precision; stamp them so from the start.
             let now = self.clock.now();
             let now = jiff::Timestamp::from_microsecond(now.as_microsecond()).unwrap_or(now);
-            let mut tx = Tx { txn: &txn, now, touched: RefCell::new(Vec::new()), purged: RefCell::new(Vec::new()) };
+            let mut tx = Tx::new(&txn, now);
             for (index, request) in batch.iter_mut().enumerate() {
                 if failed[index].is_some() {
                     outputs.push(None);

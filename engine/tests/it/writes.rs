@@ -280,3 +280,37 @@ fn id_bounds_and_find_range_see_only_the_users_rows() {
     assert_eq!(view.find_range::<Person>("_updated", "", None).unwrap().len(), 2);
     assert!(view.find_range::<Person>("nothing", "", None).unwrap().is_empty());
 }
+
+#[test]
+fn a_transaction_of_many_writes_keeps_every_chain_sequence_count_and_id() {
+    // The write path keeps each user's heads (sequence, audit hash, live counts, ids) for the
+    // length of a transaction: interleaved users, a purge and a second transaction must agree
+    // with what the tables say.
+    let db = fresh();
+    let ids = db
+        .engine
+        .write(|tx| {
+            let mut ids = Vec::new();
+            for i in 0..20 {
+                let user = if i % 2 == 0 { ALICE } else { BOB };
+                ids.push(tx.user(user).create(Person::new(&format!("P{i}"), ""))?.id);
+            }
+            tx.user(ALICE).delete::<Person>(ids[0], Precondition::Any)?;
+            tx.user(BOB).purge_audit(jiff::Timestamp::MAX)?;
+            tx.user(BOB).create(Person::new("After purge", ""))?;
+            Ok(ids)
+        })
+        .unwrap();
+    assert_eq!(ids, (1..=20).collect::<Vec<u64>>(), "ids follow each other");
+    let next = db.engine.user(ALICE).create(Person::new("Next", "")).unwrap();
+    assert_eq!(next.id, 22, "the next transaction continues the counter");
+    let (alice, bob) = (db.engine.user(ALICE).view().unwrap(), db.engine.user(BOB).view().unwrap());
+    assert_eq!(alice.count::<Person>().unwrap(), 10, "ten created, one deleted, one more");
+    assert_eq!(bob.count::<Person>().unwrap(), 11);
+    assert_eq!(alice.last_seq().unwrap(), 12);
+    assert_eq!(bob.last_seq().unwrap(), 11);
+    let seqs: Vec<u64> = alice.changes_since(0, 100).unwrap().iter().map(|c| c.seq).collect();
+    assert_eq!(seqs, (1..=12).collect::<Vec<u64>>());
+    assert_eq!(alice.verify_audit().unwrap(), 12);
+    assert_eq!(bob.verify_audit().unwrap(), 1, "the event after the purge chains to its anchor");
+}

@@ -60,6 +60,34 @@ impl Contact {
         serde_json::from_str(&self.card).unwrap_or_default()
     }
 
+    /// [`Record::validate`] with the card already parsed.
+    fn check(&self, card: &Card) -> Result<(), Invalid> {
+        card.validate().map_err(|e| Invalid::new(e.field, e.reason))?;
+        for (field, text) in [("crm", &self.crm), ("passthrough", &self.passthrough)] {
+            if !serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object()) {
+                return Err(Invalid::new(field, "must be a JSON object"));
+            }
+        }
+        if self.gender.chars().count() > 100 {
+            return Err(Invalid::new("gender", "at most 100 characters"));
+        }
+        if uuid_shape(&self.uid).is_none() {
+            return Err(Invalid::new("uid", "must be a UUID"));
+        }
+        Ok(())
+    }
+
+    /// [`Record::save_hook`] with the card already parsed: the derived columns.
+    fn derive(&mut self, card: Card) {
+        self.flat = project(&card);
+        self.circles = circles_of(&self.crm);
+        let mut tags: Vec<String> =
+            card.keywords.into_iter().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect();
+        tags.sort();
+        tags.dedup();
+        self.tags = tags;
+    }
+
     /// The birthday as clients see it: the card's, else the legacy text.
     pub fn birthday(&self) -> &str {
         if self.flat.birthday.is_empty() { &self.legacy_birthday } else { &self.flat.birthday }
@@ -98,35 +126,25 @@ impl Record for Contact {
 
     fn validate(&self) -> Result<(), Invalid> {
         let card: Card = serde_json::from_str(&self.card).map_err(|e| Invalid::new("card", e.to_string()))?;
-        card.validate().map_err(|e| Invalid::new(e.field, e.reason))?;
-        for (field, text) in [("crm", &self.crm), ("passthrough", &self.passthrough)] {
-            if !serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object()) {
-                return Err(Invalid::new(field, "must be a JSON object"));
-            }
-        }
-        if self.gender.chars().count() > 100 {
-            return Err(Invalid::new("gender", "at most 100 characters"));
-        }
-        if uuid_shape(&self.uid).is_none() {
-            return Err(Invalid::new("uid", "must be a UUID"));
-        }
-        Ok(())
+        self.check(&card)
     }
 
     fn save_hook(&mut self) {
         let card = self.parsed_card();
-        self.flat = project(&card);
-        self.circles = circles_of(&self.crm);
-        let mut tags: Vec<String> =
-            card.keywords.into_iter().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect();
-        tags.sort();
-        tags.dedup();
-        self.tags = tags;
+        self.derive(card);
     }
 
-    /// Names rank first; the body holds every other searchable member. Phones are also indexed as
-    /// their digits and every digit suffix of four or more, so `4567` or `5551234` find
-    /// `+1 555 123-4567` by prefix.
+    /// The card is parsed once for both (an import prepares thousands of contacts).
+    fn prepare(&mut self) -> Result<(), Invalid> {
+        let card: Card = serde_json::from_str(&self.card).map_err(|e| Invalid::new("card", e.to_string()))?;
+        self.check(&card)?;
+        self.derive(card);
+        Ok(())
+    }
+
+    /// Names rank first; the body holds every other searchable member. A phone is also indexed
+    /// as its digits, one number, which the index finds by its start (as typed) and by its
+    /// ending: `4567` or `5551234567` find `+1 555 123-4567`.
     fn search_doc(&self) -> Option<SearchDoc> {
         let f = &self.flat;
         let mut title = vec![f.full_name.as_str()];

@@ -403,15 +403,17 @@ pub fn apply_batch(tx: &TxUser<'_, '_>, ops: &[Op]) -> mycorrhizal_engine::Resul
     for op in ops {
         match op {
             Op::Add { row, contact } => {
-                let created = if tx.find::<Contact>(INDEX_UID, &contact.body().uid.to_lowercase())?.is_empty() {
-                    tx.create_prepared((**contact).clone())
-                } else {
-                    let mut contact = contact.body().clone();
-                    contact.uid = uuid::Uuid::new_v4().to_string();
-                    let mut card = contact.parsed_card();
-                    card.uid = Some(contact.uid.clone());
-                    contact.card = serde_json::to_string(&card).unwrap_or(contact.card);
-                    tx.create(contact)
+                // The UID is unique: the store refuses a taken one before writing anything.
+                let created = match tx.create_prepared((**contact).clone()) {
+                    Err(mycorrhizal_engine::Error::Duplicate { index: INDEX_UID }) => {
+                        let mut contact = contact.body().clone();
+                        contact.uid = uuid::Uuid::new_v4().to_string();
+                        let mut card = contact.parsed_card();
+                        card.uid = Some(contact.uid.clone());
+                        contact.card = serde_json::to_string(&card).unwrap_or(contact.card);
+                        tx.create(contact)
+                    }
+                    created => created,
                 };
                 match created {
                     Ok(r) => out.push(Outcome::Created { row: *row, id: r.id }),
