@@ -210,9 +210,9 @@ fn projected_relations(view: &UserView, contact: u64) -> Result<Vec<(String, &'s
 #[derive(Debug, Default, Deserialize, IntoParams)]
 pub struct ListQuery {
     /// Full-text search (the `/search` engine and rules: every word, prefixes, one typo on long
-    /// words, quoted phrases, accents and case ignored) over names, emails, phones (also by
-    /// digits), organisation, address, notes, circles and tags. Without `sort`, best matches
-    /// come first.
+    /// words, quoted phrases, accents and case ignored) over names, emails, phones (also by their
+    /// digits: the start as typed, or the last digits), organisation, address, notes, circles and
+    /// tags. Without `sort`, best matches come first.
     pub search: Option<String>,
     /// Only members of this circle.
     pub circle: Option<String>,

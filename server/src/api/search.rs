@@ -25,8 +25,10 @@ const MAX_LIMIT: usize = 50;
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 pub struct SearchQuery {
-    /// What to look for: words (all must match, any field), prefixes (`ali` finds Alice), one
-    /// typo on words of five letters or more, `"quoted phrases"`; case and accents are ignored.
+    /// What to look for: words (all must match, any field), prefixes (`ali` finds Alice; two
+    /// letters find names and titles only), one typo on words of five letters or more,
+    /// `"quoted phrases"`, numbers of four digits or more also by their ending (`4567`, or a
+    /// national phone number typed with its leading zero); case and accents are ignored.
     /// Blank gives 400; fewer than two characters gives empty groups.
     pub q: Option<String>,
     /// Hits per group: default 10, at most 50.
