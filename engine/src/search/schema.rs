@@ -49,9 +49,9 @@ pub(crate) const F_BODY_GRAMS: &str = "body_grams";
 /// Length of the short gram of names and titles, in characters.
 pub(crate) const SHORT_GRAM: usize = 2;
 
-/// Length of the indexed prefix gram, in characters. Longer prefixes expand over the words' dictionary
-/// (a fourth character narrows a prefix enough for that; indexing it cost a tenth of build time),
-/// shorter ones over the grams' dictionary.
+/// Length of the indexed prefix gram, in characters. Longer prefixes expand over the words'
+/// dictionary (a fourth character narrows a prefix enough for that; indexing it cost a tenth of
+/// build time); two letters are a short gram, of names and titles only.
 pub(crate) const GRAM_MAX: usize = 3;
 
 /// The fields of a document. Nothing is stored: results are read from the database.
