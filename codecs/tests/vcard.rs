@@ -54,6 +54,14 @@ fn reread(record: &NeutralRecord, version: vcard::Version) -> NeutralRecord {
     }
 }
 
+/// After one write and read, `record` writes and reads back to the same card, in both versions.
+fn assert_stable(record: &NeutralRecord, label: &str) {
+    for version in [vcard::Version::V4, vcard::Version::V3] {
+        let once = reread(record, version);
+        assert_eq!(reread(&once, version).card, once.card, "{label} {version:?}");
+    }
+}
+
 fn all_fixture_records() -> Vec<(String, NeutralRecord)> {
     let mut out = Vec::new();
     for dir in [RFC, SAMPLES] {
@@ -332,27 +340,18 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
     let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
     assert_eq!(diagnostics.len(), 2, "{diagnostics:?}");
     assert!(!record.passthrough.contains_key("vCardProps"), "no spare name travels: {:?}", record.passthrough);
-    for version in [vcard::Version::V4, vcard::Version::V3] {
-        let once = reread(&record, version);
-        assert_eq!(reread(&once, version).card, once.card, "{version:?}");
-    }
+    assert_stable(&record, "");
     // An alternative without a language cannot be told apart from the first: a repeat (fuzzing).
     let text = "BEGIN:VCARD\nVERSION:4.0\nFN:Yamada\nN;ALTID=1;LANGUAGE=ja:山田;太郎;;;\n\
         N;ALTID=1;PHONETIC=jyut;SCRIPT=Latn:yamada;taro;;;\nEND:VCARD\n";
     let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
     assert_eq!(diagnostics, vec!["a second N was left out: a card has one".to_string()]);
-    for version in [vcard::Version::V4, vcard::Version::V3] {
-        let once = reread(&record, version);
-        assert_eq!(reread(&once, version).card, once.card, "{version:?}");
-    }
+    assert_stable(&record, "");
     // Two names that are not alternatives of each other are a repeat (also found by fuzzing).
     let text = "BEGIN:VCARD\nVERSION:4.0\nFN:Yamada\nN;ALTID=1;LANGUAGE=ja:山田;太郎;;;\nN;ALTID=0;LANGUAGE=en:Yamada;Taro;;;\nEND:VCARD\n";
     let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
     assert_eq!(diagnostics, vec!["a second N was left out: a card has one".to_string()]);
-    for version in [vcard::Version::V4, vcard::Version::V3] {
-        let once = reread(&record, version);
-        assert_eq!(reread(&once, version).card, once.card, "{version:?}");
-    }
+    assert_stable(&record, "");
 }
 
 /// Inputs on which the `vcard` fuzz target once failed (`fuzz/regressions/vcard/fixed-*`): every
@@ -368,10 +367,7 @@ fn fuzz_findings_stay_fixed() {
         }
         for item in vcard::parse_file(&std::fs::read(&path).expect("read")) {
             let Item::Record { record, .. } = item else { continue };
-            for version in [vcard::Version::V4, vcard::Version::V3] {
-                let once = reread(&record, version);
-                assert_eq!(reread(&once, version).card, once.card, "{} {version:?}", path.display());
-            }
+            assert_stable(&record, &path.display().to_string());
         }
         checked += 1;
     }

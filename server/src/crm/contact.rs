@@ -60,6 +60,11 @@ impl Contact {
         serde_json::from_str(&self.card).unwrap_or_default()
     }
 
+    /// The card, or why it is not one (validation's first step).
+    fn card_or_invalid(&self) -> Result<Card, Invalid> {
+        serde_json::from_str(&self.card).map_err(|e| Invalid::new("card", e.to_string()))
+    }
+
     /// [`Record::validate`] with the card already parsed.
     fn check(&self, card: &Card) -> Result<(), Invalid> {
         card.validate().map_err(|e| Invalid::new(e.field, e.reason))?;
@@ -125,8 +130,7 @@ impl Record for Contact {
     const AUDIT_SKIP: &'static [&'static str] = &["flat", "circles", "tags"];
 
     fn validate(&self) -> Result<(), Invalid> {
-        let card: Card = serde_json::from_str(&self.card).map_err(|e| Invalid::new("card", e.to_string()))?;
-        self.check(&card)
+        self.check(&self.card_or_invalid()?)
     }
 
     fn save_hook(&mut self) {
@@ -136,7 +140,7 @@ impl Record for Contact {
 
     /// The card is parsed once for both (an import prepares thousands of contacts).
     fn prepare(&mut self) -> Result<(), Invalid> {
-        let card: Card = serde_json::from_str(&self.card).map_err(|e| Invalid::new("card", e.to_string()))?;
+        let card = self.card_or_invalid()?;
         self.check(&card)?;
         self.derive(card);
         Ok(())
@@ -156,8 +160,6 @@ impl Record for Contact {
         let mut body: Vec<String> = f.emails.clone();
         for phone in &f.phones {
             body.push(phone.value.clone());
-            // The digits as one number too: the index finds a number by its start (type-ahead) and
-            // by its end (`4567`, or the national number without the country code).
             let digits: String = phone.value.chars().filter(char::is_ascii_digit).collect();
             body.push(digits);
         }

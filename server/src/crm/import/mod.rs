@@ -403,7 +403,8 @@ pub fn apply_batch(tx: &TxUser<'_, '_>, ops: &[Op]) -> mycorrhizal_engine::Resul
     for op in ops {
         match op {
             Op::Add { row, contact } => {
-                // The UID is unique: the store refuses a taken one before writing anything.
+                // The UID is unique: the store refuses a taken one before writing the row (only
+                // an id is used up), and the card then gets a fresh one.
                 let created = match tx.create_prepared((**contact).clone()) {
                     Err(mycorrhizal_engine::Error::Duplicate { index: INDEX_UID }) => {
                         let mut contact = contact.body().clone();
