@@ -624,6 +624,10 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut search = SearchOptions::new(dir.path().join("search"), mycorrhizal::crm::search_sources());
     search.commit_interval = Duration::from_millis(500);
+    // `BENCH_WRITER_MB` sets the index writer's memory per thread (for tuning).
+    if let Some(mb) = std::env::var("BENCH_WRITER_MB").ok().and_then(|v| v.parse::<usize>().ok()) {
+        search.writer_memory = mb << 20;
+    }
     let options = Options { search: Some(search), durability: redb::Durability::None, ..Options::default() };
     let (engine, _) = Engine::open(dir.path().join("bench.redb"), options).expect("engine");
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);

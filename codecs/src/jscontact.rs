@@ -85,7 +85,8 @@ fn neutral_item(value: Value) -> Value {
 fn id_map_to_list(value: Value) -> Value {
     match value {
         Value::Object(map) => Value::Array(
-            map.into_iter()
+            in_id_order(map)
+                .into_iter()
                 .map(|(id, item)| {
                     let mut item = neutral_item(item);
                     if let Value::Object(m) = &mut item {
@@ -97,6 +98,53 @@ fn id_map_to_list(value: Value) -> Value {
         ),
         other => neutral_item(other),
     }
+}
+
+/// The entries of an id map in the order its ids count: `k2` before `k10`. Ids are numbered in
+/// the order the items were written (calcard numbers a vCard's properties so, as most JSContact
+/// writers do), and the JSON map reads them back sorted as text, which put the tenth property
+/// before the ninth and so changed the order of a card's emails or phones between two reads.
+fn in_id_order(map: Map<String, Value>) -> Vec<(String, Value)> {
+    let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+    entries.sort_by(|(a, _), (b, _)| id_key(a).cmp(&id_key(b)));
+    entries
+}
+
+/// The order of map keys as ids count: the text before a trailing number, then the number.
+fn id_key(id: &str) -> (&str, Option<u128>, &str) {
+    let stem = id.trim_end_matches(|c: char| c.is_ascii_digit());
+    (stem, id[stem.len()..].parse().ok(), id)
+}
+
+/// JSON text of a JSContact card with every map's members in id order ([`in_id_order`]), for
+/// readers that keep the order of the text: calcard writes a vCard's properties in that order.
+pub fn to_text_in_id_order(card: &Value) -> String {
+    struct Ordered<'a>(&'a Value);
+    impl serde::Serialize for Ordered<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::{SerializeMap, SerializeSeq};
+            match self.0 {
+                Value::Object(map) => {
+                    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                    entries.sort_by(|(a, _), (b, _)| id_key(a).cmp(&id_key(b)));
+                    let mut out = serializer.serialize_map(Some(entries.len()))?;
+                    for (k, v) in entries {
+                        out.serialize_entry(k, &Ordered(v))?;
+                    }
+                    out.end()
+                }
+                Value::Array(list) => {
+                    let mut out = serializer.serialize_seq(Some(list.len()))?;
+                    for v in list {
+                        out.serialize_element(&Ordered(v))?;
+                    }
+                    out.end()
+                }
+                other => other.serialize(serializer),
+            }
+        }
+    }
+    serde_json::to_string(&Ordered(card)).unwrap_or_default()
 }
 
 /// Applies `f` to every item of an id map (or list).

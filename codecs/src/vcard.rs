@@ -163,6 +163,7 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
         Err(other) => return problem(format!("not a readable vCard ({})", clip(&format!("{other:?}")))),
     };
     let mut diagnostics = drop_repeated_singulars(&mut vcard);
+    order_as_calcard_will(&mut vcard);
     let js = vcard.into_jscontact::<String, String>();
     let mut value = serde_json::to_value(&js).unwrap_or_else(|_| json!({}));
     apple_omit_year_in(&mut value);
@@ -172,6 +173,74 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
         Ok(()) => Item::Record { record: Box::new(record), line: block.line, diagnostics },
         Err(e) => problem(format!("{}: {}", e.field, e.reason)),
     }
+}
+
+/// calcard (0.3) moves a few properties to the end of the card before converting it (role,
+/// birth and death places, Apple's `X-ABLabel`, and properties in a language other than the
+/// card's), with an *unstable* sort: on a card of more than 20 properties, the others then
+/// change places, and with them the order of the card's emails or phones and which group label
+/// attaches where, so a card read, written and read again was not the same card. Sorting by the
+/// same weight first, stably, hands calcard a card already in order, which its sort then leaves
+/// as it is. The card's default language is found as calcard finds it; when calcard would add a
+/// `LANGUAGE` property for it, it is added here instead, so the order stays sorted.
+fn order_as_calcard_will(vcard: &mut VCard) {
+    let (default, add) = calcard_default_language(vcard);
+    if add && let Some(lang) = &default {
+        vcard.entries.push(VCardEntry::new(VCardProperty::Language).with_value(lang.clone()));
+    }
+    vcard.entries.sort_by_key(|entry| {
+        let lang = entry.language();
+        let weight = u32::from(lang.is_some() && default.as_deref() != lang);
+        match &entry.name {
+            VCardProperty::Birthplace | VCardProperty::Deathplace | VCardProperty::Role => weight + 2,
+            VCardProperty::Other(name) if name.eq_ignore_ascii_case("X-ABLabel") => weight + 3,
+            _ => weight,
+        }
+    });
+}
+
+/// The card's default language as calcard's conversion decides it: the `LANGUAGE` property's,
+/// else the language most of the card's properties carry, when they outnumber the properties of
+/// the same names without one. `true` when calcard would add it as a property.
+fn calcard_default_language(vcard: &VCard) -> (Option<String>, bool) {
+    let mut explicit = None;
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    let mut first = None;
+    let mut total = 0;
+    let mut langful: Vec<&VCardProperty> = Vec::new();
+    for entry in &vcard.entries {
+        if let Some(lang) = entry.language() {
+            let lower = lang.to_ascii_lowercase();
+            match counts.iter_mut().find(|(l, _)| *l == lower) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((lower, 1)),
+            }
+            first.get_or_insert(lang);
+            total += 1;
+            if !langful.contains(&&entry.name) {
+                langful.push(&entry.name);
+            }
+        }
+        if entry.name == VCardProperty::Language
+            && let Some(VCardValue::Text(lang)) = entry.values.first()
+        {
+            explicit = Some(lang.to_ascii_lowercase());
+        }
+    }
+    if explicit.is_some() {
+        return (explicit, false);
+    }
+    let (Some(min), Some((lang, max))) =
+        (counts.iter().map(|(_, n)| *n).min(), counts.iter().max_by_key(|(_, n)| *n).cloned())
+    else {
+        return (None, false);
+    };
+    let without = vcard.entries.iter().filter(|e| e.language().is_none() && langful.contains(&&e.name)).count();
+    if total < 2 || max <= without {
+        return (None, false);
+    }
+    let lang = if max == min { first.map(str::to_ascii_lowercase).unwrap_or(lang) } else { lang };
+    (Some(lang), true)
 }
 
 /// Properties a card holds at most once (RFC 6350), unless its instances are alternatives of
@@ -193,7 +262,8 @@ const SINGULAR: [(VCardProperty, &str); 9] = [
 /// Keeps the first of each [`SINGULAR`] property, and its alternatives (the same `ALTID` and a
 /// `LANGUAGE`, each language or phonetic form once), and reports the others. A repeat would
 /// travel as an unknown property and be written back beside the first: two UIDs, of which the
-/// next reader may keep either, so the card would change on every round trip.
+/// next reader may keep either, so the card would change on every round trip. The same holds
+/// for a second Apple label (`X-ABLabel`) in one group: the first is kept.
 fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
     let param = |entry: &VCardEntry, name: VCardParameterName| {
         entry.params.iter().find(|p| p.name == name).map(|p| match &p.value {
@@ -206,7 +276,20 @@ fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
     type Form = (Option<String>, Option<String>);
     let mut kept: [Option<(Option<String>, Vec<Form>)>; SINGULAR.len()] = Default::default();
     let mut dropped = Vec::new();
+    // Groups (`item1.`) that have their Apple label already.
+    let mut labelled: Vec<String> = Vec::new();
     vcard.entries.retain(|entry| {
+        if let (VCardProperty::Other(name), Some(group)) = (&entry.name, &entry.group)
+            && name.eq_ignore_ascii_case("X-ABLabel")
+        {
+            let group = group.to_ascii_lowercase();
+            if labelled.contains(&group) {
+                dropped.push(format!("a second X-ABLabel of {group} was left out: a group has one label"));
+                return false;
+            }
+            labelled.push(group);
+            return true;
+        }
         let Some(at) = SINGULAR.iter().position(|(p, _)| *p == entry.name) else { return true };
         let altid = param(entry, VCardParameterName::Altid);
         let form = (param(entry, VCardParameterName::Language), param(entry, VCardParameterName::Phonetic));
@@ -265,8 +348,10 @@ fn apple_omit_year_in(js: &mut Value) {
 /// `data:` URIs in the card's `media` are embedded.
 pub fn write(record: &NeutralRecord, version: Version) -> String {
     let js = jscontact::from_neutral(record);
-    let mut vcard =
-        JSContact::<String, String>::parse(&js.to_string()).ok().and_then(|c| c.into_vcard()).unwrap_or_default();
+    let mut vcard = JSContact::<String, String>::parse(&jscontact::to_text_in_id_order(&js))
+        .ok()
+        .and_then(|c| c.into_vcard())
+        .unwrap_or_default();
     tidy(&mut vcard, version);
     let mut out = String::new();
     let v = if version == Version::V3 { VCardVersion::V3_0 } else { VCardVersion::V4_0 };

@@ -371,5 +371,36 @@ fn fuzz_findings_stay_fixed() {
         }
         checked += 1;
     }
-    assert!(checked >= 6, "{checked} files");
+    assert!(checked >= 9, "{checked} files");
+}
+
+/// calcard sorts a card's properties with an unstable sort before converting it; on a card of
+/// more than 20 properties that shuffled emails and phones between reads (`order_as_calcard_will`).
+#[test]
+fn a_long_card_keeps_the_order_of_its_emails_and_phones() {
+    let mut text = String::from("BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Ada Lovelace\r\nN:Lovelace;Ada;;;\r\n");
+    for i in 0..12 {
+        text.push_str(&format!("EMAIL;TYPE=WORK:ada{i}@example.org\r\nTEL:+44 20 7946 {i:04}\r\n"));
+    }
+    text.push_str("ROLE:Analyst\r\nitem1.URL:https://ada.example.org\r\nitem1.X-ABLabel:_$!<HomePage>!$_\r\nNOTE:Engines\r\nEND:VCARD\r\n");
+    let Some(Item::Record { record, .. }) = vcard::parse_file(text.as_bytes()).into_iter().next() else {
+        panic!("a record");
+    };
+    let emails: Vec<String> = (0..12).map(|i| format!("ada{i}@example.org")).collect();
+    assert_eq!(record.card.emails.iter().map(|e| e.address.clone()).collect::<Vec<_>>(), emails);
+    assert_eq!(record.card.phones[11].number, "+44 20 7946 0011");
+    assert_stable(&record, "long card");
+}
+
+/// Two Apple labels in one group: the first is kept, the second reported, and the card is stable.
+#[test]
+fn a_second_label_in_a_group_is_left_out_and_reported() {
+    let text = "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Ada Lovelace\r\nitem4.TEL:+34 622 000 111\r\n\
+                item4.X-ABLabel:Boat\r\nitem4.X-ABLabel:Lighthouse\r\nEND:VCARD\r\n";
+    let Some(Item::Record { record, diagnostics, .. }) = vcard::parse_file(text.as_bytes()).into_iter().next() else {
+        panic!("a record");
+    };
+    assert_eq!(record.card.phones[0].extra.get("label"), Some(&json!("Boat")));
+    assert!(diagnostics.iter().any(|d| d.contains("X-ABLabel of item4")), "{diagnostics:?}");
+    assert_stable(&record, "two labels");
 }
