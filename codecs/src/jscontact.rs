@@ -9,6 +9,7 @@
 //! converted ones) is carried in `passthrough` (`vCardProps` and `jsContactProps`), so an export
 //! gives those properties back.
 
+use serde::Deserialize as _;
 use serde_json::{Map, Value, json};
 
 use crate::card::Card;
@@ -288,7 +289,7 @@ pub fn to_neutral(card: Value) -> NeutralRecord {
 /// Reads the neutral card leniently: a member of the wrong type moves to the unknown members
 /// under its own name prefixed `x-invalid-`, rather than losing the card.
 fn deserialize_card(value: Value) -> Card {
-    match serde_json::from_value::<Card>(value.clone()) {
+    match Card::deserialize(&value) {
         Ok(card) => card,
         Err(_) => {
             let Value::Object(map) = value else { return Card::default() };

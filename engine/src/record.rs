@@ -163,7 +163,7 @@ impl Precondition {
 /// single writer during bulk writes. The body cannot change once prepared.
 #[derive(Debug, Clone)]
 pub struct Prepared<R> {
-    body: R,
+    pub(crate) body: R,
     /// The audit diff of creating `body` (from nothing); `None` leaves it to the transaction.
     pub(crate) created: Option<Vec<crate::audit::FieldChange>>,
 }
@@ -171,9 +171,20 @@ pub struct Prepared<R> {
 impl<R: Record> Prepared<R> {
     pub fn new(mut body: R) -> Result<Prepared<R>, Invalid> {
         body.prepare()?;
-        let after = serde_json::to_value(&body).unwrap_or_default();
-        let created = crate::audit::diff(&serde_json::Value::Null, &after, R::AUDIT_SKIP);
-        Ok(Prepared { body, created: Some(created) })
+        Ok(Prepared::prepared(body))
+    }
+
+    /// A body its caller has put through the equivalent of [`Record::prepare`] itself, with
+    /// parts of that work in hand already (a contact's parsed card, say). `prepare` must leave
+    /// the body exactly as [`Record::prepare`] would, or fail as it would.
+    pub fn with(mut body: R, prepare: impl FnOnce(&mut R) -> Result<(), Invalid>) -> Result<Prepared<R>, Invalid> {
+        prepare(&mut body)?;
+        Ok(Prepared::prepared(body))
+    }
+
+    fn prepared(body: R) -> Prepared<R> {
+        let created = crate::audit::created(&body, R::AUDIT_SKIP);
+        Prepared { body, created: Some(created) }
     }
 
     /// A body the caller has just prepared itself (inside the engine only).

@@ -24,9 +24,11 @@ pub struct Tx<'a> {
     /// Users whose rows were all removed.
     pub(crate) purged: RefCell<Vec<u64>>,
     /// Per-user bookkeeping this transaction has read, kept current as it writes, so a bulk write
-    /// reads it once instead of once per row. Every write still writes its table.
+    /// reads it once instead of once per row. The change sequence and live counts are written to
+    /// their tables once, when the transaction finishes ([`Tx::finish`]).
     heads: RefCell<HashMap<u64, Head>>,
-    /// Counters this transaction has incremented, by name, at their current value.
+    /// Counters this transaction has incremented, by name, at their current value; written to
+    /// `COUNTERS` when it finishes.
     counters: RefCell<HashMap<String, u64>>,
 }
 
@@ -36,8 +38,10 @@ struct Head {
     seq: u64,
     /// The hash of the last audit event (or the chain's anchor).
     audit: String,
-    /// Live rows per kind.
+    /// Live rows per kind, where this transaction changed them.
     live: HashMap<&'static str, u64>,
+    /// Whether `seq` moved in this transaction (and `USER_SEQ` is to be written).
+    moved: bool,
 }
 
 impl<'a> Tx<'a> {
@@ -52,18 +56,51 @@ impl<'a> Tx<'a> {
         }
     }
 
-    /// Increments and returns the named counter (first value 1). Kept here as well as in
-    /// `COUNTERS` (written every time), so a bulk write reads it once.
+    /// Increments and returns the named counter (first value 1). Read from `COUNTERS` once per
+    /// transaction, written back when it finishes.
     pub(crate) fn next_counter(&self, name: &str) -> Result<u64> {
-        let mut counters = self.txn.open_table(COUNTERS)?;
         let mut cached = self.counters.borrow_mut();
         let last = match cached.get(name) {
             Some(last) => *last,
-            None => counters.get(name)?.map(|v| v.value()).unwrap_or(0),
+            None => self.txn.open_table(COUNTERS)?.get(name)?.map(|v| v.value()).unwrap_or(0),
         };
-        counters.insert(name, last + 1)?;
         cached.insert(name.to_string(), last + 1);
         Ok(last + 1)
+    }
+
+    /// Writes the bookkeeping kept in memory (counters, change sequences, live counts) to its
+    /// tables, and hands over what the search indexer needs once the transaction commits. The
+    /// writer calls it after the last change and before the commit; a transaction dropped without
+    /// it is aborted, so nothing is half written.
+    pub(crate) fn finish(self) -> Result<(Vec<Touched>, Vec<u64>)> {
+        {
+            let mut table = self.txn.open_table(COUNTERS)?;
+            for (name, value) in self.counters.borrow().iter() {
+                table.insert(name.as_str(), *value)?;
+            }
+        }
+        let users: Vec<u64> = self.heads.borrow().keys().copied().collect();
+        for user in users {
+            self.write_head(user)?;
+        }
+        Ok((self.touched.into_inner(), self.purged.into_inner()))
+    }
+
+    /// Writes `user`'s change sequence and live counts, if this transaction changed them.
+    fn write_head(&self, user: u64) -> Result<()> {
+        let mut heads = self.heads.borrow_mut();
+        let Some(head) = heads.get_mut(&user) else { return Ok(()) };
+        if head.moved {
+            self.txn.open_table(USER_SEQ)?.insert(user, head.seq)?;
+            head.moved = false;
+        }
+        if !head.live.is_empty() {
+            let mut counts = self.txn.open_table(LIVE_COUNTS)?;
+            for (kind, count) in head.live.drain() {
+                counts.insert((user, kind), count)?;
+            }
+        }
+        Ok(())
     }
 
     /// Runs `f` on `user`'s head, read from the tables on first use in this transaction.
@@ -74,7 +111,7 @@ impl<'a> Tx<'a> {
             Entry::Vacant(e) => {
                 let seq = self.txn.open_table(USER_SEQ)?.get(user)?.map(|v| v.value()).unwrap_or(0);
                 let audit = crate::audit::last_hash(self.txn, user)?;
-                e.insert(Head { seq, audit, live: HashMap::new() })
+                e.insert(Head { seq, audit, live: HashMap::new(), moved: false })
             }
         };
         f(head)
@@ -114,6 +151,7 @@ impl<'a> Tx<'a> {
         self.txn.open_table(LIVE_COUNTS)?.retain_in::<(u64, &str), _>((user.0, "").., |(u, _), _| u != user.0)?;
         self.txn.open_table(crate::audit::AUDIT)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
         self.txn.open_table(crate::audit::AUDIT_ANCHORS)?.remove(user.0)?;
+        // Nothing of the user's bookkeeping is to be written back.
         self.heads.borrow_mut().remove(&user.0);
         self.purged.borrow_mut().push(user.0);
         Ok(removed)
@@ -166,8 +204,7 @@ impl TxUser<'_, '_> {
 
     /// Creates a row from a body prepared outside the transaction (see [`Prepared`]).
     pub fn create_prepared<R: Record>(&self, prepared: Prepared<R>) -> Result<Row<R>> {
-        let created = prepared.created.clone();
-        let body = prepared.into_body();
+        let Prepared { body, created } = prepared;
         let id = self.tx.next_counter(&format!("id:{}", R::KIND.name))?;
         let now = self.tx.now;
         let meta = Meta { revision: 1, created_at: now, updated_at: now, deleted_at: None };
@@ -278,17 +315,16 @@ impl TxUser<'_, '_> {
         };
         let seq = self.tx.with_head(self.user, |head| {
             if delta != 0 {
-                let mut counts = txn.open_table(LIVE_COUNTS)?;
                 let current = match head.live.get(R::KIND.name) {
                     Some(current) => *current,
-                    None => counts.get((self.user, R::KIND.name))?.map(|v| v.value()).unwrap_or(0),
+                    None => {
+                        txn.open_table(LIVE_COUNTS)?.get((self.user, R::KIND.name))?.map(|v| v.value()).unwrap_or(0)
+                    }
                 };
-                let next = current.saturating_add_signed(delta);
-                counts.insert((self.user, R::KIND.name), next)?;
-                head.live.insert(R::KIND.name, next);
+                head.live.insert(R::KIND.name, current.saturating_add_signed(delta));
             }
             head.seq += 1;
-            txn.open_table(USER_SEQ)?.insert(self.user, head.seq)?;
+            head.moved = true;
             Ok(head.seq)
         })?;
         let change = Change {
@@ -305,9 +341,12 @@ impl TxUser<'_, '_> {
             Some(r) if r.meta.deleted_at.is_none() => serde_json::to_value(&r.body).unwrap_or_default(),
             _ => serde_json::Value::Null,
         };
-        let changes = audit.unwrap_or_else(|| {
-            let after = if op == Op::Deleted { serde_json::Value::Null } else { body(Some(row)) };
-            crate::audit::diff(&body(old), &after, R::AUDIT_SKIP)
+        let changes = audit.unwrap_or_else(|| match (old, op) {
+            (None, Op::Created) => crate::audit::created(&row.body, R::AUDIT_SKIP),
+            _ => {
+                let after = if op == Op::Deleted { serde_json::Value::Null } else { body(Some(row)) };
+                crate::audit::diff(&body(old), &after, R::AUDIT_SKIP)
+            }
         });
         let mut event = crate::audit::AuditEvent {
             seq,
@@ -330,6 +369,8 @@ impl TxUser<'_, '_> {
 
     /// Removes this user's audit events older than `cutoff` (the chain stays verifiable).
     pub fn purge_audit(&self, cutoff: Timestamp) -> Result<u64> {
+        // The chain's head is read again after the purge; the rest of the head is kept.
+        self.tx.write_head(self.user)?;
         self.tx.heads.borrow_mut().remove(&self.user);
         crate::audit::purge(self.tx.txn, self.user, cutoff)
     }

@@ -116,8 +116,13 @@ impl Writer {
                     }
                 }
             }
-            touched = tx.touched.into_inner();
-            purged = tx.purged.into_inner();
+            match tx.finish() {
+                Ok(handed) => (touched, purged) = handed,
+                Err(error) => {
+                    let _ = txn.abort();
+                    return self.commit_failed(error.to_string());
+                }
+            }
         }
         match txn.commit() {
             Ok(()) => Attempt::Committed(outputs, touched, purged),

@@ -93,6 +93,14 @@ impl Contact {
         self.tags = tags;
     }
 
+    /// [`Record::prepare`] for a caller that holds the card parsed already (an import builds the
+    /// card text from it): the same checks and derived columns, without reading the text again.
+    pub fn prepare_parsed(&mut self, card: Card) -> Result<(), Invalid> {
+        self.check(&card)?;
+        self.derive(card);
+        Ok(())
+    }
+
     /// The birthday as clients see it: the card's, else the legacy text.
     pub fn birthday(&self) -> &str {
         if self.flat.birthday.is_empty() { &self.legacy_birthday } else { &self.flat.birthday }
