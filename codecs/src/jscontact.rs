@@ -106,9 +106,18 @@ fn id_map_to_list(value: Value) -> Value {
 /// writers do), and the JSON map reads them back sorted as text, which put the tenth property
 /// before the ninth and so changed the order of a card's emails or phones between two reads.
 fn in_id_order(map: Map<String, Value>) -> Vec<(String, Value)> {
+    let sorted = ids_in_order(&map);
     let mut entries: Vec<(String, Value)> = map.into_iter().collect();
-    entries.sort_by(|(a, _), (b, _)| id_key(a).cmp(&id_key(b)));
+    if !sorted {
+        entries.sort_by(|(a, _), (b, _)| id_key(a).cmp(&id_key(b)));
+    }
     entries
+}
+
+/// Whether the map's text order is its id order already (it is unless ids of different lengths
+/// share a stem, as `k9` and `k10`).
+fn ids_in_order(map: &Map<String, Value>) -> bool {
+    map.keys().is_sorted_by(|a, b| id_key(a) <= id_key(b))
 }
 
 /// The order of map keys as ids count: the text before a trailing number, then the number.
@@ -127,7 +136,9 @@ pub fn to_text_in_id_order(card: &Value) -> String {
             match self.0 {
                 Value::Object(map) => {
                     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                    entries.sort_by(|(a, _), (b, _)| id_key(a).cmp(&id_key(b)));
+                    if !ids_in_order(map) {
+                        entries.sort_by(|(a, _), (b, _)| id_key(a).cmp(&id_key(b)));
+                    }
                     let mut out = serializer.serialize_map(Some(entries.len()))?;
                     for (k, v) in entries {
                         out.serialize_entry(k, &Ordered(v))?;

@@ -542,7 +542,11 @@ async fn a_file_of_several_batches_lands_whole_with_its_pictures_and_failures_ac
     let instance = Instance::new();
     let server = instance.spawn();
     let ada = server.sign_up("ada").await;
-    // 1,100 cards: three write batches, parsed on several threads; every 100th has a picture.
+    // A contact the 1,051st card duplicates: found by the lookups of the last thread's rows.
+    let existing = ada.post("/api/v1/contacts", json!({ "firstname": "Pat", "email": "p1050@example.org" })).await;
+    let existing = existing.json::<Value>().await.expect("json")["contact"]["id"].as_u64().expect("id");
+    // 1,100 cards: three write batches, parsed on several threads and looked up on several;
+    // every 100th has a picture. Then the fourth card again, a repeat across threads.
     let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
     let mut file = String::new();
     for n in 0..1100 {
@@ -551,12 +555,28 @@ async fn a_file_of_several_batches_lands_whole_with_its_pictures_and_failures_ac
             "BEGIN:VCARD\r\nVERSION:3.0\r\nUID:card-{n}\r\nFN:Person {n}\r\nN:P{n};Person;;;\r\nEMAIL:p{n}@example.org\r\n{photo}END:VCARD\r\n"
         ));
     }
+    file.push_str("BEGIN:VCARD\r\nVERSION:3.0\r\nUID:card-3\r\nFN:Person 3\r\nN:P3;Person;;;\r\nEND:VCARD\r\n");
     let preview = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "many.vcf", file.as_bytes()).await).await;
-    assert_eq!(preview["total_rows"], 1100);
+    assert_eq!(preview["total_rows"], 1101);
     let rows = preview["rows"].as_array().expect("rows");
     assert!(rows.iter().enumerate().all(|(i, r)| r["row_index"] == i), "file order");
+    assert_eq!(rows[1050]["duplicate_match"]["existing_contact_id"], existing);
+    assert_eq!(rows[1050]["suggested_action"], "update");
+    assert_eq!(rows[1100]["batch_duplicate_of"], 3);
+    let matched: Vec<usize> = (0..1101).filter(|i| !rows[*i]["duplicate_match"].is_null()).collect();
+    let repeats: Vec<usize> = (0..1101).filter(|i| !rows[*i]["batch_duplicate_of"].is_null()).collect();
+    assert_eq!((matched, repeats), (vec![1050], vec![1100]));
     let result = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
-    assert_eq!((result["created"].as_u64(), result["error_count"].as_u64()), (Some(1100), Some(0)), "{result}");
+    assert_eq!(
+        (
+            result["created"].as_u64(),
+            result["updated"].as_u64(),
+            result["skipped"].as_u64(),
+            result["error_count"].as_u64()
+        ),
+        (Some(1099), Some(1), Some(1), Some(0)),
+        "{result}"
+    );
     let listed = ok_json(ada.get("/api/v1/contacts?limit=1").await).await;
     assert_eq!(listed["total"], 1100);
     assert_eq!(photo_files(&instance, ada.id).len(), 11, "one file per picture, none stray");

@@ -234,17 +234,49 @@ fn keys(card: &Card, flat: &Flat) -> Vec<(&'static str, &'static str, String)> {
 }
 
 /// Finds, for every row, the existing contact it duplicates and the earlier row of the same
-/// upload it repeats, and what an update would change.
+/// upload it repeats, and what an update would change. The lookups of a large upload run on
+/// several threads (rows are independent there); the repeats within the upload are then found
+/// in one pass over the rows' keys, in file order.
 pub fn detect(view: &UserView, rows: &mut [ImportRow]) -> mycorrhizal_engine::Result<()> {
-    let mut seen: HashMap<(&'static str, String), usize> = HashMap::new();
+    /// Rows per thread below which one thread does all the lookups.
+    const ROWS_PER_THREAD: usize = 500;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let per_thread = rows.len().div_ceil(threads).max(ROWS_PER_THREAD);
+    let keyed: Vec<Vec<Keys>> = if per_thread >= rows.len() {
+        vec![match_existing(view, rows)?]
+    } else {
+        std::thread::scope(|scope| {
+            let parts: Vec<_> =
+                rows.chunks_mut(per_thread).map(|part| scope.spawn(move || match_existing(view, part))).collect();
+            parts
+                .into_iter()
+                .map(|p| p.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect::<mycorrhizal_engine::Result<Vec<_>>>()
+        })?
+    };
+    let mut seen: HashMap<(&'static str, &str), usize> = HashMap::new();
+    for (row, keys) in rows.iter_mut().zip(keyed.iter().flatten()) {
+        row.batch_duplicate_of = keys.iter().find_map(|(reason, _, k)| seen.get(&(*reason, k.as_str())).copied());
+        for (reason, _, k) in keys {
+            seen.entry((*reason, k.as_str())).or_insert(row.index);
+        }
+    }
+    Ok(())
+}
+
+/// A row's identifying keys (see [`keys`]); none for a row without a record.
+type Keys = Vec<(&'static str, &'static str, String)>;
+
+/// The existing contact each row matches (by its strongest key that matches), and the row's keys.
+fn match_existing(view: &UserView, rows: &mut [ImportRow]) -> mycorrhizal_engine::Result<Vec<Keys>> {
+    let mut out = Vec::with_capacity(rows.len());
     for row in rows.iter_mut() {
-        let Some(record) = &row.record else { continue };
+        let Some(record) = &row.record else {
+            out.push(Vec::new());
+            continue;
+        };
         let flat = project(&record.card);
         let keys = keys(&record.card, &flat);
-        row.batch_duplicate_of = keys.iter().find_map(|(reason, _, k)| seen.get(&(*reason, k.clone())).copied());
-        for (reason, _, k) in &keys {
-            seen.entry((*reason, k.clone())).or_insert(row.index);
-        }
         for (reason, index, key) in &keys {
             let Some(id) = view.find::<Contact>(index, key)?.into_iter().next() else { continue };
             let existing = view.get::<Contact>(id)?;
@@ -261,8 +293,9 @@ pub fn detect(view: &UserView, rows: &mut [ImportRow]) -> mycorrhizal_engine::Re
             row.diff = Some(diff(&existing.body, &merged));
             break;
         }
+        out.push(keys);
     }
-    Ok(())
+    Ok(out)
 }
 
 /// `parsed_contact` of the preview: the flat fields a person checks, non-empty only.
