@@ -292,7 +292,12 @@ fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
         }
         let Some(at) = SINGULAR.iter().position(|(p, _)| *p == entry.name) else { return true };
         let altid = param(entry, VCardParameterName::Altid);
-        let form = (param(entry, VCardParameterName::Language), param(entry, VCardParameterName::Phonetic));
+        // A language has one plain and one phonetic form (JSContact holds one phonetic system
+        // per name): a second phonetic system in the same language is a repeat.
+        let form = (
+            param(entry, VCardParameterName::Language),
+            param(entry, VCardParameterName::Phonetic).map(|_| String::new()),
+        );
         match &mut kept[at] {
             None => {
                 kept[at] = Some((altid, vec![form]));
