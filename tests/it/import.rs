@@ -539,7 +539,7 @@ async fn imported_pictures_land_with_their_contacts_and_leave_no_stray_files() {
 
 #[tokio::test]
 async fn a_file_of_several_batches_lands_whole_with_its_pictures_and_failures_accounted() {
-    let instance = Instance::new();
+    let instance = Instance::new().with("IMPORT_BATCH_ROWS", "500");
     let server = instance.spawn();
     let ada = server.sign_up("ada").await;
     // A contact the 1,051st card duplicates: found by the lookups of the last thread's rows.

@@ -369,6 +369,7 @@ async fn confirm(
     }
     let scope = state.engine.user(user.id);
     let data_dir = state.config.data_dir.clone();
+    let batch = state.config.import.batch_rows;
     // The session is settled inside the blocking task, so a client that hangs up mid-import
     // still leaves the result for a repeat; if the task dies, the guard drops the session (the
     // client re-uploads, and the preview shows what did get in as duplicates).
@@ -376,7 +377,7 @@ async fn confirm(
     let result = state
         .blocking(move |_| {
             let mut settle = settle;
-            let result = import::execute(&scope, &data_dir, source, &rows, &actions, &|_, _| {});
+            let result = import::execute(&scope, &data_dir, source, &rows, &actions, batch, &|_, _| {});
             settle.sessions.finish(settle.user, &settle.id, Stage::Done(result.clone()));
             settle.done = true;
             result
