@@ -260,7 +260,7 @@ const SINGULAR: [(VCardProperty, &str); 9] = [
 ];
 
 /// Keeps the first of each [`SINGULAR`] property, and its alternatives (the same `ALTID` and a
-/// `LANGUAGE`, each language or phonetic form once), and reports the others. A repeat would
+/// `LANGUAGE`, each language once), and reports the others. A repeat would
 /// travel as an unknown property and be written back beside the first: two UIDs, of which the
 /// next reader may keep either, so the card would change on every round trip. The same holds
 /// for a second Apple label (`X-ABLabel`) in one group: the first is kept.
@@ -271,9 +271,8 @@ fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
             other => format!("{other:?}").to_lowercase(),
         })
     };
-    // Per property: the ALTID of the first instance kept, and the forms (language, phonetic
-    // system) kept under it.
-    type Form = (Option<String>, Option<String>);
+    // Per property: the ALTID of the first instance kept, and the languages kept under it.
+    type Form = Option<String>;
     let mut kept: [Option<(Option<String>, Vec<Form>)>; SINGULAR.len()] = Default::default();
     let mut dropped = Vec::new();
     // Groups (`item1.`) that have their Apple label already.
@@ -292,21 +291,18 @@ fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
         }
         let Some(at) = SINGULAR.iter().position(|(p, _)| *p == entry.name) else { return true };
         let altid = param(entry, VCardParameterName::Altid);
-        // A language has one plain and one phonetic form (JSContact holds one phonetic system
-        // per name): a second phonetic system in the same language is a repeat.
-        let form = (
-            param(entry, VCardParameterName::Language),
-            param(entry, VCardParameterName::Phonetic).map(|_| String::new()),
-        );
+        // One form per language: calcard converts the first N of a language (plain or phonetic)
+        // into the name and leaves a second one as an unknown property, which a write then puts
+        // beside the converted one, and the next read may convert either: a second form in the
+        // same language (another phonetic system, or plain beside phonetic) is a repeat.
+        let form = param(entry, VCardParameterName::Language);
         match &mut kept[at] {
             None => {
                 kept[at] = Some((altid, vec![form]));
                 true
             }
             // An alternative names its language (calcard keeps it as a localization only then).
-            Some((first, forms))
-                if first.is_some() && *first == altid && form.0.is_some() && !forms.contains(&form) =>
-            {
+            Some((first, forms)) if first.is_some() && *first == altid && form.is_some() && !forms.contains(&form) => {
                 forms.push(form);
                 true
             }

@@ -341,6 +341,15 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
     assert_eq!(diagnostics.len(), 2, "{diagnostics:?}");
     assert!(!record.passthrough.contains_key("vCardProps"), "no spare name travels: {:?}", record.passthrough);
     assert_stable(&record, "");
+    // A plain and a phonetic name in one language: calcard converts one of them, and the other
+    // came back first on the next read (fuzzing): the second form of a language is a repeat.
+    let text = "BEGIN:VCARD\nVERSION:4.0\nUID:p\nFN:孫中山\nN;ALTID=1;LANGUAGE=zh-Hant:孫;中山;;;\n\
+        N;ALTID=1;PHONETIC=jyut;SCRIPT=Latn;LANGUAGE=yue:syun1;zung1saan1;;;\n\
+        N;ALTID=1;SCRIPT=Latn;LANGUAGE=yue:syun;zung;;;\nEND:VCARD\n";
+    let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
+    assert_eq!(diagnostics, vec!["a second N was left out: a card has one".to_string()]);
+    assert!(record.card.extra["localizations"]["yue"].is_object(), "the phonetic form is kept");
+    assert_stable(&record, "");
     // An alternative without a language cannot be told apart from the first: a repeat (fuzzing).
     let text = "BEGIN:VCARD\nVERSION:4.0\nFN:Yamada\nN;ALTID=1;LANGUAGE=ja:山田;太郎;;;\n\
         N;ALTID=1;PHONETIC=jyut;SCRIPT=Latn:yamada;taro;;;\nEND:VCARD\n";
