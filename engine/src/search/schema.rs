@@ -31,12 +31,12 @@
 
 use tantivy::Index;
 use tantivy::schema::{Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions};
-use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
+use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 use super::query;
 
 /// Stored in every commit's payload; a mismatch at start triggers a rebuild.
-pub(crate) const SCHEMA_VERSION: u32 = 6;
+pub(crate) const SCHEMA_VERSION: u32 = 7;
 
 pub(crate) const F_USER: &str = "user";
 pub(crate) const F_KEY: &str = "key";
@@ -111,23 +111,25 @@ fn first_chars(word: &str, n: usize) -> Option<&str> {
 pub(crate) const PAIR_BUCKETS: u64 = 1 << 14;
 const _: () = assert!(PAIR_BUCKETS <= 1 << 16);
 
-/// The bucket term of two adjacent words (without its scope): a space, then a hash (FNV-1a, mixed)
-/// of both words in four hex digits, stable across platforms and versions (it is stored in the
-/// index).
+/// The bucket term of two adjacent words (without its scope): a space, then a hash of both words
+/// in four hex digits, stable across platforms and versions (it is stored in the index).
 pub(crate) fn pair_bucket(first: &str, second: &str) -> String {
     let mut out = String::with_capacity(5);
-    push_pair_bucket(&mut out, first, second);
+    push_pair_bucket(&mut out, word_hash(first), word_hash(second));
     out
 }
 
-/// Appends [`pair_bucket`] to `out` (no allocation: it runs for every indexed word).
-fn push_pair_bucket(out: &mut String, first: &str, second: &str) {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in first.bytes().chain([b' ']).chain(second.bytes()) {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    // FNV's low bits are weak for look-alike pairs: mix before taking them (splitmix64's end).
+/// FNV-1a of a word, hashed once per word while indexing (each word is in two pairs).
+fn word_hash(word: &str) -> u64 {
+    word.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Appends the bucket term of two words, given by their [`word_hash`] (no allocation: it runs for
+/// every indexed word).
+fn push_pair_bucket(out: &mut String, first: u64, second: u64) {
+    // Order matters (`party birthday` is another pair); FNV's low bits are weak for look-alike
+    // words: mix before taking them (splitmix64's end).
+    let mut hash = first.rotate_left(23).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ second;
     hash = (hash ^ (hash >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     hash = (hash ^ (hash >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     hash ^= hash >> 31;
@@ -175,19 +177,19 @@ pub(crate) fn scoped_text(scope: &str, text: &str) -> String {
     out
 }
 
-/// Splits and folds text with [`query::analyzer`], then emits every word (or its prefix gram, and
+/// Splits and folds text as [`query::analyzer`] does ([`query::each_word`]), then emits every word (or its prefix gram, and
 /// the bucket of its pair with the word before) behind the scope read from the text's head. Text
 /// without a scope yields nothing: no term can exist outside a scope.
 #[derive(Clone)]
 pub(crate) struct Scoping {
-    analyzer: TextAnalyzer,
+    folder: query::Folder,
     emit: Emit,
     tokens: Vec<Token>,
 }
 
 impl Scoping {
     fn new(emit: Emit) -> Scoping {
-        Scoping { analyzer: query::analyzer(), emit, tokens: Vec::new() }
+        Scoping { folder: query::Folder::default(), emit, tokens: Vec::new() }
     }
 }
 
@@ -216,7 +218,7 @@ thread_local! {
 
 impl Analysed {
     /// The folded words of `text` (without its scope), analysed now or reused.
-    fn words(&mut self, analyzer: &mut TextAnalyzer, scoped: &str, text: &str) -> &[Token] {
+    fn words(&mut self, folder: &mut query::Folder, scoped: &str, text: &str) -> &[Token] {
         let at = match self.slots.iter().position(|slot| slot.text == scoped) {
             Some(at) => at,
             None => {
@@ -226,19 +228,18 @@ impl Analysed {
                 slot.text.clear();
                 slot.text.push_str(scoped);
                 slot.len = 0;
-                let mut stream = analyzer.token_stream(text);
-                while let Some(t) = stream.next() {
+                query::each_word(text, |from, to, position| {
                     if slot.len == slot.words.len() {
                         slot.words.push(Token::default());
                     }
                     let word = &mut slot.words[slot.len];
-                    word.offset_from = t.offset_from;
-                    word.offset_to = t.offset_to;
-                    word.position = t.position;
+                    word.offset_from = from;
+                    word.offset_to = to;
+                    word.position = position;
                     word.text.clear();
-                    word.text.push_str(&t.text);
+                    folder.fold_into(&mut word.text, &text[from..to]);
                     slot.len += 1;
-                }
+                });
                 at
             }
         };
@@ -261,9 +262,9 @@ impl Tokenizer for Scoping {
         // word once the buffers have grown.
         let mut len = 0;
         if let Some((scope, text)) = scoped.split_once(SCOPE_END) {
-            let Scoping { analyzer, emit: mode, tokens } = self;
+            let Scoping { folder, emit: mode, tokens } = self;
             ANALYSED.with_borrow_mut(|analysed| {
-                let words = analysed.words(analyzer, scoped, text);
+                let words = analysed.words(folder, scoped, text);
                 let mut emit = |word: &Token, tail: &dyn Fn(&mut String)| {
                     if len == tokens.len() {
                         tokens.push(Token::default());
@@ -278,7 +279,8 @@ impl Tokenizer for Scoping {
                     tail(&mut out.text);
                     len += 1;
                 };
-                for (at, word) in words.iter().enumerate() {
+                let mut before: Option<u64> = None;
+                for word in words {
                     match mode {
                         Emit::Words => emit(word, &|out| out.push_str(&word.text)),
                         Emit::GramsAndPairs { short } => {
@@ -291,9 +293,11 @@ impl Tokenizer for Scoping {
                             if query::is_number(&word.text) {
                                 emit(word, &|out| push_reversed_number(out, &word.text));
                             }
-                            if let Some(before) = at.checked_sub(1).map(|b| &words[b].text) {
-                                emit(word, &|out| push_pair_bucket(out, before, &word.text));
+                            let hash = word_hash(&word.text);
+                            if let Some(before) = before {
+                                emit(word, &|out| push_pair_bucket(out, before, hash));
                             }
+                            before = Some(hash);
                         }
                     }
                 }
@@ -407,8 +411,8 @@ mod tests {
     #[test]
     fn pair_buckets_are_stable_and_ordered() {
         // Stored in indexes: a change here needs a new SCHEMA_VERSION.
-        assert_eq!(pair_bucket("birthday", "party"), " 00c8");
-        assert_eq!(pair_bucket("rust", "meetup"), " 3434");
+        assert_eq!(pair_bucket("birthday", "party"), " 3779");
+        assert_eq!(pair_bucket("rust", "meetup"), " 0831");
         assert_ne!(pair_bucket("ab", "c"), pair_bucket("a", "bc"));
         assert_ne!(pair_bucket("party", "birthday"), pair_bucket("birthday", "party"));
         assert_eq!(pair_bucket("rust", "meetup").len(), 5);
