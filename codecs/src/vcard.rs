@@ -259,8 +259,8 @@ const SINGULAR: [(VCardProperty, &str); 9] = [
     (VCardProperty::Prodid, "PRODID"),
 ];
 
-/// Keeps the first of each [`SINGULAR`] property, and its alternatives (the same `ALTID` and a
-/// `LANGUAGE`, each language once), and reports the others. A repeat would
+/// Keeps the first of each [`SINGULAR`] property, and one alternative of it (the same `ALTID` and
+/// another `LANGUAGE`), and reports the others. A repeat would
 /// travel as an unknown property and be written back beside the first: two UIDs, of which the
 /// next reader may keep either, so the card would change on every round trip. The same holds
 /// for a second Apple label (`X-ABLabel`) in one group: the first is kept.
@@ -303,6 +303,12 @@ fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
             }
             // An alternative names its language (calcard keeps it as a localization only then).
             Some((first, forms)) if first.is_some() && *first == altid && form.is_some() && !forms.contains(&form) => {
+                // calcard converts one alternative and leaves a third form unknown; a write puts
+                // that one first and the next read converts it instead (fuzzing): one is kept.
+                if forms.len() > 1 {
+                    dropped.push(format!("another {} alternative was left out: a card keeps one", SINGULAR[at].1));
+                    return false;
+                }
                 forms.push(form);
                 true
             }

@@ -350,6 +350,23 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
     assert_eq!(diagnostics, vec!["a second N was left out: a card has one".to_string()]);
     assert!(record.card.extra["localizations"]["yue"].is_object(), "the phonetic form is kept");
     assert_stable(&record, "");
+    // A third form (calcard converts one alternative; the other came back first on the next
+    // write and swapped places with it: fuzzing): one alternative is kept, of names and of FN.
+    let text = "BEGIN:VCARD\nVERSION:4.0\nUID:p\nFN;ALTID=1;LANGUAGE=en:John Smith\nFN;ALTID=1;LANGUAGE=de:Johann Schmidt\n\
+        FN;ALTID=1;LANGUAGE=fr:Jean Forgeron\nN;ALTID=1;LANGUAGE=en:Smith;John;;;\n\
+        N;ALTID=1;PHONETIC=jyut;LANGUAGE=yue:syun;zung;;;\nN;ALTID=1;LANGUAGE=fr:Forgeron;Jean;;;\nEND:VCARD\n";
+    let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
+    assert_eq!(
+        diagnostics,
+        vec![
+            "another FN alternative was left out: a card keeps one".to_string(),
+            "another N alternative was left out: a card keeps one".to_string()
+        ]
+    );
+    assert_eq!(record.card.extra["localizations"]["de"]["name/full"], "Johann Schmidt");
+    assert!(record.card.extra["localizations"]["yue"].is_object(), "the first alternative name is kept");
+    assert!(!record.passthrough.contains_key("vCardProps"), "no spare name travels: {:?}", record.passthrough);
+    assert_stable(&record, "");
     // An alternative without a language cannot be told apart from the first: a repeat (fuzzing).
     let text = "BEGIN:VCARD\nVERSION:4.0\nFN:Yamada\nN;ALTID=1;LANGUAGE=ja:山田;太郎;;;\n\
         N;ALTID=1;PHONETIC=jyut;SCRIPT=Latn:yamada;taro;;;\nEND:VCARD\n";
