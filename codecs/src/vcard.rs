@@ -163,6 +163,7 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
         Err(other) => return problem(format!("not a readable vCard ({})", clip(&format!("{other:?}")))),
     };
     let mut diagnostics = drop_repeated_singulars(&mut vcard);
+    diagnostics.extend(drop_repeated_parameters(&mut vcard));
     order_as_calcard_will(&mut vcard);
     let js = vcard.into_jscontact::<String, String>();
     let mut value = serde_json::to_value(&js).unwrap_or_else(|_| json!({}));
@@ -318,6 +319,33 @@ fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
             }
         }
     });
+    dropped
+}
+
+/// Keeps the first of a parameter given twice on one property (`LANGUAGE=en;...;LANGUAGE=yue`),
+/// and reports the others. calcard keeps both as one list, which it writes back in the other
+/// order, so the next read took the other language (fuzzing). `TYPE` and `PID` are lists: given
+/// twice, their values add up.
+fn drop_repeated_parameters(vcard: &mut VCard) -> Vec<String> {
+    let mut dropped = Vec::new();
+    for entry in &mut vcard.entries {
+        let mut seen: Vec<String> = Vec::new();
+        entry.params.retain(|p| {
+            if matches!(p.name, VCardParameterName::Type | VCardParameterName::Pid) {
+                return true;
+            }
+            let name = p.name.as_str().to_ascii_uppercase();
+            if seen.contains(&name) {
+                dropped.push(format!(
+                    "a second {name} parameter of {} was left out: the first is kept",
+                    entry.name.as_str()
+                ));
+                return false;
+            }
+            seen.push(name);
+            true
+        });
+    }
     dropped
 }
 

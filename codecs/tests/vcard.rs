@@ -292,6 +292,24 @@ fn the_crm_envelope_and_gender_travel_through_both_formats() {
 }
 
 #[test]
+fn a_parameter_given_twice_keeps_the_first() {
+    // calcard wrote both languages as one list, in the other order on every write, so the next
+    // read took the other language and the localization moved (found by fuzzing).
+    let text = "BEGIN:VCARD\nVERSION:4.0\nUID:p\nFN:Xe\nPRONOUNS;LANGUAGE=en;PREF=1;LANGUAGE=yue:they/them\n\
+        EMAIL;TYPE=work;TYPE=pref:xe@example.org\nEND:VCARD\n";
+    let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
+    assert_eq!(
+        diagnostics,
+        vec!["a second LANGUAGE parameter of PRONOUNS was left out: the first is kept".to_string()]
+    );
+    let written = vcard::write(&record, vcard::Version::V4);
+    assert!(written.contains("LANGUAGE=en:they/them") || written.contains("LANGUAGE=en;"), "{written}");
+    assert!(!written.contains("yue"), "{written}");
+    assert!(written.to_ascii_lowercase().contains("type=work"), "a repeated TYPE still adds up: {written}");
+    assert_stable(&record, "");
+}
+
+#[test]
 fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
     // Found by the `vcard` fuzz target: a second UID travelled as an unknown property and came
     // back first on export, so the card's identity flipped on every round trip.
