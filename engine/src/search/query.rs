@@ -89,17 +89,10 @@ impl Tokenizer for Words {
 
 impl TokenStream for WordStream<'_> {
     fn advance(&mut self) -> bool {
-        let rest = &self.text[self.at..];
-        let Some((skip, first)) = rest.char_indices().find(|(_, c)| class(*c) != CharClass::Other) else {
+        let Some((start, end)) = next_word(self.text, self.at) else {
             self.at = self.text.len();
             return false;
         };
-        let kind = class(first);
-        let start = self.at + skip;
-        let end = self.text[start..]
-            .char_indices()
-            .find(|(_, c)| class(*c) != kind)
-            .map_or(self.text.len(), |(i, _)| start + i);
         self.token.text.clear();
         self.token.text.push_str(&self.text[start..end]);
         self.token.offset_from = start;
@@ -123,34 +116,46 @@ impl TokenStream for WordStream<'_> {
 /// with [`Folder::fold_into`] giving the word's folded form. Positions count the long words left
 /// out, as the analyzer's do.
 pub(crate) fn each_word(text: &str, mut each: impl FnMut(usize, usize, usize)) {
-    let bytes = text.as_bytes();
-    let mut position = 0;
-    let mut emit = |from: usize, to: usize| {
+    let (mut at, mut position) = (0, 0);
+    while let Some((from, to)) = next_word(text, at) {
         if to - from < LONG_WORD {
             each(from, to, position);
         }
         position += 1;
+        at = to;
+    }
+}
+
+/// `(from, to)` of the first word of `text` at or after byte `at` ([`Words`]' rule: a run of
+/// letters or a run of digits), reading ASCII byte by byte.
+fn next_word(text: &str, mut at: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let class_at = |i: usize| match bytes[i] {
+        byte if byte.is_ascii() => (class(char::from(byte)), 1),
+        _ => {
+            let c = text[i..].chars().next().expect("a char starts here");
+            (class(c), c.len_utf8())
+        }
     };
-    let (mut at, mut from, mut current) = (0, 0, CharClass::Other);
+    let kind = loop {
+        if at >= bytes.len() {
+            return None;
+        }
+        let (kind, len) = class_at(at);
+        if kind != CharClass::Other {
+            break kind;
+        }
+        at += len;
+    };
+    let from = at;
     while at < bytes.len() {
-        let (kind, len) = match bytes[at] {
-            byte if byte.is_ascii() => (class(char::from(byte)), 1),
-            _ => {
-                let c = text[at..].chars().next().expect("a char starts here");
-                (class(c), c.len_utf8())
-            }
-        };
-        if kind != current {
-            if current != CharClass::Other {
-                emit(from, at);
-            }
-            (from, current) = (at, kind);
+        let (next, len) = class_at(at);
+        if next != kind {
+            break;
         }
         at += len;
     }
-    if current != CharClass::Other {
-        emit(from, bytes.len());
-    }
+    Some((from, at))
 }
 
 /// Folds one word as [`analyzer`]'s filters do: ASCII in place, anything else through the same

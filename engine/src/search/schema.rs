@@ -177,9 +177,10 @@ pub(crate) fn scoped_text(scope: &str, text: &str) -> String {
     out
 }
 
-/// Splits and folds text as [`query::analyzer`] does ([`query::each_word`]), then emits every word (or its prefix gram, and
-/// the bucket of its pair with the word before) behind the scope read from the text's head. Text
-/// without a scope yields nothing: no term can exist outside a scope.
+/// Splits and folds text as [`query::analyzer`] does ([`query::each_word`]), then emits every
+/// word (or its prefix gram, and the bucket of its pair with the word before) behind the scope
+/// read from the text's head. Text without a scope yields nothing: no term can exist outside a
+/// scope.
 #[derive(Clone)]
 pub(crate) struct Scoping {
     folder: query::Folder,
