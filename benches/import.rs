@@ -217,6 +217,16 @@ fn rss_mb() -> (f64, f64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// Bytes this process has caused to be written to storage so far (Linux `/proc/self/io`), in MB.
+fn written_mb() -> f64 {
+    let io = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+    io.lines()
+        .find_map(|l| l.strip_prefix("write_bytes:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1e6
+}
+
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
@@ -238,12 +248,16 @@ fn main() {
         vars.insert("RATE_LIMIT_API_BURST".to_string(), "1000000".to_string());
         vars.insert("IMPORT_MAX_FILE_MB".to_string(), "1024".to_string());
         vars.insert("IMPORT_MAX_CARDS".to_string(), "1000000".to_string());
+        // `IMPORT_BATCH_ROWS` from the environment, for comparing batch sizes.
+        if let Ok(rows) = std::env::var("IMPORT_BATCH_ROWS") {
+            vars.insert("IMPORT_BATCH_ROWS".to_string(), rows);
+        }
         let config = Config::load(Env::from_map(vars)).expect("config");
         let engine = mycorrhizal::open_engine(&config).await.expect("engine");
         let state = AppState::build(engine.clone(), config).await.expect("state");
         let router = app(state.clone());
-        println!("| cards | file MB | upload+preview s | confirm s | total s | cards/s | created | updated | skipped | errors | vCard export s | export MB | export peak RSS growth MB |");
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("| cards | file MB | upload+preview s | confirm s | confirm writes MB | total s | cards/s | created | updated | skipped | errors | vCard export s | export MB | export peak RSS growth MB |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for size in sizes {
             let cookie = sign_up(&router, &format!("bench{size}")).await;
             // Existing contacts, 10% of the file's size, some of which the file duplicates.
@@ -286,9 +300,11 @@ fn main() {
             let confirm = json!({ "session_id": preview["session_id"], "actions": actions });
             drop(preview);
             let confirming = Instant::now();
+            let written_before = written_mb();
             let (status, result) = send(&router, json_request("/api/v1/contacts/import/vcf/confirm", &cookie, &confirm)).await;
             assert_eq!(status, 200, "{result}");
             let confirmed = confirming.elapsed();
+            let confirm_written = written_mb() - written_before;
             let total = started.elapsed();
             // Peak RSS is reset (Linux: clear_refs 5) so the export's own growth is measured.
             let _ = std::fs::write("/proc/self/clear_refs", "5");
@@ -308,7 +324,7 @@ fn main() {
             let export_time = export_started.elapsed();
             let (_, peak) = rss_mb();
             println!(
-                "| {size} | {file_mb:.1} | {:.2} | {:.2} | {:.2} | {:.0} | {} | {} | {} | {} | {:.2} | {:.1} | {:.0} |",
+                "| {size} | {file_mb:.1} | {:.2} | {:.2} | {confirm_written:.0} | {:.2} | {:.0} | {} | {} | {} | {} | {:.2} | {:.1} | {:.0} |",
                 secs(previewed),
                 secs(confirmed),
                 secs(total),

@@ -380,6 +380,9 @@ async fn confirm(
             let result = import::execute(&scope, &data_dir, source, &rows, &actions, batch, &|_, _| {});
             settle.sessions.finish(settle.user, &settle.id, Stage::Done(result.clone()));
             settle.done = true;
+            // Every parsed card with its preview and diff is freed off the answer's path: for
+            // 100,000 cards that alone took 0.4 s. Should the thread not start, they are freed here.
+            let _ = std::thread::Builder::new().name("import-free".into()).spawn(move || drop(rows));
             result
         })
         .await?;
