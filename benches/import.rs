@@ -220,10 +220,7 @@ fn rss_mb() -> (f64, f64) {
 /// Bytes this process has caused to be written to storage so far (Linux `/proc/self/io`), in MB.
 fn written_mb() -> f64 {
     let io = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
-    io.lines()
-        .find_map(|l| l.strip_prefix("write_bytes:"))
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .unwrap_or(0.0)
+    io.lines().find_map(|l| l.strip_prefix("write_bytes:")).and_then(|v| v.trim().parse::<f64>().ok()).unwrap_or(0.0)
         / 1e6
 }
 
