@@ -344,6 +344,43 @@ fn an_index_ahead_of_the_database_is_rebuilt() {
     assert_eq!(engine.search_status().expect("status").documents, 4);
 }
 
+/// Stored in the memo table, but shorter than a memo: a row no memo reader can decode (what a
+/// damaged or foreign row looks like to the index).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct NotAMemo {
+    text: String,
+}
+
+impl Record for NotAMemo {
+    const KIND: Kind = kind!("memo", soft_delete);
+}
+
+#[test]
+fn a_failed_rebuild_leaves_the_old_index_serving() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    let alice = engine.user(A).create(friend("Alice Liddell", "rabbit hole")).expect("create").id;
+    engine.search_flush().expect("flush");
+    let current = std::fs::read_to_string(dir.path().join("search/CURRENT")).expect("current");
+    // Another user's row the rebuild cannot read makes it fail.
+    engine.user(B).create(NotAMemo { text: "unreadable".into() }).expect("create");
+    let error = engine.search_rebuild().expect_err("the rebuild reads every row");
+    assert!(!matches!(error, Error::RebuildRunning), "{error:?}");
+    // The old generation still answers, is still the one a restart opens, and is the only one.
+    assert_eq!(friends(&engine, A, "alice"), vec![alice]);
+    assert_eq!(friends(&engine, A, "rab"), vec![alice]);
+    assert_eq!(std::fs::read_to_string(dir.path().join("search/CURRENT")).expect("current"), current);
+    let generations = std::fs::read_dir(dir.path().join("search"))
+        .expect("read")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.path().is_dir()))
+        .count();
+    assert_eq!(generations, 1, "the failed generation is removed");
+    // The failure does not leave a rebuild marked as running: the next one is tried, not refused.
+    let status = engine.search_status().expect("status");
+    assert!(!status.rebuilding);
+    assert!(!matches!(engine.search_rebuild(), Err(Error::RebuildRunning)));
+}
+
 #[test]
 fn a_purged_user_leaves_the_index() {
     let dir = tempfile::tempdir().expect("tempdir");
