@@ -162,7 +162,8 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
         Err(Entry::InvalidLine(line)) => return problem(format!("unreadable line: {}", clip(&line))),
         Err(other) => return problem(format!("not a readable vCard ({})", clip(&format!("{other:?}")))),
     };
-    let mut diagnostics = drop_repeated_singulars(&mut vcard);
+    let mut diagnostics = drop_invalid_names(&mut vcard);
+    diagnostics.extend(drop_repeated_singulars(&mut vcard));
     diagnostics.extend(drop_repeated_parameters(&mut vcard));
     order_as_calcard_will(&mut vcard);
     let js = vcard.into_jscontact::<String, String>();
@@ -319,6 +320,42 @@ fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
             }
         }
     });
+    dropped
+}
+
+/// Whether `name` is a vCard property or parameter name (RFC 6350: letters, digits and `-`; `_`
+/// too, which some exporters put in their `X-` names).
+fn is_vcard_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Leaves out properties and parameters whose names are not vCard names, and reports them.
+/// calcard reads a backslash in a name as an escape and writes the name back as it read it, so
+/// `T\\EL` lost a level of backslashes on every pass until it became a phone (fuzzing): such a
+/// name has no stable meaning to keep.
+fn drop_invalid_names(vcard: &mut VCard) -> Vec<String> {
+    let mut dropped = Vec::new();
+    vcard.entries.retain(|entry| {
+        let name = entry.name.as_str();
+        let valid = is_vcard_name(name);
+        if !valid {
+            dropped.push(format!("a property named {:?} was left out: not a vCard property name", clip(name)));
+        }
+        valid
+    });
+    for entry in &mut vcard.entries {
+        entry.params.retain(|p| {
+            let valid = is_vcard_name(p.name.as_str());
+            if !valid {
+                dropped.push(format!(
+                    "a parameter named {:?} of {} was left out: not a vCard parameter name",
+                    clip(p.name.as_str()),
+                    entry.name.as_str()
+                ));
+            }
+            valid
+        });
+    }
     dropped
 }
 

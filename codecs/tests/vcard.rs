@@ -448,3 +448,20 @@ fn a_second_label_in_a_group_is_left_out_and_reported() {
     assert!(diagnostics.iter().any(|d| d.contains("X-ABLabel of item4")), "{diagnostics:?}");
     assert_stable(&record, "two labels");
 }
+
+/// A property or parameter name that is not a vCard name is left out and reported; the rest of
+/// the card imports (a backslash in a name lost a level of escaping on every pass: fuzzing).
+#[test]
+fn names_that_are_not_vcard_names_are_left_out_and_reported() {
+    let text = "BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Ada Lovelace\r\nT\\\\EL;TYPE=cell:+44 20 7946 0000\r\nTEL;X-\\\\FOO=1;TYPE=work:+44 20 7946 0001\r\nX-MS_IMADDRESS:ada@example.org\r\nEND:VCARD\r\n";
+    let Some(Item::Record { record, diagnostics, .. }) = vcard::parse_file(text.as_bytes()).into_iter().next() else {
+        panic!("a record");
+    };
+    assert_eq!(record.card.phones.len(), 1, "{:?}", record.card.phones);
+    assert_eq!(record.card.phones[0].number, "+44 20 7946 0001");
+    assert!(diagnostics.iter().any(|d| d.contains("not a vCard property name")), "{diagnostics:?}");
+    assert!(diagnostics.iter().any(|d| d.contains("not a vCard parameter name")), "{diagnostics:?}");
+    let kept = serde_json::to_string(&record.passthrough).expect("json");
+    assert!(kept.contains("ms_imaddress") || kept.contains("MS_IMADDRESS"), "{kept}");
+    assert_stable(&record, "names");
+}
