@@ -465,3 +465,14 @@ fn names_that_are_not_vcard_names_are_left_out_and_reported() {
     assert!(kept.contains("ms_imaddress") || kept.contains("MS_IMADDRESS"), "{kept}");
     assert_stable(&record, "names");
 }
+
+/// A phonetic system none of RFC 9554's is left out and reported (its case changed on every pass).
+#[test]
+fn an_unknown_phonetic_system_is_left_out_and_reported() {
+    let text = "BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Sun Yat-sen\r\nN;ALTID=1;LANGUAGE=zh-Hant:孫;中山;;;\r\nN;ALTID=1;PHONETIC=jyutX;LANGUAGE=yue:syun1;zung1saan1;;;\r\nEND:VCARD\r\n";
+    let Some(Item::Record { record, diagnostics, .. }) = vcard::parse_file(text.as_bytes()).into_iter().next() else {
+        panic!("a record");
+    };
+    assert!(diagnostics.iter().any(|d| d.contains("PHONETIC parameter of N was left out")), "{diagnostics:?}");
+    assert_stable(&record, "phonetic");
+}
