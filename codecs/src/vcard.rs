@@ -163,6 +163,7 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
         Err(other) => return problem(format!("not a readable vCard ({})", clip(&format!("{other:?}")))),
     };
     let mut diagnostics = drop_invalid_names(&mut vcard);
+    diagnostics.extend(drop_unknown_phonetic_systems(&mut vcard));
     diagnostics.extend(drop_repeated_singulars(&mut vcard));
     diagnostics.extend(drop_repeated_parameters(&mut vcard));
     order_as_calcard_will(&mut vcard);
@@ -329,41 +330,52 @@ fn is_vcard_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// Leaves out properties and parameters whose names are not vCard names, and phonetic systems
-/// that are none of RFC 9554's, and reports them.
+/// Leaves out properties and parameters whose names are not vCard names, and reports them.
 /// calcard reads a backslash in a name as an escape and writes the name back as it read it, so
 /// `T\\EL` lost a level of backslashes on every pass until it became a phone (fuzzing): such a
 /// name has no stable meaning to keep.
 fn drop_invalid_names(vcard: &mut VCard) -> Vec<String> {
     let mut dropped = Vec::new();
     vcard.entries.retain(|entry| {
-        let name = entry.name.as_str();
-        let valid = is_vcard_name(name);
+        let valid = is_vcard_name(entry.name.as_str());
         if !valid {
-            dropped.push(format!("a property named {:?} was left out: not a vCard property name", clip(name)));
+            dropped.push(format!(
+                "a property named {:?} was left out: not a vCard property name",
+                clip(entry.name.as_str())
+            ));
         }
         valid
     });
     for entry in &mut vcard.entries {
         entry.params.retain(|p| {
-            if !is_vcard_name(p.name.as_str()) {
+            let valid = is_vcard_name(p.name.as_str());
+            if !valid {
                 dropped.push(format!(
                     "a parameter named {:?} of {} was left out: not a vCard parameter name",
                     clip(p.name.as_str()),
                     entry.name.as_str()
                 ));
-                return false;
             }
-            // calcard keeps a phonetic system it does not know as text, whose case then changed
-            // between passes (fuzzing); RFC 9554 names four.
-            if p.name == VCardParameterName::Phonetic && matches!(p.value, VCardParameterValue::Text(_)) {
+            valid
+        });
+    }
+    dropped
+}
+
+/// Leaves out a `PHONETIC` parameter that names none of RFC 9554's four systems, and reports it:
+/// calcard keeps such a value as text, whose case then changed between passes (fuzzing).
+fn drop_unknown_phonetic_systems(vcard: &mut VCard) -> Vec<String> {
+    let mut dropped = Vec::new();
+    for entry in &mut vcard.entries {
+        entry.params.retain(|p| {
+            let unknown = p.name == VCardParameterName::Phonetic && matches!(p.value, VCardParameterValue::Text(_));
+            if unknown {
                 dropped.push(format!(
                     "the PHONETIC parameter of {} was left out: not ipa, jyut, piny or script",
                     entry.name.as_str()
                 ));
-                return false;
             }
-            true
+            !unknown
         });
     }
     dropped

@@ -32,6 +32,14 @@ fn one(path: &str) -> NeutralRecord {
     all.remove(0)
 }
 
+/// The record and diagnostics of the first card of `text`, which must be one.
+fn parsed(text: &str) -> (NeutralRecord, Vec<String>) {
+    match vcard::parse_file(text.as_bytes()).remove(0) {
+        Item::Record { record, diagnostics, .. } => (*record, diagnostics),
+        Item::Problem(problem) => panic!("not a record: {problem:?}"),
+    }
+}
+
 fn rfc(name: &str) -> NeutralRecord {
     one(&format!("{RFC}/{name}"))
 }
@@ -297,7 +305,7 @@ fn a_parameter_given_twice_keeps_the_first() {
     // read took the other language and the localization moved (found by fuzzing).
     let text = "BEGIN:VCARD\nVERSION:4.0\nUID:p\nFN:Xe\nPRONOUNS;LANGUAGE=en;PREF=1;LANGUAGE=yue:they/them\n\
         EMAIL;TYPE=work;TYPE=pref:xe@example.org\nEND:VCARD\n";
-    let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
+    let (record, diagnostics) = parsed(&text);
     assert_eq!(
         diagnostics,
         vec!["a second LANGUAGE parameter of PRONOUNS was left out: the first is kept".to_string()]
@@ -326,9 +334,7 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
     ] {
         let name = if first.starts_with("FN:") { "" } else { "FN:Beispiel\n" };
         let text = format!("BEGIN:VCARD\nVERSION:4.0\n{first}\n{second}\n{name}END:VCARD\n");
-        let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else {
-            panic!("{first}: not a record")
-        };
+        let (record, diagnostics) = parsed(&text);
         let property = first.split(':').next().unwrap_or_default();
         assert_eq!(diagnostics, vec![format!("a second {property} was left out: a card has one")]);
         assert!(record.passthrough.is_empty(), "{first}: {:?}", record.passthrough);
@@ -347,7 +353,7 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
     assert_eq!(record.card.uid.as_deref(), Some("first"));
     // Alternatives of one another (ALTID) are not repeats.
     let text = "BEGIN:VCARD\nVERSION:4.0\nFN:Yamada\nN;ALTID=1;LANGUAGE=ja:山田;太郎;;;\nN;ALTID=1;LANGUAGE=en:Yamada;Taro;;;\nEND:VCARD\n";
-    let Item::Record { diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
+    let (_, diagnostics) = parsed(&text);
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
     // The same alternative twice (same ALTID and language) is a repeat too (found by fuzzing:
     // the spare names came back in a different order and the phonetic name lost a part).
@@ -355,7 +361,7 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
         N;ALTID=1;PHONETIC=jyut;SCRIPT=Latn;LANGUAGE=yue:syun1;zung1saan1;man4,jat6sin1;.0\n\
         N;ALTID=1;LANGUAGE=zh-Hant:孫;中山;文,逸仙;;;;\nN;ALTID=1;PHONETIC=jyut;SCRIPT=Latn;LANGUAGE=yue:syun1;zung1saan1;man4,jat6sin1;;;;\n\
         END:VCARD\n";
-    let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
+    let (record, diagnostics) = parsed(&text);
     assert_eq!(diagnostics.len(), 2, "{diagnostics:?}");
     assert!(!record.passthrough.contains_key("vCardProps"), "no spare name travels: {:?}", record.passthrough);
     assert_stable(&record, "");
@@ -364,7 +370,7 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
     let text = "BEGIN:VCARD\nVERSION:4.0\nUID:p\nFN:孫中山\nN;ALTID=1;LANGUAGE=zh-Hant:孫;中山;;;\n\
         N;ALTID=1;PHONETIC=jyut;SCRIPT=Latn;LANGUAGE=yue:syun1;zung1saan1;;;\n\
         N;ALTID=1;SCRIPT=Latn;LANGUAGE=yue:syun;zung;;;\nEND:VCARD\n";
-    let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
+    let (record, diagnostics) = parsed(&text);
     assert_eq!(diagnostics, vec!["a second N was left out: a card has one".to_string()]);
     assert!(record.card.extra["localizations"]["yue"].is_object(), "the phonetic form is kept");
     assert_stable(&record, "");
@@ -373,7 +379,7 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
     let text = "BEGIN:VCARD\nVERSION:4.0\nUID:p\nFN;ALTID=1;LANGUAGE=en:John Smith\nFN;ALTID=1;LANGUAGE=de:Johann Schmidt\n\
         FN;ALTID=1;LANGUAGE=fr:Jean Forgeron\nN;ALTID=1;LANGUAGE=en:Smith;John;;;\n\
         N;ALTID=1;PHONETIC=jyut;LANGUAGE=yue:syun;zung;;;\nN;ALTID=1;LANGUAGE=fr:Forgeron;Jean;;;\nEND:VCARD\n";
-    let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
+    let (record, diagnostics) = parsed(&text);
     assert_eq!(
         diagnostics,
         vec![
@@ -388,12 +394,12 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
     // An alternative without a language cannot be told apart from the first: a repeat (fuzzing).
     let text = "BEGIN:VCARD\nVERSION:4.0\nFN:Yamada\nN;ALTID=1;LANGUAGE=ja:山田;太郎;;;\n\
         N;ALTID=1;PHONETIC=jyut;SCRIPT=Latn:yamada;taro;;;\nEND:VCARD\n";
-    let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
+    let (record, diagnostics) = parsed(&text);
     assert_eq!(diagnostics, vec!["a second N was left out: a card has one".to_string()]);
     assert_stable(&record, "");
     // Two names that are not alternatives of each other are a repeat (also found by fuzzing).
     let text = "BEGIN:VCARD\nVERSION:4.0\nFN:Yamada\nN;ALTID=1;LANGUAGE=ja:山田;太郎;;;\nN;ALTID=0;LANGUAGE=en:Yamada;Taro;;;\nEND:VCARD\n";
-    let Item::Record { record, diagnostics, .. } = vcard::parse_file(text.as_bytes()).remove(0) else { panic!() };
+    let (record, diagnostics) = parsed(&text);
     assert_eq!(diagnostics, vec!["a second N was left out: a card has one".to_string()]);
     assert_stable(&record, "");
 }
@@ -427,9 +433,7 @@ fn a_long_card_keeps_the_order_of_its_emails_and_phones() {
         text.push_str(&format!("EMAIL;TYPE=WORK:ada{i}@example.org\r\nTEL:+44 20 7946 {i:04}\r\n"));
     }
     text.push_str("ROLE:Analyst\r\nitem1.URL:https://ada.example.org\r\nitem1.X-ABLabel:_$!<HomePage>!$_\r\nNOTE:Engines\r\nEND:VCARD\r\n");
-    let Some(Item::Record { record, .. }) = vcard::parse_file(text.as_bytes()).into_iter().next() else {
-        panic!("a record");
-    };
+    let (record, _) = parsed(&text);
     let emails: Vec<String> = (0..12).map(|i| format!("ada{i}@example.org")).collect();
     assert_eq!(record.card.emails.iter().map(|e| e.address.clone()).collect::<Vec<_>>(), emails);
     assert_eq!(record.card.phones[11].number, "+44 20 7946 0011");
@@ -441,9 +445,7 @@ fn a_long_card_keeps_the_order_of_its_emails_and_phones() {
 fn a_second_label_in_a_group_is_left_out_and_reported() {
     let text = "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Ada Lovelace\r\nitem4.TEL:+34 622 000 111\r\n\
                 item4.X-ABLabel:Boat\r\nitem4.X-ABLabel:Lighthouse\r\nEND:VCARD\r\n";
-    let Some(Item::Record { record, diagnostics, .. }) = vcard::parse_file(text.as_bytes()).into_iter().next() else {
-        panic!("a record");
-    };
+    let (record, diagnostics) = parsed(&text);
     assert_eq!(record.card.phones[0].extra.get("label"), Some(&json!("Boat")));
     assert!(diagnostics.iter().any(|d| d.contains("X-ABLabel of item4")), "{diagnostics:?}");
     assert_stable(&record, "two labels");
@@ -454,9 +456,7 @@ fn a_second_label_in_a_group_is_left_out_and_reported() {
 #[test]
 fn names_that_are_not_vcard_names_are_left_out_and_reported() {
     let text = "BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Ada Lovelace\r\nT\\\\EL;TYPE=cell:+44 20 7946 0000\r\nTEL;X-\\\\FOO=1;TYPE=work:+44 20 7946 0001\r\nX-MS_IMADDRESS:ada@example.org\r\nEND:VCARD\r\n";
-    let Some(Item::Record { record, diagnostics, .. }) = vcard::parse_file(text.as_bytes()).into_iter().next() else {
-        panic!("a record");
-    };
+    let (record, diagnostics) = parsed(&text);
     assert_eq!(record.card.phones.len(), 1, "{:?}", record.card.phones);
     assert_eq!(record.card.phones[0].number, "+44 20 7946 0001");
     assert!(diagnostics.iter().any(|d| d.contains("not a vCard property name")), "{diagnostics:?}");
@@ -470,9 +470,7 @@ fn names_that_are_not_vcard_names_are_left_out_and_reported() {
 #[test]
 fn an_unknown_phonetic_system_is_left_out_and_reported() {
     let text = "BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Sun Yat-sen\r\nN;ALTID=1;LANGUAGE=zh-Hant:孫;中山;;;\r\nN;ALTID=1;PHONETIC=jyutX;LANGUAGE=yue:syun1;zung1saan1;;;\r\nEND:VCARD\r\n";
-    let Some(Item::Record { record, diagnostics, .. }) = vcard::parse_file(text.as_bytes()).into_iter().next() else {
-        panic!("a record");
-    };
+    let (record, diagnostics) = parsed(&text);
     assert!(diagnostics.iter().any(|d| d.contains("PHONETIC parameter of N was left out")), "{diagnostics:?}");
     assert_stable(&record, "phonetic");
 }
