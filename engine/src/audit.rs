@@ -80,29 +80,165 @@ pub fn diff(before: &serde_json::Value, after: &serde_json::Value, skip: &[&str]
 
 /// The fields of creating `body` (from nothing): what [`diff`] of null and the body's JSON gives,
 /// without building the body's JSON tree. Every top-level field but `skip`, by name, each as the
-/// JSON text of its value (an object or a list is re-read, so its members are in the order the
-/// tree would give). A bulk import creates thousands of rows; this is most of their audit work.
+/// JSON text of its value (an object or a list goes through a tree of its own, so its members are
+/// in the order the whole tree would give). Skipped fields are never serialized. A bulk import
+/// creates thousands of rows; this is most of their audit work. A body that is not a plain struct
+/// (a map, a flattened struct) takes the tree's way.
 pub fn created<T: Serialize>(body: &T, skip: &[&str]) -> Vec<FieldChange> {
-    use std::collections::BTreeMap;
-    let tree = || diff(&serde_json::Value::Null, &serde_json::to_value(body).unwrap_or_default(), skip);
-    let Ok(text) = serde_json::to_string(body) else { return tree() };
-    let Ok(fields) = serde_json::from_str::<BTreeMap<&str, &serde_json::value::RawValue>>(&text) else {
-        return tree();
+    let mut fields = Fields { skip, out: Vec::new() };
+    if body.serialize(&mut fields).is_err() {
+        return diff(&serde_json::Value::Null, &serde_json::to_value(body).unwrap_or_default(), skip);
+    }
+    let mut out = fields.out;
+    out.sort_by(|a, b| a.field.cmp(&b.field));
+    out
+}
+
+/// A serializer that takes a struct apart into its fields' JSON texts (see [`created`]); anything
+/// but a struct at the top is refused with [`NotAStruct`].
+struct Fields<'s> {
+    skip: &'s [&'s str],
+    out: Vec<FieldChange>,
+}
+
+#[derive(Debug)]
+struct NotAStruct;
+
+impl std::fmt::Display for NotAStruct {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("not a struct")
+    }
+}
+
+impl std::error::Error for NotAStruct {}
+
+impl serde::ser::Error for NotAStruct {
+    fn custom<M: std::fmt::Display>(_: M) -> Self {
+        NotAStruct
+    }
+}
+
+/// Serializer methods that refuse their value (everything but a struct).
+macro_rules! refuse {
+    ($($name:ident($($arg:ty),*)),* $(,)?) => {
+        $(fn $name(self, $(_: $arg),*) -> std::result::Result<(), NotAStruct> { Err(NotAStruct) })*
     };
-    fields
-        .into_iter()
-        .filter(|(field, _)| !skip.contains(field))
-        .map(|(field, raw)| {
-            let raw = raw.get();
-            let after = match raw.as_bytes().first() {
-                Some(b'{' | b'[') => serde_json::from_str::<serde_json::Value>(raw)
-                    .map(|v| v.to_string())
-                    .unwrap_or_else(|_| raw.to_string()),
-                _ => raw.to_string(),
-            };
-            FieldChange { field: field.to_string(), before: "null".into(), after }
-        })
-        .collect()
+}
+
+impl<'a> serde::Serializer for &'a mut Fields<'_> {
+    type Ok = ();
+    type Error = NotAStruct;
+    type SerializeSeq = serde::ser::Impossible<(), NotAStruct>;
+    type SerializeTuple = serde::ser::Impossible<(), NotAStruct>;
+    type SerializeTupleStruct = serde::ser::Impossible<(), NotAStruct>;
+    type SerializeTupleVariant = serde::ser::Impossible<(), NotAStruct>;
+    type SerializeMap = serde::ser::Impossible<(), NotAStruct>;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = serde::ser::Impossible<(), NotAStruct>;
+
+    refuse!(
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_char(char),
+        serialize_str(&str),
+        serialize_bytes(&[u8]),
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_struct(&'static str),
+        serialize_unit_variant(&'static str, u32, &'static str),
+    );
+
+    fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> std::result::Result<(), NotAStruct> {
+        Err(NotAStruct)
+    }
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        _: &T,
+    ) -> std::result::Result<(), NotAStruct> {
+        Err(NotAStruct)
+    }
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> std::result::Result<(), NotAStruct> {
+        Err(NotAStruct)
+    }
+    fn serialize_seq(self, _: Option<usize>) -> std::result::Result<Self::SerializeSeq, NotAStruct> {
+        Err(NotAStruct)
+    }
+    fn serialize_tuple(self, _: usize) -> std::result::Result<Self::SerializeTuple, NotAStruct> {
+        Err(NotAStruct)
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> std::result::Result<Self::SerializeTupleStruct, NotAStruct> {
+        Err(NotAStruct)
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> std::result::Result<Self::SerializeTupleVariant, NotAStruct> {
+        Err(NotAStruct)
+    }
+    fn serialize_map(self, _: Option<usize>) -> std::result::Result<Self::SerializeMap, NotAStruct> {
+        Err(NotAStruct)
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> std::result::Result<Self, NotAStruct> {
+        Ok(self)
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> std::result::Result<Self::SerializeStructVariant, NotAStruct> {
+        Err(NotAStruct)
+    }
+}
+
+impl serde::ser::SerializeStruct for &mut Fields<'_> {
+    type Ok = ();
+    type Error = NotAStruct;
+
+    fn serialize_field<T: ?Sized + Serialize>(
+        &mut self,
+        field: &'static str,
+        value: &T,
+    ) -> std::result::Result<(), NotAStruct> {
+        if self.skip.contains(&field) {
+            return Ok(());
+        }
+        let text = serde_json::to_string(value).map_err(|_| NotAStruct)?;
+        let after = match text.as_bytes().first() {
+            Some(b'{' | b'[') => serde_json::to_value(value).map_err(|_| NotAStruct)?.to_string(),
+            _ => text,
+        };
+        self.out.push(FieldChange { field: field.to_string(), before: "null".into(), after });
+        Ok(())
+    }
+
+    fn end(self) -> std::result::Result<(), NotAStruct> {
+        Ok(())
+    }
 }
 
 /// The hash the next event of `user` chains to: the last event's, or the chain's anchor.
@@ -221,5 +357,12 @@ mod tests {
         assert_eq!(created(&body, &["skipped"]), tree);
         assert_eq!(tree.len(), 8);
         assert!(tree.iter().any(|c| c.field == "nested" && c.after == r#"{"alpha":"a","zeta":1}"#), "{tree:?}");
+        // A body that is not a struct takes the tree's way, and gives the same.
+        let map: std::collections::HashMap<&str, Inner> = [("b", Inner { zeta: 3, alpha: "c" })].into();
+        assert_eq!(
+            created(&map, &[]),
+            diff(&serde_json::Value::Null, &serde_json::to_value(&map).expect("value"), &[])
+        );
+        assert_eq!(created(&map, &[]).len(), 1);
     }
 }

@@ -205,12 +205,28 @@ impl TxUser<'_, '_> {
     /// Creates a row from a body prepared outside the transaction (see [`Prepared`]).
     pub fn create_prepared<R: Record>(&self, prepared: Prepared<R>) -> Result<Row<R>> {
         let Prepared { body, created } = prepared;
+        let (id, meta) = self.insert_new(&body, created.map(std::borrow::Cow::Owned))?;
+        Ok(Row { id, meta, body })
+    }
+
+    /// Creates a row from a prepared body its caller keeps, and returns the row's id: for a batch
+    /// of thousands (an import), whose change may run again if a neighbour in the writer's
+    /// transaction fails, so it cannot give its bodies away.
+    pub fn create_from<R: Record>(&self, prepared: &Prepared<R>) -> Result<u64> {
+        let audit = prepared.created.as_deref().map(std::borrow::Cow::Borrowed);
+        Ok(self.insert_new(&prepared.body, audit)?.0)
+    }
+
+    fn insert_new<R: Record>(
+        &self,
+        body: &R,
+        audit: Option<std::borrow::Cow<'_, [crate::audit::FieldChange]>>,
+    ) -> Result<(u64, Meta)> {
         let id = self.tx.next_counter(&format!("id:{}", R::KIND.name))?;
         let now = self.tx.now;
         let meta = Meta { revision: 1, created_at: now, updated_at: now, deleted_at: None };
-        let row = Row { id, meta, body };
-        self.store(None, &row, Op::Created, created)?;
-        Ok(row)
+        self.store(None, Stored { id, meta: &meta, body }, Op::Created, audit)?;
+        Ok((id, meta))
     }
 
     /// Replaces a live row's body.
@@ -235,7 +251,7 @@ impl TxUser<'_, '_> {
         prepare(&mut row.body)?;
         row.meta.revision += 1;
         row.meta.updated_at = self.tx.now.max(old.meta.updated_at);
-        self.store(Some(&old), &row, Op::Updated, None)?;
+        self.store(Some(&old), Stored::of(&row), Op::Updated, None)?;
         Ok(row)
     }
 
@@ -248,7 +264,7 @@ impl TxUser<'_, '_> {
         row.meta.revision += 1;
         row.meta.updated_at = self.tx.now.max(old.meta.updated_at);
         row.meta.deleted_at = Some(self.tx.now);
-        self.store(Some(&old), &row, Op::Deleted, None)?;
+        self.store(Some(&old), Stored::of(&row), Op::Deleted, None)?;
         if !R::KIND.soft_delete {
             let mut table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
             table.remove((self.user, id))?;
@@ -277,9 +293,9 @@ impl TxUser<'_, '_> {
     fn store<R: Record>(
         &self,
         old: Option<&Row<R>>,
-        row: &Row<R>,
+        row: Stored<'_, R>,
         op: Op,
-        audit: Option<Vec<crate::audit::FieldChange>>,
+        audit: Option<std::borrow::Cow<'_, [crate::audit::FieldChange]>>,
     ) -> Result<()> {
         let txn = self.tx.txn;
         {
@@ -290,7 +306,7 @@ impl TxUser<'_, '_> {
                 }
             }
             if row.meta.deleted_at.is_none() {
-                let entries = entries_of(row);
+                let entries = entries_for(row.body, row.meta);
                 for (name, value) in entries.iter().filter(|(n, _)| R::UNIQUE.contains(n)) {
                     let taken = read::index_ids(&index, self.user, name, value)?;
                     if taken.iter().any(|id| *id != row.id) {
@@ -302,7 +318,7 @@ impl TxUser<'_, '_> {
                 }
             }
         }
-        let encoded = codec::encode(row);
+        let encoded = codec::encode(&row);
         // A serde attribute such as `skip_serializing_if` silently breaks a positional binary
         // encoding; debug builds (and so every test) refuse a row that does not read back.
         #[cfg(debug_assertions)]
@@ -341,10 +357,14 @@ impl TxUser<'_, '_> {
             Some(r) if r.meta.deleted_at.is_none() => serde_json::to_value(&r.body).unwrap_or_default(),
             _ => serde_json::Value::Null,
         };
-        let changes = audit.unwrap_or_else(|| match (old, op) {
-            (None, Op::Created) => crate::audit::created(&row.body, R::AUDIT_SKIP),
+        let changes = audit.map(std::borrow::Cow::into_owned).unwrap_or_else(|| match (old, op) {
+            (None, Op::Created) => crate::audit::created(row.body, R::AUDIT_SKIP),
             _ => {
-                let after = if op == Op::Deleted { serde_json::Value::Null } else { body(Some(row)) };
+                let after = if op == Op::Deleted {
+                    serde_json::Value::Null
+                } else {
+                    serde_json::to_value(row.body).unwrap_or_default()
+                };
                 crate::audit::diff(&body(old), &after, R::AUDIT_SKIP)
             }
         });
@@ -382,9 +402,28 @@ pub const UPDATED_INDEX: &str = "_updated";
 
 /// A row's declared index entries plus the engine's own.
 pub(crate) fn entries_of<R: Record>(row: &Row<R>) -> Vec<(&'static str, String)> {
-    let mut entries = row.body.index_entries();
-    entries.push((UPDATED_INDEX, format!("{:020}", row.meta.updated_at.as_microsecond().max(0))));
+    entries_for(&row.body, &row.meta)
+}
+
+fn entries_for<R: Record>(body: &R, meta: &Meta) -> Vec<(&'static str, String)> {
+    let mut entries = body.index_entries();
+    entries.push((UPDATED_INDEX, format!("{:020}", meta.updated_at.as_microsecond().max(0))));
     entries
+}
+
+/// A row being written, borrowed: encodes exactly as the [`Row`] it stands for (postcard is
+/// positional, and a reference serializes as its value).
+#[derive(serde::Serialize)]
+struct Stored<'r, R> {
+    id: u64,
+    meta: &'r Meta,
+    body: &'r R,
+}
+
+impl<'r, R> Stored<'r, R> {
+    fn of(row: &'r Row<R>) -> Stored<'r, R> {
+        Stored { id: row.id, meta: &row.meta, body: &row.body }
+    }
 }
 
 fn prepare<R: Record>(body: &mut R) -> Result<()> {

@@ -63,13 +63,17 @@ impl Writer {
                         search.committed(&touched, &purged);
                     }
                     for ((request, output), error) in batch.into_iter().zip(outputs).zip(failed) {
+                        // The change is dropped before its caller hears back, so a caller that
+                        // shares the change's data frees it on its own thread, not this one.
+                        let Request { job, reply } = request;
+                        drop(job);
                         let result = match (output, error) {
                             (Some(output), _) => Ok(output),
                             (None, Some(error)) => Err(error),
                             (None, None) => Err(Error::CommitFailed("change was not run".into())),
                         };
                         // A caller that stopped waiting is fine: its change is committed anyway.
-                        let _ = request.reply.send(result);
+                        let _ = reply.send(result);
                     }
                     return;
                 }

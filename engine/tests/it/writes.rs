@@ -232,6 +232,39 @@ fn a_body_prepared_outside_the_writer_stores_as_a_plain_create_does() {
     assert_eq!(view.verify_audit().unwrap(), 2);
 }
 
+/// `create_from` stores a body its caller keeps (a batch the writer may run twice): the body
+/// stays the caller's, and the row, its index entries and its audit event are an owned create's.
+#[test]
+fn a_prepared_body_created_from_a_borrow_stores_as_an_owned_one() {
+    use mycorrhizal_engine::Prepared;
+    let db = fresh();
+    let alice = db.engine.user(ALICE);
+    let kept = Prepared::new(Person::new("Grace Hopper", "grace@example.org")).unwrap();
+    let owned = Prepared::new(Person::new("Grace Hopper", "hopper@example.org")).unwrap();
+    let (borrowed_id, still_held) = alice
+        .write(move |tx| {
+            let id = tx.create_from(&kept)?;
+            Ok((id, kept.body().clone()))
+        })
+        .unwrap();
+    let made = alice.write(move |tx| tx.create_prepared(owned.clone())).unwrap();
+    let view = alice.view().unwrap();
+    let stored = view.get::<Person>(borrowed_id).unwrap();
+    assert_eq!(stored.body, still_held, "stored as prepared, and still the caller's");
+    assert_eq!((stored.meta.revision, &stored.body.sort_name), (1, &made.body.sort_name));
+    assert_eq!(view.find::<Person>("email", "grace@example.org").unwrap(), vec![borrowed_id], "indexed");
+    assert_eq!(view.find::<Person>("sort_name", "grace hopper").unwrap(), vec![borrowed_id, made.id]);
+    let events = view.audit_events(0, 10).unwrap();
+    assert_eq!(events.len(), 2);
+    let fields = |i: usize| events[i].changes.iter().map(|c| c.field.clone()).collect::<Vec<_>>();
+    assert_eq!(fields(0), ["email", "name", "sort_name"]);
+    assert_eq!(fields(0), fields(1), "the same audit fields");
+    assert_eq!(events[0].changes[1..], events[1].changes[1..], "the same values but the email");
+    assert_eq!(events[0].changes[0].after, "\"grace@example.org\"");
+    assert_eq!(events[0].record_id, borrowed_id);
+    assert_eq!(view.verify_audit().unwrap(), 2);
+}
+
 #[test]
 fn tampering_with_a_stored_audit_event_is_detected() {
     let db = fresh();
