@@ -369,8 +369,21 @@ impl Search {
         Ok(Live { index, reader, dir })
     }
 
+    /// The live generation's writer, made on a thread of background priority: tantivy's
+    /// indexing and merging threads, started with it, inherit that priority (see
+    /// [`background_priority`]).
     fn writer(&self, index: &Index) -> Result<IndexWriter> {
-        Ok(index.writer_with_num_threads(1, self.memory)?)
+        let memory = self.memory;
+        let made = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    background_priority();
+                    index.writer_with_num_threads(1, memory)
+                })
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        Ok(made?)
     }
 
     fn database_seqs(&self) -> Result<HashMap<u64, u64>> {
@@ -693,8 +706,30 @@ struct Indexer {
     live: Arc<Live>,
 }
 
+/// How much lower than the rest of the server the search index's own threads run: a nice value
+/// added to the server's (Linux keeps it per thread; new threads inherit it). Indexing is
+/// background work: searches cover rows not yet indexed (the overlay), so when the machine is
+/// busy, requests and the durable writer go first. On a 2-core machine, importing 100,000 cards
+/// competed with about 1.7 CPU seconds of indexing and merging during the confirm.
+const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (at most to 19, the lowest). Where
+/// that is refused, the thread keeps its priority: indexing is then as fast as before, no less
+/// correct.
+fn background_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let me = Some(rustix::thread::gettid());
+        let now = rustix::process::getpriority_process(me).unwrap_or(0);
+        if let Err(e) = rustix::process::setpriority_process(me, (now + BACKGROUND_NICE).min(19)) {
+            tracing::debug!(event = "search_priority_unchanged", component = "search", error = %e);
+        }
+    }
+}
+
 impl Indexer {
     fn run(mut self, queue: mpsc::Receiver<Msg>) {
+        background_priority();
         let mut dirty_since: Option<Instant> = None;
         let mut pending: BTreeSet<u64> = BTreeSet::new();
         loop {
