@@ -94,7 +94,8 @@ pub async fn run(
             bar.set_length(total as u64);
             bar.set_position(done as u64);
         };
-        let result = import::execute(&scope, &data_dir, source, &rows, &actions, config.import.batch_rows, &progress);
+        let result =
+            import::execute(&scope, &data_dir, source, &mut rows, &actions, config.import.batch_rows, &progress);
         bar.finish_and_clear();
         Ok(result)
     })

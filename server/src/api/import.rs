@@ -352,7 +352,7 @@ async fn confirm(
         actions.insert(a.row_index, action);
     }
     let waited = tokio::time::Instant::now();
-    let (source, rows) = loop {
+    let (source, mut rows) = loop {
         match state.imports.begin_confirm(user.id, &req.session_id, accepts) {
             Ok(Ok(taken)) => break taken,
             Ok(Err(earlier)) => return Ok(axum::Json(json!(earlier))),
@@ -377,7 +377,7 @@ async fn confirm(
     let result = state
         .blocking(move |_| {
             let mut settle = settle;
-            let result = import::execute(&scope, &data_dir, source, &rows, &actions, batch, &|_, _| {});
+            let result = import::execute(&scope, &data_dir, source, &mut rows, &actions, batch, &|_, _| {});
             settle.sessions.finish(settle.user, &settle.id, Stage::Done(result.clone()));
             settle.done = true;
             // Every parsed card with its preview and diff is freed off the answer's path: for
