@@ -5,6 +5,13 @@
 //! every row's suggested action, for each N in `BENCH_IMPORT_SIZES` (default `10000,100000`).
 //! Also the streamed vCard export of the result, and the peak RSS growth while it streams.
 //!
+//! Times are the server's: from sending a request to holding its whole answer. `total` is upload
+//! plus preview plus confirm; the client's part in between (reading the preview, writing the
+//! confirm) is the `client s` column, apart. `searchable s` is from the confirm's start until the
+//! search index holds every imported card (indexing trails the confirm; searches cover the rest).
+//! `IMPORT_BATCH_ROWS` is honoured from the environment; `BENCH_SCHED=1` prints each thread's CPU
+//! time during the confirm, and its time waiting for a core, to stderr.
+//!
 //! Run: `cargo bench -p mycorrhizal --bench import`.
 
 use std::collections::HashMap;
@@ -177,6 +184,26 @@ async fn send(router: &axum::Router, request: Request<Body>) -> (u16, Value) {
     (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
+/// Sends a request; the status and the body's bytes (the server's whole answer, not yet read).
+async fn send_raw(router: &axum::Router, request: Request<Body>) -> (u16, axum::body::Bytes) {
+    let response = router.clone().oneshot(request).await.expect("response");
+    let status = response.status().as_u16();
+    (status, axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("body"))
+}
+
+/// What the client reads of a preview: the session and each row's suggestion.
+#[derive(serde::Deserialize)]
+struct PreviewBody {
+    session_id: String,
+    rows: Vec<PreviewRow>,
+}
+
+#[derive(serde::Deserialize)]
+struct PreviewRow {
+    row_index: u64,
+    suggested_action: String,
+}
+
 fn json_request(uri: &str, cookie: &str, body: &Value) -> Request<Body> {
     Request::builder()
         .method("POST")
@@ -224,6 +251,38 @@ fn written_mb() -> f64 {
         / 1e6
 }
 
+/// With `BENCH_SCHED` set: each thread's CPU time during the confirm, and its time waiting for a
+/// core (Linux schedstat), summed by thread name, to stderr.
+fn print_sched(before: &HashMap<String, (String, f64, f64, f64)>, after: &HashMap<String, (String, f64, f64, f64)>) {
+    let mut by: HashMap<&str, (f64, f64)> = HashMap::new();
+    for (tid, (name, run, wait, _)) in after {
+        let (run0, wait0) = before.get(tid).map_or((0.0, 0.0), |(_, r, w, _)| (*r, *w));
+        let sum = by.entry(name).or_default();
+        sum.0 += run - run0;
+        sum.1 += wait - wait0;
+    }
+    let mut threads: Vec<_> = by.into_iter().filter(|(_, (run, _))| *run > 0.01).collect();
+    threads.sort_by(|a, b| b.1.0.total_cmp(&a.1.0));
+    for (name, (run, wait)) in threads {
+        eprintln!("confirm thread {name:20} cpu {run:6.2} s  waiting for a core {wait:6.2} s");
+    }
+}
+
+/// Per thread: name, CPU seconds, runqueue-wait seconds, timeslices (Linux schedstat).
+fn sched() -> HashMap<String, (String, f64, f64, f64)> {
+    let mut out = HashMap::new();
+    for e in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+        let p = e.path();
+        let name = std::fs::read_to_string(p.join("comm")).unwrap_or_default().trim().to_string();
+        let st = std::fs::read_to_string(p.join("schedstat")).unwrap_or_default();
+        let f: Vec<f64> = st.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        if f.len() == 3 {
+            out.insert(e.file_name().to_string_lossy().into_owned(), (name, f[0] / 1e9, f[1] / 1e9, f[2]));
+        }
+    }
+    out
+}
+
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
@@ -253,8 +312,8 @@ fn main() {
         let engine = mycorrhizal::open_engine(&config).await.expect("engine");
         let state = AppState::build(engine.clone(), config).await.expect("state");
         let router = app(state.clone());
-        println!("| cards | file MB | upload+preview s | confirm s | confirm writes MB | total s | cards/s | created | updated | skipped | errors | vCard export s | export MB | export peak RSS growth MB |");
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("| cards | file MB | upload+preview s | confirm s | confirm writes MB | total s | cards/s | client s | searchable s | created | updated | skipped | errors | vCard export s | export MB | export peak RSS growth MB |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for size in sizes {
             let cookie = sign_up(&router, &format!("bench{size}")).await;
             // Existing contacts, 10% of the file's size, some of which the file duplicates.
@@ -285,24 +344,38 @@ fn main() {
                 .header("content-type", format!("multipart/form-data; boundary={boundary}"))
                 .body(Body::from(body))
                 .expect("upload");
-            let (status, preview) = send(&router, upload).await;
-            assert_eq!(status, 200, "{preview}");
+            let (status, preview) = send_raw(&router, upload).await;
             let previewed = started.elapsed();
-            let actions: Vec<Value> = preview["rows"]
-                .as_array()
-                .expect("rows")
+            // The client's part (reading the preview, choosing actions, writing the confirm) is
+            // not the server's time: it is measured apart.
+            let client = Instant::now();
+            let preview: PreviewBody = serde_json::from_slice(&preview)
+                .unwrap_or_else(|e| panic!("{status}: {e}: {}", String::from_utf8_lossy(&preview)));
+            assert_eq!(status, 200);
+            let actions: Vec<Value> = preview
+                .rows
                 .iter()
-                .map(|r| json!({ "row_index": r["row_index"], "action": r["suggested_action"] }))
+                .map(|r| json!({ "row_index": r.row_index, "action": r.suggested_action }))
                 .collect();
-            let confirm = json!({ "session_id": preview["session_id"], "actions": actions });
-            drop(preview);
+            let confirm = json!({ "session_id": preview.session_id, "actions": actions });
+            let confirm_request = json_request("/api/v1/contacts/import/vcf/confirm", &cookie, &confirm);
+            drop((preview, actions, confirm));
+            let client = client.elapsed();
             let confirming = Instant::now();
             let written_before = written_mb();
-            let (status, result) = send(&router, json_request("/api/v1/contacts/import/vcf/confirm", &cookie, &confirm)).await;
-            assert_eq!(status, 200, "{result}");
+            let sched_before = sched();
+            let (status, result) = send_raw(&router, confirm_request).await;
             let confirmed = confirming.elapsed();
+            let result: Value = serde_json::from_slice(&result).unwrap_or(Value::Null);
+            assert_eq!(status, 200, "{result}");
             let confirm_written = written_mb() - written_before;
-            let total = started.elapsed();
+            // Search indexing trails the confirm (searches cover what is not indexed yet).
+            engine.search_flush().expect("search flush");
+            let indexed = confirming.elapsed();
+            if std::env::var("BENCH_SCHED").is_ok() {
+                print_sched(&sched_before, &sched());
+            }
+            let total = previewed + confirmed;
             // Peak RSS is reset (Linux: clear_refs 5) so the export's own growth is measured.
             let _ = std::fs::write("/proc/self/clear_refs", "5");
             let (rss_before, _) = rss_mb();
@@ -321,11 +394,13 @@ fn main() {
             let export_time = export_started.elapsed();
             let (_, peak) = rss_mb();
             println!(
-                "| {size} | {file_mb:.1} | {:.2} | {:.2} | {confirm_written:.0} | {:.2} | {:.0} | {} | {} | {} | {} | {:.2} | {:.1} | {:.0} |",
+                "| {size} | {file_mb:.1} | {:.2} | {:.2} | {confirm_written:.0} | {:.2} | {:.0} | {:.2} | {:.2} | {} | {} | {} | {} | {:.2} | {:.1} | {:.0} |",
                 secs(previewed),
                 secs(confirmed),
                 secs(total),
                 size as f64 / secs(total),
+                secs(client),
+                secs(indexed),
                 result["created"],
                 result["updated"],
                 result["skipped"],
