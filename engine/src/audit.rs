@@ -253,12 +253,56 @@ pub(crate) fn last_hash(txn: &WriteTransaction, user: u64) -> Result<String> {
     Ok(anchors.get(user)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default())
 }
 
-/// Appends `event` to `user`'s chain; its `prev_hash` is [`last_hash`] and its `hash` computed
-/// (the write path keeps the chain's head per transaction: see `Tx`).
-pub(crate) fn append(txn: &WriteTransaction, user: u64, event: &AuditEvent) -> Result<()> {
-    debug_assert_eq!(event.hash, event.compute_hash());
-    txn.open_table(AUDIT)?.insert((user, event.seq), codec::encode(event).as_slice())?;
-    Ok(())
+/// An event about to be appended, its parts borrowed (a bulk write's field lists are not
+/// copied): stored exactly as the [`AuditEvent`] it stands for.
+pub(crate) struct NewEvent<'a> {
+    pub seq: u64,
+    pub kind: &'a str,
+    pub record_id: u64,
+    pub action: Op,
+    pub revision: u64,
+    pub at: Timestamp,
+    pub changes: &'a [FieldChange],
+}
+
+impl NewEvent<'_> {
+    /// The stored form of this event chained after `prev_hash`, and its hash. Serialized once:
+    /// postcard writes a struct as its fields one after the other, so the stored event is the
+    /// content [`AuditEvent::compute_hash`] hashes (every field but `hash`) followed by the hash.
+    pub(crate) fn encode(&self, prev_hash: &str) -> (Vec<u8>, String) {
+        let content = (
+            self.seq,
+            self.kind,
+            self.record_id,
+            self.action,
+            self.revision,
+            self.at.as_microsecond(),
+            self.changes,
+            prev_hash,
+        );
+        let bytes = codec::encode(&content);
+        let hash = hex::encode(Sha256::digest(&bytes[1..]));
+        let bytes = postcard::to_extend(&hash, bytes).expect("a string is postcard-serializable");
+        (bytes, hash)
+    }
+
+    /// Appends the event to `user`'s chain after `prev_hash` (the chain's head, which the write
+    /// path keeps per transaction: see `Tx`) and returns its hash, the chain's new head.
+    pub(crate) fn append(
+        &self,
+        table: &mut redb::Table<'_, (u64, u64), &'static [u8]>,
+        user: u64,
+        prev_hash: &str,
+    ) -> Result<String> {
+        let (bytes, hash) = self.encode(prev_hash);
+        #[cfg(debug_assertions)]
+        {
+            let stored: AuditEvent = codec::decode("audit", &bytes)?;
+            debug_assert_eq!(stored.hash, stored.compute_hash());
+        }
+        table.insert((user, self.seq), bytes.as_slice())?;
+        Ok(hash)
+    }
 }
 
 /// A user's events, oldest first, after `seq`.
@@ -318,6 +362,40 @@ pub(crate) fn purge(txn: &WriteTransaction, user: u64, cutoff: Timestamp) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_borrowed_event_is_stored_as_the_owned_event_would_be() {
+        let changes = vec![
+            FieldChange { field: "card".into(), before: "null".into(), after: "\"{\\\"name\\\": 1}\"".into() },
+            FieldChange { field: "uid".into(), before: "\"a\"".into(), after: "\"b\"".into() },
+        ];
+        let at = Timestamp::from_microsecond(1_732_400_000_123_456).unwrap();
+        let new = NewEvent {
+            seq: 300,
+            kind: "contacts",
+            record_id: 70_000,
+            action: Op::Created,
+            revision: 1,
+            at,
+            changes: &changes,
+        };
+        let (bytes, hash) = new.encode("ab12");
+        let mut owned = AuditEvent {
+            seq: 300,
+            kind: "contacts".into(),
+            record_id: 70_000,
+            action: Op::Created,
+            revision: 1,
+            at,
+            changes,
+            prev_hash: "ab12".into(),
+            hash: String::new(),
+        };
+        owned.hash = owned.compute_hash();
+        assert_eq!(hash, owned.hash);
+        assert_eq!(bytes, codec::encode(&owned));
+        assert_eq!(codec::decode::<AuditEvent>("audit", &bytes).unwrap(), owned);
+    }
 
     #[derive(Serialize)]
     struct Inner {

@@ -217,6 +217,62 @@ impl TxUser<'_, '_> {
         Ok(self.insert_new(&prepared.body, audit)?.0)
     }
 
+    /// Creates rows from prepared bodies its caller keeps, in order, as [`TxUser::create_from`]
+    /// would one at a time, and returns each row's id or why it was refused: a unique value
+    /// taken already, by an existing row or an earlier one of the batch (a refused row writes
+    /// nothing and uses no id). Errors of the store fail the whole call. Each table is opened
+    /// once, and the batch's index entries are written after its last row, in key order, so a
+    /// bulk import walks each index page once in turn instead of a random page per entry.
+    pub fn create_many_from<R: Record>(&self, batch: &[&Prepared<R>]) -> Result<Vec<Result<u64>>> {
+        let txn = self.tx.txn;
+        let now = self.tx.now;
+        let meta = Meta { revision: 1, created_at: now, updated_at: now, deleted_at: None };
+        let counter = format!("id:{}", R::KIND.name);
+        self.tx.with_head(self.user, |_| Ok(()))?;
+        let mut index = txn.open_table(tables::index_table(R::KIND.index))?;
+        let mut records = txn.open_table(tables::record_table(R::KIND.records))?;
+        let mut log = Log { changes: txn.open_table(CHANGES)?, audit: txn.open_table(crate::audit::AUDIT)? };
+        // Unique values this batch has claimed, and the index entries it is to write.
+        let mut claimed: std::collections::HashSet<(&'static str, String)> = std::collections::HashSet::new();
+        let mut entries: Vec<(&'static str, String, u64)> = Vec::new();
+        let mut out = Vec::with_capacity(batch.len());
+        'rows: for prepared in batch {
+            let body = &prepared.body;
+            let own = entries_for(body, &meta);
+            for (name, value) in own.iter().filter(|(n, _)| R::UNIQUE.contains(n)) {
+                if claimed.contains(&(*name, value.clone()))
+                    || !read::index_ids(&index, self.user, name, value)?.is_empty()
+                {
+                    out.push(Err(Error::Duplicate { index: name }));
+                    continue 'rows;
+                }
+            }
+            let id = self.tx.next_counter(&counter)?;
+            records.insert((self.user, id), encode_row(&Stored { id, meta: &meta, body })?.as_slice())?;
+            let computed;
+            let fields = match &prepared.created {
+                Some(fields) => fields.as_slice(),
+                None => {
+                    computed = crate::audit::created(body, R::AUDIT_SKIP);
+                    computed.as_slice()
+                }
+            };
+            self.log::<R>(&mut log, id, meta.revision, Op::Created, fields)?;
+            for (name, value) in own {
+                if R::UNIQUE.contains(&name) {
+                    claimed.insert((name, value.clone()));
+                }
+                entries.push((name, value, id));
+            }
+            out.push(Ok(id));
+        }
+        entries.sort_unstable();
+        for (name, value, id) in &entries {
+            index.insert((self.user, *name, value.as_str(), *id), ())?;
+        }
+        Ok(out)
+    }
+
     fn insert_new<R: Record>(
         &self,
         body: &R,
@@ -318,12 +374,42 @@ impl TxUser<'_, '_> {
                 }
             }
         }
-        let encoded = codec::encode(&row);
-        // A serde attribute such as `skip_serializing_if` silently breaks a positional binary
-        // encoding; debug builds (and so every test) refuse a row that does not read back.
-        #[cfg(debug_assertions)]
-        codec::decode::<Row<R>>(R::KIND.records, &encoded)?;
+        let encoded = encode_row(&row)?;
         txn.open_table(tables::record_table(R::KIND.records))?.insert((self.user, row.id), encoded.as_slice())?;
+        let fields = audit.unwrap_or_else(|| {
+            std::borrow::Cow::Owned(match (old, op) {
+                (None, Op::Created) => crate::audit::created(row.body, R::AUDIT_SKIP),
+                _ => {
+                    let body = |r: Option<&Row<R>>| match r {
+                        Some(r) if r.meta.deleted_at.is_none() => serde_json::to_value(&r.body).unwrap_or_default(),
+                        _ => serde_json::Value::Null,
+                    };
+                    let after = if op == Op::Deleted {
+                        serde_json::Value::Null
+                    } else {
+                        serde_json::to_value(row.body).unwrap_or_default()
+                    };
+                    crate::audit::diff(&body(old), &after, R::AUDIT_SKIP)
+                }
+            })
+        });
+        // The head is read before the change feed and the audit chain are opened for writing.
+        self.tx.with_head(self.user, |_| Ok(()))?;
+        let mut log = Log { changes: txn.open_table(CHANGES)?, audit: txn.open_table(crate::audit::AUDIT)? };
+        self.log::<R>(&mut log, row.id, row.meta.revision, op, &fields)
+    }
+
+    /// Records a change of row `id` of kind `R`: the live count, the change feed (and the
+    /// search indexer's list) and the audit chain. The user's head must have been read.
+    fn log<R: Record>(
+        &self,
+        log: &mut Log<'_>,
+        id: u64,
+        revision: u64,
+        op: Op,
+        fields: &[crate::audit::FieldChange],
+    ) -> Result<()> {
+        let txn = self.tx.txn;
         let delta: i64 = match op {
             Op::Created => 1,
             Op::Deleted => -1,
@@ -343,47 +429,21 @@ impl TxUser<'_, '_> {
             head.moved = true;
             Ok(head.seq)
         })?;
-        let change = Change {
+        let change = Change { seq, kind: R::KIND.name.to_string(), id, op, revision, at: self.tx.now };
+        log.changes.insert((self.user, seq), codec::encode(&change).as_slice())?;
+        self.tx.touched.borrow_mut().push(Touched { user: self.user, seq, kind: R::KIND.name, id });
+        let event = crate::audit::NewEvent {
             seq,
-            kind: R::KIND.name.to_string(),
-            id: row.id,
-            op,
-            revision: row.meta.revision,
-            at: self.tx.now,
-        };
-        txn.open_table(CHANGES)?.insert((self.user, seq), codec::encode(&change).as_slice())?;
-        self.tx.touched.borrow_mut().push(Touched { user: self.user, seq, kind: R::KIND.name, id: row.id });
-        let body = |r: Option<&Row<R>>| match r {
-            Some(r) if r.meta.deleted_at.is_none() => serde_json::to_value(&r.body).unwrap_or_default(),
-            _ => serde_json::Value::Null,
-        };
-        let changes = audit.map(std::borrow::Cow::into_owned).unwrap_or_else(|| match (old, op) {
-            (None, Op::Created) => crate::audit::created(row.body, R::AUDIT_SKIP),
-            _ => {
-                let after = if op == Op::Deleted {
-                    serde_json::Value::Null
-                } else {
-                    serde_json::to_value(row.body).unwrap_or_default()
-                };
-                crate::audit::diff(&body(old), &after, R::AUDIT_SKIP)
-            }
-        });
-        let mut event = crate::audit::AuditEvent {
-            seq,
-            kind: R::KIND.name.to_string(),
-            record_id: row.id,
+            kind: R::KIND.name,
+            record_id: id,
             action: op,
-            revision: row.meta.revision,
+            revision,
             at: self.tx.now,
-            changes,
-            prev_hash: String::new(),
-            hash: String::new(),
+            changes: fields,
         };
         self.tx.with_head(self.user, |head| {
-            event.prev_hash = std::mem::take(&mut head.audit);
-            event.hash = event.compute_hash();
-            head.audit = event.hash.clone();
-            crate::audit::append(txn, self.user, &event)
+            head.audit = event.append(&mut log.audit, self.user, &head.audit)?;
+            Ok(())
         })
     }
 
@@ -409,6 +469,22 @@ fn entries_for<R: Record>(body: &R, meta: &Meta) -> Vec<(&'static str, String)> 
     let mut entries = body.index_entries();
     entries.push((UPDATED_INDEX, format!("{:020}", meta.updated_at.as_microsecond().max(0))));
     entries
+}
+
+/// A row's stored bytes. A serde attribute such as `skip_serializing_if` silently breaks a
+/// positional binary encoding; debug builds (and so every test) refuse a row that does not read
+/// back.
+fn encode_row<R: Record>(row: &Stored<'_, R>) -> Result<Vec<u8>> {
+    let encoded = codec::encode(row);
+    #[cfg(debug_assertions)]
+    codec::decode::<Row<R>>(R::KIND.records, &encoded)?;
+    Ok(encoded)
+}
+
+/// The tables every change is recorded in, open for one write or a batch of them.
+struct Log<'t> {
+    changes: redb::Table<'t, (u64, u64), &'static [u8]>,
+    audit: redb::Table<'t, (u64, u64), &'static [u8]>,
 }
 
 /// A row being written, borrowed: encodes exactly as the [`Row`] it stands for (postcard is

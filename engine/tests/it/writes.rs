@@ -265,6 +265,54 @@ fn a_prepared_body_created_from_a_borrow_stores_as_an_owned_one() {
     assert_eq!(view.verify_audit().unwrap(), 2);
 }
 
+/// `create_many_from` (a bulk import's batch) writes what `create_from` would one row at a time:
+/// rows, index entries, change feed, live count and audit chain; a row whose unique value is
+/// taken (by an existing row, or by an earlier row of the same batch) is refused alone.
+#[test]
+fn a_batch_of_prepared_bodies_stores_as_rows_created_one_by_one() {
+    use mycorrhizal_engine::Prepared;
+    let db = fresh();
+    let alice = db.engine.user(ALICE);
+    let existing = alice.create(Person::new("Ada Lovelace", "ada@example.org")).unwrap();
+    let batch: Vec<Prepared<Person>> = [
+        ("Zoë Zimmer", "zoe@example.org"),
+        ("Ada Again", "ADA@example.org"),
+        ("Grace Hopper", "grace@example.org"),
+        ("Grace Twice", "grace@example.org"),
+        ("Alan Turing", ""),
+    ]
+    .into_iter()
+    .map(|(name, email)| Prepared::new(Person::new(name, email)).unwrap())
+    .collect();
+    let results = alice
+        .write(move |tx| {
+            let refs: Vec<&Prepared<Person>> = batch.iter().collect();
+            Ok(tx.create_many_from(&refs)?.into_iter().map(|r| r.map_err(|e| e.to_string())).collect::<Vec<_>>())
+        })
+        .unwrap();
+    assert_eq!(results.len(), 5);
+    let ids: Vec<u64> = results.iter().filter_map(|r| r.as_ref().ok().copied()).collect();
+    assert_eq!(ids.len(), 3, "{results:?}");
+    assert!(results[1].is_err() && results[3].is_err(), "the taken emails are refused: {results:?}");
+    assert_eq!(ids, [existing.id + 1, existing.id + 2, existing.id + 3], "a refused row uses no id");
+    let view = alice.view().unwrap();
+    assert_eq!(view.find::<Person>("email", "ada@example.org").unwrap(), vec![existing.id]);
+    assert_eq!(view.find::<Person>("email", "grace@example.org").unwrap(), vec![ids[1]]);
+    assert_eq!(view.find::<Person>("sort_name", "zoë zimmer").unwrap(), vec![ids[0]]);
+    assert_eq!(view.find::<Person>("sort_name", "alan turing").unwrap(), vec![ids[2]]);
+    assert_eq!(view.get::<Person>(ids[1]).unwrap().body.name, "Grace Hopper");
+    assert_eq!(view.count::<Person>().unwrap(), 4);
+    let feed = view.changes_since(1, 10).unwrap();
+    assert_eq!(
+        feed.iter().map(|c| (c.id, c.op, c.revision)).collect::<Vec<_>>(),
+        ids.iter().map(|&id| (id, Op::Created, 1)).collect::<Vec<_>>()
+    );
+    let events = view.audit_events(1, 10).unwrap();
+    assert_eq!(events.iter().map(|e| e.record_id).collect::<Vec<_>>(), ids);
+    assert_eq!(events[1].changes.iter().find(|c| c.field == "email").unwrap().after, "\"grace@example.org\"");
+    assert_eq!(view.verify_audit().unwrap(), 4, "the chain runs on through the batch");
+}
+
 #[test]
 fn tampering_with_a_stored_audit_event_is_detected() {
     let db = fresh();

@@ -447,66 +447,72 @@ impl Outcome {
 /// Applies one batch inside one transaction. A failing row is reported and the others go on:
 /// every check that can fail runs before the row writes anything.
 pub fn apply_batch(tx: &TxUser<'_, '_>, ops: &[Op]) -> mycorrhizal_engine::Result<Vec<Outcome>> {
-    let mut out = Vec::with_capacity(ops.len());
-    for op in ops {
-        match op {
-            Op::Add { row, contact } => {
-                // The UID is unique: the store refuses a taken one before writing the row (only
-                // an id is used up), and the card then gets a fresh one.
-                // The batch may run again (see the writer), so the contact is written from a
-                // borrow, not cloned per row.
-                let created = match tx.create_from(contact.as_ref()) {
-                    Err(mycorrhizal_engine::Error::Duplicate { index: INDEX_UID }) => {
-                        let mut contact = contact.body().clone();
-                        contact.uid = uuid::Uuid::new_v4().to_string();
-                        let mut card = contact.parsed_card();
-                        card.uid = Some(contact.uid.clone());
-                        contact.card = serde_json::to_string(&card).unwrap_or(contact.card);
-                        tx.create(contact).map(|r| r.id)
-                    }
-                    created => created,
-                };
-                match created {
-                    Ok(id) => out.push(Outcome::Created { row: *row, id }),
-                    Err(mycorrhizal_engine::Error::Invalid(e)) => {
-                        out.push(Outcome::Failed { row: *row, reason: format!("{}: {}", e.field, e.reason) })
-                    }
-                    Err(e) => return Err(e),
-                }
+    let mut out: Vec<Option<Outcome>> = vec![None; ops.len()];
+    // The batch's new contacts are created together (their index entries written in key order),
+    // from borrows: the batch may run again (see the writer), so its contacts are not given away.
+    let adds: Vec<(usize, usize, &Prepared<Contact>)> = ops
+        .iter()
+        .enumerate()
+        .filter_map(|(at, op)| match op {
+            Op::Add { row, contact } => Some((at, *row, contact.as_ref())),
+            Op::Update { .. } => None,
+        })
+        .collect();
+    let bodies: Vec<&Prepared<Contact>> = adds.iter().map(|(_, _, contact)| *contact).collect();
+    let created = tx.create_many_from(&bodies)?;
+    for ((at, row, contact), created) in adds.into_iter().zip(created) {
+        // The UID is unique: a taken one is refused before the row writes anything, and the
+        // card then gets a fresh one.
+        let created = match created {
+            Err(mycorrhizal_engine::Error::Duplicate { index: INDEX_UID }) => {
+                let mut contact = contact.body().clone();
+                contact.uid = uuid::Uuid::new_v4().to_string();
+                let mut card = contact.parsed_card();
+                card.uid = Some(contact.uid.clone());
+                contact.card = serde_json::to_string(&card).unwrap_or(contact.card);
+                tx.create(contact).map(|r| r.id)
             }
-            Op::Update { row, id, record, photo } => {
-                let existing: Row<Contact> = match tx.get(*id) {
-                    Ok(r) => r,
-                    Err(mycorrhizal_engine::Error::NotFound) => {
-                        out.push(Outcome::Failed {
-                            row: *row,
-                            reason: format!("the matched contact {id} no longer exists"),
-                        });
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                let mut merged = merge(&existing.body, record);
-                if let Err(e) = merged.parsed_card().validate() {
-                    out.push(Outcome::Failed { row: *row, reason: format!("{}: {}", e.field, e.reason) });
-                    continue;
-                }
-                // A contact that already has a picture keeps it.
-                let took_photo = merged.photo.is_empty() && photo.is_some();
-                if let Some(name) = photo.as_ref().filter(|_| took_photo) {
-                    merged.photo = name.clone();
-                }
-                match tx.put(*id, Precondition::Any, merged) {
-                    Ok(r) => out.push(Outcome::Updated { row: *row, id: r.id, took_photo }),
-                    Err(mycorrhizal_engine::Error::Invalid(e)) => {
-                        out.push(Outcome::Failed { row: *row, reason: format!("{}: {}", e.field, e.reason) })
-                    }
-                    Err(e) => return Err(e),
-                }
+            created => created,
+        };
+        out[at] = Some(match created {
+            Ok(id) => Outcome::Created { row, id },
+            Err(mycorrhizal_engine::Error::Invalid(e)) => {
+                Outcome::Failed { row, reason: format!("{}: {}", e.field, e.reason) }
             }
-        }
+            Err(e) => return Err(e),
+        });
     }
-    Ok(out)
+    for (at, op) in ops.iter().enumerate() {
+        let Op::Update { row, id, record, photo } = op else { continue };
+        let row = *row;
+        let existing: Row<Contact> = match tx.get(*id) {
+            Ok(r) => r,
+            Err(mycorrhizal_engine::Error::NotFound) => {
+                out[at] = Some(Outcome::Failed { row, reason: format!("the matched contact {id} no longer exists") });
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let mut merged = merge(&existing.body, record);
+        if let Err(e) = merged.parsed_card().validate() {
+            out[at] = Some(Outcome::Failed { row, reason: format!("{}: {}", e.field, e.reason) });
+            continue;
+        }
+        // A contact that already has a picture keeps it.
+        let took_photo = merged.photo.is_empty() && photo.is_some();
+        if let Some(name) = photo.as_ref().filter(|_| took_photo) {
+            merged.photo = name.clone();
+        }
+        out[at] = Some(match tx.put(*id, Precondition::Any, merged) {
+            Ok(r) => Outcome::Updated { row, id: r.id, took_photo },
+            Err(mycorrhizal_engine::Error::Invalid(e)) => {
+                Outcome::Failed { row, reason: format!("{}: {}", e.field, e.reason) }
+            }
+            Err(e) => return Err(e),
+        });
+    }
+    // Every op got its outcome above, in the batch's order.
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// A finished import, kept per user (the 50 most recent). Counts, not messages.
