@@ -262,25 +262,29 @@ pub(crate) struct NewEvent<'a> {
     pub action: Op,
     pub revision: u64,
     pub at: Timestamp,
-    pub changes: &'a [FieldChange],
+    pub changes: ChangeList<'a>,
+}
+
+/// An event's field list: as fields, or already in postcard (encoded ahead of the writer).
+#[derive(Clone, Copy)]
+pub(crate) enum ChangeList<'a> {
+    Listed(&'a [FieldChange]),
+    Encoded(&'a [u8]),
 }
 
 impl NewEvent<'_> {
     /// The stored form of this event chained after `prev_hash`, and its hash. Serialized once:
-    /// postcard writes a struct as its fields one after the other, so the stored event is the
-    /// content [`AuditEvent::compute_hash`] hashes (every field but `hash`) followed by the hash.
+    /// postcard writes a struct or tuple as its fields one after the other, so the stored event
+    /// is the content [`AuditEvent::compute_hash`] hashes (every field but `hash`) followed by the
+    /// hash, and that content is the event's head, its field list and the previous hash in turn.
     pub(crate) fn encode(&self, prev_hash: &str) -> (Vec<u8>, String) {
-        let content = (
-            self.seq,
-            self.kind,
-            self.record_id,
-            self.action,
-            self.revision,
-            self.at.as_microsecond(),
-            self.changes,
-            prev_hash,
-        );
-        let bytes = codec::encode(&content);
+        let head = (self.seq, self.kind, self.record_id, self.action, self.revision, self.at.as_microsecond());
+        let mut bytes = codec::encode(&head);
+        match self.changes {
+            ChangeList::Listed(fields) => bytes = postcard::to_extend(fields, bytes).expect("postcard-serializable"),
+            ChangeList::Encoded(encoded) => bytes.extend_from_slice(encoded),
+        }
+        let bytes = postcard::to_extend(prev_hash, bytes).expect("a string is postcard-serializable");
         let hash = hex::encode(Sha256::digest(&bytes[1..]));
         let bytes = postcard::to_extend(&hash, bytes).expect("a string is postcard-serializable");
         (bytes, hash)
@@ -370,16 +374,18 @@ mod tests {
             FieldChange { field: "uid".into(), before: "\"a\"".into(), after: "\"b\"".into() },
         ];
         let at = Timestamp::from_microsecond(1_732_400_000_123_456).unwrap();
-        let new = NewEvent {
+        let encoded = postcard::to_allocvec(&changes).unwrap();
+        let event = |changes| NewEvent {
             seq: 300,
             kind: "contacts",
             record_id: 70_000,
             action: Op::Created,
             revision: 1,
             at,
-            changes: &changes,
+            changes,
         };
-        let (bytes, hash) = new.encode("ab12");
+        let (bytes, hash) = event(ChangeList::Listed(&changes)).encode("ab12");
+        assert_eq!(event(ChangeList::Encoded(&encoded)).encode("ab12"), (bytes.clone(), hash.clone()), "encoded ahead");
         let mut owned = AuditEvent {
             seq: 300,
             kind: "contacts".into(),

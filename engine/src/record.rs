@@ -166,6 +166,39 @@ pub struct Prepared<R> {
     pub(crate) body: R,
     /// The audit diff of creating `body` (from nothing); `None` leaves it to the transaction.
     pub(crate) created: Option<Vec<crate::audit::FieldChange>>,
+    /// The encodings a batch create needs, made ahead ([`Prepared::ahead`]).
+    pub(crate) ahead: Option<Ahead>,
+}
+
+/// What [`crate::TxUser::create_many_from`] would otherwise compute in the writer for one row:
+/// everything of it that does not depend on the row's id, revision or time.
+#[derive(Debug, Clone)]
+pub(crate) struct Ahead {
+    /// The body's postcard encoding: the tail of the stored row (postcard writes a struct field
+    /// after field, and the body is the row's last field).
+    pub(crate) body: Vec<u8>,
+    /// The body's own index entries (the engine's `_updated` entry depends on the time).
+    pub(crate) entries: Vec<(&'static str, String)>,
+    /// The postcard encoding of the creation's audit field list.
+    pub(crate) changes: Vec<u8>,
+}
+
+impl Ahead {
+    pub(crate) fn of<R: Record>(body: &R, created: Option<&[crate::audit::FieldChange]>) -> Ahead {
+        let computed;
+        let created = match created {
+            Some(created) => created,
+            None => {
+                computed = crate::audit::created(body, R::AUDIT_SKIP);
+                &computed
+            }
+        };
+        Ahead {
+            body: postcard::to_allocvec(body).expect("row types are postcard-serializable"),
+            entries: body.index_entries(),
+            changes: postcard::to_allocvec(created).expect("a field list is postcard-serializable"),
+        }
+    }
 }
 
 impl<R: Record> Prepared<R> {
@@ -184,12 +217,22 @@ impl<R: Record> Prepared<R> {
 
     fn prepared(body: R) -> Prepared<R> {
         let created = crate::audit::created(&body, R::AUDIT_SKIP);
-        Prepared { body, created: Some(created) }
+        Prepared { body, created: Some(created), ahead: None }
+    }
+
+    /// Does ahead, on the caller's thread, the part of storing this body in a batch
+    /// ([`crate::TxUser::create_many_from`]) that does not depend on the row's id or time: the
+    /// body's encoding, its index entries and its audit list's encoding. For bulk writes, where
+    /// the single writer is the bottleneck; costs memory (about the body's size again) until
+    /// the body is stored.
+    pub fn ahead(mut self) -> Prepared<R> {
+        self.ahead = Some(Ahead::of(&self.body, self.created.as_deref()));
+        self
     }
 
     /// A body the caller has just prepared itself (inside the engine only).
     pub(crate) fn already(body: R) -> Prepared<R> {
-        Prepared { body, created: None }
+        Prepared { body, created: None, ahead: None }
     }
 
     pub fn body(&self) -> &R {

@@ -9,8 +9,9 @@ use std::collections::hash_map::Entry;
 use jiff::Timestamp;
 use redb::{ReadableTable, WriteTransaction};
 
+use crate::audit::ChangeList;
 use crate::changes::{Change, Op};
-use crate::record::{Meta, Precondition, Prepared, Record, Row};
+use crate::record::{Ahead, Meta, Precondition, Prepared, Record, Row};
 use crate::search::Touched;
 use crate::tables::{self, CHANGES, COUNTERS, LIVE_COUNTS, USER_SEQ};
 use crate::{Error, Invalid, Result, UserId, codec, read};
@@ -204,7 +205,7 @@ impl TxUser<'_, '_> {
 
     /// Creates a row from a body prepared outside the transaction (see [`Prepared`]).
     pub fn create_prepared<R: Record>(&self, prepared: Prepared<R>) -> Result<Row<R>> {
-        let Prepared { body, created } = prepared;
+        let Prepared { body, created, .. } = prepared;
         let (id, meta) = self.insert_new(&body, created.map(std::borrow::Cow::Owned))?;
         Ok(Row { id, meta, body })
     }
@@ -228,47 +229,47 @@ impl TxUser<'_, '_> {
         let now = self.tx.now;
         let meta = Meta { revision: 1, created_at: now, updated_at: now, deleted_at: None };
         let counter = format!("id:{}", R::KIND.name);
+        // What was not done ahead ([`Prepared::ahead`]) is done here.
+        let missing: Vec<Option<Ahead>> =
+            batch.iter().map(|p| p.ahead.is_none().then(|| Ahead::of(&p.body, p.created.as_deref()))).collect();
+        let updated = updated_entry(&meta);
         self.tx.with_head(self.user, |_| Ok(()))?;
         let mut index = txn.open_table(tables::index_table(R::KIND.index))?;
         let mut records = txn.open_table(tables::record_table(R::KIND.records))?;
         let mut log = Log { changes: txn.open_table(CHANGES)?, audit: txn.open_table(crate::audit::AUDIT)? };
         // Unique values this batch has claimed, and the index entries it is to write.
-        let mut claimed: std::collections::HashSet<(&'static str, String)> = std::collections::HashSet::new();
-        let mut entries: Vec<(&'static str, String, u64)> = Vec::new();
+        let mut claimed: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
+        let mut entries: Vec<(&str, &str, u64)> = Vec::new();
         let mut out = Vec::with_capacity(batch.len());
-        'rows: for prepared in batch {
-            let body = &prepared.body;
-            let own = entries_for(body, &meta);
-            for (name, value) in own.iter().filter(|(n, _)| R::UNIQUE.contains(n)) {
-                if claimed.contains(&(*name, value.clone()))
-                    || !read::index_ids(&index, self.user, name, value)?.is_empty()
-                {
+        'rows: for (prepared, missing) in batch.iter().zip(&missing) {
+            let Some(ahead) = prepared.ahead.as_ref().or(missing.as_ref()) else { unreachable!("computed above") };
+            let own = ahead.entries.iter().map(|(name, value)| (*name, value.as_str()));
+            for (name, value) in own.clone().filter(|(n, _)| R::UNIQUE.contains(n)) {
+                if claimed.contains(&(name, value)) || !read::index_ids(&index, self.user, name, value)?.is_empty() {
                     out.push(Err(Error::Duplicate { index: name }));
                     continue 'rows;
                 }
             }
             let id = self.tx.next_counter(&counter)?;
-            records.insert((self.user, id), encode_row(&Stored { id, meta: &meta, body })?.as_slice())?;
-            let computed;
-            let fields = match &prepared.created {
-                Some(fields) => fields.as_slice(),
-                None => {
-                    computed = crate::audit::created(body, R::AUDIT_SKIP);
-                    computed.as_slice()
-                }
-            };
-            self.log::<R>(&mut log, id, meta.revision, Op::Created, fields)?;
+            // Postcard writes the row's fields one after the other; the body is the last.
+            let mut row = codec::encode(&(id, &meta));
+            row.extend_from_slice(&ahead.body);
+            #[cfg(debug_assertions)]
+            assert_eq!(row, encode_row(&Stored { id, meta: &meta, body: &prepared.body })?, "the row encoded ahead");
+            records.insert((self.user, id), row.as_slice())?;
+            self.log::<R>(&mut log, id, meta.revision, Op::Created, ChangeList::Encoded(&ahead.changes))?;
             for (name, value) in own {
                 if R::UNIQUE.contains(&name) {
-                    claimed.insert((name, value.clone()));
+                    claimed.insert((name, value));
                 }
                 entries.push((name, value, id));
             }
+            entries.push((UPDATED_INDEX, updated.as_str(), id));
             out.push(Ok(id));
         }
         entries.sort_unstable();
-        for (name, value, id) in &entries {
-            index.insert((self.user, *name, value.as_str(), *id), ())?;
+        for (name, value, id) in entries {
+            index.insert((self.user, name, value, id), ())?;
         }
         Ok(out)
     }
@@ -396,19 +397,12 @@ impl TxUser<'_, '_> {
         // The head is read before the change feed and the audit chain are opened for writing.
         self.tx.with_head(self.user, |_| Ok(()))?;
         let mut log = Log { changes: txn.open_table(CHANGES)?, audit: txn.open_table(crate::audit::AUDIT)? };
-        self.log::<R>(&mut log, row.id, row.meta.revision, op, &fields)
+        self.log::<R>(&mut log, row.id, row.meta.revision, op, ChangeList::Listed(&fields))
     }
 
     /// Records a change of row `id` of kind `R`: the live count, the change feed (and the
     /// search indexer's list) and the audit chain. The user's head must have been read.
-    fn log<R: Record>(
-        &self,
-        log: &mut Log<'_>,
-        id: u64,
-        revision: u64,
-        op: Op,
-        fields: &[crate::audit::FieldChange],
-    ) -> Result<()> {
+    fn log<R: Record>(&self, log: &mut Log<'_>, id: u64, revision: u64, op: Op, fields: ChangeList<'_>) -> Result<()> {
         let txn = self.tx.txn;
         let delta: i64 = match op {
             Op::Created => 1,
@@ -467,8 +461,13 @@ pub(crate) fn entries_of<R: Record>(row: &Row<R>) -> Vec<(&'static str, String)>
 
 fn entries_for<R: Record>(body: &R, meta: &Meta) -> Vec<(&'static str, String)> {
     let mut entries = body.index_entries();
-    entries.push((UPDATED_INDEX, format!("{:020}", meta.updated_at.as_microsecond().max(0))));
+    entries.push((UPDATED_INDEX, updated_entry(meta)));
     entries
+}
+
+/// A row's `_updated` index value.
+fn updated_entry(meta: &Meta) -> String {
+    format!("{:020}", meta.updated_at.as_microsecond().max(0))
 }
 
 /// A row's stored bytes. A serde attribute such as `skip_serializing_if` silently breaks a

@@ -728,7 +728,8 @@ pub fn execute(
                             })
                         });
                         match prepared {
-                            Ok(contact) => ops.push(Op::Add { row: row.index, contact: Box::new(contact) }),
+                            // The writer's share that needs no id is done here, off the writer.
+                            Ok(contact) => ops.push(Op::Add { row: row.index, contact: Box::new(contact.ahead()) }),
                             Err(reason) => {
                                 failed += 1;
                                 result.errors.push(row_error(row, &reason));
