@@ -84,9 +84,7 @@ pub async fn upload(
     let written = state
         .blocking(move |_| -> std::io::Result<()> {
             std::fs::create_dir_all(&folder)?;
-            let partial = folder.join(format!(".{file_id}.partial"));
-            std::fs::write(&partial, &bytes)?;
-            std::fs::rename(&partial, folder.join(file_id.to_string()))
+            crate::ops::fs::write_whole(&folder, &file_id.to_string(), &bytes, true)
         })
         .await?;
     if let Err(e) = written {

@@ -73,9 +73,7 @@ pub async fn upload(
             for old in ["jpg", "png", "gif", "webp"] {
                 let _ = std::fs::remove_file(dir_.join(format!("{id}.{old}")));
             }
-            let partial = dir_.join(format!(".{name_}.partial"));
-            std::fs::write(&partial, &bytes)?;
-            std::fs::rename(&partial, dir_.join(&name_))
+            crate::ops::fs::write_whole(&dir_, &name_, &bytes, true)
         })
         .await?
         .map_err(ApiError::internal)?;
