@@ -85,18 +85,26 @@ fn neutral_item(value: Value) -> Value {
 
 fn id_map_to_list(value: Value) -> Value {
     match value {
-        Value::Object(map) => Value::Array(
-            in_id_order(map)
-                .into_iter()
-                .map(|(id, item)| {
-                    let mut item = neutral_item(item);
-                    if let Value::Object(m) = &mut item {
-                        m.insert("id".into(), Value::String(id));
-                    }
-                    item
-                })
-                .collect(),
-        ),
+        Value::Object(mut map) => {
+            // An Id is 1 to 255 characters (RFC 9553 1.4.1): an item under the empty key gets the
+            // id a write would give it, so that writing the card and reading it back is stable.
+            if let Some(item) = map.remove("") {
+                let id = (1..).map(|n| format!("k{n}")).find(|id| !map.contains_key(id)).expect("a free id");
+                map.insert(id, item);
+            }
+            Value::Array(
+                in_id_order(map)
+                    .into_iter()
+                    .map(|(id, item)| {
+                        let mut item = neutral_item(item);
+                        if let Value::Object(m) = &mut item {
+                            m.insert("id".into(), Value::String(id));
+                        }
+                        item
+                    })
+                    .collect(),
+            )
+        }
         other => neutral_item(other),
     }
 }
@@ -641,5 +649,46 @@ mod tests {
         let group = br#"{"@type":"CardGroup","cards":[{"@type":"Card","name":{"full":"Ann"}}]}"#;
         assert_eq!(parse_file(group).len(), 1);
         assert!(matches!(parse_file(b"{not json").as_slice(), [Item::Problem(_)]));
+    }
+
+    /// Reads every card of `bytes`, writes it and reads it again: the same record.
+    fn assert_stable(bytes: &[u8], what: &str) -> usize {
+        let mut checked = 0;
+        for item in parse_file(bytes) {
+            let Item::Record { record, .. } = item else { continue };
+            let out = serde_json::to_vec(&from_neutral(&record)).expect("serialises");
+            match parse_file(&out).into_iter().next() {
+                Some(Item::Record { record: again, .. }) => assert_eq!(again, record, "{what}: out and back in"),
+                other => panic!("{what}: a written card does not read back: {other:?}"),
+            }
+            checked += 1;
+        }
+        checked
+    }
+
+    /// An Id is never empty (RFC 9553); an item under `""` was read with the empty id, which a
+    /// write replaced by `k1`, so the card changed between the first and the second read.
+    #[test]
+    fn an_item_under_the_empty_id_gets_the_id_a_write_would_give() {
+        let file = br#"{"@type":"Card","uid":"u","organizations":{"k1":{"name":"First"},"":{"name":"Second"},"k10":{"name":"Third"}}}"#;
+        let Some(Item::Record { record, .. }) = parse_file(file).into_iter().next() else { panic!("a record") };
+        let ids: Vec<_> =
+            record.card.organizations.iter().map(|o| o.extra["id"].as_str().unwrap().to_string()).collect();
+        assert_eq!(ids, ["k1", "k2", "k10"]);
+        assert_eq!(record.card.organizations[1].name.as_deref(), Some("Second"));
+        assert_eq!(assert_stable(file, "empty id"), 1);
+    }
+
+    /// Inputs on which the `jscontact` fuzz target failed (`fuzz/regressions/jscontact`).
+    #[test]
+    fn fuzz_findings_stay_fixed() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/regressions/jscontact");
+        let mut checked = 0;
+        for path in std::fs::read_dir(dir).expect("regressions").flatten().map(|e| e.path()) {
+            if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("fixed-")) {
+                checked += assert_stable(&std::fs::read(&path).expect("read"), &path.display().to_string());
+            }
+        }
+        assert!(checked >= 1, "{checked} cards");
     }
 }
