@@ -166,6 +166,7 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
     diagnostics.extend(drop_unknown_phonetic_systems(&mut vcard));
     diagnostics.extend(drop_repeated_singulars(&mut vcard));
     diagnostics.extend(drop_repeated_parameters(&mut vcard));
+    diagnostics.extend(drop_forms_in_the_default_language(&mut vcard));
     order_as_calcard_will(&mut vcard);
     let js = vcard.into_jscontact::<String, String>();
     let mut value = serde_json::to_value(&js).unwrap_or_else(|_| json!({}));
@@ -321,6 +322,31 @@ fn drop_repeated_singulars(vcard: &mut VCard) -> Vec<String> {
             }
         }
     });
+    dropped
+}
+
+/// Leaves out, and reports, the second form of a [`SINGULAR`] property when one form has no
+/// language and the other is in the card's default language: calcard treats a form in the
+/// default language as one without a language, converts the first, and leaves the second as an
+/// unknown property, which a write puts first and the next read converts instead. The default
+/// may be inferred (the language most properties carry), and leaving a form out can change it,
+/// so this repeats until no such pair is left (fuzzing: a card whose address was in Cantonese
+/// only, written beside a plain and a Cantonese name, read back with Cantonese as its default).
+fn drop_forms_in_the_default_language(vcard: &mut VCard) -> Vec<String> {
+    let mut dropped = Vec::new();
+    loop {
+        let (Some(default), _) = calcard_default_language(vcard) else { break };
+        let plain = |lang: Option<&str>| lang.is_none_or(|l| l.eq_ignore_ascii_case(&default));
+        let twin = SINGULAR.iter().find_map(|(property, label)| {
+            let mut forms = vcard.entries.iter().enumerate().filter(|(_, e)| e.name == *property);
+            let (_, first) = forms.next()?;
+            let (at, second) = forms.next()?;
+            (plain(first.language()) && plain(second.language())).then_some((at, *label))
+        });
+        let Some((at, label)) = twin else { break };
+        vcard.entries.remove(at);
+        dropped.push(format!("a second {label} was left out: a card has one in its default language"));
+    }
     dropped
 }
 

@@ -402,6 +402,18 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
     let (record, diagnostics) = parsed(&text);
     assert_eq!(diagnostics, vec!["a second N was left out: a card has one".to_string()]);
     assert_stable(&record, "");
+    // Most properties in Cantonese make it the card's default language, and a Cantonese name is
+    // then no alternative of the plain one: calcard left it unknown, and the next read converted
+    // it instead (fuzzing). The plain name is kept; the address keeps its language.
+    let text = "BEGIN:VCARD\nVERSION:4.0\nUID:p\nFN:孫中山\nN;ALTID=1:孫;中山;;;\n\
+        N;ALTID=1;SCRIPT=Latn;LANGUAGE=yue:syun1;zung1saan1;;;\nADR;LANGUAGE=yue:;;1 Nathan Road;Kowloon;;;\nEND:VCARD\n";
+    let (record, diagnostics) = parsed(&text);
+    assert_eq!(diagnostics, vec!["a second N was left out: a card has one in its default language".to_string()]);
+    assert_eq!(record.card.name.as_ref().unwrap().components[0].value, "孫");
+    assert!(!record.passthrough.contains_key("vCardProps"), "no spare name travels: {:?}", record.passthrough);
+    let converted = &record.passthrough["jsContactProps"]["/vCard/convertedProperties"];
+    assert_eq!(converted["addresses/k1/components"]["parameters"]["language"], "yue", "the address keeps its language");
+    assert_stable(&record, "");
 }
 
 /// Inputs on which the `vcard` fuzz target once failed (`fuzz/regressions/vcard/fixed-*`): every
