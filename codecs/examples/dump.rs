@@ -17,8 +17,12 @@ fn main() {
                 Item::Record { record, line, diagnostics } => {
                     println!("-- line {line} {diagnostics:?}");
                     println!("{}", serde_json::to_string(&*record).unwrap_or_default());
-                    print!("{}", vcard::write(&record, vcard::Version::V4));
-                    print!("{}", vcard::write(&record, vcard::Version::V3));
+                    for version in [vcard::Version::V4, vcard::Version::V3] {
+                        match vcard::write(&record, version) {
+                            Ok(text) => print!("{text}"),
+                            Err(e) => println!("-- {e}"),
+                        }
+                    }
                 }
                 Item::Problem(p) => println!("-- problem {p:?}"),
             }

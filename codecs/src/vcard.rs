@@ -464,24 +464,35 @@ fn apple_omit_year_in(js: &mut Value) {
     }
 }
 
+/// Why a record could not be written as a vCard. Never silent: an export that met one would
+/// otherwise send an empty card in the person's place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteError(pub String);
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the card could not be written as a vCard: {}", self.0)
+    }
+}
+
+impl std::error::Error for WriteError {}
+
 /// The record as one vCard of `version`, CRLF line ends, folded at 75 octets. Photos given as
 /// `data:` URIs in the card's `media` are embedded.
-pub fn write(record: &NeutralRecord, version: Version) -> String {
+pub fn write(record: &NeutralRecord, version: Version) -> Result<String, WriteError> {
     let js = jscontact::from_neutral(record);
     let mut vcard = JSContact::<String, String>::parse(&jscontact::to_text_in_id_order(&js))
-        .ok()
-        .and_then(|c| c.into_vcard())
-        .unwrap_or_default();
+        .map_err(|e| WriteError(format!("{e:?}")))?
+        .into_vcard()
+        .ok_or_else(|| WriteError("the card is not a JSContact object".into()))?;
     tidy(&mut vcard, version);
     let mut out = String::new();
     let v = if version == Version::V3 { VCardVersion::V3_0 } else { VCardVersion::V4_0 };
-    if vcard.write_to(&mut out, v).is_err() {
-        return String::new();
-    }
+    vcard.write_to(&mut out, v).map_err(|e| WriteError(e.to_string()))?;
     if version == Version::V4 {
         out = out.replace(";base64\\,", ";base64,");
     }
-    out
+    Ok(out)
 }
 
 /// Removes calcard's bookkeeping parameters, cuts `N` and `ADR` to their classic components for
@@ -695,9 +706,9 @@ mod tests {
         let record = records(apple).remove(0);
         let p = record.card.anniversaries[0].date.partial.unwrap();
         assert_eq!((p.year, p.month, p.day), (None, Some(7), Some(14)));
-        let v3 = write(&record, Version::V3);
+        let v3 = write(&record, Version::V3).expect("written");
         assert!(v3.contains("BDAY;X-APPLE-OMIT-YEAR=1604:1604-07-14\r\n"), "{v3}");
-        let v4 = write(&record, Version::V4);
+        let v4 = write(&record, Version::V4).expect("written");
         assert!(v4.contains("BDAY:--0714\r\n"), "{v4}");
     }
 
@@ -712,10 +723,10 @@ mod tests {
         assert_eq!(sniff(&photo.bytes), Some("image/png"));
         assert!(!record.card.extra.contains_key("media"));
         put_photo(&mut record.card, &photo);
-        let v4 = write(&record, Version::V4);
+        let v4 = write(&record, Version::V4).expect("written");
         let unfolded = String::from_utf8(unfold(v4.as_bytes())).unwrap();
         assert!(unfolded.contains(&format!("PHOTO:data:image/png;base64,{png}")), "{v4}");
-        let v3 = write(&record, Version::V3);
+        let v3 = write(&record, Version::V3).expect("written");
         let unfolded = String::from_utf8(unfold(v3.as_bytes())).unwrap();
         assert!(unfolded.contains("PHOTO;ENCODING=b;TYPE=PNG:iVBOR"), "{v3}");
         assert!(!v3.contains("PROP-ID") && !v3.contains("JSCOMPS"));

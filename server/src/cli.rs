@@ -28,6 +28,9 @@ pub enum Command {
         /// Merge rows that match an existing contact into it instead of skipping them.
         #[arg(long)]
         update_duplicates: bool,
+        /// Where the cards' categories go: `tags` (the default) or `circles`.
+        #[arg(long, default_value = "tags")]
+        categories: String,
         /// The file to import.
         file: std::path::PathBuf,
     },

@@ -27,6 +27,10 @@ pub enum ApiError {
     /// Too many requests or attempts; `retry_after` in seconds goes out as `Retry-After`.
     #[error("rate limited")]
     RateLimited { retry_after: u64, locked: bool },
+    /// A per-user allowance is used up for now (429 with its own message); `retry_after` in
+    /// seconds goes out as `Retry-After`.
+    #[error("saturated: {message}")]
+    Saturated { message: String, retry_after: u64 },
     /// An outside service the request depends on failed (e.g. the mail provider).
     #[error("external service: {0}")]
     External(String),
@@ -105,6 +109,12 @@ impl ApiError {
                 },
                 json!({ "retry_after": retry_after }),
             ),
+            ApiError::Saturated { message, retry_after } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "RATE_LIMIT_EXCEEDED",
+                message.clone(),
+                json!({ "retry_after": retry_after }),
+            ),
             ApiError::FeatureDisabled(message) => {
                 (StatusCode::NOT_FOUND, "NOT_FOUND", (*message).into(), json!({ "reason": "feature_disabled" }))
             }
@@ -171,7 +181,7 @@ impl IntoResponse for ApiError {
             tracing::error!(event = "internal_error", error = %detail, request_id = request_id.as_deref().unwrap_or(""));
         }
         let mut response = (status, Json(ErrorBody { code, message, details, request_id })).into_response();
-        if let ApiError::RateLimited { retry_after, .. } = self
+        if let ApiError::RateLimited { retry_after, .. } | ApiError::Saturated { retry_after, .. } = self
             && let Ok(value) = axum::http::HeaderValue::from_str(&retry_after.to_string())
         {
             response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);

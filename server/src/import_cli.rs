@@ -41,14 +41,20 @@ pub fn rows_of_file(source: Source, bytes: &[u8]) -> Result<Vec<ImportRow>, Stri
     })
 }
 
+/// How `mycorrhizal import` reads and applies a file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options<'a> {
+    /// `vcf`, `jscontact` or `csv`; else the file's extension.
+    pub format: Option<&'a str>,
+    /// Merge duplicates into their contacts instead of skipping them.
+    pub update_duplicates: bool,
+    /// Where the cards' categories go.
+    pub categories: import::Categories,
+}
+
 /// Imports `path` for `user`. Opens the database (the server must be stopped).
-pub async fn run(
-    config: Config,
-    user: &str,
-    path: &Path,
-    format: Option<&str>,
-    update_duplicates: bool,
-) -> Result<ImportResult, String> {
+pub async fn run(config: Config, user: &str, path: &Path, options: Options<'_>) -> Result<ImportResult, String> {
+    let Options { format, update_duplicates, categories } = options;
     let source = source_of(path, format)?;
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let (limit, knob) = match source {
@@ -70,6 +76,7 @@ pub async fn run(
     let scope = engine.user(UserId(id));
     let outcome = tokio::task::spawn_blocking(move || -> Result<ImportResult, String> {
         let mut rows = rows_of_file(source, &bytes)?;
+        categories.place(&mut rows);
         if rows.len() > config.import.max_cards {
             return Err(format!("{} rows; at most {} (IMPORT_MAX_CARDS)", rows.len(), config.import.max_cards));
         }

@@ -11,19 +11,32 @@ fn main() -> ExitCode {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(),
         Command::RewrapDataKey { new_key_file } => rewrap(new_key_file),
-        Command::Import { user, format, update_duplicates, file } => {
-            import(&user, format.as_deref(), update_duplicates, &file)
+        Command::Import { user, format, update_duplicates, categories, file } => {
+            let Some(categories) = mycorrhizal::crm::import::Categories::parse(&categories) else {
+                eprintln!("mycorrhizal: --categories must be tags or circles");
+                return ExitCode::from(2);
+            };
+            import(&user, format.as_deref(), update_duplicates, categories, &file)
         }
     }
 }
 
-fn import(user: &str, format: Option<&str>, update_duplicates: bool, file: &std::path::Path) -> ExitCode {
+fn import(
+    user: &str,
+    format: Option<&str>,
+    update_duplicates: bool,
+    categories: mycorrhizal::crm::import::Categories,
+    file: &std::path::Path,
+) -> ExitCode {
     let Some(config) = load_config() else {
         return ExitCode::from(2);
     };
     telemetry::init("warn", config.log_pretty);
     let outcome = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string()).and_then(
-        |runtime| runtime.block_on(mycorrhizal::import_cli::run(config, user, file, format, update_duplicates)),
+        |runtime| {
+            let options = mycorrhizal::import_cli::Options { format, update_duplicates, categories };
+            runtime.block_on(mycorrhizal::import_cli::run(config, user, file, options))
+        },
     );
     match outcome {
         Ok(result) => {

@@ -61,6 +61,20 @@ async fn export(client: &Client, path: &str) -> (String, String) {
     (disposition, response.text().await.expect("text"))
 }
 
+/// The files of a ZIP archive, in archive order, as text.
+pub(crate) fn unzip(bytes: &[u8]) -> Vec<(String, String)> {
+    use std::io::Read as _;
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("a ZIP archive");
+    (0..archive.len())
+        .map(|i| {
+            let mut file = archive.by_index(i).expect("a file of the archive");
+            let mut text = String::new();
+            file.read_to_string(&mut text).expect("UTF-8 text whose CRC matches");
+            (file.name().expect("a file name").to_string(), text)
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn vcards_upload_preview_confirm_with_photos_and_per_card_problems() {
     let server = Instance::new().spawn();
@@ -370,6 +384,48 @@ async fn upload_limits_and_file_checks() {
     let not_vcard = upload(&ada, "/api/v1/contacts/import/vcf/upload", "x.vcf", b"hello").await;
     let preview = ok_json(not_vcard).await;
     assert_eq!(preview["error_count"], 1, "a file with no card is one problem row: {preview}");
+    // A records batch is held to the same configured size, and the 413 says which limit.
+    let note = "x".repeat(1024 * 1024);
+    let heavy = json!({ "records": [{ "card": { "name": { "full": "Heavy" }, "notes": [{ "note": note }] } }] });
+    let refused = ada.post("/api/v1/contacts/import/records", heavy).await;
+    assert_eq!(refused.status(), 413);
+    let body: Value = refused.json().await.expect("json");
+    assert_eq!(
+        (body["code"].as_str(), body["details"]["limit_bytes"].as_u64()),
+        (Some("PAYLOAD_TOO_LARGE"), Some(1024 * 1024))
+    );
+    let light = json!({ "records": [{ "card": { "name": { "full": "Light" } } }] });
+    assert_eq!(ada.post("/api/v1/contacts/import/records", light).await.status(), 200);
+}
+
+/// Previews wait for their confirm: past 32 unconfirmed sessions a new upload is refused with
+/// 429 and `Retry-After` (no earlier preview is dropped); a confirm makes room.
+#[tokio::test]
+async fn unconfirmed_sessions_are_kept_and_new_ones_refused_past_the_allowance() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    let batch = |i: usize| json!({ "records": [{ "card": { "name": { "full": format!("Person {i}") } } }] });
+    let mut previews = Vec::new();
+    for i in 0..32 {
+        previews.push(ok_json(ada.post("/api/v1/contacts/import/records", batch(i)).await).await);
+    }
+    let refused = ada.post("/api/v1/contacts/import/records", batch(32)).await;
+    assert_eq!(refused.status(), 429);
+    let wait: u64 = refused.headers()["retry-after"].to_str().expect("header").parse().expect("seconds");
+    assert!((1..=15 * 60).contains(&wait), "{wait}");
+    let body: Value = refused.json().await.expect("json");
+    assert_eq!(body["code"], "RATE_LIMIT_EXCEEDED");
+    let csv = upload(&ada, "/api/v1/contacts/import/upload", "p.csv", b"First Name\nKim\n").await;
+    assert_eq!(csv.status(), 429, "every upload route shares the allowance");
+    assert_eq!(bob.post("/api/v1/contacts/import/records", batch(0)).await.status(), 200, "bob has his own");
+    // The first preview is still there to confirm, and confirming it makes room for one more.
+    let first = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&previews[0])).await).await;
+    assert_eq!(first["created"], 1, "{first}");
+    ok_json(ada.post("/api/v1/contacts/import/records", batch(32)).await).await;
+    assert_eq!(ada.post("/api/v1/contacts/import/records", batch(33)).await.status(), 429);
+    let again = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&previews[0])).await).await;
+    assert_eq!(again, first, "a confirmed session still answers a repeat");
 }
 
 #[tokio::test]
@@ -456,6 +512,40 @@ async fn exports_stream_every_format_and_round_trip_through_another_user() {
     let (_, bobs_notes) = export(&bob, "/api/v1/export?table=notes").await;
     assert!(!bobs_notes.contains("fungi"), "bob's table export holds none of ada's rows");
     assert_eq!(ada.get("/api/v1/export?table=secrets").await.status(), 400);
+
+    // All of it at once: a ZIP of every table, each file the table's own export.
+    let all = ada.get("/api/v1/export?table=all").await;
+    assert_eq!(all.status(), 200);
+    assert_eq!(all.headers()["content-type"], "application/zip");
+    let disposition = all.headers()["content-disposition"].to_str().expect("header").to_string();
+    assert!(disposition.contains("mycorrhizal-export-") && disposition.ends_with(".zip\""), "{disposition}");
+    let files = unzip(&all.bytes().await.expect("body"));
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "contacts.csv",
+            "notes.csv",
+            "activities.csv",
+            "reminders.csv",
+            "reminder_completions.csv",
+            "relationships.csv",
+            "life_events.csv",
+            "gifts.csv",
+            "conversation_agenda.csv",
+            "households.csv",
+            "household_members.csv",
+            "cadence_policies.csv",
+            "README.txt"
+        ]
+    );
+    let file = |name: &str| files.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone()).expect("file");
+    assert_eq!(file("contacts.csv"), csv, "contacts.csv is the contacts export");
+    assert_eq!(file("notes.csv"), notes, "notes.csv is the notes export");
+    let (_, gifts) = export(&ada, "/api/v1/export?table=gifts").await;
+    assert!(gifts.starts_with("id,created_at,updated_at") && gifts.lines().count() == 1, "no gifts, a header: {gifts}");
+    assert_eq!(file("gifts.csv"), gifts, "an empty table is its header");
+    assert!(file("README.txt").contains("contacts.csv"));
 }
 
 #[tokio::test]
@@ -582,4 +672,72 @@ async fn a_file_of_several_batches_lands_whole_with_its_pictures_and_failures_ac
     assert_eq!(photo_files(&instance, ada.id).len(), 11, "one file per picture, none stray");
     let found = ok_json(ada.get("/api/v1/contacts?search=p1099").await).await;
     assert_eq!(found["total"], 1, "the last batch is searchable: {found}");
+}
+
+/// Sessions live in the process: after a restart a confirm of an earlier preview is 404 and
+/// nothing of it is applied.
+#[tokio::test]
+async fn a_restart_forgets_open_sessions() {
+    let instance = Instance::new();
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let records = json!({ "records": [{ "card": { "name": { "full": "Before Restart" } } }] });
+    let preview = ok_json(ada.post("/api/v1/contacts/import/records", records).await).await;
+    assert!(server.terminate().success());
+    let server = instance.spawn();
+    let ada = server.sign_in("ada", crate::helpers::PASSWORD).await;
+    let lost = ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await;
+    assert_eq!(lost.status(), 404);
+    assert_eq!(lost.json::<Value>().await.expect("json")["code"], "NOT_FOUND");
+    assert!(contacts(&ada).await.is_empty(), "nothing of the lost session was applied");
+}
+
+/// An import run is kept per confirm, newest first, and only the 50 most recent stay.
+#[tokio::test]
+async fn only_the_fifty_most_recent_import_runs_are_kept() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    for i in 0..51 {
+        let records = json!({ "records": [{ "card": { "name": { "full": format!("Person {i}") } } }] });
+        let preview = ok_json(ada.post("/api/v1/contacts/import/records", records).await).await;
+        ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
+    }
+    let runs = ok_json(ada.get("/api/v1/contacts/import/runs").await).await;
+    let runs = runs["import_runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 50);
+    assert!(runs.iter().all(|r| r["format"] == "records" && r["created"] == 1), "{runs:?}");
+    let ids: Vec<u64> = runs.iter().map(|r| r["id"].as_u64().expect("id")).collect();
+    assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first: {ids:?}");
+    assert_eq!(contacts(&ada).await.len(), 51, "pruning runs keeps every contact");
+}
+
+/// `categories=circles` files a card's categories under the contact's circles instead of its
+/// tags; an unknown choice is refused naming the parameter.
+#[tokio::test]
+async fn categories_become_circles_when_asked() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let bad =
+        upload(&ada, "/api/v1/contacts/import/vcf/upload?categories=folders", "g.vcf", &sample("google.v3.vcf")).await;
+    assert_eq!(bad.status(), 400);
+    assert_eq!(bad.json::<Value>().await.expect("json")["details"]["field"], "categories");
+    let path = "/api/v1/contacts/import/vcf/upload?categories=circles";
+    let preview = ok_json(upload(&ada, path, "g.vcf", &sample("google.v3.vcf")).await).await;
+    ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
+    let grace = contacts(&ada).await.into_iter().find(|c| c["firstname"] == "Grace").expect("Grace");
+    let grace = ok_json(ada.get(&format!("/api/v1/contacts/{}", grace["id"])).await).await;
+    let mut circles: Vec<&str> =
+        grace["crm"]["circles"].as_array().expect("circles").iter().filter_map(Value::as_str).collect();
+    circles.sort();
+    assert_eq!(circles, ["Computing", "myContacts"], "{grace}");
+    assert!(grace["card"]["keywords"].is_null(), "no tags: {grace}");
+    // The default keeps them as tags.
+    let bob = server.sign_up("bob").await;
+    let preview =
+        ok_json(upload(&bob, "/api/v1/contacts/import/vcf/upload", "g.vcf", &sample("google.v3.vcf")).await).await;
+    ok_json(bob.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
+    let grace = contacts(&bob).await.into_iter().find(|c| c["firstname"] == "Grace").expect("Grace");
+    let grace = ok_json(bob.get(&format!("/api/v1/contacts/{}", grace["id"])).await).await;
+    assert!(grace["card"]["keywords"].to_string().contains("Computing"), "{grace}");
+    assert!(grace["crm"]["circles"].as_array().is_none_or(Vec::is_empty), "{grace}");
 }

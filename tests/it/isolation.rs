@@ -284,6 +284,17 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
     let skip = json!({ "session_id": a_preview["session_id"], "actions": [{ "row_index": 0, "action": "skip" }] });
     let own: Value = a.post("/api/v1/contacts/import/vcf/confirm", skip).await.json().await.unwrap();
     assert_eq!((own["total_processed"].as_u64(), own["skipped"].as_u64()), (Some(1), Some(1)), "still A's: {own}");
+    // A's import run is A's alone: B, who confirmed nothing, lists none.
+    let runs: Value = a.get("/api/v1/contacts/import/runs").await.json().await.unwrap();
+    assert_eq!(runs["import_runs"].as_array().map(Vec::len), Some(1), "{runs}");
+    let runs: Value = b.get("/api/v1/contacts/import/runs").await.json().await.unwrap();
+    assert_eq!(runs["import_runs"], json!([]), "B sees A's import run: {runs}");
+    // B's whole-data ZIP holds B's own data only.
+    let zip = b.get("/api/v1/export?table=all").await;
+    assert_eq!(zip.status(), 200);
+    for (name, text) in crate::import::unzip(&zip.bytes().await.unwrap()) {
+        assert!(!text.contains("ecret") && !text.contains("Hidden"), "{name} of B's ZIP leaked: {text}");
+    }
     // The same through an upload: B's vCard of A's friend is new to B, and A's CSV session is
     // not B's to preview or confirm.
     let card = "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Secret Friend\r\nN:Friend;Secret;;;\r\nEMAIL:secret@example.org\r\nEND:VCARD\r\n";

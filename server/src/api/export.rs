@@ -150,75 +150,119 @@ impl futures_core::Stream for Chunks {
     }
 }
 
-/// Hands bytes to the response in chunks; `false` once the client has gone.
+/// Why an export stopped: the spec's `details.category` (`database`, `serialization`) and what
+/// the log says.
+#[derive(Debug)]
+struct Failure {
+    category: &'static str,
+    message: String,
+}
+
+impl Failure {
+    fn database(e: impl std::fmt::Display) -> Self {
+        Failure { category: "database", message: e.to_string() }
+    }
+
+    fn serialization(e: impl std::fmt::Display) -> Self {
+        Failure { category: "serialization", message: e.to_string() }
+    }
+}
+
+/// Where a renderer writes: `false` once nothing more can be written (the client has gone).
+trait Out {
+    fn push(&mut self, bytes: &[u8]) -> bool;
+}
+
+/// Hands bytes to the response in chunks of [`CHUNK`]. The first chunk lets the handler answer
+/// 200; until then a failure is still the spec's clean 500.
 struct Sink {
     buffer: Vec<u8>,
     tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
+    ready: Option<oneshot::Sender<Result<(), Failure>>>,
 }
 
-impl Sink {
+impl Out for Sink {
     fn push(&mut self, bytes: &[u8]) -> bool {
         self.buffer.extend_from_slice(bytes);
         if self.buffer.len() >= CHUNK { self.flush() } else { true }
     }
+}
 
+impl Sink {
     fn flush(&mut self) -> bool {
         if self.buffer.is_empty() {
             return true;
         }
+        self.start();
         let chunk = Bytes::from(std::mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK)));
         self.tx.blocking_send(Ok(chunk)).is_ok()
+    }
+
+    /// Lets the response start; from here a failure can only end the stream early.
+    fn start(&mut self) {
+        if let Some(r) = self.ready.take() {
+            let _ = r.send(Ok(()));
+        }
+    }
+
+    fn client_gone(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+/// A ZIP archive's bytes go to the response as they are made.
+impl std::io::Write for Sink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if Out::push(self, bytes) {
+            Ok(bytes.len())
+        } else {
+            Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
 /// What a producer writes for each contact, and around them.
 trait Render: Send + 'static {
-    fn start(&mut self, _out: &mut Sink) -> bool {
+    fn start(&mut self, _out: &mut dyn Out) -> bool {
         true
     }
-    fn contact(&mut self, record: &NeutralRecord, out: &mut Sink) -> bool;
-    fn end(&mut self, _out: &mut Sink) -> bool {
+    fn contact(&mut self, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure>;
+    fn end(&mut self, _out: &mut dyn Out) -> bool {
         true
     }
 }
 
-/// The sender that lets the handler answer: `Ok` once the first read succeeded.
-type Ready = Option<oneshot::Sender<Result<(), String>>>;
-
-fn signal(ready: &mut Ready) {
-    if let Some(r) = ready.take() {
-        let _ = r.send(Ok(()));
-    }
-}
-
-/// Runs `producer` on the blocking pool, streaming what it writes. Answers once the producer has
-/// signalled `ready` (its first read succeeded): then the response starts, or the export fails
-/// with the spec's nested 500 before any byte is sent. `operation` names the export in that
-/// answer and in the log (`export:csv`, `export:vcard4`, ...).
+/// Runs `producer` on the blocking pool, streaming what it writes. Answers when the first chunk
+/// is ready (or the producer ends): then the response starts, or, if the producer failed first,
+/// the export fails with the spec's nested 500 and no byte is sent. `operation` names the export
+/// in that answer and in the log (`export:csv`, `export:vcard4`, ...).
 async fn stream_export(
     content_type: &'static str,
     filename: String,
     operation: &'static str,
-    producer: impl FnOnce(&mut Sink, &mut Ready) -> Result<(), String> + Send + 'static,
+    producer: impl FnOnce(&mut Sink) -> Result<(), Failure> + Send + 'static,
 ) -> Response {
     let (tx, rx) = mpsc::channel(IN_FLIGHT);
-    let (ready, started) = oneshot::channel::<Result<(), String>>();
+    let (ready, started) = oneshot::channel::<Result<(), Failure>>();
     tokio::task::spawn_blocking(move || {
-        let mut out = Sink { buffer: Vec::with_capacity(CHUNK), tx };
-        let mut ready = Some(ready);
-        match producer(&mut out, &mut ready) {
+        let mut out = Sink { buffer: Vec::with_capacity(CHUNK), tx, ready: Some(ready) };
+        match producer(&mut out) {
             Ok(()) => {
-                signal(&mut ready);
                 out.flush();
+                out.start();
             }
             Err(e) => {
-                tracing::error!(event = "export_failed", operation, error = %e);
-                match ready.take() {
+                tracing::error!(event = "export_failed", operation, category = e.category, error = %e.message);
+                match out.ready.take() {
                     Some(r) => {
                         let _ = r.send(Err(e));
                     }
                     None => {
-                        let _ = out.tx.blocking_send(Err(std::io::Error::other(e)));
+                        let _ = out.tx.blocking_send(Err(std::io::Error::other(e.message)));
                     }
                 }
             }
@@ -234,8 +278,9 @@ async fn stream_export(
             Body::from_stream(Chunks(rx)),
         )
             .into_response(),
-        // Every failure before the first byte is a read of the database (or its worker dying).
-        Ok(Err(_)) | Err(_) => export_failure(operation, "database"),
+        Ok(Err(failure)) => export_failure(operation, failure.category),
+        // The producer died without a word (a panic): it was reading the database.
+        Err(_) => export_failure(operation, "database"),
     }
 }
 
@@ -252,8 +297,8 @@ async fn stream_contacts(
 ) -> Response {
     let scope = state.engine.user(user.id);
     let photos = photo_dir(&state.config.data_dir, user.id);
-    stream_export(content_type, filename, operation, move |out, ready| {
-        produce(&scope, &photos, only_uid.as_deref(), &selection, &mut render, out, ready)
+    stream_export(content_type, filename, operation, move |out| {
+        produce(&scope, &photos, only_uid.as_deref(), &selection, &mut render, out)
     })
     .await
 }
@@ -264,27 +309,26 @@ fn produce(
     only_uid: Option<&str>,
     selection: &Selection,
     render: &mut dyn Render,
-    out: &mut Sink,
-    ready: &mut Ready,
-) -> Result<(), String> {
+    out: &mut dyn Out,
+) -> Result<(), Failure> {
     let mut after: Option<(String, u64)> = None;
     let mut first = true;
     loop {
         let rows: Vec<Row<Contact>> = {
-            let view = scope.view().map_err(|e| e.to_string())?;
+            let view = scope.view().map_err(Failure::database)?;
             match only_uid {
                 Some(uid) => {
-                    let ids = view.find::<Contact>(INDEX_UID, &uid.to_lowercase()).map_err(|e| e.to_string())?;
+                    let ids = view.find::<Contact>(INDEX_UID, &uid.to_lowercase()).map_err(Failure::database)?;
                     let mut rows = Vec::new();
                     for id in ids {
-                        rows.push(view.get::<Contact>(id).map_err(|e| e.to_string())?);
+                        rows.push(view.get::<Contact>(id).map_err(Failure::database)?);
                     }
                     rows
                 }
                 None => {
                     let page = view
                         .page::<Contact>(INDEX_SORT_NAME, after.as_ref().map(|(v, id)| (v.as_str(), *id)), PAGE, false)
-                        .map_err(|e| e.to_string())?;
+                        .map_err(Failure::database)?;
                     after = page.next.clone();
                     page.rows
                 }
@@ -292,13 +336,12 @@ fn produce(
         };
         if first {
             first = false;
-            signal(ready);
             if !render.start(out) {
                 return Ok(());
             }
         }
         for row in &rows {
-            if !render.contact(&record_of(row, photos, selection), out) {
+            if !render.contact(&record_of(row, photos, selection), out)? {
                 return Ok(());
             }
         }
@@ -329,8 +372,9 @@ fn today(state: &AppState) -> String {
 struct VcfRender(Version);
 
 impl Render for VcfRender {
-    fn contact(&mut self, record: &NeutralRecord, out: &mut Sink) -> bool {
-        out.push(vcard::write(record, self.0).as_bytes())
+    fn contact(&mut self, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure> {
+        let card = vcard::write(record, self.0).map_err(Failure::serialization)?;
+        Ok(out.push(card.as_bytes()))
     }
 }
 
@@ -389,18 +433,18 @@ struct JsRender {
 }
 
 impl Render for JsRender {
-    fn start(&mut self, out: &mut Sink) -> bool {
+    fn start(&mut self, out: &mut dyn Out) -> bool {
         out.push(b"[")
     }
 
-    fn contact(&mut self, record: &NeutralRecord, out: &mut Sink) -> bool {
+    fn contact(&mut self, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure> {
         let card = mycorrhizal_codecs::jscontact::from_neutral(record);
         let sep: &[u8] = if self.first { b"\n" } else { b",\n" };
         self.first = false;
-        out.push(sep) && out.push(card.to_string().as_bytes())
+        Ok(out.push(sep) && out.push(card.to_string().as_bytes()))
     }
 
-    fn end(&mut self, out: &mut Sink) -> bool {
+    fn end(&mut self, out: &mut dyn Out) -> bool {
         out.push(b"\n]\n")
     }
 }
@@ -440,31 +484,29 @@ pub async fn jscontact(
 struct CsvRender;
 
 impl Render for CsvRender {
-    fn start(&mut self, out: &mut Sink) -> bool {
+    fn start(&mut self, out: &mut dyn Out) -> bool {
         let headers: Vec<String> = mycorrhizal_codecs::csv::EXPORT_HEADERS.iter().map(|h| h.to_string()).collect();
-        csv_row(&headers, out)
+        csv_row(&headers, out).unwrap_or(false)
     }
 
-    fn contact(&mut self, record: &NeutralRecord, out: &mut Sink) -> bool {
+    fn contact(&mut self, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure> {
         csv_row(&mycorrhizal_codecs::csv::export_row(record), out)
     }
 }
 
 /// One CSV row (quoted and formula-neutralised by the codec's writer) into the stream.
-fn csv_row(cells: &[String], out: &mut Sink) -> bool {
+fn csv_row(cells: &[String], out: &mut dyn Out) -> Result<bool, Failure> {
     let mut writer = mycorrhizal_codecs::csv::CsvWriter::buffer();
     let refs: Vec<&str> = cells.iter().map(String::as_str).collect();
-    match writer.write_row(&refs).and_then(|()| writer.finish()) {
-        Ok(bytes) => out.push(&bytes),
-        Err(_) => false,
-    }
+    let bytes = writer.write_row(&refs).and_then(|()| writer.finish()).map_err(Failure::serialization)?;
+    Ok(out.push(&bytes))
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 pub struct CsvQuery {
-    /// `contacts` (default), `notes`, `activities`, `reminders`, `reminder_completions`,
-    /// `relationships`, `life_events`, `gifts`, `conversation_agenda`, `households`,
-    /// `household_members` or `cadence_policies`.
+    /// `contacts` (default), `all` (every table below in one ZIP), `notes`, `activities`,
+    /// `reminders`, `reminder_completions`, `relationships`, `life_events`, `gifts`,
+    /// `conversation_agenda`, `households`, `household_members` or `cadence_policies`.
     pub table: Option<String>,
 }
 
@@ -484,7 +526,7 @@ const TABLES: &[&str] = &[
 ];
 
 #[utoipa::path(get, path = "/api/v1/export", tag = "export", params(CsvQuery), responses(
-    (status = 200, description = "`text/csv; charset=utf-8`, attachment `mycorrhizal-export-YYYY-MM-DD.csv` (or `…-<table>-YYYY-MM-DD.csv`). Your data is several tables, one per request: `contacts` (the default; its columns re-import with identity mappings) and, with `table=`, notes, activities, reminders, reminder_completions, relationships, life_events, gifts, conversation_agenda, households, household_members and cadence_policies (columns `id`, `created_at`, `updated_at`, then the record's own fields; lists and objects as JSON). Cells that a spreadsheet would run as a formula are prefixed with `'`."),
+    (status = 200, description = "`text/csv; charset=utf-8`, attachment `mycorrhizal-export-YYYY-MM-DD.csv` (or `…-<table>-YYYY-MM-DD.csv`). Your data is several tables: `contacts` (the default; its columns re-import with identity mappings) and, with `table=`, notes, activities, reminders, reminder_completions, relationships, life_events, gifts, conversation_agenda, households, household_members and cadence_policies (columns `id`, `created_at`, `updated_at`, then the record's own fields; lists and objects as JSON). `table=all` gives all of them at once: `application/zip`, attachment `mycorrhizal-export-YYYY-MM-DD.zip`, holding `contacts.csv`, one `<table>.csv` per table above (a table with no rows is a header-only file) and `README.txt` saying what each file holds. Cells that a spreadsheet would run as a formula are prefixed with `'`."),
     (status = 400, description = "`VALIDATION_ERROR` naming `table`"),
     (status = 500, description = "`{error: {code: INTERNAL_ERROR, message, details: {operation, category}}}`")))]
 pub async fn csv(
@@ -508,51 +550,112 @@ pub async fn csv(
         )
         .await);
     }
-    let Some(table) = TABLES.iter().find(|t| **t == table).copied() else {
-        return Err(ApiError::validation("table", format!("must be contacts or one of {}", TABLES.join(", "))));
-    };
     let scope = state.engine.user(user.id);
+    if table == "all" {
+        let photos = photo_dir(&state.config.data_dir, user.id);
+        let filename = format!("mycorrhizal-export-{}.zip", today(&state));
+        return Ok(stream_export("application/zip", filename, "export:csv", move |out| {
+            all_tables(&scope, &photos, out)
+        })
+        .await);
+    }
+    let Some(table) = TABLES.iter().find(|t| **t == table).copied() else {
+        return Err(ApiError::validation("table", format!("must be contacts, all or one of {}", TABLES.join(", "))));
+    };
     let filename = format!("mycorrhizal-export-{table}-{}.csv", today(&state));
-    Ok(stream_export("text/csv; charset=utf-8", filename, "export:csv", move |out, ready| {
-        table_csv(&scope, table, out, ready)
-    })
-    .await)
+    Ok(stream_export("text/csv; charset=utf-8", filename, "export:csv", move |out| table_csv(&scope, table, out)).await)
+}
+
+/// What `README.txt` of the ZIP export says.
+const ZIP_README: &str = "Mycorrhizal export: all of your data, one CSV file per table (UTF-8, comma separated, \
+first row the column names).\r\n\r\ncontacts.csv: your contacts; its columns re-import as they are \
+(POST /contacts/import/upload). Photos are in the vCard export (GET /export/vcf).\r\n\
+Every other file: one row per record, columns id, created_at, updated_at, then the record's own \
+fields; lists and objects are JSON text. A `contact_id` column names a row of contacts.csv by its id.\r\n\
+Cells a spreadsheet would run as a formula start with an apostrophe.\r\n";
+
+/// Every table as one ZIP, streamed: `contacts.csv`, then one file per [`TABLES`] entry, then
+/// `README.txt`. Each file is written as it is read, so memory stays flat.
+fn all_tables(scope: &UserScope, photos: &std::path::Path, sink: &mut Sink) -> Result<(), Failure> {
+    use zip::write::SimpleFileOptions;
+    let options = SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .large_file(true)
+        .unix_permissions(0o644);
+    let mut zip = zip::ZipWriter::new_stream(&mut *sink);
+    let failed = |e: zip::result::ZipError| Failure::serialization(e);
+    zip.start_file("contacts.csv", options).map_err(failed)?;
+    let mut entry = ZipEntry { zip: &mut zip, gone: false };
+    produce(scope, photos, None, &Selection::default(), &mut CsvRender, &mut entry)?;
+    for table in TABLES {
+        if entry.gone {
+            return Ok(());
+        }
+        entry.zip.start_file(format!("{table}.csv"), options).map_err(failed)?;
+        table_csv(scope, table, &mut entry)?;
+    }
+    if entry.gone {
+        return Ok(());
+    }
+    zip.start_file("README.txt", options).map_err(failed)?;
+    std::io::Write::write_all(&mut zip, ZIP_README.as_bytes()).map_err(Failure::serialization)?;
+    let finished = zip.finish().map(|_| ());
+    match finished {
+        Ok(()) => Ok(()),
+        Err(_) if sink.client_gone() => Ok(()),
+        Err(e) => Err(failed(e)),
+    }
+}
+
+/// The file of a ZIP being written, as a renderer's output.
+struct ZipEntry<'z, W: std::io::Write> {
+    zip: &'z mut zip::ZipWriter<zip::write::StreamWriter<W>>,
+    /// The archive could not be written further (the client went away).
+    gone: bool,
+}
+
+impl<W: std::io::Write> Out for ZipEntry<'_, W> {
+    fn push(&mut self, bytes: &[u8]) -> bool {
+        self.gone = self.gone || std::io::Write::write_all(self.zip, bytes).is_err();
+        !self.gone
+    }
 }
 
 /// One record kind as CSV: `id`, `created_at`, `updated_at`, then the body's fields (lists and
 /// objects as JSON). Two passes over pages of rows, each page its own read transaction: the
 /// first gathers the columns, the second writes, so memory does not grow with the table.
-fn table_csv(scope: &UserScope, table: &str, out: &mut Sink, ready: &mut Ready) -> Result<(), String> {
+fn table_csv(scope: &UserScope, table: &str, out: &mut dyn Out) -> Result<(), Failure> {
     use crate::crm::{depth, households, records};
     match table {
-        "notes" => rows_csv::<records::Note>(scope, out, ready),
-        "activities" => rows_csv::<records::Activity>(scope, out, ready),
-        "reminders" => rows_csv::<records::Reminder>(scope, out, ready),
-        "reminder_completions" => rows_csv::<records::Completion>(scope, out, ready),
-        "relationships" => rows_csv::<records::Relationship>(scope, out, ready),
-        "life_events" => rows_csv::<depth::LifeEvent>(scope, out, ready),
-        "gifts" => rows_csv::<depth::Gift>(scope, out, ready),
-        "conversation_agenda" => rows_csv::<depth::AgendaItem>(scope, out, ready),
-        "households" => rows_csv::<households::Household>(scope, out, ready),
-        "household_members" => rows_csv::<households::HouseholdMember>(scope, out, ready),
-        "cadence_policies" => rows_csv::<depth::CadencePolicy>(scope, out, ready),
-        _ => Err(format!("unknown table {table}")),
+        "notes" => rows_csv::<records::Note>(scope, out),
+        "activities" => rows_csv::<records::Activity>(scope, out),
+        "reminders" => rows_csv::<records::Reminder>(scope, out),
+        "reminder_completions" => rows_csv::<records::Completion>(scope, out),
+        "relationships" => rows_csv::<records::Relationship>(scope, out),
+        "life_events" => rows_csv::<depth::LifeEvent>(scope, out),
+        "gifts" => rows_csv::<depth::Gift>(scope, out),
+        "conversation_agenda" => rows_csv::<depth::AgendaItem>(scope, out),
+        "households" => rows_csv::<households::Household>(scope, out),
+        "household_members" => rows_csv::<households::HouseholdMember>(scope, out),
+        "cadence_policies" => rows_csv::<depth::CadencePolicy>(scope, out),
+        _ => Err(Failure { category: "validation", message: format!("unknown table {table}") }),
     }
 }
 
-/// Calls `each` with every live row of `R`, a page per read transaction, oldest change first.
+/// Calls `each` with every live row of `R`, a page per read transaction, oldest change first,
+/// until it answers `false`.
 fn each_row<R: mycorrhizal_engine::Record>(
     scope: &UserScope,
-    mut each: impl FnMut(&Row<R>) -> bool,
-) -> Result<(), String> {
+    mut each: impl FnMut(&Row<R>) -> Result<bool, Failure>,
+) -> Result<(), Failure> {
     let mut after: Option<(String, u64)> = None;
     loop {
         let page = scope
             .view()
             .and_then(|v| v.page::<R>(UPDATED_INDEX, after.as_ref().map(|(v, id)| (v.as_str(), *id)), PAGE, false))
-            .map_err(|e| e.to_string())?;
+            .map_err(Failure::database)?;
         for row in &page.rows {
-            if !each(row) {
+            if !each(row)? {
                 return Ok(());
             }
         }
@@ -565,28 +668,29 @@ fn each_row<R: mycorrhizal_engine::Record>(
 
 fn rows_csv<R: mycorrhizal_engine::Record + serde::Serialize>(
     scope: &UserScope,
-    out: &mut Sink,
-    ready: &mut Ready,
-) -> Result<(), String> {
+    out: &mut dyn Out,
+) -> Result<(), Failure> {
     let mut columns: Vec<String> = Vec::new();
     each_row::<R>(scope, |row| {
-        if let Ok(Value::Object(m)) = serde_json::to_value(&row.body) {
-            for k in m.keys() {
-                if !columns.contains(k) {
-                    columns.push(k.clone());
+        match serde_json::to_value(&row.body).map_err(Failure::serialization)? {
+            Value::Object(m) => {
+                for k in m.keys() {
+                    if !columns.contains(k) {
+                        columns.push(k.clone());
+                    }
                 }
             }
+            _ => return Err(Failure::serialization("a row is not a JSON object")),
         }
-        true
+        Ok(true)
     })?;
-    signal(ready);
     let mut header = vec!["id".to_string(), "created_at".to_string(), "updated_at".to_string()];
     header.extend(columns.iter().cloned());
-    if !csv_row(&header, out) {
+    if !csv_row(&header, out)? {
         return Ok(());
     }
     each_row::<R>(scope, |row| {
-        let body = serde_json::to_value(&row.body).unwrap_or_default();
+        let body = serde_json::to_value(&row.body).map_err(Failure::serialization)?;
         let mut cells = vec![row.id.to_string(), row.meta.created_at.to_string(), row.meta.updated_at.to_string()];
         for c in &columns {
             cells.push(match body.get(c) {
@@ -597,4 +701,58 @@ fn rows_csv<R: mycorrhizal_engine::Record + serde::Serialize>(
         }
         csv_row(&cells, out)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body_of(response: Response) -> (StatusCode, Result<Vec<u8>, String>) {
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await;
+        (status, body.map(|b| b.to_vec()).map_err(|e| e.to_string()))
+    }
+
+    /// A failure before the first chunk is the spec's nested 500 with its category; nothing of
+    /// the export is sent.
+    #[tokio::test]
+    async fn a_failure_before_the_first_chunk_is_the_nested_500() {
+        for (failure, category) in
+            [(Failure::serialization("no card"), "serialization"), (Failure::database("read failed"), "database")]
+        {
+            let response = stream_export("text/vcard", "x.vcf".into(), "export:vcard4", move |out| {
+                out.push(b"BEGIN:VCARD\r\n");
+                Err(failure)
+            })
+            .await;
+            let (status, body) = body_of(response).await;
+            assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+            let body: Value = serde_json::from_slice(&body.expect("a whole body")).expect("json");
+            assert_eq!(body["error"]["code"], "INTERNAL_ERROR");
+            assert_eq!(body["error"]["details"], json!({ "operation": "export:vcard4", "category": category }));
+            assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+        }
+    }
+
+    /// After the first chunk the status is sent: a failure ends the stream with an error, so the
+    /// client sees a broken download, never a complete-looking short file.
+    #[tokio::test]
+    async fn a_failure_after_the_first_chunk_breaks_the_stream() {
+        let response = stream_export("text/csv", "x.csv".into(), "export:csv", |out| {
+            out.push(&vec![b'a'; CHUNK + 1]);
+            Err(Failure::database("page 2 failed"))
+        })
+        .await;
+        let (status, body) = body_of(response).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(body.is_err(), "the body ends in an error");
+    }
+
+    /// A producer that writes nothing still answers 200 with an empty body.
+    #[tokio::test]
+    async fn an_empty_export_is_an_empty_body() {
+        let (status, body) =
+            body_of(stream_export("text/vcard", "x.vcf".into(), "export:vcard4", |_| Ok(())).await).await;
+        assert_eq!((status, body.expect("body")), (StatusCode::OK, Vec::new()));
+    }
 }

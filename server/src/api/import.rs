@@ -6,13 +6,13 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use axum::extract::{Multipart, State};
+use axum::extract::{Multipart, Query, State};
 use axum::response::Response;
 use mycorrhizal_codecs::csv::{self, ColumnMapping};
 use mycorrhizal_codecs::record::NeutralRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::AuthUser;
 use crate::crm::import::{self, Action, ImportRow, SessionError, Source, Stage};
@@ -20,8 +20,6 @@ use crate::error::ApiError;
 use crate::http::json::{Json, json_bytes};
 use crate::state::AppState;
 
-/// Largest JSON body of `POST /contacts/import/records` (500 records with inline photos).
-pub const RECORDS_BODY_LIMIT: usize = 50 * 1024 * 1024;
 /// Records per batch.
 pub const MAX_RECORDS: usize = 500;
 /// Rows shown in a CSV upload's `sample_data`.
@@ -129,6 +127,8 @@ async fn open_previewed(
     source: Source,
     mut rows: Vec<ImportRow>,
 ) -> Result<Response, ApiError> {
+    // Refused before the duplicate lookups, which are the costly part of a large upload.
+    state.imports.check_room(user.id).map_err(session_error)?;
     let scope = state.engine.user(user.id);
     let id = import::Sessions::fresh_id();
     let session = id.clone();
@@ -139,7 +139,7 @@ async fn open_previewed(
             Ok::<_, ApiError>((rows, body))
         })
         .await??;
-    state.imports.open_as(id, user.id, source, None, Stage::Previewed(rows));
+    state.imports.open_as(id, user.id, source, None, Stage::Previewed(rows)).map_err(session_error)?;
     Ok(json_bytes(body))
 }
 
@@ -153,6 +153,7 @@ pub async fn upload_csv(
     user: AuthUser,
     form: Multipart,
 ) -> Result<axum::Json<Value>, ApiError> {
+    state.imports.check_room(user.id).map_err(session_error)?;
     let bytes = read_file(form, &[".csv", ".txt"], state.config.import.max_csv_bytes).await?;
     let table = state
         .blocking(move |_| {
@@ -168,7 +169,7 @@ pub async fn upload_csv(
         "row_count": table.rows.len(),
         "sample_data": table.rows.iter().take(SAMPLE_ROWS).collect::<Vec<_>>(),
     });
-    let id = state.imports.open(user.id, Source::Csv, Some(table), Stage::Uploaded);
+    let id = state.imports.open(user.id, Source::Csv, Some(table), Stage::Uploaded).map_err(session_error)?;
     let mut body = body;
     body["session_id"] = json!(id);
     Ok(axum::Json(body))
@@ -233,26 +234,53 @@ pub async fn preview_csv(
     Ok(json_bytes(body))
 }
 
-#[utoipa::path(post, path = "/api/v1/contacts/import/vcf/upload", tag = "import",
+#[utoipa::path(post, path = "/api/v1/contacts/import/vcf/upload", tag = "import", params(UploadQuery),
     request_body(content_type = "multipart/form-data", description = "Field `file`: a `.vcf` file of vCard 2.1, 3.0 or 4.0 cards, at most `IMPORT_MAX_FILE_MB` (50 MB) and `IMPORT_MAX_CARDS` cards"),
     responses((status = 200, description = "The preview; a card that cannot be read is a row with `validation_errors` naming its line, and the others import"),
         (status = 400, description = "`INVALID_INPUT` naming `file`"), (status = 413, description = "Larger than the configured limit")))]
-pub async fn upload_vcf(State(state): State<AppState>, user: AuthUser, form: Multipart) -> Result<Response, ApiError> {
+pub async fn upload_vcf(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Query(q): Query<UploadQuery>,
+    form: Multipart,
+) -> Result<Response, ApiError> {
+    let categories = q.categories()?;
     let bytes = read_file(form, &[".vcf", ".vcard"], state.config.import.max_file_bytes).await?;
     let items = state.blocking(move |_| mycorrhizal_codecs::vcard::parse_file(&bytes)).await?;
     too_many(items.len(), state.config.import.max_cards)?;
-    open_previewed(&state, &user, Source::Vcf, import::rows_of(items)).await
+    let mut rows = import::rows_of(items);
+    categories.place(&mut rows);
+    open_previewed(&state, &user, Source::Vcf, rows).await
 }
 
-#[utoipa::path(post, path = "/api/v1/contacts/import/jscontact/upload", tag = "import",
+#[derive(Debug, Default, Deserialize, IntoParams)]
+pub struct UploadQuery {
+    /// Where the cards' categories (vCard `CATEGORIES`, JSContact `keywords`) go: `tags` (the
+    /// default) or `circles`.
+    pub categories: Option<String>,
+}
+
+impl UploadQuery {
+    fn categories(&self) -> Result<import::Categories, ApiError> {
+        match self.categories.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
+            None => Ok(import::Categories::Tags),
+            Some(text) => import::Categories::parse(text)
+                .ok_or_else(|| ApiError::validation("categories", "must be tags or circles")),
+        }
+    }
+}
+
+#[utoipa::path(post, path = "/api/v1/contacts/import/jscontact/upload", tag = "import", params(UploadQuery),
     request_body(content_type = "multipart/form-data", description = "Field `file`: a `.json` JSContact (RFC 9553) file: one Card, an array of Cards, or a CardGroup"),
     responses((status = 200, description = "The preview (a vCard-family session)"), (status = 400, description = "`INVALID_INPUT` naming `file`"),
         (status = 413, description = "Larger than the configured limit")))]
 pub async fn upload_jscontact(
     State(state): State<AppState>,
     user: AuthUser,
+    Query(q): Query<UploadQuery>,
     form: Multipart,
 ) -> Result<Response, ApiError> {
+    let categories = q.categories()?;
     let bytes = read_file(form, &[".json", ".jscontact"], state.config.import.max_file_bytes).await?;
     let items = state.blocking(move |_| mycorrhizal_codecs::jscontact::parse_file(&bytes)).await?;
     if let [mycorrhizal_codecs::record::Item::Problem(p)] = items.as_slice()
@@ -261,7 +289,9 @@ pub async fn upload_jscontact(
         return Err(ApiError::invalid_input("file", p.reason.clone()));
     }
     too_many(items.len(), state.config.import.max_cards)?;
-    open_previewed(&state, &user, Source::JsContact, import::rows_of(items)).await
+    let mut rows = import::rows_of(items);
+    categories.place(&mut rows);
+    open_previewed(&state, &user, Source::JsContact, rows).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -273,7 +303,8 @@ pub struct RecordsRequest {
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/records", tag = "import", request_body = RecordsRequest,
     responses((status = 200, description = "The preview of a records session"),
-        (status = 400, description = "`VALIDATION_ERROR` naming `records` (0 or more than 500); a record that is not a valid neutral record is a row with `validation_errors`")))]
+        (status = 400, description = "`VALIDATION_ERROR` naming `records` (0 or more than 500); a record that is not a valid neutral record is a row with `validation_errors`"),
+        (status = 413, description = "A body larger than `IMPORT_MAX_FILE_MB` (50 MB); `details.limit_bytes` says the limit")))]
 pub async fn records(
     State(state): State<AppState>,
     user: AuthUser,
@@ -332,6 +363,13 @@ fn session_error(e: SessionError) -> ApiError {
             ApiError::invalid_input("session", "preview the column mapping (POST /contacts/import/preview) first")
         }
         SessionError::Busy => ApiError::Conflict("this import session is being confirmed".into()),
+        SessionError::TooManyOpen(wait) => ApiError::Saturated {
+            message: format!(
+                "{} import previews are waiting for a confirm; confirm one, or retry when the oldest expires",
+                import::OPEN_SESSIONS_PER_USER
+            ),
+            retry_after: wait.as_secs().max(1),
+        },
     }
 }
 

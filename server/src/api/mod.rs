@@ -117,8 +117,8 @@ pub const PUBLIC: &[&str] = &[
     "/api/v1/auth/oidc/callback",
 ];
 
-/// Every route of the service.
-pub fn router() -> Router<AppState> {
+/// Every route of the service; `config` sets the body limits of the import routes.
+pub fn router(config: &crate::config::Config) -> Router<AppState> {
     let api = Router::new()
         .route("/openapi.json", get(openapi_json))
         .route("/register", post(auth::register))
@@ -244,10 +244,7 @@ pub fn router() -> Router<AppState> {
             "/contacts/import/jscontact/upload",
             post(import::upload_jscontact).layer(axum::extract::DefaultBodyLimit::disable()),
         )
-        .route(
-            "/contacts/import/records",
-            post(import::records).layer(axum::extract::DefaultBodyLimit::max(import::RECORDS_BODY_LIMIT)),
-        )
+        .route("/contacts/import/records", crate::http::body_limit(post(import::records), config.import.max_file_bytes))
         .route("/contacts/import/vcf/confirm", post(import::confirm_vcf))
         .route("/contacts/import/runs", get(import::runs))
         .route("/export", get(export::csv))

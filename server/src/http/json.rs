@@ -26,9 +26,10 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
         if !is_json {
             return Err(ApiError::invalid_input("body", "Content-Type must be application/json"));
         }
+        let limit = request.extensions().get::<super::BodyLimit>().map_or(super::BODY_LIMIT, |l| l.0);
         let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
             if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge { limit: super::BODY_LIMIT }
+                ApiError::PayloadTooLarge { limit }
             } else {
                 ApiError::invalid_input("body", "the request body could not be read")
             }

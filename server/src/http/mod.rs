@@ -21,9 +21,24 @@ use crate::state::AppState;
 /// Largest request body accepted anywhere (routes that take uploads raise their own).
 pub const BODY_LIMIT: usize = 10 * 1024 * 1024;
 
+/// The body limit of a route that raises [`BODY_LIMIT`], so its 413 names the limit in force.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
+/// The layers that give one route a body limit of `bytes`: axum's, and the [`BodyLimit`] its
+/// JSON extractor reports in a 413.
+pub fn body_limit<S: Clone + Send + Sync + 'static>(
+    route: axum::routing::MethodRouter<S>,
+    bytes: usize,
+) -> axum::routing::MethodRouter<S> {
+    route
+        .layer::<_, std::convert::Infallible>(DefaultBodyLimit::max(bytes))
+        .layer::<_, std::convert::Infallible>(axum::Extension(BodyLimit(bytes)))
+}
+
 /// The whole application: every route, the fallbacks, and the middleware.
 pub fn app(state: AppState) -> Router {
-    crate::api::router()
+    crate::api::router(&state.config)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

@@ -13,6 +13,33 @@ fn union<T: Clone>(existing: &mut Vec<T>, incoming: &[T], key: impl Fn(&T) -> St
     }
 }
 
+/// Adds to `existing` what `incoming` holds and it lacks: members under new keys and list items
+/// not already there, at any depth; a value `existing` already has stays. Carried vCard
+/// properties and converted-property parameters (`passthrough`) merge this way, so an update
+/// keeps the incoming card's unknown properties for the next export.
+fn add_absent(existing: &mut Value, incoming: &Value) {
+    match (existing, incoming) {
+        (Value::Object(old), Value::Object(new)) => {
+            for (key, value) in new {
+                match old.get_mut(key) {
+                    Some(o) => add_absent(o, value),
+                    None => {
+                        old.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+        }
+        (Value::Array(old), Value::Array(new)) => {
+            for item in new {
+                if !old.contains(item) {
+                    old.push(item.clone());
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A name after an update: each kind of part the incoming name has (given, surname, ...) replaces
 /// the stored parts of that kind where they stood; stored kinds it lacks stay, so a row with only
 /// a first name does not wipe the last name. An incoming full name replaces the stored one; when
@@ -128,7 +155,12 @@ pub fn merge(existing: &Contact, incoming: &NeutralRecord) -> Contact {
     }
     let mut passthrough: Map<String, Value> = serde_json::from_str(&existing.passthrough).unwrap_or_default();
     for (key, value) in &incoming.passthrough {
-        passthrough.entry(key.clone()).or_insert_with(|| value.clone());
+        match passthrough.get_mut(key) {
+            Some(old) => add_absent(old, value),
+            None => {
+                passthrough.insert(key.clone(), value.clone());
+            }
+        }
     }
     let mut merged = existing.clone();
     card.uid = Some(existing.uid.clone());
@@ -217,4 +249,51 @@ pub fn diff(before: &Contact, after: &Contact) -> MergeDiff {
         out.added.push(Added { kind: "circle", value: c });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use mycorrhizal_codecs::record::Item;
+
+    use super::*;
+
+    fn record(vcf: &str) -> NeutralRecord {
+        match mycorrhizal_codecs::vcard::parse_file(vcf.as_bytes()).into_iter().next() {
+            Some(Item::Record { record, .. }) => *record,
+            other => panic!("not a card: {other:?}"),
+        }
+    }
+
+    /// An update keeps the stored card's unknown properties and adds the incoming card's, each
+    /// once, so the next export gives both back.
+    #[test]
+    fn an_update_adds_the_incoming_cards_unknown_properties() {
+        let stored = record("BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Ada\r\nX-MASTODON:@ada@example.org\r\nEND:VCARD\r\n");
+        let incoming = record(
+            "BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Ada\r\nX-MASTODON:@ada@example.org\r\nX-SHOE-SIZE:38\r\nEND:VCARD\r\n",
+        );
+        let (existing, _) = super::super::new_contact(stored, false).expect("contact");
+        let merged = merge(&existing, &incoming);
+        let passthrough: Value = serde_json::from_str(&merged.passthrough).expect("json");
+        let names: Vec<&str> = passthrough["vCardProps"]
+            .as_array()
+            .expect("carried properties")
+            .iter()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        assert_eq!(names.iter().filter(|n| n.eq_ignore_ascii_case("x-mastodon")).count(), 1, "{names:?}");
+        assert_eq!(names.iter().filter(|n| n.eq_ignore_ascii_case("x-shoe-size")).count(), 1, "{names:?}");
+        // The stored card's original UID, kept for export, is not replaced by the incoming one's.
+        assert_eq!(
+            passthrough["jsContactProps"],
+            serde_json::from_str::<Value>(&existing.passthrough).expect("json")["jsContactProps"]
+        );
+    }
+
+    #[test]
+    fn absent_members_and_items_are_added_and_present_values_stay() {
+        let mut old = json!({ "a": 1, "list": [1, 2], "deep": { "x": "kept" } });
+        add_absent(&mut old, &json!({ "a": 2, "b": 3, "list": [2, 3], "deep": { "x": "new", "y": "added" } }));
+        assert_eq!(old, json!({ "a": 1, "b": 3, "list": [1, 2, 3], "deep": { "x": "kept", "y": "added" } }));
+    }
 }

@@ -21,7 +21,7 @@ mod merge;
 mod sessions;
 
 pub use merge::{diff, merge};
-pub use sessions::{SESSION_LIFETIME, Session, SessionError, Sessions, Stage};
+pub use sessions::{OPEN_SESSIONS_PER_USER, SESSION_LIFETIME, Session, SessionError, Sessions, Stage};
 
 use super::contact::{Contact, INDEX_EMAIL, INDEX_PHONE, INDEX_SORT_NAME, INDEX_UID, phone_key};
 
@@ -203,6 +203,52 @@ pub fn rows_of(items: Vec<Item>) -> Vec<ImportRow> {
             }
         })
         .collect()
+}
+
+/// Where a vCard's `CATEGORIES` (a JSContact card's `keywords`) go: the contact's tags, as the
+/// card holds them (the default), or its circles, for address books whose categories are the
+/// groups people belong to (Apple and Google export contact groups this way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Categories {
+    #[default]
+    Tags,
+    Circles,
+}
+
+impl Categories {
+    pub fn parse(text: &str) -> Option<Categories> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "tags" | "tag" => Some(Categories::Tags),
+            "circles" | "circle" => Some(Categories::Circles),
+            _ => None,
+        }
+    }
+
+    /// Moves each row's categories into its circles when they are circles; done before duplicate
+    /// detection, so the preview's merge diff shows them where they will land.
+    pub fn place(self, rows: &mut [ImportRow]) {
+        if self == Categories::Tags {
+            return;
+        }
+        for record in rows.iter_mut().filter_map(|r| r.record.as_mut()) {
+            let keywords = std::mem::take(&mut record.card.keywords);
+            if keywords.is_empty() {
+                continue;
+            }
+            let circles = record.crm.entry("circles").or_insert_with(|| json!([]));
+            if !circles.is_array() {
+                *circles = json!([]);
+            }
+            if let Value::Array(list) = circles {
+                for keyword in keywords.into_iter().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()) {
+                    let keyword = Value::String(keyword);
+                    if !list.contains(&keyword) {
+                        list.push(keyword);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The stored UID for an incoming card: its own UID when it is a UUID; a UUID derived from its

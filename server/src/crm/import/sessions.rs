@@ -46,24 +46,64 @@ pub enum SessionError {
     NotPreviewed,
     /// Another confirm of this session is running.
     Busy,
+    /// The user holds [`OPEN_SESSIONS_PER_USER`] unconfirmed sessions; the oldest of them
+    /// expires after this long.
+    TooManyOpen(Duration),
 }
 
-/// The open import sessions of this process.
-#[derive(Debug, Default)]
+/// The open import sessions of this process. Time is read through `now`, so tests can move it.
+#[derive(Debug)]
 pub struct Sessions {
     inner: Mutex<HashMap<String, Session>>,
+    now: fn() -> Instant,
 }
 
-/// Open sessions one user may hold; the oldest is dropped past this.
-const SESSIONS_PER_USER: usize = 8;
+impl Default for Sessions {
+    fn default() -> Self {
+        Self::with_clock(Instant::now)
+    }
+}
+
+/// Unconfirmed sessions (each holds an upload's parsed rows) one user may hold at once. Past it
+/// a new upload is refused until one is confirmed or expires: dropping an older one instead
+/// would make a preview the person is still reading answer 404 inside its 15 minutes (a client
+/// that sends 5,000 records as ten batches previews all ten before confirming).
+pub const OPEN_SESSIONS_PER_USER: usize = 32;
+/// Confirmed sessions kept per user for repeated confirms (a result, no rows); the oldest goes
+/// first past this, and a repeat of it then answers 404, never a second apply.
+const CONFIRMED_SESSIONS_PER_USER: usize = 256;
 
 impl Sessions {
+    /// Sessions whose clock is `now` (tests pass one they can move forward).
+    pub fn with_clock(now: fn() -> Instant) -> Self {
+        Self { inner: Mutex::new(HashMap::new()), now }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn sweep(map: &mut HashMap<String, Session>) {
-        map.retain(|_, s| s.created.elapsed() < SESSION_LIFETIME);
+    fn sweep(&self, map: &mut HashMap<String, Session>) {
+        let now = (self.now)();
+        map.retain(|_, s| now.saturating_duration_since(s.created) < SESSION_LIFETIME);
+    }
+
+    /// Whether `user` may open another session now; when not, how long until the oldest of the
+    /// unconfirmed ones expires.
+    pub fn check_room(&self, user: UserId) -> Result<(), SessionError> {
+        let mut map = self.lock();
+        self.sweep(&mut map);
+        self.room(&map, user)
+    }
+
+    fn room(&self, map: &HashMap<String, Session>, user: UserId) -> Result<(), SessionError> {
+        let open: Vec<Instant> =
+            map.values().filter(|s| s.user == user && !matches!(s.stage, Stage::Done(_))).map(|s| s.created).collect();
+        if open.len() < OPEN_SESSIONS_PER_USER {
+            return Ok(());
+        }
+        let oldest = open.into_iter().min().unwrap_or_else(self.now);
+        Err(SessionError::TooManyOpen(SESSION_LIFETIME.saturating_sub((self.now)().saturating_duration_since(oldest))))
     }
 
     /// A new session id (random, unguessable).
@@ -78,13 +118,14 @@ impl Sessions {
         source: Source,
         table: Option<mycorrhizal_codecs::csv::Table>,
         stage: Stage,
-    ) -> String {
+    ) -> Result<String, SessionError> {
         let id = Self::fresh_id();
-        self.open_as(id.clone(), user, source, table, stage);
-        id
+        self.open_as(id.clone(), user, source, table, stage)?;
+        Ok(id)
     }
 
-    /// Opens a session under `id` (from [`Sessions::fresh_id`]).
+    /// Opens a session under `id` (from [`Sessions::fresh_id`]), unless the user already holds
+    /// [`OPEN_SESSIONS_PER_USER`] unconfirmed ones.
     pub fn open_as(
         &self,
         id: String,
@@ -92,18 +133,12 @@ impl Sessions {
         source: Source,
         table: Option<mycorrhizal_codecs::csv::Table>,
         stage: Stage,
-    ) {
+    ) -> Result<(), SessionError> {
         let mut map = self.lock();
-        Self::sweep(&mut map);
-        let mut mine: Vec<(Instant, String)> =
-            map.iter().filter(|(_, s)| s.user == user).map(|(k, s)| (s.created, k.clone())).collect();
-        if mine.len() >= SESSIONS_PER_USER {
-            mine.sort();
-            for (_, k) in mine.iter().take(mine.len() + 1 - SESSIONS_PER_USER) {
-                map.remove(k);
-            }
-        }
-        map.insert(id, Session { user, source, created: Instant::now(), table, stage });
+        self.sweep(&mut map);
+        self.room(&map, user)?;
+        map.insert(id, Session { user, source, created: (self.now)(), table, stage });
+        Ok(())
     }
 
     /// Runs `f` on the caller's live session.
@@ -114,7 +149,7 @@ impl Sessions {
         f: impl FnOnce(&mut Session) -> Result<T, SessionError>,
     ) -> Result<T, SessionError> {
         let mut map = self.lock();
-        Self::sweep(&mut map);
+        self.sweep(&mut map);
         match map.get_mut(id) {
             Some(s) if s.user == user => f(s),
             _ => Err(SessionError::NotFound),
@@ -157,9 +192,119 @@ impl Sessions {
 
     /// Stores the result of a confirm (or puts the rows back when the confirm was refused).
     pub fn finish(&self, user: UserId, id: &str, stage: Stage) {
+        let confirmed = matches!(stage, Stage::Done(_));
         let _ = self.with(user, id, |s| {
             s.stage = stage;
             Ok(())
         });
+        if confirmed {
+            let mut map = self.lock();
+            let mut done: Vec<(Instant, String)> = map
+                .iter()
+                .filter(|(_, s)| s.user == user && matches!(s.stage, Stage::Done(_)))
+                .map(|(k, s)| (s.created, k.clone()))
+                .collect();
+            if done.len() > CONFIRMED_SESSIONS_PER_USER {
+                done.sort();
+                for (_, k) in &done[..done.len() - CONFIRMED_SESSIONS_PER_USER] {
+                    map.remove(k);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::crm::import::ImportResult;
+
+    thread_local! {
+        /// This test thread's clock: it stands still at its first reading until moved.
+        static START: Instant = Instant::now();
+        static AHEAD: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+    }
+
+    fn clock() -> Instant {
+        START.with(|start| *start) + AHEAD.with(Cell::get)
+    }
+
+    fn advance(by: Duration) {
+        AHEAD.with(|a| a.set(a.get() + by));
+    }
+
+    fn open(sessions: &Sessions, user: UserId) -> Result<String, SessionError> {
+        sessions.open(user, Source::Vcf, None, Stage::Previewed(Vec::new()))
+    }
+
+    #[test]
+    fn a_session_lives_fifteen_minutes_then_is_not_found() {
+        let sessions = Sessions::with_clock(clock);
+        let id = open(&sessions, UserId(1)).expect("room");
+        advance(SESSION_LIFETIME - Duration::from_secs(1));
+        assert!(sessions.with(UserId(1), &id, |_| Ok(())).is_ok(), "alive a second before its end");
+        advance(Duration::from_secs(1));
+        assert_eq!(sessions.with(UserId(1), &id, |_| Ok(())), Err(SessionError::NotFound));
+        assert_eq!(sessions.begin_confirm(UserId(1), &id, &[Source::Vcf]).err(), Some(SessionError::NotFound));
+    }
+
+    #[test]
+    fn another_users_session_is_not_found() {
+        let sessions = Sessions::with_clock(clock);
+        let id = open(&sessions, UserId(1)).expect("room");
+        assert_eq!(sessions.with(UserId(2), &id, |_| Ok(())), Err(SessionError::NotFound));
+        sessions.remove(UserId(2), &id);
+        assert!(sessions.with(UserId(1), &id, |_| Ok(())).is_ok(), "another user cannot remove it either");
+    }
+
+    #[test]
+    fn past_the_open_allowance_a_new_session_is_refused_and_none_is_dropped() {
+        let sessions = Sessions::with_clock(clock);
+        let first = open(&sessions, UserId(1)).expect("room");
+        advance(Duration::from_secs(60));
+        let ids: Vec<String> = (1..OPEN_SESSIONS_PER_USER)
+            .map(|_| open(&sessions, UserId(1)).expect("room"))
+            .chain([first.clone()])
+            .collect();
+        match open(&sessions, UserId(1)) {
+            Err(SessionError::TooManyOpen(wait)) => assert_eq!(wait, SESSION_LIFETIME - Duration::from_secs(60)),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert_eq!(
+            sessions.check_room(UserId(1)).err(),
+            Some(SessionError::TooManyOpen(SESSION_LIFETIME - Duration::from_secs(60)))
+        );
+        for id in &ids {
+            assert!(sessions.with(UserId(1), id, |_| Ok(())).is_ok(), "every open session is still there");
+        }
+        assert!(open(&sessions, UserId(2)).is_ok(), "another user has an allowance of their own");
+        // A confirmed session holds no rows and does not count.
+        sessions.finish(UserId(1), &first, Stage::Done(ImportResult::default()));
+        advance(Duration::from_secs(60));
+        let newer = open(&sessions, UserId(1)).expect("room after a confirm");
+        assert!(open(&sessions, UserId(1)).is_err());
+        // Once the older unconfirmed ones expire, there is room again.
+        advance(SESSION_LIFETIME - Duration::from_secs(60));
+        assert!(sessions.with(UserId(1), &newer, |_| Ok(())).is_ok());
+        assert!(open(&sessions, UserId(1)).is_ok());
+    }
+
+    #[test]
+    fn confirmed_sessions_past_their_allowance_go_oldest_first() {
+        let sessions = Sessions::with_clock(clock);
+        let ids: Vec<String> = (0..CONFIRMED_SESSIONS_PER_USER + 2)
+            .map(|_| {
+                advance(Duration::from_millis(1));
+                let id = open(&sessions, UserId(1)).expect("room");
+                sessions.finish(UserId(1), &id, Stage::Done(ImportResult::default()));
+                id
+            })
+            .collect();
+        for (i, id) in ids.iter().enumerate() {
+            let expected = if i < 2 { Err(SessionError::NotFound) } else { Ok(()) };
+            assert_eq!(sessions.with(UserId(1), id, |_| Ok(())), expected, "session {i}");
+        }
     }
 }
