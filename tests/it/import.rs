@@ -540,7 +540,15 @@ async fn exports_stream_every_format_and_round_trip_through_another_user() {
         ]
     );
     let file = |name: &str| files.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone()).expect("file");
-    assert_eq!(file("contacts.csv"), csv, "contacts.csv is the contacts export");
+    // contacts.csv is the contacts export with each contact's id and uid first, so the other
+    // tables' contact_id columns can be followed.
+    let contacts_csv = file("contacts.csv");
+    let header = csv.lines().next().expect("header");
+    assert_eq!(contacts_csv.lines().next(), Some(format!("id,uid,{header}").as_str()));
+    assert_eq!(contacts_csv.lines().count(), csv.lines().count());
+    let jose_line = contacts_csv.lines().find(|l| l.contains("José")).expect("José's row");
+    assert!(jose_line.starts_with(&format!("{},{},", jose["id"], jose["uid"].as_str().expect("uid"))), "{jose_line}");
+    assert!(notes.contains(&format!(",{},", jose["id"])) || notes.contains(&format!(",{}\n", jose["id"])), "{notes}");
     assert_eq!(file("notes.csv"), notes, "notes.csv is the notes export");
     let (_, gifts) = export(&ada, "/api/v1/export?table=gifts").await;
     assert!(gifts.starts_with("id,created_at,updated_at") && gifts.lines().count() == 1, "no gifts, a header: {gifts}");

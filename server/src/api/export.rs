@@ -230,7 +230,8 @@ trait Render: Send + 'static {
     fn start(&mut self, _out: &mut dyn Out) -> bool {
         true
     }
-    fn contact(&mut self, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure>;
+    /// One contact: its stored row and its record as it leaves the server.
+    fn contact(&mut self, row: &Row<Contact>, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure>;
     fn end(&mut self, _out: &mut dyn Out) -> bool {
         true
     }
@@ -341,7 +342,7 @@ fn produce(
             }
         }
         for row in &rows {
-            if !render.contact(&record_of(row, photos, selection), out)? {
+            if !render.contact(row, &record_of(row, photos, selection), out)? {
                 return Ok(());
             }
         }
@@ -372,7 +373,7 @@ fn today(state: &AppState) -> String {
 struct VcfRender(Version);
 
 impl Render for VcfRender {
-    fn contact(&mut self, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure> {
+    fn contact(&mut self, _row: &Row<Contact>, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure> {
         let card = vcard::write(record, self.0).map_err(Failure::serialization)?;
         Ok(out.push(card.as_bytes()))
     }
@@ -437,7 +438,7 @@ impl Render for JsRender {
         out.push(b"[")
     }
 
-    fn contact(&mut self, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure> {
+    fn contact(&mut self, _row: &Row<Contact>, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure> {
         let card = mycorrhizal_codecs::jscontact::from_neutral(record);
         let sep: &[u8] = if self.first { b"\n" } else { b",\n" };
         self.first = false;
@@ -481,16 +482,26 @@ pub async fn jscontact(
     .await)
 }
 
-struct CsvRender;
+/// Contacts as CSV. `ids` puts each contact's `id` and `uid` (as the API shows them) first: the ZIP's other tables name
+/// contacts by id. Without them (`GET /export`) the columns are exactly the re-importable ones.
+struct CsvRender {
+    ids: bool,
+}
 
 impl Render for CsvRender {
     fn start(&mut self, out: &mut dyn Out) -> bool {
-        let headers: Vec<String> = mycorrhizal_codecs::csv::EXPORT_HEADERS.iter().map(|h| h.to_string()).collect();
+        let ids: &[&str] = if self.ids { &["id", "uid"] } else { &[] };
+        let headers: Vec<String> =
+            ids.iter().chain(mycorrhizal_codecs::csv::EXPORT_HEADERS).map(|h| h.to_string()).collect();
         csv_row(&headers, out).unwrap_or(false)
     }
 
-    fn contact(&mut self, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure> {
-        csv_row(&mycorrhizal_codecs::csv::export_row(record), out)
+    fn contact(&mut self, row: &Row<Contact>, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure> {
+        let mut cells = mycorrhizal_codecs::csv::export_row(record);
+        if self.ids {
+            cells.splice(0..0, [row.id.to_string(), row.body.uid.clone()]);
+        }
+        csv_row(&cells, out)
     }
 }
 
@@ -526,7 +537,7 @@ const TABLES: &[&str] = &[
 ];
 
 #[utoipa::path(get, path = "/api/v1/export", tag = "export", params(CsvQuery), responses(
-    (status = 200, description = "`text/csv; charset=utf-8`, attachment `mycorrhizal-export-YYYY-MM-DD.csv` (or `…-<table>-YYYY-MM-DD.csv`). Your data is several tables: `contacts` (the default; its columns re-import with identity mappings) and, with `table=`, notes, activities, reminders, reminder_completions, relationships, life_events, gifts, conversation_agenda, households, household_members and cadence_policies (columns `id`, `created_at`, `updated_at`, then the record's own fields; lists and objects as JSON). `table=all` gives all of them at once: `application/zip`, attachment `mycorrhizal-export-YYYY-MM-DD.zip`, holding `contacts.csv`, one `<table>.csv` per table above (a table with no rows is a header-only file) and `README.txt` saying what each file holds. Cells that a spreadsheet would run as a formula are prefixed with `'`."),
+    (status = 200, description = "`text/csv; charset=utf-8`, attachment `mycorrhizal-export-YYYY-MM-DD.csv` (or `…-<table>-YYYY-MM-DD.csv`). Your data is several tables: `contacts` (the default; its columns re-import with identity mappings) and, with `table=`, notes, activities, reminders, reminder_completions, relationships, life_events, gifts, conversation_agenda, households, household_members and cadence_policies (columns `id`, `created_at`, `updated_at`, then the record's own fields; lists and objects as JSON). `table=all` gives all of them at once: `application/zip`, attachment `mycorrhizal-export-YYYY-MM-DD.zip`, holding `contacts.csv` (the contacts table with each contact's `id` and `uid` first, which the other tables' `contact_id` columns name), one `<table>.csv` per table above (a table with no rows is a header-only file) and `README.txt` saying what each file holds. Cells that a spreadsheet would run as a formula are prefixed with `'`."),
     (status = 400, description = "`VALIDATION_ERROR` naming `table`"),
     (status = 500, description = "`{error: {code: INTERNAL_ERROR, message, details: {operation, category}}}`")))]
 pub async fn csv(
@@ -537,7 +548,7 @@ pub async fn csv(
     let table = q.table.as_deref().map(str::trim).filter(|t| !t.is_empty()).unwrap_or("contacts");
     if table == "contacts" {
         let filename = format!("mycorrhizal-export-{}.csv", today(&state));
-        let render = CsvRender;
+        let render = CsvRender { ids: false };
         return Ok(stream_contacts(
             &state,
             &user,
@@ -568,8 +579,9 @@ pub async fn csv(
 
 /// What `README.txt` of the ZIP export says.
 const ZIP_README: &str = "Mycorrhizal export: all of your data, one CSV file per table (UTF-8, comma separated, \
-first row the column names).\r\n\r\ncontacts.csv: your contacts; its columns re-import as they are \
-(POST /contacts/import/upload). Photos are in the vCard export (GET /export/vcf).\r\n\
+first row the column names).\r\n\r\ncontacts.csv: your contacts, each with its id and uid first; \
+the other columns re-import as they are (POST /contacts/import/upload). Photos are in the vCard \
+export (GET /export/vcf).\r\n\
 Every other file: one row per record, columns id, created_at, updated_at, then the record's own \
 fields; lists and objects are JSON text. A `contact_id` column names a row of contacts.csv by its id.\r\n\
 Cells a spreadsheet would run as a formula start with an apostrophe.\r\n";
@@ -586,7 +598,7 @@ fn all_tables(scope: &UserScope, photos: &std::path::Path, sink: &mut Sink) -> R
     let failed = |e: zip::result::ZipError| Failure::serialization(e);
     zip.start_file("contacts.csv", options).map_err(failed)?;
     let mut entry = ZipEntry { zip: &mut zip, gone: false };
-    produce(scope, photos, None, &Selection::default(), &mut CsvRender, &mut entry)?;
+    produce(scope, photos, None, &Selection::default(), &mut CsvRender { ids: true }, &mut entry)?;
     for table in TABLES {
         if entry.gone {
             return Ok(());
