@@ -207,12 +207,16 @@ impl Card {
             }
         }
         for (i, a) in self.anniversaries.iter().enumerate() {
+            // A year of more than four digits has no vCard form: written as 4.0's `YYYYMMDD`
+            // it read back as another date (`181520110`: year 1815, month 20).
             if let Some(p) = a.date.partial
-                && (p.month.is_some_and(|m| !(1..=12).contains(&m)) || p.day.is_some_and(|d| !(1..=31).contains(&d)))
+                && (p.year.is_some_and(|y| !(0..=9999).contains(&y))
+                    || p.month.is_some_and(|m| !(1..=12).contains(&m))
+                    || p.day.is_some_and(|d| !(1..=31).contains(&d)))
             {
                 return Err(CardError {
                     field: format!("card.anniversaries[{i}].date.partial"),
-                    reason: "month must be 1-12 and day 1-31".into(),
+                    reason: "year must be 0-9999, month 1-12 and day 1-31".into(),
                 });
             }
         }

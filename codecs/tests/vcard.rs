@@ -416,6 +416,22 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
     assert_stable(&record, "");
 }
 
+/// A year of five digits has no vCard form (4.0 wrote `18152-01-10` as `181520110`, which read
+/// back as month 20): the card is reported with the date's field, and the next card reads.
+#[test]
+fn a_date_past_year_9999_is_reported_for_its_card() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/regressions/vcard/fixed-five-digit-year.vcf");
+    let items = vcard::parse_file(&std::fs::read(path).expect("read"));
+    match &items[..] {
+        [Item::Problem(p), Item::Record { record, .. }] => {
+            assert_eq!((p.index, p.line), (0, 1));
+            assert!(p.reason.starts_with("card.anniversaries[0].date.partial: year must be 0-9999"), "{}", p.reason);
+            assert_eq!(record.card.anniversaries[0].date.partial.and_then(|d| d.year), Some(1791));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// Inputs on which the `vcard` fuzz target once failed (`fuzz/regressions/vcard/fixed-*`): every
 /// card reads, writes and reads back to the same card, in both versions. (`open-*` files there
 /// still fail and are listed in the fuzz README.)
