@@ -62,13 +62,19 @@ fn trim_line(line: &[u8]) -> &[u8] {
 }
 
 /// Splits a file into `BEGIN:VCARD` ... `END:VCARD` blocks, nesting counted (2.1's `AGENT` may
-/// embed a card). Text outside any card is ignored.
+/// embed a card). Text outside any card is ignored. Inside a card, a line that starts with a
+/// space or tab continues the line before it (folding), so it is never a marker: a long value
+/// holding the text `BEGIN:VCARD` can be folded right before it.
 fn blocks(bytes: &[u8]) -> Vec<Block<'_>> {
     let mut out = Vec::new();
     let mut depth = 0usize;
     let mut start = (0usize, 0usize);
     let mut offset = 0usize;
     for (i, raw) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
+        if depth > 0 && matches!(raw.first(), Some(b' ' | b'\t')) {
+            offset += raw.len();
+            continue;
+        }
         let line = trim_line(raw);
         if line.eq_ignore_ascii_case(b"BEGIN:VCARD") {
             if depth == 0 {

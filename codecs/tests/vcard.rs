@@ -432,6 +432,19 @@ fn a_date_past_year_9999_is_reported_for_its_card() {
     }
 }
 
+/// A folded line is a continuation, never a card boundary: a note whose text holds
+/// `BEGIN:VCARD` right at a fold stays one card with the text in it.
+#[test]
+fn a_marker_on_a_folded_line_is_part_of_the_value() {
+    let text = "BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Ada\r\nNOTE:pasted from a file:\r\n BEGIN:VCARD\r\n  END:VCARD\r\nEND:VCARD\r\n";
+    let items = vcard::parse_file(text.as_bytes());
+    assert_eq!(items.len(), 1, "{items:?}");
+    let (record, _) = parsed(text);
+    let note = record.card.extra["notes"].to_string();
+    assert!(note.contains("pasted from a file:BEGIN:VCARD END:VCARD"), "{note}");
+    assert_stable(&record, "folded marker");
+}
+
 /// Inputs on which the `vcard` fuzz target once failed (`fuzz/regressions/vcard/fixed-*`): every
 /// card reads, writes and reads back to the same card, in both versions. (`open-*` files there
 /// still fail and are listed in the fuzz README.)

@@ -147,7 +147,8 @@ async fn open_previewed(
     request_body(content_type = "multipart/form-data", description = "Field `file`: a `.csv` file (UTF-8 with or without BOM, UTF-16 with BOM, or Windows-1252; comma, semicolon or tab separated), at most `IMPORT_MAX_CSV_MB` (20 MB)"),
     responses((status = 200, description = "`{session_id, headers, suggested_mappings: [{csv_column, contact_field, group}], row_count, sample_data}`; Google, Outlook and Apple headers are recognised"),
         (status = 400, description = "`INVALID_INPUT` naming `file`: missing, wrong extension, unreadable, or too many rows"),
-        (status = 413, description = "Larger than the configured limit")))]
+        (status = 413, description = "Larger than the configured limit"),
+        (status = 429, description = "32 previews already wait for their confirm; `Retry-After` says when the oldest expires")))]
 pub async fn upload_csv(
     State(state): State<AppState>,
     user: AuthUser,
@@ -237,7 +238,8 @@ pub async fn preview_csv(
 #[utoipa::path(post, path = "/api/v1/contacts/import/vcf/upload", tag = "import", params(UploadQuery),
     request_body(content_type = "multipart/form-data", description = "Field `file`: a `.vcf` file of vCard 2.1, 3.0 or 4.0 cards, at most `IMPORT_MAX_FILE_MB` (50 MB) and `IMPORT_MAX_CARDS` cards"),
     responses((status = 200, description = "The preview; a card that cannot be read is a row with `validation_errors` naming its line, and the others import"),
-        (status = 400, description = "`INVALID_INPUT` naming `file`"), (status = 413, description = "Larger than the configured limit")))]
+        (status = 400, description = "`INVALID_INPUT` naming `file`, or `VALIDATION_ERROR` naming `categories`"), (status = 413, description = "Larger than the configured limit"),
+        (status = 429, description = "32 previews already wait for their confirm; `Retry-After` says when the oldest expires")))]
 pub async fn upload_vcf(
     State(state): State<AppState>,
     user: AuthUser,
@@ -247,10 +249,21 @@ pub async fn upload_vcf(
     let categories = q.categories()?;
     let bytes = read_file(form, &[".vcf", ".vcard"], state.config.import.max_file_bytes).await?;
     let items = state.blocking(move |_| mycorrhizal_codecs::vcard::parse_file(&bytes)).await?;
+    open_cards(&state, &user, Source::Vcf, items, categories).await
+}
+
+/// The cards of a vCard or JSContact file as a previewed session, their categories placed.
+async fn open_cards(
+    state: &AppState,
+    user: &AuthUser,
+    source: Source,
+    items: Vec<mycorrhizal_codecs::record::Item>,
+    categories: import::Categories,
+) -> Result<Response, ApiError> {
     too_many(items.len(), state.config.import.max_cards)?;
     let mut rows = import::rows_of(items);
     categories.place(&mut rows);
-    open_previewed(&state, &user, Source::Vcf, rows).await
+    open_previewed(state, user, source, rows).await
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -272,8 +285,9 @@ impl UploadQuery {
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/jscontact/upload", tag = "import", params(UploadQuery),
     request_body(content_type = "multipart/form-data", description = "Field `file`: a `.json` JSContact (RFC 9553) file: one Card, an array of Cards, or a CardGroup"),
-    responses((status = 200, description = "The preview (a vCard-family session)"), (status = 400, description = "`INVALID_INPUT` naming `file`"),
-        (status = 413, description = "Larger than the configured limit")))]
+    responses((status = 200, description = "The preview (a vCard-family session)"), (status = 400, description = "`INVALID_INPUT` naming `file`, or `VALIDATION_ERROR` naming `categories`"),
+        (status = 413, description = "Larger than the configured limit"),
+        (status = 429, description = "32 previews already wait for their confirm; `Retry-After` says when the oldest expires")))]
 pub async fn upload_jscontact(
     State(state): State<AppState>,
     user: AuthUser,
@@ -288,10 +302,7 @@ pub async fn upload_jscontact(
     {
         return Err(ApiError::invalid_input("file", p.reason.clone()));
     }
-    too_many(items.len(), state.config.import.max_cards)?;
-    let mut rows = import::rows_of(items);
-    categories.place(&mut rows);
-    open_previewed(&state, &user, Source::JsContact, rows).await
+    open_cards(&state, &user, Source::JsContact, items, categories).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -304,7 +315,8 @@ pub struct RecordsRequest {
 #[utoipa::path(post, path = "/api/v1/contacts/import/records", tag = "import", request_body = RecordsRequest,
     responses((status = 200, description = "The preview of a records session"),
         (status = 400, description = "`VALIDATION_ERROR` naming `records` (0 or more than 500); a record that is not a valid neutral record is a row with `validation_errors`"),
-        (status = 413, description = "A body larger than `IMPORT_MAX_FILE_MB` (50 MB); `details.limit_bytes` says the limit")))]
+        (status = 413, description = "A body larger than `IMPORT_MAX_FILE_MB` (50 MB); `details.limit_bytes` says the limit"),
+        (status = 429, description = "32 previews already wait for their confirm; `Retry-After` says when the oldest expires")))]
 pub async fn records(
     State(state): State<AppState>,
     user: AuthUser,
