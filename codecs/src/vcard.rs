@@ -178,11 +178,37 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
     let mut value = serde_json::to_value(&js).unwrap_or_else(|_| json!({}));
     apple_omit_year_in(&mut value);
     let mut record = jscontact::to_neutral(value);
+    diagnostics.extend(drop_unreadable_timestamps(&mut record));
     diagnostics.extend(crate::text::name_fallback(&mut record.card));
     match record.card.validate() {
         Ok(()) => Item::Record { record: Box::new(record), line: block.line, diagnostics },
         Err(e) => problem(format!("{}: {}", e.field, e.reason)),
     }
+}
+
+/// The card's own bookkeeping timestamps (`CREATED`, `REV`) that calcard could not read are
+/// left out and reported. Carried as unknown properties they came back, and calcard reads a 3.0
+/// card's dates more leniently than a 4.0 one's: `CREATED:21-55-55-01-02` became year 25 on the
+/// next pass, so the card changed on every round trip (found by the `vcard` fuzz target).
+fn drop_unreadable_timestamps(record: &mut NeutralRecord) -> Vec<String> {
+    let mut notes = Vec::new();
+    let Some(Value::Array(props)) = record.passthrough.get_mut(jscontact::PASSTHROUGH_VCARD_PROPS) else {
+        return notes;
+    };
+    props.retain(|p| {
+        let name = p.get("name").and_then(Value::as_str).unwrap_or("");
+        if !(name.eq_ignore_ascii_case("created") || name.eq_ignore_ascii_case("rev")) {
+            return true;
+        }
+        let value =
+            p.get("value").map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).unwrap_or_default();
+        notes.push(format!("{} {:?} was left out: not a date and time", name.to_uppercase(), clip(&value)));
+        false
+    });
+    if props.is_empty() {
+        record.passthrough.remove(jscontact::PASSTHROUGH_VCARD_PROPS);
+    }
+    notes
 }
 
 /// calcard (0.3) moves a few properties to the end of the card before converting it (role,

@@ -432,6 +432,27 @@ fn a_date_past_year_9999_is_reported_for_its_card() {
     }
 }
 
+/// A `CREATED` or `REV` that is no date and time is left out and reported: carried, it read back
+/// as another date once written as 3.0.
+#[test]
+fn unreadable_bookkeeping_timestamps_are_reported_not_carried() {
+    let text = "BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Marie\r\nCREATED:21-55-55-01-02\r\nREV:20240101x000000Z\r\nX-KEPT:yes\r\nEND:VCARD\r\n";
+    let (record, diagnostics) = parsed(text);
+    assert_eq!(
+        diagnostics,
+        [
+            "CREATED \"21-55-55-01-02\" was left out: not a date and time",
+            "REV \"20240101x000000Z\" was left out: not a date and time"
+        ]
+    );
+    let carried = record.passthrough["vCardProps"].to_string();
+    assert!(carried.contains("x-kept") && !carried.contains("created") && !carried.contains("rev"), "{carried}");
+    for version in [vcard::Version::V4, vcard::Version::V3] {
+        assert!(!reread(&record, version).card.extra.contains_key("created"));
+    }
+    assert_stable(&record, "unreadable timestamps");
+}
+
 /// A folded line is a continuation, never a card boundary: a note whose text holds
 /// `BEGIN:VCARD` right at a fold stays one card with the text in it.
 #[test]
