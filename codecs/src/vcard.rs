@@ -170,6 +170,7 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
     };
     let mut diagnostics = drop_invalid_names(&mut vcard);
     diagnostics.extend(drop_unknown_phonetic_systems(&mut vcard));
+    diagnostics.extend(drop_invalid_languages(&mut vcard));
     diagnostics.extend(drop_repeated_singulars(&mut vcard));
     diagnostics.extend(drop_repeated_parameters(&mut vcard));
     diagnostics.extend(drop_forms_in_the_default_language(&mut vcard));
@@ -415,6 +416,41 @@ fn drop_invalid_names(vcard: &mut VCard) -> Vec<String> {
                 ));
             }
             valid
+        });
+    }
+    dropped
+}
+
+/// Whether `tag` has the shape of a language tag (RFC 5646: letters and digits in subtags joined
+/// by `-`).
+fn is_language_tag(tag: &str) -> bool {
+    !tag.is_empty() && tag.split('-').all(|sub| !sub.is_empty() && sub.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// Leaves out a `LANGUAGE` parameter or property that is not a language tag, and reports it. A
+/// language names a localization, whose key calcard reads as a JSON pointer: `//yue` lost a
+/// slash on every pass (fuzzing).
+fn drop_invalid_languages(vcard: &mut VCard) -> Vec<String> {
+    let mut dropped = Vec::new();
+    vcard.entries.retain(|entry| {
+        let invalid = entry.name == VCardProperty::Language
+            && entry.values.iter().any(|v| !matches!(v, VCardValue::Text(t) if is_language_tag(t)));
+        if invalid {
+            dropped.push("the LANGUAGE property was left out: not a language tag".to_string());
+        }
+        !invalid
+    });
+    for entry in &mut vcard.entries {
+        entry.params.retain(|p| {
+            let invalid = p.name == VCardParameterName::Language
+                && !matches!(&p.value, VCardParameterValue::Text(t) if is_language_tag(t));
+            if invalid {
+                dropped.push(format!(
+                    "the LANGUAGE parameter of {} was left out: not a language tag",
+                    entry.name.as_str()
+                ));
+            }
+            !invalid
         });
     }
     dropped

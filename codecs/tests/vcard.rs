@@ -453,6 +453,22 @@ fn unreadable_bookkeeping_timestamps_are_reported_not_carried() {
     assert_stable(&record, "unreadable timestamps");
 }
 
+/// A `LANGUAGE` that is not a language tag is left out and reported: calcard keys a localization
+/// by it as a JSON pointer, and `//yue` lost a slash on every pass.
+#[test]
+fn a_language_that_is_no_language_tag_is_reported() {
+    let text = "BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Ada\r\nN;ALTID=1;LANGUAGE=en:Lovelace;Ada;;;\r\nN;ALTID=1;LANGUAGE=//yue:Lovelace;Ada;;;\r\nNOTE;LANGUAGE=de-CH:Notiz\r\nEND:VCARD\r\n";
+    let (record, diagnostics) = parsed(text);
+    // Without its language the second N is no alternative but a repeat, and goes too.
+    assert_eq!(
+        diagnostics,
+        ["the LANGUAGE parameter of N was left out: not a language tag", "a second N was left out: a card has one"]
+    );
+    assert!(!format!("{record:?}").contains("yue"));
+    assert!(format!("{record:?}").to_lowercase().contains("de-ch"), "a language tag stays: {record:?}");
+    assert_stable(&record, "language tags");
+}
+
 /// A folded line is a continuation, never a card boundary: a note whose text holds
 /// `BEGIN:VCARD` right at a fold stays one card with the text in it.
 #[test]
