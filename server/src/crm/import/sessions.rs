@@ -193,12 +193,13 @@ impl Sessions {
     /// Stores the result of a confirm (or puts the rows back when the confirm was refused).
     pub fn finish(&self, user: UserId, id: &str, stage: Stage) {
         let confirmed = matches!(stage, Stage::Done(_));
-        let _ = self.with(user, id, |s| {
-            s.stage = stage;
-            Ok(())
-        });
+        let mut map = self.lock();
+        self.sweep(&mut map);
+        match map.get_mut(id) {
+            Some(s) if s.user == user => s.stage = stage,
+            _ => return,
+        }
         if confirmed {
-            let mut map = self.lock();
             let mut done: Vec<(Instant, String)> = map
                 .iter()
                 .filter(|(_, s)| s.user == user && matches!(s.stage, Stage::Done(_)))
