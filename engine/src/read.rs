@@ -7,7 +7,7 @@ use redb::{ReadTransaction, ReadableTable, TableError};
 
 use crate::changes::Change;
 use crate::record::{Record, Row};
-use crate::tables::{self, CHANGES, LIVE_COUNTS, USER_SEQ};
+use crate::tables::{self, BLOBS, CHANGES, LIVE_COUNTS, USER_SEQ};
 use crate::{Error, Result, codec};
 
 /// A live (not deleted) row of `user`, or `NotFound`.
@@ -79,6 +79,15 @@ impl UserView {
         match self.txn.open_table(tables::record_table(R::KIND.records)) {
             Ok(table) => live_row(&table, R::KIND.records, self.user, id),
             Err(TableError::TableDoesNotExist(_)) => Err(Error::NotFound),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The user's blob `name` (see [`crate::TxUser::put_blob`]), or `None`.
+    pub fn blob(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        match self.txn.open_table(BLOBS) {
+            Ok(table) => Ok(table.get((self.user, name))?.map(|v| v.value().to_vec())),
+            Err(TableError::TableDoesNotExist(_)) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }

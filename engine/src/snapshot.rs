@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::tables::{
-    self, CHANGES, COUNTERS, INDEX_PREFIX, LIVE_COUNTS, MAP_PREFIX, RECORD_PREFIX, SYSTEM_PREFIX, USER_SEQ,
+    self, BLOBS, CHANGES, COUNTERS, INDEX_PREFIX, LIVE_COUNTS, MAP_PREFIX, RECORD_PREFIX, SYSTEM_PREFIX, USER_SEQ,
 };
 use crate::{Error, Result, migrate};
 
@@ -140,6 +140,7 @@ fn copy_all(read: &ReadTransaction, write: &WriteTransaction) -> Result<BTreeMap
             n if n.starts_with(SYSTEM_PREFIX) => copy(read, write, tables::system_table(n))?,
             n if n.starts_with(MAP_PREFIX) => copy(read, write, tables::map_table(n))?,
             n if n == CHANGES.name() => copy(read, write, CHANGES)?,
+            n if n == BLOBS.name() => copy(read, write, BLOBS)?,
             n if n == COUNTERS.name() => copy(read, write, COUNTERS)?,
             n if n == USER_SEQ.name() => copy(read, write, USER_SEQ)?,
             n if n == LIVE_COUNTS.name() => copy(read, write, LIVE_COUNTS)?,

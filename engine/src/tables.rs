@@ -22,6 +22,10 @@ pub const LIVE_COUNTS: TableDefinition<(u64, &str), u64> = TableDefinition::new(
 pub const USER_SEQ: TableDefinition<u64, u64> = TableDefinition::new("user_seq");
 /// Engine metadata: schema version, dirty-migration marker.
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("map:meta");
+/// Per-user binary objects (contact pictures): `(user_id, name) -> bytes`. Written in the
+/// transaction that names them in a row, so a row never names a missing picture, and part of
+/// every snapshot like any other table.
+pub const BLOBS: TableDefinition<(u64, &str), &[u8]> = TableDefinition::new("blobs");
 /// System events (operational timeline, hard-deleted by retention): `id -> encoded SystemEvent`.
 pub const SYSTEM_EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("sys:system_events");
 /// Scheduled-job runs: `id -> encoded JobRun`.

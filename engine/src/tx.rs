@@ -13,7 +13,7 @@ use crate::audit::ChangeList;
 use crate::changes::{Change, Op};
 use crate::record::{Ahead, Meta, Precondition, Prepared, Record, Row};
 use crate::search::Touched;
-use crate::tables::{self, CHANGES, COUNTERS, LIVE_COUNTS, USER_SEQ};
+use crate::tables::{self, BLOBS, CHANGES, COUNTERS, LIVE_COUNTS, USER_SEQ};
 use crate::{Error, Invalid, Result, UserId, codec, read};
 
 /// A write transaction in progress, handed to each queued change by the writer.
@@ -148,6 +148,7 @@ impl<'a> Tx<'a> {
             }
         }
         self.txn.open_table(CHANGES)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
+        self.txn.open_table(BLOBS)?.retain_in((user.0, "")..(user.0 + 1, ""), |_, _| false)?;
         self.txn.open_table(USER_SEQ)?.remove(user.0)?;
         self.txn.open_table(LIVE_COUNTS)?.retain_in::<(u64, &str), _>((user.0, "").., |(u, _), _| u != user.0)?;
         self.txn.open_table(crate::audit::AUDIT)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
@@ -327,6 +328,24 @@ impl TxUser<'_, '_> {
             table.remove((self.user, id))?;
         }
         Ok(())
+    }
+
+    /// Stores `bytes` as this user's blob `name` (a contact picture), replacing one of that name.
+    /// Blobs are not records: no revision, index or change-feed entry; the row that names one
+    /// changes with it in the same transaction, and that change is what sync sees.
+    pub fn put_blob(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.tx.txn.open_table(BLOBS)?.insert((self.user, name), bytes)?;
+        Ok(())
+    }
+
+    /// Removes this user's blob `name`; whether there was one.
+    pub fn delete_blob(&self, name: &str) -> Result<bool> {
+        Ok(self.tx.txn.open_table(BLOBS)?.remove((self.user, name))?.is_some())
+    }
+
+    /// This user's blob `name`, as this transaction sees it.
+    pub fn blob(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.tx.txn.open_table(BLOBS)?.get((self.user, name))?.map(|v| v.value().to_vec()))
     }
 
     /// Removes tombstones deleted before `cutoff`. Returns how many were purged.

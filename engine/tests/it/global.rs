@@ -57,3 +57,32 @@ fn purging_a_user_removes_only_that_users_rows_indexes_and_feed() {
     assert_eq!(kept.index_entries::<Person>().unwrap().len(), 6, "sort_name, email and _updated of two rows");
     assert_eq!(kept.changes_since(0, 10).unwrap().len(), 2);
 }
+
+/// Blobs (contact pictures) belong to one user: another user's view of the same name is empty,
+/// they go with a purge of their user only, and a snapshot carries them.
+#[test]
+fn blobs_are_per_user_go_with_their_user_and_are_in_snapshots() {
+    let db = fresh();
+    let picture: Vec<u8> = vec![0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3];
+    for user in [1, 2] {
+        let bytes = picture.iter().map(|b| b.wrapping_add(user as u8)).collect::<Vec<_>>();
+        db.engine.user(UserId(user)).write(move |tx| tx.put_blob("a.jpg", &bytes)).unwrap();
+    }
+    let one = db.engine.user(UserId(1)).view().unwrap();
+    assert_eq!(one.blob("a.jpg").unwrap(), Some(picture.iter().map(|b| b.wrapping_add(1)).collect()));
+    assert_eq!(one.blob("b.jpg").unwrap(), None);
+    drop(one);
+    assert_eq!(db.engine.user(UserId(3)).view().unwrap().blob("a.jpg").unwrap(), None, "a user without blobs");
+    let snapshot = db.engine.snapshot(&db.dir.path().join("snapshots"), "test").unwrap();
+    assert_eq!(snapshot.manifest.tables.get("blobs"), Some(&2));
+    let copy = mycorrhizal_engine::Engine::open(&snapshot.path, mycorrhizal_engine::Options::default()).unwrap().0;
+    assert_eq!(copy.user(UserId(2)).view().unwrap().blob("a.jpg").unwrap().map(|b| b.len()), Some(picture.len()));
+    drop(copy);
+
+    db.engine.write(|tx| tx.purge_user(UserId(1))).unwrap();
+    assert_eq!(db.engine.user(UserId(1)).view().unwrap().blob("a.jpg").unwrap(), None);
+    assert!(db.engine.user(UserId(2)).view().unwrap().blob("a.jpg").unwrap().is_some(), "the other user keeps theirs");
+    let deleted = db.engine.user(UserId(2)).write(|tx| tx.delete_blob("a.jpg")).unwrap();
+    assert!(deleted);
+    assert!(!db.engine.user(UserId(2)).write(|tx| tx.delete_blob("a.jpg")).unwrap(), "already gone");
+}
