@@ -92,6 +92,18 @@ impl UserView {
         }
     }
 
+    /// The names of the user's blobs, in order.
+    pub fn blob_names(&self) -> Result<Vec<String>> {
+        match self.txn.open_table(BLOBS) {
+            Ok(table) => table
+                .range((self.user, "")..(self.user + 1, ""))?
+                .map(|entry| Ok(entry?.0.value().1.to_string()))
+                .collect(),
+            Err(TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// A row including its tombstone, for sync.
     pub fn get_any<R: Record>(&self, id: u64) -> Result<Option<Row<R>>> {
         match self.txn.open_table(tables::record_table(R::KIND.records)) {

@@ -72,7 +72,6 @@ pub async fn run(config: Config, user: &str, path: &Path, options: Options<'_>) 
         engine.shutdown();
         return Err(format!("no user {user:?}"));
     };
-    let data_dir = config.data_dir.clone();
     let scope = engine.user(UserId(id));
     let outcome = tokio::task::spawn_blocking(move || -> Result<ImportResult, String> {
         let mut rows = rows_of_file(source, &bytes)?;
@@ -102,7 +101,7 @@ pub async fn run(config: Config, user: &str, path: &Path, options: Options<'_>) 
             bar.set_position(done as u64);
         };
         let result =
-            import::execute(&scope, &data_dir, source, &mut rows, &actions, config.import.batch_rows, &progress);
+            import::execute(&scope, source, &mut rows, &actions, config.import.batch_rows, &progress);
         bar.finish_and_clear();
         Ok(result)
     })

@@ -581,21 +581,44 @@ async fn the_import_command_uses_the_same_path_offline() {
     assert_eq!(runs["import_runs"].as_array().expect("runs").len(), 2);
 }
 
-/// The files in a user's photo folder (without partial writes).
-fn photo_files(instance: &Instance, user: u64) -> Vec<String> {
-    let dir = instance.data_dir().join("users").join(user.to_string()).join("photos");
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    names.sort();
-    names
+/// The names of a user's stored pictures, and the pictures its live contacts name, read from
+/// the stopped server's database.
+pub(crate) fn stored_pictures(instance: &Instance, user: u64) -> (Vec<String>, Vec<String>) {
+    let engine = crate::helpers::open_engine(&instance.database());
+    let view = engine.user(mycorrhizal_engine::UserId(user)).view().expect("view");
+    let stored = view.blob_names().expect("blobs");
+    let mut named: Vec<String> = view
+        .list::<mycorrhizal::crm::contact::Contact>()
+        .expect("contacts")
+        .into_iter()
+        .map(|c| c.body.photo)
+        .filter(|p| !p.is_empty())
+        .collect();
+    named.sort();
+    (stored, named)
+}
+
+/// Stops `server`, reads what `user` has stored (see [`stored_pictures`]), and starts it again;
+/// the user signs in anew.
+async fn restart_and_look(
+    instance: &Instance,
+    mut server: crate::helpers::TestServer,
+    user: &str,
+    id: u64,
+) -> (crate::helpers::TestServer, Client, (Vec<String>, Vec<String>)) {
+    assert!(server.terminate().success());
+    let stored = stored_pictures(instance, id);
+    let server = instance.spawn();
+    let client = server.sign_in(user, crate::helpers::PASSWORD).await;
+    (server, client, stored)
 }
 
 #[tokio::test]
-async fn imported_pictures_land_with_their_contacts_and_leave_no_stray_files() {
+async fn imported_pictures_land_with_their_contacts_and_leave_nothing_stray() {
     let instance = Instance::new();
     let server = instance.spawn();
     let ada = server.sign_up("ada").await;
+    let user = ada.id;
     let card = sample("apple.v3.vcf");
     let preview = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "a.vcf", &card).await).await;
     ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
@@ -603,9 +626,15 @@ async fn imported_pictures_land_with_their_contacts_and_leave_no_stray_files() {
     assert_eq!(with_picture.len(), 1, "the one card with a photo");
     let id = with_picture[0]["id"].as_u64().expect("id");
     let name = with_picture[0]["photo"].as_str().expect("photo").to_string();
-    assert_eq!(photo_files(&instance, ada.id), vec![name.clone()], "the file the contact names, nothing else");
+    let served = ada.get(&format!("/api/v1/contacts/{id}/profile_picture")).await;
+    assert_eq!(served.status(), 200);
+    let png = served.bytes().await.expect("bytes");
+    assert!(png.starts_with(b"\x89PNG"), "the card's picture, served");
+    let (server, ada, stored) = restart_and_look(&instance, server, "ada", user).await;
+    assert_eq!(stored, (vec![name.clone()], vec![name.clone()]), "the picture the contact names, nothing else");
+    assert_eq!(server_picture(&ada, id).await, png, "kept across a restart");
 
-    // The same card again, merged into the contact: it keeps its picture, the new copy goes.
+    // The same card again, merged into the contact: it keeps its picture, the new copy is not stored.
     let preview = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "a.vcf", &card).await).await;
     let actions: Vec<Value> = preview["rows"]
         .as_array()
@@ -624,15 +653,23 @@ async fn imported_pictures_land_with_their_contacts_and_leave_no_stray_files() {
     assert!(result["updated"].as_u64().expect("updated") >= 1, "{result}");
     let again = ok_json(ada.get(&format!("/api/v1/contacts/{id}")).await).await;
     assert_eq!(again["photo"], name.as_str());
-    assert_eq!(photo_files(&instance, ada.id), vec![name.clone()]);
 
-    // A picture uploaded by hand replaces the imported file; deleting the contact removes it.
-    let png = ada.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.bytes().await.expect("bytes");
+    // A picture uploaded by hand replaces the imported one, in the same commit.
     let replaced = crate::photos::upload(&ada, id, "photo", &png).await;
     assert_eq!(replaced.status(), 200);
-    assert_eq!(photo_files(&instance, ada.id), vec![format!("{id}.png")], "the imported file is gone");
+    let (server, ada, stored) = restart_and_look(&instance, server, "ada", user).await;
+    assert_eq!(stored, (vec![format!("{id}.png")], vec![format!("{id}.png")]), "the imported picture is gone");
+
+    // Deleting the contact removes its picture.
     ada.send(reqwest::Method::DELETE, &format!("/api/v1/contacts/{id}"), json!({})).await;
-    assert_eq!(photo_files(&instance, ada.id), Vec::<String>::new());
+    let (_server, _ada, stored) = restart_and_look(&instance, server, "ada", user).await;
+    assert_eq!(stored, (Vec::new(), Vec::new()));
+}
+
+async fn server_picture(client: &Client, id: u64) -> axum::body::Bytes {
+    let response = client.get(&format!("/api/v1/contacts/{id}/profile_picture")).await;
+    assert_eq!(response.status(), 200);
+    response.bytes().await.expect("bytes")
 }
 
 #[tokio::test]
@@ -677,9 +714,13 @@ async fn a_file_of_several_batches_lands_whole_with_its_pictures_and_failures_ac
     );
     let listed = ok_json(ada.get("/api/v1/contacts?limit=1").await).await;
     assert_eq!(listed["total"], 1100);
-    assert_eq!(photo_files(&instance, ada.id).len(), 11, "one file per picture, none stray");
     let found = ok_json(ada.get("/api/v1/contacts?search=p1099").await).await;
     assert_eq!(found["total"], 1, "the last batch is searchable: {found}");
+    let mut server = server;
+    assert!(server.terminate().success());
+    let (stored, named) = stored_pictures(&instance, ada.id);
+    assert_eq!(stored.len(), 11, "one picture per card with one");
+    assert_eq!(stored, named, "each stored picture is a contact's, none stray");
 }
 
 /// Sessions live in the process: after a restart a confirm of an earlier preview is 404 and

@@ -23,7 +23,7 @@ pub(crate) async fn upload(client: &Client, id: u64, field: &str, bytes: &[u8]) 
 #[tokio::test]
 async fn a_profile_picture_is_verified_stored_served_and_removed_with_the_contact() {
     let instance = Instance::new();
-    let server = instance.spawn();
+    let mut server = instance.spawn();
     let ada = server.sign_up("ada").await;
     let id = crate::crm::new_contact(&ada, "Pic", "Ture").await["id"].as_u64().unwrap();
     assert_eq!(ada.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.status(), 404, "none yet");
@@ -38,13 +38,12 @@ async fn a_profile_picture_is_verified_stored_served_and_removed_with_the_contac
     let served = ada.get(&format!("/api/v1/contacts/{id}/profile_picture")).await;
     assert_eq!(served.headers()["content-type"], "image/png");
     assert_eq!(served.bytes().await.unwrap().as_ref(), PNG);
-    let file = instance.data_dir().join("users").join(ada.id.to_string()).join("photos").join(format!("{id}.png"));
-    assert!(file.exists());
     let bob = server.sign_up("bob").await;
     assert_eq!(bob.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.status(), 404);
     assert_eq!(upload(&bob, id, "photo", PNG).await.status(), 404);
+    let again = upload(&ada, id, "photo", PNG).await;
+    assert_eq!(again.json::<Value>().await.unwrap()["photo"], format!("{id}.png"), "a new picture, the same name");
     ada.send(reqwest::Method::DELETE, &format!("/api/v1/contacts/{id}"), json!({})).await;
-    assert!(!file.exists(), "the file goes with the contact");
     let too_big = upload(
         &ada,
         crate::crm::new_contact(&ada, "Big", "One").await["id"].as_u64().unwrap(),
@@ -53,6 +52,37 @@ async fn a_profile_picture_is_verified_stored_served_and_removed_with_the_contac
     )
     .await;
     assert!(too_big.status() == 400 || too_big.status() == 413, "{}", too_big.status());
+    assert!(server.terminate().success());
+    let (stored, named) = crate::import::stored_pictures(&instance, ada.id);
+    assert_eq!((stored, named), (Vec::<String>::new(), Vec::<String>::new()), "the picture goes with the contact");
+}
+
+/// A data folder of an earlier version kept pictures as files: the next start moves them into the
+/// database, and they are served (and backed up) from there.
+#[tokio::test]
+async fn picture_files_of_an_earlier_version_are_served_after_the_upgrade() {
+    let instance = Instance::new();
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let id = crate::crm::new_contact(&ada, "Old", "Picture").await["id"].as_u64().unwrap();
+    assert_eq!(upload(&ada, id, "photo", PNG).await.status(), 200);
+    assert!(server.terminate().success());
+    // As the earlier version left it: the contact names the file, the database has no bytes.
+    let engine = crate::helpers::open_engine(&instance.database());
+    let user = mycorrhizal_engine::UserId(ada.id);
+    assert!(engine.user(user).write_async(move |tx| tx.delete_blob(&format!("{id}.png"))).await.unwrap());
+    drop(engine);
+    let dir = instance.data_dir().join("users").join(ada.id.to_string()).join("photos");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{id}.png")), PNG).unwrap();
+
+    let server = instance.spawn();
+    let ada = server.sign_in("ada", crate::helpers::PASSWORD).await;
+    let served = ada.get(&format!("/api/v1/contacts/{id}/profile_picture")).await;
+    assert_eq!(served.status(), 200);
+    assert_eq!(served.bytes().await.unwrap().as_ref(), PNG);
+    assert!(!dir.exists(), "the files moved");
+    assert!(server.log_lines().iter().any(|l| l["event"] == "pictures_adopted" && l["moved"] == 1));
 }
 
 #[tokio::test]

@@ -71,6 +71,7 @@ fn blobs_are_per_user_go_with_their_user_and_are_in_snapshots() {
     let one = db.engine.user(UserId(1)).view().unwrap();
     assert_eq!(one.blob("a.jpg").unwrap(), Some(picture.iter().map(|b| b.wrapping_add(1)).collect()));
     assert_eq!(one.blob("b.jpg").unwrap(), None);
+    assert_eq!(one.blob_names().unwrap(), vec!["a.jpg".to_string()]);
     drop(one);
     assert_eq!(db.engine.user(UserId(3)).view().unwrap().blob("a.jpg").unwrap(), None, "a user without blobs");
     let snapshot = db.engine.snapshot(&db.dir.path().join("snapshots"), "test").unwrap();
@@ -81,6 +82,7 @@ fn blobs_are_per_user_go_with_their_user_and_are_in_snapshots() {
 
     db.engine.write(|tx| tx.purge_user(UserId(1))).unwrap();
     assert_eq!(db.engine.user(UserId(1)).view().unwrap().blob("a.jpg").unwrap(), None);
+    assert!(db.engine.user(UserId(1)).view().unwrap().blob_names().unwrap().is_empty());
     assert!(db.engine.user(UserId(2)).view().unwrap().blob("a.jpg").unwrap().is_some(), "the other user keeps theirs");
     let deleted = db.engine.user(UserId(2)).write(|tx| tx.delete_blob("a.jpg")).unwrap();
     assert!(deleted);

@@ -470,23 +470,15 @@ pub async fn delete(
     let scope = scope(&state, &user);
     let padded = format!("{id:020}");
     let files_of_contact = scope.find::<Attachment>(crate::crm::records::BY_CONTACT, &padded)?;
-    // An imported picture has a name of its own; an uploaded one is named by the id.
-    let picture = scope.get::<Contact>(id).map(|c| c.body.photo).unwrap_or_default();
     scope.write_async(move |tx| delete_with_joins(tx, id, pre)).await?;
     let attachments = super::attachments::dir(&state, &user);
     for file in files_of_contact {
         let _ = std::fs::remove_file(attachments.join(file.to_string()));
     }
-    let files = state.config.data_dir.join("users").join(user.id.0.to_string()).join("photos");
-    for name in ["jpg", "png", "gif", "webp"].map(|ext| format!("{id}.{ext}")).into_iter().chain([picture]) {
-        if !name.is_empty() {
-            let _ = std::fs::remove_file(files.join(name));
-        }
-    }
     Ok(axum::Json(json!({ "message": "Contact deleted" })))
 }
 
-/// Soft-deletes a contact and, in the same transaction, what hangs off it: its relationships,
+/// Soft-deletes a contact and, in the same transaction, what hangs off it: its picture, its relationships,
 /// notes, reminders, completions, life events, gifts, agenda items, attachments, household
 /// memberships and reach-out suggestions go, and it leaves its shared activities.
 fn delete_with_joins(
@@ -494,7 +486,11 @@ fn delete_with_joins(
     id: u64,
     pre: Precondition,
 ) -> mycorrhizal_engine::Result<()> {
+    let picture = tx.get::<Contact>(id)?.body.photo;
     tx.delete::<Contact>(id, pre)?;
+    if !picture.is_empty() {
+        tx.delete_blob(&picture)?;
+    }
     let (from, to) = crate::crm::records::contact_range(id);
     let padded = format!("{id:020}");
     let source = tx.find::<Relationship>(crate::crm::records::BY_SOURCE, &padded)?;

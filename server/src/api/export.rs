@@ -27,7 +27,7 @@ use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
 use crate::crm::contact::{Contact, INDEX_SORT_NAME, INDEX_UID};
-use crate::crm::import::{ORIGINAL_UID_POINTER, photo_dir};
+use crate::crm::import::ORIGINAL_UID_POINTER;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -109,7 +109,7 @@ impl Selection {
 
 /// The neutral record of a stored contact as it leaves the server: its own UID (the original
 /// one when the import had to replace a non-UUID UID), and its photo inline.
-fn record_of(row: &Row<Contact>, photos: &std::path::Path, selection: &Selection) -> NeutralRecord {
+fn record_of(row: &Row<Contact>, picture: Option<Vec<u8>>, selection: &Selection) -> NeutralRecord {
     let c = &row.body;
     let mut card = c.parsed_card();
     let mut passthrough: Map<String, Value> = serde_json::from_str(&c.passthrough).unwrap_or_default();
@@ -122,9 +122,7 @@ fn record_of(row: &Row<Contact>, photos: &std::path::Path, selection: &Selection
         passthrough.remove("jsContactProps");
     }
     card.uid = Some(original.unwrap_or_else(|| c.uid.clone()));
-    if !c.photo.is_empty()
-        && selection.keeps("media")
-        && let Ok(bytes) = std::fs::read(photos.join(&c.photo))
+    if let Some(bytes) = picture
         && let Some(media_type) = vcard::sniff(&bytes)
     {
         vcard::put_photo(&mut card, &Photo { media_type: media_type.to_string(), bytes });
@@ -230,6 +228,10 @@ trait Render: Send + 'static {
     fn start(&mut self, _out: &mut dyn Out) -> bool {
         true
     }
+    /// Whether the contacts' pictures are written (inline); they are read only then.
+    fn photos(&self) -> bool {
+        true
+    }
     /// One contact: its stored row and its record as it leaves the server.
     fn contact(&mut self, row: &Row<Contact>, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure>;
     fn end(&mut self, _out: &mut dyn Out) -> bool {
@@ -297,16 +299,14 @@ async fn stream_contacts(
     operation: &'static str,
 ) -> Response {
     let scope = state.engine.user(user.id);
-    let photos = photo_dir(&state.config.data_dir, user.id);
     stream_export(content_type, filename, operation, move |out| {
-        produce(&scope, &photos, only_uid.as_deref(), &selection, &mut render, out)
+        produce(&scope, only_uid.as_deref(), &selection, &mut render, out)
     })
     .await
 }
 
 fn produce(
     scope: &UserScope,
-    photos: &std::path::Path,
     only_uid: Option<&str>,
     selection: &Selection,
     render: &mut dyn Render,
@@ -342,7 +342,13 @@ fn produce(
             }
         }
         for row in &rows {
-            if !render.contact(row, &record_of(row, photos, selection), out)? {
+            // A picture is read when its contact is written, from a read of its own: a page's
+            // pictures together could be hundreds of megabytes, and memory is to stay flat.
+            let picture = match render.photos() && selection.keeps("media") && !row.body.photo.is_empty() {
+                true => scope.view().and_then(|v| v.blob(&row.body.photo)).map_err(Failure::database)?,
+                false => None,
+            };
+            if !render.contact(row, &record_of(row, picture, selection), out)? {
                 return Ok(());
             }
         }
@@ -489,6 +495,10 @@ struct CsvRender {
 }
 
 impl Render for CsvRender {
+    fn photos(&self) -> bool {
+        false
+    }
+
     fn start(&mut self, out: &mut dyn Out) -> bool {
         let ids: &[&str] = if self.ids { &["id", "uid"] } else { &[] };
         let headers: Vec<String> =
@@ -563,10 +573,9 @@ pub async fn csv(
     }
     let scope = state.engine.user(user.id);
     if table == "all" {
-        let photos = photo_dir(&state.config.data_dir, user.id);
         let filename = format!("mycorrhizal-export-{}.zip", today(&state));
         return Ok(stream_export("application/zip", filename, "export:csv", move |out| {
-            all_tables(&scope, &photos, out)
+            all_tables(&scope, out)
         })
         .await);
     }
@@ -588,7 +597,7 @@ Cells a spreadsheet would run as a formula start with an apostrophe.\r\n";
 
 /// Every table as one ZIP, streamed: `contacts.csv`, then one file per [`TABLES`] entry, then
 /// `README.txt`. Each file is written as it is read, so memory stays flat.
-fn all_tables(scope: &UserScope, photos: &std::path::Path, sink: &mut Sink) -> Result<(), Failure> {
+fn all_tables(scope: &UserScope, sink: &mut Sink) -> Result<(), Failure> {
     use zip::write::SimpleFileOptions;
     let options = SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
@@ -598,7 +607,7 @@ fn all_tables(scope: &UserScope, photos: &std::path::Path, sink: &mut Sink) -> R
     let failed = |e: zip::result::ZipError| Failure::serialization(e);
     zip.start_file("contacts.csv", options).map_err(failed)?;
     let mut entry = ZipEntry { zip: &mut zip, gone: false };
-    produce(scope, photos, None, &Selection::default(), &mut CsvRender { ids: true }, &mut entry)?;
+    produce(scope, None, &Selection::default(), &mut CsvRender { ids: true }, &mut entry)?;
     for table in TABLES {
         if entry.gone {
             return Ok(());

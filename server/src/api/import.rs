@@ -418,7 +418,6 @@ async fn confirm(
         return Err(ApiError::validation(format!("actions[{i}].row_index"), reason));
     }
     let scope = state.engine.user(user.id);
-    let data_dir = state.config.data_dir.clone();
     let batch = state.config.import.batch_rows;
     // The session is settled inside the blocking task, so a client that hangs up mid-import
     // still leaves the result for a repeat; if the task dies, the guard drops the session (the
@@ -427,7 +426,7 @@ async fn confirm(
     let result = state
         .blocking(move |_| {
             let mut settle = settle;
-            let result = import::execute(&scope, &data_dir, source, &mut rows, &actions, batch, &|_, _| {});
+            let result = import::execute(&scope, source, &mut rows, &actions, batch, &|_, _| {});
             settle.sessions.finish(settle.user, &settle.id, Stage::Done(result.clone()));
             settle.done = true;
             // Every parsed card with its preview and diff is freed off the answer's path: for

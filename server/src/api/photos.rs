@@ -1,5 +1,5 @@
 //! Profile pictures: multipart upload (field `photo`, at most 10 MB, JPEG, PNG, GIF or WebP,
-//! checked by content rather than by name), stored under the data folder per user, served with
+//! checked by content rather than by name), stored in the database with the contact, served with
 //! the right content type; and the image proxy for upload previews, which only reaches public
 //! addresses, only accepts image content and caps size and time.
 
@@ -33,10 +33,6 @@ pub fn sniff(bytes: &[u8]) -> Option<(&'static str, &'static str)> {
     }
 }
 
-fn photo_dir(state: &AppState, user: &AuthUser) -> std::path::PathBuf {
-    state.config.data_dir.join("users").join(user.id.0.to_string()).join("photos")
-}
-
 #[utoipa::path(post, path = "/api/v1/contacts/{id}/profile_picture", tag = "contacts", params(("id" = u64, Path)), request_body(content_type = "multipart/form-data", description = "Field `photo`: a JPEG, PNG, GIF or WebP image, at most 10 MB"), responses(
     (status = 200, description = "The contact"), (status = 400, description = "Not an image, or too large"), (status = 404, description = "No such contact")))]
 pub async fn upload(
@@ -64,34 +60,24 @@ pub async fn upload(
     }
     let (_, ext) =
         sniff(&bytes).ok_or_else(|| ApiError::validation("photo", "must be a JPEG, PNG, GIF or WebP image"))?;
-    let dir = photo_dir(&state, &user);
+    // Named by the contact (the name clients know); the bytes and the name land in one commit,
+    // and an imported picture the contact had (a name of its own) goes in the same commit.
     let name = format!("{id}.{ext}");
-    let (dir_, name_) = (dir.clone(), name.clone());
-    state
-        .blocking(move |_| -> std::io::Result<()> {
-            std::fs::create_dir_all(&dir_)?;
-            for old in ["jpg", "png", "gif", "webp"] {
-                let _ = std::fs::remove_file(dir_.join(format!("{id}.{old}")));
-            }
-            crate::ops::fs::write_whole(&dir_, &name_, &bytes, true)
-        })
-        .await?
-        .map_err(ApiError::internal)?;
-    let replaced = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let previous = replaced.clone();
+    let bytes = std::sync::Arc::new(bytes);
     let row = scope(&state, &user)
         .write_async(move |tx| {
-            tx.update::<Contact>(id, Precondition::Any, |c| {
-                *previous.lock().unwrap_or_else(|p| p.into_inner()) = std::mem::replace(&mut c.photo, name.clone());
+            tx.put_blob(&name, &bytes)?;
+            let mut previous = String::new();
+            let row = tx.update::<Contact>(id, Precondition::Any, |c| {
+                previous = std::mem::replace(&mut c.photo, name.clone());
                 Ok(())
-            })
+            })?;
+            if !previous.is_empty() && previous != name {
+                tx.delete_blob(&previous)?;
+            }
+            Ok(row)
         })
         .await?;
-    // An imported picture has a name of its own: it goes once the new one is in place.
-    let old = std::mem::take(&mut *replaced.lock().unwrap_or_else(|p| p.into_inner()));
-    if !old.is_empty() && old != row.body.photo {
-        let _ = std::fs::remove_file(dir.join(old));
-    }
     Ok(tagged(&row, None, StatusCode::OK, &view(&row, &[])))
 }
 
@@ -113,8 +99,8 @@ pub async fn download(
     if row.body.photo.is_empty() {
         return Err(ApiError::NotFound);
     }
-    let path = photo_dir(&state, &user).join(&row.body.photo);
-    let bytes = state.blocking(move |_| std::fs::read(path)).await?.map_err(|_| ApiError::NotFound)?;
+    let (scope, name) = (scope(&state, &user), row.body.photo);
+    let bytes = state.blocking(move |_| scope.view()?.blob(&name)).await??.ok_or(ApiError::NotFound)?;
     let (mime, _) = sniff(&bytes).ok_or(ApiError::NotFound)?;
     Ok(([(CONTENT_TYPE, mime), (CACHE_CONTROL, "private, max-age=300")], bytes).into_response())
 }

@@ -7,6 +7,7 @@ pub mod contact;
 pub mod depth;
 pub mod households;
 pub mod import;
+pub mod pictures;
 pub mod reach_out;
 pub mod records;
 

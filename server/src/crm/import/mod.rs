@@ -13,7 +13,7 @@ use mycorrhizal_codecs::card::{Card, Component, Name};
 use mycorrhizal_codecs::projection::{Flat, project};
 use mycorrhizal_codecs::record::{Item, NeutralRecord};
 use mycorrhizal_codecs::vcard::Photo;
-use mycorrhizal_engine::{Invalid, Kind, Precondition, Prepared, Record, Row, TxUser, UserId, UserView, kind};
+use mycorrhizal_engine::{Invalid, Kind, Precondition, Prepared, Record, Row, TxUser, UserView, kind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -439,12 +439,30 @@ pub struct ImportResult {
     pub errors: Vec<String>,
 }
 
-/// One step of applying a session. `photo` names a picture file already written for the row
-/// (see [`store_photo`]): a new contact takes it; an updated one only when it has none.
+/// A picture an op brings: the name a contact will know it by (fresh, so it never replaces a
+/// picture another contact names) and its bytes, stored as the user's blob in the transaction
+/// that gives it to a contact, and only then.
+#[derive(Debug, Clone)]
+pub struct Picture {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+impl Picture {
+    /// The picture of an imported photo, named by a fresh UUID and the image type; `None` when
+    /// the bytes are not an image we keep (the preview checked them already).
+    pub fn of(photo: Photo) -> Option<Picture> {
+        let (_, ext) = crate::api::photos::sniff(&photo.bytes)?;
+        Some(Picture { name: format!("{}.{ext}", uuid::Uuid::new_v4().simple()), bytes: photo.bytes })
+    }
+}
+
+/// One step of applying a session: a new contact takes its picture (already named in the
+/// contact); an updated one only when it has none.
 #[derive(Debug, Clone)]
 pub enum Op {
-    Add { row: usize, contact: Box<Prepared<Contact>> },
-    Update { row: usize, id: u64, record: Box<NeutralRecord>, photo: Option<String> },
+    Add { row: usize, contact: Box<Prepared<Contact>>, picture: Option<Picture> },
+    Update { row: usize, id: u64, record: Box<NeutralRecord>, picture: Option<Picture> },
 }
 
 impl Op {
@@ -452,14 +470,6 @@ impl Op {
     pub fn row(&self) -> usize {
         match self {
             Op::Add { row, .. } | Op::Update { row, .. } => *row,
-        }
-    }
-
-    /// The picture file this op brings, if any.
-    fn photo(&self) -> Option<&str> {
-        match self {
-            Op::Add { contact, .. } => Some(contact.body().photo.as_str()).filter(|p| !p.is_empty()),
-            Op::Update { photo, .. } => photo.as_deref(),
         }
     }
 }
@@ -471,23 +481,14 @@ pub enum Outcome {
         row: usize,
         id: u64,
     },
-    /// `took_photo`: the row's picture became the contact's (it had none).
     Updated {
         row: usize,
         id: u64,
-        took_photo: bool,
     },
     Failed {
         row: usize,
         reason: String,
     },
-}
-
-impl Outcome {
-    /// Whether the op's picture file is now referenced by a contact.
-    fn keeps_photo(&self) -> bool {
-        matches!(self, Outcome::Created { .. } | Outcome::Updated { took_photo: true, .. })
-    }
 }
 
 /// Applies one batch inside one transaction. A failing row is reported and the others go on:
@@ -496,17 +497,17 @@ pub fn apply_batch(tx: &TxUser<'_, '_>, ops: &[Op]) -> mycorrhizal_engine::Resul
     let mut out: Vec<Option<Outcome>> = vec![None; ops.len()];
     // The batch's new contacts are created together (their index entries written in key order),
     // from borrows: the batch may run again (see the writer), so its contacts are not given away.
-    let adds: Vec<(usize, usize, &Prepared<Contact>)> = ops
+    let adds: Vec<(usize, usize, &Prepared<Contact>, Option<&Picture>)> = ops
         .iter()
         .enumerate()
         .filter_map(|(at, op)| match op {
-            Op::Add { row, contact } => Some((at, *row, contact.as_ref())),
+            Op::Add { row, contact, picture } => Some((at, *row, contact.as_ref(), picture.as_ref())),
             Op::Update { .. } => None,
         })
         .collect();
-    let bodies: Vec<&Prepared<Contact>> = adds.iter().map(|(_, _, contact)| *contact).collect();
+    let bodies: Vec<&Prepared<Contact>> = adds.iter().map(|(_, _, contact, _)| *contact).collect();
     let created = tx.create_many_from(&bodies)?;
-    for ((at, row, contact), created) in adds.into_iter().zip(created) {
+    for ((at, row, contact, picture), created) in adds.into_iter().zip(created) {
         // The UID is unique: a taken one is refused before the row writes anything, and the
         // card then gets a fresh one.
         let created = match created {
@@ -521,7 +522,13 @@ pub fn apply_batch(tx: &TxUser<'_, '_>, ops: &[Op]) -> mycorrhizal_engine::Resul
             created => created,
         };
         out[at] = Some(match created {
-            Ok(id) => Outcome::Created { row, id },
+            Ok(id) => {
+                // The contact names its picture already; the bytes land in the same commit.
+                if let Some(picture) = picture {
+                    tx.put_blob(&picture.name, &picture.bytes)?;
+                }
+                Outcome::Created { row, id }
+            }
             Err(mycorrhizal_engine::Error::Invalid(e)) => {
                 Outcome::Failed { row, reason: format!("{}: {}", e.field, e.reason) }
             }
@@ -529,7 +536,7 @@ pub fn apply_batch(tx: &TxUser<'_, '_>, ops: &[Op]) -> mycorrhizal_engine::Resul
         });
     }
     for (at, op) in ops.iter().enumerate() {
-        let Op::Update { row, id, record, photo } = op else { continue };
+        let Op::Update { row, id, record, picture } = op else { continue };
         let row = *row;
         let existing: Row<Contact> = match tx.get(*id) {
             Ok(r) => r,
@@ -545,12 +552,17 @@ pub fn apply_batch(tx: &TxUser<'_, '_>, ops: &[Op]) -> mycorrhizal_engine::Resul
             continue;
         }
         // A contact that already has a picture keeps it.
-        let took_photo = merged.photo.is_empty() && photo.is_some();
-        if let Some(name) = photo.as_ref().filter(|_| took_photo) {
-            merged.photo = name.clone();
+        let took = picture.as_ref().filter(|_| merged.photo.is_empty());
+        if let Some(picture) = took {
+            merged.photo = picture.name.clone();
         }
         out[at] = Some(match tx.put(*id, Precondition::Any, merged) {
-            Ok(r) => Outcome::Updated { row, id: r.id, took_photo },
+            Ok(r) => {
+                if let Some(picture) = took {
+                    tx.put_blob(&picture.name, &picture.bytes)?;
+                }
+                Outcome::Updated { row, id: r.id }
+            }
             Err(mycorrhizal_engine::Error::Invalid(e)) => {
                 Outcome::Failed { row, reason: format!("{}: {}", e.field, e.reason) }
             }
@@ -617,11 +629,6 @@ impl Action {
     }
 }
 
-/// The directory a user's contact photos live in.
-pub fn photo_dir(data_dir: &std::path::Path, user: UserId) -> std::path::PathBuf {
-    data_dir.join("users").join(user.0.to_string()).join("photos")
-}
-
 fn row_error(row: &ImportRow, reason: &str) -> String {
     row_error_at(row.index, row.line, reason)
 }
@@ -637,11 +644,12 @@ struct Planned {
 }
 
 /// Applies decisions to prepared rows: creates and merges in transactions of `batch` rows
-/// (one durable commit each; [`BATCH`] unless configured), stores inline photos as files, and records the import run.
+/// (one durable commit each; [`BATCH`] unless configured), with each row's picture stored in the
+/// same commit as the contact that takes it, and records the import run.
 /// `progress(done, total)` is called after each batch.
 ///
 /// While the writer commits one batch, this thread prepares the next (the contact, its save hook
-/// and validation, its picture file), so the single writer only stores rows.
+/// and validation), so the single writer only stores rows.
 ///
 /// It always returns a result, never an error: rows are independent, so a failing row is counted
 /// and described and the others are applied, and a batch whose transaction fails (the disk, not
@@ -651,7 +659,6 @@ struct Planned {
 /// dropped value (an unreadable date) is listed in `errors` too, without counting as failed.
 pub fn execute(
     scope: &mycorrhizal_engine::UserScope,
-    data_dir: &std::path::Path,
     source: Source,
     rows: &mut [ImportRow],
     actions: &HashMap<usize, Action>,
@@ -686,26 +693,12 @@ pub fn execute(
         Some(&line) => row_error_at(row, line, reason),
         None => format!("row {row}: {reason}"),
     };
-    let dir = photo_dir(data_dir, scope.id());
-    if rows.iter().any(|r| r.photo.is_some())
-        && let Err(e) = std::fs::create_dir_all(&dir)
-    {
-        // Each picture then fails to be written, and its row says so.
-        tracing::error!(event = "import_photo_dir_failed", error = %e);
-    }
     let total = planned.len();
     let batch = batch_rows(batch, total);
     let mut done = 0;
-    // What each written batch brought: its rows and their picture files, and what became of them.
-    type Written = (Vec<(usize, Option<String>)>, Vec<Outcome>);
-    // Returns how many rows the batch held.
-    let account = |(brought, outcomes): Written, result: &mut ImportResult, failed: &mut u64| {
-        for ((_, photo), outcome) in brought.iter().zip(&outcomes) {
-            if let Some(name) = photo
-                && !outcome.keeps_photo()
-            {
-                let _ = std::fs::remove_file(dir.join(name));
-            }
+    // Returns how many rows the written batch held.
+    let account = |outcomes: Vec<Outcome>, result: &mut ImportResult, failed: &mut u64| {
+        for outcome in &outcomes {
             match outcome {
                 Outcome::Created { .. } => result.created += 1,
                 Outcome::Updated { .. } => result.updated += 1,
@@ -715,27 +708,26 @@ pub fn execute(
                 }
             }
         }
-        brought.len()
+        outcomes.len()
     };
     std::thread::scope(|threads| {
         let (to_writer, batches) = std::sync::mpsc::sync_channel::<Vec<Op>>(1);
-        let (to_account, written) = std::sync::mpsc::channel::<Written>();
+        let (to_account, written) = std::sync::mpsc::channel::<Vec<Outcome>>();
         threads.spawn(move || {
             for batch in batches {
-                let brought: Vec<(usize, Option<String>)> =
-                    batch.iter().map(|op| (op.row(), op.photo().map(str::to_string))).collect();
+                let rows: Vec<usize> = batch.iter().map(Op::row).collect();
                 // The batch is freed here, not on the engine's writer (which every user waits on).
                 let batch = std::sync::Arc::new(batch);
                 let job = std::sync::Arc::clone(&batch);
                 let outcomes = match scope.write(move |tx| apply_batch(tx, &job)) {
                     Ok(outcomes) => outcomes,
                     Err(e) => {
-                        tracing::error!(event = "import_batch_failed", rows = brought.len(), error = %e);
+                        tracing::error!(event = "import_batch_failed", rows = rows.len(), error = %e);
                         let reason = format!("not saved: {e}");
-                        brought.iter().map(|(row, _)| Outcome::Failed { row: *row, reason: reason.clone() }).collect()
+                        rows.iter().map(|row| Outcome::Failed { row: *row, reason: reason.clone() }).collect()
                     }
                 };
-                if to_account.send((brought, outcomes)).is_err() {
+                if to_account.send(outcomes).is_err() {
                     return;
                 }
             }
@@ -746,69 +738,44 @@ pub fn execute(
                 // The row's card and picture move into the contact: the session keeps only the
                 // result once confirmed, so nothing is copied.
                 let row = &mut rows[plan.at];
-                let (Some(record), photo) = (row.record.take(), row.photo.take()) else { continue };
-                let row = &*row;
-                // Pictures are written before the batch's transaction, under names of their
-                // own, so contacts and pictures land in one commit. A file whose row did not
-                // land is removed after it; a crash in between leaves a file no contact names,
-                // never a contact naming a missing file.
-                let mut picture = || {
-                    photo.as_ref().and_then(|photo| match store_photo(&dir, photo) {
-                        Ok(name) => Some(name),
-                        Err(e) => {
-                            notes.push(row_error(row, &format!("imported without its photo: {e}")));
-                            None
-                        }
-                    })
+                let (Some(record), picture) = (row.record.take(), row.photo.take().and_then(Picture::of)) else {
+                    continue;
                 };
+                let row = &*row;
                 match plan.update {
                     None => {
                         let prepared = new_contact(record, false).and_then(|(mut contact, card)| {
-                            let photo = picture();
-                            contact.photo = photo.clone().unwrap_or_default();
-                            Prepared::with(contact, |c| c.prepare_parsed(card)).map_err(|e| {
-                                if let Some(name) = photo {
-                                    let _ = std::fs::remove_file(dir.join(name));
-                                }
-                                format!("{}: {}", e.field, e.reason)
-                            })
+                            contact.photo = picture.as_ref().map(|p| p.name.clone()).unwrap_or_default();
+                            Prepared::with(contact, |c| c.prepare_parsed(card))
+                                .map_err(|e| format!("{}: {}", e.field, e.reason))
                         });
                         match prepared {
                             // The writer's share that needs no id is done here, off the writer.
-                            Ok(contact) => ops.push(Op::Add { row: row.index, contact: Box::new(contact.ahead()) }),
+                            Ok(contact) => {
+                                ops.push(Op::Add { row: row.index, contact: Box::new(contact.ahead()), picture })
+                            }
                             Err(reason) => {
                                 failed += 1;
                                 result.errors.push(row_error(row, &reason));
                             }
                         }
                     }
-                    Some(id) => {
-                        let photo = picture();
-                        ops.push(Op::Update { row: row.index, id, record: Box::new(record), photo })
-                    }
+                    Some(id) => ops.push(Op::Update { row: row.index, id, record: Box::new(record), picture }),
                 }
-            }
-            // The batch's pictures reach the disk before the transaction that names them: one
-            // `syncfs` for the batch, not two fsyncs per picture. Should it fail, the rows still
-            // go in (the files are written; only their durability is unsure), and it is logged.
-            if ops.iter().any(|op| op.photo().is_some())
-                && let Err(e) = crate::ops::fs::sync_filesystem(&dir)
-            {
-                tracing::error!(event = "import_photo_sync_failed", error = %e);
             }
             // Rows that failed before the transaction count as done too.
             done += chunk.len() - ops.len();
             if !ops.is_empty() && to_writer.send(ops).is_err() {
                 break;
             }
-            while let Ok(batch) = written.try_recv() {
-                done += account(batch, &mut result, &mut failed);
+            while let Ok(outcomes) = written.try_recv() {
+                done += account(outcomes, &mut result, &mut failed);
                 progress(done, total);
             }
         }
         drop(to_writer);
-        for batch in written {
-            done += account(batch, &mut result, &mut failed);
+        for outcomes in written {
+            done += account(outcomes, &mut result, &mut failed);
             progress(done, total);
         }
     });
@@ -827,17 +794,6 @@ pub fn execute(
         tracing::error!(event = "import_run_not_recorded", error = %e);
     }
     result
-}
-
-/// Writes an imported picture under a fresh name of its own (not the contact's id, which the
-/// transaction has yet to give) and returns that name.
-fn store_photo(dir: &std::path::Path, photo: &Photo) -> std::io::Result<String> {
-    let (_, ext) = crate::api::photos::sniff(&photo.bytes)
-        .ok_or_else(|| std::io::Error::other("not a JPEG, PNG, GIF or WebP image"))?;
-    let name = format!("{}.{ext}", uuid::Uuid::new_v4().simple());
-    // Made durable with the rest of its batch, before the batch's transaction (see `execute`).
-    crate::ops::fs::write_whole(dir, &name, &photo.bytes, false)?;
-    Ok(name)
 }
 
 #[cfg(test)]

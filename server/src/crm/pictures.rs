@@ -1,0 +1,132 @@
+//! Contact pictures live in the database as the user's blobs, named by the contact's `photo`
+//! field, written in the transaction that names them (see `TxUser::put_blob`): a contact never
+//! names a missing picture, deleting a contact removes its picture in the same commit, and
+//! backups (snapshots) carry them.
+//!
+//! Earlier versions kept them as files under `DATA_DIR/users/<id>/photos/`. [`adopt_files`] moves
+//! such files into the database when the data folder is opened, once.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use mycorrhizal_engine::{Engine, UserId};
+
+use super::contact::Contact;
+
+/// Bytes of pictures moved per transaction: memory stays bounded whatever the folder holds.
+const ADOPT_BYTES_PER_COMMIT: usize = 32 * 1024 * 1024;
+
+/// What [`adopt_files`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Adopted {
+    /// Picture files moved into the database.
+    pub moved: usize,
+    /// Files no contact named (left by an interrupted write or a failed removal): removed.
+    pub removed: usize,
+}
+
+/// Moves each user's picture files into the database, then removes them and, once empty, their
+/// folder. A file is moved only when a contact of that user names it and it is an image we keep;
+/// a file is removed from disk only after the transaction holding its bytes committed, so an
+/// interruption at any point loses nothing (the next start moves what is left).
+pub fn adopt_files(engine: &Engine, data_dir: &Path) -> mycorrhizal_engine::Result<Adopted> {
+    let mut adopted = Adopted::default();
+    let Ok(users) = std::fs::read_dir(data_dir.join("users")) else { return Ok(adopted) };
+    for entry in users.flatten() {
+        let Some(user) = entry.file_name().to_str().and_then(|n| n.parse::<u64>().ok()) else { continue };
+        let dir = entry.path().join("photos");
+        let Ok(files) = std::fs::read_dir(&dir) else { continue };
+        let scope = engine.user(UserId(user));
+        let named: HashSet<String> =
+            scope.view()?.list::<Contact>()?.into_iter().map(|row| row.body.photo).filter(|p| !p.is_empty()).collect();
+        let mut pending: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut pending_bytes = 0;
+        for file in files.flatten() {
+            let name = file.file_name().to_string_lossy().into_owned();
+            let bytes = named.contains(&name).then(|| std::fs::read(file.path()).ok()).flatten();
+            match bytes.filter(|b| crate::api::photos::sniff(b).is_some()) {
+                Some(bytes) => {
+                    pending_bytes += bytes.len();
+                    pending.push((name, bytes));
+                    if pending_bytes >= ADOPT_BYTES_PER_COMMIT {
+                        adopted.moved += commit(engine, user, &dir, std::mem::take(&mut pending))?;
+                        pending_bytes = 0;
+                    }
+                }
+                None => {
+                    if std::fs::remove_file(file.path()).is_ok() {
+                        adopted.removed += 1;
+                    }
+                }
+            }
+        }
+        adopted.moved += commit(engine, user, &dir, pending)?;
+        // Only an empty folder goes.
+        let _ = std::fs::remove_dir(&dir);
+    }
+    Ok(adopted)
+}
+
+/// Stores one user's pictures in one transaction, then removes their files.
+fn commit(engine: &Engine, user: u64, dir: &Path, pictures: Vec<(String, Vec<u8>)>) -> mycorrhizal_engine::Result<usize> {
+    if pictures.is_empty() {
+        return Ok(0);
+    }
+    let pictures = std::sync::Arc::new(pictures);
+    let stored = std::sync::Arc::clone(&pictures);
+    engine.user(UserId(user)).write(move |tx| {
+        for (name, bytes) in stored.iter() {
+            tx.put_blob(name, bytes)?;
+        }
+        Ok(())
+    })?;
+    for (name, _) in pictures.iter() {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+    Ok(pictures.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+
+    fn contact_with_photo(engine: &Engine, user: u64, photo: &str) -> u64 {
+        let mut contact = crate::crm::import::new_contact(
+            serde_json::from_value(serde_json::json!({ "card": { "name": { "full": "Ada Lovelace" } } })).expect("record"),
+            false,
+        )
+        .expect("contact")
+        .0;
+        contact.photo = photo.to_string();
+        engine.user(UserId(user)).create(contact).expect("create").id
+    }
+
+    /// Files a contact names move into the database and leave the disk; files nobody names and
+    /// partial writes are removed; another user's contact naming the same file name gets nothing
+    /// of this user's; a second run finds nothing to do.
+    #[test]
+    fn picture_files_of_earlier_versions_move_into_the_database() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let engine = mycorrhizal_engine::Engine::open(dir.path().join("db.redb"), Default::default()).expect("open").0;
+        let id = contact_with_photo(&engine, 1, "7.png");
+        contact_with_photo(&engine, 2, "7.png");
+        let photos = dir.path().join("users").join("1").join("photos");
+        std::fs::create_dir_all(&photos).expect("mkdir");
+        std::fs::write(photos.join("7.png"), PNG).expect("write");
+        std::fs::write(photos.join("orphan.png"), PNG).expect("write");
+        std::fs::write(photos.join(".x.png.partial"), b"half").expect("write");
+        std::fs::create_dir_all(dir.path().join("users").join("not-a-user")).expect("mkdir");
+
+        let adopted = adopt_files(&engine, dir.path()).expect("adopt");
+        assert_eq!(adopted, Adopted { moved: 1, removed: 2 });
+        let view = engine.user(UserId(1)).view().expect("view");
+        assert_eq!(view.blob("7.png").expect("blob").as_deref(), Some(PNG));
+        assert_eq!(view.get::<Contact>(id).expect("contact").body.photo, "7.png");
+        assert_eq!(view.blob("orphan.png").expect("blob"), None);
+        assert_eq!(engine.user(UserId(2)).view().expect("view").blob("7.png").expect("blob"), None);
+        assert!(!photos.exists(), "the emptied folder goes");
+        assert_eq!(adopt_files(&engine, dir.path()).expect("again"), Adopted::default());
+    }
+}
