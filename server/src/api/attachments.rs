@@ -84,7 +84,7 @@ pub async fn upload(
     let written = state
         .blocking(move |_| -> std::io::Result<()> {
             std::fs::create_dir_all(&folder)?;
-            crate::ops::fs::write_whole(&folder, &file_id.to_string(), &bytes, true)
+            crate::ops::fs::write_whole(&folder, &file_id.to_string(), &bytes)
         })
         .await?;
     if let Err(e) = written {

@@ -63,30 +63,18 @@ pub fn probe_writable(dir: &Path) -> Result<(), String> {
 }
 
 /// Writes `bytes` as `dir/name` whole or not at all: into a hidden partial file, then renamed
-/// into place. With `durable`, the file's bytes and its name are on disk before this returns,
-/// so a database commit that names the file after it cannot outlive it in a power cut. A bulk
-/// writer passes `false` and calls [`sync_filesystem`] once for the lot.
-pub fn write_whole(dir: &Path, name: &str, bytes: &[u8], durable: bool) -> std::io::Result<()> {
+/// into place. The file's bytes and its name are on disk before this returns, so a database
+/// commit that names the file after it cannot outlive it in a power cut.
+pub fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write as _;
     let partial = dir.join(format!(".{name}.partial"));
     let mut file = std::fs::File::create(&partial)?;
     file.write_all(bytes)?;
-    if durable {
-        file.sync_data()?;
-    }
+    file.sync_data()?;
     drop(file);
     std::fs::rename(&partial, dir.join(name))?;
-    if durable {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
+    std::fs::File::open(dir)?.sync_all()?;
     Ok(())
-}
-
-/// Makes everything written so far to the filesystem holding `dir` durable (`syncfs`): one call
-/// for a batch of new files, instead of two fsyncs each.
-pub fn sync_filesystem(dir: &Path) -> std::io::Result<()> {
-    let dir = std::fs::File::open(dir)?;
-    rustix::fs::syncfs(&dir).map_err(std::io::Error::from)
 }
 
 /// Percent of the filesystem under `dir` in use (as `df` counts it).
