@@ -344,9 +344,10 @@ fn produce(
         for row in &rows {
             // A picture is read when its contact is written, from a read of its own: a page's
             // pictures together could be hundreds of megabytes, and memory is to stay flat.
-            let picture = match render.photos() && selection.keeps("media") && !row.body.photo.is_empty() {
-                true => scope.view().and_then(|v| v.blob(&row.body.photo)).map_err(Failure::database)?,
-                false => None,
+            let picture = if render.photos() && selection.keeps("media") && !row.body.photo.is_empty() {
+                scope.view().and_then(|v| v.blob(&row.body.photo)).map_err(Failure::database)?
+            } else {
+                None
             };
             if !render.contact(row, &record_of(row, picture, selection), out)? {
                 return Ok(());

@@ -434,8 +434,8 @@ pub struct ImportResult {
     pub skipped: u64,
     /// How many rows failed (each has a line in `errors`).
     pub error_count: u64,
-    /// One line per failed row, then one per value a kept row lost (an unreadable date, a photo
-    /// that could not be stored): `row N (line L): reason`.
+    /// One line per failed row, then one per value a kept row lost (an unreadable date):
+    /// `row N (line L): reason`.
     pub errors: Vec<String>,
 }
 
