@@ -575,10 +575,7 @@ pub async fn csv(
     let scope = state.engine.user(user.id);
     if table == "all" {
         let filename = format!("mycorrhizal-export-{}.zip", today(&state));
-        return Ok(stream_export("application/zip", filename, "export:csv", move |out| {
-            all_tables(&scope, out)
-        })
-        .await);
+        return Ok(stream_export("application/zip", filename, "export:csv", move |out| all_tables(&scope, out)).await);
     }
     let Some(table) = TABLES.iter().find(|t| **t == table).copied() else {
         return Err(ApiError::validation("table", format!("must be contacts, all or one of {}", TABLES.join(", "))));

@@ -68,7 +68,12 @@ pub fn adopt_files(engine: &Engine, data_dir: &Path) -> mycorrhizal_engine::Resu
 }
 
 /// Stores one user's pictures in one transaction, then removes their files.
-fn commit(engine: &Engine, user: u64, dir: &Path, pictures: Vec<(String, Vec<u8>)>) -> mycorrhizal_engine::Result<usize> {
+fn commit(
+    engine: &Engine,
+    user: u64,
+    dir: &Path,
+    pictures: Vec<(String, Vec<u8>)>,
+) -> mycorrhizal_engine::Result<usize> {
     if pictures.is_empty() {
         return Ok(0);
     }
@@ -94,7 +99,8 @@ mod tests {
 
     fn contact_with_photo(engine: &Engine, user: u64, photo: &str) -> u64 {
         let mut contact = crate::crm::import::new_contact(
-            serde_json::from_value(serde_json::json!({ "card": { "name": { "full": "Ada Lovelace" } } })).expect("record"),
+            serde_json::from_value(serde_json::json!({ "card": { "name": { "full": "Ada Lovelace" } } }))
+                .expect("record"),
             false,
         )
         .expect("contact")

@@ -479,18 +479,9 @@ impl Op {
 /// What happened to one op inside a transaction.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    Created {
-        row: usize,
-        id: u64,
-    },
-    Updated {
-        row: usize,
-        id: u64,
-    },
-    Failed {
-        row: usize,
-        reason: String,
-    },
+    Created { row: usize, id: u64 },
+    Updated { row: usize, id: u64 },
+    Failed { row: usize, reason: String },
 }
 
 /// Applies one batch inside one transaction. A failing row is reported and the others go on:
