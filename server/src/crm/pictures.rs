@@ -43,21 +43,27 @@ pub fn adopt_files(engine: &Engine, data_dir: &Path) -> mycorrhizal_engine::Resu
         let mut pending_bytes = 0;
         for file in files.flatten() {
             let name = file.file_name().to_string_lossy().into_owned();
-            let bytes = named.contains(&name).then(|| std::fs::read(file.path()).ok()).flatten();
-            match bytes.filter(|b| crate::api::photos::sniff(b).is_some()) {
-                Some(bytes) => {
-                    pending_bytes += bytes.len();
-                    pending.push((name, bytes));
-                    if pending_bytes >= ADOPT_BYTES_PER_COMMIT {
-                        adopted.moved += commit(engine, user, &dir, std::mem::take(&mut pending))?;
-                        pending_bytes = 0;
-                    }
+            // A named file that cannot be read now stays for the next start; only a file no
+            // contact names, or one that is not an image, is removed.
+            let bytes = match named.contains(&name).then(|| std::fs::read(file.path())) {
+                Some(Ok(bytes)) => Some(bytes).filter(|b| crate::api::photos::sniff(b).is_some()),
+                Some(Err(e)) => {
+                    tracing::warn!(event = "picture_unreadable", user, file = %name, error = %e);
+                    continue;
                 }
-                None => {
-                    if std::fs::remove_file(file.path()).is_ok() {
-                        adopted.removed += 1;
-                    }
+                None => None,
+            };
+            let Some(bytes) = bytes else {
+                if std::fs::remove_file(file.path()).is_ok() {
+                    adopted.removed += 1;
                 }
+                continue;
+            };
+            pending_bytes += bytes.len();
+            pending.push((name, bytes));
+            if pending_bytes >= ADOPT_BYTES_PER_COMMIT {
+                adopted.moved += commit(engine, user, &dir, std::mem::take(&mut pending))?;
+                pending_bytes = 0;
             }
         }
         adopted.moved += commit(engine, user, &dir, pending)?;
