@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::Request;
-use mycorrhizal::api::contacts::{ContactInput, build};
 use mycorrhizal::config::{Config, Env};
 use mycorrhizal::crm::contact::Contact;
+use mycorrhizal::crm::contact::ops::ContactInput;
+use mycorrhizal::crm::contact::view::ContactSummary;
 use mycorrhizal::crm::records::{Activity, Note};
 use mycorrhizal::{AppState, app};
 use mycorrhizal_engine::UserId;
@@ -104,7 +105,7 @@ fn main() {
         let mut n = 0;
         while n < contacts {
             let end = (n + 5000).min(contacts);
-            let batch: Vec<Contact> = (n..end).map(|i| build(None, input(i)).expect("contact")).collect();
+            let batch: Vec<Contact> = (n..end).map(|i| input(i).apply(None).expect("contact")).collect();
             user.write_async(move |tx| {
                 for c in &batch {
                     tx.create(c.clone())?;
@@ -200,7 +201,7 @@ fn main() {
             };
             let page = view.walk::<Contact>(walk, 50, |r| !r.body.archived).expect("walk");
             lat.push(t.elapsed());
-            let items: Vec<Value> = page.rows.iter().map(mycorrhizal::api::contacts::summary).collect();
+            let items: Vec<ContactSummary> = page.rows.iter().map(ContactSummary::of).collect();
             let _ = serde_json::to_vec(&items).expect("json");
             lat_json.push(t.elapsed());
         }

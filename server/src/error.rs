@@ -205,6 +205,20 @@ impl From<mycorrhizal_engine::Error> for ApiError {
     }
 }
 
+impl From<crate::crm::Error> for ApiError {
+    fn from(e: crate::crm::Error) -> Self {
+        use crate::crm::Error as E;
+        match e {
+            E::Invalid { field, reason } => ApiError::Validation { field, reason },
+            E::BadParameter { field, reason } => ApiError::InvalidInput { field, reason },
+            E::NotFound => ApiError::NotFound,
+            E::Conflict(message) => ApiError::Conflict(message),
+            E::Engine(e) => e.into(),
+            E::Internal(detail) => ApiError::Internal(detail),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

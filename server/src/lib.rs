@@ -35,8 +35,12 @@ use serde_json::json;
 use tokio::net::TcpListener;
 
 pub use config::Config;
-pub use http::app;
 pub use state::AppState;
+
+/// The whole application: every front door's routes under the shared HTTP stack.
+pub fn app(state: AppState) -> axum::Router {
+    http::serve(api::router(&state.config), state)
+}
 
 /// Opens the engine for `config`, migrating behind a verified snapshot, and records what happened.
 pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {

@@ -62,6 +62,27 @@ impl AppState {
         })
     }
 
+    /// The signed-in user's data: every read and write of a request goes through this scope.
+    pub fn scope(&self, user: &crate::auth::AuthUser) -> mycorrhizal_engine::UserScope {
+        self.engine.user(user.id)
+    }
+
+    /// "Today" for every date decision: the one server clock in `REMINDER_TIMEZONE`.
+    pub fn today(&self) -> jiff::civil::Date {
+        crate::crm::calendar::today(self.engine.clock().now(), &self.config.reminder_timezone)
+    }
+
+    /// Reads the user's data off the async threads: `work` gets one read transaction of the
+    /// user's scope. Every request-time read goes through here (redb blocks).
+    pub async fn read<T: Send + 'static>(
+        &self,
+        user: &crate::auth::AuthUser,
+        work: impl FnOnce(&mycorrhizal_engine::UserView) -> crate::crm::Result<T> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let scope = self.scope(user);
+        Ok(self.blocking(move |_| scope.view().map_err(crate::crm::Error::from).and_then(|v| work(&v))).await??)
+    }
+
     /// Runs blocking engine work (redb reads, snapshots) off the async threads.
     pub async fn blocking<T: Send + 'static>(
         &self,

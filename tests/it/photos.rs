@@ -101,3 +101,30 @@ async fn the_image_proxy_refuses_private_addresses_and_bad_urls() {
     }
     assert_eq!(server.get("/api/v1/proxy/image?url=http://example.org/x.png").await.status(), 401);
 }
+
+/// An edit without `If-Match` merges its input over the contact inside the write transaction, so
+/// a picture upload committed while the edit was on its way is kept: after every round the
+/// contact names the uploaded picture and it is served.
+#[tokio::test]
+async fn an_edit_racing_a_picture_upload_never_loses_the_picture() {
+    let instance = Instance::new();
+    let server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    for round in 0..25 {
+        let id = crate::crm::new_contact(&ada, "Race", &format!("Round{round}")).await["id"].as_u64().unwrap();
+        let path = format!("/api/v1/contacts/{id}");
+        let edit = |n: u32| {
+            ada.send(reqwest::Method::PUT, &path, json!({ "firstname": "Race", "lastname": format!("Edited{n}") }))
+        };
+        let (a, b, c, picture) = tokio::join!(edit(1), edit(2), edit(3), upload(&ada, id, "photo", PNG));
+        for response in [a, b, c, picture] {
+            let status = response.status();
+            assert_eq!(status, 200, "round {round}: {}", response.text().await.unwrap());
+        }
+        let contact: Value = ada.get(&path).await.json().await.unwrap();
+        assert_eq!(contact["photo"], format!("{id}.png"), "round {round}: the edit kept the picture");
+        let served = ada.get(&format!("{path}/profile_picture")).await;
+        assert_eq!(served.status(), 200, "round {round}");
+        assert_eq!(served.bytes().await.unwrap().as_ref(), PNG, "round {round}");
+    }
+}

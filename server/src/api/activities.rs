@@ -9,13 +9,17 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
-use super::common::{self, date_range, decode_cursor, encode_cursor, if_match, instant, tagged};
-use super::contacts::{require_contacts, scope};
 use crate::auth::AuthUser;
+use crate::crm::activities;
+use crate::crm::calendar::{date_range, instant};
 use crate::crm::contact::Contact;
+use crate::crm::contact::ops::require_contacts;
+use crate::crm::cursor::{decode_cursor, encode_cursor};
 use crate::crm::records::{Activity, BY_CONTACT, BY_DATE};
 use crate::error::ApiError;
+use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
+use crate::http::params::{self};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -35,38 +39,6 @@ pub struct ActivityInput {
     pub external_ref: Option<String>,
 }
 
-pub fn view(row: &Row<Activity>, contacts: &[Value]) -> Value {
-    let a = &row.body;
-    json!({
-        "id": row.id,
-        "uuid": a.uuid,
-        "title": a.title,
-        "description": a.description,
-        "location": a.location,
-        "date": a.date,
-        "contact_ids": a.contact_ids,
-        "contacts": contacts,
-        "type": a.kind,
-        "external_ref": a.external_ref,
-        "revision": row.meta.revision,
-        "etag": row.etag().trim_matches('"'),
-        "created_at": row.meta.created_at,
-        "updated_at": row.meta.updated_at,
-    })
-}
-
-/// An activity with its contacts named.
-pub fn with_contacts(view_: &UserView, row: &Row<Activity>) -> Value {
-    let contacts: Vec<Value> = row
-        .body
-        .contact_ids
-        .iter()
-        .filter_map(|id| view_.get::<Contact>(*id).ok())
-        .map(|c| json!({ "id": c.id, "uid": c.body.uid, "name": c.body.name() }))
-        .collect();
-    view(row, &contacts)
-}
-
 fn activity(input: ActivityInput, uuid: String) -> Result<Activity, ApiError> {
     Ok(Activity {
         uuid,
@@ -78,17 +50,6 @@ fn activity(input: ActivityInput, uuid: String) -> Result<Activity, ApiError> {
         kind: input.kind.unwrap_or_default(),
         external_ref: input.external_ref.unwrap_or_default(),
     })
-}
-
-/// The newest `limit` activities of a contact.
-pub fn of_contact(view_: &UserView, contact: u64, limit: usize) -> Result<Vec<Value>, ApiError> {
-    let (from, to) = crate::crm::records::contact_range(contact);
-    let page = view_.walk::<Activity>(
-        Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true },
-        limit,
-        |_| true,
-    )?;
-    Ok(page.rows.iter().map(|r| with_contacts(view_, r)).collect())
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -105,7 +66,7 @@ pub struct ActivityQuery {
 
 fn page(view_: &UserView, contact: Option<u64>, q: &ActivityQuery) -> Result<Value, ApiError> {
     let (lo, hi) = date_range(q.from_date.as_deref(), q.to_date.as_deref())?;
-    let limit = common::limit(q.limit.as_deref());
+    let limit = params::limit(q.limit.as_deref());
     let after = q.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
     let (index, from, to) = match contact {
         Some(c) => (
@@ -129,7 +90,7 @@ fn page(view_: &UserView, contact: Option<u64>, q: &ActivityQuery) -> Result<Val
         })
     })?;
     let next = found.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default();
-    let items: Vec<Value> = found.rows.iter().map(|r| with_contacts(view_, r)).collect();
+    let items: Vec<Value> = found.rows.iter().map(|r| activities::with_contacts(view_, r)).collect();
     Ok(json!({ "activities": items, "next_cursor": next, "limit": limit }))
 }
 
@@ -139,7 +100,7 @@ pub async fn list(
     user: AuthUser,
     Query(q): Query<ActivityQuery>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     Ok(axum::Json(state.blocking(move |_| page(&scope.view()?, None, &q)).await??))
 }
 
@@ -150,7 +111,7 @@ pub async fn list_for_contact(
     Path(id): Path<u64>,
     Query(q): Query<ActivityQuery>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let body = state
         .blocking(move |_| {
             let v = scope.view()?;
@@ -169,7 +130,8 @@ async fn store(
     headers: Option<&HeaderMap>,
 ) -> Result<Row<Activity>, ApiError> {
     let pre = headers.map(if_match).transpose()?.unwrap_or_default();
-    let row = scope(state, user)
+    let row = state
+        .scope(user)
         .write_async(move |tx| {
             for contact in &activity.contact_ids {
                 tx.get::<Contact>(*contact)?;
@@ -191,7 +153,7 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let activity = activity(input, uuid::Uuid::new_v4().to_string())?;
     let row = store(&state, &user, None, activity, None).await?;
-    let body = json!({ "message": "Activity created", "activity": with_contacts(&scope(&state, &user).view()?, &row) });
+    let body = json!({ "message": "Activity created", "activity": activities::with_contacts(&state.scope(&user).view()?, &row) });
     Ok(tagged(&row, None, StatusCode::CREATED, &body))
 }
 
@@ -202,9 +164,9 @@ pub async fn get(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<Response, ApiError> {
-    let v = scope(&state, &user).view()?;
+    let v = state.scope(&user).view()?;
     let row = v.get::<Activity>(id)?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &with_contacts(&v, &row)))
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, &activities::with_contacts(&v, &row)))
 }
 
 #[utoipa::path(put, path = "/api/v1/activities/{id}", tag = "activities", params(("id" = u64, Path)), request_body = ActivityInput, responses(
@@ -216,10 +178,10 @@ pub async fn update(
     Path(id): Path<u64>,
     Json(input): Json<ActivityInput>,
 ) -> Result<Response, ApiError> {
-    let current = scope(&state, &user).get::<Activity>(id)?;
+    let current = state.scope(&user).get::<Activity>(id)?;
     let activity = activity(input, current.body.uuid)?;
     let row = store(&state, &user, Some(id), activity, Some(&headers)).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &with_contacts(&scope(&state, &user).view()?, &row)))
+    Ok(tagged(&row, None, StatusCode::OK, &activities::with_contacts(&state.scope(&user).view()?, &row)))
 }
 
 #[utoipa::path(delete, path = "/api/v1/activities/{id}", tag = "activities", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such activity"), (status = 412, description = "If-Match is stale")))]
@@ -229,5 +191,5 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    super::common::delete_record::<Activity>(&state, &user, &headers, id, "Activity deleted").await
+    crate::http::conditional::delete_record::<Activity>(&state, &user, &headers, id, "Activity deleted").await
 }

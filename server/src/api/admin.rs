@@ -8,10 +8,10 @@ use serde::Deserialize;
 use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::api::users::CurrentUser;
 use crate::auth::accounts::{self, NewAccount};
 use crate::auth::extract::AdminUser;
 use crate::auth::records::Account;
+use crate::auth::view::CurrentUser;
 use crate::error::ApiError;
 use crate::http::json::Json;
 use crate::state::AppState;

@@ -10,9 +10,9 @@ use mycorrhizal_engine::{Precondition, Row, Walk};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::contacts::{require_contacts, scope};
 use crate::auth::AuthUser;
 use crate::crm::contact::Contact;
+use crate::crm::contact::ops::require_contacts;
 use crate::crm::depth::Attachment;
 use crate::crm::records::BY_CONTACT;
 use crate::error::ApiError;
@@ -23,7 +23,7 @@ pub const MAX_ATTACHMENT: usize = 25 * 1024 * 1024;
 const INLINE: &[&str] = &["image/jpeg", "image/png", "image/gif", "image/webp", "application/pdf", "text/plain"];
 
 pub fn dir(state: &AppState, user: &AuthUser) -> std::path::PathBuf {
-    state.config.data_dir.join("users").join(user.id.0.to_string()).join("attachments")
+    crate::crm::depth::attachments_dir(&state.config.data_dir, user.id)
 }
 
 fn view(row: &Row<Attachment>, uid: &str) -> Value {
@@ -54,7 +54,7 @@ pub async fn upload(
     Path(id): Path<u64>,
     mut form: Multipart,
 ) -> Result<Response, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let contact = scope.get::<Contact>(id)?;
     let mut file = None;
     while let Some(field) = form.next_field().await.map_err(|e| ApiError::invalid_input("file", e.body_text()))? {
@@ -101,7 +101,7 @@ pub async fn list(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let body = state
         .blocking(move |_| {
             let v = scope.view()?;
@@ -132,7 +132,7 @@ pub async fn download(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<Response, ApiError> {
-    let row = scope(&state, &user).get::<Attachment>(id)?;
+    let row = state.scope(&user).get::<Attachment>(id)?;
     let path = dir(&state, &user).join(id.to_string());
     let bytes = state.blocking(move |_| std::fs::read(path)).await?.map_err(|_| ApiError::NotFound)?;
     if hex::encode(Sha256::digest(&bytes)) != row.body.sha256 {
@@ -153,7 +153,7 @@ pub async fn delete(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    scope(&state, &user).write_async(move |tx| tx.delete::<Attachment>(id, Precondition::Any)).await?;
+    state.scope(&user).write_async(move |tx| tx.delete::<Attachment>(id, Precondition::Any)).await?;
     let _ = std::fs::remove_file(dir(&state, &user).join(id.to_string()));
     Ok(axum::Json(json!({ "message": "Attachment deleted" })))
 }

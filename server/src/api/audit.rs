@@ -8,7 +8,6 @@ use mycorrhizal_engine::audit::AuditEvent;
 use mycorrhizal_engine::{Op, Precondition, Record, UserScope};
 use serde_json::{Value, json};
 
-use super::contacts::scope;
 use crate::auth::AuthUser;
 use crate::crm::contact::Contact;
 use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
@@ -24,7 +23,7 @@ fn csv_field(text: &str) -> String {
 /// The caller's audit events as CSV, oldest first.
 #[utoipa::path(get, path = "/api/v1/audit/export", tag = "audit", responses((status = 200, description = "text/csv: id, at, kind, record_id, action, revision, changes (JSON), prev_hash, hash")))]
 pub async fn export(State(state): State<AppState>, user: AuthUser) -> Result<Response, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let csv = state
         .blocking(move |_| {
             let events = scope.view()?.audit_events(0, usize::MAX)?;
@@ -88,7 +87,7 @@ pub async fn undo(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let event = scope
         .view()?
         .audit_events(id.saturating_sub(1), 1)?

@@ -15,6 +15,7 @@ use crate::auth::accounts::{self, NewAccount};
 use crate::auth::extract::bearer;
 use crate::auth::gate::{AuthRate, SessionMinting};
 use crate::auth::records::{Account, DeviceGrant, ResetToken, random_token, sha256_hex};
+use crate::auth::second_factor::CodeBody;
 use crate::auth::session::{self, Claims};
 use crate::auth::{AuthUser, Via, password};
 use crate::error::ApiError;
@@ -129,12 +130,6 @@ pub async fn login(
     Ok(signed_in(&account, vec![cookie]))
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct CodeBody {
-    /// A TOTP code or a recovery code.
-    pub code: String,
-}
-
 /// Completes a two-factor sign-in started by `/login`.
 #[utoipa::path(post, path = "/api/v1/login/2fa", tag = "auth", request_body = CodeBody, responses(
     (status = 200, description = "Signed in"), (status = 400, description = "Wrong code"), (status = 401, description = "No pending sign-in"),
@@ -165,7 +160,7 @@ pub async fn login_2fa(
     if account.token_version != claims.token_version || !account.totp.as_ref().is_some_and(|t| t.enabled) {
         return Err(ApiError::Unauthorized("Session expired, please sign in again"));
     }
-    let account = super::users::use_second_factor(&state, user_id, &body.code, true).await?;
+    let account = crate::auth::second_factor::use_second_factor(&state, user_id, &body.code, true).await?;
     let (_, cookie) = state.auth.start_session(&state.engine, user_id, &account, false).await?;
     let clear = state.auth.cookies.cookie(session::PENDING_COOKIE, "", 0);
     Ok(signed_in(&account, vec![cookie, clear]))

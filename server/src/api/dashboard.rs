@@ -8,14 +8,17 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::IntoParams;
 
-use super::common::{self, instant, today};
-use super::contacts::{random_summaries, require_contacts, scope, summary, upcoming_birthdays};
 use crate::auth::AuthUser;
 use crate::crm::calendar;
+use crate::crm::calendar::instant;
+use crate::crm::contact::ops::require_contacts;
+use crate::crm::contact::pick::{random_summaries, upcoming_birthdays};
+use crate::crm::contact::view::ContactSummary;
 use crate::crm::contact::{Contact, INDEX_FAVORITE};
 use crate::crm::depth::{Gift, LifeEvent};
 use crate::crm::records::{Activity, BY_CONTACT, Completion, Note, contact_range};
 use crate::error::ApiError;
+use crate::http::params::{self};
 use crate::state::AppState;
 
 /// How many of the next 30 days' birthdays the dashboard shows, soonest first. The home screen is
@@ -27,8 +30,8 @@ pub const DASHBOARD_BIRTHDAYS: usize = 25;
 /// reminders, overdue cadences and pending reach-out suggestions. Every member is an array.
 #[utoipa::path(get, path = "/api/v1/dashboard", tag = "contacts", responses((status = 200, description = "`{birthdays, random_contacts, favorites, upcoming_reminders, overdue, reach_out_suggestions}`; `birthdays` holds the soonest 25 of the next 30 days (all of them: `/contacts/birthdays?days=30`)")))]
 pub async fn dashboard(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
-    let today = today(&state);
+    let scope = state.scope(&user);
+    let today = state.today();
     let now = state.engine.clock().now();
     let body = state
         .blocking(move |_| {
@@ -43,10 +46,10 @@ pub async fn dashboard(State(state): State<AppState>, user: AuthUser) -> Result<
             Ok::<_, ApiError>(json!({
                 "birthdays": upcoming_birthdays(&v, today, end, DASHBOARD_BIRTHDAYS)?,
                 "random_contacts": random_summaries(&v, 5)?,
-                "favorites": favorites.rows.iter().map(summary).collect::<Vec<_>>(),
-                "upcoming_reminders": super::reminders::upcoming_views(&v, today)?,
-                "overdue": super::cadence::overdue(&v, now)?,
-                "reach_out_suggestions": super::reach_out::views(&v, Some(crate::crm::reach_out::PENDING), now)?,
+                "favorites": favorites.rows.iter().map(ContactSummary::of).collect::<Vec<_>>(),
+                "upcoming_reminders": crate::crm::reminders::upcoming_views(&v, today)?,
+                "overdue": crate::crm::cadence::overdue(&v, now)?,
+                "reach_out_suggestions": crate::crm::suggestions::views(&v, Some(crate::crm::reach_out::PENDING), now)?,
             }))
         })
         .await??;
@@ -66,20 +69,20 @@ fn entries(v: &UserView, contact: u64) -> Result<Vec<(Timestamp, Value)>, ApiErr
     let walk = Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true };
     let mut out = Vec::new();
     for r in v.walk::<Note>(walk, usize::MAX, |_| true)?.rows {
-        out.push((r.body.date, json!({ "type": "note", "date": r.body.date, "item": super::notes::view(&r) })));
+        out.push((r.body.date, json!({ "type": "note", "date": r.body.date, "item": crate::crm::notes::view(&r) })));
     }
     for r in v.walk::<Activity>(walk, usize::MAX, |_| true)?.rows {
         out.push((
             r.body.date,
-            json!({ "type": "activity", "date": r.body.date, "item": super::activities::view(&r, &[]) }),
+            json!({ "type": "activity", "date": r.body.date, "item": crate::crm::activities::view(&r, &[]) }),
         ));
     }
     for r in v.walk::<Completion>(walk, usize::MAX, |_| true)?.rows {
-        out.push((r.body.completed_at, json!({ "type": "reminder_completion", "date": r.body.completed_at, "item": super::reminders::completion_view(&r) })));
+        out.push((r.body.completed_at, json!({ "type": "reminder_completion", "date": r.body.completed_at, "item": crate::crm::reminders::completion_view(&r) })));
     }
     for r in v.walk::<Gift>(walk, usize::MAX, |g| g.body.date.is_some())?.rows {
         let date = r.body.date.unwrap_or(Timestamp::UNIX_EPOCH);
-        out.push((date, json!({ "type": "gift", "date": date, "item": super::depth::gift_view(v, &r) })));
+        out.push((date, json!({ "type": "gift", "date": date, "item": crate::crm::depth_views::gift_view(v, &r) })));
     }
     // The timeline shows what happened; the next yearly occurrence is not its concern.
     let epoch = jiff::civil::Date::constant(1970, 1, 1);
@@ -94,7 +97,7 @@ fn entries(v: &UserView, contact: u64) -> Result<Vec<(Timestamp, Value)>, ApiErr
         let date = calendar::midnight(day);
         out.push((
             date,
-            json!({ "type": "life_event", "date": date, "item": super::depth::life_event_view(v, &r, epoch) }),
+            json!({ "type": "life_event", "date": date, "item": crate::crm::depth_views::life_event_view(v, &r, epoch) }),
         ));
     }
     out.sort_by(|a, b| b.0.cmp(&a.0));
@@ -110,9 +113,9 @@ pub async fn timeline(
     Path(id): Path<u64>,
     Query(q): Query<TimelineQuery>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let limit = common::limit(q.limit.as_deref());
+    let limit = params::limit(q.limit.as_deref());
     let before = q.before.as_deref().filter(|b| !b.is_empty()).map(|b| instant("before", b)).transpose()?;
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let body = state
         .blocking(move |_| {
             let v = scope.view()?;

@@ -6,22 +6,23 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use jiff::Timestamp;
-use jiff::civil::Date;
 use mycorrhizal_codecs::dates::Partial;
 use mycorrhizal_engine::{Precondition, Record, Row, UPDATED_INDEX, UserView, Walk};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
-use super::common::{self, decode_cursor, encode_cursor, if_match, instant, tagged, today};
-use super::contacts::scope;
 use crate::auth::AuthUser;
-use crate::crm::calendar;
+use crate::crm::calendar::instant;
 use crate::crm::contact::{Contact, INDEX_UID};
+use crate::crm::cursor::{decode_cursor, encode_cursor};
 use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
+use crate::crm::depth_views;
 use crate::crm::records::BY_CONTACT;
 use crate::error::ApiError;
+use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
+use crate::http::params::{self};
 use crate::state::AppState;
 
 /// The contact an input names, which must be the caller's.
@@ -37,19 +38,6 @@ fn resolve(v: &UserView, entity_id: Option<&str>, contact_id: Option<u64>) -> Re
     };
     v.get::<Contact>(id).map_err(|_| ApiError::NotFound)?;
     Ok(id)
-}
-
-fn uid_of(v: &UserView, contact: u64) -> String {
-    v.get::<Contact>(contact).map(|c| c.body.uid).unwrap_or_default()
-}
-
-fn bookkeeping<R>(row: &Row<R>, mut body: Value) -> Value {
-    body["id"] = json!(row.id);
-    body["revision"] = json!(row.meta.revision);
-    body["etag"] = json!(row.etag().trim_matches('"'));
-    body["created_at"] = json!(row.meta.created_at);
-    body["updated_at"] = json!(row.meta.updated_at);
-    body
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -70,7 +58,7 @@ fn list_rows<R: Record>(
     key: &str,
     render: impl Fn(&Row<R>) -> Value,
 ) -> Result<Value, ApiError> {
-    let limit = common::limit(q.limit.as_deref());
+    let limit = params::limit(q.limit.as_deref());
     let after = q.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
     let descending = q.order.as_deref() != Some("asc");
     let contact = match (&q.entity_id, q.contact_id) {
@@ -111,30 +99,6 @@ pub struct LifeEventInput {
     pub remind: bool,
 }
 
-/// The next time a month-and-day event comes round (29 February -> 1 March in other years);
-/// a year-only or month-only event has none.
-pub fn next_occurrence(date: &Partial, today: Date) -> Option<Date> {
-    calendar::next_yearly(date.month? as i8, date.day? as i8, today)
-}
-
-pub fn life_event_view(v: &UserView, row: &Row<LifeEvent>, today: Date) -> Value {
-    let e = &row.body;
-    let mut out = json!({
-        "entity_id": uid_of(v, e.contact_id),
-        "contact_id": e.contact_id,
-        "type": e.kind,
-        "category": e.category,
-        "date": Partial::from(e.date),
-        "description": e.description,
-        "related_entity_ids": e.related,
-        "remind": e.remind,
-    });
-    if let Some(next) = next_occurrence(&e.date.into(), today) {
-        out["next_occurrence"] = json!(next.to_string());
-    }
-    bookkeeping(row, out)
-}
-
 fn life_event(v: &UserView, input: LifeEventInput) -> Result<LifeEvent, ApiError> {
     let contact_id = resolve(v, input.entity_id.as_deref(), input.contact_id)?;
     Ok(LifeEvent {
@@ -154,11 +118,11 @@ pub async fn list_life_events(
     user: AuthUser,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let (scope, today) = (scope(&state, &user), today(&state));
+    let (scope, today) = (state.scope(&user), state.today());
     let body = state
         .blocking(move |_| {
             let v = scope.view()?;
-            list_rows::<LifeEvent>(&v, &q, "life_events", |r| life_event_view(&v, r, today))
+            list_rows::<LifeEvent>(&v, &q, "life_events", |r| depth_views::life_event_view(&v, r, today))
         })
         .await??;
     Ok(axum::Json(body))
@@ -170,12 +134,11 @@ pub async fn create_life_event(
     user: AuthUser,
     Json(input): Json<LifeEventInput>,
 ) -> Result<Response, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let event = life_event(&scope.view()?, input)?;
     let row =
         scope.write_async(move |tx| tx.get::<Contact>(event.contact_id).and_then(|_| tx.create(event.clone()))).await?;
-    let body =
-        json!({ "message": "Life event created", "life_event": life_event_view(&scope.view()?, &row, today(&state)) });
+    let body = json!({ "message": "Life event created", "life_event": depth_views::life_event_view(&scope.view()?, &row, state.today()) });
     Ok(tagged(&row, None, StatusCode::CREATED, &body))
 }
 
@@ -186,9 +149,9 @@ pub async fn get_life_event(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<Response, ApiError> {
-    let v = scope(&state, &user).view()?;
+    let v = state.scope(&user).view()?;
     let row = v.get::<LifeEvent>(id)?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &life_event_view(&v, &row, today(&state))))
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, &depth_views::life_event_view(&v, &row, state.today())))
 }
 
 #[utoipa::path(put, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), request_body = LifeEventInput, responses((status = 200, description = "The life event"), (status = 404, description = "No such event or contact"), (status = 412, description = "If-Match is stale")))]
@@ -200,12 +163,12 @@ pub async fn update_life_event(
     Json(input): Json<LifeEventInput>,
 ) -> Result<Response, ApiError> {
     let pre = if_match(&headers)?;
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let event = life_event(&scope.view()?, input)?;
     let row = scope
         .write_async(move |tx| tx.get::<Contact>(event.contact_id).and_then(|_| tx.put(id, pre, event.clone())))
         .await?;
-    Ok(tagged(&row, None, StatusCode::OK, &life_event_view(&scope.view()?, &row, today(&state))))
+    Ok(tagged(&row, None, StatusCode::OK, &depth_views::life_event_view(&scope.view()?, &row, state.today())))
 }
 
 #[utoipa::path(delete, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such event")))]
@@ -215,7 +178,7 @@ pub async fn delete_life_event(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    super::common::delete_record::<LifeEvent>(&state, &user, &headers, id, "Life event deleted").await
+    crate::http::conditional::delete_record::<LifeEvent>(&state, &user, &headers, id, "Life event deleted").await
 }
 
 // ---- gifts -------------------------------------------------------------------------------
@@ -234,25 +197,6 @@ pub struct GiftInput {
     pub date: Option<String>,
     pub value_cents: Option<i64>,
     pub currency: Option<String>,
-}
-
-pub fn gift_view(v: &UserView, row: &Row<Gift>) -> Value {
-    let g = &row.body;
-    bookkeeping(
-        row,
-        json!({
-            "entity_id": uid_of(v, g.contact_id),
-            "contact_id": g.contact_id,
-            "status": g.status,
-            "occasion": g.occasion,
-            "description": g.description,
-            "url": g.url,
-            "notes": g.notes,
-            "date": g.date,
-            "value_cents": g.value_cents,
-            "currency": g.currency,
-        }),
-    )
 }
 
 fn gift(v: &UserView, input: GiftInput) -> Result<Gift, ApiError> {
@@ -278,11 +222,11 @@ pub async fn list_gifts(
     user: AuthUser,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let body = state
         .blocking(move |_| {
             let v = scope.view()?;
-            list_rows::<Gift>(&v, &q, "gifts", |r| gift_view(&v, r))
+            list_rows::<Gift>(&v, &q, "gifts", |r| depth_views::gift_view(&v, r))
         })
         .await??;
     Ok(axum::Json(body))
@@ -294,7 +238,7 @@ pub async fn create_gift(
     user: AuthUser,
     Json(input): Json<GiftInput>,
 ) -> Result<Response, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let gift = gift(&scope.view()?, input)?;
     let row =
         scope.write_async(move |tx| tx.get::<Contact>(gift.contact_id).and_then(|_| tx.create(gift.clone()))).await?;
@@ -302,7 +246,7 @@ pub async fn create_gift(
         &row,
         None,
         StatusCode::CREATED,
-        &json!({ "message": "Gift created", "gift": gift_view(&scope.view()?, &row) }),
+        &json!({ "message": "Gift created", "gift": depth_views::gift_view(&scope.view()?, &row) }),
     ))
 }
 
@@ -313,9 +257,9 @@ pub async fn get_gift(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<Response, ApiError> {
-    let v = scope(&state, &user).view()?;
+    let v = state.scope(&user).view()?;
     let row = v.get::<Gift>(id)?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &gift_view(&v, &row)))
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, &depth_views::gift_view(&v, &row)))
 }
 
 #[utoipa::path(put, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), request_body = GiftInput, responses((status = 200, description = "The gift"), (status = 404, description = "No such gift or contact"), (status = 412, description = "If-Match is stale")))]
@@ -327,12 +271,12 @@ pub async fn update_gift(
     Json(input): Json<GiftInput>,
 ) -> Result<Response, ApiError> {
     let pre = if_match(&headers)?;
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let gift = gift(&scope.view()?, input)?;
     let row = scope
         .write_async(move |tx| tx.get::<Contact>(gift.contact_id).and_then(|_| tx.put(id, pre, gift.clone())))
         .await?;
-    Ok(tagged(&row, None, StatusCode::OK, &gift_view(&scope.view()?, &row)))
+    Ok(tagged(&row, None, StatusCode::OK, &depth_views::gift_view(&scope.view()?, &row)))
 }
 
 #[utoipa::path(delete, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such gift")))]
@@ -342,7 +286,7 @@ pub async fn delete_gift(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    super::common::delete_record::<Gift>(&state, &user, &headers, id, "Gift deleted").await
+    crate::http::conditional::delete_record::<Gift>(&state, &user, &headers, id, "Gift deleted").await
 }
 
 // ---- conversation agenda -----------------------------------------------------------------
@@ -355,33 +299,18 @@ pub struct AgendaInput {
     pub reference_url: Option<String>,
 }
 
-pub fn agenda_view(v: &UserView, row: &Row<AgendaItem>) -> Value {
-    let a = &row.body;
-    bookkeeping(
-        row,
-        json!({
-            "entity_id": uid_of(v, a.contact_id),
-            "contact_id": a.contact_id,
-            "content": a.content,
-            "reference_url": a.reference_url,
-            "discussed_at": a.discussed_at,
-            "activity_id": a.activity_id,
-        }),
-    )
-}
-
 #[utoipa::path(get, path = "/api/v1/conversation-agenda", tag = "depth", params(ListQuery), responses((status = 200, description = "`{conversation_agenda, next_cursor, limit}`; per contact, open items first")))]
 pub async fn list_agenda(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let q = ListQuery { order: q.order.clone().or_else(|| Some("asc".into())), ..q };
     let body = state
         .blocking(move |_| {
             let v = scope.view()?;
-            list_rows::<AgendaItem>(&v, &q, "conversation_agenda", |r| agenda_view(&v, r))
+            list_rows::<AgendaItem>(&v, &q, "conversation_agenda", |r| depth_views::agenda_view(&v, r))
         })
         .await??;
     Ok(axum::Json(body))
@@ -393,7 +322,7 @@ pub async fn create_agenda(
     user: AuthUser,
     Json(input): Json<AgendaInput>,
 ) -> Result<Response, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let contact_id = resolve(&scope.view()?, input.entity_id.as_deref(), input.contact_id)?;
     let item = AgendaItem {
         contact_id,
@@ -408,7 +337,7 @@ pub async fn create_agenda(
         &row,
         None,
         StatusCode::CREATED,
-        &json!({ "message": "Agenda item created", "conversation_agenda": agenda_view(&scope.view()?, &row) }),
+        &json!({ "message": "Agenda item created", "conversation_agenda": depth_views::agenda_view(&scope.view()?, &row) }),
     ))
 }
 
@@ -419,9 +348,9 @@ pub async fn get_agenda(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<Response, ApiError> {
-    let v = scope(&state, &user).view()?;
+    let v = state.scope(&user).view()?;
     let row = v.get::<AgendaItem>(id)?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &agenda_view(&v, &row)))
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, &depth_views::agenda_view(&v, &row)))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -440,7 +369,7 @@ pub async fn update_agenda(
     Json(edit): Json<AgendaEdit>,
 ) -> Result<Response, ApiError> {
     let pre = if_match(&headers)?;
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let row = scope
         .write_async(move |tx| {
             tx.update::<AgendaItem>(id, pre, |item| {
@@ -450,7 +379,7 @@ pub async fn update_agenda(
             })
         })
         .await?;
-    Ok(tagged(&row, None, StatusCode::OK, &agenda_view(&scope.view()?, &row)))
+    Ok(tagged(&row, None, StatusCode::OK, &depth_views::agenda_view(&scope.view()?, &row)))
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -466,7 +395,7 @@ pub async fn discuss_agenda(
     Path(id): Path<u64>,
     Json(input): Json<DiscussInput>,
 ) -> Result<Response, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let row = scope
         .write_async(move |tx| {
             if let Some(activity) = input.activity_id {
@@ -480,7 +409,7 @@ pub async fn discuss_agenda(
             })
         })
         .await?;
-    Ok(tagged(&row, None, StatusCode::OK, &agenda_view(&scope.view()?, &row)))
+    Ok(tagged(&row, None, StatusCode::OK, &depth_views::agenda_view(&scope.view()?, &row)))
 }
 
 #[utoipa::path(delete, path = "/api/v1/conversation-agenda/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such item")))]
@@ -490,5 +419,5 @@ pub async fn delete_agenda(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    super::common::delete_record::<AgendaItem>(&state, &user, &headers, id, "Agenda item deleted").await
+    crate::http::conditional::delete_record::<AgendaItem>(&state, &user, &headers, id, "Agenda item deleted").await
 }

@@ -373,10 +373,6 @@ fn export_failure(operation: &str, category: &str) -> Response {
     (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response()
 }
 
-fn today(state: &AppState) -> String {
-    super::common::today(state).to_string()
-}
-
 struct VcfRender(Version);
 
 impl Render for VcfRender {
@@ -415,7 +411,7 @@ pub async fn vcf(
     };
     let selection = Selection::parse(q.sections.as_deref())?;
     let uid = q.vcard_uid.filter(|u| !u.trim().is_empty()).map(|u| resolve_uid(&u));
-    let filename = format!("mycorrhizal-contacts-{}.vcf", today(&state));
+    let filename = format!("mycorrhizal-contacts-{}.vcf", state.today());
     Ok(stream_contacts(
         &state,
         &user,
@@ -475,7 +471,7 @@ pub async fn jscontact(
     Query(q): Query<JsQuery>,
 ) -> Result<Response, ApiError> {
     let selection = Selection::parse(q.sections.as_deref())?;
-    let filename = format!("mycorrhizal-contacts-{}.jscontact.json", today(&state));
+    let filename = format!("mycorrhizal-contacts-{}.jscontact.json", state.today());
     Ok(stream_contacts(
         &state,
         &user,
@@ -558,7 +554,7 @@ pub async fn csv(
 ) -> Result<Response, ApiError> {
     let table = q.table.as_deref().map(str::trim).filter(|t| !t.is_empty()).unwrap_or("contacts");
     if table == "contacts" {
-        let filename = format!("mycorrhizal-export-{}.csv", today(&state));
+        let filename = format!("mycorrhizal-export-{}.csv", state.today());
         let render = CsvRender { ids: false };
         return Ok(stream_contacts(
             &state,
@@ -574,13 +570,13 @@ pub async fn csv(
     }
     let scope = state.engine.user(user.id);
     if table == "all" {
-        let filename = format!("mycorrhizal-export-{}.zip", today(&state));
+        let filename = format!("mycorrhizal-export-{}.zip", state.today());
         return Ok(stream_export("application/zip", filename, "export:csv", move |out| all_tables(&scope, out)).await);
     }
     let Some(table) = TABLES.iter().find(|t| **t == table).copied() else {
         return Err(ApiError::validation("table", format!("must be contacts, all or one of {}", TABLES.join(", "))));
     };
-    let filename = format!("mycorrhizal-export-{table}-{}.csv", today(&state));
+    let filename = format!("mycorrhizal-export-{table}-{}.csv", state.today());
     Ok(stream_export("text/csv; charset=utf-8", filename, "export:csv", move |out| table_csv(&scope, table, out)).await)
 }
 

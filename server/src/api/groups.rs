@@ -10,7 +10,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use super::contacts::scope;
 use crate::auth::AuthUser;
 use crate::crm::contact::{Contact, INDEX_CIRCLE, INDEX_TAG};
 use crate::error::ApiError;
@@ -61,7 +60,7 @@ impl Group {
 }
 
 async fn counts(state: &AppState, user: &AuthUser, group: Group) -> Result<Vec<Value>, ApiError> {
-    let scope = scope(state, user);
+    let scope = state.scope(user);
     state
         .blocking(move |_| {
             let mut counts: BTreeMap<String, u64> = BTreeMap::new();
@@ -87,7 +86,7 @@ async fn change(
     {
         return Err(ApiError::validation("name", "must be 1 to 100 characters"));
     }
-    let scope = scope(state, user);
+    let scope = state.scope(user);
     let ids = scope.find::<Contact>(group.index(), &from)?;
     if ids.is_empty() {
         return Err(ApiError::NotFound);

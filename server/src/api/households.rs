@@ -25,17 +25,19 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
-use super::common::{self, decode_cursor, encode_cursor, if_match, tagged};
-use super::contacts::scope;
 use crate::auth::AuthUser;
 use crate::crm::contact::{Contact, INDEX_UID};
+use crate::crm::cursor::{decode_cursor, encode_cursor};
+use crate::crm::households;
 use crate::crm::households::{
     BY_HOUSEHOLD, DISMISSED, DismissedHouseholdSuggestion, Household, HouseholdAddress, HouseholdMember, MEMBERSHIP,
     candidates,
 };
 use crate::crm::records::BY_CONTACT;
 use crate::error::ApiError;
+use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
+use crate::http::params::{self};
 use crate::state::AppState;
 
 // ---- shapes ------------------------------------------------------------------------------
@@ -169,27 +171,6 @@ pub fn member_view(v: &UserView, row: &Row<HouseholdMember>) -> Value {
     })
 }
 
-/// The membership rows of a household, oldest first.
-pub fn members_of(v: &UserView, household: u64) -> Result<Vec<Row<HouseholdMember>>, ApiError> {
-    let mut rows = Vec::new();
-    for id in v.find::<HouseholdMember>(BY_HOUSEHOLD, &format!("{household:020}"))? {
-        if let Ok(row) = v.get::<HouseholdMember>(id) {
-            rows.push(row);
-        }
-    }
-    Ok(rows)
-}
-
-/// The contact ids of a household's members (every membership row, current or past), or 404
-/// when the household is not the caller's.
-pub fn member_contacts(v: &UserView, household: u64) -> Result<Vec<u64>, ApiError> {
-    v.get::<Household>(household)?;
-    let mut ids: Vec<u64> = members_of(v, household)?.into_iter().map(|m| m.body.contact_id).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    Ok(ids)
-}
-
 /// The contact a member input names (`member_vcard_uid` or `contact_id`), which must be the caller's.
 fn resolve_contact(v: &UserView, uid: Option<&str>, contact_id: Option<u64>) -> Result<u64, ApiError> {
     let id = match (uid.map(str::trim).filter(|u| !u.is_empty()), contact_id) {
@@ -235,8 +216,8 @@ pub struct ListQuery {
 }
 
 fn list_households(v: &UserView, q: &ListQuery) -> Result<Value, ApiError> {
-    let include = common::flag(q.include_members.as_deref(), "include_members")?;
-    let limit = common::limit(q.limit.as_deref());
+    let include = params::flag(q.include_members.as_deref(), "include_members")?;
+    let limit = params::limit(q.limit.as_deref());
     let after = q.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
     let descending = q.order.as_deref() != Some("asc");
     let only: Option<HashSet<u64>> =
@@ -275,7 +256,7 @@ fn list_households(v: &UserView, q: &ListQuery) -> Result<Value, ApiError> {
     if include {
         let mut members = Vec::new();
         for h in &page.rows {
-            members.extend(members_of(v, h.id)?.iter().map(|m| member_view(v, m)));
+            members.extend(households::members_of(v, h.id)?.iter().map(|m| member_view(v, m)));
         }
         body["members"] = json!(members);
     }
@@ -290,7 +271,7 @@ pub async fn list(
     user: AuthUser,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let body = state.blocking(move |_| list_households(&scope.view()?, &q)).await??;
     Ok(axum::Json(body))
 }
@@ -303,7 +284,7 @@ pub async fn create(
     Json(input): Json<HouseholdInput>,
 ) -> Result<Response, ApiError> {
     let household = input.into_household();
-    let row = scope(&state, &user).write_async(move |tx| tx.create(household.clone())).await?;
+    let row = state.scope(&user).write_async(move |tx| tx.create(household.clone())).await?;
     Ok(tagged(
         &row,
         None,
@@ -317,9 +298,9 @@ pub async fn create(
 #[utoipa::path(get, path = "/api/v1/households/{id}", tag = "households", params(("id" = u64, Path)), responses(
     (status = 200, description = "`{household, members}`"), (status = 404, description = "No such household")))]
 pub async fn get(State(state): State<AppState>, user: AuthUser, Path(id): Path<u64>) -> Result<Response, ApiError> {
-    let v = scope(&state, &user).view()?;
+    let v = state.scope(&user).view()?;
     let row = v.get::<Household>(id)?;
-    let members: Vec<Value> = members_of(&v, id)?.iter().map(|m| member_view(&v, m)).collect();
+    let members: Vec<Value> = households::members_of(&v, id)?.iter().map(|m| member_view(&v, m)).collect();
     Ok(tagged(&row, None, StatusCode::OK, &json!({ "household": household_view(&row), "members": members })))
 }
 
@@ -336,7 +317,7 @@ pub async fn update(
 ) -> Result<Response, ApiError> {
     let pre = if_match(&headers)?;
     let household = input.into_household();
-    let row = scope(&state, &user).write_async(move |tx| tx.put(id, pre, household.clone())).await?;
+    let row = state.scope(&user).write_async(move |tx| tx.put(id, pre, household.clone())).await?;
     Ok(tagged(&row, None, StatusCode::OK, &household_view(&row)))
 }
 
@@ -351,7 +332,8 @@ pub async fn delete(
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
     let pre = if_match(&headers)?;
-    scope(&state, &user)
+    state
+        .scope(&user)
         .write_async(move |tx| {
             tx.delete::<Household>(id, pre)?;
             for member in tx.find::<HouseholdMember>(BY_HOUSEHOLD, &format!("{id:020}"))? {
@@ -393,9 +375,9 @@ pub async fn list_members(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let v = scope(&state, &user).view()?;
+    let v = state.scope(&user).view()?;
     v.get::<Household>(id)?;
-    let members: Vec<Value> = members_of(&v, id)?.iter().map(|m| member_view(&v, m)).collect();
+    let members: Vec<Value> = households::members_of(&v, id)?.iter().map(|m| member_view(&v, m)).collect();
     Ok(axum::Json(json!({ "total": members.len(), "members": members })))
 }
 
@@ -409,7 +391,7 @@ pub async fn add_member(
     Path(id): Path<u64>,
     Json(input): Json<MemberInput>,
 ) -> Result<Response, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let v = scope.view()?;
     v.get::<Household>(id)?;
     let contact_id = resolve_contact(&v, input.member_vcard_uid.as_deref(), input.contact_id)?;
@@ -445,7 +427,7 @@ pub async fn update_member(
     Json(edit): Json<MemberEdit>,
 ) -> Result<Response, ApiError> {
     let pre = if_match(&headers)?;
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let member = resolve_member(&scope.view()?, id, &member)?;
     let row = scope
         .write_async(move |tx| {
@@ -478,7 +460,7 @@ pub async fn remove_member(
     Path((id, member)): Path<(u64, String)>,
 ) -> Result<axum::Json<Value>, ApiError> {
     let pre = if_match(&headers)?;
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let member = resolve_member(&scope.view()?, id, &member)?;
     scope.write_async(move |tx| tx.delete::<HouseholdMember>(member, pre)).await?;
     Ok(axum::Json(json!({ "message": "Member removed" })))
@@ -498,7 +480,7 @@ pub fn suggestions(v: &UserView, only: Option<u64>) -> Result<Vec<Value>, ApiErr
     for h in households {
         let mut members = Vec::new();
         let mut uids = std::collections::HashMap::new();
-        for m in members_of(v, h.id)? {
+        for m in households::members_of(v, h.id)? {
             if !m.body.is_current() {
                 continue;
             }
@@ -534,7 +516,7 @@ current members share an address the household does not have) or `member_address
 household without one). Computed on read; dismissed ones are left out";
 
 async fn suggestions_body(state: &AppState, user: &AuthUser, only: Option<u64>) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(state, user);
+    let scope = state.scope(user);
     let items = state.blocking(move |_| suggestions(&scope.view()?, only)).await??;
     Ok(axum::Json(json!({ "total": items.len(), "suggestions": items })))
 }
@@ -582,7 +564,8 @@ pub async fn dismiss(
         address_hash: input.address_hash.trim().to_lowercase(),
         member_hash: input.member_hash.trim().to_lowercase(),
     };
-    scope(&state, &user)
+    state
+        .scope(&user)
         .write_async(move |tx| {
             if tx.find::<DismissedHouseholdSuggestion>(DISMISSED, &dismissal.key())?.is_empty() {
                 tx.create(dismissal.clone())?;

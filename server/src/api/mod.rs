@@ -8,7 +8,6 @@ pub mod attachments;
 pub mod audit;
 pub mod auth;
 pub mod cadence;
-pub mod common;
 pub mod contacts;
 pub mod dashboard;
 pub mod depth;

@@ -9,12 +9,16 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
-use super::common::{self, date_range, decode_cursor, encode_cursor, if_match, instant, tagged};
-use super::contacts::{require_contacts, scope};
 use crate::auth::AuthUser;
+use crate::crm::calendar::{date_range, instant};
+use crate::crm::contact::ops::require_contacts;
+use crate::crm::cursor::{decode_cursor, encode_cursor};
+use crate::crm::notes;
 use crate::crm::records::{BY_CONTACT, Note};
 use crate::error::ApiError;
+use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
+use crate::http::params::{self};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -27,19 +31,6 @@ pub struct NoteInput {
     pub contact_id: Option<u64>,
 }
 
-pub fn view(row: &Row<Note>) -> Value {
-    json!({
-        "id": row.id,
-        "content": row.body.content,
-        "date": row.body.date,
-        "contact_id": row.body.contact_id,
-        "revision": row.meta.revision,
-        "etag": row.etag().trim_matches('"'),
-        "created_at": row.meta.created_at,
-        "updated_at": row.meta.updated_at,
-    })
-}
-
 /// `date` defaults to `fallback` (now for a new note, the stored date on update).
 fn note(input: NoteInput, contact: Option<u64>, fallback: jiff::Timestamp) -> Result<Note, ApiError> {
     let date = match input.date.as_deref() {
@@ -47,21 +38,6 @@ fn note(input: NoteInput, contact: Option<u64>, fallback: jiff::Timestamp) -> Re
         _ => fallback,
     };
     Ok(Note { content: input.content, date, contact_id: contact })
-}
-
-/// The newest `limit` notes of a contact.
-pub fn of_contact(view: &UserView, contact: u64, limit: usize) -> Result<Vec<Value>, ApiError> {
-    let (from, to) = crate::crm::records::contact_range(contact);
-    let page = view.walk::<Note>(
-        Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true },
-        limit,
-        |_| true,
-    )?;
-    Ok(page.rows.iter().map(view_fn).collect())
-}
-
-fn view_fn(row: &Row<Note>) -> Value {
-    view(row)
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -81,7 +57,7 @@ pub struct NoteQuery {
 fn page(view: &UserView, contact: u64, q: &NoteQuery) -> Result<Value, ApiError> {
     let (lo, hi) = date_range(q.from_date.as_deref(), q.to_date.as_deref())?;
     let descending = q.order.as_deref() != Some("asc");
-    let limit = common::limit(q.limit.as_deref());
+    let limit = params::limit(q.limit.as_deref());
     let after = q.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
     let from = format!("{contact:020}{lo:020}");
     let to = if hi == i64::MAX { format!("{:020}", contact + 1) } else { format!("{contact:020}{hi:020}") };
@@ -96,7 +72,7 @@ fn page(view: &UserView, contact: u64, q: &NoteQuery) -> Result<Value, ApiError>
     let keep = |r: &Row<Note>| needle.as_ref().is_none_or(|n| r.body.content.to_lowercase().contains(n));
     let found = view.walk::<Note>(walk, limit, keep)?;
     let next = found.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default();
-    let notes: Vec<Value> = found.rows.iter().map(view_fn).collect();
+    let notes: Vec<Value> = found.rows.iter().map(notes::view_fn).collect();
     let mut body = json!({ "notes": notes, "next_cursor": next, "limit": limit });
     if contact == 0 {
         body["total"] = json!(view.walk::<Note>(Walk { after: None, ..walk }, usize::MAX, keep)?.rows.len());
@@ -111,7 +87,7 @@ pub async fn list_for_contact(
     Path(id): Path<u64>,
     Query(q): Query<NoteQuery>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let body = state
         .blocking(move |_| {
             let view = scope.view()?;
@@ -128,13 +104,14 @@ pub async fn list_unassigned(
     user: AuthUser,
     Query(q): Query<NoteQuery>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let body = state.blocking(move |_| page(&scope.view()?, 0, &q)).await??;
     Ok(axum::Json(body))
 }
 
 async fn create_with(state: &AppState, user: &AuthUser, note: Note) -> Result<Response, ApiError> {
-    let row = scope(state, user)
+    let row = state
+        .scope(user)
         .write_async(move |tx| {
             if let Some(contact) = note.contact_id {
                 tx.get::<crate::crm::contact::Contact>(contact)?;
@@ -142,7 +119,7 @@ async fn create_with(state: &AppState, user: &AuthUser, note: Note) -> Result<Re
             tx.create(note.clone())
         })
         .await?;
-    Ok(tagged(&row, None, StatusCode::CREATED, &json!({ "message": "Note created", "note": view(&row) })))
+    Ok(tagged(&row, None, StatusCode::CREATED, &json!({ "message": "Note created", "note": notes::view(&row) })))
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/{id}/notes", tag = "notes", params(("id" = u64, Path)), request_body = NoteInput, responses((status = 201, description = "`{message, note}`"), (status = 404, description = "No such contact")))]
@@ -174,8 +151,8 @@ pub async fn get(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<Response, ApiError> {
-    let row = scope(&state, &user).get::<Note>(id)?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &view(&row)))
+    let row = state.scope(&user).get::<Note>(id)?;
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, &notes::view(&row)))
 }
 
 #[utoipa::path(put, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), request_body = NoteInput, responses(
@@ -189,9 +166,10 @@ pub async fn update(
 ) -> Result<Response, ApiError> {
     let pre = if_match(&headers)?;
     let contact = input.contact_id;
-    let current = scope(&state, &user).get::<Note>(id)?;
+    let current = state.scope(&user).get::<Note>(id)?;
     let note = note(input, contact, current.body.date)?;
-    let row = scope(&state, &user)
+    let row = state
+        .scope(&user)
         .write_async(move |tx| {
             if let Some(contact) = note.contact_id {
                 tx.get::<crate::crm::contact::Contact>(contact)?;
@@ -199,7 +177,7 @@ pub async fn update(
             tx.put(id, pre, note.clone())
         })
         .await?;
-    Ok(tagged(&row, None, StatusCode::OK, &json!({ "message": "Note updated", "note": view(&row) })))
+    Ok(tagged(&row, None, StatusCode::OK, &json!({ "message": "Note updated", "note": notes::view(&row) })))
 }
 
 #[utoipa::path(delete, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such note"), (status = 412, description = "If-Match is stale")))]
@@ -209,5 +187,5 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    super::common::delete_record::<Note>(&state, &user, &headers, id, "Note deleted").await
+    crate::http::conditional::delete_record::<Note>(&state, &user, &headers, id, "Note deleted").await
 }

@@ -13,11 +13,11 @@ use mycorrhizal_engine::Precondition;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::common::tagged;
-use super::contacts::{scope, view};
 use crate::auth::AuthUser;
 use crate::crm::contact::Contact;
+use crate::crm::contact::view::ContactView;
 use crate::error::ApiError;
+use crate::http::conditional::tagged;
 use crate::state::AppState;
 
 pub const MAX_PHOTO: usize = 10 * 1024 * 1024;
@@ -41,7 +41,7 @@ pub async fn upload(
     Path(id): Path<u64>,
     mut form: Multipart,
 ) -> Result<Response, ApiError> {
-    scope(&state, &user).get::<Contact>(id)?;
+    state.scope(&user).get::<Contact>(id)?;
     let mut bytes = None;
     while let Some(field) = form.next_field().await.map_err(|e| ApiError::invalid_input("photo", e.body_text()))? {
         if field.name() == Some("photo") {
@@ -52,8 +52,8 @@ pub async fn upload(
         }
     }
     let Some(bytes) = bytes else {
-        let row = scope(&state, &user).get::<Contact>(id)?;
-        return Ok(tagged(&row, None, StatusCode::OK, &view(&row, &[])));
+        let row = state.scope(&user).get::<Contact>(id)?;
+        return Ok(tagged(&row, None, StatusCode::OK, &ContactView::of(&row, &[])));
     };
     if bytes.len() > MAX_PHOTO {
         return Err(ApiError::validation("photo", "must be at most 10 MB"));
@@ -64,7 +64,8 @@ pub async fn upload(
     // and an imported picture the contact had (a name of its own) goes in the same commit.
     let name = format!("{id}.{ext}");
     let bytes = std::sync::Arc::new(bytes);
-    let row = scope(&state, &user)
+    let row = state
+        .scope(&user)
         .write_async(move |tx| {
             tx.put_blob(&name, &bytes)?;
             let mut previous = String::new();
@@ -78,7 +79,7 @@ pub async fn upload(
             Ok(row)
         })
         .await?;
-    Ok(tagged(&row, None, StatusCode::OK, &view(&row, &[])))
+    Ok(tagged(&row, None, StatusCode::OK, &ContactView::of(&row, &[])))
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -95,11 +96,11 @@ pub async fn download(
     Path(id): Path<u64>,
     Query(_q): Query<PhotoQuery>,
 ) -> Result<Response, ApiError> {
-    let row = scope(&state, &user).get::<Contact>(id)?;
+    let row = state.scope(&user).get::<Contact>(id)?;
     if row.body.photo.is_empty() {
         return Err(ApiError::NotFound);
     }
-    let (scope, name) = (scope(&state, &user), row.body.photo);
+    let (scope, name) = (state.scope(&user), row.body.photo);
     let bytes = state.blocking(move |_| scope.view()?.blob(&name)).await??.ok_or(ApiError::NotFound)?;
     let (mime, _) = sniff(&bytes).ok_or(ApiError::NotFound)?;
     Ok(([(CONTENT_TYPE, mime), (CACHE_CONTROL, "private, max-age=300")], bytes).into_response())

@@ -10,78 +10,27 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use super::contacts::scope;
 use crate::auth::AuthUser;
 use crate::crm::contact::Contact;
-use crate::crm::records::{Activity, BY_SOURCE, BY_TARGET, KNOWN_RELATIONS, Relationship, relation_token};
+use crate::crm::records::{Activity, Relationship, relation_token};
+use crate::crm::relationships;
 use crate::error::ApiError;
 use crate::http::json::Json;
 use crate::state::AppState;
 
-/// Every live edge touching `contact`, with whether it starts there.
-pub fn edges_of(view: &UserView, contact: u64) -> Result<Vec<(Row<Relationship>, bool)>, ApiError> {
-    let padded = format!("{contact:020}");
-    let mut out = Vec::new();
-    for id in view.find::<Relationship>(BY_SOURCE, &padded)? {
-        out.push((view.get::<Relationship>(id)?, true));
-    }
-    for id in view.find::<Relationship>(BY_TARGET, &padded)? {
-        out.push((view.get::<Relationship>(id)?, false));
-    }
-    Ok(out)
-}
-
-pub fn edge_view(row: &Row<Relationship>, source: &Row<Contact>, target: &Row<Contact>) -> Value {
-    let r = &row.body;
-    json!({
-        "id": row.id,
-        "source_id": source.body.uid,
-        "target_id": target.body.uid,
-        "source_contact_id": r.source,
-        "target_contact_id": r.target,
-        "type": r.kind,
-        "custom": !KNOWN_RELATIONS.contains(&r.kind.as_str()),
-        "sensitivity": r.sensitivity,
-        "note": r.note,
-        "status": "confirmed",
-        "source": "user-confirmed",
-        "revision": row.meta.revision,
-        "created_at": row.meta.created_at,
-        "updated_at": row.meta.updated_at,
-    })
-}
-
 fn listed(view: &UserView, contact: u64, outgoing: bool) -> Result<Vec<Value>, ApiError> {
     let me = view.get::<Contact>(contact)?;
     let mut out = Vec::new();
-    for (edge, from_here) in edges_of(view, contact)? {
+    for (edge, from_here) in relationships::edges_of(view, contact)? {
         if from_here != outgoing {
             continue;
         }
         let other = view.get::<Contact>(if outgoing { edge.body.target } else { edge.body.source })?;
         let (source, target) = if outgoing { (&me, &other) } else { (&other, &me) };
-        let mut item = edge_view(&edge, source, target);
+        let mut item = relationships::edge_view(&edge, source, target);
         item["other_party_contact_id"] = json!(other.id);
         item["other_party_name"] = json!(other.body.name());
         out.push(item);
-    }
-    Ok(out)
-}
-
-/// The composite detail's `relationship_edges` entries.
-pub fn detail_edges(view: &UserView, contact: u64) -> Result<Vec<Value>, ApiError> {
-    let me = view.get::<Contact>(contact)?;
-    let mut out = Vec::new();
-    for (edge, outgoing) in edges_of(view, contact)? {
-        let other = view.get::<Contact>(if outgoing { edge.body.target } else { edge.body.source })?;
-        let (source, target) = if outgoing { (&me, &other) } else { (&other, &me) };
-        out.push(json!({
-            "edge": edge_view(&edge, source, target),
-            "other_party_contact_id": other.id,
-            "other_party_name": other.body.name(),
-            "other_party_uid": other.body.uid,
-            "display_token": edge.body.kind,
-        }));
     }
     Ok(out)
 }
@@ -92,7 +41,7 @@ pub async fn outgoing(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let list = state.blocking(move |_| listed(&scope.view()?, id, true)).await??;
     Ok(axum::Json(json!({ "relationships": list })))
 }
@@ -103,7 +52,7 @@ pub async fn incoming(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let list = state.blocking(move |_| listed(&scope.view()?, id, false)).await??;
     Ok(axum::Json(json!({ "relationships": list })))
 }
@@ -132,7 +81,7 @@ fn relationship(source: u64, input: RelationshipInput) -> Relationship {
 
 fn respond(view: &UserView, row: &Row<Relationship>, status: StatusCode) -> Result<Response, ApiError> {
     let (source, target) = (view.get::<Contact>(row.body.source)?, view.get::<Contact>(row.body.target)?);
-    Ok((status, axum::Json(edge_view(row, &source, &target))).into_response())
+    Ok((status, axum::Json(relationships::edge_view(row, &source, &target))).into_response())
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/{id}/relationships", tag = "relationships", params(("id" = u64, Path)), request_body = RelationshipInput, responses(
@@ -144,7 +93,7 @@ pub async fn create(
     Json(input): Json<RelationshipInput>,
 ) -> Result<Response, ApiError> {
     let edge = relationship(id, input);
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let row = scope
         .write_async(move |tx| {
             tx.get::<Contact>(edge.source)?;
@@ -165,7 +114,7 @@ pub async fn update(
     Json(input): Json<RelationshipInput>,
 ) -> Result<Response, ApiError> {
     let edge = relationship(id, input);
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let row = scope
         .write_async(move |tx| {
             let current = tx.get::<Relationship>(rid)?;
@@ -187,7 +136,8 @@ pub async fn delete(
     user: AuthUser,
     Path((id, rid)): Path<(u64, u64)>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    scope(&state, &user)
+    state
+        .scope(&user)
         .write_async(move |tx| {
             let current = tx.get::<Relationship>(rid)?;
             if current.body.source != id && current.body.target != id {
@@ -202,7 +152,7 @@ pub async fn delete(
 /// The user's network: contacts joined by relationships, plus activities shared by two or more.
 #[utoipa::path(get, path = "/api/v1/graph", tag = "relationships", responses((status = 200, description = "`{nodes: [{id, type, label}], edges: [{id, source, target, type, label}]}`")))]
 pub async fn graph(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let body = state
         .blocking(move |_| {
             let view = scope.view()?;

@@ -5,19 +5,20 @@
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use jiff::civil::Date;
 use mycorrhizal_engine::{Precondition, Row, UserView, Walk};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
-use super::common::{if_match, instant, tagged, today};
-use super::contacts::{require_contacts, scope};
 use crate::auth::AuthUser;
+use crate::crm::calendar::instant;
 use crate::crm::calendar::{self, Recurrence};
 use crate::crm::contact::Contact;
-use crate::crm::records::{BY_CONTACT, BY_DATE, Completion, Reminder, contact_range, micros};
+use crate::crm::contact::ops::require_contacts;
+use crate::crm::records::{BY_DATE, Completion, Reminder};
+use crate::crm::reminders;
 use crate::error::ApiError;
+use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
 use crate::state::AppState;
 
@@ -53,67 +54,6 @@ fn reminder(input: ReminderInput, contact: Option<u64>) -> Result<Reminder, ApiE
     })
 }
 
-pub fn view(row: &Row<Reminder>, today: Option<Date>, contact_name: Option<String>) -> Value {
-    let r = &row.body;
-    let day = calendar::day_of(r.remind_at);
-    let mut out = json!({
-        "id": row.id,
-        "message": r.message,
-        "remind_at": r.remind_at,
-        "date": day.to_string(),
-        "recurrence": r.recurrence,
-        "contact_id": r.contact_id,
-        "by_mail": r.by_mail,
-        "reoccur_from_completion": r.reoccur_from_completion,
-        "completed": false,
-        "last_sent": r.last_sent,
-        "revision": row.meta.revision,
-        "etag": row.etag().trim_matches('"'),
-        "created_at": row.meta.created_at,
-        "updated_at": row.meta.updated_at,
-    });
-    if let Some(today) = today {
-        out["overdue"] = json!(day < today);
-    }
-    if let Some(name) = contact_name {
-        out["contact_name"] = json!(name);
-    }
-    out
-}
-
-pub fn completion_view(row: &Row<Completion>) -> Value {
-    json!({
-        "id": row.id,
-        "reminder_id": row.body.reminder_id,
-        "contact_id": row.body.contact_id,
-        "message": row.body.message,
-        "completed_at": row.body.completed_at,
-        "created_at": row.meta.created_at,
-    })
-}
-
-/// A contact's reminders, soonest first.
-pub fn of_contact(v: &UserView, contact: u64) -> Result<Vec<Value>, ApiError> {
-    let (from, to) = contact_range(contact);
-    let rows = v.walk::<Reminder>(
-        Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: false },
-        usize::MAX,
-        |_| true,
-    )?;
-    Ok(rows.rows.iter().map(|r| view(r, None, None)).collect())
-}
-
-/// A contact's newest `limit` completions.
-pub fn completions_of(v: &UserView, contact: u64, limit: usize) -> Result<Vec<Value>, ApiError> {
-    let (from, to) = contact_range(contact);
-    let rows = v.walk::<Completion>(
-        Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true },
-        limit,
-        |_| true,
-    )?;
-    Ok(rows.rows.iter().map(completion_view).collect())
-}
-
 fn all(v: &UserView) -> Result<Vec<Row<Reminder>>, ApiError> {
     Ok(v.walk::<Reminder>(
         Walk { index: BY_DATE, from: "", to: None, after: None, descending: false },
@@ -125,11 +65,13 @@ fn all(v: &UserView) -> Result<Vec<Row<Reminder>>, ApiError> {
 
 #[utoipa::path(get, path = "/api/v1/reminders", tag = "reminders", responses((status = 200, description = "`{reminders}`: all, soonest first")))]
 pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
-    let today = today(&state);
+    let scope = state.scope(&user);
+    let today = state.today();
     let list = state
         .blocking(move |_| {
-            Ok::<_, ApiError>(all(&scope.view()?)?.iter().map(|r| view(r, Some(today), None)).collect::<Vec<_>>())
+            Ok::<_, ApiError>(
+                all(&scope.view()?)?.iter().map(|r| reminders::view(r, Some(today), None)).collect::<Vec<_>>(),
+            )
         })
         .await??;
     Ok(axum::Json(json!({ "reminders": list })))
@@ -139,29 +81,10 @@ pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<axum:
 /// or fewer of those, the earliest five instead.
 #[utoipa::path(get, path = "/api/v1/reminders/upcoming", tag = "reminders", responses((status = 200, description = "`{reminders}` with `contact_name` and `overdue`")))]
 pub async fn upcoming(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
-    let today = today(&state);
-    let list = state.blocking(move |_| upcoming_views(&scope.view()?, today)).await??;
+    let scope = state.scope(&user);
+    let today = state.today();
+    let list = state.blocking(move |_| reminders::upcoming_views(&scope.view()?, today)).await??;
     Ok(axum::Json(json!({ "reminders": list })))
-}
-
-/// Open reminders due within seven days (overdue included) or, when five or fewer, the earliest
-/// five; with `contact_name` and `overdue`.
-pub fn upcoming_views(v: &UserView, today: Date) -> Result<Vec<Value>, ApiError> {
-    let horizon = today.checked_add(jiff::Span::new().days(7)).unwrap_or(today);
-    // A reminder sits at midnight UTC of its day, so those due by the horizon lie below the next
-    // day's midnight in the `date` index: walk only that part.
-    let below = horizon
-        .checked_add(jiff::Span::new().days(1))
-        .ok()
-        .map(calendar::midnight)
-        .filter(|t| t.as_microsecond() > 0)
-        .map(micros);
-    let walk = Walk { index: BY_DATE, from: "", to: below.as_deref(), after: None, descending: false };
-    let due = v.walk::<Reminder>(walk, usize::MAX, |r| calendar::day_of(r.body.remind_at) <= horizon)?.rows;
-    let chosen = if due.len() > 5 { due } else { v.walk::<Reminder>(Walk { to: None, ..walk }, 5, |_| true)?.rows };
-    let name = |id: u64| v.get::<Contact>(id).map(|c| c.body.name()).ok();
-    Ok(chosen.iter().map(|r| view(r, Some(today), name(r.body.contact_id))).collect())
 }
 
 #[utoipa::path(get, path = "/api/v1/contacts/{id}/reminders", tag = "reminders", params(("id" = u64, Path)), responses((status = 200, description = "`{reminders}`"), (status = 404, description = "No such contact")))]
@@ -170,19 +93,20 @@ pub async fn list_for_contact(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let list = state
         .blocking(move |_| {
             let v = scope.view()?;
             require_contacts(&v, &[id])?;
-            of_contact(&v, id)
+            reminders::of_contact(&v, id)
         })
         .await??;
     Ok(axum::Json(json!({ "reminders": list })))
 }
 
 async fn create_with(state: &AppState, user: &AuthUser, reminder: Reminder) -> Result<Response, ApiError> {
-    let row = scope(state, user)
+    let row = state
+        .scope(user)
         .write_async(move |tx| {
             tx.get::<Contact>(reminder.contact_id)?;
             tx.create(reminder.clone())
@@ -192,7 +116,7 @@ async fn create_with(state: &AppState, user: &AuthUser, reminder: Reminder) -> R
         &row,
         None,
         StatusCode::CREATED,
-        &json!({ "message": "Reminder created", "reminder": view(&row, Some(today(state)), None) }),
+        &json!({ "message": "Reminder created", "reminder": reminders::view(&row, Some(state.today()), None) }),
     ))
 }
 
@@ -214,8 +138,8 @@ pub async fn get(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<Response, ApiError> {
-    let row = scope(&state, &user).get::<Reminder>(id)?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &view(&row, Some(today(&state)), None)))
+    let row = state.scope(&user).get::<Reminder>(id)?;
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, &reminders::view(&row, Some(state.today()), None)))
 }
 
 #[utoipa::path(put, path = "/api/v1/reminders/{id}", tag = "reminders", params(("id" = u64, Path)), request_body = ReminderInput, responses(
@@ -228,10 +152,11 @@ pub async fn update(
     Json(input): Json<ReminderInput>,
 ) -> Result<Response, ApiError> {
     let pre = if_match(&headers)?;
-    let current = scope(&state, &user).get::<Reminder>(id)?;
+    let current = state.scope(&user).get::<Reminder>(id)?;
     let mut r = reminder(input, None)?;
     r.last_sent = current.body.last_sent;
-    let row = scope(&state, &user)
+    let row = state
+        .scope(&user)
         .write_async(move |tx| {
             tx.get::<Contact>(r.contact_id)?;
             tx.put(id, pre, r.clone())
@@ -241,7 +166,7 @@ pub async fn update(
         &row,
         None,
         StatusCode::OK,
-        &json!({ "message": "Reminder updated", "reminder": view(&row, Some(today(&state)), None) }),
+        &json!({ "message": "Reminder updated", "reminder": reminders::view(&row, Some(state.today()), None) }),
     ))
 }
 
@@ -252,7 +177,7 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    super::common::delete_record::<Reminder>(&state, &user, &headers, id, "Reminder deleted").await
+    crate::http::conditional::delete_record::<Reminder>(&state, &user, &headers, id, "Reminder deleted").await
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -271,9 +196,10 @@ pub async fn complete(
     Path(id): Path<u64>,
     Query(q): Query<CompleteQuery>,
 ) -> Result<Response, ApiError> {
-    let skip = super::common::flag(q.skip.as_deref(), "skip")?;
-    let today = today(&state);
-    let (next, completion) = scope(&state, &user)
+    let skip = crate::http::params::flag(q.skip.as_deref(), "skip")?;
+    let today = state.today();
+    let (next, completion) = state
+        .scope(&user)
         .write_async(move |tx| {
             let current = tx.get::<Reminder>(id)?;
             let r = current.body.clone();
@@ -309,10 +235,10 @@ pub async fn complete(
     let mut body =
         json!({ "message": if next.is_some() { "Reminder completed and rescheduled" } else { "Reminder completed" } });
     if let Some(row) = &next {
-        body["reminder"] = view(row, Some(today), None);
+        body["reminder"] = reminders::view(row, Some(today), None);
     }
     if let Some(c) = &completion {
-        body["completion"] = completion_view(c);
+        body["completion"] = reminders::completion_view(c);
     }
     Ok((StatusCode::OK, axum::Json(body)).into_response())
 }
@@ -323,12 +249,12 @@ pub async fn completions(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let scope = scope(&state, &user);
+    let scope = state.scope(&user);
     let list = state
         .blocking(move |_| {
             let v = scope.view()?;
             require_contacts(&v, &[id])?;
-            completions_of(&v, id, usize::MAX)
+            reminders::completions_of(&v, id, usize::MAX)
         })
         .await??;
     Ok(axum::Json(json!({ "completions": list })))
@@ -340,6 +266,6 @@ pub async fn delete_completion(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    scope(&state, &user).write_async(move |tx| tx.delete::<Completion>(id, Precondition::Any)).await?;
+    state.scope(&user).write_async(move |tx| tx.delete::<Completion>(id, Precondition::Any)).await?;
     Ok(axum::Json(json!({ "message": "Completion deleted" })))
 }

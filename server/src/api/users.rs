@@ -9,48 +9,13 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::auth::accounts::{self, DATE_FORMATS};
-use crate::auth::keys::binding;
 use crate::auth::records::{Account, Totp};
+use crate::auth::second_factor::{self, CodeBody};
+use crate::auth::view::CurrentUser;
 use crate::auth::{AuthUser, Via, totp};
 use crate::error::ApiError;
 use crate::http::json::Json;
 use crate::state::AppState;
-
-/// The current user as clients see it.
-#[derive(Serialize, ToSchema)]
-pub struct CurrentUser {
-    pub id: u64,
-    pub username: String,
-    pub email: String,
-    pub language: String,
-    pub date_format: String,
-    pub is_admin: bool,
-    pub two_factor_enabled: bool,
-    pub sso: bool,
-    pub custom_fields: Vec<String>,
-    #[schema(value_type = String, format = DateTime)]
-    pub created_at: jiff::Timestamp,
-    #[schema(value_type = String, format = DateTime)]
-    pub updated_at: jiff::Timestamp,
-}
-
-impl CurrentUser {
-    pub fn from(id: u64, a: &Account) -> Self {
-        CurrentUser {
-            id,
-            username: a.username.clone(),
-            email: a.email.clone(),
-            language: a.language.clone(),
-            date_format: a.date_format.clone(),
-            is_admin: a.is_admin,
-            two_factor_enabled: a.totp.as_ref().is_some_and(|t| t.enabled),
-            sso: a.oidc_subject.is_some(),
-            custom_fields: a.custom_fields.clone(),
-            created_at: a.created_at,
-            updated_at: a.updated_at,
-        }
-    }
-}
 
 #[utoipa::path(get, path = "/api/v1/users/me", tag = "users", responses((status = 200, body = CurrentUser), (status = 401, description = "Not signed in")))]
 pub async fn me(user: AuthUser) -> axum::Json<CurrentUser> {
@@ -205,71 +170,6 @@ pub async fn set_custom_fields(
     Ok(axum::Json(CustomFields { custom_fields: names }))
 }
 
-fn sealed_binding(user_id: u64) -> String {
-    binding("sys:accounts", user_id, "totp_secret")
-}
-
-/// Checks a second factor for `user_id` and consumes it: a TOTP code moves the replay window
-/// forward, a recovery code (if `allow_recovery`) is removed. Wrong codes are throttled.
-pub async fn use_second_factor(
-    state: &AppState,
-    user_id: u64,
-    code: &str,
-    allow_recovery: bool,
-) -> Result<Account, ApiError> {
-    let limits = &state.auth.limits;
-    limits
-        .check_totp(user_id)
-        .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: true })?;
-    let code = code.trim().to_string();
-    if code.is_empty() {
-        return Err(ApiError::invalid_input("code", "is required"));
-    }
-    let key = state.auth.data_key.clone();
-    let now = state.engine.clock().now().as_second().max(0) as u64;
-    let outcome = state
-        .engine
-        .write_async(move |tx| {
-            let mut account: Account = tx.global().get(user_id)?;
-            let Some(totp_state) = account.totp.clone() else {
-                return Ok(None);
-            };
-            let accepted = if allow_recovery && totp::is_recovery_shape(&code) {
-                let hash = totp::hash_recovery(&code);
-                let before = account.recovery_codes.len();
-                account.recovery_codes.retain(|h| *h != hash);
-                account.recovery_codes.len() < before
-            } else {
-                let Some(secret) = key.decrypt(&totp_state.sealed_secret, &sealed_binding(user_id)) else {
-                    return Ok(None);
-                };
-                match totp::verify(&secret, &code, now, totp_state.last_step) {
-                    Some(step) => {
-                        account.totp = Some(Totp { last_step: step, ..totp_state });
-                        true
-                    }
-                    None => false,
-                }
-            };
-            if !accepted {
-                return Ok(None);
-            }
-            tx.global().put(user_id, &account)?;
-            Ok(Some(account))
-        })
-        .await?;
-    match outcome {
-        Some(account) => {
-            limits.totp_succeeded(user_id);
-            Ok(account)
-        }
-        None => {
-            limits.totp_failed(user_id);
-            Err(ApiError::invalid_input("code", "is not valid"))
-        }
-    }
-}
-
 /// Begins TOTP enrolment: a new secret, shown once, effective after `/users/2fa/confirm`.
 #[utoipa::path(post, path = "/api/v1/users/2fa/setup", tag = "users", responses(
     (status = 200, description = "`{secret, otpauth_url}`"), (status = 403, description = "Single-sign-on account"), (status = 409, description = "Already enabled")))]
@@ -286,7 +186,8 @@ pub async fn totp_setup(
         ));
     }
     let secret = totp::new_secret();
-    let sealed = state.auth.data_key.encrypt(&secret, &sealed_binding(user.id.0)).map_err(ApiError::internal)?;
+    let sealed =
+        state.auth.data_key.encrypt(&secret, &second_factor::sealed_binding(user.id.0)).map_err(ApiError::internal)?;
     update_account(&state, user.id.0, move |a| {
         a.totp = Some(Totp { sealed_secret: sealed.clone(), enabled: false, last_step: 0 });
         Ok(())
@@ -297,12 +198,12 @@ pub async fn totp_setup(
     ))
 }
 
-#[utoipa::path(post, path = "/api/v1/users/2fa/confirm", tag = "users", request_body = crate::api::auth::CodeBody, responses(
+#[utoipa::path(post, path = "/api/v1/users/2fa/confirm", tag = "users", request_body = CodeBody, responses(
     (status = 200, description = "`{message, recovery_codes}`, shown once"), (status = 400, description = "Wrong code"), (status = 409, description = "Not set up, or already on")))]
 pub async fn totp_confirm(
     State(state): State<AppState>,
     user: AuthUser,
-    Json(body): Json<crate::api::auth::CodeBody>,
+    Json(body): Json<CodeBody>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
     match &user.account.totp {
         Some(t) if !t.enabled => {}
@@ -311,7 +212,7 @@ pub async fn totp_confirm(
         }
         None => return Err(ApiError::Conflict("Run /users/2fa/setup first".into())),
     }
-    use_second_factor(&state, user.id.0, &body.code, false).await?;
+    second_factor::use_second_factor(&state, user.id.0, &body.code, false).await?;
     let (plain, hashes) = totp::recovery_codes();
     update_account(&state, user.id.0, move |a| {
         if let Some(t) = a.totp.as_mut() {
@@ -324,17 +225,17 @@ pub async fn totp_confirm(
     Ok(axum::Json(json!({ "message": "Two-factor authentication enabled", "recovery_codes": plain })))
 }
 
-#[utoipa::path(post, path = "/api/v1/users/2fa/disable", tag = "users", request_body = crate::api::auth::CodeBody, responses(
+#[utoipa::path(post, path = "/api/v1/users/2fa/disable", tag = "users", request_body = CodeBody, responses(
     (status = 200, description = "Disabled"), (status = 400, description = "Wrong code"), (status = 409, description = "Not enabled")))]
 pub async fn totp_disable(
     State(state): State<AppState>,
     user: AuthUser,
-    Json(body): Json<crate::api::auth::CodeBody>,
+    Json(body): Json<CodeBody>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
     if !user.account.totp.as_ref().is_some_and(|t| t.enabled) {
         return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
     }
-    use_second_factor(&state, user.id.0, &body.code, true).await?;
+    second_factor::use_second_factor(&state, user.id.0, &body.code, true).await?;
     update_account(&state, user.id.0, |a| {
         a.totp = None;
         a.recovery_codes.clear();
@@ -345,17 +246,17 @@ pub async fn totp_disable(
 }
 
 /// New recovery codes; needs a live TOTP code (not a recovery code). The old set dies.
-#[utoipa::path(post, path = "/api/v1/users/2fa/recovery-codes/regenerate", tag = "users", request_body = crate::api::auth::CodeBody, responses(
+#[utoipa::path(post, path = "/api/v1/users/2fa/recovery-codes/regenerate", tag = "users", request_body = CodeBody, responses(
     (status = 200, description = "`{recovery_codes}`, shown once"), (status = 400, description = "Wrong code"), (status = 409, description = "Not enabled")))]
 pub async fn totp_regenerate(
     State(state): State<AppState>,
     user: AuthUser,
-    Json(body): Json<crate::api::auth::CodeBody>,
+    Json(body): Json<CodeBody>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
     if !user.account.totp.as_ref().is_some_and(|t| t.enabled) {
         return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
     }
-    use_second_factor(&state, user.id.0, &body.code, false).await?;
+    second_factor::use_second_factor(&state, user.id.0, &body.code, false).await?;
     let (plain, hashes) = totp::recovery_codes();
     update_account(&state, user.id.0, move |a| {
         a.recovery_codes = hashes.clone();

@@ -15,8 +15,10 @@ pub mod limits;
 pub mod oidc;
 pub mod password;
 pub mod records;
+pub mod second_factor;
 pub mod session;
 pub mod totp;
+pub mod view;
 
 use jiff::{SignedDuration, Timestamp};
 use mycorrhizal_engine::{Engine, UserId};

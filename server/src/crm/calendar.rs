@@ -88,6 +88,38 @@ pub fn day_of(instant: Timestamp) -> Date {
     instant.to_zoned(TimeZone::UTC).date()
 }
 
+/// An instant given by a caller: RFC 3339 with `Z` or an offset, or a bare `YYYY-MM-DD` (midnight UTC).
+pub fn instant(field: &str, text: &str) -> Result<jiff::Timestamp, crate::crm::Error> {
+    let text = text.trim();
+    if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        return Ok(t);
+    }
+    text.parse::<Date>().map(midnight).map_err(|_| {
+        crate::crm::Error::invalid(field, "must be an RFC 3339 instant (e.g. 2026-11-22T10:00:00Z) or YYYY-MM-DD")
+    })
+}
+
+/// `fromDate`/`toDate` (inclusive `YYYY-MM-DD`) as a half-open microsecond range.
+pub fn date_range(from: Option<&str>, to: Option<&str>) -> Result<(i64, i64), crate::crm::Error> {
+    let day = |field: &str, text: &str| {
+        text.parse::<Date>().map_err(|_| crate::crm::Error::bad_parameter(field, "must be YYYY-MM-DD"))
+    };
+    let lo = match from {
+        Some(f) if !f.is_empty() => midnight(day("fromDate", f)?).as_microsecond().max(0),
+        _ => 0,
+    };
+    let hi = match to {
+        Some(t) if !t.is_empty() => {
+            let next = day("toDate", t)?
+                .tomorrow()
+                .map_err(|_| crate::crm::Error::bad_parameter("toDate", "is out of range"))?;
+            midnight(next).as_microsecond()
+        }
+        _ => i64::MAX,
+    };
+    Ok((lo, hi))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -220,3 +220,8 @@ impl Record for CadencePolicy {
         text("target", &self.target, 1, 100)
     }
 }
+
+/// Where a user's attachment files live (one file per attachment row, named by its id).
+pub fn attachments_dir(data_dir: &std::path::Path, user: mycorrhizal_engine::UserId) -> std::path::PathBuf {
+    data_dir.join("users").join(user.0.to_string()).join("attachments")
+}

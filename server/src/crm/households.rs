@@ -5,10 +5,11 @@
 
 use mycorrhizal_codecs::card::{Address, Component};
 use mycorrhizal_codecs::projection::one_line;
-use mycorrhizal_engine::{Invalid, Kind, Record, kind};
+use mycorrhizal_engine::{Invalid, Kind, Record, Row, UserView, kind};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::Result;
 use super::records::BY_CONTACT;
 
 /// What a household is; `other` when the client does not say.
@@ -322,4 +323,25 @@ mod tests {
         let full = HouseholdAddress { full: "1 Main St, Springfield".into(), ..HouseholdAddress::default() };
         assert_eq!(normalize(&full.line()), normalize(&at("1 Main St", "Springfield").line()));
     }
+}
+
+/// The membership rows of a household, oldest first.
+pub fn members_of(v: &UserView, household: u64) -> Result<Vec<Row<HouseholdMember>>> {
+    let mut rows = Vec::new();
+    for id in v.find::<HouseholdMember>(BY_HOUSEHOLD, &format!("{household:020}"))? {
+        if let Ok(row) = v.get::<HouseholdMember>(id) {
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// The contact ids of a household's members (every membership row, current or past), or 404
+/// when the household is not the caller's.
+pub fn member_contacts(v: &UserView, household: u64) -> Result<Vec<u64>> {
+    v.get::<Household>(household)?;
+    let mut ids: Vec<u64> = members_of(v, household)?.into_iter().map(|m| m.body.contact_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(ids)
 }

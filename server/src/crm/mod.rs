@@ -1,44 +1,42 @@
 //! The CRM domain: the user-owned record types (contacts, notes, activities, reminders,
 //! completions, relationships, households), their validation and save hooks, and the calendar rules.
-//! Handlers in `api/` parse and render; the rules live here and in the engine's write path.
+//! This is the domain layer: one function per operation (create, edit, delete with its cascade,
+//! list, ...), typed input to typed output or [`Error`], no HTTP. Every front door (`api/`, and
+//! later the web pages and DAV) calls these functions; the rules live here and in the engine's
+//! write path. Nothing here imports a front door.
 
+pub mod activities;
+pub mod cadence;
 pub mod calendar;
 pub mod contact;
+pub mod cursor;
 pub mod depth;
+pub mod depth_views;
+mod error;
 pub mod households;
 pub mod import;
+pub mod kinds;
+pub mod notes;
 pub mod pictures;
 pub mod reach_out;
-pub mod records;
 
-/// The kinds full-text search indexes, in the order `/search` groups them.
+pub mod records;
+pub mod relationships;
+pub mod reminders;
+pub mod search;
+pub mod suggestions;
+
+pub use error::{Error, Result};
+
+/// The kinds full-text search indexes, in the order `/search` groups them (from [`kinds::all`]).
 pub fn search_sources() -> Vec<mycorrhizal_engine::Source> {
-    use mycorrhizal_engine::Source;
-    vec![Source::of::<contact::Contact>().contacts(), Source::of::<records::Note>(), Source::of::<records::Activity>()]
+    kinds::all().into_iter().filter_map(|k| k.search).collect()
 }
 
-/// Every user record kind, for the index backfill at start-up (`Engine::ensure_indexes`): a kind
-/// whose `INDEX_VERSION` was raised gets its index entries derived again from its stored rows. A
-/// new record kind belongs here.
+/// Every user record kind's index backfill at start-up (`Engine::ensure_indexes`), from
+/// [`kinds::all`]: a kind whose `INDEX_VERSION` was raised gets its entries derived again.
 pub fn record_kinds() -> Vec<mycorrhizal_engine::Indexed> {
-    use mycorrhizal_engine::Indexed;
-    vec![
-        Indexed::of::<contact::Contact>(),
-        Indexed::of::<records::Note>(),
-        Indexed::of::<records::Activity>(),
-        Indexed::of::<records::Reminder>(),
-        Indexed::of::<records::Completion>(),
-        Indexed::of::<records::Relationship>(),
-        Indexed::of::<depth::LifeEvent>(),
-        Indexed::of::<depth::Gift>(),
-        Indexed::of::<depth::AgendaItem>(),
-        Indexed::of::<depth::Attachment>(),
-        Indexed::of::<depth::CadencePolicy>(),
-        Indexed::of::<households::Household>(),
-        Indexed::of::<households::HouseholdMember>(),
-        Indexed::of::<households::DismissedHouseholdSuggestion>(),
-        Indexed::of::<reach_out::ReachOutSuggestion>(),
-    ]
+    kinds::all().into_iter().map(|k| k.indexed).collect()
 }
 
 /// The schema version this server's migrations produce (what `/health/ready` expects).

@@ -1,7 +1,9 @@
 //! HTTP plumbing: the router with its middleware stack, fallbacks that keep the error envelope
 //! for unknown paths and wrong methods, and the per-request log line.
 
+pub mod conditional;
 pub mod json;
+pub mod params;
 pub mod request_id;
 
 use std::time::Instant;
@@ -36,9 +38,10 @@ pub fn body_limit<S: Clone + Send + Sync + 'static>(
         .layer::<_, std::convert::Infallible>(axum::Extension(BodyLimit(bytes)))
 }
 
-/// The whole application: every route, the fallbacks, and the middleware.
-pub fn app(state: AppState) -> Router {
-    crate::api::router(&state.config)
+/// The front doors' routes wrapped in what every request gets: the fallbacks that keep the error
+/// envelope, the body limit, the per-IP API rate, the request log and the request id.
+pub fn serve(routes: Router<AppState>, state: AppState) -> Router {
+    routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

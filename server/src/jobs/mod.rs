@@ -7,14 +7,12 @@ use std::time::{Duration, Instant};
 
 use jiff::SignedDuration;
 use mycorrhizal_engine::system::{JobResult, JobRun, Trigger};
-use mycorrhizal_engine::{Precondition, Record, UserId};
+use mycorrhizal_engine::{Precondition, UserId};
 
 use crate::auth::records::{Account, DeviceGrant, ResetToken, Session};
 use crate::crm::contact::Contact;
-use crate::crm::depth::{AgendaItem, Attachment, CadencePolicy, Gift, LifeEvent};
-use crate::crm::households::{Household, HouseholdMember};
 use crate::crm::reach_out::{self, ReachOutCursor, ReachOutSuggestion};
-use crate::crm::records::{Activity, BY_CONTACT, Completion, Note, Relationship, Reminder};
+use crate::crm::records::BY_CONTACT;
 use crate::ops::events::{Event, emit};
 use crate::state::AppState;
 
@@ -175,20 +173,13 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
                 .engine
                 .user(UserId(user))
                 .write_async(move |tx| {
-                    Ok(purge::<Contact>(tx, tombstones)?
-                        + purge::<Note>(tx, tombstones)?
-                        + purge::<Activity>(tx, tombstones)?
-                        + purge::<Reminder>(tx, tombstones)?
-                        + purge::<Completion>(tx, tombstones)?
-                        + purge::<Relationship>(tx, tombstones)?
-                        + purge::<LifeEvent>(tx, tombstones)?
-                        + purge::<Gift>(tx, tombstones)?
-                        + purge::<AgendaItem>(tx, tombstones)?
-                        + purge::<Attachment>(tx, tombstones)?
-                        + purge::<CadencePolicy>(tx, tombstones)?
-                        + purge::<Household>(tx, tombstones)?
-                        + purge::<HouseholdMember>(tx, tombstones)?
-                        + tx.purge_audit(audit_cutoff)?)
+                    let mut removed = 0;
+                    for kind in crate::crm::kinds::all() {
+                        if let Some(purge) = kind.purge {
+                            removed += purge(tx, tombstones)?;
+                        }
+                    }
+                    Ok(removed + tx.purge_audit(audit_cutoff)?)
                 })
                 .await
                 .map_err(|e| e.to_string())?;
@@ -288,10 +279,8 @@ fn plan_reach_out(
         return Ok(None);
     }
     let mut overdue: Vec<(u64, u64)> = Vec::new();
-    for item in crate::api::cadence::overdue(&v, now).map_err(|e| e.to_string())? {
-        let (Some(contact), Some(policy)) = (item["contact_id"].as_u64(), item["policy"]["id"].as_u64()) else {
-            continue;
-        };
+    for item in crate::crm::cadence::overdue(&v, now).map_err(|e| e.to_string())? {
+        let (contact, policy) = (item.contact_id, item.policy.id);
         if !overdue.iter().any(|(c, _)| *c == contact) {
             overdue.push((contact, policy));
         }
@@ -404,11 +393,4 @@ fn expired_credentials(tx: &mut mycorrhizal_engine::Tx<'_>, now: jiff::Timestamp
         }
     }
     Ok(removed)
-}
-
-fn purge<R: Record>(
-    tx: &mycorrhizal_engine::TxUser<'_, '_>,
-    cutoff: jiff::Timestamp,
-) -> mycorrhizal_engine::Result<u64> {
-    tx.purge_tombstones::<R>(cutoff)
 }

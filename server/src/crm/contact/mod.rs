@@ -3,6 +3,13 @@
 //! on every save (the engine's save hook), which lists, sorting and search read without parsing
 //! the card.
 
+pub mod detail;
+pub mod list;
+pub mod ops;
+pub mod pick;
+mod related;
+pub mod view;
+
 use mycorrhizal_codecs::card::Card;
 use mycorrhizal_codecs::projection::{Flat, project};
 use mycorrhizal_engine::{Invalid, Kind, Record, SearchDoc, kind};

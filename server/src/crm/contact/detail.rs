@@ -1,0 +1,116 @@
+//! The contact page in one read: the contact and everything about it (latest notes, activities
+//! and completions, reminders, relationships, life events, gifts, the open agenda), each
+//! collection an array.
+
+use jiff::civil::Date;
+use mycorrhizal_engine::{UserView, Walk};
+use serde::Serialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use super::Contact;
+use super::related::projected_relations;
+use super::view::ContactView;
+use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
+use crate::crm::records::{BY_CONTACT, contact_range};
+use crate::crm::{Result, activities, depth_views, notes, relationships, reminders};
+
+/// How many of the newest notes, activities, completions, life events and gifts come along.
+const LATEST: usize = 5;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ContactDetail {
+    pub contact: ContactView,
+    /// `{custom_fields, enabled_contact_fields}` of the signed-in user.
+    #[schema(value_type = Object)]
+    pub user: Value,
+    #[schema(value_type = Vec<Object>)]
+    pub notes: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub activities: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub completions: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub reminders: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub relationship_edges: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub life_events: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub agenda: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub gifts: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub field_values: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub external_identities: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub external_activities: Vec<Value>,
+    /// `[{name}]`
+    #[schema(value_type = Vec<Object>)]
+    pub circles: Vec<Value>,
+    /// `[{name}]`
+    #[schema(value_type = Vec<Object>)]
+    pub tags: Vec<Value>,
+}
+
+/// Contact `id` with everything about it; `custom_fields` are the user's field definitions.
+pub fn detail(v: &UserView, id: u64, today: Date, custom_fields: Vec<String>) -> Result<ContactDetail> {
+    let row = v.get::<Contact>(id)?;
+    let related = projected_relations(v, id)?;
+    let (from, to) = contact_range(id);
+    let per_contact =
+        |descending: bool| Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending };
+    let life_events = v
+        .walk::<LifeEvent>(per_contact(true), LATEST, |_| true)?
+        .rows
+        .iter()
+        .map(|r| depth_views::life_event_view(v, r, today))
+        .collect();
+    let gifts = v
+        .walk::<Gift>(per_contact(true), LATEST, |_| true)?
+        .rows
+        .iter()
+        .map(|r| depth_views::gift_view(v, r))
+        .collect();
+    let agenda = v
+        .walk::<AgendaItem>(per_contact(false), usize::MAX, |r| r.body.discussed_at.is_none())?
+        .rows
+        .iter()
+        .map(|r| depth_views::agenda_view(v, r))
+        .collect();
+    Ok(ContactDetail {
+        contact: ContactView::of(&row, &related),
+        user: json!({ "custom_fields": custom_fields, "enabled_contact_fields": Value::Null }),
+        notes: notes::of_contact(v, id, LATEST)?,
+        activities: activities::of_contact(v, id, LATEST)?,
+        completions: reminders::completions_of(v, id, LATEST)?,
+        reminders: reminders::of_contact(v, id)?,
+        relationship_edges: relationships::detail_edges(v, id)?,
+        life_events,
+        agenda,
+        gifts,
+        field_values: Vec::new(),
+        external_identities: Vec::new(),
+        external_activities: Vec::new(),
+        circles: row.body.circles.iter().map(|c| json!({ "name": c })).collect(),
+        tags: row.body.tags.iter().map(|t| json!({ "name": t })).collect(),
+    })
+}
+
+/// A contact with its card's `relatedTo` filled from the relationships.
+pub fn get(v: &UserView, id: u64) -> Result<(mycorrhizal_engine::Row<Contact>, ContactView)> {
+    let row = v.get::<Contact>(id)?;
+    let related = projected_relations(v, id)?;
+    let view = ContactView::of(&row, &related);
+    Ok((row, view))
+}
+
+/// The circles in use by live contacts, sorted.
+pub fn circles(v: &UserView) -> Result<Vec<String>> {
+    let entries = v.index_entries::<Contact>()?;
+    let mut names: Vec<String> =
+        entries.into_iter().filter(|(i, _, _)| i == super::INDEX_CIRCLE).map(|(_, v, _)| v).collect();
+    names.dedup();
+    Ok(names)
+}

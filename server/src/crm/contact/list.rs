@@ -1,0 +1,178 @@
+//! The contact list: filters (archived, favourites, circle, tag), name or recency order, cursor
+//! paging with a total, and the full-text filter through the search index (the same engine and
+//! rules as `/search`).
+
+use mycorrhizal_engine::{Plan, Row, SearchRequest, UPDATED_INDEX, UserScope, Walk};
+
+use super::view::{ContactPage, ContactSummary};
+use super::{Contact, INDEX_ARCHIVED, INDEX_SORT_NAME};
+use crate::crm::cursor::{decode_cursor, encode_cursor};
+use crate::crm::{Error, Result};
+
+/// The order of a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sort {
+    /// Newest change first by default.
+    Updated,
+    /// A to Z by default.
+    Name,
+}
+
+/// What a list asks for.
+#[derive(Debug, Clone, Default)]
+pub struct ListParams {
+    /// Full-text filter; without an explicit sort, best matches first.
+    pub search: Option<String>,
+    pub circle: Option<String>,
+    pub tag: Option<String>,
+    pub include_archived: bool,
+    pub archived_only: bool,
+    pub favorites: bool,
+    /// `None`: recency (or relevance when searching).
+    pub sort: Option<Sort>,
+    /// `None`: the sort's default direction.
+    pub descending: Option<bool>,
+    pub limit: usize,
+    /// The previous page's `next_cursor`.
+    pub cursor: Option<String>,
+}
+
+/// One page of the user's contacts.
+pub fn list(scope: &UserScope, p: ListParams) -> Result<ContactPage> {
+    let (index, default_desc) = match p.sort.unwrap_or(Sort::Updated) {
+        Sort::Updated => (UPDATED_INDEX, true),
+        Sort::Name => (INDEX_SORT_NAME, false),
+    };
+    let descending = p.descending.unwrap_or(default_desc);
+    let limit = p.limit;
+    let after = p.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
+    let circle = p.circle.clone().filter(|c| !c.is_empty());
+    let tag = p.tag.clone().filter(|t| !t.is_empty());
+    let (include_archived, archived_only, favorites) = (p.include_archived, p.archived_only, p.favorites);
+    let keep = |row: &Row<Contact>| {
+        let c = &row.body;
+        (if archived_only { c.archived } else { include_archived || !c.archived })
+            && (!favorites || c.favorite)
+            && circle.as_ref().is_none_or(|name| c.circles.contains(name))
+            && tag.as_ref().is_none_or(|t| c.tags.contains(t))
+    };
+    if let Some(needle) = p.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        let plan = Plan::parse(needle);
+        let narrowed = favorites || circle.is_some() || tag.is_some();
+        let sort = p.sort.is_some().then_some((index, descending));
+        return searched(scope, plan.as_ref(), sort, (include_archived, archived_only), &keep, narrowed, after, limit);
+    }
+    let view = scope.view()?;
+    let walk = Walk { index, from: "", to: None, after: after.as_ref().map(|(v, id)| (v.as_str(), *id)), descending };
+    let page = view.walk::<Contact>(walk, limit, keep)?;
+    let filtered = circle.is_some() || tag.is_some() || favorites;
+    let total = if filtered {
+        view.walk::<Contact>(Walk { after: None, ..walk }, usize::MAX, keep)?.rows.len() as u64
+    } else {
+        let archived = view.count_where::<Contact>(INDEX_ARCHIVED, "1")?;
+        let all = view.count::<Contact>()?;
+        if archived_only {
+            archived
+        } else if include_archived {
+            all
+        } else {
+            all.saturating_sub(archived)
+        }
+    };
+    let next_cursor = page.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default();
+    let contacts = page.rows.iter().map(ContactSummary::of).collect();
+    Ok(ContactPage { contacts, next_cursor, limit, total })
+}
+
+/// Cursor value of a page in relevance order (its id part is the offset).
+const RELEVANCE_CURSOR: &str = "~rank";
+
+/// The list filtered by a search term, through the full-text index (the same engine and rules
+/// as `/search`). Without an explicit `sort`, the best matches come first.
+#[allow(clippy::too_many_arguments)]
+fn searched(
+    scope: &UserScope,
+    plan: Option<&Plan>,
+    sort: Option<(&'static str, bool)>,
+    archived: (bool, bool),
+    keep: &dyn Fn(&Row<Contact>) -> bool,
+    narrowed: bool,
+    after: Option<(String, u64)>,
+    limit: usize,
+) -> Result<ContactPage> {
+    let page = |contacts: Vec<ContactSummary>, next_cursor: String, total: usize| ContactPage {
+        contacts,
+        next_cursor,
+        limit,
+        total: total as u64,
+    };
+    let Some(plan) = plan else { return Ok(page(Vec::new(), String::new(), 0)) };
+    let (include_archived, archived_only) = archived;
+    let request = SearchRequest {
+        plan,
+        kinds: Some(&["contact"]),
+        include_hidden: include_archived || archived_only,
+        contacts: None,
+        limit: usize::MAX,
+        offset: 0,
+    };
+    let hits = scope.search(&request)?.pop().map(|g| g.hits).unwrap_or_default();
+    let view = scope.view()?;
+    if sort.is_none() {
+        let offset = match &after {
+            None => 0,
+            Some((value, offset)) if value == RELEVANCE_CURSOR => *offset as usize,
+            Some(_) => return Err(Error::bad_parameter("cursor", "belongs to another sort order")),
+        };
+        let (rows, total): (Vec<Row<Contact>>, usize) = if narrowed || archived_only {
+            let rows: Vec<Row<Contact>> =
+                hits.iter().filter_map(|h| view.get::<Contact>(h.id).ok()).filter(|r| keep(r)).collect();
+            let total = rows.len();
+            (rows.into_iter().skip(offset).take(limit).collect(), total)
+        } else {
+            let rows = hits.iter().skip(offset).take(limit).filter_map(|h| view.get::<Contact>(h.id).ok()).collect();
+            (rows, hits.len())
+        };
+        let next = if offset + limit < total {
+            encode_cursor(RELEVANCE_CURSOR, (offset + limit) as u64)
+        } else {
+            String::new()
+        };
+        return Ok(page(rows.iter().map(ContactSummary::of).collect(), next, total));
+    }
+    let (index, descending) = sort.unwrap_or((UPDATED_INDEX, true));
+    let value_of = |row: &Row<Contact>| {
+        if index == INDEX_SORT_NAME {
+            row.body.flat.sort_name.clone()
+        } else {
+            format!("{:020}", row.meta.updated_at.as_microsecond().max(0))
+        }
+    };
+    let mut rows: Vec<(String, Row<Contact>)> = hits
+        .iter()
+        .filter_map(|h| view.get::<Contact>(h.id).ok())
+        .filter(|r| keep(r))
+        .map(|r| (value_of(&r), r))
+        .collect();
+    rows.sort_by(|(va, a), (vb, b)| {
+        let order = va.cmp(vb).then(a.id.cmp(&b.id));
+        if descending { order.reverse() } else { order }
+    });
+    let total = rows.len();
+    let start = match &after {
+        None => 0,
+        Some((value, id)) => rows
+            .iter()
+            .position(|(v, r)| {
+                let order = v.as_str().cmp(value.as_str()).then(r.id.cmp(id));
+                if descending { order.is_lt() } else { order.is_gt() }
+            })
+            .unwrap_or(total),
+    };
+    let slice = &rows[start..(start + limit).min(total)];
+    let next = match slice.last() {
+        Some((v, r)) if start + limit < total => encode_cursor(v, r.id),
+        _ => String::new(),
+    };
+    Ok(page(slice.iter().map(|(_, r)| ContactSummary::of(r)).collect(), next, total))
+}

@@ -1,0 +1,164 @@
+//! The operations that change contacts, each one function every front door calls: create, edit
+//! (the merge of an input over the stored contact, applied inside the write transaction so a
+//! concurrent change such as a picture upload is never overwritten), delete with its cascade,
+//! and the archive/favourite toggles.
+
+use std::path::Path;
+
+use mycorrhizal_codecs::card::Card;
+use mycorrhizal_codecs::projection::{FlatInput, apply_flat};
+use mycorrhizal_engine::{Invalid, Precondition, Row, TxUser, UserScope, UserView};
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::Contact;
+use crate::crm::{Error, Result, kinds};
+
+/// The body of create and update: a card (with optional `crm` and `passthrough`), or flat fields
+/// only (`firstname`, `lastname`, `email`, `phone`, `birthday`, ...), which map into the card.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ContactInput {
+    pub gender: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub card: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub crm: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub passthrough: Option<Value>,
+    pub is_favorite: Option<bool>,
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub flat: FlatInput,
+}
+
+fn parse_card(value: Value) -> std::result::Result<Card, Invalid> {
+    serde_path_to_error::deserialize::<_, Card>(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { "card".to_string() } else { format!("card.{path}") };
+        Invalid::new(field, e.inner().to_string())
+    })
+}
+
+fn object(field: &str, value: Option<Value>, existing: Option<&str>) -> std::result::Result<String, Invalid> {
+    match value {
+        Some(v @ Value::Object(_)) => Ok(v.to_string()),
+        Some(Value::Null) | None => Ok(existing.unwrap_or("{}").to_string()),
+        Some(_) => Err(Invalid::new(field, "must be a JSON object")),
+    }
+}
+
+fn valid_uuid(text: &str) -> Option<String> {
+    let text = text.trim().trim_start_matches("urn:uuid:").to_lowercase();
+    uuid::Uuid::parse_str(&text).ok().map(|u| u.to_string())
+}
+
+impl ContactInput {
+    /// The stored contact this input makes, over `existing` for an edit. A new card replaces the
+    /// old one whole; flat fields apply onto whichever card results; what the input leaves out
+    /// (picture, archive flag, uid) is kept.
+    pub fn apply(self, existing: Option<&Contact>) -> std::result::Result<Contact, Invalid> {
+        let mut card = match self.card {
+            Some(value) => parse_card(value)?,
+            None => existing.map(Contact::parsed_card).unwrap_or_default(),
+        };
+        let legacy = apply_flat(&mut card, &self.flat);
+        let uid = existing
+            .map(|c| c.uid.clone())
+            .or_else(|| card.uid.as_deref().and_then(valid_uuid))
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        card.uid = Some(uid.clone());
+        card.validate().map_err(|e| Invalid::new(e.field, e.reason))?;
+        let legacy_birthday = match legacy {
+            Some(text) => text,
+            None if self.flat.birthday.is_empty() => existing.map(|c| c.legacy_birthday.clone()).unwrap_or_default(),
+            None => String::new(),
+        };
+        Ok(Contact {
+            uid,
+            card: serde_json::to_string(&card).map_err(|e| Invalid::new("card", e.to_string()))?,
+            crm: object("crm", self.crm, existing.map(|c| c.crm.as_str()))?,
+            passthrough: object("passthrough", self.passthrough, existing.map(|c| c.passthrough.as_str()))?,
+            gender: self.gender.or_else(|| existing.map(|c| c.gender.clone())).unwrap_or_default(),
+            archived: existing.is_some_and(|c| c.archived),
+            favorite: self.is_favorite.unwrap_or(existing.is_some_and(|c| c.favorite)),
+            photo: existing.map(|c| c.photo.clone()).unwrap_or_default(),
+            legacy_birthday,
+            flat: Default::default(),
+            circles: Vec::new(),
+            tags: Vec::new(),
+        })
+    }
+}
+
+/// Creates a contact from `input` (409 material: a card UID the user already has).
+pub async fn create(scope: &UserScope, input: ContactInput) -> Result<Row<Contact>> {
+    let contact = input.apply(None)?;
+    Ok(scope.write_async(move |tx| tx.create(contact.clone())).await?)
+}
+
+/// Applies `input` over the stored contact `id`, read and written in one write transaction:
+/// nothing committed between the read and the write (a picture upload, a toggle) is lost.
+pub async fn update(scope: &UserScope, id: u64, pre: Precondition, input: ContactInput) -> Result<Row<Contact>> {
+    Ok(scope
+        .write_async(move |tx| {
+            let input = input.clone();
+            tx.update::<Contact>(id, pre, move |current| {
+                let next = input.apply(Some(current))?;
+                *current = next;
+                Ok(())
+            })
+        })
+        .await?)
+}
+
+/// Which flag a toggle sets.
+#[derive(Debug, Clone, Copy)]
+pub enum Flag {
+    Archived,
+    Favorite,
+}
+
+/// Sets or clears the archived or favourite flag.
+pub async fn set_flag(scope: &UserScope, id: u64, flag: Flag, on: bool) -> Result<Row<Contact>> {
+    Ok(scope
+        .write_async(move |tx| {
+            tx.update::<Contact>(id, Precondition::Any, |c| {
+                match flag {
+                    Flag::Archived => c.archived = on,
+                    Flag::Favorite => c.favorite = on,
+                }
+                Ok(())
+            })
+        })
+        .await?)
+}
+
+/// Soft-deletes a contact (its tombstone stays for sync) and, in the same transaction, its
+/// picture and everything that hangs off it (see [`kinds::cascade_contact`]); once committed, the
+/// files of its attachments (in `attachments`) go too.
+pub async fn delete(scope: &UserScope, attachments: &Path, id: u64, pre: Precondition) -> Result<()> {
+    let files = scope.write_async(move |tx| delete_in(tx, id, pre)).await?;
+    for file in files {
+        // A file already gone is fine: the row naming it is what counted.
+        let _ = std::fs::remove_file(attachments.join(file.to_string()));
+    }
+    Ok(())
+}
+
+fn delete_in(tx: &TxUser<'_, '_>, id: u64, pre: Precondition) -> mycorrhizal_engine::Result<Vec<u64>> {
+    let picture = tx.get::<Contact>(id)?.body.photo;
+    tx.delete::<Contact>(id, pre)?;
+    if !picture.is_empty() {
+        tx.delete_blob(&picture)?;
+    }
+    kinds::cascade_contact(tx, id)
+}
+
+/// The ids a request names must all be this user's live contacts.
+pub fn require_contacts(view: &UserView, ids: &[u64]) -> Result<()> {
+    for id in ids {
+        view.get::<Contact>(*id).map_err(|_| Error::NotFound)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! The one registry of user record kinds. Everything that must treat every kind alike reads it:
+//! the index backfill at start-up, the retention purge of tombstones, the cascade when a contact
+//! is deleted, and the documents of full-text search. Adding a kind is one entry in [`all`].
+
+use jiff::Timestamp;
+use mycorrhizal_engine::{Indexed, Precondition, Record, Source, TxUser};
+
+use super::contact::Contact;
+use super::depth::{AgendaItem, Attachment, CadencePolicy, Gift, LifeEvent};
+use super::households::{DismissedHouseholdSuggestion, Household, HouseholdMember};
+use super::reach_out::ReachOutSuggestion;
+use super::records::{
+    Activity, BY_CONTACT, BY_SOURCE, BY_TARGET, Completion, Note, Relationship, Reminder, contact_range,
+};
+
+type Tx<'t, 'a> = TxUser<'t, 'a>;
+type Cascade = fn(&Tx<'_, '_>, u64) -> mycorrhizal_engine::Result<Vec<u64>>;
+
+/// What happens to rows of a kind when a contact they name is deleted.
+#[derive(Clone, Copy)]
+pub enum OnContactDelete {
+    /// Nothing: the kind does not hang off one contact.
+    Keep,
+    /// Rows whose `contact` index starts with the contact (`<contact><time>`) are deleted.
+    DeleteByContactTime,
+    /// Rows whose `contact` index is the contact are deleted.
+    DeleteByContact,
+    /// Rows whose source or target is the contact are deleted (relationship edges).
+    DeleteEdges,
+    /// Rows (found as for `DeleteByContactTime`) keep living without the contact (an activity
+    /// shared with others): the function takes the row and the contact.
+    Detach(fn(&Tx<'_, '_>, u64, u64) -> mycorrhizal_engine::Result<()>),
+}
+
+/// One user record kind and how the generic machinery treats it.
+pub struct KindEntry {
+    /// The engine's kind name.
+    pub name: &'static str,
+    /// The index backfill of this kind.
+    pub indexed: Indexed,
+    /// Removes tombstones deleted before the cutoff (`None`: the kind is hard-deleted).
+    pub purge: Option<fn(&Tx<'_, '_>, Timestamp) -> mycorrhizal_engine::Result<u64>>,
+    pub on_contact_delete: OnContactDelete,
+    cascade: Cascade,
+    /// Its full-text search documents, when it has any.
+    pub search: Option<Source>,
+}
+
+impl KindEntry {
+    fn of<R: Record>(on_contact_delete: OnContactDelete) -> KindEntry {
+        let cascade: Cascade = match on_contact_delete {
+            OnContactDelete::Keep => |_, _| Ok(Vec::new()),
+            OnContactDelete::DeleteByContactTime => delete_by_contact_time::<R>,
+            OnContactDelete::DeleteByContact => delete_by_contact::<R>,
+            OnContactDelete::DeleteEdges => delete_edges::<R>,
+            OnContactDelete::Detach(_) => find_by_contact_time::<R>,
+        };
+        KindEntry {
+            name: R::KIND.name,
+            indexed: Indexed::of::<R>(),
+            purge: R::KIND.soft_delete.then_some(purge::<R> as fn(&Tx<'_, '_>, Timestamp) -> _),
+            on_contact_delete,
+            cascade,
+            search: None,
+        }
+    }
+
+    fn searched(mut self, source: Source) -> KindEntry {
+        self.search = Some(source);
+        self
+    }
+}
+
+/// Every user record kind. Search groups follow this order (contacts, notes, activities).
+pub fn all() -> Vec<KindEntry> {
+    use OnContactDelete::*;
+    vec![
+        KindEntry::of::<Contact>(Keep).searched(Source::of::<Contact>().contacts()),
+        KindEntry::of::<Note>(DeleteByContactTime).searched(Source::of::<Note>()),
+        KindEntry::of::<Activity>(Detach(leave_activity)).searched(Source::of::<Activity>()),
+        KindEntry::of::<Reminder>(DeleteByContactTime),
+        KindEntry::of::<Completion>(DeleteByContactTime),
+        KindEntry::of::<Relationship>(DeleteEdges),
+        KindEntry::of::<LifeEvent>(DeleteByContactTime),
+        KindEntry::of::<Gift>(DeleteByContactTime),
+        KindEntry::of::<AgendaItem>(DeleteByContactTime),
+        KindEntry::of::<Attachment>(DeleteByContact),
+        KindEntry::of::<CadencePolicy>(Keep),
+        KindEntry::of::<Household>(Keep),
+        KindEntry::of::<HouseholdMember>(DeleteByContact),
+        KindEntry::of::<DismissedHouseholdSuggestion>(Keep),
+        KindEntry::of::<ReachOutSuggestion>(DeleteByContact),
+    ]
+}
+
+/// Everything that hangs off contact `id`, in the contact's delete transaction: each kind as
+/// its entry says. Returns the ids of the attachments removed (their files go after the commit).
+pub fn cascade_contact(tx: &Tx<'_, '_>, id: u64) -> mycorrhizal_engine::Result<Vec<u64>> {
+    let mut attachments = Vec::new();
+    for entry in all() {
+        let touched = (entry.cascade)(tx, id)?;
+        if let OnContactDelete::Detach(leave) = entry.on_contact_delete {
+            for row in &touched {
+                leave(tx, *row, id)?;
+            }
+        }
+        if entry.name == Attachment::KIND.name {
+            attachments = touched;
+        }
+    }
+    Ok(attachments)
+}
+
+fn purge<R: Record>(tx: &Tx<'_, '_>, cutoff: Timestamp) -> mycorrhizal_engine::Result<u64> {
+    tx.purge_tombstones::<R>(cutoff)
+}
+
+fn delete_all<R: Record>(tx: &Tx<'_, '_>, ids: Vec<u64>) -> mycorrhizal_engine::Result<Vec<u64>> {
+    for id in &ids {
+        tx.delete::<R>(*id, Precondition::Any)?;
+    }
+    Ok(ids)
+}
+
+fn delete_by_contact_time<R: Record>(tx: &Tx<'_, '_>, contact: u64) -> mycorrhizal_engine::Result<Vec<u64>> {
+    delete_all::<R>(tx, find_by_contact_time::<R>(tx, contact)?)
+}
+
+fn delete_by_contact<R: Record>(tx: &Tx<'_, '_>, contact: u64) -> mycorrhizal_engine::Result<Vec<u64>> {
+    delete_all::<R>(tx, tx.find::<R>(BY_CONTACT, &format!("{contact:020}"))?)
+}
+
+fn delete_edges<R: Record>(tx: &Tx<'_, '_>, contact: u64) -> mycorrhizal_engine::Result<Vec<u64>> {
+    let padded = format!("{contact:020}");
+    let mut ids = tx.find::<R>(BY_SOURCE, &padded)?;
+    ids.extend(tx.find::<R>(BY_TARGET, &padded)?);
+    ids.sort_unstable();
+    ids.dedup();
+    delete_all::<R>(tx, ids)
+}
+
+fn find_by_contact_time<R: Record>(tx: &Tx<'_, '_>, contact: u64) -> mycorrhizal_engine::Result<Vec<u64>> {
+    let (from, to) = contact_range(contact);
+    tx.find_range::<R>(BY_CONTACT, &from, &to)
+}
+
+/// A deleted contact leaves a shared activity; the activity stays for the others.
+fn leave_activity(tx: &Tx<'_, '_>, activity: u64, contact: u64) -> mycorrhizal_engine::Result<()> {
+    tx.update::<Activity>(activity, Precondition::Any, |a| {
+        a.contact_ids.retain(|c| *c != contact);
+        Ok(())
+    })?;
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! What a person does with a reach-out suggestion (accept it as a one-off reminder, dismiss it
+//! for good), and the suggestion as clients read it: the contact named and the cadence health
+//! computed now. The scan that makes suggestions is a job (`jobs::reach_out_once`).
+
+use jiff::Timestamp;
+use jiff::civil::Date;
+use mycorrhizal_engine::{Precondition, Row, UserScope, UserView};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use super::calendar::{self, Recurrence};
+use super::contact::Contact;
+use super::contact::view::ContactSummary;
+use super::depth::CadencePolicy;
+use super::reach_out::DISMISSED;
+use super::reach_out::ReachOutSuggestion;
+use super::records::Reminder;
+use super::{Error, Result};
+
+/// The reminder text of an accepted suggestion when the user gives none: who, and the news.
+fn default_message(name: &str, s: &ReachOutSuggestion) -> String {
+    use crate::crm::reach_out::{KIND_ADDRESS, KIND_ORGANIZATION, KIND_TITLE};
+    let name = name.trim();
+    match s.kind.as_str() {
+        KIND_ORGANIZATION => format!("Reach out to {name}: now at {}", s.new_value),
+        KIND_TITLE => format!("Reach out to {name}: now {}", s.new_value),
+        KIND_ADDRESS => format!("Reach out to {name}: moved to {}", s.new_value),
+        _ => format!("Reach out to {name}"),
+    }
+}
+
+/// A suggestion as clients see it, with the contact's name and the cadence health computed now.
+pub fn view(v: &UserView, row: &Row<ReachOutSuggestion>, now: Timestamp) -> Value {
+    let s = &row.body;
+    let contact = v.get::<Contact>(s.contact_id).ok();
+    let mut out = json!({
+        "id": row.id,
+        "created_at": row.meta.created_at,
+        "updated_at": row.meta.updated_at,
+        "revision": row.meta.revision,
+        "contact_id": s.contact_id,
+        "contact_vcard_uid": contact.as_ref().map(|c| c.body.uid.clone()).unwrap_or_default(),
+        "contact_name": contact.as_ref().map(|c| c.body.name()).unwrap_or_default(),
+        "kind": s.kind,
+        "old_value": s.old_value,
+        "new_value": s.new_value,
+        "audit_event_id": s.audit_event_id,
+        "status": s.status,
+        "policy_id": s.policy_id,
+    });
+    if let Some(reminder) = s.reminder_id {
+        out["reminder_id"] = json!(reminder);
+    }
+    if let Some(thumb) = contact.as_ref().and_then(|c| ContactSummary::of(c).photo_thumbnail) {
+        out["photo_thumbnail"] = json!(thumb);
+    }
+    if let Some(health) =
+        v.get::<CadencePolicy>(s.policy_id).ok().and_then(|p| super::cadence::health(v, &p, s.contact_id, now).ok())
+    {
+        out["health"] = json!(health);
+    }
+    out
+}
+
+/// Suggestions with `status` (`None` for all), most overdue first, then oldest first.
+pub fn views(v: &UserView, status: Option<&str>, now: Timestamp) -> Result<Vec<Value>> {
+    let mut out: Vec<Value> = v
+        .list::<ReachOutSuggestion>()?
+        .iter()
+        .filter(|r| status.is_none_or(|s| r.body.status == s))
+        .map(|r| view(v, r, now))
+        .collect();
+    out.sort_by_key(|s| std::cmp::Reverse(s["health"]["overdue_by"].as_i64().unwrap_or(0)));
+    Ok(out)
+}
+
+/// An accepted suggestion's reminder falls this many days after today unless the input names a day.
+pub const DEFAULT_ACCEPT_DAYS: i64 = 1;
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct AcceptInput {
+    /// The reminder's day (RFC 3339 instant or `YYYY-MM-DD`); default tomorrow.
+    pub remind_at: Option<String>,
+    /// The reminder's text, 1 to 500 characters; default "Reach out to <name>".
+    pub message: Option<String>,
+}
+
+enum Accepted {
+    Done(Box<(Row<ReachOutSuggestion>, Row<Reminder>)>),
+    Dismissed,
+    HasReminder,
+}
+
+/// Accepts suggestion `id`: a one-off reminder for its contact on the input's day (default
+/// [`DEFAULT_ACCEPT_DAYS`] after `today`), linked to the suggestion, in one transaction. A
+/// dismissed suggestion, or one whose reminder still lives, is a conflict.
+pub async fn accept(
+    scope: &UserScope,
+    id: u64,
+    today: Date,
+    input: AcceptInput,
+) -> Result<(Row<ReachOutSuggestion>, Row<Reminder>)> {
+    let day = match input.remind_at.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
+        Some(text) => calendar::day_of(calendar::instant("remind_at", text)?),
+        None => today.checked_add(jiff::Span::new().days(DEFAULT_ACCEPT_DAYS)).unwrap_or(today),
+    };
+    let message = input.message.map(|m| m.trim().to_string());
+    let outcome = scope
+        .write_async(move |tx| {
+            let s = tx.get::<ReachOutSuggestion>(id)?;
+            if s.body.status == DISMISSED {
+                return Ok(Accepted::Dismissed);
+            }
+            if s.body.reminder_id.is_some_and(|r| tx.get::<Reminder>(r).is_ok()) {
+                return Ok(Accepted::HasReminder);
+            }
+            let contact = tx.get::<Contact>(s.body.contact_id)?;
+            let text = message
+                .clone()
+                .unwrap_or_else(|| default_message(&contact.body.name(), &s.body).chars().take(500).collect());
+            let reminder = tx.create(Reminder {
+                message: text,
+                remind_at: calendar::midnight(day),
+                recurrence: Recurrence::Once,
+                anchor_day: day.day(),
+                contact_id: s.body.contact_id,
+                by_mail: false,
+                reoccur_from_completion: true,
+                last_sent: None,
+            })?;
+            let linked = tx.update::<ReachOutSuggestion>(id, Precondition::Any, |b| {
+                b.reminder_id = Some(reminder.id);
+                Ok(())
+            })?;
+            Ok(Accepted::Done(Box::new((linked, reminder))))
+        })
+        .await?;
+    match outcome {
+        Accepted::Done(rows) => Ok(*rows),
+        Accepted::Dismissed => Err(Error::Conflict("This suggestion was dismissed".into())),
+        Accepted::HasReminder => Err(Error::Conflict("This suggestion already has a reminder".into())),
+    }
+}
+
+/// Marks suggestion `id` dismissed (later scans leave its contact alone); idempotent.
+pub async fn dismiss(scope: &UserScope, id: u64) -> Result<Row<ReachOutSuggestion>> {
+    Ok(scope
+        .write_async(move |tx| {
+            let s = tx.get::<ReachOutSuggestion>(id)?;
+            if s.body.status == DISMISSED {
+                return Ok(s);
+            }
+            tx.update::<ReachOutSuggestion>(id, Precondition::Any, |b| {
+                b.status = DISMISSED.to_string();
+                Ok(())
+            })
+        })
+        .await?)
+}

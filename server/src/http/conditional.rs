@@ -1,0 +1,90 @@
+//! Conditional requests, written once for every front door that speaks HTTP: `If-Match` -> the
+//! engine's precondition (a stale one is a 412), `If-None-Match` -> 304, and the `ETag` of every
+//! single-record response.
+
+use axum::http::header::{ETAG, IF_MATCH, IF_NONE_MATCH};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use mycorrhizal_engine::{Precondition, Row};
+use serde::Serialize;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The revision an `If-Match` value names: `"3"`, `W/"3"`, `"e-12-3"`, `*` (any), or the first
+/// of a list.
+pub fn if_match(headers: &HeaderMap) -> Result<Precondition, ApiError> {
+    let Some(raw) = headers.get(IF_MATCH) else { return Ok(Precondition::Any) };
+    let text = raw.to_str().map_err(|_| ApiError::invalid_input("If-Match", "is not text"))?.trim();
+    let first = text.split(',').next().unwrap_or("").trim();
+    if first == "*" {
+        return Ok(Precondition::Any);
+    }
+    let tag = first.trim_start_matches("W/").trim_matches('"');
+    let revision = tag.rsplit('-').next().unwrap_or(tag);
+    revision
+        .parse::<u64>()
+        .map(Precondition::Revision)
+        .map_err(|_| ApiError::invalid_input("If-Match", "must be an entity tag or revision from this server"))
+}
+
+/// Whether the client's `If-None-Match` already holds `etag`.
+pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get(IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').map(|t| t.trim().trim_start_matches("W/")).any(|t| t == etag || t == "*"))
+}
+
+/// A single-record response with its `ETag`, or 304 when the client's copy is current.
+pub fn tagged<R, B: Serialize>(row: &Row<R>, headers: Option<&HeaderMap>, status: StatusCode, body: &B) -> Response {
+    let etag = row.etag();
+    if status == StatusCode::OK && headers.is_some_and(|h| not_modified(h, &etag)) {
+        return with_etag(StatusCode::NOT_MODIFIED.into_response(), &etag);
+    }
+    with_etag((status, axum::Json(body)).into_response(), &etag)
+}
+
+fn with_etag(mut response: Response, etag: &str) -> Response {
+    if let Ok(value) = HeaderValue::from_str(etag) {
+        response.headers_mut().insert(ETAG, value);
+    }
+    response
+}
+
+/// Deletes the caller's record `id` of kind `R`, conditional on `If-Match`; answers `{message}`.
+pub async fn delete_record<R: mycorrhizal_engine::Record>(
+    state: &AppState,
+    user: &crate::auth::AuthUser,
+    headers: &HeaderMap,
+    id: u64,
+    message: &str,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
+    let pre = if_match(headers)?;
+    state.engine.user(user.id).write_async(move |tx| tx.delete::<R>(id, pre)).await?;
+    Ok(axum::Json(serde_json::json!({ "message": message })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn if_match_accepts_the_forms_clients_send() {
+        let cases = [
+            ("\"3\"", Precondition::Revision(3)),
+            ("W/\"3\"", Precondition::Revision(3)),
+            ("\"e-12-7\"", Precondition::Revision(7)),
+            ("*", Precondition::Any),
+            ("\"4\", \"5\"", Precondition::Revision(4)),
+        ];
+        for (header, expected) in cases {
+            let mut h = HeaderMap::new();
+            h.insert(IF_MATCH, header.parse().unwrap());
+            assert_eq!(if_match(&h).unwrap(), expected, "{header}");
+        }
+        let mut h = HeaderMap::new();
+        h.insert(IF_MATCH, "\"banana\"".parse().unwrap());
+        assert!(if_match(&h).is_err());
+    }
+}
