@@ -4,41 +4,19 @@
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use mycorrhizal_engine::{Row, UserView, Walk};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
-use crate::crm::calendar::{date_range, instant};
-use crate::crm::contact::ops::require_contacts;
-use crate::crm::cursor::{decode_cursor, encode_cursor};
-use crate::crm::notes;
-use crate::crm::records::{BY_CONTACT, Note};
+use crate::crm::cursor::DatedFilter;
+use crate::crm::notes::{self, NoteInput, NotePage, NoteView};
+use crate::crm::records::Note;
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
 use crate::http::params::{self};
 use crate::state::AppState;
-
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct NoteInput {
-    /// 1 to 5000 characters.
-    pub content: String,
-    /// RFC 3339 instant or `YYYY-MM-DD`; default now.
-    pub date: Option<String>,
-    /// The contact it is about; absent or null for an unassigned note.
-    pub contact_id: Option<u64>,
-}
-
-/// `date` defaults to `fallback` (now for a new note, the stored date on update).
-fn note(input: NoteInput, contact: Option<u64>, fallback: jiff::Timestamp) -> Result<Note, ApiError> {
-    let date = match input.date.as_deref() {
-        Some(d) if !d.trim().is_empty() => instant("date", d)?,
-        _ => fallback,
-    };
-    Ok(Note { content: input.content, date, contact_id: contact })
-}
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
@@ -54,30 +32,17 @@ pub struct NoteQuery {
     pub order: Option<String>,
 }
 
-fn page(view: &UserView, contact: u64, q: &NoteQuery) -> Result<Value, ApiError> {
-    let (lo, hi) = date_range(q.from_date.as_deref(), q.to_date.as_deref())?;
-    let descending = q.order.as_deref() != Some("asc");
-    let limit = params::limit(q.limit.as_deref());
-    let after = q.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
-    let from = format!("{contact:020}{lo:020}");
-    let to = if hi == i64::MAX { format!("{:020}", contact + 1) } else { format!("{contact:020}{hi:020}") };
-    let needle = q.search.as_deref().map(str::to_lowercase).filter(|s| !s.is_empty());
-    let walk = Walk {
-        index: BY_CONTACT,
-        from: &from,
-        to: Some(&to),
-        after: after.as_ref().map(|(v, id)| (v.as_str(), *id)),
-        descending,
-    };
-    let keep = |r: &Row<Note>| needle.as_ref().is_none_or(|n| r.body.content.to_lowercase().contains(n));
-    let found = view.walk::<Note>(walk, limit, keep)?;
-    let next = found.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default();
-    let notes: Vec<Value> = found.rows.iter().map(notes::view_fn).collect();
-    let mut body = json!({ "notes": notes, "next_cursor": next, "limit": limit });
-    if contact == 0 {
-        body["total"] = json!(view.walk::<Note>(Walk { after: None, ..walk }, usize::MAX, keep)?.rows.len());
+impl NoteQuery {
+    fn filter(self) -> DatedFilter {
+        DatedFilter {
+            limit: params::limit(self.limit.as_deref()),
+            ascending: self.order.as_deref() == Some("asc"),
+            search: self.search,
+            from_date: self.from_date,
+            to_date: self.to_date,
+            cursor: self.cursor,
+        }
     }
-    Ok(body)
 }
 
 #[utoipa::path(get, path = "/api/v1/contacts/{id}/notes", tag = "notes", params(("id" = u64, Path), NoteQuery), responses((status = 200, description = "`{notes, next_cursor, limit}`"), (status = 404, description = "No such contact")))]
@@ -86,16 +51,9 @@ pub async fn list_for_contact(
     user: AuthUser,
     Path(id): Path<u64>,
     Query(q): Query<NoteQuery>,
-) -> Result<axum::Json<Value>, ApiError> {
-    let scope = state.scope(&user);
-    let body = state
-        .blocking(move |_| {
-            let view = scope.view()?;
-            require_contacts(&view, &[id])?;
-            page(&view, id, &q)
-        })
-        .await??;
-    Ok(axum::Json(body))
+) -> Result<axum::Json<NotePage>, ApiError> {
+    let filter = q.filter();
+    Ok(axum::Json(state.read(&user, move |v| notes::page(v, Some(id), &filter)).await?))
 }
 
 #[utoipa::path(get, path = "/api/v1/notes", tag = "notes", params(NoteQuery), responses((status = 200, description = "Unassigned notes: `{notes, next_cursor, limit, total}`")))]
@@ -103,23 +61,13 @@ pub async fn list_unassigned(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<NoteQuery>,
-) -> Result<axum::Json<Value>, ApiError> {
-    let scope = state.scope(&user);
-    let body = state.blocking(move |_| page(&scope.view()?, 0, &q)).await??;
-    Ok(axum::Json(body))
+) -> Result<axum::Json<NotePage>, ApiError> {
+    let filter = q.filter();
+    Ok(axum::Json(state.read(&user, move |v| notes::page(v, None, &filter)).await?))
 }
 
-async fn create_with(state: &AppState, user: &AuthUser, note: Note) -> Result<Response, ApiError> {
-    let row = state
-        .scope(user)
-        .write_async(move |tx| {
-            if let Some(contact) = note.contact_id {
-                tx.get::<crate::crm::contact::Contact>(contact)?;
-            }
-            tx.create(note.clone())
-        })
-        .await?;
-    Ok(tagged(&row, None, StatusCode::CREATED, &json!({ "message": "Note created", "note": notes::view(&row) })))
+fn created(row: &mycorrhizal_engine::Row<Note>) -> Response {
+    tagged(row, None, StatusCode::CREATED, &json!({ "message": "Note created", "note": NoteView::of(row) }))
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/{id}/notes", tag = "notes", params(("id" = u64, Path)), request_body = NoteInput, responses((status = 201, description = "`{message, note}`"), (status = 404, description = "No such contact")))]
@@ -129,8 +77,7 @@ pub async fn create_for_contact(
     Path(id): Path<u64>,
     Json(input): Json<NoteInput>,
 ) -> Result<Response, ApiError> {
-    let note = note(input, Some(id), state.engine.clock().now())?;
-    create_with(&state, &user, note).await
+    Ok(created(&notes::create(&state.scope(&user), Some(id), input, state.engine.clock().now()).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/notes", tag = "notes", request_body = NoteInput, responses((status = 201, description = "`{message, note}`"), (status = 404, description = "`contact_id` is not your contact")))]
@@ -140,8 +87,7 @@ pub async fn create(
     Json(input): Json<NoteInput>,
 ) -> Result<Response, ApiError> {
     let contact = input.contact_id;
-    let note = note(input, contact, state.engine.clock().now())?;
-    create_with(&state, &user, note).await
+    Ok(created(&notes::create(&state.scope(&user), contact, input, state.engine.clock().now()).await?))
 }
 
 #[utoipa::path(get, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), responses((status = 200, description = "The note, with `ETag`"), (status = 404, description = "No such note")))]
@@ -151,8 +97,8 @@ pub async fn get(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<Response, ApiError> {
-    let row = state.scope(&user).get::<Note>(id)?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &notes::view(&row)))
+    let row = state.read(&user, move |v| notes::get(v, id)).await?;
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, &NoteView::of(&row)))
 }
 
 #[utoipa::path(put, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), request_body = NoteInput, responses(
@@ -165,19 +111,8 @@ pub async fn update(
     Json(input): Json<NoteInput>,
 ) -> Result<Response, ApiError> {
     let pre = if_match(&headers)?;
-    let contact = input.contact_id;
-    let current = state.scope(&user).get::<Note>(id)?;
-    let note = note(input, contact, current.body.date)?;
-    let row = state
-        .scope(&user)
-        .write_async(move |tx| {
-            if let Some(contact) = note.contact_id {
-                tx.get::<crate::crm::contact::Contact>(contact)?;
-            }
-            tx.put(id, pre, note.clone())
-        })
-        .await?;
-    Ok(tagged(&row, None, StatusCode::OK, &json!({ "message": "Note updated", "note": notes::view(&row) })))
+    let row = notes::update(&state.scope(&user), id, pre, input).await?;
+    Ok(tagged(&row, None, StatusCode::OK, &json!({ "message": "Note updated", "note": NoteView::of(&row) })))
 }
 
 #[utoipa::path(delete, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such note"), (status = 412, description = "If-Match is stale")))]

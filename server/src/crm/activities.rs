@@ -1,11 +1,18 @@
-//! Activities as clients read them (with their contacts named), and the per-contact read.
+//! Activities: things done with one or more contacts (a call, a dinner), dated. Their
+//! operations (create, replace keeping the uuid, page overall or per contact) and their view
+//! with the contacts named.
 
-use mycorrhizal_engine::{Row, UserView, Walk};
+use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
-use super::Result;
+use super::calendar::{date_range, instant};
 use super::contact::Contact;
-use super::records::{Activity, BY_CONTACT};
+use super::contact::ops::require_contacts;
+use super::cursor::{DatedFilter, decode_cursor, encode_cursor};
+use super::records::{Activity, BY_CONTACT, BY_DATE};
+use super::{Error, Result};
 
 pub fn view(row: &Row<Activity>, contacts: &[Value]) -> Value {
     let a = &row.body;
@@ -48,4 +55,110 @@ pub fn of_contact(view_: &UserView, contact: u64, limit: usize) -> Result<Vec<Va
         |_| true,
     )?;
     Ok(page.rows.iter().map(|r| with_contacts(view_, r)).collect())
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ActivityInput {
+    /// 1 to 200 characters.
+    pub title: String,
+    pub description: Option<String>,
+    pub location: Option<String>,
+    /// RFC 3339 instant or `YYYY-MM-DD`.
+    pub date: String,
+    /// Contacts involved; all must be yours.
+    #[serde(default)]
+    pub contact_ids: Vec<u64>,
+    /// Open vocabulary: `call`, `meal`, `visit`, ...
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub external_ref: Option<String>,
+}
+
+impl ActivityInput {
+    fn activity(self, uuid: String) -> Result<Activity> {
+        Ok(Activity {
+            uuid,
+            title: self.title.trim().to_string(),
+            description: self.description.unwrap_or_default(),
+            location: self.location.unwrap_or_default(),
+            date: instant("date", &self.date)?,
+            contact_ids: self.contact_ids,
+            kind: self.kind.unwrap_or_default(),
+            external_ref: self.external_ref.unwrap_or_default(),
+        })
+    }
+}
+
+/// Creates an activity (with `id`: replaces activity `id` under `pre`, keeping its uuid). Every
+/// contact it names must be the user's; the checks and the write are one transaction.
+pub async fn save(scope: &UserScope, id: Option<(u64, Precondition)>, input: ActivityInput) -> Result<Row<Activity>> {
+    let activity = input.activity(uuid::Uuid::new_v4().to_string())?;
+    Ok(scope
+        .write_async(move |tx| {
+            for contact in &activity.contact_ids {
+                tx.get::<Contact>(*contact)?;
+            }
+            match id {
+                Some((id, pre)) => {
+                    let activity = activity.clone();
+                    tx.update::<Activity>(id, pre, move |current| {
+                        *current = Activity { uuid: std::mem::take(&mut current.uuid), ..activity };
+                        Ok(())
+                    })
+                }
+                None => tx.create(activity.clone()),
+            }
+        })
+        .await?)
+}
+
+/// One page of activities.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActivityPage {
+    #[schema(value_type = Vec<Object>)]
+    pub activities: Vec<Value>,
+    pub next_cursor: String,
+    pub limit: usize,
+}
+
+/// A page of activities, overall (`None`) or of one contact, newest first unless ascending.
+pub fn page(v: &UserView, contact: Option<u64>, f: &DatedFilter) -> Result<ActivityPage> {
+    if let Some(id) = contact {
+        require_contacts(v, &[id])?;
+    }
+    let (lo, hi) = date_range(f.from_date.as_deref(), f.to_date.as_deref())?;
+    let after = f.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
+    let (index, from, to) = match contact {
+        Some(c) => (
+            BY_CONTACT,
+            format!("{c:020}{lo:020}"),
+            if hi == i64::MAX { format!("{:020}", c + 1) } else { format!("{c:020}{hi:020}") },
+        ),
+        None => (BY_DATE, format!("{lo:020}"), if hi == i64::MAX { "~".to_string() } else { format!("{hi:020}") }),
+    };
+    let needle = f.search.as_deref().map(str::to_lowercase).filter(|s| !s.is_empty());
+    let walk = Walk {
+        index,
+        from: &from,
+        to: Some(&to),
+        after: after.as_ref().map(|(v, id)| (v.as_str(), *id)),
+        descending: !f.ascending,
+    };
+    let found = v.walk::<Activity>(walk, f.limit, |r| {
+        needle.as_ref().is_none_or(|n| {
+            [&r.body.title, &r.body.description, &r.body.location].iter().any(|t| t.to_lowercase().contains(n))
+        })
+    })?;
+    Ok(ActivityPage {
+        activities: found.rows.iter().map(|r| with_contacts(v, r)).collect(),
+        next_cursor: found.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default(),
+        limit: f.limit,
+    })
+}
+
+/// Activity `id` with its contacts named.
+pub fn get(v: &UserView, id: u64) -> Result<(Row<Activity>, Value)> {
+    let row = v.get::<Activity>(id).map_err(Error::from)?;
+    let view = with_contacts(v, &row);
+    Ok((row, view))
 }

@@ -18,6 +18,19 @@ pub fn decode_cursor(cursor: &str) -> Result<(String, u64)> {
     Ok((value.to_string(), id.parse().map_err(|_| bad())?))
 }
 
+/// What a list of dated records (notes, activities) asks for.
+#[derive(Debug, Clone, Default)]
+pub struct DatedFilter {
+    /// Case-insensitive substring of the record's text.
+    pub search: Option<String>,
+    /// Inclusive `YYYY-MM-DD` bounds on the record's date.
+    pub from_date: Option<String>,
+    pub to_date: Option<String>,
+    pub cursor: Option<String>,
+    pub limit: usize,
+    pub ascending: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
