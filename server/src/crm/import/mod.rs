@@ -133,7 +133,7 @@ impl ImportRow {
         let mut diagnostics = diagnostics;
         let photo = mycorrhizal_codecs::vcard::take_photo(&mut record.card);
         let photo = photo.and_then(|p| {
-            if crate::api::photos::sniff(&p.bytes).is_some() && p.bytes.len() <= crate::api::photos::MAX_PHOTO {
+            if super::pictures::keeps(&p.bytes) {
                 Some(p)
             } else {
                 diagnostics.push("the inline photo is not a JPEG, PNG, GIF or WebP of at most 10 MB; left out".into());
@@ -454,7 +454,7 @@ impl Picture {
     /// time-ordered (v7), so an import's pictures are appended to the blob table in key order
     /// rather than scattered over it: 100,000 cards confirmed in 5.9 s with random names.
     pub fn of(photo: Photo) -> Option<Picture> {
-        let (_, ext) = crate::api::photos::sniff(&photo.bytes)?;
+        let (_, ext) = super::pictures::sniff(&photo.bytes)?;
         Some(Picture { name: format!("{}.{ext}", uuid::Uuid::now_v7().simple()), bytes: photo.bytes })
     }
 }
