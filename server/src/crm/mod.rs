@@ -5,6 +5,7 @@
 pub mod calendar;
 pub mod contact;
 pub mod depth;
+pub mod export;
 pub mod households;
 pub mod import;
 pub mod pictures;
