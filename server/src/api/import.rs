@@ -1,29 +1,21 @@
 //! Import endpoints: uploads (CSV, vCard, JSContact) and a JSON batch of neutral records open a
 //! session with a per-row preview (duplicate match, merge diff, within-upload duplicates); a
 //! confirm applies the person's decisions. The rules live in `crm::import`; this module reads
-//! requests and shapes responses.
-
-use std::collections::HashMap;
-use std::time::Duration;
+//! requests (the multipart upload, streamed against its size limit), calls one operation there,
+//! and shapes the response.
 
 use axum::extract::{Multipart, Query, State};
 use axum::response::Response;
-use mycorrhizal_codecs::csv::{self, ColumnMapping};
-use mycorrhizal_codecs::record::NeutralRecord;
-use serde::{Deserialize, Serialize};
+use mycorrhizal_codecs::csv::ColumnMapping;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::AuthUser;
-use crate::crm::import::{self, Action, ImportRow, SessionError, Source, Stage};
+use crate::crm::import::{self, CardFile, Decision, ImportError, Preview, SessionError, Source};
 use crate::error::ApiError;
 use crate::http::json::{Json, json_bytes};
 use crate::state::AppState;
-
-/// Records per batch.
-pub const MAX_RECORDS: usize = 500;
-/// Rows shown in a CSV upload's `sample_data`.
-const SAMPLE_ROWS: usize = 5;
 
 /// Reads the multipart field `file`, refusing a wrong extension and enforcing `limit` while
 /// streaming (so an oversized upload is never held in memory whole).
@@ -52,95 +44,9 @@ async fn read_file(mut form: Multipart, extensions: &[&str], limit: usize) -> Re
     Err(ApiError::invalid_input("file", "missing: send the file in the multipart field \"file\""))
 }
 
-fn too_many(count: usize, max: usize) -> Result<(), ApiError> {
-    if count > max {
-        return Err(ApiError::invalid_input(
-            "file",
-            format!("holds {count} contacts; at most {max} per upload (IMPORT_MAX_CARDS)"),
-        ));
-    }
-    Ok(())
-}
-
-/// The preview body every upload and the CSV preview answer with, serialized straight from the
-/// session's rows (a preview of 10,000 rows is megabytes: no intermediate JSON tree, no copy of
-/// the rows).
-fn preview(session_id: &str, rows: &[ImportRow]) -> Result<Vec<u8>, ApiError> {
-    let body = PreviewBody {
-        session_id,
-        rows: PreviewRows(rows),
-        total_rows: rows.len(),
-        valid_rows: rows.iter().filter(|r| r.record.is_some()).count(),
-        duplicate_count: rows.iter().filter(|r| r.duplicate.is_some() || r.batch_duplicate_of.is_some()).count(),
-        error_count: rows.iter().filter(|r| r.record.is_none()).count(),
-    };
-    serde_json::to_vec(&body).map_err(ApiError::internal)
-}
-
-#[derive(Serialize)]
-struct PreviewBody<'a> {
-    session_id: &'a str,
-    rows: PreviewRows<'a>,
-    total_rows: usize,
-    valid_rows: usize,
-    duplicate_count: usize,
-    error_count: usize,
-}
-
-struct PreviewRows<'a>(&'a [ImportRow]);
-
-impl Serialize for PreviewRows<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|r| PreviewRow {
-            row_index: r.index,
-            line: r.line,
-            parsed_contact: r.record.as_ref().map(import::parsed_contact).unwrap_or_default(),
-            validation_errors: &r.errors,
-            duplicate_match: r.duplicate.as_ref(),
-            suggested_action: r.suggested_action(),
-            merge_diff: r.diff.as_ref(),
-            batch_duplicate_of: r.batch_duplicate_of,
-            diagnostics: &r.diagnostics,
-        }))
-    }
-}
-
-#[derive(Serialize)]
-struct PreviewRow<'a> {
-    row_index: usize,
-    line: usize,
-    parsed_contact: std::collections::BTreeMap<&'static str, String>,
-    validation_errors: &'a [String],
-    duplicate_match: Option<&'a import::DuplicateMatch>,
-    suggested_action: &'static str,
-    merge_diff: Option<&'a import::MergeDiff>,
-    batch_duplicate_of: Option<usize>,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    diagnostics: &'a [String],
-}
-
-/// Runs duplicate detection on fresh rows and opens a session holding them; the preview is
-/// serialized on the blocking pool, before the rows move into the session.
-async fn open_previewed(
-    state: &AppState,
-    user: &AuthUser,
-    source: Source,
-    mut rows: Vec<ImportRow>,
-) -> Result<Response, ApiError> {
-    // Refused before the duplicate lookups, which are the costly part of a large upload.
-    state.imports.check_room(user.id).map_err(session_error)?;
-    let scope = state.engine.user(user.id);
-    let id = import::Sessions::fresh_id();
-    let session = id.clone();
-    let (rows, body) = state
-        .blocking(move |_| {
-            import::detect(&scope.view()?, &mut rows)?;
-            let body = preview(&session, &rows)?;
-            Ok::<_, ApiError>((rows, body))
-        })
-        .await??;
-    state.imports.open_as(id, user.id, source, None, Stage::Previewed(rows)).map_err(session_error)?;
-    Ok(json_bytes(body))
+/// The preview as the JSON body it is sent as.
+fn preview_json(preview: &Preview<'_>) -> Result<Vec<u8>, ApiError> {
+    serde_json::to_vec(preview).map_err(ApiError::internal)
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/upload", tag = "import",
@@ -156,24 +62,9 @@ pub async fn upload_csv(
 ) -> Result<axum::Json<Value>, ApiError> {
     state.imports.check_room(user.id).map_err(session_error)?;
     let bytes = read_file(form, &[".csv", ".txt"], state.config.import.max_csv_bytes).await?;
-    let table = state
-        .blocking(move |_| {
-            let text = mycorrhizal_codecs::text::decode(&bytes);
-            csv::read_table(&text)
-        })
-        .await?
-        .map_err(|e| ApiError::invalid_input("file", format!("line {}: {}", e.line, e.reason)))?;
-    too_many(table.rows.len(), state.config.import.max_cards)?;
-    let body = json!({
-        "headers": table.headers,
-        "suggested_mappings": csv::suggest_mappings(&table.headers),
-        "row_count": table.rows.len(),
-        "sample_data": table.rows.iter().take(SAMPLE_ROWS).collect::<Vec<_>>(),
-    });
-    let id = state.imports.open(user.id, Source::Csv, Some(table), Stage::Uploaded).map_err(session_error)?;
-    let mut body = body;
-    body["session_id"] = json!(id);
-    Ok(axum::Json(body))
+    let (sessions, max_cards) = (state.imports.clone(), state.config.import.max_cards);
+    let upload = state.blocking(move |_| import::upload_csv(&sessions, user.id, &bytes, max_cards)).await??;
+    Ok(axum::Json(json!(upload)))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -192,46 +83,10 @@ pub async fn preview_csv(
     user: AuthUser,
     Json(req): Json<PreviewRequest>,
 ) -> Result<Response, ApiError> {
-    let table = state
-        .imports
-        .with(user.id, &req.session_id, |s| {
-            if s.source != Source::Csv {
-                return Err(SessionError::WrongEndpoint(s.source));
-            }
-            if matches!(s.stage, Stage::Applying | Stage::Done(_)) {
-                return Err(SessionError::Busy);
-            }
-            s.table.clone().ok_or(SessionError::NotFound)
-        })
-        .map_err(session_error)?;
-    csv::check_mappings(&table.headers, &req.mappings)
-        .map_err(|(field, reason)| ApiError::validation(field, reason))?;
-    let scope = state.engine.user(user.id);
-    let mappings = req.mappings;
-    let session = req.session_id.clone();
-    let (rows, body) = state
-        .blocking(move |_| {
-            let mut rows: Vec<ImportRow> = csv::apply_mappings(&table, &mappings)
-                .into_iter()
-                .enumerate()
-                .map(|(index, row)| ImportRow::from_csv(index, row))
-                .collect();
-            import::detect(&scope.view()?, &mut rows)?;
-            let body = preview(&session, &rows)?;
-            Ok::<_, ApiError>((rows, body))
-        })
-        .await??;
-    state
-        .imports
-        .with(user.id, &req.session_id, |s| {
-            // A confirm may have started while the mapping was applied: its rows stand.
-            if matches!(s.stage, Stage::Applying | Stage::Done(_)) {
-                return Err(SessionError::Busy);
-            }
-            s.stage = Stage::Previewed(rows);
-            Ok(())
-        })
-        .map_err(session_error)?;
+    let (sessions, scope) = (state.imports.clone(), state.engine.user(user.id));
+    let body = state
+        .blocking(move |_| import::preview_csv(&sessions, &scope, &req.session_id, &req.mappings, preview_json))
+        .await???;
     Ok(json_bytes(body))
 }
 
@@ -246,24 +101,26 @@ pub async fn upload_vcf(
     Query(q): Query<UploadQuery>,
     form: Multipart,
 ) -> Result<Response, ApiError> {
-    let categories = q.categories()?;
+    let categories = import::Categories::from_request(q.categories.as_deref())?;
     let bytes = read_file(form, &[".vcf", ".vcard"], state.config.import.max_file_bytes).await?;
-    let items = state.blocking(move |_| mycorrhizal_codecs::vcard::parse_file(&bytes)).await?;
-    open_cards(&state, &user, Source::Vcf, items, categories).await
+    preview_cards(&state, &user, categories, CardFile::Vcf, bytes).await
 }
 
-/// The cards of a vCard or JSContact file as a previewed session, their categories placed.
-async fn open_cards(
+/// Opens a previewed session of a file of cards and answers its preview, built on the blocking
+/// pool.
+async fn preview_cards(
     state: &AppState,
     user: &AuthUser,
-    source: Source,
-    items: Vec<mycorrhizal_codecs::record::Item>,
     categories: import::Categories,
+    file: CardFile,
+    bytes: Vec<u8>,
 ) -> Result<Response, ApiError> {
-    too_many(items.len(), state.config.import.max_cards)?;
-    let mut rows = import::rows_of(items);
-    categories.place(&mut rows);
-    open_previewed(state, user, source, rows).await
+    let (sessions, scope, max_cards) =
+        (state.imports.clone(), state.engine.user(user.id), state.config.import.max_cards);
+    let body = state
+        .blocking(move |_| import::preview_cards(&sessions, &scope, file, &bytes, categories, max_cards, preview_json))
+        .await???;
+    Ok(json_bytes(body))
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -271,16 +128,6 @@ pub struct UploadQuery {
     /// Where the cards' categories (vCard `CATEGORIES`, JSContact `keywords`) go: `tags` (the
     /// default) or `circles`.
     pub categories: Option<String>,
-}
-
-impl UploadQuery {
-    fn categories(&self) -> Result<import::Categories, ApiError> {
-        match self.categories.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
-            None => Ok(import::Categories::Tags),
-            Some(text) => import::Categories::parse(text)
-                .ok_or_else(|| ApiError::validation("categories", "must be tags or circles")),
-        }
-    }
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/jscontact/upload", tag = "import", params(UploadQuery),
@@ -294,15 +141,9 @@ pub async fn upload_jscontact(
     Query(q): Query<UploadQuery>,
     form: Multipart,
 ) -> Result<Response, ApiError> {
-    let categories = q.categories()?;
+    let categories = import::Categories::from_request(q.categories.as_deref())?;
     let bytes = read_file(form, &[".json", ".jscontact"], state.config.import.max_file_bytes).await?;
-    let items = state.blocking(move |_| mycorrhizal_codecs::jscontact::parse_file(&bytes)).await?;
-    if let [mycorrhizal_codecs::record::Item::Problem(p)] = items.as_slice()
-        && p.reason.starts_with("not valid JSON")
-    {
-        return Err(ApiError::invalid_input("file", p.reason.clone()));
-    }
-    open_cards(&state, &user, Source::JsContact, items, categories).await
+    preview_cards(&state, &user, categories, CardFile::JsContact, bytes).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -322,28 +163,12 @@ pub async fn records(
     user: AuthUser,
     Json(req): Json<RecordsRequest>,
 ) -> Result<Response, ApiError> {
-    if req.records.is_empty() || req.records.len() > MAX_RECORDS {
-        return Err(ApiError::validation(
-            "records",
-            format!("between 1 and {MAX_RECORDS} records per batch (got {})", req.records.len()),
-        ));
-    }
-    let rows = req
-        .records
-        .into_iter()
-        .enumerate()
-        .map(|(index, value)| match serde_path_to_error::deserialize::<_, NeutralRecord>(value) {
-            Ok(mut record) => {
-                let diagnostics = mycorrhizal_codecs::text::name_fallback(&mut record.card);
-                match record.card.validate() {
-                    Ok(()) => ImportRow::from_record(index, 0, record, diagnostics),
-                    Err(e) => ImportRow::failed(index, 0, format!("records[{index}].{}: {}", e.field, e.reason)),
-                }
-            }
-            Err(e) => ImportRow::failed(index, 0, format!("records[{index}].{}: {}", e.path(), e.inner())),
-        })
-        .collect();
-    open_previewed(&state, &user, Source::Records, rows).await
+    let rows = import::rows_of_records(req.records)?;
+    let (sessions, scope) = (state.imports.clone(), state.engine.user(user.id));
+    let body = state
+        .blocking(move |_| import::preview_rows(&sessions, &scope, Source::Records, rows, preview_json))
+        .await???;
+    Ok(json_bytes(body))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -385,73 +210,32 @@ fn session_error(e: SessionError) -> ApiError {
     }
 }
 
-/// How long a confirm waits for another confirm of the same session to finish before it gives up
-/// with 409; the second one then answers with the first one's result, as a repeat does.
-const CONCURRENT_CONFIRM_WAIT: Duration = Duration::from_secs(120);
+/// An import operation's refusal as the API answers it.
+impl From<ImportError> for ApiError {
+    fn from(e: ImportError) -> Self {
+        match e {
+            ImportError::File(reason) => ApiError::invalid_input("file", reason),
+            ImportError::Invalid { field, reason } => ApiError::validation(field, reason),
+            ImportError::Session(e) => session_error(e),
+            ImportError::Engine(e) => e.into(),
+            ImportError::Internal(message) => ApiError::Internal(message),
+        }
+    }
+}
 
+/// Confirms a session of one of the `accepts` families and answers the import's result.
 async fn confirm(
     state: AppState,
     user: AuthUser,
     req: ConfirmRequest,
     accepts: &[Source],
 ) -> Result<axum::Json<Value>, ApiError> {
-    let mut actions = HashMap::new();
-    for (i, a) in req.actions.iter().enumerate() {
-        let action = Action::parse(&a.action)
-            .ok_or_else(|| ApiError::validation(format!("actions[{i}].action"), "must be add, update or skip"))?;
-        actions.insert(a.row_index, action);
-    }
-    let waited = tokio::time::Instant::now();
-    let (source, mut rows) = loop {
-        match state.imports.begin_confirm(user.id, &req.session_id, accepts) {
-            Ok(Ok(taken)) => break taken,
-            Ok(Err(earlier)) => return Ok(axum::Json(json!(earlier))),
-            Err(SessionError::Busy) if waited.elapsed() < CONCURRENT_CONFIRM_WAIT => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => return Err(session_error(e)),
-        }
-    };
-    if let Some((i, a)) = req.actions.iter().enumerate().find(|(_, a)| a.row_index >= rows.len()) {
-        let reason = format!("row {} does not exist (the session has {} rows)", a.row_index, rows.len());
-        state.imports.finish(user.id, &req.session_id, Stage::Previewed(rows));
-        return Err(ApiError::validation(format!("actions[{i}].row_index"), reason));
-    }
+    let decisions: Vec<Decision> =
+        req.actions.into_iter().map(|a| Decision { row_index: a.row_index, action: a.action }).collect();
     let scope = state.engine.user(user.id);
     let batch = state.config.import.batch_rows;
-    // The session is settled inside the blocking task, so a client that hangs up mid-import
-    // still leaves the result for a repeat; if the task dies, the guard drops the session (the
-    // client re-uploads, and the preview shows what did get in as duplicates).
-    let settle = Settle { sessions: state.imports.clone(), user: user.id, id: req.session_id.clone(), done: false };
-    let result = state
-        .blocking(move |_| {
-            let mut settle = settle;
-            let result = import::execute(&scope, source, &mut rows, &actions, batch, &|_, _| {});
-            settle.sessions.finish(settle.user, &settle.id, Stage::Done(result.clone()));
-            settle.done = true;
-            // Every parsed card with its preview and diff is freed off the answer's path: for
-            // 100,000 cards that alone took 0.4 s. Should the thread not start, they are freed here.
-            let _ = std::thread::Builder::new().name("import-free".into()).spawn(move || drop(rows));
-            result
-        })
-        .await?;
+    let result = import::confirm(state.imports.clone(), scope, req.session_id, &decisions, accepts, batch).await?;
     Ok(axum::Json(json!(result)))
-}
-
-/// Drops a session whose confirm never reached its end.
-struct Settle {
-    sessions: std::sync::Arc<import::Sessions>,
-    user: mycorrhizal_engine::UserId,
-    id: String,
-    done: bool,
-}
-
-impl Drop for Settle {
-    fn drop(&mut self) {
-        if !self.done {
-            self.sessions.remove(self.user, &self.id);
-        }
-    }
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/confirm", tag = "import", request_body = ConfirmRequest,
@@ -482,22 +266,16 @@ pub async fn confirm_vcf(
     responses((status = 200, description = "`{import_runs: [{id, format, processed, created, updated, skipped, errors, created_at}]}`, newest first, the 50 most recent")))]
 pub async fn runs(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
     let scope = state.engine.user(user.id);
-    let body = state
-        .blocking(move |_| {
-            let mut rows = scope.view()?.list::<import::ImportRun>()?;
-            rows.sort_by(|a, b| b.meta.created_at.cmp(&a.meta.created_at).then(b.id.cmp(&a.id)));
-            let runs: Vec<Value> = rows
-                .iter()
-                .map(|r| {
-                    json!({
-                        "id": r.id, "format": r.body.format, "processed": r.body.processed, "created": r.body.created,
-                        "updated": r.body.updated, "skipped": r.body.skipped, "errors": r.body.errors,
-                        "created_at": r.meta.created_at,
-                    })
-                })
-                .collect();
-            Ok::<_, ApiError>(json!({ "import_runs": runs }))
+    let rows = state.blocking(move |_| import::recent_runs(&scope.view()?)).await??;
+    let runs: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id, "format": r.body.format, "processed": r.body.processed, "created": r.body.created,
+                "updated": r.body.updated, "skipped": r.body.skipped, "errors": r.body.errors,
+                "created_at": r.meta.created_at,
+            })
         })
-        .await??;
-    Ok(axum::Json(body))
+        .collect();
+    Ok(axum::Json(json!({ "import_runs": runs })))
 }

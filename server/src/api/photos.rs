@@ -9,29 +9,19 @@ use axum::extract::{Multipart, Path, Query, State};
 use axum::http::StatusCode;
 use axum::http::header::{CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
-use mycorrhizal_engine::Precondition;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
 use crate::crm::contact::Contact;
 use crate::crm::contact::view::ContactView;
+use crate::crm::pictures::{self, PictureError};
 use crate::error::ApiError;
 use crate::http::conditional::tagged;
 use crate::state::AppState;
 
-pub const MAX_PHOTO: usize = 10 * 1024 * 1024;
-
-/// The image type of `bytes` by its signature; SVG and everything else is refused.
-pub fn sniff(bytes: &[u8]) -> Option<(&'static str, &'static str)> {
-    match bytes {
-        [0xFF, 0xD8, 0xFF, ..] => Some(("image/jpeg", "jpg")),
-        [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, ..] => Some(("image/png", "png")),
-        [b'G', b'I', b'F', b'8', b'7' | b'9', b'a', ..] => Some(("image/gif", "gif")),
-        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some(("image/webp", "webp")),
-        _ => None,
-    }
-}
+/// The upload limit the route table sets (the rule is the domain's).
+pub use crate::crm::pictures::MAX_PHOTO;
 
 #[utoipa::path(post, path = "/api/v1/contacts/{id}/profile_picture", tag = "contacts", params(("id" = u64, Path)), request_body(content_type = "multipart/form-data", description = "Field `photo`: a JPEG, PNG, GIF or WebP image, at most 10 MB"), responses(
     (status = 200, description = "The contact"), (status = 400, description = "Not an image, or too large"), (status = 404, description = "No such contact")))]
@@ -41,7 +31,7 @@ pub async fn upload(
     Path(id): Path<u64>,
     mut form: Multipart,
 ) -> Result<Response, ApiError> {
-    state.scope(&user).get::<Contact>(id)?;
+    state.read(&user, move |v| Ok(v.get::<Contact>(id)?)).await?;
     let mut bytes = None;
     while let Some(field) = form.next_field().await.map_err(|e| ApiError::invalid_input("photo", e.body_text()))? {
         if field.name() == Some("photo") {
@@ -52,34 +42,20 @@ pub async fn upload(
         }
     }
     let Some(bytes) = bytes else {
-        let row = state.scope(&user).get::<Contact>(id)?;
+        let row = state.read(&user, move |v| Ok(v.get::<Contact>(id)?)).await?;
         return Ok(tagged(&row, None, StatusCode::OK, &ContactView::of(&row, &[])));
     };
-    if bytes.len() > MAX_PHOTO {
-        return Err(ApiError::validation("photo", "must be at most 10 MB"));
-    }
-    let (_, ext) =
-        sniff(&bytes).ok_or_else(|| ApiError::validation("photo", "must be a JPEG, PNG, GIF or WebP image"))?;
-    // Named by the contact (the name clients know); the bytes and the name land in one commit,
-    // and an imported picture the contact had (a name of its own) goes in the same commit.
-    let name = format!("{id}.{ext}");
-    let bytes = std::sync::Arc::new(bytes);
-    let row = state
-        .scope(&user)
-        .write_async(move |tx| {
-            tx.put_blob(&name, &bytes)?;
-            let mut previous = String::new();
-            let row = tx.update::<Contact>(id, Precondition::Any, |c| {
-                previous = std::mem::replace(&mut c.photo, name.clone());
-                Ok(())
-            })?;
-            if !previous.is_empty() && previous != name {
-                tx.delete_blob(&previous)?;
-            }
-            Ok(row)
-        })
-        .await?;
+    let row = pictures::store(&state.scope(&user), id, bytes).await.map_err(picture_error)?;
     Ok(tagged(&row, None, StatusCode::OK, &ContactView::of(&row, &[])))
+}
+
+/// A picture the domain refused, as the `photo` field's validation error.
+fn picture_error(e: PictureError) -> ApiError {
+    match e {
+        PictureError::TooLarge => ApiError::validation("photo", "must be at most 10 MB"),
+        PictureError::NotAnImage => ApiError::validation("photo", "must be a JPEG, PNG, GIF or WebP image"),
+        PictureError::Engine(e) => e.into(),
+    }
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -96,13 +72,8 @@ pub async fn download(
     Path(id): Path<u64>,
     Query(_q): Query<PhotoQuery>,
 ) -> Result<Response, ApiError> {
-    let row = state.scope(&user).get::<Contact>(id)?;
-    if row.body.photo.is_empty() {
-        return Err(ApiError::NotFound);
-    }
-    let (scope, name) = (state.scope(&user), row.body.photo);
-    let bytes = state.blocking(move |_| scope.view()?.blob(&name)).await??.ok_or(ApiError::NotFound)?;
-    let (mime, _) = sniff(&bytes).ok_or(ApiError::NotFound)?;
+    let scope = state.scope(&user);
+    let (mime, bytes) = state.blocking(move |_| pictures::read(&scope, id)).await??.ok_or(ApiError::NotFound)?;
     Ok(([(CONTENT_TYPE, mime), (CACHE_CONTROL, "private, max-age=300")], bytes).into_response())
 }
 
@@ -143,21 +114,6 @@ pub async fn proxy(
         }
     }
     let (mime, _) =
-        sniff(&bytes).ok_or_else(|| ApiError::validation("url", "is not a JPEG, PNG, GIF or WebP image"))?;
+        pictures::sniff(&bytes).ok_or_else(|| ApiError::validation("url", "is not a JPEG, PNG, GIF or WebP image"))?;
     Ok(([(CONTENT_TYPE, mime), (CONTENT_DISPOSITION, "inline")], bytes).into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn images_are_recognised_by_content() {
-        assert_eq!(sniff(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 0]).map(|s| s.0), Some("image/jpeg"));
-        assert_eq!(sniff(b"\x89PNG\r\n\x1a\nrest").map(|s| s.0), Some("image/png"));
-        assert_eq!(sniff(b"GIF89a...").map(|s| s.0), Some("image/gif"));
-        assert_eq!(sniff(b"RIFF\0\0\0\0WEBPVP8 ").map(|s| s.0), Some("image/webp"));
-        assert_eq!(sniff(b"<svg xmlns='http://www.w3.org/2000/svg'/>"), None);
-        assert_eq!(sniff(b""), None);
-    }
 }

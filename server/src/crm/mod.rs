@@ -13,13 +13,13 @@ pub mod cursor;
 pub mod depth;
 pub mod depth_views;
 mod error;
+pub mod export;
 pub mod households;
 pub mod import;
 pub mod kinds;
 pub mod notes;
 pub mod pictures;
 pub mod reach_out;
-
 pub mod records;
 pub mod relationships;
 pub mod reminders;

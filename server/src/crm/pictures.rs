@@ -1,7 +1,12 @@
-//! Contact pictures live in the database as the user's blobs, named by the contact's `photo`
-//! field, written in the transaction that names them (see `TxUser::put_blob`): a contact never
-//! names a missing picture, deleting a contact removes its picture in the same commit, and
-//! backups (snapshots) carry them.
+//! Contact pictures: which images are kept (JPEG, PNG, GIF or WebP, recognised by content, at
+//! most [`MAX_PHOTO`]), how a contact's picture is stored, read and replaced, and where pictures
+//! of earlier versions are moved from. Receiving the bytes (a multipart upload, a fetched URL, a
+//! card's inline photo) is the callers' business; the rules are here.
+//!
+//! Pictures live in the database as the user's blobs, named by the contact's `photo` field,
+//! written in the transaction that names them (see `TxUser::put_blob`): a contact never names a
+//! missing picture, deleting a contact removes its picture in the same commit, and backups
+//! (snapshots) carry them.
 //!
 //! Earlier versions kept them as files under `DATA_DIR/users/<id>/photos/`. [`adopt_files`] moves
 //! such files into the database when the data folder is opened, once.
@@ -9,9 +14,82 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use mycorrhizal_engine::{Engine, UserId};
+use mycorrhizal_engine::{Engine, Precondition, Row, UserId, UserScope};
 
 use super::contact::Contact;
+
+/// The largest picture kept, in bytes.
+pub const MAX_PHOTO: usize = 10 * 1024 * 1024;
+
+/// The image type of `bytes` by its signature, as (media type, file extension); SVG and
+/// everything else is refused.
+pub fn sniff(bytes: &[u8]) -> Option<(&'static str, &'static str)> {
+    match bytes {
+        [0xFF, 0xD8, 0xFF, ..] => Some(("image/jpeg", "jpg")),
+        [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, ..] => Some(("image/png", "png")),
+        [b'G', b'I', b'F', b'8', b'7' | b'9', b'a', ..] => Some(("image/gif", "gif")),
+        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some(("image/webp", "webp")),
+        _ => None,
+    }
+}
+
+/// Whether `bytes` are a picture we keep: an image type [`sniff`] knows, at most [`MAX_PHOTO`].
+pub fn keeps(bytes: &[u8]) -> bool {
+    bytes.len() <= MAX_PHOTO && sniff(bytes).is_some()
+}
+
+/// Why a picture was not stored.
+#[derive(Debug, thiserror::Error)]
+pub enum PictureError {
+    #[error("the picture is larger than {MAX_PHOTO} bytes")]
+    TooLarge,
+    #[error("the picture is not a JPEG, PNG, GIF or WebP image")]
+    NotAnImage,
+    #[error(transparent)]
+    Engine(#[from] mycorrhizal_engine::Error),
+}
+
+/// Makes `bytes` contact `id`'s picture and returns the contact. The picture is named by the
+/// contact (`<id>.<ext>`, the name clients know); the bytes and the name land in one commit, and
+/// a picture the contact had under another name (an imported one) is removed in the same commit.
+pub async fn store<B>(scope: &UserScope, id: u64, bytes: B) -> Result<Row<Contact>, PictureError>
+where
+    B: AsRef<[u8]> + Send + Sync + 'static,
+{
+    if bytes.as_ref().len() > MAX_PHOTO {
+        return Err(PictureError::TooLarge);
+    }
+    let (_, ext) = sniff(bytes.as_ref()).ok_or(PictureError::NotAnImage)?;
+    let name = format!("{id}.{ext}");
+    let bytes = std::sync::Arc::new(bytes);
+    let row = scope
+        .write_async(move |tx| {
+            tx.put_blob(&name, (*bytes).as_ref())?;
+            let mut previous = String::new();
+            let row = tx.update::<Contact>(id, Precondition::Any, |c| {
+                previous = std::mem::replace(&mut c.photo, name.clone());
+                Ok(())
+            })?;
+            if !previous.is_empty() && previous != name {
+                tx.delete_blob(&previous)?;
+            }
+            Ok(row)
+        })
+        .await?;
+    Ok(row)
+}
+
+/// Contact `id`'s picture as (media type, bytes); `None` when it has none, or none we can serve.
+/// A contact that does not exist is the engine's `NotFound`.
+pub fn read(scope: &UserScope, id: u64) -> mycorrhizal_engine::Result<Option<(&'static str, Vec<u8>)>> {
+    let view = scope.view()?;
+    let row = view.get::<Contact>(id)?;
+    if row.body.photo.is_empty() {
+        return Ok(None);
+    }
+    let Some(bytes) = view.blob(&row.body.photo)? else { return Ok(None) };
+    Ok(sniff(&bytes).map(|(mime, _)| (mime, bytes)))
+}
 
 /// Bytes of pictures moved per transaction: memory stays bounded whatever the folder holds.
 const ADOPT_BYTES_PER_COMMIT: usize = 32 * 1024 * 1024;
@@ -46,7 +124,7 @@ pub fn adopt_files(engine: &Engine, data_dir: &Path) -> mycorrhizal_engine::Resu
             // A named file that cannot be read now stays for the next start; only a file no
             // contact names, or one that is not an image, is removed.
             let bytes = match named.contains(&name).then(|| std::fs::read(file.path())) {
-                Some(Ok(bytes)) => Some(bytes).filter(|b| crate::api::photos::sniff(b).is_some()),
+                Some(Ok(bytes)) => Some(bytes).filter(|b| sniff(b).is_some()),
                 Some(Err(e)) => {
                     tracing::warn!(event = "picture_unreadable", user, file = %name, error = %e);
                     continue;
@@ -100,6 +178,16 @@ fn commit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn images_are_recognised_by_content() {
+        assert_eq!(sniff(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 0]).map(|s| s.0), Some("image/jpeg"));
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\nrest").map(|s| s.0), Some("image/png"));
+        assert_eq!(sniff(b"GIF89a...").map(|s| s.0), Some("image/gif"));
+        assert_eq!(sniff(b"RIFF\0\0\0\0WEBPVP8 ").map(|s| s.0), Some("image/webp"));
+        assert_eq!(sniff(b"<svg xmlns='http://www.w3.org/2000/svg'/>"), None);
+        assert_eq!(sniff(b""), None);
+    }
 
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
 

@@ -1,7 +1,40 @@
 //! What an `update` decision does to the matched contact ([`merge`]), and what the preview shows
 //! of it ([`diff`]).
 
-use super::*;
+use mycorrhizal_codecs::card::{Component, Name};
+use mycorrhizal_codecs::projection::{Flat, project};
+use mycorrhizal_codecs::record::NeutralRecord;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::crm::contact::Contact;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FieldChange {
+    pub field: &'static str,
+    pub label: &'static str,
+    pub old: String,
+    pub new: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Added {
+    pub kind: &'static str,
+    pub value: String,
+}
+
+/// What an `update` of the matched contact would change.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MergeDiff {
+    pub updated: Vec<FieldChange>,
+    pub added: Vec<Added>,
+}
+
+impl MergeDiff {
+    pub fn is_empty(&self) -> bool {
+        self.updated.is_empty() && self.added.is_empty()
+    }
+}
 
 /// Appends the items of `incoming` that `existing` lacks, judged by `key`.
 fn union<T: Clone>(existing: &mut Vec<T>, incoming: &[T], key: impl Fn(&T) -> String) {
@@ -254,6 +287,7 @@ pub fn diff(before: &Contact, after: &Contact) -> MergeDiff {
 #[cfg(test)]
 mod tests {
     use mycorrhizal_codecs::record::Item;
+    use serde_json::json;
 
     use super::*;
 

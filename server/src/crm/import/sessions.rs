@@ -36,18 +36,23 @@ pub struct Session {
 }
 
 /// Why a session cannot be used.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SessionError {
     /// Unknown, expired, lost with a restart, or another user's: all look the same.
+    #[error("no such import session")]
     NotFound,
     /// Confirmed on the other family's endpoint.
+    #[error("a {} session is confirmed elsewhere", .0.format())]
     WrongEndpoint(Source),
     /// A CSV session confirmed before its mapping was previewed.
+    #[error("the session's column mapping is not previewed yet")]
     NotPreviewed,
     /// Another confirm of this session is running.
+    #[error("the session is being confirmed")]
     Busy,
     /// The user holds [`OPEN_SESSIONS_PER_USER`] unconfirmed sessions; the oldest of them
     /// expires after this long.
+    #[error("too many import sessions wait for a confirm")]
     TooManyOpen(Duration),
 }
 

@@ -1,0 +1,181 @@
+//! The CSV exports: the contacts table (its columns re-import with identity mappings) and one
+//! table per other record kind ([`TABLES`]: `id`, `created_at`, `updated_at`, then the record's
+//! own fields, lists and objects as JSON text). Every cell goes through the codec's writer, which
+//! quotes it and neutralises what a spreadsheet would run as a formula. All tables at once are
+//! `archive`'s.
+
+use jiff::civil::Date;
+use mycorrhizal_codecs::record::NeutralRecord;
+use mycorrhizal_engine::tx::UPDATED_INDEX;
+use mycorrhizal_engine::{Row, UserScope};
+use serde_json::Value;
+
+use super::contacts::{PAGE, Render, download_contacts};
+use super::sections::Selection;
+use super::stream::{Failure, Out};
+use super::{Download, ExportError, download};
+use crate::crm::contact::Contact;
+use crate::crm::{depth, households, records};
+
+/// A record kind exported column by column: its table name and what writes it.
+#[derive(Clone, Copy)]
+pub struct RecordTable {
+    pub name: &'static str,
+    write: fn(&UserScope, &mut dyn Out) -> Result<(), Failure>,
+}
+
+impl RecordTable {
+    /// Writes the table, header first.
+    pub fn write(&self, scope: &UserScope, out: &mut dyn Out) -> Result<(), Failure> {
+        (self.write)(scope, out)
+    }
+}
+
+/// The CSV tables other than contacts, in the order the ZIP holds them.
+pub const TABLES: &[RecordTable] = &[
+    RecordTable { name: "notes", write: rows_csv::<records::Note> },
+    RecordTable { name: "activities", write: rows_csv::<records::Activity> },
+    RecordTable { name: "reminders", write: rows_csv::<records::Reminder> },
+    RecordTable { name: "reminder_completions", write: rows_csv::<records::Completion> },
+    RecordTable { name: "relationships", write: rows_csv::<records::Relationship> },
+    RecordTable { name: "life_events", write: rows_csv::<depth::LifeEvent> },
+    RecordTable { name: "gifts", write: rows_csv::<depth::Gift> },
+    RecordTable { name: "conversation_agenda", write: rows_csv::<depth::AgendaItem> },
+    RecordTable { name: "households", write: rows_csv::<households::Household> },
+    RecordTable { name: "household_members", write: rows_csv::<households::HouseholdMember> },
+    RecordTable { name: "cadence_policies", write: rows_csv::<depth::CadencePolicy> },
+];
+
+/// The CSV export of `table` (`contacts` when none or blank; `all` is every table in one ZIP),
+/// named for `today`: `mycorrhizal-export-<date>.csv`, `mycorrhizal-export-<table>-<date>.csv`
+/// or `mycorrhizal-export-<date>.zip`.
+pub async fn csv(scope: UserScope, today: Date, table: Option<&str>) -> Result<Download, ExportError> {
+    let table = table.map(str::trim).filter(|t| !t.is_empty()).unwrap_or("contacts");
+    if table == "contacts" {
+        let filename = format!("mycorrhizal-export-{today}.csv");
+        let render = CsvRender { ids: false };
+        return download_contacts(
+            scope,
+            None,
+            Selection::default(),
+            render,
+            "text/csv; charset=utf-8",
+            filename,
+            "export:csv",
+        )
+        .await;
+    }
+    if table == "all" {
+        let filename = format!("mycorrhizal-export-{today}.zip");
+        return download("application/zip", filename, "export:csv", move |out| super::archive::all_tables(&scope, out))
+            .await;
+    }
+    let Some(table) = TABLES.iter().find(|t| t.name == table).copied() else {
+        let names: Vec<&str> = TABLES.iter().map(|t| t.name).collect();
+        return Err(ExportError::Invalid {
+            field: "table",
+            reason: format!("must be contacts, all or one of {}", names.join(", ")),
+        });
+    };
+    let filename = format!("mycorrhizal-export-{}-{today}.csv", table.name);
+    download("text/csv; charset=utf-8", filename, "export:csv", move |out| table.write(&scope, out)).await
+}
+
+/// Contacts as CSV. `ids` puts each contact's `id` and `uid` (as the API shows them) first: the ZIP's other tables name
+/// contacts by id. Without them (`GET /export`) the columns are exactly the re-importable ones.
+pub struct CsvRender {
+    pub ids: bool,
+}
+
+impl Render for CsvRender {
+    fn photos(&self) -> bool {
+        false
+    }
+
+    fn start(&mut self, out: &mut dyn Out) -> bool {
+        let ids: &[&str] = if self.ids { &["id", "uid"] } else { &[] };
+        let headers: Vec<String> =
+            ids.iter().chain(mycorrhizal_codecs::csv::EXPORT_HEADERS).map(|h| h.to_string()).collect();
+        csv_row(&headers, out).unwrap_or(false)
+    }
+
+    fn contact(&mut self, row: &Row<Contact>, record: &NeutralRecord, out: &mut dyn Out) -> Result<bool, Failure> {
+        let mut cells = mycorrhizal_codecs::csv::export_row(record);
+        if self.ids {
+            cells.splice(0..0, [row.id.to_string(), row.body.uid.clone()]);
+        }
+        csv_row(&cells, out)
+    }
+}
+
+/// One CSV row (quoted and formula-neutralised by the codec's writer) into the stream.
+fn csv_row(cells: &[String], out: &mut dyn Out) -> Result<bool, Failure> {
+    let mut writer = mycorrhizal_codecs::csv::CsvWriter::buffer();
+    let refs: Vec<&str> = cells.iter().map(String::as_str).collect();
+    let bytes = writer.write_row(&refs).and_then(|()| writer.finish()).map_err(Failure::serialization)?;
+    Ok(out.push(&bytes))
+}
+
+/// One record kind as CSV: `id`, `created_at`, `updated_at`, then the body's fields (lists and
+/// objects as JSON). Two passes over pages of rows, each page its own read transaction: the
+/// first gathers the columns, the second writes, so memory does not grow with the table.
+/// Calls `each` with every live row of `R`, a page per read transaction, oldest change first,
+/// until it answers `false`.
+fn each_row<R: mycorrhizal_engine::Record>(
+    scope: &UserScope,
+    mut each: impl FnMut(&Row<R>) -> Result<bool, Failure>,
+) -> Result<(), Failure> {
+    let mut after: Option<(String, u64)> = None;
+    loop {
+        let page = scope
+            .view()
+            .and_then(|v| v.page::<R>(UPDATED_INDEX, after.as_ref().map(|(v, id)| (v.as_str(), *id)), PAGE, false))
+            .map_err(Failure::database)?;
+        for row in &page.rows {
+            if !each(row)? {
+                return Ok(());
+            }
+        }
+        after = page.next;
+        if after.is_none() {
+            return Ok(());
+        }
+    }
+}
+
+fn rows_csv<R: mycorrhizal_engine::Record + serde::Serialize>(
+    scope: &UserScope,
+    out: &mut dyn Out,
+) -> Result<(), Failure> {
+    let mut columns: Vec<String> = Vec::new();
+    each_row::<R>(scope, |row| {
+        match serde_json::to_value(&row.body).map_err(Failure::serialization)? {
+            Value::Object(m) => {
+                for k in m.keys() {
+                    if !columns.contains(k) {
+                        columns.push(k.clone());
+                    }
+                }
+            }
+            _ => return Err(Failure::serialization("a row is not a JSON object")),
+        }
+        Ok(true)
+    })?;
+    let mut header = vec!["id".to_string(), "created_at".to_string(), "updated_at".to_string()];
+    header.extend(columns.iter().cloned());
+    if !csv_row(&header, out)? {
+        return Ok(());
+    }
+    each_row::<R>(scope, |row| {
+        let body = serde_json::to_value(&row.body).map_err(Failure::serialization)?;
+        let mut cells = vec![row.id.to_string(), row.meta.created_at.to_string(), row.meta.updated_at.to_string()];
+        for c in &columns {
+            cells.push(match body.get(c) {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+            });
+        }
+        csv_row(&cells, out)
+    })
+}

@@ -1,0 +1,96 @@
+//! The confirm operation: a person's decisions for a previewed session are checked, the session's
+//! rows taken (one confirm at a time; a repeat gets the first result back, never a second apply),
+//! written by [`execute`](super::execute), and the result settled into the session. Writing the
+//! rows themselves is `apply`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mycorrhizal_engine::{UserId, UserScope};
+
+use super::{Action, ImportError, ImportResult, SessionError, Sessions, Source, Stage, execute};
+
+/// How long a confirm waits for another confirm of the same session to finish before it gives up
+/// ([`SessionError::Busy`]); the second one then answers with the first one's result, as a repeat
+/// does.
+pub const CONCURRENT_CONFIRM_WAIT: Duration = Duration::from_secs(120);
+
+/// A person's decision for one row, as the request gives it.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub row_index: usize,
+    /// `add`, `update` or `skip`.
+    pub action: String,
+}
+
+/// Confirms `session_id` of the scope's user with `decisions` (a row without one is skipped),
+/// when its source is one of `accepts`, writing `batch` rows per transaction (see
+/// [`batch_rows`](super::batch_rows)).
+///
+/// The session is settled inside the blocking task, so a client that hangs up mid-import still
+/// leaves the result for a repeat; if the task dies, the session is dropped (the client
+/// re-uploads, and the preview shows what did get in as duplicates).
+pub async fn confirm(
+    sessions: Arc<Sessions>,
+    scope: UserScope,
+    session_id: String,
+    decisions: &[Decision],
+    accepts: &[Source],
+    batch: usize,
+) -> Result<ImportResult, ImportError> {
+    let mut actions = HashMap::new();
+    for (i, d) in decisions.iter().enumerate() {
+        let action = Action::parse(&d.action).ok_or_else(|| ImportError::Invalid {
+            field: format!("actions[{i}].action"),
+            reason: "must be add, update or skip".into(),
+        })?;
+        actions.insert(d.row_index, action);
+    }
+    let user = scope.id();
+    let waited = tokio::time::Instant::now();
+    let (source, mut rows) = loop {
+        match sessions.begin_confirm(user, &session_id, accepts) {
+            Ok(Ok(taken)) => break taken,
+            Ok(Err(earlier)) => return Ok(earlier),
+            Err(SessionError::Busy) if waited.elapsed() < CONCURRENT_CONFIRM_WAIT => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    if let Some((i, d)) = decisions.iter().enumerate().find(|(_, d)| d.row_index >= rows.len()) {
+        let reason = format!("row {} does not exist (the session has {} rows)", d.row_index, rows.len());
+        sessions.finish(user, &session_id, Stage::Previewed(rows));
+        return Err(ImportError::Invalid { field: format!("actions[{i}].row_index"), reason });
+    }
+    let settle = Settle { sessions, user, id: session_id, done: false };
+    tokio::task::spawn_blocking(move || {
+        let mut settle = settle;
+        let result = execute(&scope, source, &mut rows, &actions, batch, &|_, _| {});
+        settle.sessions.finish(settle.user, &settle.id, Stage::Done(result.clone()));
+        settle.done = true;
+        // Every parsed card with its preview and diff is freed off the answer's path. Should the
+        // thread not start, they are freed here.
+        let _ = std::thread::Builder::new().name("import-free".into()).spawn(move || drop(rows));
+        result
+    })
+    .await
+    .map_err(|e| ImportError::Internal(e.to_string()))
+}
+
+/// Drops a session whose confirm never reached its end.
+struct Settle {
+    sessions: Arc<Sessions>,
+    user: UserId,
+    id: String,
+    done: bool,
+}
+
+impl Drop for Settle {
+    fn drop(&mut self) {
+        if !self.done {
+            self.sessions.remove(self.user, &self.id);
+        }
+    }
+}

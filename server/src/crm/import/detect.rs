@@ -1,0 +1,115 @@
+//! Duplicate detection: for every row, the existing contact it matches (card UID, then email,
+//! phone, then first and last name together) and what an update would change, and the earlier
+//! row of the same upload it repeats.
+//!
+//! It is index lookups and hashing only: per row, the card UID, each email, each phone key and
+//! the sort name are looked up in the contact indexes, and the same keys in one hash map find
+//! earlier rows of the same upload. Nothing compares rows pairwise.
+
+use std::collections::HashMap;
+
+use mycorrhizal_codecs::card::Card;
+use mycorrhizal_codecs::projection::{Flat, project};
+use mycorrhizal_engine::UserView;
+use serde::Serialize;
+
+use super::{ImportRow, diff, merge, stable_uid};
+use crate::crm::contact::{Contact, INDEX_EMAIL, INDEX_PHONE, INDEX_SORT_NAME, INDEX_UID, phone_key};
+
+/// An existing contact an incoming row matches, and by what.
+#[derive(Debug, Clone, Serialize)]
+pub struct DuplicateMatch {
+    pub existing_contact_id: u64,
+    pub existing_firstname: String,
+    pub existing_lastname: String,
+    pub existing_email: String,
+    pub existing_phone: String,
+    /// `uid`, `email`, `phone` or `name`.
+    pub match_reason: &'static str,
+}
+
+/// The identifying keys of a card, strongest first: what duplicates are looked up by.
+fn keys(card: &Card, flat: &Flat) -> Vec<(&'static str, &'static str, String)> {
+    let mut out = vec![("uid", INDEX_UID, stable_uid(card))];
+    for e in &flat.emails {
+        let e = e.trim().to_lowercase();
+        if !e.is_empty() {
+            out.push(("email", INDEX_EMAIL, e));
+        }
+    }
+    for p in &flat.phones {
+        if let Some(k) = phone_key(&p.value) {
+            out.push(("phone", INDEX_PHONE, k));
+        }
+    }
+    // A name alone is a weaker signal: only a first and a last name together count.
+    if !flat.firstname.is_empty() && !flat.lastname.is_empty() {
+        out.push(("name", INDEX_SORT_NAME, flat.sort_name.clone()));
+    }
+    out
+}
+
+/// Finds, for every row, the existing contact it duplicates and the earlier row of the same
+/// upload it repeats, and what an update would change. The lookups of a large upload run on
+/// several threads (rows are independent there); the repeats within the upload are then found
+/// in one pass over the rows' keys, in file order.
+pub fn detect(view: &UserView, rows: &mut [ImportRow]) -> mycorrhizal_engine::Result<()> {
+    /// Rows per thread below which one thread does all the lookups.
+    const ROWS_PER_THREAD: usize = 500;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let per_thread = rows.len().div_ceil(threads).max(ROWS_PER_THREAD);
+    let keyed: Vec<Vec<Keys>> = if per_thread >= rows.len() {
+        vec![match_existing(view, rows)?]
+    } else {
+        std::thread::scope(|scope| {
+            let parts: Vec<_> =
+                rows.chunks_mut(per_thread).map(|part| scope.spawn(move || match_existing(view, part))).collect();
+            parts
+                .into_iter()
+                .map(|p| p.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect::<mycorrhizal_engine::Result<Vec<_>>>()
+        })?
+    };
+    let mut seen: HashMap<(&'static str, &str), usize> = HashMap::new();
+    for (row, keys) in rows.iter_mut().zip(keyed.iter().flatten()) {
+        row.batch_duplicate_of = keys.iter().find_map(|(reason, _, k)| seen.get(&(*reason, k.as_str())).copied());
+        for (reason, _, k) in keys {
+            seen.entry((*reason, k.as_str())).or_insert(row.index);
+        }
+    }
+    Ok(())
+}
+
+/// A row's identifying keys (see [`keys`]); none for a row without a record.
+type Keys = Vec<(&'static str, &'static str, String)>;
+
+/// The existing contact each row matches (by its strongest key that matches), and the row's keys.
+fn match_existing(view: &UserView, rows: &mut [ImportRow]) -> mycorrhizal_engine::Result<Vec<Keys>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows.iter_mut() {
+        let Some(record) = &row.record else {
+            out.push(Vec::new());
+            continue;
+        };
+        let flat = project(&record.card);
+        let keys = keys(&record.card, &flat);
+        for (reason, index, key) in &keys {
+            let Some(id) = view.find::<Contact>(index, key)?.into_iter().next() else { continue };
+            let existing = view.get::<Contact>(id)?;
+            let f = &existing.body.flat;
+            row.duplicate = Some(DuplicateMatch {
+                existing_contact_id: id,
+                existing_firstname: f.firstname.clone(),
+                existing_lastname: f.lastname.clone(),
+                existing_email: f.email.clone(),
+                existing_phone: f.phone.clone(),
+                match_reason: reason,
+            });
+            let merged = merge(&existing.body, record);
+            row.diff = Some(diff(&existing.body, &merged));
+            break;
+        }
+        out.push(keys);
+    }
+    Ok(out)
+}
