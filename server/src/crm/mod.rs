@@ -14,6 +14,7 @@ pub mod depth;
 pub mod depth_views;
 mod error;
 pub mod export;
+pub mod groups;
 pub mod households;
 pub mod import;
 pub mod kinds;

@@ -1,14 +1,17 @@
-//! Reminders and completions as clients read them, and the reads the contact page and the
-//! dashboard share (a contact's reminders, the upcoming ones).
+//! Reminders: day-granular (time of day zeroed on write), once or recurring, completed into a
+//! timeline of completions. Their operations (create, replace, complete with the next date
+//! after today) and views, and the reads the contact page and the dashboard share.
 
 use jiff::civil::Date;
-use mycorrhizal_engine::{Row, UserView, Walk};
+use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
+use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
-use super::Result;
-use super::calendar;
+use super::calendar::{self, Recurrence, instant};
 use super::contact::Contact;
 use super::records::{BY_CONTACT, BY_DATE, Completion, Reminder, contact_range, micros};
+use super::{Error, Result};
 
 pub fn view(row: &Row<Reminder>, today: Option<Date>, contact_name: Option<String>) -> Value {
     let r = &row.body;
@@ -88,4 +91,123 @@ pub fn upcoming_views(v: &UserView, today: Date) -> Result<Vec<Value>> {
     let chosen = if due.len() > 5 { due } else { v.walk::<Reminder>(Walk { to: None, ..walk }, 5, |_| true)?.rows };
     let name = |id: u64| v.get::<Contact>(id).map(|c| c.body.name()).ok();
     Ok(chosen.iter().map(|r| view(r, Some(today), name(r.body.contact_id))).collect())
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ReminderInput {
+    /// 1 to 500 characters.
+    pub message: String,
+    /// The day (RFC 3339 instant or `YYYY-MM-DD`); its time of day is dropped.
+    pub remind_at: String,
+    /// `once`, `weekly`, `monthly`, `quarterly`, `six-months` or `yearly`.
+    pub recurrence: String,
+    /// The contact (on the nested route the path wins).
+    pub contact_id: Option<u64>,
+    pub by_mail: Option<bool>,
+    /// Reschedule from the completion day (default) rather than from the due day.
+    pub reoccur_from_completion: Option<bool>,
+}
+
+impl ReminderInput {
+    fn reminder(self, contact: Option<u64>) -> Result<Reminder> {
+        let recurrence = Recurrence::parse(self.recurrence.trim())
+            .ok_or_else(|| Error::invalid("recurrence", format!("must be one of {}", Recurrence::ALL)))?;
+        let contact_id = contact.or(self.contact_id).ok_or_else(|| Error::invalid("contact_id", "is required"))?;
+        let day = calendar::day_of(instant("remind_at", &self.remind_at)?);
+        Ok(Reminder {
+            message: self.message.trim().to_string(),
+            remind_at: calendar::midnight(day),
+            recurrence,
+            anchor_day: day.day(),
+            contact_id,
+            by_mail: self.by_mail.unwrap_or(false),
+            reoccur_from_completion: self.reoccur_from_completion.unwrap_or(true),
+            last_sent: None,
+        })
+    }
+}
+
+/// Creates a reminder for `contact` (or the input's contact), which must be the user's.
+pub async fn create(scope: &UserScope, contact: Option<u64>, input: ReminderInput) -> Result<Row<Reminder>> {
+    let reminder = input.reminder(contact)?;
+    Ok(scope
+        .write_async(move |tx| {
+            tx.get::<Contact>(reminder.contact_id)?;
+            tx.create(reminder.clone())
+        })
+        .await?)
+}
+
+/// Replaces reminder `id`; when it was last sent stays as stored. One transaction.
+pub async fn update(scope: &UserScope, id: u64, pre: Precondition, input: ReminderInput) -> Result<Row<Reminder>> {
+    let reminder = input.reminder(None)?;
+    Ok(scope
+        .write_async(move |tx| {
+            tx.get::<Contact>(reminder.contact_id)?;
+            let reminder = reminder.clone();
+            tx.update::<Reminder>(id, pre, move |current| {
+                *current = Reminder { last_sent: current.last_sent, ..reminder };
+                Ok(())
+            })
+        })
+        .await?)
+}
+
+/// Completes reminder `id` on `today`: records a completion (unless `skip`) and moves a recurring
+/// reminder to its next date after today; a one-off reminder is done and removed. Returns the
+/// rescheduled reminder (none for a one-off) and the completion.
+pub async fn complete(
+    scope: &UserScope,
+    id: u64,
+    today: Date,
+    skip: bool,
+) -> Result<(Option<Row<Reminder>>, Option<Row<Completion>>)> {
+    Ok(scope
+        .write_async(move |tx| {
+            let current = tx.get::<Reminder>(id)?;
+            let r = current.body.clone();
+            let completion = if skip {
+                None
+            } else {
+                Some(tx.create(Completion {
+                    reminder_id: Some(id),
+                    contact_id: r.contact_id,
+                    message: r.message.clone(),
+                    completed_at: tx.now(),
+                })?)
+            };
+            if r.recurrence == Recurrence::Once {
+                tx.delete::<Reminder>(id, Precondition::Any)?;
+                return Ok((None, completion));
+            }
+            let due = calendar::day_of(r.remind_at);
+            let mut next = if r.reoccur_from_completion { today.max(due) } else { due };
+            loop {
+                next = r.recurrence.advance(next, r.anchor_day).unwrap_or(today);
+                if next > today {
+                    break;
+                }
+            }
+            let row = tx.update::<Reminder>(id, Precondition::Any, |rem| {
+                rem.remind_at = calendar::midnight(next);
+                Ok(())
+            })?;
+            Ok((Some(row), completion))
+        })
+        .await?)
+}
+
+/// Every reminder, soonest first.
+pub fn all(v: &UserView) -> Result<Vec<Row<Reminder>>> {
+    Ok(v.walk::<Reminder>(
+        Walk { index: BY_DATE, from: "", to: None, after: None, descending: false },
+        usize::MAX,
+        |_| true,
+    )?
+    .rows)
+}
+
+/// Reminder `id`.
+pub fn get(v: &UserView, id: u64) -> Result<Row<Reminder>> {
+    Ok(v.get::<Reminder>(id)?)
 }
