@@ -82,7 +82,7 @@ fn entries(v: &UserView, contact: u64) -> Result<Vec<(Timestamp, Value)>, ApiErr
     }
     for r in v.walk::<Gift>(walk, usize::MAX, |g| g.body.date.is_some())?.rows {
         let date = r.body.date.unwrap_or(Timestamp::UNIX_EPOCH);
-        out.push((date, json!({ "type": "gift", "date": date, "item": crate::crm::depth_views::gift_view(v, &r) })));
+        out.push((date, json!({ "type": "gift", "date": date, "item": crate::crm::depth_ops::gift_view(v, &r) })));
     }
     // The timeline shows what happened; the next yearly occurrence is not its concern.
     let epoch = jiff::civil::Date::constant(1970, 1, 1);
@@ -97,7 +97,7 @@ fn entries(v: &UserView, contact: u64) -> Result<Vec<(Timestamp, Value)>, ApiErr
         let date = calendar::midnight(day);
         out.push((
             date,
-            json!({ "type": "life_event", "date": date, "item": crate::crm::depth_views::life_event_view(v, &r, epoch) }),
+            json!({ "type": "life_event", "date": date, "item": crate::crm::depth_ops::life_event_view(v, &r, epoch) }),
         ));
     }
     out.sort_by(|a, b| b.0.cmp(&a.0));

@@ -11,7 +11,7 @@ pub mod calendar;
 pub mod contact;
 pub mod cursor;
 pub mod depth;
-pub mod depth_views;
+pub mod depth_ops;
 mod error;
 pub mod export;
 pub mod groups;

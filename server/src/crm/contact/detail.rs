@@ -13,7 +13,7 @@ use super::related::projected_relations;
 use super::view::ContactView;
 use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
 use crate::crm::records::{BY_CONTACT, contact_range};
-use crate::crm::{Result, activities, depth_views, notes, relationships, reminders};
+use crate::crm::{Result, activities, depth_ops, notes, relationships, reminders};
 
 /// How many of the newest notes, activities, completions, life events and gifts come along.
 const LATEST: usize = 5;
@@ -65,19 +65,15 @@ pub fn detail(v: &UserView, id: u64, today: Date, custom_fields: Vec<String>) ->
         .walk::<LifeEvent>(per_contact(true), LATEST, |_| true)?
         .rows
         .iter()
-        .map(|r| depth_views::life_event_view(v, r, today))
+        .map(|r| depth_ops::life_event_view(v, r, today))
         .collect();
-    let gifts = v
-        .walk::<Gift>(per_contact(true), LATEST, |_| true)?
-        .rows
-        .iter()
-        .map(|r| depth_views::gift_view(v, r))
-        .collect();
+    let gifts =
+        v.walk::<Gift>(per_contact(true), LATEST, |_| true)?.rows.iter().map(|r| depth_ops::gift_view(v, r)).collect();
     let agenda = v
         .walk::<AgendaItem>(per_contact(false), usize::MAX, |r| r.body.discussed_at.is_none())?
         .rows
         .iter()
-        .map(|r| depth_views::agenda_view(v, r))
+        .map(|r| depth_ops::agenda_view(v, r))
         .collect();
     Ok(ContactDetail {
         contact: ContactView::of(&row, &related),

@@ -1,0 +1,363 @@
+//! Life events, gifts and agenda items as clients read them (with the contact's uid and, for a
+//! life event, its next occurrence), shared by their own routes and the contact page.
+
+use jiff::Timestamp;
+use jiff::civil::Date;
+use mycorrhizal_codecs::dates::Partial;
+use mycorrhizal_engine::{Invalid, Precondition, Record, Row, TxUser, UPDATED_INDEX, UserScope, UserView, Walk};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use super::calendar::instant;
+use super::contact::INDEX_UID;
+use super::cursor::{decode_cursor, encode_cursor};
+use super::records::{Activity, BY_CONTACT};
+use super::{Error, Result};
+
+use super::calendar;
+use super::contact::Contact;
+use super::depth::{AgendaItem, Gift, LifeEvent};
+
+pub fn uid_of(v: &UserView, contact: u64) -> String {
+    v.get::<Contact>(contact).map(|c| c.body.uid).unwrap_or_default()
+}
+
+pub fn bookkeeping<R>(row: &Row<R>, mut body: Value) -> Value {
+    body["id"] = json!(row.id);
+    body["revision"] = json!(row.meta.revision);
+    body["etag"] = json!(row.etag().trim_matches('"'));
+    body["created_at"] = json!(row.meta.created_at);
+    body["updated_at"] = json!(row.meta.updated_at);
+    body
+}
+
+/// The next time a month-and-day event comes round (29 February -> 1 March in other years);
+/// a year-only or month-only event has none.
+pub fn next_occurrence(date: &Partial, today: Date) -> Option<Date> {
+    calendar::next_yearly(date.month? as i8, date.day? as i8, today)
+}
+
+pub fn life_event_view(v: &UserView, row: &Row<LifeEvent>, today: Date) -> Value {
+    let e = &row.body;
+    let mut out = json!({
+        "entity_id": uid_of(v, e.contact_id),
+        "contact_id": e.contact_id,
+        "type": e.kind,
+        "category": e.category,
+        "date": Partial::from(e.date),
+        "description": e.description,
+        "related_entity_ids": e.related,
+        "remind": e.remind,
+    });
+    if let Some(next) = next_occurrence(&e.date.into(), today) {
+        out["next_occurrence"] = json!(next.to_string());
+    }
+    bookkeeping(row, out)
+}
+
+pub fn gift_view(v: &UserView, row: &Row<Gift>) -> Value {
+    let g = &row.body;
+    bookkeeping(
+        row,
+        json!({
+            "entity_id": uid_of(v, g.contact_id),
+            "contact_id": g.contact_id,
+            "status": g.status,
+            "occasion": g.occasion,
+            "description": g.description,
+            "url": g.url,
+            "notes": g.notes,
+            "date": g.date,
+            "value_cents": g.value_cents,
+            "currency": g.currency,
+        }),
+    )
+}
+
+pub fn agenda_view(v: &UserView, row: &Row<AgendaItem>) -> Value {
+    let a = &row.body;
+    bookkeeping(
+        row,
+        json!({
+            "entity_id": uid_of(v, a.contact_id),
+            "contact_id": a.contact_id,
+            "content": a.content,
+            "reference_url": a.reference_url,
+            "discussed_at": a.discussed_at,
+            "activity_id": a.activity_id,
+        }),
+    )
+}
+
+/// The contact a per-contact record names: its UID or its integer id.
+#[derive(Debug, Clone, Default)]
+pub struct ContactRef {
+    pub entity_id: Option<String>,
+    pub contact_id: Option<u64>,
+}
+
+impl ContactRef {
+    fn is_empty(&self) -> bool {
+        self.entity_id.as_deref().is_none_or(str::is_empty) && self.contact_id.is_none()
+    }
+
+    /// The contact's id, which must be the user's (a missing one is `NotFound`).
+    fn resolve(
+        &self,
+        find: impl Fn(&str) -> mycorrhizal_engine::Result<Vec<u64>>,
+        exists: impl Fn(u64) -> bool,
+    ) -> mycorrhizal_engine::Result<u64> {
+        let id = match (self.entity_id.as_deref().filter(|e| !e.is_empty()), self.contact_id) {
+            (_, Some(id)) => id,
+            (Some(uid), None) => {
+                *find(&uid.trim().to_lowercase())?.first().ok_or(mycorrhizal_engine::Error::NotFound)?
+            }
+            (None, None) => {
+                return Err(mycorrhizal_engine::Error::Invalid(Invalid::new(
+                    "entity_id",
+                    "is required (the contact's UID), or contact_id",
+                )));
+            }
+        };
+        if !exists(id) {
+            return Err(mycorrhizal_engine::Error::NotFound);
+        }
+        Ok(id)
+    }
+
+    fn in_view(&self, v: &UserView) -> Result<u64> {
+        Ok(self.resolve(|uid| v.find::<Contact>(INDEX_UID, uid), |id| v.get::<Contact>(id).is_ok())?)
+    }
+
+    fn in_tx(&self, tx: &TxUser<'_, '_>) -> mycorrhizal_engine::Result<u64> {
+        self.resolve(|uid| tx.find::<Contact>(INDEX_UID, uid), |id| tx.get::<Contact>(id).is_ok())
+    }
+}
+
+/// A record that hangs off one contact.
+pub trait PerContact: Record {
+    fn set_contact(&mut self, contact: u64);
+}
+
+impl PerContact for LifeEvent {
+    fn set_contact(&mut self, contact: u64) {
+        self.contact_id = contact;
+    }
+}
+
+impl PerContact for Gift {
+    fn set_contact(&mut self, contact: u64) {
+        self.contact_id = contact;
+    }
+}
+
+impl PerContact for AgendaItem {
+    fn set_contact(&mut self, contact: u64) {
+        self.contact_id = contact;
+    }
+}
+
+/// Creates `body` for the contact `who` names (with `id`: replaces record `id` under `pre`); the
+/// contact is resolved and checked in the same transaction as the write.
+pub async fn save<R: PerContact>(
+    scope: &UserScope,
+    id: Option<(u64, Precondition)>,
+    who: ContactRef,
+    body: R,
+) -> Result<Row<R>> {
+    Ok(scope
+        .write_async(move |tx| {
+            let mut body = body.clone();
+            body.set_contact(who.in_tx(tx)?);
+            match id {
+                Some((id, pre)) => tx.put(id, pre, body),
+                None => tx.create(body),
+            }
+        })
+        .await?)
+}
+
+/// What a list of per-contact records asks for.
+#[derive(Debug, Clone, Default)]
+pub struct DepthFilter {
+    pub who: ContactRef,
+    pub cursor: Option<String>,
+    pub limit: usize,
+    pub ascending: bool,
+}
+
+/// One page of a per-contact kind, under `key` (`life_events`, `gifts`, `conversation_agenda`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DepthPage {
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub items: serde_json::Map<String, Value>,
+    pub next_cursor: String,
+    pub limit: usize,
+}
+
+/// A page of `R`: one contact's (by its index) or, without one, the user's by last update.
+pub fn page<R: Record>(
+    v: &UserView,
+    f: &DepthFilter,
+    key: &str,
+    render: impl Fn(&Row<R>) -> Value,
+) -> Result<DepthPage> {
+    let after = f.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
+    let descending = !f.ascending;
+    let contact = if f.who.is_empty() { None } else { Some(f.who.in_view(v)?) };
+    let bounds = contact.map(|c| (format!("{c:020}"), format!("{:020}", c + 1)));
+    let walk = match &bounds {
+        Some((from, to)) => Walk { index: BY_CONTACT, from, to: Some(to), after: None, descending },
+        None => Walk { index: UPDATED_INDEX, from: "", to: None, after: None, descending },
+    };
+    let walk = Walk { after: after.as_ref().map(|(v, id)| (v.as_str(), *id)), ..walk };
+    let found = v.walk::<R>(walk, f.limit, |_| true)?;
+    let mut items = serde_json::Map::new();
+    items.insert(key.to_string(), Value::Array(found.rows.iter().map(render).collect()));
+    Ok(DepthPage {
+        items,
+        next_cursor: found.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default(),
+        limit: f.limit,
+    })
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct LifeEventInput {
+    pub entity_id: Option<String>,
+    pub contact_id: Option<u64>,
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default)]
+    pub category: String,
+    /// `{year?, month?, day?}`, any subset.
+    #[schema(value_type = Object)]
+    #[serde(default)]
+    pub date: Partial,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub related_entity_ids: Vec<String>,
+    #[serde(default)]
+    pub remind: bool,
+}
+
+impl LifeEventInput {
+    /// The contact it names and the event (its contact set by [`save`]).
+    pub fn record(self) -> (ContactRef, LifeEvent) {
+        let who = ContactRef { entity_id: self.entity_id, contact_id: self.contact_id };
+        let event = LifeEvent {
+            contact_id: 0,
+            kind: self.kind.trim().to_string(),
+            category: self.category,
+            date: self.date.into(),
+            description: self.description,
+            related: self.related_entity_ids,
+            remind: self.remind,
+        };
+        (who, event)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct GiftInput {
+    pub entity_id: Option<String>,
+    pub contact_id: Option<u64>,
+    pub description: String,
+    /// `idea` (default), `purchased`, `given` or `received`.
+    pub status: Option<String>,
+    pub occasion: Option<String>,
+    pub url: Option<String>,
+    pub notes: Option<String>,
+    /// RFC 3339 instant or `YYYY-MM-DD`; absent for an idea.
+    pub date: Option<String>,
+    pub value_cents: Option<i64>,
+    pub currency: Option<String>,
+}
+
+impl GiftInput {
+    /// The contact it names and the gift (its contact set by [`save`]).
+    pub fn record(self) -> Result<(ContactRef, Gift)> {
+        let who = ContactRef { entity_id: self.entity_id, contact_id: self.contact_id };
+        let date: Option<Timestamp> =
+            self.date.as_deref().filter(|d| !d.trim().is_empty()).map(|d| instant("date", d)).transpose()?;
+        let gift = Gift {
+            contact_id: 0,
+            status: self.status.unwrap_or_else(|| "idea".into()),
+            occasion: self.occasion.unwrap_or_default(),
+            description: self.description,
+            url: self.url.unwrap_or_default(),
+            notes: self.notes.unwrap_or_default(),
+            date,
+            value_cents: self.value_cents,
+            currency: self.currency.map(|c| c.trim().to_uppercase()),
+        };
+        Ok((who, gift))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct AgendaInput {
+    pub entity_id: Option<String>,
+    pub contact_id: Option<u64>,
+    pub content: String,
+    pub reference_url: Option<String>,
+}
+
+impl AgendaInput {
+    /// The contact it names and the open item (its contact set by [`save`]).
+    pub fn record(self) -> (ContactRef, AgendaItem) {
+        let who = ContactRef { entity_id: self.entity_id, contact_id: self.contact_id };
+        let item = AgendaItem {
+            contact_id: 0,
+            content: self.content,
+            reference_url: self.reference_url.unwrap_or_default(),
+            discussed_at: None,
+            activity_id: None,
+        };
+        (who, item)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct AgendaEdit {
+    pub content: String,
+    pub reference_url: Option<String>,
+}
+
+/// Changes an agenda item's text only; its discussed state is [`discuss`]'s.
+pub async fn edit_agenda(scope: &UserScope, id: u64, pre: Precondition, edit: AgendaEdit) -> Result<Row<AgendaItem>> {
+    Ok(scope
+        .write_async(move |tx| {
+            tx.update::<AgendaItem>(id, pre, |item| {
+                item.content = edit.content.clone();
+                item.reference_url = edit.reference_url.clone().unwrap_or_default();
+                Ok(())
+            })
+        })
+        .await?)
+}
+
+/// Marks an agenda item discussed (once: a later call keeps the first instant), in `activity`
+/// when given (which must be the user's).
+pub async fn discuss(scope: &UserScope, id: u64, activity: Option<u64>) -> Result<Row<AgendaItem>> {
+    Ok(scope
+        .write_async(move |tx| {
+            if let Some(activity) = activity {
+                tx.get::<Activity>(activity)?;
+            }
+            let now = tx.now();
+            tx.update::<AgendaItem>(id, Precondition::Any, |item| {
+                item.discussed_at = Some(item.discussed_at.unwrap_or(now));
+                item.activity_id = activity.or(item.activity_id);
+                Ok(())
+            })
+        })
+        .await?)
+}
+
+/// Record `id` of kind `R`.
+pub fn get<R: Record>(v: &UserView, id: u64) -> Result<Row<R>> {
+    v.get::<R>(id).map_err(Error::from)
+}
