@@ -33,7 +33,7 @@ pub struct AuditEvent {
     pub action: Op,
     /// The record's revision after the change.
     pub revision: u64,
-    #[serde(with = "crate::record::micros")]
+    #[serde(with = "crate::codec::micros")]
     pub at: Timestamp,
     pub changes: Vec<FieldChange>,
     /// Hex SHA-256 of the previous event (or the anchor; empty for the first).

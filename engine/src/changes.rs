@@ -24,6 +24,6 @@ pub struct Change {
     pub op: Op,
     /// The row's revision after the change.
     pub revision: u64,
-    #[serde(with = "crate::record::micros")]
+    #[serde(with = "crate::codec::micros")]
     pub at: Timestamp,
 }

@@ -79,42 +79,12 @@ macro_rules! kind {
 pub struct Meta {
     /// Starts at 1 and grows by one on every successful write.
     pub revision: u64,
-    #[serde(with = "micros")]
+    #[serde(with = "crate::codec::micros")]
     pub created_at: Timestamp,
-    #[serde(with = "micros")]
+    #[serde(with = "crate::codec::micros")]
     pub updated_at: Timestamp,
-    #[serde(with = "micros_opt")]
+    #[serde(with = "crate::codec::micros_opt")]
     pub deleted_at: Option<Timestamp>,
-}
-
-/// Instants are stored as microseconds since the epoch: compact, and no text parsing per read.
-pub(crate) mod micros {
-    use jiff::Timestamp;
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
-
-    pub fn serialize<S: Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_i64(t.as_microsecond())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
-        Timestamp::from_microsecond(i64::deserialize(d)?).map_err(D::Error::custom)
-    }
-}
-
-pub(crate) mod micros_opt {
-    use jiff::Timestamp;
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
-
-    pub fn serialize<S: Serializer>(t: &Option<Timestamp>, s: S) -> Result<S::Ok, S::Error> {
-        match t {
-            Some(t) => s.serialize_some(&t.as_microsecond()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
-        Option::<i64>::deserialize(d)?.map(|m| Timestamp::from_microsecond(m).map_err(D::Error::custom)).transpose()
-    }
 }
 
 /// A stored record with its id and bookkeeping.
