@@ -39,10 +39,10 @@ pub use error::{Error, Invalid, Result};
 pub use global::{GlobalRecord, GlobalView, TxGlobal};
 pub use migrate::{Migration, MigrationReport};
 pub use read::{Page, UserView, Walk};
-pub use record::{Kind, Meta, Precondition, Prepared, Record, Row};
+pub use record::{Kind, Meta, Precondition, Prepared, Record, Row, SearchDoc};
 pub use reindex::{Indexed, KindReindexed, ReindexReport};
 pub use search::{
-    Hit, Plan, RebuildReport, SearchDoc, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,
+    Hit, Plan, RebuildReport, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,
     TOTAL_CAP as SEARCH_TOTAL_CAP,
 };
 pub use tx::{Tx, TxUser, UPDATED_INDEX};
@@ -118,7 +118,7 @@ impl Engine {
             clock: options.clock.clone(),
             durability: options.durability,
             healthy: healthy.clone(),
-            search: search.clone(),
+            hook: search.clone().map(|s| s as Arc<dyn changes::CommitHook>),
         };
         let handle = std::thread::Builder::new().name("engine-writer".into()).spawn(move || writer.run(queue))?;
         let engine = Engine {

@@ -1,5 +1,5 @@
-//! What a record type declares to the engine (its kind, validation, save hook, indexes) and the
-//! stored row around it (id, revision, bookkeeping instants).
+//! What a record type declares to the engine (its kind, validation, save hook, indexes, search
+//! document) and the stored row around it (id, revision, bookkeeping instants).
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -45,9 +45,22 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
 
     /// What full-text search indexes of this record; `None` (the default) keeps it out.
     /// Only kinds registered as a [`crate::search::Source`] are indexed.
-    fn search_doc(&self) -> Option<crate::search::SearchDoc> {
+    fn search_doc(&self) -> Option<SearchDoc> {
         None
     }
+}
+
+/// What a record contributes to the full-text index. Returned by [`Record::search_doc`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SearchDoc {
+    /// Names and titles: matches here rank first.
+    pub title: String,
+    /// Everything else searchable.
+    pub body: String,
+    /// Left out of a plain search (e.g. an archived contact), still found when asked for.
+    pub hidden: bool,
+    /// Contacts the row belongs to.
+    pub contacts: Vec<u64>,
 }
 
 /// Names of a record kind's tables. Built with [`Kind::new`] in a `const`.

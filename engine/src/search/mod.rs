@@ -40,26 +40,14 @@ use tantivy::columnar::Column;
 use tantivy::schema::Schema;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
-use crate::changes::Change;
+use crate::changes::{Change, CommitHook, Touched};
+pub use crate::record::SearchDoc;
 use crate::record::{Record, Row};
 use crate::tables::{self, CHANGES, USER_SEQ};
 use crate::{Error, Result, codec, read};
 pub use query::{Plan, Snippet};
 pub use run::TOTAL_CAP;
 use schema::Fields;
-
-/// What a record contributes to the index. Returned by [`Record::search_doc`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SearchDoc {
-    /// Names and titles: matches here rank first.
-    pub title: String,
-    /// Everything else searchable.
-    pub body: String,
-    /// Left out of a plain search (e.g. an archived contact), still found when asked for.
-    pub hidden: bool,
-    /// Contacts the row belongs to.
-    pub contacts: Vec<u64>,
-}
 
 type LoadFn = fn(&ReadTransaction, u64, u64) -> Result<Option<SearchDoc>>;
 type ScanFn = fn(&ReadTransaction, &mut dyn FnMut(u64, u64, SearchDoc) -> Result<()>) -> Result<()>;
@@ -203,15 +191,6 @@ struct Live {
     index: Index,
     reader: IndexReader,
     dir: PathBuf,
-}
-
-/// A row touched by a committed write batch.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Touched {
-    pub user: u64,
-    pub seq: u64,
-    pub kind: &'static str,
-    pub id: u64,
 }
 
 enum Msg {
@@ -579,38 +558,6 @@ impl Search {
         queue.send(msg).map_err(|_| Error::ShutDown)
     }
 
-    /// Called by the writer after a durable commit and before it answers anyone.
-    pub(crate) fn committed(&self, touched: &[Touched], purged: &[u64]) {
-        let mut users = Vec::new();
-        {
-            let mut overlay = lock(&self.overlay);
-            for t in touched {
-                if let Some(code) = self.codes.get(t.kind) {
-                    let pending = overlay
-                        .entry(t.user)
-                        .or_default()
-                        .entry((*code, t.id))
-                        .or_insert(Pending { seq: 0, doc: None });
-                    if t.seq > pending.seq {
-                        *pending = Pending { seq: t.seq, doc: None };
-                    }
-                    if !users.contains(&t.user) {
-                        users.push(t.user);
-                    }
-                }
-            }
-            for user in purged {
-                overlay.remove(user);
-            }
-        }
-        for user in purged {
-            let _ = self.send(Msg::Purged(*user));
-        }
-        if !users.is_empty() {
-            let _ = self.send(Msg::Changed(users));
-        }
-    }
-
     /// Commits whatever is pending now and waits for it.
     pub(crate) fn flush(&self) -> Result<()> {
         let (reply, answer) = mpsc::channel();
@@ -661,6 +608,40 @@ impl Search {
         lock(&self.queue).take();
         if let Some(handle) = lock(&self.thread).take() {
             let _ = handle.join();
+        }
+    }
+}
+
+impl CommitHook for Search {
+    /// Called by the writer after a durable commit and before it answers anyone.
+    fn committed(&self, touched: &[Touched], purged: &[u64]) {
+        let mut users = Vec::new();
+        {
+            let mut overlay = lock(&self.overlay);
+            for t in touched {
+                if let Some(code) = self.codes.get(t.kind) {
+                    let pending = overlay
+                        .entry(t.user)
+                        .or_default()
+                        .entry((*code, t.id))
+                        .or_insert(Pending { seq: 0, doc: None });
+                    if t.seq > pending.seq {
+                        *pending = Pending { seq: t.seq, doc: None };
+                    }
+                    if !users.contains(&t.user) {
+                        users.push(t.user);
+                    }
+                }
+            }
+            for user in purged {
+                overlay.remove(user);
+            }
+        }
+        for user in purged {
+            let _ = self.send(Msg::Purged(*user));
+        }
+        if !users.is_empty() {
+            let _ = self.send(Msg::Changed(users));
         }
     }
 }
