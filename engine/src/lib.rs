@@ -15,6 +15,7 @@ pub mod clock;
 pub mod codec;
 mod error;
 pub mod global;
+mod meta;
 pub mod migrate;
 mod read;
 pub mod record;
@@ -174,7 +175,7 @@ impl Engine {
     /// Whether a read transaction can be started and the metadata read.
     pub fn check_read(&self) -> Result<()> {
         let txn = self.inner.db.begin_read()?;
-        migrate::read_version(&txn).map(|_| ())
+        meta::read_version(&txn).map(|_| ())
     }
 
     /// Runs `change` in the next group commit and waits for that commit to be durable.

@@ -12,13 +12,13 @@ use std::time::Instant;
 use jiff::Timestamp;
 /// The transaction a migration step runs in (re-exported so steps outside the engine need no redb).
 pub use redb::WriteTransaction;
-use redb::{Database, ReadTransaction, ReadableTable, TableError};
+use redb::{Database, ReadableTable};
 
+use crate::meta::{VERSION_KEY, decode_u32};
 use crate::snapshot::{self, Snapshot};
 use crate::tables::{self, CHANGES, COUNTERS, JOB_RUNS, LIVE_COUNTS, META, SYSTEM_EVENTS, USER_SEQ};
-use crate::{Error, Result};
+use crate::{Error, Result, meta};
 
-const VERSION_KEY: &str = "schema_version";
 const DIRTY_KEY: &str = "migration_dirty";
 
 /// One numbered step.
@@ -119,16 +119,8 @@ where
 }
 
 /// The schema version recorded in the database (0 for a new file).
-pub fn read_version(txn: &ReadTransaction) -> Result<u32> {
-    match txn.open_table(META) {
-        Ok(meta) => Ok(meta.get(VERSION_KEY)?.map(|v| decode_u32(v.value())).unwrap_or(0)),
-        Err(TableError::TableDoesNotExist(_)) => Ok(0),
-        Err(e) => Err(e.into()),
-    }
-}
-
-pub(crate) fn decode_u32(bytes: &[u8]) -> u32 {
-    bytes.try_into().map(u32::from_le_bytes).unwrap_or(0)
+pub fn read_version(txn: &redb::ReadTransaction) -> Result<u32> {
+    meta::read_version(txn)
 }
 
 fn markers(db: &Database) -> Result<(u32, Option<u32>)> {
