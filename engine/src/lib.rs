@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
-use redb::{Database, Durability, ReadableDatabase};
+use redb::{Database, ReadableDatabase};
 use tokio::sync::oneshot;
 
 pub use changes::{Change, Op};
@@ -59,10 +59,30 @@ pub struct Options {
     /// The migration steps, in version order. Defaults to the engine's own.
     pub migrations: Vec<Migration>,
     pub clock: Arc<dyn Clock>,
-    /// `Immediate` (fsync per commit) in production; `None` only for throwaway test data.
+    /// [`Durability::Immediate`] in production; [`Durability::None`] only for throwaway test data.
     pub durability: Durability,
     /// The full-text index, when wanted.
     pub search: Option<SearchOptions>,
+}
+
+/// Whether a commit waits for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// A commit returns once it is on disk (one fsync per group commit): every acknowledged write
+    /// survives a crash. The only choice for data anyone keeps.
+    Immediate,
+    /// A commit returns without waiting for the disk: a crash may lose the latest commits. Only
+    /// for throwaway data (tests, benchmarks that measure something else).
+    None,
+}
+
+impl Durability {
+    fn storage(self) -> redb::Durability {
+        match self {
+            Durability::Immediate => redb::Durability::Immediate,
+            Durability::None => redb::Durability::None,
+        }
+    }
 }
 
 impl Default for Options {
@@ -117,7 +137,7 @@ impl Engine {
         let writer = writer::Writer {
             db: db.clone(),
             clock: options.clock.clone(),
-            durability: options.durability,
+            durability: options.durability.storage(),
             healthy: healthy.clone(),
             hook: search.clone().map(|s| s as Arc<dyn changes::CommitHook>),
         };
