@@ -36,7 +36,7 @@ use tokio::sync::oneshot;
 
 pub use changes::{Change, Op};
 pub use clock::{Clock, FixedClock, SystemClock};
-pub use error::{Error, Invalid, Result};
+pub use error::{Error, Invalid, Result, StorageError};
 pub use global::{GlobalRecord, GlobalView, TxGlobal};
 pub use migrate::{Migration, MigrationReport};
 pub use read::{Page, UserView, Walk};
