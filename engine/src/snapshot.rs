@@ -58,7 +58,7 @@ pub fn manifest_path(snapshot: &Path) -> PathBuf {
 }
 
 /// Writes a consistent snapshot of `db` into `dir` as `<label>-<UTC time>.redb`.
-pub fn write(db: &Database, dir: &Path, label: &str, now: Timestamp) -> Result<Snapshot> {
+pub(crate) fn write(db: &Database, dir: &Path, label: &str, now: Timestamp) -> Result<Snapshot> {
     fs::create_dir_all(dir)?;
     let stamp = now.strftime("%Y%m%dT%H%M%S%.6fZ").to_string();
     let file = format!("{label}-{stamp}.redb");
