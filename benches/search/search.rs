@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use mycorrhizal::api::contacts::{ContactInput, build};
 use mycorrhizal::crm::contact::Contact;
 use mycorrhizal::crm::records::{Activity, Note};
-use mycorrhizal_engine::{Engine, Options, Plan, Record, SearchOptions, SearchRequest, UserId};
+use mycorrhizal_engine::{Durability, Engine, Options, Plan, Record, SearchOptions, SearchRequest, UserId};
 use serde_json::json;
 
 const FIRST: &[&str] = &[
@@ -654,7 +654,7 @@ fn main() {
     if let Some(mb) = std::env::var("BENCH_WRITER_MB").ok().and_then(|v| v.parse::<usize>().ok()) {
         search.writer_memory = mb << 20;
     }
-    let options = Options { search: Some(search), durability: redb::Durability::None, ..Options::default() };
+    let options = Options { search: Some(search), durability: Durability::None, ..Options::default() };
     let (engine, _) = Engine::open(dir.path().join("bench.redb"), options).expect("engine");
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut docs: Docs = Vec::new();

@@ -33,7 +33,7 @@ pub struct AuditEvent {
     pub action: Op,
     /// The record's revision after the change.
     pub revision: u64,
-    #[serde(with = "crate::record::micros")]
+    #[serde(with = "crate::codec::micros")]
     pub at: Timestamp,
     pub changes: Vec<FieldChange>,
     /// Hex SHA-256 of the previous event (or the anchor; empty for the first).
@@ -310,7 +310,7 @@ impl NewEvent<'_> {
 }
 
 /// A user's events, oldest first, after `seq`.
-pub fn events(txn: &ReadTransaction, user: u64, after: u64, limit: usize) -> Result<Vec<AuditEvent>> {
+pub(crate) fn events(txn: &ReadTransaction, user: u64, after: u64, limit: usize) -> Result<Vec<AuditEvent>> {
     let table = match txn.open_table(AUDIT) {
         Ok(t) => t,
         Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
@@ -321,7 +321,7 @@ pub fn events(txn: &ReadTransaction, user: u64, after: u64, limit: usize) -> Res
 }
 
 /// Walks `user`'s chain from its anchor; `Err` names the first event that does not verify.
-pub fn verify(txn: &ReadTransaction, user: u64) -> Result<u64> {
+pub(crate) fn verify(txn: &ReadTransaction, user: u64) -> Result<u64> {
     let anchor = match txn.open_table(AUDIT_ANCHORS) {
         Ok(t) => t.get(user)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default(),
         Err(TableError::TableDoesNotExist(_)) => String::new(),

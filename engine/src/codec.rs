@@ -1,5 +1,6 @@
 //! Row encoding: one format-version byte, then postcard. Old versions stay decodable so that a
-//! migration can read rows written by an earlier build.
+//! migration can read rows written by an earlier build. Instants inside rows are stored as
+//! microseconds (`micros`, `micros_opt`).
 
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -24,6 +25,36 @@ pub fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T> {
             Err(Error::Corrupt { table: table.to_string(), reason: format!("unknown row format version {v}") })
         }
         None => Err(Error::Corrupt { table: table.to_string(), reason: "empty row".into() }),
+    }
+}
+
+/// Instants are stored as microseconds since the epoch: compact, and no text parsing per read.
+pub(crate) mod micros {
+    use jiff::Timestamp;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i64(t.as_microsecond())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        Timestamp::from_microsecond(i64::deserialize(d)?).map_err(D::Error::custom)
+    }
+}
+
+pub(crate) mod micros_opt {
+    use jiff::Timestamp;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(t: &Option<Timestamp>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => s.serialize_some(&t.as_microsecond()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
+        Option::<i64>::deserialize(d)?.map(|m| Timestamp::from_microsecond(m).map_err(D::Error::custom)).transpose()
     }
 }
 

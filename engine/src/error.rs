@@ -1,5 +1,6 @@
 //! The engine's one error type. Variants are what a caller can act on; storage failures carry
-//! redb's error for the log, never for the client.
+//! the storage layer's message for the log, never for the client, in an opaque [`StorageError`]
+//! (which storage the engine runs on is not part of its API).
 
 use std::path::PathBuf;
 
@@ -81,15 +82,43 @@ pub enum Error {
     #[error("search is not enabled")]
     SearchDisabled,
     #[error("storage: {0}")]
-    Storage(#[from] redb::Error),
+    Storage(#[source] StorageError),
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
 }
 
+/// The storage layer failed: opening the database, a transaction, a table or a commit. Only its
+/// message is shown (for the log); its cause stays inside the engine.
+#[derive(Debug)]
+pub struct StorageError(redb::Error);
+
+impl std::fmt::Display for StorageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for StorageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.0)
+    }
+}
+
+// How `?` turns the storage layer's errors into the engine's inside the engine. Trait impls cannot
+// be private; these are hidden from the documentation, and a caller needs the storage crate itself
+// to name their source types.
+#[doc(hidden)]
+impl From<redb::Error> for Error {
+    fn from(e: redb::Error) -> Self {
+        Error::Storage(StorageError(e))
+    }
+}
+
 macro_rules! storage_from {
     ($($t:ty),*) => {$(
+        #[doc(hidden)]
         impl From<$t> for Error {
-            fn from(e: $t) -> Self { Error::Storage(e.into()) }
+            fn from(e: $t) -> Self { Error::Storage(StorageError(e.into())) }
         }
     )*};
 }

@@ -15,6 +15,7 @@ pub mod clock;
 pub mod codec;
 mod error;
 pub mod global;
+mod meta;
 pub mod migrate;
 mod read;
 pub mod record;
@@ -30,19 +31,19 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
-use redb::{Database, Durability, ReadableDatabase};
+use redb::{Database, ReadableDatabase};
 use tokio::sync::oneshot;
 
 pub use changes::{Change, Op};
 pub use clock::{Clock, FixedClock, SystemClock};
-pub use error::{Error, Invalid, Result};
+pub use error::{Error, Invalid, Result, StorageError};
 pub use global::{GlobalRecord, GlobalView, TxGlobal};
 pub use migrate::{Migration, MigrationReport};
 pub use read::{Page, UserView, Walk};
-pub use record::{Kind, Meta, Precondition, Prepared, Record, Row};
+pub use record::{Kind, Meta, Precondition, Prepared, Record, Row, SearchDoc};
 pub use reindex::{Indexed, KindReindexed, ReindexReport};
 pub use search::{
-    Hit, Plan, RebuildReport, SearchDoc, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,
+    Hit, Plan, RebuildReport, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,
     TOTAL_CAP as SEARCH_TOTAL_CAP,
 };
 pub use tx::{Tx, TxUser, UPDATED_INDEX};
@@ -58,10 +59,30 @@ pub struct Options {
     /// The migration steps, in version order. Defaults to the engine's own.
     pub migrations: Vec<Migration>,
     pub clock: Arc<dyn Clock>,
-    /// `Immediate` (fsync per commit) in production; `None` only for throwaway test data.
+    /// [`Durability::Immediate`] in production; [`Durability::None`] only for throwaway test data.
     pub durability: Durability,
     /// The full-text index, when wanted.
     pub search: Option<SearchOptions>,
+}
+
+/// Whether a commit waits for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// A commit returns once it is on disk (one fsync per group commit): every acknowledged write
+    /// survives a crash. The only choice for data anyone keeps.
+    Immediate,
+    /// A commit returns without waiting for the disk: a crash may lose the latest commits. Only
+    /// for throwaway data (tests, benchmarks that measure something else).
+    None,
+}
+
+impl Durability {
+    fn storage(self) -> redb::Durability {
+        match self {
+            Durability::Immediate => redb::Durability::Immediate,
+            Durability::None => redb::Durability::None,
+        }
+    }
 }
 
 impl Default for Options {
@@ -116,9 +137,9 @@ impl Engine {
         let writer = writer::Writer {
             db: db.clone(),
             clock: options.clock.clone(),
-            durability: options.durability,
+            durability: options.durability.storage(),
             healthy: healthy.clone(),
-            search: search.clone(),
+            hook: search.clone().map(|s| s as Arc<dyn changes::CommitHook>),
         };
         let handle = std::thread::Builder::new().name("engine-writer".into()).spawn(move || writer.run(queue))?;
         let engine = Engine {
@@ -174,7 +195,7 @@ impl Engine {
     /// Whether a read transaction can be started and the metadata read.
     pub fn check_read(&self) -> Result<()> {
         let txn = self.inner.db.begin_read()?;
-        migrate::read_version(&txn).map(|_| ())
+        meta::read_version(&txn).map(|_| ())
     }
 
     /// Runs `change` in the next group commit and waits for that commit to be durable.

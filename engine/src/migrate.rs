@@ -10,15 +10,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use jiff::Timestamp;
-/// The transaction a migration step runs in (re-exported so steps outside the engine need no redb).
-pub use redb::WriteTransaction;
-use redb::{Database, ReadTransaction, ReadableTable, TableError};
+use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 
+use crate::meta::{VERSION_KEY, decode_u32};
 use crate::snapshot::{self, Snapshot};
 use crate::tables::{self, CHANGES, COUNTERS, JOB_RUNS, LIVE_COUNTS, META, SYSTEM_EVENTS, USER_SEQ};
-use crate::{Error, Result};
+use crate::{Error, Result, meta};
 
-const VERSION_KEY: &str = "schema_version";
 const DIRTY_KEY: &str = "migration_dirty";
 
 /// One numbered step.
@@ -26,10 +24,17 @@ const DIRTY_KEY: &str = "migration_dirty";
 pub struct Migration {
     pub version: u32,
     pub name: &'static str,
-    pub run: fn(&WriteTransaction) -> Result<()>,
+    pub run: fn(&MigrationTx<'_>) -> Result<()>,
 }
 
-/// What [`run`] did, for the server's system events.
+/// The write transaction a migration step runs in, together with its version bump. Steps change
+/// stored data through this module's functions on it (e.g. [`convert_rows`]); what it wraps is
+/// the engine's own business.
+pub struct MigrationTx<'a> {
+    txn: &'a WriteTransaction,
+}
+
+/// What the migrations of [`crate::Engine::open`] did, for the server's system events.
 #[derive(Debug, Clone)]
 pub struct MigrationReport {
     pub from: u32,
@@ -59,7 +64,8 @@ pub fn latest() -> u32 {
     steps().last().map(|m| m.version).unwrap_or(0)
 }
 
-fn create_core_tables(txn: &WriteTransaction) -> Result<()> {
+fn create_core_tables(step: &MigrationTx<'_>) -> Result<()> {
+    let txn = step.txn;
     txn.open_table(COUNTERS)?;
     txn.open_table(USER_SEQ)?;
     txn.open_table(CHANGES)?;
@@ -69,7 +75,8 @@ fn create_core_tables(txn: &WriteTransaction) -> Result<()> {
 }
 
 /// Backfills `live_counts` from the record tables (the write path maintains it from then on).
-fn count_live_rows(txn: &WriteTransaction) -> Result<()> {
+fn count_live_rows(step: &MigrationTx<'_>) -> Result<()> {
+    let txn = step.txn;
     use std::collections::BTreeMap;
     let names: Vec<String> = txn.list_tables()?.map(|h| redb::TableHandle::name(&h).to_string()).collect();
     let mut counts: BTreeMap<(u64, String), u64> = BTreeMap::new();
@@ -96,11 +103,12 @@ fn count_live_rows(txn: &WriteTransaction) -> Result<()> {
 /// body that gains, loses or reorders a field cannot read its old rows until they are converted.
 /// Tombstones are converted too; ids, bookkeeping and index entries stay as they are (a changed
 /// index also raises `INDEX_VERSION`). Returns how many rows were converted.
-pub fn convert_rows<Old, R>(txn: &WriteTransaction, convert: fn(Old) -> R) -> Result<u64>
+pub fn convert_rows<Old, R>(step: &MigrationTx<'_>, convert: fn(Old) -> R) -> Result<u64>
 where
     Old: serde::de::DeserializeOwned,
     R: crate::Record,
 {
+    let txn = step.txn;
     let mut table = match txn.open_table(tables::record_table(R::KIND.records)) {
         Ok(table) => table,
         Err(e) => return Err(e.into()),
@@ -118,17 +126,12 @@ where
     Ok(converted.len() as u64)
 }
 
-/// The schema version recorded in the database (0 for a new file).
-pub fn read_version(txn: &ReadTransaction) -> Result<u32> {
-    match txn.open_table(META) {
-        Ok(meta) => Ok(meta.get(VERSION_KEY)?.map(|v| decode_u32(v.value())).unwrap_or(0)),
-        Err(TableError::TableDoesNotExist(_)) => Ok(0),
-        Err(e) => Err(e.into()),
-    }
-}
-
-pub(crate) fn decode_u32(bytes: &[u8]) -> u32 {
-    bytes.try_into().map(u32::from_le_bytes).unwrap_or(0)
+/// The schema version recorded in the closed database file at `path` (0 for a new file), read
+/// without migrating it: for tests and tools that check what an earlier start left.
+pub fn read_version(path: &Path) -> Result<u32> {
+    let db = Database::builder().open(path)?;
+    let txn = db.begin_read()?;
+    meta::read_version(&txn)
 }
 
 fn markers(db: &Database) -> Result<(u32, Option<u32>)> {
@@ -154,7 +157,7 @@ fn set_marker(txn: &WriteTransaction, key: &str, value: Option<u32>) -> Result<(
 
 /// Brings `db` to the newest version in `steps`. `fresh` means the file was just created, so
 /// there is nothing to protect with a snapshot.
-pub fn run(
+pub(crate) fn run(
     db: &Database,
     fresh: bool,
     snapshot_dir: &Path,
@@ -189,7 +192,7 @@ pub fn run(
         set_marker(&txn, DIRTY_KEY, Some(step.version))?;
         txn.commit()?;
         let txn = db.begin_write()?;
-        let outcome = (step.run)(&txn).and_then(|()| {
+        let outcome = (step.run)(&MigrationTx { txn: &txn }).and_then(|()| {
             set_marker(&txn, VERSION_KEY, Some(step.version))?;
             set_marker(&txn, DIRTY_KEY, None)
         });

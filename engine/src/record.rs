@@ -1,5 +1,5 @@
-//! What a record type declares to the engine (its kind, validation, save hook, indexes) and the
-//! stored row around it (id, revision, bookkeeping instants).
+//! What a record type declares to the engine (its kind, validation, save hook, indexes, search
+//! document) and the stored row around it (id, revision, bookkeeping instants).
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -45,9 +45,22 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
 
     /// What full-text search indexes of this record; `None` (the default) keeps it out.
     /// Only kinds registered as a [`crate::search::Source`] are indexed.
-    fn search_doc(&self) -> Option<crate::search::SearchDoc> {
+    fn search_doc(&self) -> Option<SearchDoc> {
         None
     }
+}
+
+/// What a record contributes to the full-text index. Returned by [`Record::search_doc`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SearchDoc {
+    /// Names and titles: matches here rank first.
+    pub title: String,
+    /// Everything else searchable.
+    pub body: String,
+    /// Left out of a plain search (e.g. an archived contact), still found when asked for.
+    pub hidden: bool,
+    /// Contacts the row belongs to.
+    pub contacts: Vec<u64>,
 }
 
 /// Names of a record kind's tables. Built with [`Kind::new`] in a `const`.
@@ -79,42 +92,12 @@ macro_rules! kind {
 pub struct Meta {
     /// Starts at 1 and grows by one on every successful write.
     pub revision: u64,
-    #[serde(with = "micros")]
+    #[serde(with = "crate::codec::micros")]
     pub created_at: Timestamp,
-    #[serde(with = "micros")]
+    #[serde(with = "crate::codec::micros")]
     pub updated_at: Timestamp,
-    #[serde(with = "micros_opt")]
+    #[serde(with = "crate::codec::micros_opt")]
     pub deleted_at: Option<Timestamp>,
-}
-
-/// Instants are stored as microseconds since the epoch: compact, and no text parsing per read.
-pub(crate) mod micros {
-    use jiff::Timestamp;
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
-
-    pub fn serialize<S: Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_i64(t.as_microsecond())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
-        Timestamp::from_microsecond(i64::deserialize(d)?).map_err(D::Error::custom)
-    }
-}
-
-pub(crate) mod micros_opt {
-    use jiff::Timestamp;
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
-
-    pub fn serialize<S: Serializer>(t: &Option<Timestamp>, s: S) -> Result<S::Ok, S::Error> {
-        match t {
-            Some(t) => s.serialize_some(&t.as_microsecond()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
-        Option::<i64>::deserialize(d)?.map(|m| Timestamp::from_microsecond(m).map_err(D::Error::custom)).transpose()
-    }
 }
 
 /// A stored record with its id and bookkeeping.

@@ -21,7 +21,7 @@ use redb::{ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetada
 use crate::record::{Record, Row};
 use crate::snapshot::Snapshot;
 use crate::tables::{self, META};
-use crate::{Engine, Error, Result, codec, migrate, read, tx};
+use crate::{Engine, Error, Result, codec, meta, migrate, read, tx};
 
 /// A record kind registered for index backfill. Build with [`Indexed::of`].
 #[derive(Clone, Copy)]
@@ -67,7 +67,7 @@ fn version_key(kind: &str) -> String {
 /// The index version `kind`'s entries were derived under (0 when never recorded).
 pub(crate) fn stored_version(txn: &ReadTransaction, kind: &str) -> Result<u32> {
     match txn.open_table(META) {
-        Ok(meta) => Ok(meta.get(version_key(kind).as_str())?.map(|v| migrate::decode_u32(v.value())).unwrap_or(0)),
+        Ok(meta) => Ok(meta.get(version_key(kind).as_str())?.map(|v| meta::decode_u32(v.value())).unwrap_or(0)),
         Err(TableError::TableDoesNotExist(_)) => Ok(0),
         Err(e) => Err(e.into()),
     }

@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 use crate::tables::{
     self, BLOBS, CHANGES, COUNTERS, INDEX_PREFIX, LIVE_COUNTS, MAP_PREFIX, RECORD_PREFIX, SYSTEM_PREFIX, USER_SEQ,
 };
-use crate::{Error, Result, migrate};
+use crate::{Error, Result, meta};
 
 pub const MANIFEST_FORMAT: &str = "mycorrhizal-snapshot/1";
 
@@ -58,7 +58,7 @@ pub fn manifest_path(snapshot: &Path) -> PathBuf {
 }
 
 /// Writes a consistent snapshot of `db` into `dir` as `<label>-<UTC time>.redb`.
-pub fn write(db: &Database, dir: &Path, label: &str, now: Timestamp) -> Result<Snapshot> {
+pub(crate) fn write(db: &Database, dir: &Path, label: &str, now: Timestamp) -> Result<Snapshot> {
     fs::create_dir_all(dir)?;
     let stamp = now.strftime("%Y%m%dT%H%M%S%.6fZ").to_string();
     let file = format!("{label}-{stamp}.redb");
@@ -66,7 +66,7 @@ pub fn write(db: &Database, dir: &Path, label: &str, now: Timestamp) -> Result<S
     let partial = dir.join(format!(".{file}.partial"));
     let _ = fs::remove_file(&partial);
     let read = db.begin_read()?;
-    let schema_version = migrate::read_version(&read)?;
+    let schema_version = meta::read_version(&read)?;
     let tables = {
         let copy = Database::builder().create(&partial)?;
         let write = copy.begin_write()?;
@@ -112,7 +112,7 @@ pub fn verify(path: &Path) -> Result<Manifest> {
         .open_read_only(path)
         .map_err(|e| Error::SnapshotInvalid(format!("redb cannot open the snapshot: {e}")))?;
     let read = db.begin_read()?;
-    let version = migrate::read_version(&read)?;
+    let version = meta::read_version(&read)?;
     if version != manifest.schema_version {
         return Err(Error::SnapshotInvalid(format!(
             "schema version {version} differs from the manifest's {}",

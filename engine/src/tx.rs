@@ -10,9 +10,8 @@ use jiff::Timestamp;
 use redb::{ReadableTable, WriteTransaction};
 
 use crate::audit::ChangeList;
-use crate::changes::{Change, Op};
+use crate::changes::{Change, Op, Touched};
 use crate::record::{Ahead, Meta, Precondition, Prepared, Record, Row};
-use crate::search::Touched;
 use crate::tables::{self, BLOBS, CHANGES, COUNTERS, LIVE_COUNTS, USER_SEQ};
 use crate::{Error, Invalid, Result, UserId, codec, read};
 

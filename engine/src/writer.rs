@@ -14,8 +14,8 @@ use std::sync::{Arc, mpsc};
 use redb::{Database, Durability};
 use tokio::sync::oneshot;
 
+use crate::changes::{CommitHook, Touched};
 use crate::clock::Clock;
-use crate::search::{Search, Touched};
 use crate::tx::Tx;
 use crate::{Error, Result};
 
@@ -36,8 +36,9 @@ pub(crate) struct Writer {
     pub durability: Durability,
     /// Cleared when a commit fails on I/O: redb then refuses writes until reopened.
     pub healthy: Arc<AtomicBool>,
-    /// Told of every committed batch before anyone is answered (read-your-writes).
-    pub search: Option<Arc<Search>>,
+    /// Told of every committed batch before anyone is answered (the search index's
+    /// read-your-writes overlay).
+    pub hook: Option<Arc<dyn CommitHook>>,
 }
 
 impl Writer {
@@ -59,8 +60,8 @@ impl Writer {
         loop {
             match self.attempt(&mut batch, &failed) {
                 Attempt::Committed(outputs, touched, purged) => {
-                    if let Some(search) = &self.search {
-                        search.committed(&touched, &purged);
+                    if let Some(hook) = &self.hook {
+                        hook.committed(&touched, &purged);
                     }
                     for ((request, output), error) in batch.into_iter().zip(outputs).zip(failed) {
                         // The change is dropped before its caller hears back, so a caller that

@@ -22,8 +22,8 @@ use tantivy::{Searcher, Term};
 use tantivy_fst::Automaton;
 
 use super::any::AnyOf;
-use super::query::{Clause, FUZZY_MIN_CHARS, Plan, TITLE_BOOST, number_endings};
-use super::schema::{Fields, GRAM_MAX, pair_bucket, push_reversed_number};
+use super::query::{Clause, FUZZY_MIN_CHARS, GRAM_MAX, Plan, TITLE_BOOST, number_endings};
+use super::schema::{Fields, pair_bucket, push_reversed_number};
 use crate::Result;
 
 /// Words a prefix or a typo may expand into before the automaton takes over.

@@ -13,7 +13,6 @@
 //! - words of one letter are dropped (they would match nearly everything);
 //! - name (title) matches weigh three times body matches.
 
-use super::schema::GRAM_MAX;
 use tantivy::tokenizer::{
     AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token as TantivyToken, TokenStream, Tokenizer,
 };
@@ -22,6 +21,11 @@ use tantivy::tokenizer::{
 pub(crate) const TITLE_BOOST: f32 = 3.0;
 /// Shortest word that tolerates one typo.
 pub const FUZZY_MIN_CHARS: usize = 5;
+/// Length of the indexed prefix gram, in characters. A prefix shorter than this matches names
+/// and titles only; one of at most this length is one gram term of the index (see `schema`).
+/// Longer prefixes expand over the words' dictionary (a fourth character narrows a prefix enough
+/// for that; indexing it cost a tenth of build time).
+pub(crate) const GRAM_MAX: usize = 3;
 /// At most this many words and phrases are used; the rest are ignored.
 pub const MAX_CLAUSES: usize = 12;
 

@@ -1,5 +1,6 @@
-//! Running a query: per kind, the best hits (pruned by tantivy to what can reach them), a capped
-//! count, and the rows the read-your-writes overlay judges from the database.
+//! Running a query, and what one asks for and gets back: per kind, the best hits (pruned by
+//! tantivy to what can reach them), a capped count, and the rows the read-your-writes overlay
+//! judges from the database.
 
 use std::collections::{BinaryHeap, HashSet};
 use std::sync::Arc;
@@ -12,13 +13,48 @@ use tantivy::{DocId, DocSet, Searcher, SegmentReader, TERMINATED, Term};
 
 use super::collect::{Group, Grouped, Scored, rank};
 use super::lookup::{Lookup, Typos};
-use super::{Analysed, Hit, Pending, Search, SearchGroup, SearchRequest, lock, query, schema};
+use super::overlay::{Analysed, Pending};
+use super::query::{self, Plan};
+use super::schema;
+use super::shared::{Shared, lock};
 use crate::Result;
 
-impl Search {
+/// What a search asks for. Everything is within the calling user's rows.
+#[derive(Debug, Clone)]
+pub struct SearchRequest<'a> {
+    pub plan: &'a Plan,
+    /// Only these kinds (by name); `None` for every kind.
+    pub kinds: Option<&'a [&'a str]>,
+    /// Include documents marked hidden (archived contacts).
+    pub include_hidden: bool,
+    /// Only rows belonging to one of these contacts.
+    pub contacts: Option<&'a [u64]>,
+    /// Hits per kind, after skipping `offset`.
+    pub limit: usize,
+    pub offset: usize,
+}
+
+/// A matching row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub id: u64,
+    pub score: f32,
+}
+
+/// The hits of one kind, best first, and how many rows of that kind matched: exact below
+/// [`TOTAL_CAP`], at least `TOTAL_CAP` when it reads `TOTAL_CAP` (a search asking for more than
+/// a thousand hits per kind counts every match).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchGroup {
+    pub kind: &'static str,
+    pub hits: Vec<Hit>,
+    pub total: usize,
+}
+
+impl Shared {
     /// Runs a search within `user`'s documents: per kind, the best `offset + limit` hits (pruned
     /// by tantivy to what can reach them) and a count of the matches up to [`TOTAL_CAP`].
-    pub(crate) fn search(&self, user: u64, request: &SearchRequest<'_>) -> Result<Vec<SearchGroup>> {
+    pub fn search(&self, user: u64, request: &SearchRequest<'_>) -> Result<Vec<SearchGroup>> {
         // The overlay is read before the index reader is taken: an entry leaves the overlay only
         // after its commit is visible, so every row is either overlaid or in this reader.
         let dirty: Vec<((u64, u64), Pending)> = lock(&self.overlay)
@@ -190,7 +226,7 @@ impl Search {
     }
 }
 
-impl Search {
+impl Shared {
     fn key_column(&self, segment: &SegmentReader) -> Result<Column<u64>> {
         let id = segment.segment_id();
         if let Some(column) = lock(&self.keys).get(&id) {

@@ -33,7 +33,7 @@ use tantivy::Index;
 use tantivy::schema::{Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
-use super::query;
+use super::query::{self, GRAM_MAX};
 
 /// Stored in every commit's payload; a mismatch at start triggers a rebuild.
 pub(crate) const SCHEMA_VERSION: u32 = 7;
@@ -48,11 +48,6 @@ pub(crate) const F_BODY_GRAMS: &str = "body_grams";
 
 /// Length of the short gram of names and titles, in characters.
 pub(crate) const SHORT_GRAM: usize = 2;
-
-/// Length of the indexed prefix gram, in characters. Longer prefixes expand over the words'
-/// dictionary (a fourth character narrows a prefix enough for that; indexing it cost a tenth of
-/// build time); two letters are a short gram, of names and titles only.
-pub(crate) const GRAM_MAX: usize = 3;
 
 /// The fields of a document. Nothing is stored: results are read from the database.
 #[derive(Debug, Clone, Copy)]

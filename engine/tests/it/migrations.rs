@@ -1,23 +1,20 @@
+use mycorrhizal_engine::migrate::MigrationTx;
 use mycorrhizal_engine::{Engine, Error, Migration, Options, UserId, migrate, snapshot};
-use redb::{TableDefinition, WriteTransaction};
+use redb::TableDefinition;
 
 use crate::helpers::Person;
 
-const EXTRA: TableDefinition<&str, &[u8]> = TableDefinition::new("map:test_extra");
-
-fn test_step(txn: &WriteTransaction) -> mycorrhizal_engine::Result<()> {
-    txn.open_table(EXTRA)?.insert("migrated", b"yes".as_slice())?;
+/// A step that rewrites every stored person (in the shape it already has).
+fn test_step(txn: &MigrationTx<'_>) -> mycorrhizal_engine::Result<()> {
+    migrate::convert_rows::<Person, Person>(txn, |person| person)?;
     Ok(())
 }
 
-fn failing_step(_: &WriteTransaction) -> mycorrhizal_engine::Result<()> {
+fn failing_step(_: &MigrationTx<'_>) -> mycorrhizal_engine::Result<()> {
     Err(Error::CommitFailed("step refused on purpose".into()))
 }
 
-fn with_step(
-    step: fn(&WriteTransaction) -> mycorrhizal_engine::Result<()>,
-    dir: Option<std::path::PathBuf>,
-) -> Options {
+fn with_step(step: fn(&MigrationTx<'_>) -> mycorrhizal_engine::Result<()>, dir: Option<std::path::PathBuf>) -> Options {
     let mut migrations = migrate::steps();
     migrations.push(Migration { version: migrate::latest() + 1, name: "test step", run: step });
     Options { migrations, pre_migration_dir: dir, ..Options::default() }
@@ -99,7 +96,7 @@ fn a_tampered_snapshot_fails_verification() {
     assert!(matches!(snapshot::verify(&snap.path), Err(Error::SnapshotInvalid(_))));
 }
 
-fn crashing_step(_: &WriteTransaction) -> mycorrhizal_engine::Result<()> {
+fn crashing_step(_: &MigrationTx<'_>) -> mycorrhizal_engine::Result<()> {
     panic!("the process dies in the middle of the step");
 }
 

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mycorrhizal_engine::{
-    Engine, Error, Kind, Options, Plan, Precondition, Record, SearchDoc, SearchOptions, SearchRequest, Source, UserId,
-    kind,
+    Durability, Engine, Error, Kind, Options, Plan, Precondition, Record, SearchDoc, SearchOptions, SearchRequest,
+    Source, UserId, kind,
 };
 use serde::{Deserialize, Serialize};
 use tempfile::TempDir;
@@ -62,7 +62,7 @@ fn options(dir: &Path, interval: Duration) -> Options {
     let mut search = SearchOptions::new(dir.join("search"), vec![Source::of::<Friend>(), Source::of::<Memo>()]);
     search.commit_interval = interval;
     search.writer_memory = 15 << 20;
-    Options { search: Some(search), durability: redb::Durability::None, ..Options::default() }
+    Options { search: Some(search), durability: Durability::None, ..Options::default() }
 }
 
 /// Commits only when asked: everything written stays in the overlay until a flush.
@@ -282,7 +282,7 @@ fn a_crash_between_database_and_index_commit_is_replayed_at_start() {
     // Writes the index never hears of: the database commits, the index does not (as when the
     // process dies before the indexer's commit).
     let (plain, _) =
-        Engine::open(dir.path().join("db.redb"), Options { durability: redb::Durability::None, ..Options::default() })
+        Engine::open(dir.path().join("db.redb"), Options { durability: Durability::None, ..Options::default() })
             .expect("open");
     let a = plain.user(A);
     let carol = a.create(friend("Carol Danvers", "pilot")).expect("create").id;

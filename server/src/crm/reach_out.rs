@@ -68,7 +68,7 @@ impl From<ReachOutSuggestionV2> for ReachOutSuggestion {
 }
 
 /// Migration step 3: stored suggestions gain `old_value` and `new_value`.
-pub fn migrate_values(txn: &mycorrhizal_engine::migrate::WriteTransaction) -> mycorrhizal_engine::Result<()> {
+pub fn migrate_values(txn: &mycorrhizal_engine::migrate::MigrationTx<'_>) -> mycorrhizal_engine::Result<()> {
     mycorrhizal_engine::migrate::convert_rows::<ReachOutSuggestionV2, ReachOutSuggestion>(txn, From::from).map(|_| ())
 }
 
