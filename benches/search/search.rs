@@ -19,7 +19,7 @@
 
 use std::time::{Duration, Instant};
 
-use mycorrhizal::api::contacts::{ContactInput, build};
+use mycorrhizal::crm::contact::ops::ContactInput;
 use mycorrhizal::crm::contact::Contact;
 use mycorrhizal::crm::records::{Activity, Note};
 use mycorrhizal_engine::{Durability, Engine, Options, Plan, Record, SearchOptions, SearchRequest, UserId};
@@ -419,7 +419,7 @@ fn contact(rng: &mut Rng, n: u64) -> Contact {
         json!({ "card": card, "crm": { "circles": [rng.pick(&["Friends", "Family", "Work", "Climbing"])] } }),
     )
     .expect("input");
-    build(None, input).expect("contact")
+    input.apply(None).expect("contact")
 }
 
 fn at(rng: &mut Rng) -> jiff::Timestamp {
