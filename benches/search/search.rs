@@ -19,8 +19,8 @@
 
 use std::time::{Duration, Instant};
 
-use mycorrhizal::crm::contact::ops::ContactInput;
 use mycorrhizal::crm::contact::Contact;
+use mycorrhizal::crm::contact::ops::ContactInput;
 use mycorrhizal::crm::records::{Activity, Note};
 use mycorrhizal_engine::{Durability, Engine, Options, Plan, Record, SearchOptions, SearchRequest, UserId};
 use serde_json::json;

@@ -25,5 +25,6 @@ mod reach_out;
 mod reset;
 mod search;
 mod sessions;
+mod shapes;
 mod tokens;
 mod twofactor;
