@@ -6,6 +6,7 @@
 //! write path. Nothing here imports a front door.
 
 pub mod activities;
+pub mod attachments;
 pub mod cadence;
 pub mod calendar;
 pub mod contact;
