@@ -3,7 +3,10 @@
 //! is deleted, and the documents of full-text search. Adding a kind is one entry in [`all`].
 
 use jiff::Timestamp;
+use mycorrhizal_engine::audit::FieldChange;
 use mycorrhizal_engine::{Indexed, Precondition, Record, Source, TxUser};
+
+use super::audit::Refusal;
 
 use super::contact::Contact;
 use super::depth::{AgendaItem, Attachment, CadencePolicy, Gift, LifeEvent};
@@ -44,7 +47,13 @@ pub struct KindEntry {
     cascade: Cascade,
     /// Its full-text search documents, when it has any.
     pub search: Option<Source>,
+    /// Undo of an update event of this kind (`None`: its changes cannot be undone).
+    pub revert: Option<Revert>,
+    revert_of: Revert,
 }
+
+/// Puts back the fields an update changed (see `crm::audit::revert`).
+pub type Revert = fn(&Tx<'_, '_>, u64, u64, &[FieldChange]) -> mycorrhizal_engine::Result<Refusal>;
 
 impl KindEntry {
     fn of<R: Record>(on_contact_delete: OnContactDelete) -> KindEntry {
@@ -62,7 +71,15 @@ impl KindEntry {
             on_contact_delete,
             cascade,
             search: None,
+            revert: None,
+            revert_of: crate::crm::audit::revert::<R>,
         }
+    }
+
+    /// Its update events can be undone.
+    fn undoable(mut self) -> KindEntry {
+        self.revert = Some(self.revert_of);
+        self
     }
 
     fn searched(mut self, source: Source) -> KindEntry {
@@ -75,19 +92,19 @@ impl KindEntry {
 pub fn all() -> Vec<KindEntry> {
     use OnContactDelete::*;
     vec![
-        KindEntry::of::<Contact>(Keep).searched(Source::of::<Contact>().contacts()),
-        KindEntry::of::<Note>(DeleteByContactTime).searched(Source::of::<Note>()),
-        KindEntry::of::<Activity>(Detach(leave_activity)).searched(Source::of::<Activity>()),
-        KindEntry::of::<Reminder>(DeleteByContactTime),
-        KindEntry::of::<Completion>(DeleteByContactTime),
-        KindEntry::of::<Relationship>(DeleteEdges),
-        KindEntry::of::<LifeEvent>(DeleteByContactTime),
-        KindEntry::of::<Gift>(DeleteByContactTime),
-        KindEntry::of::<AgendaItem>(DeleteByContactTime),
+        KindEntry::of::<Contact>(Keep).searched(Source::of::<Contact>().contacts()).undoable(),
+        KindEntry::of::<Note>(DeleteByContactTime).searched(Source::of::<Note>()).undoable(),
+        KindEntry::of::<Activity>(Detach(leave_activity)).searched(Source::of::<Activity>()).undoable(),
+        KindEntry::of::<Reminder>(DeleteByContactTime).undoable(),
+        KindEntry::of::<Completion>(DeleteByContactTime).undoable(),
+        KindEntry::of::<Relationship>(DeleteEdges).undoable(),
+        KindEntry::of::<LifeEvent>(DeleteByContactTime).undoable(),
+        KindEntry::of::<Gift>(DeleteByContactTime).undoable(),
+        KindEntry::of::<AgendaItem>(DeleteByContactTime).undoable(),
         KindEntry::of::<Attachment>(DeleteByContact),
         KindEntry::of::<CadencePolicy>(Keep),
-        KindEntry::of::<Household>(Keep),
-        KindEntry::of::<HouseholdMember>(DeleteByContact),
+        KindEntry::of::<Household>(Keep).undoable(),
+        KindEntry::of::<HouseholdMember>(DeleteByContact).undoable(),
         KindEntry::of::<DismissedHouseholdSuggestion>(Keep),
         KindEntry::of::<ReachOutSuggestion>(DeleteByContact),
     ]

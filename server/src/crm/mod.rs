@@ -7,6 +7,7 @@
 
 pub mod activities;
 pub mod attachments;
+pub mod audit;
 pub mod cadence;
 pub mod calendar;
 pub mod contact;

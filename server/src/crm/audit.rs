@@ -1,0 +1,92 @@
+//! The user's own audit trail: a CSV export of their events, and undo of an update event, which
+//! puts back the fields it changed when the record is still as that update left it (read and
+//! written in one transaction). Which kinds can be undone is the kinds registry's word.
+
+use mycorrhizal_engine::audit::{AuditEvent, FieldChange};
+use mycorrhizal_engine::{Op, Precondition, Record, TxUser, UserScope, UserView};
+use serde_json::{Value, json};
+
+use super::{Error, Result, kinds};
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) { format!("\"{}\"", text.replace('"', "\"\"")) } else { text.to_string() }
+}
+
+/// The user's audit events as CSV (id, at, kind, record_id, action, revision, changes as JSON,
+/// prev_hash, hash), oldest first.
+pub fn export_csv(v: &UserView) -> Result<String> {
+    let events = v.audit_events(0, usize::MAX)?;
+    let mut out = String::from("id,at,kind,record_id,action,revision,changes,prev_hash,hash\n");
+    for e in events {
+        let changes: Vec<Value> =
+            e.changes.iter().map(|c| json!({ "field": c.field, "before": c.before, "after": c.after })).collect();
+        let action = match e.action {
+            Op::Created => "create",
+            Op::Updated => "update",
+            Op::Deleted => "delete",
+        };
+        let row = [
+            e.seq.to_string(),
+            e.at.to_string(),
+            e.kind,
+            e.record_id.to_string(),
+            action.to_string(),
+            e.revision.to_string(),
+            Value::Array(changes).to_string(),
+            e.prev_hash,
+            e.hash,
+        ];
+        out.push_str(&row.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// Why a revert did not happen, decided inside the transaction.
+pub type Refusal = std::result::Result<(), String>;
+
+/// Puts back the fields an update changed, if the record is still at the revision that update
+/// produced; inside the caller's write transaction.
+pub fn revert<R: Record>(
+    tx: &TxUser<'_, '_>,
+    id: u64,
+    revision: u64,
+    changes: &[FieldChange],
+) -> mycorrhizal_engine::Result<Refusal> {
+    let current = tx.get::<R>(id)?;
+    if current.meta.revision != revision {
+        return Ok(Err("The record changed after this event; undo only the latest change".into()));
+    }
+    let internal = |e: serde_json::Error| {
+        mycorrhizal_engine::Error::Invalid(mycorrhizal_engine::Invalid::new("changes", e.to_string()))
+    };
+    let mut body = serde_json::to_value(&current.body).map_err(internal)?;
+    for change in changes {
+        body[&change.field] = serde_json::from_str(&change.before).map_err(internal)?;
+    }
+    let restored: R = serde_json::from_value(body).map_err(internal)?;
+    tx.put(id, Precondition::Revision(revision), restored)?;
+    Ok(Ok(()))
+}
+
+/// Event `id` of the user's trail.
+pub fn event(v: &UserView, id: u64) -> Result<AuditEvent> {
+    v.audit_events(id.saturating_sub(1), 1)?.into_iter().find(|e| e.seq == id).ok_or(Error::NotFound)
+}
+
+/// Undoes an update event of the user's trail (read with [`event`]). Create and delete events,
+/// kinds that cannot be undone, and records changed since are conflicts.
+pub async fn undo(scope: &UserScope, event: AuditEvent) -> Result<()> {
+    match event.action {
+        Op::Updated => {}
+        Op::Deleted => return Err(Error::Conflict("Delete events cannot be undone".into())),
+        Op::Created => {
+            return Err(Error::Conflict("Only update events can be undone; delete the record instead".into()));
+        }
+    }
+    let Some(revert) = kinds::all().into_iter().find(|k| k.name == event.kind).and_then(|k| k.revert) else {
+        return Err(Error::Conflict(format!("{} changes cannot be undone", event.kind)));
+    };
+    let (record, revision, changes) = (event.record_id, event.revision, event.changes);
+    scope.write_async(move |tx| revert(tx, record, revision, &changes)).await?.map_err(Error::Conflict)
+}
