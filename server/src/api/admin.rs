@@ -141,36 +141,14 @@ pub async fn rebuild_derived(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    use mycorrhizal_engine::{Precondition, Record, UserId};
-
-    use crate::crm::contact::Contact;
-    let users: Vec<u64> = state.engine.global()?.list::<Account>()?.into_iter().map(|(id, _)| id).collect();
+    let users: Vec<u64> =
+        state.blocking(|engine| engine.global()?.list::<Account>()).await??.into_iter().map(|(id, _)| id).collect();
     let (mut scanned, mut updated) = (0u64, 0u64);
     for user in users {
-        let scope = state.engine.user(UserId(user));
-        let rows = scope.list::<Contact>()?;
-        scanned += rows.len() as u64;
-        let stale: Vec<u64> = rows
-            .into_iter()
-            .filter(|row| {
-                let mut fresh = row.body.clone();
-                fresh.save_hook();
-                fresh.flat != row.body.flat || fresh.circles != row.body.circles || fresh.tags != row.body.tags
-            })
-            .map(|row| row.id)
-            .collect();
-        updated += stale.len() as u64;
-        for chunk in stale.chunks(500) {
-            let ids = chunk.to_vec();
-            scope
-                .write_async(move |tx| {
-                    for id in &ids {
-                        tx.update::<Contact>(*id, Precondition::Any, |_| Ok(()))?;
-                    }
-                    Ok(())
-                })
-                .await?;
-        }
+        let rebuilt =
+            crate::crm::contact::ops::rebuild_derived(&state.engine.user(mycorrhizal_engine::UserId(user))).await?;
+        scanned += rebuilt.scanned;
+        updated += rebuilt.updated;
     }
     Ok(axum::Json(
         json!({ "message": "Derived contact columns rebuilt", "contacts_scanned": scanned, "contacts_updated": updated }),

@@ -162,3 +162,39 @@ pub fn require_contacts(view: &UserView, ids: &[u64]) -> Result<()> {
     }
     Ok(())
 }
+
+/// What [`rebuild_derived`] did for one user.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Rebuilt {
+    pub scanned: u64,
+    pub updated: u64,
+}
+
+/// Recomputes the user's contacts' derived columns from their cards (the save hook), writing only
+/// the rows whose projection changed, 500 to a transaction; a second run changes nothing.
+pub async fn rebuild_derived(scope: &UserScope) -> Result<Rebuilt> {
+    let reader = scope.clone();
+    let rows = tokio::task::spawn_blocking(move || reader.list::<Contact>()).await.map_err(Error::internal)??;
+    let scanned = rows.len() as u64;
+    let stale: Vec<u64> = rows
+        .into_iter()
+        .filter(|row| {
+            let mut fresh = row.body.clone();
+            mycorrhizal_engine::Record::save_hook(&mut fresh);
+            fresh.flat != row.body.flat || fresh.circles != row.body.circles || fresh.tags != row.body.tags
+        })
+        .map(|row| row.id)
+        .collect();
+    for chunk in stale.chunks(500) {
+        let ids = chunk.to_vec();
+        scope
+            .write_async(move |tx| {
+                for id in &ids {
+                    tx.update::<Contact>(*id, Precondition::Any, |_| Ok(()))?;
+                }
+                Ok(())
+            })
+            .await?;
+    }
+    Ok(Rebuilt { scanned, updated: stale.len() as u64 })
+}
