@@ -1,0 +1,434 @@
+//! Households, their members, and the address suggestions computed on every read: the
+//! operations and views every front door shares (the records and the suggestion rules are in
+//! `crm::households`).
+//!
+//! A household's address is answered in the card's JSContact form (`components`) and, in the same
+//! object, as plain fields; either form is accepted on input (plain fields win). Members are
+//! contacts of the same user, one live membership per contact and household, with `role`,
+//! `since` and `until` kept as sent. A member is named by its membership id or by the contact's
+//! vCard UID. Dismissing a suggestion stores its `(address_hash, member_hash)` for good.
+
+use std::collections::HashSet;
+
+use mycorrhizal_engine::{Precondition, Row, UPDATED_INDEX, UserScope, UserView, Walk};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use super::contact::{Contact, INDEX_UID};
+use super::cursor::{decode_cursor, encode_cursor};
+use super::households::{
+    BY_HOUSEHOLD, DISMISSED, DismissedHouseholdSuggestion, Household, HouseholdAddress, HouseholdMember, MEMBERSHIP,
+    candidates, members_of,
+};
+use super::records::BY_CONTACT;
+use super::{Error, Result};
+
+/// An address component in the card's form.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ComponentInput {
+    pub kind: String,
+    #[serde(default)]
+    pub value: String,
+}
+
+/// A household address: the card's JSContact form, plain fields, or both (plain fields win).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct AddressInput {
+    #[serde(default)]
+    pub components: Vec<ComponentInput>,
+    /// The address as one text (when it does not split into parts).
+    pub full: Option<String>,
+    /// Used as `country` when no country is given.
+    #[serde(rename = "countryCode")]
+    pub country_code: Option<String>,
+    pub street: Option<String>,
+    pub city: Option<String>,
+    pub region: Option<String>,
+    #[serde(alias = "postcode")]
+    pub postal_code: Option<String>,
+    pub country: Option<String>,
+}
+
+impl AddressInput {
+    fn into_address(self) -> HouseholdAddress {
+        let part = |kind: &str| {
+            self.components.iter().find(|c| c.kind == kind).map(|c| c.value.trim().to_string()).unwrap_or_default()
+        };
+        let pick = |plain: &Option<String>, kind: &str| match plain {
+            Some(value) => value.trim().to_string(),
+            None => part(kind),
+        };
+        let mut country = pick(&self.country, "country");
+        if country.is_empty() {
+            country = self.country_code.as_deref().unwrap_or("").trim().to_string();
+        }
+        HouseholdAddress {
+            street: pick(&self.street, "name"),
+            city: pick(&self.city, "locality"),
+            region: pick(&self.region, "region"),
+            postal_code: pick(&self.postal_code, "postcode"),
+            country,
+            full: self.full.as_deref().unwrap_or("").trim().to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct HouseholdInput {
+    /// 1 to 200 characters.
+    #[serde(default)]
+    pub name: String,
+    /// `family_unit`, `roommates` or `other` (the default).
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub address: Option<AddressInput>,
+    pub notes: Option<String>,
+}
+
+impl HouseholdInput {
+    fn into_household(self) -> Household {
+        Household {
+            name: self.name.trim().to_string(),
+            kind: self.kind.map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).unwrap_or_else(|| "other".into()),
+            address: self.address.map(AddressInput::into_address).unwrap_or_default(),
+            notes: self.notes.unwrap_or_default(),
+        }
+    }
+}
+
+/// The address as answered, or `null` when there is none.
+pub fn address_view(a: &HouseholdAddress) -> Value {
+    if a.is_empty() {
+        return Value::Null;
+    }
+    let card = a.to_card();
+    let components: Vec<Value> = card.components.iter().map(|c| json!({ "kind": c.kind, "value": c.value })).collect();
+    let mut out = json!({
+        "components": components,
+        "street": a.street,
+        "city": a.city,
+        "region": a.region,
+        "postal_code": a.postal_code,
+        "country": a.country,
+    });
+    if let Some(full) = card.full {
+        out["full"] = json!(full);
+    }
+    out
+}
+
+pub fn household_view(row: &Row<Household>) -> Value {
+    let h = &row.body;
+    json!({
+        "id": row.id,
+        "name": h.name,
+        "type": h.kind,
+        "address": address_view(&h.address),
+        "address_line": h.address.line(),
+        "notes": h.notes,
+        "revision": row.meta.revision,
+        "etag": row.etag().trim_matches('"'),
+        "created_at": row.meta.created_at,
+        "updated_at": row.meta.updated_at,
+    })
+}
+
+pub fn member_view(v: &UserView, row: &Row<HouseholdMember>) -> Value {
+    let m = &row.body;
+    let contact = v.get::<Contact>(m.contact_id).ok();
+    json!({
+        "id": row.id,
+        "household_id": m.household_id,
+        "contact_id": m.contact_id,
+        "member_vcard_uid": contact.as_ref().map(|c| c.body.uid.clone()).unwrap_or_default(),
+        "contact_name": contact.as_ref().map(|c| c.body.name()).unwrap_or_default(),
+        "role": m.role,
+        "since": m.since,
+        "until": m.until,
+        "revision": row.meta.revision,
+        "etag": row.etag().trim_matches('"'),
+        "created_at": row.meta.created_at,
+        "updated_at": row.meta.updated_at,
+    })
+}
+
+/// The contact a member input names (`member_vcard_uid` or `contact_id`), which must be the caller's.
+pub fn resolve_contact(v: &UserView, uid: Option<&str>, contact_id: Option<u64>) -> Result<u64> {
+    let id = match (uid.map(str::trim).filter(|u| !u.is_empty()), contact_id) {
+        (_, Some(id)) => id,
+        (Some(uid), None) => *v.find::<Contact>(INDEX_UID, &uid.to_lowercase())?.first().ok_or(Error::NotFound)?,
+        (None, None) => {
+            return Err(Error::invalid("member_vcard_uid", "is required (the contact's UID), or contact_id"));
+        }
+    };
+    v.get::<Contact>(id).map_err(|_| Error::NotFound)?;
+    Ok(id)
+}
+
+/// The membership a path names: its id, or the member contact's vCard UID.
+pub fn resolve_member(v: &UserView, household: u64, member: &str) -> Result<u64> {
+    v.get::<Household>(household)?;
+    let member = member.trim();
+    if let Ok(id) = member.parse::<u64>() {
+        let row = v.get::<HouseholdMember>(id)?;
+        return if row.body.household_id == household { Ok(id) } else { Err(Error::NotFound) };
+    }
+    let contact = *v.find::<Contact>(INDEX_UID, &member.to_lowercase())?.first().ok_or(Error::NotFound)?;
+    v.find::<HouseholdMember>(MEMBERSHIP, &format!("{household:020}{contact:020}"))?
+        .first()
+        .copied()
+        .ok_or(Error::NotFound)
+}
+
+/// What a list of households asks for.
+#[derive(Debug, Clone, Default)]
+pub struct HouseholdFilter {
+    pub include_members: bool,
+    pub contact_id: Option<u64>,
+    pub member_vcard_uid: Option<String>,
+    pub cursor: Option<String>,
+    pub limit: usize,
+    pub ascending: bool,
+}
+
+/// A page of households (optionally only those a contact is or was a member of), with their
+/// members when asked.
+pub fn list(v: &UserView, q: &HouseholdFilter) -> Result<Value> {
+    let (include, limit) = (q.include_members, q.limit);
+    let after = q.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
+    let descending = !q.ascending;
+    let only: Option<HashSet<u64>> =
+        match (q.member_vcard_uid.as_deref().filter(|u| !u.trim().is_empty()), q.contact_id) {
+            (None, None) => None,
+            (uid, id) => {
+                let contact = resolve_contact(v, uid, id)?;
+                let mut households = HashSet::new();
+                for m in v.find::<HouseholdMember>(BY_CONTACT, &format!("{contact:020}"))? {
+                    if let Ok(row) = v.get::<HouseholdMember>(m) {
+                        households.insert(row.body.household_id);
+                    }
+                }
+                Some(households)
+            }
+        };
+    let walk = Walk {
+        index: UPDATED_INDEX,
+        from: "",
+        to: None,
+        after: after.as_ref().map(|(value, id)| (value.as_str(), *id)),
+        descending,
+    };
+    let page = v.walk::<Household>(walk, limit, |r| only.as_ref().is_none_or(|set| set.contains(&r.id)))?;
+    let total = match &only {
+        Some(set) => set.iter().filter(|id| v.get::<Household>(**id).is_ok()).count() as u64,
+        None => v.count::<Household>()?,
+    };
+    let next = page.next.as_ref().map(|(value, id)| encode_cursor(value, *id)).unwrap_or_default();
+    let mut body = json!({
+        "households": page.rows.iter().map(household_view).collect::<Vec<_>>(),
+        "total": total,
+        "next_cursor": next,
+        "limit": limit,
+    });
+    if include {
+        let mut members = Vec::new();
+        for h in &page.rows {
+            members.extend(members_of(v, h.id)?.iter().map(|m| member_view(v, m)));
+        }
+        body["members"] = json!(members);
+    }
+    Ok(body)
+}
+
+/// Household `id` with its members.
+pub fn get(v: &UserView, id: u64) -> Result<(Row<Household>, Value)> {
+    let row = v.get::<Household>(id)?;
+    let members: Vec<Value> = members_of(v, id)?.iter().map(|m| member_view(v, m)).collect();
+    let body = json!({ "household": household_view(&row), "members": members });
+    Ok((row, body))
+}
+
+/// Household `id`'s members, oldest membership first.
+pub fn members(v: &UserView, id: u64) -> Result<Vec<Value>> {
+    v.get::<Household>(id)?;
+    Ok(members_of(v, id)?.iter().map(|m| member_view(v, m)).collect())
+}
+
+/// Creates a household (with `id`: replaces household `id` under `pre`).
+pub async fn save(scope: &UserScope, id: Option<(u64, Precondition)>, input: HouseholdInput) -> Result<Row<Household>> {
+    let household = input.into_household();
+    Ok(scope
+        .write_async(move |tx| match id {
+            None => tx.create(household.clone()),
+            Some((id, pre)) => tx.put(id, pre, household.clone()),
+        })
+        .await?)
+}
+
+/// Deletes household `id` and, in the same transaction, its membership rows.
+pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
+    Ok(scope
+        .write_async(move |tx| {
+            tx.delete::<Household>(id, pre)?;
+            for member in tx.find::<HouseholdMember>(BY_HOUSEHOLD, &format!("{id:020}"))? {
+                tx.delete::<HouseholdMember>(member, Precondition::Any)?;
+            }
+            Ok(())
+        })
+        .await?)
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct MemberInput {
+    /// The contact's vCard UID ...
+    pub member_vcard_uid: Option<String>,
+    /// ... or its integer id.
+    pub contact_id: Option<u64>,
+    /// Open vocabulary (`adult`, `child`, `pet`, `roommate`, ...).
+    pub role: Option<String>,
+    /// Free text, kept verbatim (e.g. `2019`, `2019-05`, `--06-01`).
+    pub since: Option<String>,
+    pub until: Option<String>,
+}
+
+/// Absent members are left as they are; `""` clears one.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct MemberEdit {
+    pub role: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+}
+
+/// Adds the contact `input` names to household `id` (a second live membership is a duplicate).
+pub async fn add_member(scope: &UserScope, id: u64, input: MemberInput) -> Result<Row<HouseholdMember>> {
+    let reader = scope.clone();
+    let uid = input.member_vcard_uid.clone();
+    let contact_id = tokio::task::spawn_blocking(move || {
+        let v = reader.view()?;
+        v.get::<Household>(id)?;
+        resolve_contact(&v, uid.as_deref(), input.contact_id)
+    })
+    .await
+    .map_err(Error::internal)??;
+    let member = HouseholdMember {
+        household_id: id,
+        contact_id,
+        role: input.role.unwrap_or_default().trim().to_string(),
+        since: input.since.unwrap_or_default(),
+        until: input.until.unwrap_or_default(),
+    };
+    Ok(scope
+        .write_async(move |tx| {
+            tx.get::<Household>(member.household_id)?;
+            tx.get::<Contact>(member.contact_id)?;
+            tx.create(member.clone())
+        })
+        .await?)
+}
+
+/// The membership `member` (id or contact UID) names in household `id`.
+async fn member_id(scope: &UserScope, id: u64, member: String) -> Result<u64> {
+    let reader = scope.clone();
+    tokio::task::spawn_blocking(move || resolve_member(&reader.view()?, id, &member)).await.map_err(Error::internal)?
+}
+
+/// Changes a member's `role`, `since` or `until` (absent: kept; `""`: cleared).
+pub async fn edit_member(
+    scope: &UserScope,
+    id: u64,
+    member: String,
+    pre: Precondition,
+    edit: MemberEdit,
+) -> Result<Row<HouseholdMember>> {
+    let member = member_id(scope, id, member).await?;
+    Ok(scope
+        .write_async(move |tx| {
+            tx.update::<HouseholdMember>(member, pre, |m| {
+                if let Some(role) = &edit.role {
+                    m.role = role.trim().to_string();
+                }
+                if let Some(since) = &edit.since {
+                    m.since = since.clone();
+                }
+                if let Some(until) = &edit.until {
+                    m.until = until.clone();
+                }
+                Ok(())
+            })
+        })
+        .await?)
+}
+
+/// Removes a membership.
+pub async fn remove_member(scope: &UserScope, id: u64, member: String, pre: Precondition) -> Result<()> {
+    let member = member_id(scope, id, member).await?;
+    Ok(scope.write_async(move |tx| tx.delete::<HouseholdMember>(member, pre)).await?)
+}
+
+/// The undismissed address suggestions of the caller's households (or of one).
+pub fn suggestions(v: &UserView, only: Option<u64>) -> Result<Vec<Value>> {
+    let dismissed: HashSet<String> =
+        v.list::<DismissedHouseholdSuggestion>()?.into_iter().map(|r| r.body.key()).collect();
+    let households = match only {
+        Some(id) => vec![v.get::<Household>(id)?],
+        None => v.list::<Household>()?,
+    };
+    let mut out = Vec::new();
+    for h in households {
+        let mut members = Vec::new();
+        let mut uids = std::collections::HashMap::new();
+        for m in members_of(v, h.id)? {
+            if !m.body.is_current() {
+                continue;
+            }
+            let Ok(c) = v.get::<Contact>(m.body.contact_id) else { continue };
+            let addresses = c.body.parsed_card().addresses.iter().map(HouseholdAddress::from_card).collect();
+            uids.insert(c.id, c.body.uid.clone());
+            members.push((c.id, addresses));
+        }
+        for s in candidates(&h.body.address, &members) {
+            if dismissed.contains(&format!("{}:{}", s.address_hash, s.member_hash)) {
+                continue;
+            }
+            out.push(json!({
+                "household_id": h.id,
+                "household_name": h.body.name,
+                "reason": s.reason,
+                "address": address_view(&s.address),
+                "address_line": s.line,
+                "current_address_line": h.body.address.line(),
+                "member_ids": s.members,
+                "member_vcard_uids": s.members.iter().map(|id| uids.get(id).cloned().unwrap_or_default()).collect::<Vec<_>>(),
+                "address_hash": s.address_hash,
+                "member_hash": s.member_hash,
+            }));
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct DismissInput {
+    /// As given by the suggestion.
+    #[serde(default)]
+    pub address_hash: String,
+    #[serde(default)]
+    pub member_hash: String,
+}
+
+/// Dismisses a suggestion for good; dismissing twice is not an error.
+pub async fn dismiss(scope: &UserScope, input: DismissInput) -> Result<()> {
+    let dismissal = DismissedHouseholdSuggestion {
+        address_hash: input.address_hash.trim().to_lowercase(),
+        member_hash: input.member_hash.trim().to_lowercase(),
+    };
+    Ok(scope
+        .write_async(move |tx| {
+            if tx.find::<DismissedHouseholdSuggestion>(DISMISSED, &dismissal.key())?.is_empty() {
+                tx.create(dismissal.clone())?;
+            }
+            Ok(())
+        })
+        .await?)
+}
