@@ -17,6 +17,7 @@ pub mod depth_ops;
 mod error;
 pub mod export;
 pub mod groups;
+pub mod home;
 pub mod household_ops;
 pub mod households;
 pub mod import;

@@ -1,0 +1,101 @@
+//! The composite reads a person opens first: the dashboard (one read for the home screen) and a
+//! contact's timeline (notes, activities, completions, dated life events and gifts in one
+//! reverse-chronological list, paged by instant).
+
+use jiff::Timestamp;
+use jiff::civil::Date;
+use mycorrhizal_engine::{UserView, Walk};
+use serde_json::{Value, json};
+
+use super::Result;
+use super::calendar;
+use super::contact::ops::require_contacts;
+use super::contact::pick::{random_summaries, upcoming_birthdays};
+use super::contact::view::ContactSummary;
+use super::contact::{Contact, INDEX_FAVORITE};
+use super::depth::{Gift, LifeEvent};
+use super::records::{Activity, BY_CONTACT, Completion, Note, contact_range};
+
+/// How many of the next 30 days' birthdays the dashboard shows, soonest first. The home screen is
+/// a glance: a large address book has thousands of birthdays a month, and the whole list is
+/// `GET /contacts/birthdays?days=30`.
+pub const DASHBOARD_BIRTHDAYS: usize = 25;
+
+/// The soonest birthdays of the next 30 days, five random contacts, favourites, upcoming
+/// reminders, overdue cadences and pending reach-out suggestions. Every member is an array.
+pub fn dashboard(v: &UserView, today: Date, now: Timestamp) -> Result<Value> {
+    let end = today.checked_add(jiff::Span::new().days(30)).unwrap_or(today);
+    // The first 50 favourite, non-archived contacts by name: their own index, in name order.
+    let favorites = v.walk::<Contact>(
+        Walk { index: INDEX_FAVORITE, from: "", to: None, after: None, descending: false },
+        50,
+        |r| r.body.favorite && !r.body.archived,
+    )?;
+    Ok(json!({
+        "birthdays": upcoming_birthdays(v, today, end, DASHBOARD_BIRTHDAYS)?,
+        "random_contacts": random_summaries(v, 5)?,
+        "favorites": favorites.rows.iter().map(ContactSummary::of).collect::<Vec<_>>(),
+        "upcoming_reminders": crate::crm::reminders::upcoming_views(v, today)?,
+        "overdue": crate::crm::cadence::overdue(v, now)?,
+        "reach_out_suggestions": crate::crm::suggestions::views(v, Some(crate::crm::reach_out::PENDING), now)?,
+    }))
+}
+
+fn entries(v: &UserView, contact: u64) -> Result<Vec<(Timestamp, Value)>> {
+    let (from, to) = contact_range(contact);
+    let walk = Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true };
+    let mut out = Vec::new();
+    for r in v.walk::<Note>(walk, usize::MAX, |_| true)?.rows {
+        out.push((r.body.date, json!({ "type": "note", "date": r.body.date, "item": crate::crm::notes::view(&r) })));
+    }
+    for r in v.walk::<Activity>(walk, usize::MAX, |_| true)?.rows {
+        out.push((
+            r.body.date,
+            json!({ "type": "activity", "date": r.body.date, "item": crate::crm::activities::view(&r, &[]) }),
+        ));
+    }
+    for r in v.walk::<Completion>(walk, usize::MAX, |_| true)?.rows {
+        out.push((r.body.completed_at, json!({ "type": "reminder_completion", "date": r.body.completed_at, "item": crate::crm::reminders::completion_view(&r) })));
+    }
+    for r in v.walk::<Gift>(walk, usize::MAX, |g| g.body.date.is_some())?.rows {
+        let date = r.body.date.unwrap_or(Timestamp::UNIX_EPOCH);
+        out.push((date, json!({ "type": "gift", "date": date, "item": crate::crm::depth_ops::gift_view(v, &r) })));
+    }
+    // The timeline shows what happened; the next yearly occurrence is not its concern.
+    let epoch = jiff::civil::Date::constant(1970, 1, 1);
+    for r in v.walk::<LifeEvent>(walk, usize::MAX, |e| e.body.date.year.is_some())?.rows {
+        let d = r.body.date;
+        let Some(day) = d
+            .year
+            .and_then(|y| jiff::civil::Date::new(y as i16, d.month.unwrap_or(1) as i8, d.day.unwrap_or(1) as i8).ok())
+        else {
+            continue;
+        };
+        let date = calendar::midnight(day);
+        out.push((
+            date,
+            json!({ "type": "life_event", "date": date, "item": crate::crm::depth_ops::life_event_view(v, &r, epoch) }),
+        ));
+    }
+    out.sort_by(|a, b| b.0.cmp(&a.0));
+    Ok(out)
+}
+
+/// A page of contact `id`'s history, newest first: at most about `limit` entries strictly before
+/// `before`, with `next_before` for the next page.
+pub fn timeline(v: &UserView, id: u64, before: Option<Timestamp>, limit: usize) -> Result<Value> {
+    require_contacts(v, &[id])?;
+    let all: Vec<(Timestamp, Value)> =
+        entries(v, id)?.into_iter().filter(|(d, _)| before.is_none_or(|b| *d < b)).collect();
+    // A page never ends between entries of the same instant: the next page starts strictly
+    // before `next_before`, so entries sharing the last one's instant come on this page
+    // (which may then hold a few more than `limit`).
+    let mut cut = limit.min(all.len());
+    while cut > 0 && cut < all.len() && all[cut].0 == all[cut - 1].0 {
+        cut += 1;
+    }
+    let more = all.len() > cut;
+    let page: Vec<(Timestamp, Value)> = all.into_iter().take(cut).collect();
+    let next = if more { page.last().map(|(d, _)| d.to_string()).unwrap_or_default() } else { String::new() };
+    Ok(json!({ "timeline": page.into_iter().map(|(_, v)| v).collect::<Vec<_>>(), "next_before": next }))
+}
