@@ -21,6 +21,7 @@ use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct ActivityQuery {
     /// Case-insensitive substring of title, description or location.
     pub search: Option<String>,

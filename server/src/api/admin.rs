@@ -17,6 +17,7 @@ use crate::http::json::Json;
 use crate::state::AppState;
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// 1-based page (default 1).
     pub page: Option<usize>,

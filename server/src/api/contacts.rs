@@ -22,6 +22,7 @@ use crate::http::params;
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Full-text search (the `/search` engine and rules: every word, prefixes, one typo on long
     /// words, quoted phrases, accents and case ignored) over names, emails, phones (also by their
@@ -102,6 +103,7 @@ pub async fn create(
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct GetQuery {
     /// Comma-separated top-level fields to return (`id`, `uid`, `etag` and `revision` always are).
     pub fields: Option<String>,
@@ -209,6 +211,7 @@ pub async fn random(State(state): State<AppState>, user: AuthUser) -> Result<axu
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct BirthdayQuery {
     /// How many days ahead to look (1 to 366). Default: the rest of this month and all of the next.
     pub days: Option<i32>,

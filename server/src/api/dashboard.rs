@@ -23,6 +23,7 @@ pub async fn dashboard(State(state): State<AppState>, user: AuthUser) -> Result<
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TimelineQuery {
     /// Page size, default 25, at most 100.
     pub limit: Option<String>,

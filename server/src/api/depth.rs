@@ -19,6 +19,7 @@ use crate::http::params;
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// The contact's UID.
     pub entity_id: Option<String>,

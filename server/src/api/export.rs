@@ -51,6 +51,7 @@ fn export_failure(operation: &str, category: &str) -> Response {
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct VcfQuery {
     /// `4` (default), `4.0`, `3` or `3.0`; a `v` prefix is tolerated.
     pub version: Option<String>,
@@ -83,6 +84,7 @@ pub async fn vcf(
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct JsQuery {
     /// As for the vCard export.
     pub sections: Option<String>,
@@ -104,6 +106,7 @@ pub async fn jscontact(
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CsvQuery {
     /// `contacts` (default), `all` (every table below in one ZIP), `notes`, `activities`,
     /// `reminders`, `reminder_completions`, `relationships`, `life_events`, `gifts`,

@@ -44,6 +44,7 @@ async fn member_shown(
 // ---- households --------------------------------------------------------------------------
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// `true` adds `members`: the membership rows of the households on this page.
     pub include_members: Option<String>,

@@ -124,6 +124,7 @@ async fn preview_cards(
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct UploadQuery {
     /// Where the cards' categories (vCard `CATEGORIES`, JSContact `keywords`) go: `tags` (the
     /// default) or `circles`.

@@ -20,6 +20,7 @@ use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct NoteQuery {
     /// Case-insensitive substring of the content.
     pub search: Option<String>,

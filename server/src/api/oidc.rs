@@ -40,6 +40,7 @@ pub async fn config(State(state): State<AppState>) -> axum::Json<serde_json::Val
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LoginQuery {
     /// `android` for the native client's deep-link flow.
     pub client: Option<String>,
@@ -84,6 +85,7 @@ pub async fn login(State(state): State<AppState>, Query(query): Query<LoginQuery
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CallbackQuery {
     pub code: Option<String>,
     pub state: Option<String>,

@@ -59,6 +59,7 @@ fn picture_error(e: PictureError) -> ApiError {
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PhotoQuery {
     /// `true` for the thumbnail (currently the stored image itself).
     pub thumbnail: Option<String>,
@@ -78,6 +79,7 @@ pub async fn download(
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ProxyQuery {
     /// An http or https image URL on a public address.
     pub url: Option<String>,

@@ -18,6 +18,7 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// `pending` (default), `dismissed` or `all`.
     pub status: Option<String>,

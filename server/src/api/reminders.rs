@@ -107,6 +107,7 @@ pub async fn delete(
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CompleteQuery {
     /// `true` to move a recurring reminder on without recording a completion.
     pub skip: Option<String>,

@@ -11,6 +11,7 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SearchQuery {
     /// What to look for: words (all must match, any field), prefixes (`ali` finds Alice; two
     /// letters find names and titles only), one typo on words of five letters or more,
