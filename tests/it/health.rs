@@ -124,3 +124,49 @@ async fn the_openapi_document_lists_every_route_and_each_answers() {
         }
     }
 }
+
+/// A path or query value that cannot be read answers with the envelope naming it, never axum's
+/// plain-text 400, and the document says so: every operation that reads input documents 400 (with
+/// the error body), every non-public one 401 and its credentials, and the query-string structs
+/// are query parameters, not path parameters.
+#[tokio::test]
+async fn unreadable_path_and_query_values_get_the_envelope_and_the_document_says_so() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    for (path, field) in
+        [("/api/v1/contacts/-1", "path"), ("/api/v1/contacts/abc", "path"), ("/api/v1/gifts?contact_id=abc", "query")]
+    {
+        let response = ada.get(path).await;
+        assert_eq!(response.status(), 400, "{path}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["code"], "INVALID_INPUT", "{path}");
+        assert_eq!(body["details"]["field"], field, "{path}");
+    }
+    let doc: Value = server.get("/api/v1/openapi.json").await.json().await.unwrap();
+    assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+    let mut operations = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let params = op["parameters"].as_array().cloned().unwrap_or_default();
+            for p in &params {
+                let name = p["name"].as_str().unwrap();
+                let in_path = path.contains(&format!("{{{name}}}"));
+                assert_eq!(p["in"] == "path", in_path, "{method} {path}: parameter {name} is in {}", p["in"]);
+            }
+            if !params.is_empty() || op.get("requestBody").is_some() {
+                let bad = &op["responses"]["400"];
+                assert!(bad.is_object(), "{method} {path} documents 400");
+                assert_eq!(
+                    bad["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/ErrorBody",
+                    "{method} {path}: {bad}"
+                );
+            }
+            if !mycorrhizal::api::PUBLIC.contains(&path.as_str()) {
+                assert!(op["responses"]["401"].is_object(), "{method} {path} documents 401");
+                assert!(op["security"].is_array(), "{method} {path} names its credentials");
+            }
+            operations += 1;
+        }
+    }
+    assert!(operations > 100, "{operations} operations");
+}

@@ -1,7 +1,8 @@
 //! Activities: things done with one or more contacts (a call, a dinner), dated, listed overall
 //! or per contact.
 
-use axum::extract::{Path, Query, State};
+use crate::http::extract::{Path, Query};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use mycorrhizal_engine::Row;

@@ -1,7 +1,8 @@
 //! Admin user management (admin session only; API tokens refused): list, create (when
 //! registration is closed), get, patch (admin flag, password reset), delete, reset two-factor.
 
-use axum::extract::{Path, Query, State};
+use crate::http::extract::{Path, Query};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;

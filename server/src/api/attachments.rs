@@ -1,7 +1,8 @@
 //! Attachments over HTTP: the multipart field `file` in, `crm::attachments` keeps it; served back
 //! with their type, a safe `Content-Disposition` and `nosniff`.
 
-use axum::extract::{Multipart, Path, State};
+use crate::http::extract::Path;
+use axum::extract::{Multipart, State};
 use axum::http::StatusCode;
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};

@@ -1,6 +1,7 @@
 //! The caller's audit trail over HTTP: the CSV export and undo, both `crm::audit`'s.
 
-use axum::extract::{Path, State};
+use crate::http::extract::Path;
+use axum::extract::State;
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};

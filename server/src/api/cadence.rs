@@ -1,7 +1,8 @@
 //! Cadence policies over HTTP: each handler extracts, calls one operation of `crm::cadence`, and
 //! maps the result.
 
-use axum::extract::{Path, State};
+use crate::http::extract::Path;
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde_json::{Value, json};

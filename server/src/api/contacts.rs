@@ -3,7 +3,8 @@
 //! birthdays and the composite detail. Each handler extracts, calls one operation of
 //! `crm::contact`, and maps the result.
 
-use axum::extract::{Path, Query, State};
+use crate::http::extract::{Path, Query};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;

@@ -1,6 +1,7 @@
 //! The dashboard and a contact's timeline over HTTP (`crm::home`).
 
-use axum::extract::{Path, Query, State};
+use crate::http::extract::{Path, Query};
+use axum::extract::State;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::IntoParams;

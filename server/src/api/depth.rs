@@ -2,7 +2,8 @@
 //! operation of `crm::depth_ops`, and maps the result. Lists are per contact (`entity_id` or
 //! `contact_id`) or, without one, the user's most recently updated first.
 
-use axum::extract::{Path, Query, State};
+use crate::http::extract::{Path, Query};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;

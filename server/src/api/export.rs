@@ -6,8 +6,9 @@
 //! chunk is made. A failure before that answers 500 with the nested export error shape; a failure
 //! after it ends the body early (the status line is already sent).
 
+use crate::http::extract::Query;
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};

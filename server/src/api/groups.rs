@@ -1,6 +1,7 @@
 //! Circles and tags over HTTP: listed with counts, renamed or deleted through `crm::groups`.
 
-use axum::extract::{Path, State};
+use crate::http::extract::Path;
+use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;

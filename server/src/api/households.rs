@@ -16,7 +16,8 @@
 //! current members (no `until`); dismissing one stores its `(address_hash, member_hash)` so it
 //! never comes back for that user.
 
-use axum::extract::{Path, Query, State};
+use crate::http::extract::{Path, Query};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;

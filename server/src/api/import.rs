@@ -4,7 +4,8 @@
 //! requests (the multipart upload, streamed against its size limit), calls one operation there,
 //! and shapes the response.
 
-use axum::extract::{Multipart, Query, State};
+use crate::http::extract::Query;
+use axum::extract::{Multipart, State};
 use axum::response::Response;
 use mycorrhizal_codecs::csv::ColumnMapping;
 use serde::Deserialize;

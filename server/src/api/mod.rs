@@ -259,7 +259,83 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
 /// The OpenAPI 3.1 description of this API.
 #[utoipa::path(get, path = "/api/v1/openapi.json", tag = "meta", responses((status = 200, description = "OpenAPI 3.1 document")))]
 pub async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
+    axum::Json(document())
+}
+
+/// The API document: the handlers' own descriptions, plus the answers every route of a kind can
+/// give whatever the handler (written once here rather than on each of them): a 400 where there
+/// is a path, query or body to read, a 413 where there is a body, 401 and the credentials
+/// schemes on every non-public route, 403 on the admin routes, 429 on everything under `/api/`.
+pub fn document() -> utoipa::openapi::OpenApi {
+    use utoipa::openapi::security::{ApiKey, ApiKeyValue, Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
+    use utoipa::openapi::{Content, Ref, RefOr, ResponseBuilder};
+
     let mut doc = ApiDoc::openapi();
     doc.info.version = crate::build_info::VERSION.to_string();
-    axum::Json(doc)
+    let components = doc.components.get_or_insert_with(Default::default);
+    components.add_security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
+    components.add_security_scheme("cookie", SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new("auth_token"))));
+    let error = |description: &str| {
+        RefOr::T(
+            ResponseBuilder::new()
+                .description(description)
+                .content("application/json", Content::new(Some(Ref::from_schema_name("ErrorBody"))))
+                .build(),
+        )
+    };
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let public = PUBLIC.contains(&path.as_str());
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+            &mut item.head,
+            &mut item.options,
+            &mut item.trace,
+        ];
+        for operation in operations.into_iter().flatten() {
+            let reads_input =
+                operation.parameters.as_ref().is_some_and(|p| !p.is_empty()) || operation.request_body.is_some();
+            let responses = &mut operation.responses.responses;
+            let mut add = |status: &str, description: &str| {
+                responses.entry(status.to_string()).or_insert_with(|| error(description));
+            };
+            if reads_input {
+                add("400", "A path, query or body value could not be read or is invalid; `details.field` names it");
+            }
+            if operation.request_body.is_some() {
+                add("413", "The body is larger than the route accepts");
+            }
+            if path.starts_with("/api/") {
+                add("429", "Too many requests; `Retry-After` says when to try again");
+            }
+            if !public {
+                add("401", "Missing, invalid or expired credentials");
+                operation.security = Some(vec![
+                    SecurityRequirement::new("bearer", Vec::<String>::new()),
+                    SecurityRequirement::new("cookie", Vec::<String>::new()),
+                ]);
+            }
+            let responses = &mut operation.responses.responses;
+            if path.starts_with("/api/v1/admin/") {
+                responses
+                    .entry("403".to_string())
+                    .or_insert_with(|| error("Not an admin session (API tokens are refused)"));
+            }
+            // Every 4xx a handler documents in words carries the one error body.
+            for (status, response) in responses.iter_mut() {
+                if let RefOr::T(response) = response
+                    && status.starts_with('4')
+                    && response.content.is_empty()
+                {
+                    response
+                        .content
+                        .insert("application/json".to_string(), Content::new(Some(Ref::from_schema_name("ErrorBody"))));
+                }
+            }
+        }
+    }
+    doc
 }

@@ -1,7 +1,8 @@
 //! Notes: free text with a date, about one contact or unassigned. Full replacement on PUT
 //! (leaving `contact_id` out unassigns the note), conditional writes, soft deletes.
 
-use axum::extract::{Path, Query, State};
+use crate::http::extract::{Path, Query};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;

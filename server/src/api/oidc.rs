@@ -7,7 +7,8 @@
 //! `OIDC_TRUST_EMAIL`), which is then linked and keeps its password; (c) a new password-less account
 //! when `OIDC_AUTO_PROVISION` is on. Otherwise the user is sent back with an error code.
 
-use axum::extract::{Query, State};
+use crate::http::extract::Query;
+use axum::extract::State;
 use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};

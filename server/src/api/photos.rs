@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use axum::extract::{Multipart, Path, Query, State};
+use crate::http::extract::{Path, Query};
+use axum::extract::{Multipart, State};
 use axum::http::StatusCode;
 use axum::http::header::{CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};

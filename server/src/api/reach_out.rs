@@ -2,8 +2,9 @@
 //! or whose organization, title or address changed: list them, accept one (a one-off reminder for the contact, linked to the suggestion), dismiss
 //! one (never resurfaced by a later scan) or delete one (removed outright).
 
+use crate::http::extract::{Path, Query};
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;

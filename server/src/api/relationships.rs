@@ -1,7 +1,8 @@
 //! Relationships over HTTP: each handler extracts, calls one operation of `crm::relationships`,
 //! and maps the result.
 
-use axum::extract::{Path, State};
+use crate::http::extract::Path;
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use mycorrhizal_engine::Row;

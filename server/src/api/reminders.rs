@@ -2,7 +2,8 @@
 //! quarterly, six-monthly, yearly with the calendar rules), completed into a timeline of
 //! completions. "Today" is the server clock in `REMINDER_TIMEZONE`.
 
-use axum::extract::{Path, Query, State};
+use crate::http::extract::{Path, Query};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mycorrhizal_engine::Precondition;

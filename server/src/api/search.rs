@@ -1,6 +1,7 @@
 //! `GET /search` over HTTP: reads the parameters and calls `crm::search`.
 
-use axum::extract::{Query, State};
+use crate::http::extract::Query;
+use axum::extract::State;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::IntoParams;

@@ -2,7 +2,8 @@
 //! stored as SHA-256. Two path families reach the same operations on the caller's own tokens:
 //! `/api-tokens` (any signed-in user) and `/admin/api-tokens` (admin session).
 
-use axum::extract::{Path, State};
+use crate::http::extract::Path;
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use jiff::{SignedDuration, Timestamp};

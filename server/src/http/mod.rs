@@ -2,6 +2,7 @@
 //! for unknown paths and wrong methods, and the per-request log line.
 
 pub mod conditional;
+pub mod extract;
 pub mod json;
 pub mod params;
 pub mod request_id;
