@@ -6,62 +6,33 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use mycorrhizal_engine::Row;
-use serde::Deserialize;
 use serde_json::{Value, json};
-use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
 use crate::crm::activities::{self, ActivityPage};
-use crate::crm::cursor::DatedFilter;
 use crate::crm::records::Activity;
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
-use crate::http::params::{self};
+use crate::http::params::DatedQuery;
 use crate::state::AppState;
 
-#[derive(Debug, Default, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase")]
-#[into_params(parameter_in = Query)]
-pub struct ActivityQuery {
-    /// Case-insensitive substring of title, description or location.
-    pub search: Option<String>,
-    pub from_date: Option<String>,
-    pub to_date: Option<String>,
-    pub cursor: Option<String>,
-    pub limit: Option<String>,
-    pub order: Option<String>,
-}
-
-impl ActivityQuery {
-    fn filter(self) -> DatedFilter {
-        DatedFilter {
-            limit: params::limit(self.limit.as_deref()),
-            ascending: self.order.as_deref() == Some("asc"),
-            search: self.search,
-            from_date: self.from_date,
-            to_date: self.to_date,
-            cursor: self.cursor,
-        }
-    }
-}
-
-#[utoipa::path(get, path = "/api/v1/activities", tag = "activities", params(ActivityQuery), responses((status = 200, description = "`{activities, next_cursor, limit}`, newest first")))]
+#[utoipa::path(get, path = "/api/v1/activities", tag = "activities", params(DatedQuery), responses((status = 200, description = "`{activities, next_cursor, limit}`, newest first")))]
 pub async fn list(
     State(state): State<AppState>,
     user: AuthUser,
-    Query(q): Query<ActivityQuery>,
+    Query(q): Query<DatedQuery>,
 ) -> Result<axum::Json<ActivityPage>, ApiError> {
     let filter = q.filter();
     Ok(axum::Json(state.read(&user, move |v| activities::page(v, None, &filter)).await?))
 }
 
-#[utoipa::path(get, path = "/api/v1/contacts/{id}/activities", tag = "activities", params(("id" = u64, Path), ActivityQuery), responses((status = 200, description = "`{activities, next_cursor, limit}`"), (status = 404, description = "No such contact")))]
+#[utoipa::path(get, path = "/api/v1/contacts/{id}/activities", tag = "activities", params(("id" = u64, Path), DatedQuery), responses((status = 200, description = "`{activities, next_cursor, limit}`"), (status = 404, description = "No such contact")))]
 pub async fn list_for_contact(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-    Query(q): Query<ActivityQuery>,
+    Query(q): Query<DatedQuery>,
 ) -> Result<axum::Json<ActivityPage>, ApiError> {
     let filter = q.filter();
     Ok(axum::Json(state.read(&user, move |v| activities::page(v, Some(id), &filter)).await?))

@@ -5,64 +5,33 @@ use crate::http::extract::{Path, Query};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde::Deserialize;
 use serde_json::{Value, json};
-use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
-use crate::crm::cursor::DatedFilter;
 use crate::crm::notes::{self, NoteInput, NotePage, NoteView};
 use crate::crm::records::Note;
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
-use crate::http::params::{self};
+use crate::http::params::DatedQuery;
 use crate::state::AppState;
 
-#[derive(Debug, Default, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase")]
-#[into_params(parameter_in = Query)]
-pub struct NoteQuery {
-    /// Case-insensitive substring of the content.
-    pub search: Option<String>,
-    /// Inclusive `YYYY-MM-DD` bounds on the note date.
-    pub from_date: Option<String>,
-    pub to_date: Option<String>,
-    pub cursor: Option<String>,
-    pub limit: Option<String>,
-    /// `desc` (default, newest first) or `asc`.
-    pub order: Option<String>,
-}
-
-impl NoteQuery {
-    fn filter(self) -> DatedFilter {
-        DatedFilter {
-            limit: params::limit(self.limit.as_deref()),
-            ascending: self.order.as_deref() == Some("asc"),
-            search: self.search,
-            from_date: self.from_date,
-            to_date: self.to_date,
-            cursor: self.cursor,
-        }
-    }
-}
-
-#[utoipa::path(get, path = "/api/v1/contacts/{id}/notes", tag = "notes", params(("id" = u64, Path), NoteQuery), responses((status = 200, description = "`{notes, next_cursor, limit}`"), (status = 404, description = "No such contact")))]
+#[utoipa::path(get, path = "/api/v1/contacts/{id}/notes", tag = "notes", params(("id" = u64, Path), DatedQuery), responses((status = 200, description = "`{notes, next_cursor, limit}`"), (status = 404, description = "No such contact")))]
 pub async fn list_for_contact(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-    Query(q): Query<NoteQuery>,
+    Query(q): Query<DatedQuery>,
 ) -> Result<axum::Json<NotePage>, ApiError> {
     let filter = q.filter();
     Ok(axum::Json(state.read(&user, move |v| notes::page(v, Some(id), &filter)).await?))
 }
 
-#[utoipa::path(get, path = "/api/v1/notes", tag = "notes", params(NoteQuery), responses((status = 200, description = "Unassigned notes: `{notes, next_cursor, limit, total}`")))]
+#[utoipa::path(get, path = "/api/v1/notes", tag = "notes", params(DatedQuery), responses((status = 200, description = "Unassigned notes: `{notes, next_cursor, limit, total}`")))]
 pub async fn list_unassigned(
     State(state): State<AppState>,
     user: AuthUser,
-    Query(q): Query<NoteQuery>,
+    Query(q): Query<DatedQuery>,
 ) -> Result<axum::Json<NotePage>, ApiError> {
     let filter = q.filter();
     Ok(axum::Json(state.read(&user, move |v| notes::page(v, None, &filter)).await?))

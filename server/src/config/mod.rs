@@ -68,7 +68,7 @@ pub struct ImportLimits {
     /// (one durable commit each), at least; an import of more than ten times that grows its
     /// batches to a tenth of its rows, at most 10,000 (see `import::batch_rows`). Larger is
     /// faster for big imports and holds the single writer longer: other users' writes wait for
-    /// a batch (about 0.3 s for 2,000 rows here, about a second for 10,000).
+    /// a batch (measured holds are in BENCHMARKS.md).
     pub batch_rows: usize,
 }
 

@@ -21,3 +21,36 @@ pub fn flag(raw: Option<&str>, name: &str) -> Result<bool, ApiError> {
         Some(_) => Err(ApiError::invalid_input(name, "must be true or false")),
     }
 }
+
+/// The query of a list of dated records (notes, activities): text filter, inclusive
+/// `YYYY-MM-DD` bounds, cursor, page size and order.
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct DatedQuery {
+    /// Case-insensitive substring of the record's text.
+    pub search: Option<String>,
+    /// Inclusive `YYYY-MM-DD` lower bound on the record's date.
+    pub from_date: Option<String>,
+    /// Inclusive `YYYY-MM-DD` upper bound on the record's date.
+    pub to_date: Option<String>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, default 25, at most 100.
+    pub limit: Option<String>,
+    /// `desc` (default, newest first) or `asc`.
+    pub order: Option<String>,
+}
+
+impl DatedQuery {
+    pub fn filter(self) -> crate::crm::cursor::DatedFilter {
+        crate::crm::cursor::DatedFilter {
+            limit: limit(self.limit.as_deref()),
+            ascending: self.order.as_deref() == Some("asc"),
+            search: self.search,
+            from_date: self.from_date,
+            to_date: self.to_date,
+            cursor: self.cursor,
+        }
+    }
+}
