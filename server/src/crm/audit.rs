@@ -2,8 +2,8 @@
 //! puts back the fields it changed when the record is still as that update left it (read and
 //! written in one transaction). Which kinds can be undone is the kinds registry's word.
 
-use mycorrhizal_engine::audit::{AuditEvent, FieldChange};
-use mycorrhizal_engine::{Op, Precondition, Record, TxUser, UserScope, UserView};
+use mycorrhizal_engine::audit::AuditEvent;
+use mycorrhizal_engine::{Op, UserScope, UserView};
 use serde_json::{Value, json};
 
 use super::{Error, Result, kinds};
@@ -40,33 +40,6 @@ pub fn export_csv(v: &UserView) -> Result<String> {
         out.push('\n');
     }
     Ok(out)
-}
-
-/// Why a revert did not happen, decided inside the transaction.
-pub type Refusal = std::result::Result<(), String>;
-
-/// Puts back the fields an update changed, if the record is still at the revision that update
-/// produced; inside the caller's write transaction.
-pub fn revert<R: Record>(
-    tx: &TxUser<'_, '_>,
-    id: u64,
-    revision: u64,
-    changes: &[FieldChange],
-) -> mycorrhizal_engine::Result<Refusal> {
-    let current = tx.get::<R>(id)?;
-    if current.meta.revision != revision {
-        return Ok(Err("The record changed after this event; undo only the latest change".into()));
-    }
-    let internal = |e: serde_json::Error| {
-        mycorrhizal_engine::Error::Invalid(mycorrhizal_engine::Invalid::new("changes", e.to_string()))
-    };
-    let mut body = serde_json::to_value(&current.body).map_err(internal)?;
-    for change in changes {
-        body[&change.field] = serde_json::from_str(&change.before).map_err(internal)?;
-    }
-    let restored: R = serde_json::from_value(body).map_err(internal)?;
-    tx.put(id, Precondition::Revision(revision), restored)?;
-    Ok(Ok(()))
 }
 
 /// Event `id` of the user's trail.

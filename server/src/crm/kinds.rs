@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use mycorrhizal_engine::audit::FieldChange;
 use mycorrhizal_engine::{Indexed, Precondition, Record, Source, TxUser};
 
-use super::audit::Refusal;
+use super::export::RecordTable;
 
 use super::contact::Contact;
 use super::depth::{AgendaItem, Attachment, CadencePolicy, Gift, LifeEvent};
@@ -50,6 +50,9 @@ pub struct KindEntry {
     /// Undo of an update event of this kind (`None`: its changes cannot be undone).
     pub revert: Option<Revert>,
     revert_of: Revert,
+    /// Its table in the CSV and ZIP exports (contacts have their own, richer export).
+    pub export: Option<RecordTable>,
+    export_of: fn(&'static str) -> RecordTable,
 }
 
 /// Puts back the fields an update changed (see `crm::audit::revert`).
@@ -72,8 +75,16 @@ impl KindEntry {
             cascade,
             search: None,
             revert: None,
-            revert_of: crate::crm::audit::revert::<R>,
+            revert_of: revert::<R>,
+            export: None,
+            export_of: RecordTable::of::<R>,
         }
+    }
+
+    /// Its rows are exported as the CSV table `name`.
+    fn exported(mut self, name: &'static str) -> KindEntry {
+        self.export = Some((self.export_of)(name));
+        self
     }
 
     /// Its update events can be undone.
@@ -93,21 +104,29 @@ pub fn all() -> Vec<KindEntry> {
     use OnContactDelete::*;
     vec![
         KindEntry::of::<Contact>(Keep).searched(Source::of::<Contact>().contacts()).undoable(),
-        KindEntry::of::<Note>(DeleteByContactTime).searched(Source::of::<Note>()).undoable(),
-        KindEntry::of::<Activity>(Detach(leave_activity)).searched(Source::of::<Activity>()).undoable(),
-        KindEntry::of::<Reminder>(DeleteByContactTime).undoable(),
-        KindEntry::of::<Completion>(DeleteByContactTime).undoable(),
-        KindEntry::of::<Relationship>(DeleteEdges).undoable(),
-        KindEntry::of::<LifeEvent>(DeleteByContactTime).undoable(),
-        KindEntry::of::<Gift>(DeleteByContactTime).undoable(),
-        KindEntry::of::<AgendaItem>(DeleteByContactTime).undoable(),
+        KindEntry::of::<Note>(DeleteByContactTime).searched(Source::of::<Note>()).undoable().exported("notes"),
+        KindEntry::of::<Activity>(Detach(leave_activity))
+            .searched(Source::of::<Activity>())
+            .undoable()
+            .exported("activities"),
+        KindEntry::of::<Reminder>(DeleteByContactTime).undoable().exported("reminders"),
+        KindEntry::of::<Completion>(DeleteByContactTime).undoable().exported("reminder_completions"),
+        KindEntry::of::<Relationship>(DeleteEdges).undoable().exported("relationships"),
+        KindEntry::of::<LifeEvent>(DeleteByContactTime).undoable().exported("life_events"),
+        KindEntry::of::<Gift>(DeleteByContactTime).undoable().exported("gifts"),
+        KindEntry::of::<AgendaItem>(DeleteByContactTime).undoable().exported("conversation_agenda"),
         KindEntry::of::<Attachment>(DeleteByContact),
-        KindEntry::of::<CadencePolicy>(Keep),
-        KindEntry::of::<Household>(Keep).undoable(),
-        KindEntry::of::<HouseholdMember>(DeleteByContact).undoable(),
+        KindEntry::of::<Household>(Keep).undoable().exported("households"),
+        KindEntry::of::<HouseholdMember>(DeleteByContact).undoable().exported("household_members"),
+        KindEntry::of::<CadencePolicy>(Keep).exported("cadence_policies"),
         KindEntry::of::<DismissedHouseholdSuggestion>(Keep),
         KindEntry::of::<ReachOutSuggestion>(DeleteByContact),
     ]
+}
+
+/// The record tables of the CSV and ZIP exports, in the order the ZIP holds them.
+pub fn export_tables() -> Vec<RecordTable> {
+    all().into_iter().filter_map(|k| k.export).collect()
 }
 
 /// Everything that hangs off contact `id`, in the contact's delete transaction: each kind as
@@ -168,4 +187,31 @@ fn leave_activity(tx: &Tx<'_, '_>, activity: u64, contact: u64) -> mycorrhizal_e
         Ok(())
     })?;
     Ok(())
+}
+
+/// Why a revert did not happen, decided inside the transaction.
+pub type Refusal = std::result::Result<(), String>;
+
+/// Puts back the fields an update changed, if the record is still at the revision that update
+/// produced; inside the caller's write transaction.
+pub fn revert<R: Record>(
+    tx: &Tx<'_, '_>,
+    id: u64,
+    revision: u64,
+    changes: &[FieldChange],
+) -> mycorrhizal_engine::Result<Refusal> {
+    let current = tx.get::<R>(id)?;
+    if current.meta.revision != revision {
+        return Ok(Err("The record changed after this event; undo only the latest change".into()));
+    }
+    let internal = |e: serde_json::Error| {
+        mycorrhizal_engine::Error::Invalid(mycorrhizal_engine::Invalid::new("changes", e.to_string()))
+    };
+    let mut body = serde_json::to_value(&current.body).map_err(internal)?;
+    for change in changes {
+        body[&change.field] = serde_json::from_str(&change.before).map_err(internal)?;
+    }
+    let restored: R = serde_json::from_value(body).map_err(internal)?;
+    tx.put(id, Precondition::Revision(revision), restored)?;
+    Ok(Ok(()))
 }

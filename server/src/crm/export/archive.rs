@@ -5,9 +5,10 @@
 use mycorrhizal_engine::UserScope;
 
 use super::contacts::produce;
-use super::csv::{CsvRender, TABLES};
+use super::csv::CsvRender;
 use super::sections::Selection;
 use super::stream::{Failure, Out, Sink};
+use crate::crm::kinds;
 
 /// What `README.txt` of the ZIP export says.
 const ZIP_README: &str = "Mycorrhizal export: all of your data, one CSV file per table (UTF-8, comma separated, \
@@ -31,7 +32,7 @@ pub fn all_tables(scope: &UserScope, sink: &mut Sink) -> Result<(), Failure> {
     zip.start_file("contacts.csv", options).map_err(failed)?;
     let mut entry = ZipEntry { zip: &mut zip, gone: false };
     produce(scope, None, &Selection::default(), &mut CsvRender { ids: true }, &mut entry)?;
-    for table in TABLES {
+    for table in kinds::export_tables() {
         if entry.gone {
             return Ok(());
         }

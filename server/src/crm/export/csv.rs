@@ -4,18 +4,14 @@
 //! quotes it and neutralises what a spreadsheet would run as a formula. All tables at once are
 //! `archive`'s.
 
-use jiff::civil::Date;
 use mycorrhizal_codecs::record::NeutralRecord;
 use mycorrhizal_engine::tx::UPDATED_INDEX;
 use mycorrhizal_engine::{Row, UserScope};
 use serde_json::Value;
 
-use super::contacts::{PAGE, Render, download_contacts};
-use super::sections::Selection;
+use super::contacts::{PAGE, Render};
 use super::stream::{Failure, Out};
-use super::{Download, ExportError, download};
 use crate::crm::contact::Contact;
-use crate::crm::{depth, households, records};
 
 /// A record kind exported column by column: its table name and what writes it.
 #[derive(Clone, Copy)]
@@ -25,60 +21,15 @@ pub struct RecordTable {
 }
 
 impl RecordTable {
+    /// Record kind `R`'s table under `name`.
+    pub fn of<R: mycorrhizal_engine::Record>(name: &'static str) -> RecordTable {
+        RecordTable { name, write: rows_csv::<R> }
+    }
+
     /// Writes the table, header first.
     pub fn write(&self, scope: &UserScope, out: &mut dyn Out) -> Result<(), Failure> {
         (self.write)(scope, out)
     }
-}
-
-/// The CSV tables other than contacts, in the order the ZIP holds them.
-pub const TABLES: &[RecordTable] = &[
-    RecordTable { name: "notes", write: rows_csv::<records::Note> },
-    RecordTable { name: "activities", write: rows_csv::<records::Activity> },
-    RecordTable { name: "reminders", write: rows_csv::<records::Reminder> },
-    RecordTable { name: "reminder_completions", write: rows_csv::<records::Completion> },
-    RecordTable { name: "relationships", write: rows_csv::<records::Relationship> },
-    RecordTable { name: "life_events", write: rows_csv::<depth::LifeEvent> },
-    RecordTable { name: "gifts", write: rows_csv::<depth::Gift> },
-    RecordTable { name: "conversation_agenda", write: rows_csv::<depth::AgendaItem> },
-    RecordTable { name: "households", write: rows_csv::<households::Household> },
-    RecordTable { name: "household_members", write: rows_csv::<households::HouseholdMember> },
-    RecordTable { name: "cadence_policies", write: rows_csv::<depth::CadencePolicy> },
-];
-
-/// The CSV export of `table` (`contacts` when none or blank; `all` is every table in one ZIP),
-/// named for `today`: `mycorrhizal-export-<date>.csv`, `mycorrhizal-export-<table>-<date>.csv`
-/// or `mycorrhizal-export-<date>.zip`.
-pub async fn csv(scope: UserScope, today: Date, table: Option<&str>) -> Result<Download, ExportError> {
-    let table = table.map(str::trim).filter(|t| !t.is_empty()).unwrap_or("contacts");
-    if table == "contacts" {
-        let filename = format!("mycorrhizal-export-{today}.csv");
-        let render = CsvRender { ids: false };
-        return download_contacts(
-            scope,
-            None,
-            Selection::default(),
-            render,
-            "text/csv; charset=utf-8",
-            filename,
-            "export:csv",
-        )
-        .await;
-    }
-    if table == "all" {
-        let filename = format!("mycorrhizal-export-{today}.zip");
-        return download("application/zip", filename, "export:csv", move |out| super::archive::all_tables(&scope, out))
-            .await;
-    }
-    let Some(table) = TABLES.iter().find(|t| t.name == table).copied() else {
-        let names: Vec<&str> = TABLES.iter().map(|t| t.name).collect();
-        return Err(ExportError::Invalid {
-            field: "table",
-            reason: format!("must be contacts, all or one of {}", names.join(", ")),
-        });
-    };
-    let filename = format!("mycorrhizal-export-{}-{today}.csv", table.name);
-    download("text/csv; charset=utf-8", filename, "export:csv", move |out| table.write(&scope, out)).await
 }
 
 /// Contacts as CSV. `ids` puts each contact's `id` and `uid` (as the API shows them) first: the ZIP's other tables name

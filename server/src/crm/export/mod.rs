@@ -20,11 +20,13 @@ mod contacts;
 mod csv;
 mod sections;
 mod stream;
+mod tables;
 
 pub use cards::{VcardRequest, jscontact, vcard};
-pub use csv::{RecordTable, TABLES, csv};
+pub use csv::RecordTable;
 pub use sections::Selection;
 pub use stream::{CHUNK, Category, Chunks, Failure, Out, Sink, stream};
+pub use tables::csv;
 
 /// An export ready to send: its bytes as they are made, what they are, and the file name they
 /// are to be saved under.

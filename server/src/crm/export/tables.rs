@@ -1,0 +1,47 @@
+//! `GET /export`'s choice of table: the contacts CSV (the default), one record table, or all of
+//! them in one ZIP (`archive`).
+
+use jiff::civil::Date;
+use mycorrhizal_engine::UserScope;
+
+use super::contacts::download_contacts;
+use super::csv::CsvRender;
+use super::sections::Selection;
+use super::{Download, ExportError, download};
+use crate::crm::kinds;
+
+/// The CSV export of `table` (`contacts` when none or blank; `all` is every table in one ZIP),
+/// named for `today`: `mycorrhizal-export-<date>.csv`, `mycorrhizal-export-<table>-<date>.csv`
+/// or `mycorrhizal-export-<date>.zip`.
+pub async fn csv(scope: UserScope, today: Date, table: Option<&str>) -> Result<Download, ExportError> {
+    let table = table.map(str::trim).filter(|t| !t.is_empty()).unwrap_or("contacts");
+    if table == "contacts" {
+        let filename = format!("mycorrhizal-export-{today}.csv");
+        let render = CsvRender { ids: false };
+        return download_contacts(
+            scope,
+            None,
+            Selection::default(),
+            render,
+            "text/csv; charset=utf-8",
+            filename,
+            "export:csv",
+        )
+        .await;
+    }
+    if table == "all" {
+        let filename = format!("mycorrhizal-export-{today}.zip");
+        return download("application/zip", filename, "export:csv", move |out| super::archive::all_tables(&scope, out))
+            .await;
+    }
+    let tables = kinds::export_tables();
+    let Some(table) = tables.iter().find(|t| t.name == table).copied() else {
+        let names: Vec<&str> = tables.iter().map(|t| t.name).collect();
+        return Err(ExportError::Invalid {
+            field: "table",
+            reason: format!("must be contacts, all or one of {}", names.join(", ")),
+        });
+    };
+    let filename = format!("mycorrhizal-export-{}-{today}.csv", table.name);
+    download("text/csv; charset=utf-8", filename, "export:csv", move |out| table.write(&scope, out)).await
+}
