@@ -1,15 +1,15 @@
 //! The one registry of user record kinds. Everything that must treat every kind alike reads it:
 //! the index backfill at start-up, the retention purge of tombstones, the cascade when a contact
-//! is deleted, and the documents of full-text search. Adding a kind is one entry in [`all`].
+//! is deleted, the documents of full-text search, undo of an update event, and the tables of the
+//! CSV/ZIP export. Adding a kind is one entry in [`all`].
 
 use jiff::Timestamp;
 use mycorrhizal_engine::audit::FieldChange;
 use mycorrhizal_engine::{Indexed, Precondition, Record, Source, TxUser};
 
-use super::export::RecordTable;
-
 use super::contact::Contact;
 use super::depth::{AgendaItem, Attachment, CadencePolicy, Gift, LifeEvent};
+use super::export::RecordTable;
 use super::households::{DismissedHouseholdSuggestion, Household, HouseholdMember};
 use super::reach_out::ReachOutSuggestion;
 use super::records::{
@@ -55,7 +55,7 @@ pub struct KindEntry {
     export_of: fn(&'static str) -> RecordTable,
 }
 
-/// Puts back the fields an update changed (see `crm::audit::revert`).
+/// Puts back the fields an update changed (see [`revert`]).
 pub type Revert = fn(&Tx<'_, '_>, u64, u64, &[FieldChange]) -> mycorrhizal_engine::Result<Refusal>;
 
 impl KindEntry {
