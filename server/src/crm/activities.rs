@@ -14,36 +14,75 @@ use super::cursor::{DatedFilter, decode_cursor, encode_cursor};
 use super::records::{Activity, BY_CONTACT, BY_DATE};
 use super::{Error, Result};
 
-pub fn view(row: &Row<Activity>, contacts: &[Value]) -> Value {
-    let a = &row.body;
-    json!({
-        "id": row.id,
-        "uuid": a.uuid,
-        "title": a.title,
-        "description": a.description,
-        "location": a.location,
-        "date": a.date,
-        "contact_ids": a.contact_ids,
-        "contacts": contacts,
-        "type": a.kind,
-        "external_ref": a.external_ref,
-        "revision": row.meta.revision,
-        "etag": row.etag().trim_matches('"'),
-        "created_at": row.meta.created_at,
-        "updated_at": row.meta.updated_at,
-    })
+/// A contact an activity names, as the activity shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ContactName {
+    pub id: u64,
+    pub uid: String,
+    pub name: String,
+}
+
+/// An activity as clients read it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ActivityView {
+    pub id: u64,
+    pub uuid: String,
+    pub title: String,
+    pub description: String,
+    pub location: String,
+    #[schema(value_type = String)]
+    pub date: jiff::Timestamp,
+    pub contact_ids: Vec<u64>,
+    /// The contacts still there, named.
+    pub contacts: Vec<ContactName>,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub external_ref: String,
+    pub revision: u64,
+    pub etag: String,
+    #[schema(value_type = String)]
+    pub created_at: jiff::Timestamp,
+    #[schema(value_type = String)]
+    pub updated_at: jiff::Timestamp,
+}
+
+impl ActivityView {
+    pub fn of(row: &Row<Activity>, contacts: Vec<ContactName>) -> ActivityView {
+        let a = &row.body;
+        ActivityView {
+            id: row.id,
+            uuid: a.uuid.clone(),
+            title: a.title.clone(),
+            description: a.description.clone(),
+            location: a.location.clone(),
+            date: a.date,
+            contact_ids: a.contact_ids.clone(),
+            contacts,
+            kind: a.kind.clone(),
+            external_ref: a.external_ref.clone(),
+            revision: row.meta.revision,
+            etag: row.etag().trim_matches('"').to_string(),
+            created_at: row.meta.created_at,
+            updated_at: row.meta.updated_at,
+        }
+    }
+}
+
+/// The view as a JSON object, for callers that add members; `contacts` named by the caller.
+pub fn view(row: &Row<Activity>, contacts: Vec<ContactName>) -> Value {
+    json!(ActivityView::of(row, contacts))
 }
 
 /// An activity with its contacts named.
-pub fn with_contacts(view_: &UserView, row: &Row<Activity>) -> Value {
-    let contacts: Vec<Value> = row
+pub fn with_contacts(v: &UserView, row: &Row<Activity>) -> Value {
+    let contacts = row
         .body
         .contact_ids
         .iter()
-        .filter_map(|id| view_.get::<Contact>(*id).ok())
-        .map(|c| json!({ "id": c.id, "uid": c.body.uid, "name": c.body.name() }))
+        .filter_map(|id| v.get::<Contact>(*id).ok())
+        .map(|c| ContactName { id: c.id, uid: c.body.uid.clone(), name: c.body.name() })
         .collect();
-    view(row, &contacts)
+    view(row, contacts)
 }
 
 /// The newest `limit` activities of a contact.

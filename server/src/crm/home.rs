@@ -51,7 +51,7 @@ fn entries(v: &UserView, contact: u64) -> Result<Vec<(Timestamp, Value)>> {
     for r in v.walk::<Activity>(walk, usize::MAX, |_| true)?.rows {
         out.push((
             r.body.date,
-            json!({ "type": "activity", "date": r.body.date, "item": crate::crm::activities::view(&r, &[]) }),
+            json!({ "type": "activity", "date": r.body.date, "item": crate::crm::activities::view(&r, Vec::new()) }),
         ));
     }
     for r in v.walk::<Completion>(walk, usize::MAX, |_| true)?.rows {

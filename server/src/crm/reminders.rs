@@ -2,9 +2,10 @@
 //! timeline of completions. Their operations (create, replace, complete with the next date
 //! after today) and views, and the reads the contact page and the dashboard share.
 
+use jiff::Timestamp;
 use jiff::civil::Date;
 use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
@@ -13,42 +14,88 @@ use super::contact::Contact;
 use super::records::{BY_CONTACT, BY_DATE, Completion, Reminder, contact_range, micros};
 use super::{Error, Result};
 
+/// A reminder as clients read it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ReminderView {
+    pub id: u64,
+    pub message: String,
+    #[schema(value_type = String)]
+    pub remind_at: Timestamp,
+    /// The reminder's day, `YYYY-MM-DD`.
+    pub date: String,
+    #[schema(value_type = String)]
+    pub recurrence: Recurrence,
+    pub contact_id: u64,
+    pub by_mail: bool,
+    pub reoccur_from_completion: bool,
+    /// Always false: a completed one-off reminder is gone, a recurring one moved on.
+    pub completed: bool,
+    #[schema(value_type = Option<String>)]
+    pub last_sent: Option<Timestamp>,
+    pub revision: u64,
+    pub etag: String,
+    #[schema(value_type = String)]
+    pub created_at: Timestamp,
+    #[schema(value_type = String)]
+    pub updated_at: Timestamp,
+    /// Whether its day is before today (when the list says).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overdue: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contact_name: Option<String>,
+}
+
+impl ReminderView {
+    pub fn of(row: &Row<Reminder>, today: Option<Date>, contact_name: Option<String>) -> ReminderView {
+        let r = &row.body;
+        let day = calendar::day_of(r.remind_at);
+        ReminderView {
+            id: row.id,
+            message: r.message.clone(),
+            remind_at: r.remind_at,
+            date: day.to_string(),
+            recurrence: r.recurrence,
+            contact_id: r.contact_id,
+            by_mail: r.by_mail,
+            reoccur_from_completion: r.reoccur_from_completion,
+            completed: false,
+            last_sent: r.last_sent,
+            revision: row.meta.revision,
+            etag: row.etag().trim_matches('"').to_string(),
+            created_at: row.meta.created_at,
+            updated_at: row.meta.updated_at,
+            overdue: today.map(|today| day < today),
+            contact_name,
+        }
+    }
+}
+
+/// The view as a JSON object, for callers that add members.
 pub fn view(row: &Row<Reminder>, today: Option<Date>, contact_name: Option<String>) -> Value {
-    let r = &row.body;
-    let day = calendar::day_of(r.remind_at);
-    let mut out = json!({
-        "id": row.id,
-        "message": r.message,
-        "remind_at": r.remind_at,
-        "date": day.to_string(),
-        "recurrence": r.recurrence,
-        "contact_id": r.contact_id,
-        "by_mail": r.by_mail,
-        "reoccur_from_completion": r.reoccur_from_completion,
-        "completed": false,
-        "last_sent": r.last_sent,
-        "revision": row.meta.revision,
-        "etag": row.etag().trim_matches('"'),
-        "created_at": row.meta.created_at,
-        "updated_at": row.meta.updated_at,
-    });
-    if let Some(today) = today {
-        out["overdue"] = json!(day < today);
-    }
-    if let Some(name) = contact_name {
-        out["contact_name"] = json!(name);
-    }
-    out
+    json!(ReminderView::of(row, today, contact_name))
+}
+
+/// A completion (a reminder done) as clients read it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CompletionView {
+    pub id: u64,
+    pub reminder_id: Option<u64>,
+    pub contact_id: u64,
+    pub message: String,
+    #[schema(value_type = String)]
+    pub completed_at: Timestamp,
+    #[schema(value_type = String)]
+    pub created_at: Timestamp,
 }
 
 pub fn completion_view(row: &Row<Completion>) -> Value {
-    json!({
-        "id": row.id,
-        "reminder_id": row.body.reminder_id,
-        "contact_id": row.body.contact_id,
-        "message": row.body.message,
-        "completed_at": row.body.completed_at,
-        "created_at": row.meta.created_at,
+    json!(CompletionView {
+        id: row.id,
+        reminder_id: row.body.reminder_id,
+        contact_id: row.body.contact_id,
+        message: row.body.message.clone(),
+        completed_at: row.body.completed_at,
+        created_at: row.meta.created_at,
     })
 }
 
