@@ -9,7 +9,7 @@ use mycorrhizal_engine::Row;
 use serde_json::{Value, json};
 
 use crate::auth::AuthUser;
-use crate::crm::activities::{self, ActivityPage};
+use crate::crm::activities::{self, ActivityPage, ActivityView};
 use crate::crm::records::Activity;
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
@@ -17,7 +17,7 @@ use crate::http::json::Json;
 use crate::http::params::DatedQuery;
 use crate::state::AppState;
 
-#[utoipa::path(get, path = "/api/v1/activities", tag = "activities", params(DatedQuery), responses((status = 200, description = "`{activities, next_cursor, limit}`, newest first")))]
+#[utoipa::path(get, path = "/api/v1/activities", tag = "activities", params(DatedQuery), responses((status = 200, description = "`{activities, next_cursor, limit}`, newest first", body = crate::crm::activities::ActivityPage)))]
 pub async fn list(
     State(state): State<AppState>,
     user: AuthUser,
@@ -39,7 +39,7 @@ pub async fn list_for_contact(
 }
 
 /// The activity with its contacts named, read after the write.
-async fn shown(state: &AppState, user: &AuthUser, id: u64) -> Result<(Row<Activity>, Value), ApiError> {
+async fn shown(state: &AppState, user: &AuthUser, id: u64) -> Result<(Row<Activity>, ActivityView), ApiError> {
     state.read(user, move |v| activities::get(v, id)).await
 }
 
@@ -55,7 +55,7 @@ pub async fn create(
     Ok(tagged(&row, None, StatusCode::CREATED, &body))
 }
 
-#[utoipa::path(get, path = "/api/v1/activities/{id}", tag = "activities", params(("id" = u64, Path)), responses((status = 200, description = "The activity with its contacts"), (status = 404, description = "No such activity")))]
+#[utoipa::path(get, path = "/api/v1/activities/{id}", tag = "activities", params(("id" = u64, Path)), responses((status = 200, description = "The activity with its contacts", body = crate::crm::activities::ActivityView), (status = 404, description = "No such activity")))]
 pub async fn get(
     State(state): State<AppState>,
     user: AuthUser,

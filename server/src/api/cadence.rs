@@ -38,7 +38,7 @@ pub async fn create(
     Ok(tagged(&row, None, StatusCode::CREATED, &PolicyView::of(&row)))
 }
 
-#[utoipa::path(get, path = "/api/v1/cadence-policies/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The policy with the health of each covered contact"), (status = 404, description = "No such policy")))]
+#[utoipa::path(get, path = "/api/v1/cadence-policies/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The policy with the health of each covered contact", body = crate::crm::cadence::PolicyDetail), (status = 404, description = "No such policy")))]
 pub async fn get(
     State(state): State<AppState>,
     user: AuthUser,

@@ -16,7 +16,7 @@ use crate::http::json::Json;
 use crate::http::params::DatedQuery;
 use crate::state::AppState;
 
-#[utoipa::path(get, path = "/api/v1/contacts/{id}/notes", tag = "notes", params(("id" = u64, Path), DatedQuery), responses((status = 200, description = "`{notes, next_cursor, limit}`"), (status = 404, description = "No such contact")))]
+#[utoipa::path(get, path = "/api/v1/contacts/{id}/notes", tag = "notes", params(("id" = u64, Path), DatedQuery), responses((status = 200, description = "`{notes, next_cursor, limit}`", body = NotePage), (status = 404, description = "No such contact")))]
 pub async fn list_for_contact(
     State(state): State<AppState>,
     user: AuthUser,
@@ -27,7 +27,7 @@ pub async fn list_for_contact(
     Ok(axum::Json(state.read(&user, move |v| notes::page(v, Some(id), &filter)).await?))
 }
 
-#[utoipa::path(get, path = "/api/v1/notes", tag = "notes", params(DatedQuery), responses((status = 200, description = "Unassigned notes: `{notes, next_cursor, limit, total}`")))]
+#[utoipa::path(get, path = "/api/v1/notes", tag = "notes", params(DatedQuery), responses((status = 200, description = "Unassigned notes: `{notes, next_cursor, limit, total}`", body = NotePage)))]
 pub async fn list_unassigned(
     State(state): State<AppState>,
     user: AuthUser,
@@ -61,7 +61,7 @@ pub async fn create(
     Ok(created(&notes::create(&state.scope(&user), contact, input, state.engine.clock().now()).await?))
 }
 
-#[utoipa::path(get, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), responses((status = 200, description = "The note, with `ETag`"), (status = 404, description = "No such note")))]
+#[utoipa::path(get, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), responses((status = 200, description = "The note, with `ETag`", body = NoteView), (status = 404, description = "No such note")))]
 pub async fn get(
     State(state): State<AppState>,
     user: AuthUser,

@@ -67,7 +67,7 @@ pub async fn create_for_contact(
     Ok(tagged(&row, None, StatusCode::CREATED, &body))
 }
 
-#[utoipa::path(get, path = "/api/v1/reminders/{id}", tag = "reminders", params(("id" = u64, Path)), responses((status = 200, description = "The reminder, with `ETag`"), (status = 404, description = "No such reminder")))]
+#[utoipa::path(get, path = "/api/v1/reminders/{id}", tag = "reminders", params(("id" = u64, Path)), responses((status = 200, description = "The reminder, with `ETag`", body = crate::crm::reminders::ReminderView), (status = 404, description = "No such reminder")))]
 pub async fn get(
     State(state): State<AppState>,
     user: AuthUser,

@@ -74,7 +74,7 @@ pub fn view(row: &Row<Activity>, contacts: Vec<ContactName>) -> Value {
 }
 
 /// An activity with its contacts named.
-pub fn with_contacts(v: &UserView, row: &Row<Activity>) -> Value {
+pub fn named(v: &UserView, row: &Row<Activity>) -> ActivityView {
     let contacts = row
         .body
         .contact_ids
@@ -82,7 +82,12 @@ pub fn with_contacts(v: &UserView, row: &Row<Activity>) -> Value {
         .filter_map(|id| v.get::<Contact>(*id).ok())
         .map(|c| ContactName { id: c.id, uid: c.body.uid.clone(), name: c.body.name() })
         .collect();
-    view(row, contacts)
+    ActivityView::of(row, contacts)
+}
+
+/// [`named`] as a JSON object, for callers that add members (search hits).
+pub fn with_contacts(v: &UserView, row: &Row<Activity>) -> Value {
+    json!(named(v, row))
 }
 
 /// The newest `limit` activities of a contact.
@@ -154,8 +159,7 @@ pub async fn save(scope: &UserScope, id: Option<(u64, Precondition)>, input: Act
 /// One page of activities.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ActivityPage {
-    #[schema(value_type = Vec<Object>)]
-    pub activities: Vec<Value>,
+    pub activities: Vec<ActivityView>,
     pub next_cursor: String,
     pub limit: usize,
 }
@@ -189,15 +193,15 @@ pub fn page(v: &UserView, contact: Option<u64>, f: &DatedFilter) -> Result<Activ
         })
     })?;
     Ok(ActivityPage {
-        activities: found.rows.iter().map(|r| with_contacts(v, r)).collect(),
+        activities: found.rows.iter().map(|r| named(v, r)).collect(),
         next_cursor: found.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default(),
         limit: f.limit,
     })
 }
 
 /// Activity `id` with its contacts named.
-pub fn get(v: &UserView, id: u64) -> Result<(Row<Activity>, Value)> {
+pub fn get(v: &UserView, id: u64) -> Result<(Row<Activity>, ActivityView)> {
     let row = v.get::<Activity>(id).map_err(Error::from)?;
-    let view = with_contacts(v, &row);
+    let view = named(v, &row);
     Ok((row, view))
 }
