@@ -1,4 +1,4 @@
-//! The RFC example cards (../shared/fixtures/rfc-cards) and exporter-style samples
+//! The RFC example cards (tests/fixtures/rfc-cards) and exporter-style samples
 //! (tests/fixtures/vcf): each imports to the expected neutral fields, and what is written back
 //! reads back to the same card.
 
@@ -7,7 +7,7 @@ use mycorrhizal_codecs::record::{Item, NeutralRecord};
 use mycorrhizal_codecs::{jscontact, vcard};
 use serde_json::{Value, json};
 
-const RFC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/rfc-cards");
+const RFC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/rfc-cards");
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/vcf");
 
 fn read(path: &str) -> Vec<u8> {

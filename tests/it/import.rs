@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::helpers::{Client, Instance};
 
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../codecs/tests/fixtures/vcf");
-const RFC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/rfc-cards");
+const RFC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/rfc-cards");
 
 fn sample(name: &str) -> Vec<u8> {
     std::fs::read(format!("{SAMPLES}/{name}")).expect("sample")

@@ -81,7 +81,7 @@ mod tests {
     #[test]
     fn a_contact_prepared_from_its_parsed_card_is_the_one_prepared_from_its_text() {
         let dirs = [
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/rfc-cards"),
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/rfc-cards"),
             concat!(env!("CARGO_MANIFEST_DIR"), "/../codecs/tests/fixtures/vcf"),
         ];
         let mut compared = 0;
