@@ -5,8 +5,7 @@ use serde_json::{Value, json};
 use crate::helpers::{Client, Instance};
 
 fn fixture_card() -> Value {
-    let detail: Value =
-        serde_json::from_str(include_str!("../fixtures/api-shapes/contact-detail.json")).unwrap();
+    let detail: Value = serde_json::from_str(include_str!("../fixtures/api-shapes/contact-detail.json")).unwrap();
     let mut card = detail["contact"]["card"].clone();
     card.as_object_mut().unwrap().remove("relatedTo");
     card

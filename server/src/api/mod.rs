@@ -1,6 +1,8 @@
 //! The route table (one screen) and the OpenAPI document generated from the handlers.
-//! Every route added here must also be listed in [`ApiDoc`]; a test checks both agree, and the
-//! route-inventory test checks each is public by intent or refuses anonymous callers.
+//! A route is registered with `routes!(handler, ..)`, which takes its path, methods, parameters
+//! and answers from the handler's `#[utoipa::path]`: a route cannot be served undocumented, nor
+//! documented unserved. The route-inventory test checks each is public by intent or refuses
+//! anonymous callers.
 
 pub mod activities;
 pub mod admin;
@@ -27,52 +29,16 @@ pub mod tokens;
 pub mod users;
 
 use axum::Router;
-use axum::routing::{delete, get, patch, post, put};
+use axum::extract::{DefaultBodyLimit, Extension};
 use utoipa::OpenApi;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 use crate::state::AppState;
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Mycorrhizal API", description = "Self-hosted personal CRM. JSON under /api/v1; health probes at the root."),
-    paths(
-        health::live, health::ready, health::health, openapi_json,
-        auth::register, auth::login, auth::login_2fa, auth::logout, auth::check_password_strength,
-        auth::password_reset_request, auth::password_reset_confirm, auth::create_device_grant, auth::device_session,
-        oidc::config, oidc::login, oidc::callback,
-        users::me, users::change_password, users::set_language, users::set_date_format, users::custom_fields,
-        users::set_custom_fields, users::totp_setup, users::totp_confirm, users::totp_disable, users::totp_regenerate,
-        users::totp_status,
-        tokens::list, tokens::create, tokens::revoke, tokens::rotate, tokens::revoke_all,
-        tokens::admin_list, tokens::admin_create, tokens::admin_revoke,
-        admin::list_users, admin::create_user, admin::get_user, admin::patch_user, admin::delete_user, admin::reset_2fa, admin::rebuild_derived, admin::rebuild_search, search::search,
-        contacts::list, contacts::create, contacts::get, contacts::update, contacts::delete, contacts::archive,
-        contacts::unarchive, contacts::favorite, contacts::unfavorite, contacts::circles, contacts::random,
-        contacts::birthdays, contacts::detail, photos::upload, photos::download, photos::proxy,
-        relationships::outgoing, relationships::incoming, relationships::create, relationships::update,
-        relationships::delete, relationships::graph,
-        notes::list_for_contact, notes::create_for_contact, notes::list_unassigned, notes::create, notes::get,
-        notes::update, notes::delete,
-        activities::list, activities::create, activities::get, activities::update, activities::delete,
-        activities::list_for_contact,
-        reminders::list, reminders::upcoming, reminders::get, reminders::update, reminders::delete,
-        reminders::complete, reminders::list_for_contact, reminders::create_for_contact, reminders::completions,
-        reminders::delete_completion,
-        depth::list_life_events, depth::create_life_event, depth::get_life_event, depth::update_life_event,
-        depth::delete_life_event, depth::list_gifts, depth::create_gift, depth::get_gift, depth::update_gift,
-        depth::delete_gift, depth::list_agenda, depth::create_agenda, depth::get_agenda, depth::update_agenda,
-        depth::discuss_agenda, depth::delete_agenda, dashboard::dashboard, dashboard::timeline, audit::export, audit::undo, attachments::upload, attachments::list, attachments::download, attachments::delete,
-        groups::circles, groups::rename_circle, groups::delete_circle, groups::tags, groups::rename_tag, groups::delete_tag,
-        cadence::list, cadence::list_overdue, cadence::create, cadence::get, cadence::update, cadence::delete,
-        households::list, households::create, households::get, households::update, households::delete,
-        households::list_members, households::add_member, households::update_member, households::remove_member,
-        households::list_suggestions, households::suggest_addresses, households::household_suggestions,
-        households::dismiss,
-        reach_out::list, reach_out::accept, reach_out::dismiss, reach_out::delete,
-        import::upload_csv, import::preview_csv, import::confirm_csv, import::upload_vcf, import::upload_jscontact,
-        import::records, import::confirm_vcf, import::runs,
-        export::csv, export::vcf, export::jscontact,
-    ),
     components(schemas(crate::error::ErrorBody, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
     tags(
         (name = "health", description = "Unauthenticated, unversioned probes"),
@@ -118,159 +84,144 @@ pub const PUBLIC: &[&str] = &[
 
 /// Every route of the service; `config` sets the body limits of the import routes.
 pub fn router(config: &crate::config::Config) -> Router<AppState> {
-    let api = Router::new()
-        .route("/openapi.json", get(openapi_json))
-        .route("/register", post(auth::register))
-        .route("/login", post(auth::login))
-        .route("/login/2fa", post(auth::login_2fa))
-        .route("/logout", post(auth::logout))
-        .route("/check-password-strength", post(auth::check_password_strength))
-        .route("/password-reset/request", post(auth::password_reset_request))
-        .route("/password-reset/confirm", post(auth::password_reset_confirm))
-        .route("/auth/device/grants", post(auth::create_device_grant))
-        .route("/auth/device/session", post(auth::device_session))
-        .route("/auth/oidc/config", get(oidc::config))
-        .route("/auth/oidc/login", get(oidc::login))
-        .route("/auth/oidc/callback", get(oidc::callback))
-        .route("/users/me", get(users::me))
-        .route("/users/change-password", post(users::change_password))
-        .route("/users/language", patch(users::set_language))
-        .route("/users/date-format", patch(users::set_date_format))
-        .route("/users/custom-fields", get(users::custom_fields).patch(users::set_custom_fields))
-        .route("/users/2fa/status", get(users::totp_status))
-        .route("/users/2fa/setup", post(users::totp_setup))
-        .route("/users/2fa/confirm", post(users::totp_confirm))
-        .route("/users/2fa/disable", post(users::totp_disable))
-        .route("/users/2fa/recovery-codes/regenerate", post(users::totp_regenerate))
-        .route("/api-tokens", get(tokens::list).post(tokens::create))
-        .route("/api-tokens/revoke-all", post(tokens::revoke_all))
-        .route("/api-tokens/{id}", delete(tokens::revoke))
-        .route("/api-tokens/{id}/rotate", post(tokens::rotate))
-        .route("/admin/api-tokens", get(tokens::admin_list).post(tokens::admin_create))
-        .route("/admin/api-tokens/{id}", delete(tokens::admin_revoke))
-        .route("/admin/users", get(admin::list_users).post(admin::create_user))
-        .route("/admin/users/{id}", get(admin::get_user).patch(admin::patch_user).delete(admin::delete_user))
-        .route("/admin/users/{id}/reset-2fa", post(admin::reset_2fa))
-        .route("/admin/contacts/rebuild-derived", post(admin::rebuild_derived))
-        .route("/admin/search/rebuild", post(admin::rebuild_search))
-        .route("/search", get(search::search))
-        .route("/contacts", get(contacts::list).post(contacts::create))
-        .route("/contacts/circles", get(contacts::circles))
-        .route("/contacts/random", get(contacts::random))
-        .route("/contacts/birthdays", get(contacts::birthdays))
-        .route("/contacts/{id}", get(contacts::get).put(contacts::update).delete(contacts::delete))
-        .route("/contacts/{id}/detail", get(contacts::detail))
-        .route(
-            "/contacts/{id}/profile_picture",
-            get(photos::download)
-                .post(photos::upload)
-                .layer(axum::extract::DefaultBodyLimit::max(photos::MAX_PHOTO + 64 * 1024)),
+    let (router, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(openapi_json))
+        .routes(routes!(auth::register))
+        .routes(routes!(auth::login))
+        .routes(routes!(auth::login_2fa))
+        .routes(routes!(auth::logout))
+        .routes(routes!(auth::check_password_strength))
+        .routes(routes!(auth::password_reset_request))
+        .routes(routes!(auth::password_reset_confirm))
+        .routes(routes!(auth::create_device_grant))
+        .routes(routes!(auth::device_session))
+        .routes(routes!(oidc::config))
+        .routes(routes!(oidc::login))
+        .routes(routes!(oidc::callback))
+        .routes(routes!(users::me))
+        .routes(routes!(users::change_password))
+        .routes(routes!(users::set_language))
+        .routes(routes!(users::set_date_format))
+        .routes(routes!(users::custom_fields, users::set_custom_fields))
+        .routes(routes!(users::totp_status))
+        .routes(routes!(users::totp_setup))
+        .routes(routes!(users::totp_confirm))
+        .routes(routes!(users::totp_disable))
+        .routes(routes!(users::totp_regenerate))
+        .routes(routes!(tokens::list, tokens::create))
+        .routes(routes!(tokens::revoke_all))
+        .routes(routes!(tokens::revoke))
+        .routes(routes!(tokens::rotate))
+        .routes(routes!(tokens::admin_list, tokens::admin_create))
+        .routes(routes!(tokens::admin_revoke))
+        .routes(routes!(admin::list_users, admin::create_user))
+        .routes(routes!(admin::get_user, admin::patch_user, admin::delete_user))
+        .routes(routes!(admin::reset_2fa))
+        .routes(routes!(admin::rebuild_derived))
+        .routes(routes!(admin::rebuild_search))
+        .routes(routes!(search::search))
+        .routes(routes!(contacts::list, contacts::create))
+        .routes(routes!(contacts::circles))
+        .routes(routes!(contacts::random))
+        .routes(routes!(contacts::birthdays))
+        .routes(routes!(contacts::get, contacts::update, contacts::delete))
+        .routes(routes!(contacts::detail))
+        .routes(routes!(photos::download, photos::upload).layer(DefaultBodyLimit::max(photos::MAX_PHOTO + 64 * 1024)))
+        .routes(routes!(photos::proxy))
+        .routes(routes!(contacts::archive))
+        .routes(routes!(contacts::unarchive))
+        .routes(routes!(contacts::favorite))
+        .routes(routes!(contacts::unfavorite))
+        .routes(routes!(relationships::outgoing, relationships::create))
+        .routes(routes!(relationships::update, relationships::delete))
+        .routes(routes!(relationships::incoming))
+        .routes(routes!(relationships::graph))
+        .routes(routes!(dashboard::dashboard))
+        .routes(routes!(audit::export))
+        .routes(
+            routes!(attachments::list, attachments::upload)
+                .layer(DefaultBodyLimit::max(attachments::MAX_ATTACHMENT + 64 * 1024)),
         )
-        .route("/proxy/image", get(photos::proxy))
-        .route("/contacts/{id}/archive", post(contacts::archive))
-        .route("/contacts/{id}/unarchive", post(contacts::unarchive))
-        .route("/contacts/{id}/favorite", post(contacts::favorite))
-        .route("/contacts/{id}/unfavorite", post(contacts::unfavorite))
-        .route("/contacts/{id}/relationships", get(relationships::outgoing).post(relationships::create))
-        .route("/contacts/{id}/relationships/{rid}", put(relationships::update).delete(relationships::delete))
-        .route("/contacts/{id}/incoming-relationships", get(relationships::incoming))
-        .route("/graph", get(relationships::graph))
-        .route("/dashboard", get(dashboard::dashboard))
-        .route("/audit/export", get(audit::export))
-        .route(
-            "/contacts/{id}/attachments",
-            get(attachments::list)
-                .post(attachments::upload)
-                .layer(axum::extract::DefaultBodyLimit::max(attachments::MAX_ATTACHMENT + 64 * 1024)),
-        )
-        .route("/attachments/{id}/download", get(attachments::download))
-        .route("/attachments/{id}", delete(attachments::delete))
-        .route("/cadence-policies", get(cadence::list).post(cadence::create))
-        .route("/cadence-policies/overdue", get(cadence::list_overdue))
-        .route("/cadence-policies/{id}", get(cadence::get).put(cadence::update).delete(cadence::delete))
-        .route("/circles", get(groups::circles))
-        .route("/circles/{name}", put(groups::rename_circle).delete(groups::delete_circle))
-        .route("/tags", get(groups::tags))
-        .route("/tags/{name}", put(groups::rename_tag).delete(groups::delete_tag))
-        .route("/audit/{id}/undo", post(audit::undo))
-        .route("/contacts/{id}/timeline", get(dashboard::timeline))
-        .route("/contacts/{id}/notes", get(notes::list_for_contact).post(notes::create_for_contact))
-        .route("/notes", get(notes::list_unassigned).post(notes::create))
-        .route("/notes/{id}", get(notes::get).put(notes::update).delete(notes::delete))
-        .route("/activities", get(activities::list).post(activities::create))
-        .route("/activities/{id}", get(activities::get).put(activities::update).delete(activities::delete))
-        .route("/contacts/{id}/activities", get(activities::list_for_contact))
-        .route("/reminders", get(reminders::list))
-        .route("/reminders/upcoming", get(reminders::upcoming))
-        .route("/reminders/{id}", get(reminders::get).put(reminders::update).delete(reminders::delete))
-        .route("/reminders/{id}/complete", post(reminders::complete))
-        .route("/contacts/{id}/reminders", get(reminders::list_for_contact).post(reminders::create_for_contact))
-        .route("/contacts/{id}/reminder-completions", get(reminders::completions))
-        .route("/reminder-completions/{id}", delete(reminders::delete_completion))
-        .route("/life-events", get(depth::list_life_events).post(depth::create_life_event))
-        .route(
-            "/life-events/{id}",
-            get(depth::get_life_event).put(depth::update_life_event).delete(depth::delete_life_event),
-        )
-        .route("/gifts", get(depth::list_gifts).post(depth::create_gift))
-        .route("/gifts/{id}", get(depth::get_gift).put(depth::update_gift).delete(depth::delete_gift))
-        .route("/conversation-agenda", get(depth::list_agenda).post(depth::create_agenda))
-        .route(
-            "/conversation-agenda/{id}",
-            get(depth::get_agenda).put(depth::update_agenda).delete(depth::delete_agenda),
-        )
-        .route("/conversation-agenda/{id}/discuss", patch(depth::discuss_agenda))
-        .route("/households", get(households::list).post(households::create))
-        .route("/households/suggestions", get(households::list_suggestions))
-        .route("/households/suggestions/dismiss", post(households::dismiss))
-        .route("/households/suggest-addresses", post(households::suggest_addresses))
-        .route("/households/{id}", get(households::get).put(households::update).delete(households::delete))
-        .route("/households/{id}/members", get(households::list_members).post(households::add_member))
-        .route("/households/{id}/members/{member}", patch(households::update_member).delete(households::remove_member))
-        .route("/households/{id}/suggestions", get(households::household_suggestions))
-        .route("/reach-out-suggestions", get(reach_out::list))
-        .route("/reach-out-suggestions/{id}", delete(reach_out::delete))
-        .route("/reach-out-suggestions/{id}/accept", post(reach_out::accept))
-        .route("/reach-out-suggestions/{id}/dismiss", post(reach_out::dismiss))
-        .route("/contacts/import/upload", post(import::upload_csv).layer(axum::extract::DefaultBodyLimit::disable()))
-        .route("/contacts/import/preview", post(import::preview_csv))
-        .route("/contacts/import/confirm", post(import::confirm_csv))
-        .route(
-            "/contacts/import/vcf/upload",
-            post(import::upload_vcf).layer(axum::extract::DefaultBodyLimit::disable()),
-        )
-        .route(
-            "/contacts/import/jscontact/upload",
-            post(import::upload_jscontact).layer(axum::extract::DefaultBodyLimit::disable()),
-        )
-        .route("/contacts/import/records", crate::http::body_limit(post(import::records), config.import.max_file_bytes))
-        .route("/contacts/import/vcf/confirm", post(import::confirm_vcf))
-        .route("/contacts/import/runs", get(import::runs))
-        .route("/export", get(export::csv))
-        .route("/export/vcf", get(export::vcf))
-        .route("/export/jscontact", get(export::jscontact));
-    Router::new()
-        .route("/health/live", get(health::live))
-        .route("/health/ready", get(health::ready))
-        .route("/health", get(health::health))
-        .nest("/api/v1", api)
+        .routes(routes!(attachments::download))
+        .routes(routes!(attachments::delete))
+        .routes(routes!(cadence::list, cadence::create))
+        .routes(routes!(cadence::list_overdue))
+        .routes(routes!(cadence::get, cadence::update, cadence::delete))
+        .routes(routes!(groups::circles))
+        .routes(routes!(groups::rename_circle, groups::delete_circle))
+        .routes(routes!(groups::tags))
+        .routes(routes!(groups::rename_tag, groups::delete_tag))
+        .routes(routes!(audit::undo))
+        .routes(routes!(dashboard::timeline))
+        .routes(routes!(notes::list_for_contact, notes::create_for_contact))
+        .routes(routes!(notes::list_unassigned, notes::create))
+        .routes(routes!(notes::get, notes::update, notes::delete))
+        .routes(routes!(activities::list, activities::create))
+        .routes(routes!(activities::get, activities::update, activities::delete))
+        .routes(routes!(activities::list_for_contact))
+        .routes(routes!(reminders::list))
+        .routes(routes!(reminders::upcoming))
+        .routes(routes!(reminders::get, reminders::update, reminders::delete))
+        .routes(routes!(reminders::complete))
+        .routes(routes!(reminders::list_for_contact, reminders::create_for_contact))
+        .routes(routes!(reminders::completions))
+        .routes(routes!(reminders::delete_completion))
+        .routes(routes!(depth::list_life_events, depth::create_life_event))
+        .routes(routes!(depth::get_life_event, depth::update_life_event, depth::delete_life_event))
+        .routes(routes!(depth::list_gifts, depth::create_gift))
+        .routes(routes!(depth::get_gift, depth::update_gift, depth::delete_gift))
+        .routes(routes!(depth::list_agenda, depth::create_agenda))
+        .routes(routes!(depth::get_agenda, depth::update_agenda, depth::delete_agenda))
+        .routes(routes!(depth::discuss_agenda))
+        .routes(routes!(households::list, households::create))
+        .routes(routes!(households::list_suggestions))
+        .routes(routes!(households::dismiss))
+        .routes(routes!(households::suggest_addresses))
+        .routes(routes!(households::get, households::update, households::delete))
+        .routes(routes!(households::list_members, households::add_member))
+        .routes(routes!(households::update_member, households::remove_member))
+        .routes(routes!(households::household_suggestions))
+        .routes(routes!(reach_out::list))
+        .routes(routes!(reach_out::delete))
+        .routes(routes!(reach_out::accept))
+        .routes(routes!(reach_out::dismiss))
+        .routes(routes!(import::upload_csv).layer(DefaultBodyLimit::disable()))
+        .routes(routes!(import::preview_csv))
+        .routes(routes!(import::confirm_csv))
+        .routes(routes!(import::upload_vcf).layer(DefaultBodyLimit::disable()))
+        .routes(routes!(import::upload_jscontact).layer(DefaultBodyLimit::disable()))
+        .routes(routes!(import::records).map(|route| crate::http::body_limit(route, config.import.max_file_bytes)))
+        .routes(routes!(import::confirm_vcf))
+        .routes(routes!(import::runs))
+        .routes(routes!(export::csv))
+        .routes(routes!(export::vcf))
+        .routes(routes!(export::jscontact))
+        .routes(routes!(health::live))
+        .routes(routes!(health::ready))
+        .routes(routes!(health::health))
+        .split_for_parts();
+    let json = serde_json::to_vec(&finish(doc)).expect("the OpenAPI document serializes");
+    router.layer(Extension(Document(json.into())))
 }
 
 /// The OpenAPI 3.1 description of this API.
 #[utoipa::path(get, path = "/api/v1/openapi.json", tag = "meta", responses((status = 200, description = "OpenAPI 3.1 document")))]
-pub async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
-    axum::Json(document())
+pub async fn openapi_json(Extension(doc): Extension<Document>) -> impl axum::response::IntoResponse {
+    ([(http::header::CONTENT_TYPE, "application/json")], doc.0)
 }
 
-/// The API document: the handlers' own descriptions, plus the answers every route of a kind can
+/// The finished document, serialized once when the router is built.
+#[derive(Clone)]
+pub struct Document(axum::body::Bytes);
+
+/// The API document: the handlers' own descriptions (gathered by the router), plus the answers every route of a kind can
 /// give whatever the handler (written once here rather than on each of them): a 400 where there
 /// is a path, query or body to read, a 413 where there is a body, 401 and the credentials
 /// schemes on every non-public route, 403 on the admin routes, 429 on everything under `/api/`.
-pub fn document() -> utoipa::openapi::OpenApi {
+fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     use utoipa::openapi::security::{ApiKey, ApiKeyValue, Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
     use utoipa::openapi::{Content, Ref, RefOr, ResponseBuilder};
 
-    let mut doc = ApiDoc::openapi();
     doc.info.version = crate::build_info::VERSION.to_string();
     let components = doc.components.get_or_insert_with(Default::default);
     components.add_security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
