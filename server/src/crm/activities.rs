@@ -108,6 +108,7 @@ pub struct ActivityInput {
     pub description: Option<String>,
     pub location: Option<String>,
     /// RFC 3339 instant or `YYYY-MM-DD`.
+    #[schema(value_type = super::schema::DayOrInstant)]
     pub date: String,
     /// Contacts involved; all must be yours.
     #[serde(default)]

@@ -28,6 +28,7 @@ pub mod reach_out;
 pub mod records;
 pub mod relationships;
 pub mod reminders;
+pub mod schema;
 pub mod search;
 pub mod suggestions;
 

@@ -43,8 +43,35 @@ pub fn json_bytes(body: Vec<u8>) -> axum::response::Response {
     ([(CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// Parses JSON bytes into `T`, naming the failing field.
+/// Parses JSON bytes into `T`, naming the failing field. A number written with a zero fraction
+/// (`3.0`) is an integer to JSON Schema, so it is read as one where an integer is expected.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    match parse_exact(bytes) {
+        Err(ApiError::InvalidInput { reason, .. }) if reason.starts_with("invalid type: floating point") => {
+            let mut value: serde_json::Value =
+                serde_json::from_slice(bytes).map_err(|e| ApiError::invalid_input("body", e.to_string()))?;
+            integral_floats_as_integers(&mut value);
+            parse_exact(&serde_json::to_vec(&value).unwrap_or_default())
+        }
+        other => other,
+    }
+}
+
+fn integral_floats_as_integers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64().filter(|f| n.is_f64() && f.fract() == 0.0 && f.abs() < 9.0e15) {
+                *n = if f < 0.0 { (f as i64).into() } else { (f as u64).into() };
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_as_integers),
+        Value::Object(members) => members.values_mut().for_each(integral_floats_as_integers),
+        _ => {}
+    }
+}
+
+fn parse_exact<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
         let inner = err.inner();

@@ -31,14 +31,17 @@ pub struct DatedQuery {
     /// Case-insensitive substring of the record's text.
     pub search: Option<String>,
     /// Inclusive `YYYY-MM-DD` lower bound on the record's date.
+    #[param(value_type = Option<crate::crm::schema::Day>)]
     pub from_date: Option<String>,
     /// Inclusive `YYYY-MM-DD` upper bound on the record's date.
+    #[param(value_type = Option<crate::crm::schema::Day>)]
     pub to_date: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Page size, default 25, at most 100.
     pub limit: Option<String>,
     /// `desc` (default, newest first) or `asc`.
+    #[param(pattern = "^(asc|desc)$")]
     pub order: Option<String>,
 }
 
