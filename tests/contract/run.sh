@@ -13,7 +13,7 @@ base="$1"
 credential="$2"
 shift 2
 st="${SCHEMATHESIS:-$(dirname "$0")/../../.venv/bin/st}"
-exec "$st" run "$base/api/v1/openapi.json" --url "$base" \
+exec "$st" --config-file "$(dirname "$0")/schemathesis.toml" run "$base/api/v1/openapi.json" --url "$base" \
   -H "$credential" \
   --checks not_a_server_error,status_code_conformance,response_schema_conformance,positive_data_acceptance,negative_data_rejection \
   --exclude-path-regex '/(logout|api-tokens/revoke-all|api-tokens/\{id\}|api-tokens/\{id\}/rotate|admin/api-tokens/\{id\}|users/change-password|admin/users/\{id\}|users/2fa/(setup|confirm|disable)|password-reset/.*|proxy/image)$' \
