@@ -7,6 +7,7 @@ mod attachments;
 mod audit;
 mod boot;
 mod calendar;
+mod contract;
 mod crm;
 mod depth;
 mod derived;

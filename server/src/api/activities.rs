@@ -23,7 +23,7 @@ pub async fn list(
     user: AuthUser,
     Query(q): Query<DatedQuery>,
 ) -> Result<axum::Json<ActivityPage>, ApiError> {
-    let filter = q.filter();
+    let filter = q.filter()?;
     Ok(axum::Json(state.read(&user, move |v| activities::page(v, None, &filter)).await?))
 }
 
@@ -34,7 +34,7 @@ pub async fn list_for_contact(
     Path(id): Path<u64>,
     Query(q): Query<DatedQuery>,
 ) -> Result<axum::Json<ActivityPage>, ApiError> {
-    let filter = q.filter();
+    let filter = q.filter()?;
     Ok(axum::Json(state.read(&user, move |v| activities::page(v, Some(id), &filter)).await?))
 }
 

@@ -59,9 +59,11 @@ pub async fn register(
 pub struct LoginBody {
     /// Username or email (contains `@`).
     #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1)]
     pub identifier: Option<String>,
     /// Legacy alias used when `identifier` is empty.
     #[serde(default)]
+    #[schema(deprecated)]
     pub email: Option<String>,
     pub password: String,
 }
@@ -325,6 +327,8 @@ pub async fn password_reset_confirm(
 
 #[derive(Deserialize, ToSchema)]
 pub struct GrantBody {
+    /// Names the device: 1 to 100 characters, not blank.
+    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
     pub label: String,
 }
 
@@ -332,7 +336,8 @@ const GRANT_LIFETIME: SignedDuration = SignedDuration::from_mins(10);
 
 /// Mints a one-time device code (10 minutes) that a native client exchanges for its own session.
 #[utoipa::path(post, path = "/api/v1/auth/device/grants", tag = "auth", request_body = GrantBody, responses(
-    (status = 201, description = "`{id, label, token, created_at, expires_at}`; the token is shown once"), (status = 401, description = "Not signed in")))]
+    (status = 201, description = "`{id, label, token, created_at, expires_at}`; the token is shown once"), (status = 401, description = "Not signed in"),
+    (status = 403, description = "Not a browser session: API tokens and device sessions cannot mint grants")))]
 pub async fn create_device_grant(
     State(state): State<AppState>,
     user: AuthUser,

@@ -35,14 +35,19 @@ pub struct ListQuery {
     /// Only contacts with this tag.
     pub tag: Option<String>,
     /// `true` to include archived contacts.
+    #[param(pattern = "^(true|false)?$")]
     pub include_archived: Option<String>,
     /// `true` for archived contacts only.
+    #[param(pattern = "^(true|false)?$")]
     pub archived: Option<String>,
     /// `true` for favourites only.
+    #[param(pattern = "^(true|false)?$")]
     pub favorites: Option<String>,
     /// `updated_at` (default, newest first) or `name` (A to Z).
+    #[param(pattern = "^(updated_at|name)?$")]
     pub sort: Option<String>,
     /// `asc` or `desc` (default depends on `sort`).
+    #[param(pattern = "^(asc|desc)?$")]
     pub order: Option<String>,
     /// Page size, default 25, at most 100.
     pub limit: Option<String>,
@@ -57,13 +62,13 @@ impl ListQuery {
             archived_only: params::flag(self.archived.as_deref(), "archived")?,
             favorites: params::flag(self.favorites.as_deref(), "favorites")?,
             sort: match self.sort.as_deref() {
-                None => None,
+                None | Some("") => None,
                 Some("updated_at") => Some(Sort::Updated),
                 Some("name") => Some(Sort::Name),
                 Some(_) => return Err(ApiError::invalid_input("sort", "must be updated_at or name")),
             },
             descending: match self.order.as_deref() {
-                None => None,
+                None | Some("") => None,
                 Some("asc") => Some(false),
                 Some("desc") => Some(true),
                 Some(_) => return Err(ApiError::invalid_input("order", "must be asc or desc")),
@@ -215,6 +220,7 @@ pub async fn random(State(state): State<AppState>, user: AuthUser) -> Result<axu
 #[into_params(parameter_in = Query)]
 pub struct BirthdayQuery {
     /// How many days ahead to look (1 to 366). Default: the rest of this month and all of the next.
+    #[param(minimum = 1, maximum = 366)]
     pub days: Option<i32>,
 }
 

@@ -29,6 +29,7 @@ pub struct TimelineQuery {
     /// Page size, default 25, at most 100.
     pub limit: Option<String>,
     /// Only entries strictly before this instant (the previous page's `next_before`).
+    #[param(value_type = Option<crate::crm::schema::DayOrInstant>)]
     pub before: Option<String>,
 }
 

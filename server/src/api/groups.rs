@@ -29,6 +29,7 @@ async fn change(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct Rename {
     /// The new name.
+    #[schema(value_type = crate::crm::schema::GroupName)]
     pub name: String,
 }
 

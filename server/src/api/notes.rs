@@ -23,7 +23,7 @@ pub async fn list_for_contact(
     Path(id): Path<u64>,
     Query(q): Query<DatedQuery>,
 ) -> Result<axum::Json<NotePage>, ApiError> {
-    let filter = q.filter();
+    let filter = q.filter()?;
     Ok(axum::Json(state.read(&user, move |v| notes::page(v, Some(id), &filter)).await?))
 }
 
@@ -33,7 +33,7 @@ pub async fn list_unassigned(
     user: AuthUser,
     Query(q): Query<DatedQuery>,
 ) -> Result<axum::Json<NotePage>, ApiError> {
-    let filter = q.filter();
+    let filter = q.filter()?;
     Ok(axum::Json(state.read(&user, move |v| notes::page(v, None, &filter)).await?))
 }
 

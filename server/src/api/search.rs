@@ -19,10 +19,13 @@ pub struct SearchQuery {
     /// `"quoted phrases"`, numbers of four digits or more also by their ending (`4567`, or a
     /// national phone number typed with its leading zero); case and accents are ignored.
     /// Blank gives 400; fewer than two characters gives empty groups.
+    #[param(required = true, pattern = r"\S")]
     pub q: Option<String>,
-    /// Hits per group: default 10, at most 50.
+    /// Hits per group: default 10; larger values than 50 give 50.
+    #[param(value_type = Option<u32>, minimum = 1)]
     pub limit: Option<String>,
     /// Hits to skip in each group (for a next page).
+    #[param(value_type = Option<u32>, minimum = 0)]
     pub offset: Option<String>,
     /// Only members of this household (its integer id) and the notes and activities that carry
     /// one of them. Unknown, another user's, or not an integer (such as a UUID): 404.

@@ -87,6 +87,7 @@ pub async fn change_password(
 
 #[derive(Deserialize, ToSchema)]
 pub struct LanguageBody {
+    #[schema(pattern = "^\\s*(en|de|it|es|fr)\\s*$")]
     pub language: String,
 }
 
@@ -108,6 +109,7 @@ pub async fn set_language(
 
 #[derive(Deserialize, ToSchema)]
 pub struct DateFormatBody {
+    #[schema(pattern = "^\\s*(eu|us|iso|ca|eu-hyphen|us-mmm|us-mmmm|eu-mmm|eu-mmmm)\\s*$")]
     pub date_format: String,
 }
 
@@ -132,7 +134,9 @@ pub async fn set_date_format(
 
 #[derive(Deserialize, Serialize, ToSchema)]
 pub struct CustomFields {
-    /// Names of the user's custom contact fields, in display order.
+    /// Names of the user's custom contact fields, in display order: at most 100, each listed once
+    /// (ignoring ASCII case).
+    #[schema(schema_with = crate::crm::schema::field_names)]
     pub custom_fields: Vec<String>,
 }
 

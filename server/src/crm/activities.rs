@@ -104,8 +104,11 @@ pub fn of_contact(view_: &UserView, contact: u64, limit: usize) -> Result<Vec<Va
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct ActivityInput {
     /// 1 to 200 characters.
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub title: String,
+    #[schema(max_length = 2000)]
     pub description: Option<String>,
+    #[schema(max_length = 300)]
     pub location: Option<String>,
     /// RFC 3339 instant or `YYYY-MM-DD`.
     #[schema(value_type = super::schema::DayOrInstant)]
@@ -115,6 +118,7 @@ pub struct ActivityInput {
     pub contact_ids: Vec<u64>,
     /// Open vocabulary: `call`, `meal`, `visit`, ...
     #[serde(rename = "type")]
+    #[schema(max_length = 100)]
     pub kind: Option<String>,
     pub external_ref: Option<String>,
 }

@@ -54,8 +54,10 @@ pub fn view(row: &Row<Note>) -> Value {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct NoteInput {
     /// 1 to 5000 characters.
+    #[schema(min_length = 1, max_length = 5000, pattern = r"\S")]
     pub content: String,
     /// RFC 3339 instant or `YYYY-MM-DD`; default now (on update: the stored date).
+    #[schema(value_type = Option<super::schema::DayOrInstantOrBlank>)]
     pub date: Option<String>,
     /// The contact it is about; absent or null for an unassigned note.
     pub contact_id: Option<u64>,

@@ -143,12 +143,15 @@ pub fn upcoming_views(v: &UserView, today: Date) -> Result<Vec<Value>> {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct ReminderInput {
     /// 1 to 500 characters.
+    #[schema(min_length = 1, max_length = 500, pattern = r"\S")]
     pub message: String,
     /// The day (RFC 3339 instant or `YYYY-MM-DD`); its time of day is dropped.
+    #[schema(value_type = super::schema::DayOrInstant)]
     pub remind_at: String,
     /// `once`, `weekly`, `monthly`, `quarterly`, `six-months` or `yearly`.
+    #[schema(pattern = r"^\s*(once|weekly|monthly|quarterly|six-months|yearly)\s*$")]
     pub recurrence: String,
-    /// The contact (on the nested route the path wins).
+    /// The contact (on the nested route the path wins; on an update, absent keeps the current one).
     pub contact_id: Option<u64>,
     pub by_mail: Option<bool>,
     /// Reschedule from the completion day (default) rather than from the due day.
@@ -186,14 +189,20 @@ pub async fn create(scope: &UserScope, contact: Option<u64>, input: ReminderInpu
 }
 
 /// Replaces reminder `id`; when it was last sent stays as stored. One transaction.
+/// Without `contact_id`, the reminder stays with its contact.
 pub async fn update(scope: &UserScope, id: u64, pre: Precondition, input: ReminderInput) -> Result<Row<Reminder>> {
-    let reminder = input.reminder(None)?;
+    let keep_contact = input.contact_id.is_none();
+    // The placeholder contact is replaced by the current one inside the transaction.
+    let reminder = input.reminder(keep_contact.then_some(0))?;
     Ok(scope
         .write_async(move |tx| {
-            tx.get::<Contact>(reminder.contact_id)?;
+            if !keep_contact {
+                tx.get::<Contact>(reminder.contact_id)?;
+            }
             let reminder = reminder.clone();
             tx.update::<Reminder>(id, pre, move |current| {
-                *current = Reminder { last_sent: current.last_sent, ..reminder };
+                let contact_id = if keep_contact { current.contact_id } else { reminder.contact_id };
+                *current = Reminder { contact_id, last_sent: current.last_sent, ..reminder };
                 Ok(())
             })
         })

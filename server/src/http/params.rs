@@ -41,19 +41,24 @@ pub struct DatedQuery {
     /// Page size, default 25, at most 100.
     pub limit: Option<String>,
     /// `desc` (default, newest first) or `asc`.
-    #[param(pattern = "^(asc|desc)$")]
+    #[param(pattern = "^(asc|desc)?$")]
     pub order: Option<String>,
 }
 
 impl DatedQuery {
-    pub fn filter(self) -> crate::crm::cursor::DatedFilter {
-        crate::crm::cursor::DatedFilter {
+    pub fn filter(self) -> Result<crate::crm::cursor::DatedFilter, ApiError> {
+        let ascending = match self.order.as_deref() {
+            None | Some("") | Some("desc") => false,
+            Some("asc") => true,
+            Some(_) => return Err(ApiError::invalid_input("order", "must be asc or desc")),
+        };
+        Ok(crate::crm::cursor::DatedFilter {
             limit: limit(self.limit.as_deref()),
-            ascending: self.order.as_deref() == Some("asc"),
+            ascending,
             search: self.search,
             from_date: self.from_date,
             to_date: self.to_date,
             cursor: self.cursor,
-        }
+        })
     }
 }
