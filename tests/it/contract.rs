@@ -76,7 +76,9 @@ async fn schemathesis_finds_the_live_api_true_to_its_document() {
         ),
     ];
     for (what, credential, extra) in passes {
-        let mut options = vec!["--max-examples", "25", "--workers", "2"];
+        // One worker: with two, schemathesis 4.32.5 now and then fails inside itself (a KeyError while
+        // generating), which is its bug, not a finding.
+        let mut options = vec!["--max-examples", "25", "--workers", "1"];
         options.extend(extra);
         let (passed, output) = tokio::task::spawn_blocking({
             let base = base.clone();

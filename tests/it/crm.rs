@@ -433,3 +433,46 @@ async fn contacts_are_indexed_by_phone_key_and_favourite() {
     let favourites: Vec<_> = entries.iter().filter(|(name, _, _)| name == INDEX_FAVORITE).collect();
     assert_eq!(favourites, [&(INDEX_FAVORITE.to_string(), "vourite fay".to_string(), other)]);
 }
+
+/// `PUT /reminders/{id}` without `contact_id` keeps the reminder's contact; with one, it moves,
+/// and only to a contact of the caller's; an unknown `order` on a dated list is refused by name.
+#[tokio::test]
+async fn a_reminder_update_keeps_its_contact_unless_given_and_dated_lists_name_a_bad_order() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    let first = new_contact(&ada, "Grace", "Hopper").await["id"].as_u64().unwrap();
+    let second = new_contact(&ada, "Alan", "Turing").await["id"].as_u64().unwrap();
+    let theirs = new_contact(&bob, "Eve", "Other").await["id"].as_u64().unwrap();
+    let created = ada
+        .post(
+            &format!("/api/v1/contacts/{first}/reminders"),
+            json!({ "message": "call", "remind_at": "2027-01-05", "recurrence": "once" }),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    let id = json_of(created).await["reminder"]["id"].as_u64().unwrap();
+    let path = format!("/api/v1/reminders/{id}");
+    let put = |body: Value| ada.send(reqwest::Method::PUT, &path, body);
+    let kept = put(json!({ "message": "call again", "remind_at": "2027-01-06", "recurrence": "weekly" })).await;
+    assert_eq!(kept.status(), 200);
+    let kept = json_of(kept).await;
+    assert_eq!(kept["reminder"]["contact_id"], first, "{kept}");
+    assert_eq!(kept["reminder"]["message"], "call again");
+    let moved = json_of(
+        put(json!({ "message": "call", "remind_at": "2027-01-06", "recurrence": "once", "contact_id": second })).await,
+    )
+    .await;
+    assert_eq!(moved["reminder"]["contact_id"], second, "{moved}");
+    let refused =
+        put(json!({ "message": "x", "remind_at": "2027-01-06", "recurrence": "once", "contact_id": theirs })).await;
+    assert_eq!(refused.status(), 404);
+    assert_eq!(json_of(ada.get(&format!("/api/v1/reminders/{id}")).await).await["contact_id"], second);
+
+    for path in ["/api/v1/notes?order=sideways", "/api/v1/activities?order=sideways"] {
+        let response = ada.get(path).await;
+        assert_eq!(response.status(), 400, "{path}");
+        assert_eq!(json_of(response).await["details"]["field"], "order", "{path}");
+    }
+    assert_eq!(ada.get("/api/v1/notes?order=").await.status(), 200);
+}
