@@ -63,8 +63,10 @@ impl PolicyView {
     }
 }
 
-/// How one contact stands under one policy.
+/// How one contact stands under one policy. (Named `CadenceHealth` in the document: `Health` is
+/// the service's health report.)
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = CadenceHealth)]
 pub struct Health {
     pub has_qualifying_interaction: bool,
     #[schema(value_type = Option<String>)]
