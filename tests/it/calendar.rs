@@ -167,6 +167,10 @@ async fn cadence_health_counts_only_qualifying_interactions() {
     assert_eq!(status, 201, "{policy}");
     let id = policy["id"].as_u64().unwrap();
     let health = |body: &Value| body["contacts"][0]["health"].clone();
+    // An id is an int64, as the document says, whatever the scope.
+    let too_big = json!({ "scope": "tag", "target": "x", "contact_id": 9223372036854775808_u64, "interval_days": 7 });
+    let (status, body, _) = app.call("POST", "/api/v1/cadence-policies", Some(&cookie), too_big).await;
+    assert_eq!((status, body["details"]["field"].as_str()), (400, Some("contact_id")), "{body}");
 
     app.clock.set("2026-03-04T10:00:00Z".parse::<Timestamp>().unwrap());
     let cookie = app.sign_in_again().await;

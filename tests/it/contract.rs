@@ -43,6 +43,8 @@ fn run(base: &str, credential: &str, options: &[&str]) -> (bool, String) {
         .arg(credential)
         .args(options)
         .env("SCHEMATHESIS", schemathesis())
+        // schemathesis keeps a cache of its findings in the working folder.
+        .current_dir(out.path().parent().expect("temp folder"))
         .stdout(out.reopen().expect("reopen"))
         .stderr(Stdio::null())
         .spawn()

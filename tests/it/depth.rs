@@ -42,6 +42,13 @@ async fn life_events_take_partial_dates_and_month_day_events_recur() {
     let types: Vec<&str> =
         listed["life_events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(types, ["married", "graduated"], "newest first by the event's own date");
+    let oldest = json_of(ada.get(&format!("/api/v1/life-events?entity_id={uid}&order=asc")).await).await;
+    assert_eq!(oldest["life_events"][0]["type"], "graduated");
+    for list in ["life-events", "gifts", "conversation-agenda"] {
+        let response = ada.get(&format!("/api/v1/{list}?order=sideways")).await;
+        assert_eq!(response.status(), 400, "{list}: an order is asc or desc");
+        assert_eq!(json_of(response).await["details"]["field"], "order");
+    }
     let detail = json_of(ada.get(&format!("/api/v1/contacts/{}/detail", contact["id"])).await).await;
     assert_eq!(detail["life_events"].as_array().unwrap().len(), 2);
 }

@@ -216,6 +216,7 @@ async fn members_keep_since_and_until_verbatim_and_follow_their_contact_and_hous
         json_of(a.get("/api/v1/households?include_members=maybe").await, 400).await["details"]["field"],
         "include_members"
     );
+    assert_eq!(json_of(a.get("/api/v1/households?order=sideways").await, 400).await["details"]["field"], "order");
 
     // Update by contact UID or membership id: absent members stay, "" clears, If-Match applies.
     let by_uid = format!("/api/v1/households/{home}/members/{ada_uid}");

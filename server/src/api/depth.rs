@@ -26,23 +26,29 @@ pub struct ListQuery {
     pub entity_id: Option<String>,
     /// Or its integer id.
     pub contact_id: Option<u64>,
+    /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// Page size, default 25, at most 100.
     pub limit: Option<String>,
-    /// `desc` (default) or `asc`.
+    /// `desc` or `asc` (the default: `desc`, or `asc` for the agenda).
+    #[param(pattern = "^(asc|desc)$")]
     pub order: Option<String>,
 }
 
 impl ListQuery {
-    fn filter(self, ascending_by_default: bool) -> DepthFilter {
-        DepthFilter {
+    fn filter(self, ascending_by_default: bool) -> Result<DepthFilter, ApiError> {
+        let ascending = match self.order.as_deref() {
+            None => ascending_by_default,
+            Some("asc") => true,
+            Some("desc") => false,
+            Some(_) => return Err(ApiError::invalid_input("order", "must be asc or desc")),
+        };
+        Ok(DepthFilter {
             who: ContactRef { entity_id: self.entity_id, contact_id: self.contact_id },
             limit: params::limit(self.limit.as_deref()),
-            ascending: match self.order.as_deref() {
-                None => ascending_by_default,
-                Some(order) => order == "asc",
-            },
+            ascending,
             cursor: self.cursor,
-        }
+        })
     }
 }
 
@@ -62,13 +68,13 @@ async fn life_event(
         .await
 }
 
-#[utoipa::path(get, path = "/api/v1/life-events", tag = "depth", params(ListQuery), responses((status = 200, description = "`{life_events, next_cursor, limit}`"), (status = 404, description = "No such contact")))]
+#[utoipa::path(get, path = "/api/v1/life-events", tag = "depth", params(ListQuery), responses((status = 200, description = "`{life_events, next_cursor, limit}`"), (status = 400, description = "Bad cursor or order, named"), (status = 404, description = "No such contact")))]
 pub async fn list_life_events(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<DepthPage>, ApiError> {
-    let (filter, today) = (q.filter(false), state.today());
+    let (filter, today) = (q.filter(false)?, state.today());
     let page = state
         .read(&user, move |v| {
             depth_ops::page::<LifeEvent>(v, &filter, "life_events", |r| depth_ops::life_event_view(v, r, today))
@@ -77,7 +83,7 @@ pub async fn list_life_events(
     Ok(axum::Json(page))
 }
 
-#[utoipa::path(post, path = "/api/v1/life-events", tag = "depth", request_body = depth_ops::LifeEventInput, responses((status = 201, description = "`{message, life_event}`"), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
+#[utoipa::path(post, path = "/api/v1/life-events", tag = "depth", request_body = crate::crm::schema::LifeEventBody, responses((status = 201, description = "`{message, life_event}`"), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
 pub async fn create_life_event(
     State(state): State<AppState>,
     user: AuthUser,
@@ -101,7 +107,7 @@ pub async fn get_life_event(
     Ok(tagged(&row, Some(&headers), StatusCode::OK, &view))
 }
 
-#[utoipa::path(put, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), request_body = depth_ops::LifeEventInput, responses((status = 200, description = "The life event"), (status = 404, description = "No such event or contact"), (status = 412, description = "If-Match is stale")))]
+#[utoipa::path(put, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::schema::LifeEventBody, responses((status = 200, description = "The life event"), (status = 404, description = "No such event or contact"), (status = 412, description = "If-Match is stale")))]
 pub async fn update_life_event(
     State(state): State<AppState>,
     user: AuthUser,
@@ -141,20 +147,20 @@ async fn gift(
         .await
 }
 
-#[utoipa::path(get, path = "/api/v1/gifts", tag = "depth", params(ListQuery), responses((status = 200, description = "`{gifts, next_cursor, limit}`")))]
+#[utoipa::path(get, path = "/api/v1/gifts", tag = "depth", params(ListQuery), responses((status = 200, description = "`{gifts, next_cursor, limit}`"), (status = 400, description = "Bad cursor or order, named"), (status = 404, description = "No such contact")))]
 pub async fn list_gifts(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<DepthPage>, ApiError> {
-    let filter = q.filter(false);
+    let filter = q.filter(false)?;
     let page = state
         .read(&user, move |v| depth_ops::page::<Gift>(v, &filter, "gifts", |r| depth_ops::gift_view(v, r)))
         .await?;
     Ok(axum::Json(page))
 }
 
-#[utoipa::path(post, path = "/api/v1/gifts", tag = "depth", request_body = depth_ops::GiftInput, responses((status = 201, description = "`{message, gift}`"), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
+#[utoipa::path(post, path = "/api/v1/gifts", tag = "depth", request_body = crate::crm::schema::GiftBody, responses((status = 201, description = "`{message, gift}`"), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
 pub async fn create_gift(
     State(state): State<AppState>,
     user: AuthUser,
@@ -178,7 +184,7 @@ pub async fn get_gift(
     Ok(tagged(&row, Some(&headers), StatusCode::OK, &view))
 }
 
-#[utoipa::path(put, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), request_body = depth_ops::GiftInput, responses((status = 200, description = "The gift"), (status = 404, description = "No such gift or contact"), (status = 412, description = "If-Match is stale")))]
+#[utoipa::path(put, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::schema::GiftBody, responses((status = 200, description = "The gift"), (status = 404, description = "No such gift or contact"), (status = 412, description = "If-Match is stale")))]
 pub async fn update_gift(
     State(state): State<AppState>,
     user: AuthUser,
@@ -218,13 +224,13 @@ async fn agenda(
         .await
 }
 
-#[utoipa::path(get, path = "/api/v1/conversation-agenda", tag = "depth", params(ListQuery), responses((status = 200, description = "`{conversation_agenda, next_cursor, limit}`; per contact, open items first")))]
+#[utoipa::path(get, path = "/api/v1/conversation-agenda", tag = "depth", params(ListQuery), responses((status = 200, description = "`{conversation_agenda, next_cursor, limit}`; per contact, open items first"), (status = 400, description = "Bad cursor or order, named"), (status = 404, description = "No such contact")))]
 pub async fn list_agenda(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<DepthPage>, ApiError> {
-    let filter = q.filter(true);
+    let filter = q.filter(true)?;
     let page = state
         .read(&user, move |v| {
             depth_ops::page::<AgendaItem>(v, &filter, "conversation_agenda", |r| depth_ops::agenda_view(v, r))
@@ -233,7 +239,7 @@ pub async fn list_agenda(
     Ok(axum::Json(page))
 }
 
-#[utoipa::path(post, path = "/api/v1/conversation-agenda", tag = "depth", request_body = depth_ops::AgendaInput, responses((status = 201, description = "`{message, conversation_agenda}`"), (status = 404, description = "No such contact")))]
+#[utoipa::path(post, path = "/api/v1/conversation-agenda", tag = "depth", request_body = crate::crm::schema::AgendaBody, responses((status = 201, description = "`{message, conversation_agenda}`"), (status = 404, description = "No such contact")))]
 pub async fn create_agenda(
     State(state): State<AppState>,
     user: AuthUser,

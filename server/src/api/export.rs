@@ -55,12 +55,18 @@ fn export_failure(operation: &str, category: &str) -> Response {
 #[into_params(parameter_in = Query)]
 pub struct VcfQuery {
     /// `4` (default), `4.0`, `3` or `3.0`; a `v` prefix is tolerated.
+    #[param(
+        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*([vV]*(4|4\\.0|3|3\\.0))?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
+    )]
     pub version: Option<String>,
     /// Export only the contact with this card UID.
     pub vcard_uid: Option<String>,
     /// Comma list of sections to include: emails, phones, addresses, organizations, anniversaries,
     /// media, online_services, links, notes, keywords, related_to, personal_info, speak_to_as,
     /// members, languages, custom_fields. Names are always included.
+    #[param(
+        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(emails|phones|addresses|organizations|anniversaries|media|online_services|links|notes|keywords|related_to|personal_info|speak_to_as|members|languages|custom_fields)?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(,[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(emails|phones|addresses|organizations|anniversaries|media|online_services|links|notes|keywords|related_to|personal_info|speak_to_as|members|languages|custom_fields)?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*)*$"
+    )]
     pub sections: Option<String>,
     /// `true` or `1`. Accepted for compatibility; contact cards hold no sensitive-only members.
     pub include_sensitive: Option<String>,
@@ -88,6 +94,9 @@ pub async fn vcf(
 #[into_params(parameter_in = Query)]
 pub struct JsQuery {
     /// As for the vCard export.
+    #[param(
+        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(emails|phones|addresses|organizations|anniversaries|media|online_services|links|notes|keywords|related_to|personal_info|speak_to_as|members|languages|custom_fields)?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(,[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(emails|phones|addresses|organizations|anniversaries|media|online_services|links|notes|keywords|related_to|personal_info|speak_to_as|members|languages|custom_fields)?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*)*$"
+    )]
     pub sections: Option<String>,
     /// `true` or `1`; accepted for compatibility.
     pub include_sensitive: Option<String>,
@@ -112,6 +121,9 @@ pub struct CsvQuery {
     /// `contacts` (default), `all` (every table below in one ZIP), `notes`, `activities`,
     /// `reminders`, `reminder_completions`, `relationships`, `life_events`, `gifts`,
     /// `conversation_agenda`, `households`, `household_members` or `cadence_policies`.
+    #[param(
+        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(contacts|all|notes|activities|reminders|reminder_completions|relationships|life_events|gifts|conversation_agenda|households|household_members|cadence_policies)?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
+    )]
     pub table: Option<String>,
 }
 

@@ -48,20 +48,24 @@ async fn member_shown(
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// `true` adds `members`: the membership rows of the households on this page.
+    #[param(pattern = "^(true|false)?$")]
     pub include_members: Option<String>,
     /// Only households this contact is or was a member of (by integer id) ...
     pub contact_id: Option<u64>,
     /// ... or by vCard UID.
     pub member_vcard_uid: Option<String>,
+    /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// Page size, default 25, at most 100.
     pub limit: Option<String>,
     /// `desc` (default, most recently updated first) or `asc`.
+    #[param(pattern = "^(asc|desc)$")]
     pub order: Option<String>,
 }
 
 #[utoipa::path(get, path = "/api/v1/households", tag = "households", params(ListQuery), responses(
     (status = 200, description = "`{households, total, next_cursor, limit}`, plus `members` with `include_members=true`"),
-    (status = 400, description = "Bad cursor or flag, named"), (status = 404, description = "No such contact")))]
+    (status = 400, description = "Bad cursor, order or flag, named"), (status = 404, description = "No such contact")))]
 pub async fn list(
     State(state): State<AppState>,
     user: AuthUser,
@@ -73,7 +77,11 @@ pub async fn list(
         member_vcard_uid: q.member_vcard_uid,
         cursor: q.cursor,
         limit: params::limit(q.limit.as_deref()),
-        ascending: q.order.as_deref() == Some("asc"),
+        ascending: match q.order.as_deref() {
+            None | Some("desc") => false,
+            Some("asc") => true,
+            Some(_) => return Err(ApiError::invalid_input("order", "must be asc or desc")),
+        },
     };
     Ok(axum::Json(state.read(&user, move |v| household_ops::list(v, &filter)).await?))
 }
@@ -143,7 +151,7 @@ pub async fn list_members(
     Ok(axum::Json(json!({ "total": members.len(), "members": members })))
 }
 
-#[utoipa::path(post, path = "/api/v1/households/{id}/members", tag = "households", params(("id" = u64, Path)), request_body = household_ops::MemberInput, responses(
+#[utoipa::path(post, path = "/api/v1/households/{id}/members", tag = "households", params(("id" = u64, Path)), request_body = crate::crm::schema::HouseholdMemberBody, responses(
     (status = 201, description = "`{message, member}`"), (status = 400, description = "Invalid, field named"),
     (status = 404, description = "No such household or contact"),
     (status = 409, description = "`ALREADY_EXISTS`: the contact is already a member")))]

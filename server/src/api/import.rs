@@ -51,7 +51,7 @@ fn preview_json(preview: &Preview<'_>) -> Result<Vec<u8>, ApiError> {
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/upload", tag = "import",
-    request_body(content_type = "multipart/form-data", description = "Field `file`: a `.csv` file (UTF-8 with or without BOM, UTF-16 with BOM, or Windows-1252; comma, semicolon or tab separated), at most `IMPORT_MAX_CSV_MB` (20 MB)"),
+    request_body(content = FileUpload, content_type = "multipart/form-data", description = "Field `file`: a `.csv` file (UTF-8 with or without BOM, UTF-16 with BOM, or Windows-1252; comma, semicolon or tab separated), at most `IMPORT_MAX_CSV_MB` (20 MB)"),
     responses((status = 200, description = "`{session_id, headers, suggested_mappings: [{csv_column, contact_field, group}], row_count, sample_data}`; Google, Outlook and Apple headers are recognised"),
         (status = 400, description = "`INVALID_INPUT` naming `file`: missing, wrong extension, unreadable, or too many rows"),
         (status = 413, description = "Larger than the configured limit"),
@@ -71,8 +71,34 @@ pub async fn upload_csv(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PreviewRequest {
     pub session_id: String,
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<ColumnMappingInput>)]
     pub mappings: Vec<ColumnMapping>,
+}
+
+/// How one column of the uploaded file maps (the document's view of `ColumnMapping`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ColumnMappingInput {
+    /// A header of the file (ASCII case ignored).
+    csv_column: String,
+    /// `""` (ignore the column) or a contact field.
+    #[schema(
+        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(firstname|lastname|middle_name|prefix|suffix|nickname|full_name|gender|birthday|anniversary|organization|department|job_title|role|how_we_met|work_information|contact_information|circles|tags|notes|email|phone|url|impp|address_street|address_city|address_region|address_postal|address_country|email_label|phone_label|url_label|impp_label|address_label)?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
+    )]
+    #[schema(required = false)]
+    contact_field: String,
+    /// Ties the parts of one multi-valued entry together (`email_label` and `email` of group 1).
+    #[schema(required = false)]
+    group: u32,
+}
+
+/// An uploaded file: the multipart field `file`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct FileUpload {
+    /// The file; its name, when sent, must have the extension the route names.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/preview", tag = "import", request_body = PreviewRequest,
@@ -92,7 +118,7 @@ pub async fn preview_csv(
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/vcf/upload", tag = "import", params(UploadQuery),
-    request_body(content_type = "multipart/form-data", description = "Field `file`: a `.vcf` file of vCard 2.1, 3.0 or 4.0 cards, at most `IMPORT_MAX_FILE_MB` (50 MB) and `IMPORT_MAX_CARDS` cards"),
+    request_body(content = FileUpload, content_type = "multipart/form-data", description = "Field `file`: a `.vcf` file of vCard 2.1, 3.0 or 4.0 cards, at most `IMPORT_MAX_FILE_MB` (50 MB) and `IMPORT_MAX_CARDS` cards"),
     responses((status = 200, description = "The preview; a card that cannot be read is a row with `validation_errors` naming its line, and the others import"),
         (status = 400, description = "`INVALID_INPUT` naming `file`, or `VALIDATION_ERROR` naming `categories`"), (status = 413, description = "Larger than the configured limit"),
         (status = 429, description = "32 previews already wait for their confirm; `Retry-After` says when the oldest expires")))]
@@ -128,12 +154,15 @@ async fn preview_cards(
 #[into_params(parameter_in = Query)]
 pub struct UploadQuery {
     /// Where the cards' categories (vCard `CATEGORIES`, JSContact `keywords`) go: `tags` (the
-    /// default) or `circles`.
+    /// default) or `circles` (ASCII case ignored; `tag` and `circle` too).
+    #[param(
+        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*([tT][aA][gG][sS]?|[cC][iI][rR][cC][lL][eE][sS]?)?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
+    )]
     pub categories: Option<String>,
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/jscontact/upload", tag = "import", params(UploadQuery),
-    request_body(content_type = "multipart/form-data", description = "Field `file`: a `.json` JSContact (RFC 9553) file: one Card, an array of Cards, or a CardGroup"),
+    request_body(content = FileUpload, content_type = "multipart/form-data", description = "Field `file`: a `.json` JSContact (RFC 9553) file: one Card, an array of Cards, or a CardGroup"),
     responses((status = 200, description = "The preview (a vCard-family session)"), (status = 400, description = "`INVALID_INPUT` naming `file`, or `VALIDATION_ERROR` naming `categories`"),
         (status = 413, description = "Larger than the configured limit"),
         (status = 429, description = "32 previews already wait for their confirm; `Retry-After` says when the oldest expires")))]
@@ -150,8 +179,9 @@ pub async fn upload_jscontact(
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct RecordsRequest {
-    /// 1 to 500 neutral records `{card, crm?, passthrough?, gender?}`.
-    #[schema(value_type = Vec<Object>)]
+    /// 1 to 500 neutral records `{card, crm?, passthrough?, gender?}`; any JSON value is taken,
+    /// and one that is not a valid neutral record is a row with `validation_errors`.
+    #[schema(value_type = Vec<Value>, min_items = 1, max_items = 500)]
     pub records: Vec<Value>,
 }
 
@@ -175,8 +205,11 @@ pub async fn records(
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct ConfirmAction {
+    /// A row of the preview (counted from 0).
+    #[schema(maximum = 9007199254740991_u64)]
     pub row_index: usize,
     /// `add`, `update` or `skip`.
+    #[schema(pattern = "^(add|update|skip)$")]
     pub action: String,
 }
 

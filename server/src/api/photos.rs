@@ -24,7 +24,7 @@ use crate::state::AppState;
 /// The upload limit the route table sets (the rule is the domain's).
 pub use crate::crm::pictures::MAX_PHOTO;
 
-#[utoipa::path(post, path = "/api/v1/contacts/{id}/profile_picture", tag = "contacts", params(("id" = u64, Path)), request_body(content_type = "multipart/form-data", description = "Field `photo`: a JPEG, PNG, GIF or WebP image, at most 10 MB"), responses(
+#[utoipa::path(post, path = "/api/v1/contacts/{id}/profile_picture", tag = "contacts", params(("id" = u64, Path)), request_body(content = PhotoUpload, content_type = "multipart/form-data", description = "Field `photo`: a JPEG, PNG, GIF or WebP image, at most 10 MB; without it the contact is answered unchanged"), responses(
     (status = 200, description = "The contact"), (status = 400, description = "Not an image, or too large"), (status = 404, description = "No such contact")))]
 pub async fn upload(
     State(state): State<AppState>,
@@ -48,6 +48,15 @@ pub async fn upload(
     };
     let row = pictures::store(&state.scope(&user), id, bytes).await.map_err(picture_error)?;
     Ok(tagged(&row, None, StatusCode::OK, &ContactView::of(&row, &[])))
+}
+
+/// A profile picture upload: the multipart field `photo`.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct PhotoUpload {
+    /// A JPEG, PNG, GIF or WebP image (told by its content), at most 10 MB.
+    #[schema(value_type = Option<String>, format = Binary)]
+    photo: Option<Vec<u8>>,
 }
 
 /// A picture the domain refused, as the `photo` field's validation error.

@@ -22,6 +22,9 @@ use crate::state::AppState;
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// `pending` (default), `dismissed` or `all`.
+    #[param(
+        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(pending|dismissed|all)?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
+    )]
     pub status: Option<String>,
 }
 

@@ -16,11 +16,15 @@ use super::{Error, Result};
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct PolicyInput {
     /// `contact` (default), `circle` or `tag`.
+    #[schema(pattern = "^(contact|circle|tag)$")]
     pub scope: Option<String>,
     /// For a contact policy: its id.
     pub contact_id: Option<u64>,
-    /// For a circle or tag policy: its name.
+    /// For a circle or tag policy: its name, 1 to 100 characters.
+    #[schema(max_length = 100)]
     pub target: Option<String>,
+    /// 1 to 3650.
+    #[schema(minimum = 1, maximum = 3650)]
     pub interval_days: u32,
     /// Activity types that count (`call`, `meal`, ...); empty means any activity.
     #[serde(default)]
@@ -59,8 +63,10 @@ impl PolicyView {
     }
 }
 
-/// How one contact stands under one policy.
+/// How one contact stands under one policy. (Named `CadenceHealth` in the document: `Health` is
+/// the service's health report.)
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = CadenceHealth)]
 pub struct Health {
     pub has_qualifying_interaction: bool,
     #[schema(value_type = Option<String>)]
@@ -100,6 +106,10 @@ impl PolicyInput {
     /// The policy this input makes; a contact policy's contact must be the user's (`exists`).
     fn policy(self, exists: impl Fn(u64) -> bool) -> Result<CadencePolicy> {
         let scope = self.scope.unwrap_or_else(|| "contact".into());
+        // Ids are at most i64::MAX (the document's `int64`), whatever the scope.
+        if self.contact_id.is_some_and(|id| i64::try_from(id).is_err()) {
+            return Err(Error::invalid("contact_id", "must be at most 9223372036854775807"));
+        }
         let target = if scope == "contact" {
             let id = self.contact_id.ok_or_else(|| Error::invalid("contact_id", "is required for a contact policy"))?;
             if !exists(id) {

@@ -227,15 +227,21 @@ pub fn page<R: Record>(
 pub struct LifeEventInput {
     pub entity_id: Option<String>,
     pub contact_id: Option<u64>,
+    /// Open vocabulary (`graduated`, `married`, `moved`, ...), at most 100 characters.
     #[serde(rename = "type", default)]
+    #[schema(max_length = 100)]
     pub kind: String,
+    /// Empty, or one of the life-event categories.
     #[serde(default)]
+    #[schema(pattern = "^(|home_living|health_wellness|work_education|travel_experiences|family_relationships)$")]
     pub category: String,
     /// `{year?, month?, day?}`, any subset.
-    #[schema(value_type = Object)]
+    #[schema(value_type = super::schema::PartialDate)]
     #[serde(default)]
     pub date: Partial,
+    /// At most 2000 characters.
     #[serde(default)]
+    #[schema(max_length = 2000)]
     pub description: String,
     #[serde(default)]
     pub related_entity_ids: Vec<String>,
@@ -264,15 +270,32 @@ impl LifeEventInput {
 pub struct GiftInput {
     pub entity_id: Option<String>,
     pub contact_id: Option<u64>,
+    /// 1 to 2000 characters.
+    #[schema(
+        max_length = 2000,
+        pattern = "[^\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub description: String,
     /// `idea` (default), `purchased`, `given` or `received`.
+    #[schema(pattern = "^(idea|purchased|given|received)$")]
     pub status: Option<String>,
+    #[schema(max_length = 200)]
     pub occasion: Option<String>,
+    /// An http(s) URL, at most 2000 characters.
+    #[schema(max_length = 2000, pattern = "^(https?://|$)")]
     pub url: Option<String>,
+    #[schema(max_length = 2000)]
     pub notes: Option<String>,
     /// RFC 3339 instant or `YYYY-MM-DD`; absent for an idea.
+    #[schema(value_type = Option<super::schema::DayOrInstantOrBlank>)]
     pub date: Option<String>,
+    /// Not negative; given with `currency`.
+    #[schema(minimum = 0)]
     pub value_cents: Option<i64>,
+    /// A 3-letter ISO currency code (any case); given with `value_cents`.
+    #[schema(
+        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*[A-Za-z]{3}[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
+    )]
     pub currency: Option<String>,
 }
 
@@ -301,7 +324,14 @@ impl GiftInput {
 pub struct AgendaInput {
     pub entity_id: Option<String>,
     pub contact_id: Option<u64>,
+    /// 1 to 2000 characters.
+    #[schema(
+        max_length = 2000,
+        pattern = "[^\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub content: String,
+    /// An http(s) URL, at most 2000 characters.
+    #[schema(max_length = 2000, pattern = "^(https?://|$)")]
     pub reference_url: Option<String>,
 }
 
@@ -322,7 +352,14 @@ impl AgendaInput {
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct AgendaEdit {
+    /// 1 to 2000 characters.
+    #[schema(
+        max_length = 2000,
+        pattern = "[^\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub content: String,
+    /// An http(s) URL, at most 2000 characters.
+    #[schema(max_length = 2000, pattern = "^(https?://|$)")]
     pub reference_url: Option<String>,
 }
 

@@ -37,16 +37,23 @@ pub struct ComponentInput {
 pub struct AddressInput {
     #[serde(default)]
     pub components: Vec<ComponentInput>,
-    /// The address as one text (when it does not split into parts).
+    /// The address as one text (when it does not split into parts), at most 1000 characters.
+    #[schema(max_length = 1000)]
     pub full: Option<String>,
     /// Used as `country` when no country is given.
     #[serde(rename = "countryCode")]
     pub country_code: Option<String>,
+    /// At most 200 characters, as are `city`, `region`, `postal_code` and `country`.
+    #[schema(max_length = 200)]
     pub street: Option<String>,
+    #[schema(max_length = 200)]
     pub city: Option<String>,
+    #[schema(max_length = 200)]
     pub region: Option<String>,
     #[serde(alias = "postcode")]
+    #[schema(max_length = 200)]
     pub postal_code: Option<String>,
+    #[schema(max_length = 200)]
     pub country: Option<String>,
 }
 
@@ -78,11 +85,21 @@ impl AddressInput {
 pub struct HouseholdInput {
     /// 1 to 200 characters.
     #[serde(default)]
+    #[schema(
+        required = true,
+        max_length = 200,
+        pattern = "[^\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub name: String,
     /// `family_unit`, `roommates` or `other` (the default).
     #[serde(rename = "type")]
+    #[schema(
+        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(family_unit|roommates|other)?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
+    )]
     pub kind: Option<String>,
     pub address: Option<AddressInput>,
+    /// At most 5000 characters.
+    #[schema(max_length = 5000)]
     pub notes: Option<String>,
 }
 
@@ -285,18 +302,25 @@ pub struct MemberInput {
     pub member_vcard_uid: Option<String>,
     /// ... or its integer id.
     pub contact_id: Option<u64>,
-    /// Open vocabulary (`adult`, `child`, `pet`, `roommate`, ...).
+    /// Open vocabulary (`adult`, `child`, `pet`, `roommate`, ...), at most 100 characters.
+    #[schema(max_length = 100)]
     pub role: Option<String>,
-    /// Free text, kept verbatim (e.g. `2019`, `2019-05`, `--06-01`).
+    /// Free text, kept verbatim (e.g. `2019`, `2019-05`, `--06-01`), at most 100 characters.
+    #[schema(max_length = 100)]
     pub since: Option<String>,
+    #[schema(max_length = 100)]
     pub until: Option<String>,
 }
 
 /// Absent members are left as they are; `""` clears one.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct MemberEdit {
+    /// At most 100 characters, as are `since` and `until`.
+    #[schema(max_length = 100)]
     pub role: Option<String>,
+    #[schema(max_length = 100)]
     pub since: Option<String>,
+    #[schema(max_length = 100)]
     pub until: Option<String>,
 }
 
@@ -410,10 +434,18 @@ pub fn suggestions(v: &UserView, only: Option<u64>) -> Result<Vec<Value>> {
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct DismissInput {
-    /// As given by the suggestion.
+    /// As given by the suggestion: 64 hex digits.
     #[serde(default)]
+    #[schema(
+        required = true,
+        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*[0-9a-fA-F]{64}[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
+    )]
     pub address_hash: String,
     #[serde(default)]
+    #[schema(
+        required = true,
+        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*[0-9a-fA-F]{64}[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
+    )]
     pub member_hash: String,
 }
 

@@ -34,7 +34,104 @@ impl PartialSchema for DayOrInstant {
 }
 impl ToSchema for DayOrInstant {}
 
-/// As [`DayOrInstant`], or blank for the default the field names.
+// ---- rules across the fields of a request body -------------------------------------------
+//
+// A derived schema states each field's own rule; these state the rules between fields (one of
+// two fields required, two that go together) as `allOf` the derived schema and `anyOf` the
+// allowed shapes, so the document refuses what the server refuses.
+
+use utoipa::openapi::Type as T;
+use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder};
+
+/// A regex class of the characters Rust's `str::trim` removes (`char::is_whitespace`); a text
+/// the server trims before its length check must hold one character outside it.
+pub const NONBLANK: &str = "[^\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+
+fn typed(ty: T) -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(ty)
+}
+
+fn nonblank() -> ObjectBuilder {
+    typed(T::String).pattern(Some(NONBLANK))
+}
+
+/// An object shape: these members required, with these schemas where present.
+fn shape(required: &[&str], properties: Vec<(&str, ObjectBuilder)>) -> Schema {
+    let mut object = ObjectBuilder::new();
+    for name in required {
+        object = object.required(*name);
+    }
+    for (name, schema) in properties {
+        object = object.property(name, schema);
+    }
+    object.into()
+}
+
+/// The contact a per-contact record names: `entity_id` (non-empty) or `contact_id` (not null).
+fn contact_ref() -> Schema {
+    AnyOfBuilder::new()
+        .item(shape(&["entity_id"], vec![("entity_id", typed(T::String).min_length(Some(1)))]))
+        .item(shape(&["contact_id"], vec![("contact_id", typed(T::Integer))]))
+        .into()
+}
+
+fn all_of<B: PartialSchema>(rules: Vec<Schema>, description: &str) -> RefOr<Schema> {
+    let mut all = AllOfBuilder::new().item(B::schema());
+    for rule in rules {
+        all = all.item(rule);
+    }
+    all.description(Some(description)).into()
+}
+
+/// Declares `$name`: `$base`'s schema (inlined) with the rules `$rules` across its fields.
+macro_rules! refined {
+    ($(#[$doc:meta])* $name:ident = $base:ty, $description:literal, [$($rule:expr),* $(,)?]) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                all_of::<$base>(vec![$($rule),*], $description)
+            }
+        }
+
+        impl ToSchema for $name {
+            fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+                <$base as ToSchema>::schemas(out);
+            }
+        }
+    };
+}
+
+/// A partial date `{year?, month?, day?}`: any subset, month 1-12, day 1-31, a day needs a month.
+pub struct PartialDate;
+
+impl PartialSchema for PartialDate {
+    fn schema() -> RefOr<Schema> {
+        let int = |min: Option<f64>, max: Option<f64>| {
+            ObjectBuilder::new()
+                .schema_type(utoipa::openapi::schema::SchemaType::from_iter([T::Integer, T::Null]))
+                .minimum(min)
+                .maximum(max)
+        };
+        let members = typed(T::Object)
+            .property("year", int(Some(i32::MIN as f64), Some(i32::MAX as f64)))
+            .property("month", int(Some(1.0), Some(12.0)))
+            .property("day", int(Some(1.0), Some(31.0)));
+        AllOfBuilder::new()
+            .item(members)
+            .item(
+                AnyOfBuilder::new()
+                    .item(shape(&[], vec![("day", typed(T::Null))]))
+                    .item(shape(&["month"], vec![("month", typed(T::Integer))])),
+            )
+            .description(Some("`{year?, month?, day?}`, any subset; month 1-12, day 1-31; a day needs a month"))
+            .into()
+    }
+}
+impl ToSchema for PartialDate {}
+
+/// What a blank text means "none" for, or else [`DayOrInstant`].
 pub struct DayOrInstantOrBlank;
 
 impl PartialSchema for DayOrInstantOrBlank {
@@ -42,8 +139,10 @@ impl PartialSchema for DayOrInstantOrBlank {
         OneOfBuilder::new()
             .item(string(KnownFormat::Date))
             .item(string(KnownFormat::DateTime))
-            .item(ObjectBuilder::new().schema_type(Type::String).pattern(Some(r"^\s*$")))
-            .description(Some("An RFC 3339 instant, `YYYY-MM-DD` (midnight UTC), or blank for the default"))
+            .item(typed(T::String).pattern(Some(format!("^{}*$", &NONBLANK.replacen("[^", "[", 1)))))
+            .description(Some(
+                "An RFC 3339 instant (e.g. `2026-11-22T10:00:00Z`) or `YYYY-MM-DD` (midnight UTC); blank for none",
+            ))
             .into()
     }
 }
@@ -55,7 +154,7 @@ fn text(min: usize, max: usize, description: &str) -> RefOr<Schema> {
         .schema_type(Type::String)
         .min_length(Some(min))
         .max_length(Some(max))
-        .pattern(Some(r"\S"))
+        .pattern(Some(NONBLANK))
         .description(Some(description))
         .into()
 }
@@ -83,3 +182,68 @@ text_type! {
 pub fn field_names() -> utoipa::openapi::schema::Array {
     ArrayBuilder::new().items(FieldName::schema()).max_items(Some(100)).unique_items(true).build()
 }
+
+refined!(
+    /// A life event: for a contact, with a type or a description.
+    LifeEventBody = super::depth_ops::LifeEventInput,
+    "Names its contact by `entity_id` or `contact_id`; has a non-blank `type` or `description`",
+    [
+        contact_ref(),
+        AnyOfBuilder::new()
+            .item(shape(&["type"], vec![("type", nonblank())]))
+            .item(shape(&["description"], vec![("description", nonblank())]))
+            .into(),
+    ]
+);
+
+refined!(
+    /// A gift: for a contact; `value_cents` and `currency` go together.
+    GiftBody = super::depth_ops::GiftInput,
+    "Names its contact by `entity_id` or `contact_id`; `value_cents` and `currency` are both given or both absent (or null)",
+    [
+        contact_ref(),
+        AnyOfBuilder::new()
+            .item(shape(&["value_cents", "currency"], vec![("value_cents", typed(T::Integer)), ("currency", typed(T::String))]))
+            .item(shape(&[], vec![("value_cents", typed(T::Null)), ("currency", typed(T::Null))]))
+            .into(),
+    ]
+);
+
+refined!(
+    /// A conversation-agenda item: for a contact.
+    AgendaBody = super::depth_ops::AgendaInput,
+    "Names its contact by `entity_id` or `contact_id`",
+    [contact_ref()]
+);
+
+refined!(
+    /// A cadence policy: a contact policy names its contact, a circle or tag policy its target.
+    CadencePolicyBody = super::cadence::PolicyInput,
+    "`scope` `contact` (or absent) needs `contact_id`; `circle` or `tag` needs a non-blank `target`",
+    [AnyOfBuilder::new()
+        .item(shape(
+            &["contact_id"],
+            vec![
+                ("scope", ObjectBuilder::new().enum_values(Some([serde_json::json!("contact"), serde_json::Value::Null]))),
+                ("contact_id", typed(T::Integer)),
+            ],
+        ))
+        .item(shape(
+            &["scope", "target"],
+            vec![
+                ("scope", typed(T::String).enum_values(Some(["circle", "tag"]))),
+                ("target", nonblank()),
+            ],
+        ))
+        .into()]
+);
+
+refined!(
+    /// A new household member: names its contact.
+    HouseholdMemberBody = super::household_ops::MemberInput,
+    "Names its contact by a non-blank `member_vcard_uid` or by `contact_id`",
+    [AnyOfBuilder::new()
+        .item(shape(&["member_vcard_uid"], vec![("member_vcard_uid", nonblank())]))
+        .item(shape(&["contact_id"], vec![("contact_id", typed(T::Integer))]))
+        .into()]
+);

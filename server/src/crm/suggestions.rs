@@ -81,8 +81,13 @@ pub const DEFAULT_ACCEPT_DAYS: i64 = 1;
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct AcceptInput {
     /// The reminder's day (RFC 3339 instant or `YYYY-MM-DD`); default tomorrow.
+    #[schema(value_type = Option<super::schema::DayOrInstantOrBlank>)]
     pub remind_at: Option<String>,
     /// The reminder's text, 1 to 500 characters; default "Reach out to <name>".
+    #[schema(
+        max_length = 500,
+        pattern = "[^\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub message: Option<String>,
 }
 
