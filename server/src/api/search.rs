@@ -22,10 +22,10 @@ pub struct SearchQuery {
     #[param(required = true, pattern = r"\S")]
     pub q: Option<String>,
     /// Hits per group: default 10; larger values than 50 give 50.
-    #[param(value_type = Option<u32>, minimum = 1)]
+    #[param(value_type = Option<i64>, minimum = 1)]
     pub limit: Option<String>,
     /// Hits to skip in each group (for a next page).
-    #[param(value_type = Option<u32>, minimum = 0)]
+    #[param(value_type = Option<u64>, minimum = 0)]
     pub offset: Option<String>,
     /// Only members of this household (its integer id) and the notes and activities that carry
     /// one of them. Unknown, another user's, or not an integer (such as a UUID): 404.
