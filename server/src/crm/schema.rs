@@ -20,6 +20,20 @@ impl PartialSchema for Day {
 }
 impl ToSchema for Day {}
 
+/// A calendar day, `YYYY-MM-DD`, or blank for none (a query bound left empty by a form).
+pub struct DayOrBlank;
+
+impl PartialSchema for DayOrBlank {
+    fn schema() -> RefOr<Schema> {
+        OneOfBuilder::new()
+            .item(string(KnownFormat::Date))
+            .item(ObjectBuilder::new().schema_type(Type::String).max_length(Some(0)))
+            .description(Some("A calendar day, `YYYY-MM-DD`, or empty for none"))
+            .into()
+    }
+}
+impl ToSchema for DayOrBlank {}
+
 /// An RFC 3339 instant with `Z` or an offset, or a calendar day (midnight UTC).
 pub struct DayOrInstant;
 

@@ -31,10 +31,10 @@ pub struct DatedQuery {
     /// Case-insensitive substring of the record's text.
     pub search: Option<String>,
     /// Inclusive `YYYY-MM-DD` lower bound on the record's date.
-    #[param(value_type = Option<crate::crm::schema::Day>)]
+    #[param(value_type = Option<crate::crm::schema::DayOrBlank>)]
     pub from_date: Option<String>,
     /// Inclusive `YYYY-MM-DD` upper bound on the record's date.
-    #[param(value_type = Option<crate::crm::schema::Day>)]
+    #[param(value_type = Option<crate::crm::schema::DayOrBlank>)]
     pub to_date: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
