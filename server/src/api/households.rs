@@ -21,10 +21,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
+use crate::crm::Message;
 use crate::crm::household_ops::{
     self, HouseholdCreated, HouseholdFilter, HouseholdPage, HouseholdView, HouseholdWithMembers, MemberChanged,
     MemberList, MemberView, SuggestionList,
@@ -128,17 +128,17 @@ pub async fn update(
 
 /// Deletes the household and, in the same transaction, its membership rows.
 #[utoipa::path(delete, path = "/api/v1/households/{id}", tag = "households", params(("id" = u64, Path)), responses(
-    (status = 200, description = "`{message}`"), (status = 404, description = "No such household"),
+    (status = 200, description = "`{message}`", body = Message), (status = 404, description = "No such household"),
     (status = 412, description = "If-Match is stale")))]
 pub async fn delete(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<Message>, ApiError> {
     let pre = if_match(&headers)?;
     household_ops::delete(&state.scope(&user), id, pre).await?;
-    Ok(axum::Json(json!({ "message": "Household deleted" })))
+    Ok(axum::Json(Message::new("Household deleted")))
 }
 
 // ---- members -----------------------------------------------------------------------------
@@ -189,17 +189,17 @@ pub async fn update_member(
 
 #[utoipa::path(delete, path = "/api/v1/households/{id}/members/{member}", tag = "households",
     params(("id" = u64, Path), ("member" = String, Path, description = "Membership id or the contact's vCard UID")),
-    responses((status = 200, description = "`{message}`"), (status = 404, description = "No such household or member"),
+    responses((status = 200, description = "`{message}`", body = Message), (status = 404, description = "No such household or member"),
     (status = 412, description = "If-Match is stale")))]
 pub async fn remove_member(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path((id, member)): Path<(u64, String)>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<Message>, ApiError> {
     let pre = if_match(&headers)?;
     household_ops::remove_member(&state.scope(&user), id, member, pre).await?;
-    Ok(axum::Json(json!({ "message": "Member removed" })))
+    Ok(axum::Json(Message::new("Member removed")))
 }
 
 // ---- address suggestions -----------------------------------------------------------------
@@ -247,12 +247,12 @@ pub async fn household_suggestions(
 /// Dismisses a suggestion for good (for this user: the same address for the same members is not
 /// suggested again, in any household). Dismissing twice is not an error.
 #[utoipa::path(post, path = "/api/v1/households/suggestions/dismiss", tag = "households", request_body = household_ops::DismissInput, responses(
-    (status = 200, description = "`{message}`"), (status = 400, description = "A hash is not a 64-character hex hash, named")))]
+    (status = 200, description = "`{message}`", body = Message), (status = 400, description = "A hash is not a 64-character hex hash, named")))]
 pub async fn dismiss(
     State(state): State<AppState>,
     user: AuthUser,
     Json(input): Json<household_ops::DismissInput>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<Message>, ApiError> {
     household_ops::dismiss(&state.scope(&user), input).await?;
-    Ok(axum::Json(json!({ "message": "Suggestion dismissed" })))
+    Ok(axum::Json(Message::new("Suggestion dismissed")))
 }
