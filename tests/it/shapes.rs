@@ -23,6 +23,7 @@ fn redacted(value: Value) -> Value {
                     }
                     k if (k.ends_with("_id") || k.ends_with("_ids")) && !v.is_null() => marker_of(&v, "[id]"),
                     "photo" | "photo_thumbnail" if v != json!("") => json!("[photo]"),
+                    "address_hash" | "member_hash" => json!("[hash]"),
                     "days_until" | "age" | "overdue" | "overdue_by" | "next_due" | "next_occurrence" => {
                         marker_of(&v, "[today-relative]")
                     }
@@ -59,6 +60,20 @@ async fn body(client: &Client, method: reqwest::Method, path: &str, payload: Opt
     let response = request.send().await.expect("request");
     assert!(response.status().is_success(), "{path}: {}", response.status());
     redacted(response.json().await.expect("json"))
+}
+
+/// A conditional write that matches any revision (`If-Match: *`).
+async fn write_any(client: &Client, method: reqwest::Method, path: &str, payload: Value) -> Value {
+    let response = client.request(method, path).header("if-match", "*").json(&payload).send().await.expect("request");
+    assert!(response.status().is_success(), "{path}: {}", response.status());
+    redacted(response.json().await.expect("json"))
+}
+
+/// The `id` under `key` of a created record.
+async fn id_of(response: impl std::future::Future<Output = reqwest::Response>, key: &str) -> u64 {
+    let response = response.await;
+    assert!(response.status().is_success(), "{}", response.status());
+    response.json::<Value>().await.expect("json")[key]["id"].as_u64().expect("id")
 }
 
 async fn get(client: &Client, path: &str) -> Value {
@@ -113,4 +128,113 @@ async fn the_main_response_shapes_stay_as_reviewed() {
     insta::assert_json_snapshot!("contact_detail", get(&ada, &format!("/api/v1/contacts/{grace}/detail")).await);
     insta::assert_json_snapshot!("search", get(&ada, "/api/v1/search?q=grace").await);
     insta::assert_json_snapshot!("circles", get(&ada, "/api/v1/circles").await);
+}
+
+#[tokio::test]
+async fn the_life_event_gift_and_agenda_shapes_stay_as_reviewed() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let grace = crate::crm::new_contact(&ada, "Grace", "Hopper").await["id"].as_u64().unwrap();
+    let other = crate::crm::new_contact(&ada, "Ada", "Lovelace").await["uid"].as_str().unwrap().to_string();
+
+    let married = json!({ "contact_id": grace, "type": "married", "category": "family_relationships",
+        "date": { "year": 2015, "month": 6, "day": 20 }, "description": "In June", "related_entity_ids": [other], "remind": true });
+    let created = post(&ada, "/api/v1/life-events", married).await;
+    insta::assert_json_snapshot!("life_event_created", created);
+    let year_only = json!({ "contact_id": grace, "type": "graduated", "date": { "year": 1934 } });
+    let year_only = post(&ada, "/api/v1/life-events", year_only).await;
+    insta::assert_json_snapshot!("life_event_without_next_occurrence", year_only);
+    let moved = json!({ "contact_id": grace, "type": "moved", "date": { "month": 3, "day": 1 } });
+    let id = id_of(ada.post("/api/v1/life-events", moved), "life_event").await;
+    insta::assert_json_snapshot!("life_event", get(&ada, &format!("/api/v1/life-events/{id}")).await);
+    insta::assert_json_snapshot!("life_events", get(&ada, &format!("/api/v1/life-events?contact_id={grace}")).await);
+    insta::assert_json_snapshot!("life_events_all_paged", get(&ada, "/api/v1/life-events?limit=1").await);
+
+    let valued = json!({ "contact_id": grace, "description": "A compiler", "status": "given", "occasion": "birthday",
+        "url": "https://example.org/a", "notes": "wrapped", "date": "2026-12-09", "value_cents": 2500, "currency": "eur" });
+    insta::assert_json_snapshot!("gift_with_value_created", post(&ada, "/api/v1/gifts", valued).await);
+    let idea = json!({ "contact_id": grace, "description": "A nanosecond of wire" });
+    let idea = id_of(ada.post("/api/v1/gifts", idea), "gift").await;
+    insta::assert_json_snapshot!("gift_without_value", get(&ada, &format!("/api/v1/gifts/{idea}")).await);
+    insta::assert_json_snapshot!("gifts", get(&ada, &format!("/api/v1/gifts?contact_id={grace}")).await);
+
+    let item =
+        json!({ "contact_id": grace, "content": "Ask about the bug", "reference_url": "https://example.org/moth" });
+    let open = post(&ada, "/api/v1/conversation-agenda", item).await;
+    insta::assert_json_snapshot!("agenda_item_created", open);
+    let second = json!({ "contact_id": grace, "content": "COBOL" });
+    let second = id_of(ada.post("/api/v1/conversation-agenda", second), "conversation_agenda").await;
+    let call = json!({ "title": "Call", "date": "2026-11-21", "contact_ids": [grace] });
+    let call = id_of(ada.post("/api/v1/activities", call), "activity").await;
+    let discussed = body(
+        &ada,
+        reqwest::Method::PATCH,
+        &format!("/api/v1/conversation-agenda/{second}/discuss"),
+        Some(json!({ "activity_id": call })),
+    )
+    .await;
+    insta::assert_json_snapshot!("agenda_item_discussed", discussed);
+    insta::assert_json_snapshot!(
+        "conversation_agenda",
+        get(&ada, &format!("/api/v1/conversation-agenda?contact_id={grace}")).await
+    );
+}
+
+#[tokio::test]
+async fn the_household_shapes_stay_as_reviewed() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let contact = |body: Value| id_of(ada.post("/api/v1/contacts", body), "contact");
+    let lovelace =
+        contact(json!({ "firstname": "Ada", "lastname": "Lovelace", "address": "1 Main St, Springfield" })).await;
+    let byron = contact(json!({ "firstname": "Anne", "lastname": "Byron", "address": "1 main st, SPRINGFIELD" })).await;
+    let king = contact(json!({ "firstname": "William", "lastname": "King", "address": "9 Elm Rd, Shelbyville" })).await;
+
+    let addressed = json!({ "name": "The Kings", "type": "family_unit", "notes": "Sunday lunch",
+        "address": { "street": "1 Ockham Park", "city": "Ripley", "region": "Surrey", "postal_code": "GU23", "country": "GB" } });
+    let created = post(&ada, "/api/v1/households", addressed).await;
+    insta::assert_json_snapshot!("household_created", created);
+    let free_text = json!({ "name": "Somewhere", "address": { "full": "The big house on the hill" } });
+    insta::assert_json_snapshot!("household_with_free_text_address", post(&ada, "/api/v1/households", free_text).await);
+    let bare = id_of(ada.post("/api/v1/households", json!({ "name": "Springfield" })), "household").await;
+    let member = json!({ "contact_id": lovelace, "role": "adult", "since": "1835-07", "until": "" });
+    insta::assert_json_snapshot!(
+        "member_added",
+        post(&ada, &format!("/api/v1/households/{bare}/members"), member).await
+    );
+    let members = format!("/api/v1/households/{bare}/members");
+    let byron = id_of(ada.post(&members, json!({ "contact_id": byron })), "member").await;
+    ada.post(&format!("/api/v1/households/{bare}/members"), json!({ "contact_id": king, "role": "adult" })).await;
+    let edit = json!({ "role": "parent" });
+    let path = format!("/api/v1/households/{bare}/members/{byron}");
+    let edited = write_any(&ada, reqwest::Method::PATCH, &path, edit).await;
+    insta::assert_json_snapshot!("member_updated", edited);
+    insta::assert_json_snapshot!("household_with_members", get(&ada, &format!("/api/v1/households/{bare}")).await);
+    insta::assert_json_snapshot!("members", get(&ada, &format!("/api/v1/households/{bare}/members")).await);
+    let replaced = json!({ "name": "Springfield", "type": "other" });
+    let replaced = write_any(&ada, reqwest::Method::PUT, &format!("/api/v1/households/{bare}"), replaced).await;
+    insta::assert_json_snapshot!("household_updated", replaced);
+    insta::assert_json_snapshot!("households", get(&ada, "/api/v1/households?limit=2").await);
+    insta::assert_json_snapshot!(
+        "households_with_members",
+        get(&ada, &format!("/api/v1/households?include_members=true&contact_id={lovelace}")).await
+    );
+
+    insta::assert_json_snapshot!("household_suggestions", get(&ada, "/api/v1/households/suggestions").await);
+    insta::assert_json_snapshot!(
+        "household_suggestions_of_one",
+        get(&ada, &format!("/api/v1/households/{bare}/suggestions")).await
+    );
+    let suggested = ada.post("/api/v1/households/suggest-addresses", json!({})).await;
+    assert!(suggested.status().is_success());
+    let suggested: Value = suggested.json().await.unwrap();
+    let first = &suggested["suggestions"][0];
+    let dismissal = json!({ "address_hash": first["address_hash"], "member_hash": first["member_hash"] });
+    insta::assert_json_snapshot!("address_suggestions", redacted(suggested.clone()));
+    let dismissed = post(&ada, "/api/v1/households/suggestions/dismiss", dismissal).await;
+    insta::assert_json_snapshot!("suggestion_dismissed", dismissed);
+    insta::assert_json_snapshot!(
+        "household_suggestions_after_dismissal",
+        get(&ada, "/api/v1/households/suggestions").await
+    );
 }

@@ -7,12 +7,15 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::AuthUser;
 use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
-use crate::crm::depth_ops::{self, ContactRef, DepthFilter, DepthPage};
+use crate::crm::depth_ops::{
+    self, AgendaItemCreated, AgendaItemView, AgendaPage, ContactRef, DepthFilter, GiftCreated, GiftPage, GiftView,
+    LifeEventCreated, LifeEventPage, LifeEventView,
+};
 use crate::error::ApiError;
 use crate::http::conditional::{delete_record, if_match, tagged};
 use crate::http::json::Json;
@@ -58,32 +61,28 @@ async fn life_event(
     state: &AppState,
     user: &AuthUser,
     row: mycorrhizal_engine::Row<LifeEvent>,
-) -> Result<(mycorrhizal_engine::Row<LifeEvent>, Value), ApiError> {
+) -> Result<(mycorrhizal_engine::Row<LifeEvent>, LifeEventView), ApiError> {
     let today = state.today();
     state
         .read(user, move |v| {
-            let view = depth_ops::life_event_view(v, &row, today);
+            let view = LifeEventView::of(v, &row, today);
             Ok((row, view))
         })
         .await
 }
 
-#[utoipa::path(get, path = "/api/v1/life-events", tag = "depth", params(ListQuery), responses((status = 200, description = "`{life_events, next_cursor, limit}`"), (status = 400, description = "Bad cursor or order, named"), (status = 404, description = "No such contact")))]
+#[utoipa::path(get, path = "/api/v1/life-events", tag = "depth", params(ListQuery), responses((status = 200, description = "`{life_events, next_cursor, limit}`", body = LifeEventPage), (status = 400, description = "Bad cursor or order, named"), (status = 404, description = "No such contact")))]
 pub async fn list_life_events(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<DepthPage>, ApiError> {
+) -> Result<axum::Json<LifeEventPage>, ApiError> {
     let (filter, today) = (q.filter(false)?, state.today());
-    let page = state
-        .read(&user, move |v| {
-            depth_ops::page::<LifeEvent>(v, &filter, "life_events", |r| depth_ops::life_event_view(v, r, today))
-        })
-        .await?;
+    let page = state.read(&user, move |v| depth_ops::life_event_page(v, &filter, today)).await?;
     Ok(axum::Json(page))
 }
 
-#[utoipa::path(post, path = "/api/v1/life-events", tag = "depth", request_body = crate::crm::schema::LifeEventBody, responses((status = 201, description = "`{message, life_event}`"), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
+#[utoipa::path(post, path = "/api/v1/life-events", tag = "depth", request_body = crate::crm::schema::LifeEventBody, responses((status = 201, description = "`{message, life_event}`", body = LifeEventCreated), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
 pub async fn create_life_event(
     State(state): State<AppState>,
     user: AuthUser,
@@ -92,10 +91,15 @@ pub async fn create_life_event(
     let (who, event) = input.record();
     let row = depth_ops::save(&state.scope(&user), None, who, event).await?;
     let (row, view) = life_event(&state, &user, row).await?;
-    Ok(tagged(&row, None, StatusCode::CREATED, &json!({ "message": "Life event created", "life_event": view })))
+    Ok(tagged(
+        &row,
+        None,
+        StatusCode::CREATED,
+        &LifeEventCreated { message: "Life event created".into(), life_event: view },
+    ))
 }
 
-#[utoipa::path(get, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The life event"), (status = 404, description = "No such event")))]
+#[utoipa::path(get, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The life event", body = LifeEventView), (status = 404, description = "No such event")))]
 pub async fn get_life_event(
     State(state): State<AppState>,
     user: AuthUser,
@@ -107,7 +111,7 @@ pub async fn get_life_event(
     Ok(tagged(&row, Some(&headers), StatusCode::OK, &view))
 }
 
-#[utoipa::path(put, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::schema::LifeEventBody, responses((status = 200, description = "The life event"), (status = 404, description = "No such event or contact"), (status = 412, description = "If-Match is stale")))]
+#[utoipa::path(put, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::schema::LifeEventBody, responses((status = 200, description = "The life event", body = LifeEventView), (status = 404, description = "No such event or contact"), (status = 412, description = "If-Match is stale")))]
 pub async fn update_life_event(
     State(state): State<AppState>,
     user: AuthUser,
@@ -138,29 +142,27 @@ async fn gift(
     state: &AppState,
     user: &AuthUser,
     row: mycorrhizal_engine::Row<Gift>,
-) -> Result<(mycorrhizal_engine::Row<Gift>, Value), ApiError> {
+) -> Result<(mycorrhizal_engine::Row<Gift>, GiftView), ApiError> {
     state
         .read(user, move |v| {
-            let view = depth_ops::gift_view(v, &row);
+            let view = GiftView::of(v, &row);
             Ok((row, view))
         })
         .await
 }
 
-#[utoipa::path(get, path = "/api/v1/gifts", tag = "depth", params(ListQuery), responses((status = 200, description = "`{gifts, next_cursor, limit}`"), (status = 400, description = "Bad cursor or order, named"), (status = 404, description = "No such contact")))]
+#[utoipa::path(get, path = "/api/v1/gifts", tag = "depth", params(ListQuery), responses((status = 200, description = "`{gifts, next_cursor, limit}`", body = GiftPage), (status = 400, description = "Bad cursor or order, named"), (status = 404, description = "No such contact")))]
 pub async fn list_gifts(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<DepthPage>, ApiError> {
+) -> Result<axum::Json<GiftPage>, ApiError> {
     let filter = q.filter(false)?;
-    let page = state
-        .read(&user, move |v| depth_ops::page::<Gift>(v, &filter, "gifts", |r| depth_ops::gift_view(v, r)))
-        .await?;
+    let page = state.read(&user, move |v| depth_ops::gift_page(v, &filter)).await?;
     Ok(axum::Json(page))
 }
 
-#[utoipa::path(post, path = "/api/v1/gifts", tag = "depth", request_body = crate::crm::schema::GiftBody, responses((status = 201, description = "`{message, gift}`"), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
+#[utoipa::path(post, path = "/api/v1/gifts", tag = "depth", request_body = crate::crm::schema::GiftBody, responses((status = 201, description = "`{message, gift}`", body = GiftCreated), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
 pub async fn create_gift(
     State(state): State<AppState>,
     user: AuthUser,
@@ -169,10 +171,10 @@ pub async fn create_gift(
     let (who, body) = input.record()?;
     let row = depth_ops::save(&state.scope(&user), None, who, body).await?;
     let (row, view) = gift(&state, &user, row).await?;
-    Ok(tagged(&row, None, StatusCode::CREATED, &json!({ "message": "Gift created", "gift": view })))
+    Ok(tagged(&row, None, StatusCode::CREATED, &GiftCreated { message: "Gift created".into(), gift: view }))
 }
 
-#[utoipa::path(get, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The gift"), (status = 404, description = "No such gift")))]
+#[utoipa::path(get, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The gift", body = GiftView), (status = 404, description = "No such gift")))]
 pub async fn get_gift(
     State(state): State<AppState>,
     user: AuthUser,
@@ -184,7 +186,7 @@ pub async fn get_gift(
     Ok(tagged(&row, Some(&headers), StatusCode::OK, &view))
 }
 
-#[utoipa::path(put, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::schema::GiftBody, responses((status = 200, description = "The gift"), (status = 404, description = "No such gift or contact"), (status = 412, description = "If-Match is stale")))]
+#[utoipa::path(put, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::schema::GiftBody, responses((status = 200, description = "The gift", body = GiftView), (status = 404, description = "No such gift or contact"), (status = 412, description = "If-Match is stale")))]
 pub async fn update_gift(
     State(state): State<AppState>,
     user: AuthUser,
@@ -215,31 +217,27 @@ async fn agenda(
     state: &AppState,
     user: &AuthUser,
     row: mycorrhizal_engine::Row<AgendaItem>,
-) -> Result<(mycorrhizal_engine::Row<AgendaItem>, Value), ApiError> {
+) -> Result<(mycorrhizal_engine::Row<AgendaItem>, AgendaItemView), ApiError> {
     state
         .read(user, move |v| {
-            let view = depth_ops::agenda_view(v, &row);
+            let view = AgendaItemView::of(v, &row);
             Ok((row, view))
         })
         .await
 }
 
-#[utoipa::path(get, path = "/api/v1/conversation-agenda", tag = "depth", params(ListQuery), responses((status = 200, description = "`{conversation_agenda, next_cursor, limit}`; per contact, open items first"), (status = 400, description = "Bad cursor or order, named"), (status = 404, description = "No such contact")))]
+#[utoipa::path(get, path = "/api/v1/conversation-agenda", tag = "depth", params(ListQuery), responses((status = 200, description = "`{conversation_agenda, next_cursor, limit}`; per contact, open items first", body = AgendaPage), (status = 400, description = "Bad cursor or order, named"), (status = 404, description = "No such contact")))]
 pub async fn list_agenda(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<DepthPage>, ApiError> {
+) -> Result<axum::Json<AgendaPage>, ApiError> {
     let filter = q.filter(true)?;
-    let page = state
-        .read(&user, move |v| {
-            depth_ops::page::<AgendaItem>(v, &filter, "conversation_agenda", |r| depth_ops::agenda_view(v, r))
-        })
-        .await?;
+    let page = state.read(&user, move |v| depth_ops::agenda_page(v, &filter)).await?;
     Ok(axum::Json(page))
 }
 
-#[utoipa::path(post, path = "/api/v1/conversation-agenda", tag = "depth", request_body = crate::crm::schema::AgendaBody, responses((status = 201, description = "`{message, conversation_agenda}`"), (status = 404, description = "No such contact")))]
+#[utoipa::path(post, path = "/api/v1/conversation-agenda", tag = "depth", request_body = crate::crm::schema::AgendaBody, responses((status = 201, description = "`{message, conversation_agenda}`", body = AgendaItemCreated), (status = 404, description = "No such contact")))]
 pub async fn create_agenda(
     State(state): State<AppState>,
     user: AuthUser,
@@ -252,11 +250,11 @@ pub async fn create_agenda(
         &row,
         None,
         StatusCode::CREATED,
-        &json!({ "message": "Agenda item created", "conversation_agenda": view }),
+        &AgendaItemCreated { message: "Agenda item created".into(), conversation_agenda: view },
     ))
 }
 
-#[utoipa::path(get, path = "/api/v1/conversation-agenda/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The item"), (status = 404, description = "No such item")))]
+#[utoipa::path(get, path = "/api/v1/conversation-agenda/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The item", body = AgendaItemView), (status = 404, description = "No such item")))]
 pub async fn get_agenda(
     State(state): State<AppState>,
     user: AuthUser,
@@ -269,7 +267,7 @@ pub async fn get_agenda(
 }
 
 /// Changes the text only; the discussed state is changed by `/discuss`.
-#[utoipa::path(put, path = "/api/v1/conversation-agenda/{id}", tag = "depth", params(("id" = u64, Path)), request_body = depth_ops::AgendaEdit, responses((status = 200, description = "The item"), (status = 404, description = "No such item"), (status = 412, description = "If-Match is stale")))]
+#[utoipa::path(put, path = "/api/v1/conversation-agenda/{id}", tag = "depth", params(("id" = u64, Path)), request_body = depth_ops::AgendaEdit, responses((status = 200, description = "The item", body = AgendaItemView), (status = 404, description = "No such item"), (status = 412, description = "If-Match is stale")))]
 pub async fn update_agenda(
     State(state): State<AppState>,
     user: AuthUser,
@@ -289,7 +287,7 @@ pub struct DiscussInput {
     pub activity_id: Option<u64>,
 }
 
-#[utoipa::path(patch, path = "/api/v1/conversation-agenda/{id}/discuss", tag = "depth", params(("id" = u64, Path)), request_body = DiscussInput, responses((status = 200, description = "The item with `discussed_at` set"), (status = 404, description = "No such item or activity")))]
+#[utoipa::path(patch, path = "/api/v1/conversation-agenda/{id}/discuss", tag = "depth", params(("id" = u64, Path)), request_body = DiscussInput, responses((status = 200, description = "The item with `discussed_at` set", body = AgendaItemView), (status = 404, description = "No such item or activity")))]
 pub async fn discuss_agenda(
     State(state): State<AppState>,
     user: AuthUser,

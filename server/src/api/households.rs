@@ -21,11 +21,14 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
-use crate::crm::household_ops::{self, HouseholdFilter};
+use crate::crm::Message;
+use crate::crm::household_ops::{
+    self, HouseholdCreated, HouseholdFilter, HouseholdPage, HouseholdView, HouseholdWithMembers, MemberChanged,
+    MemberList, MemberView, SuggestionList,
+};
 use crate::crm::households::HouseholdMember;
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
@@ -38,8 +41,8 @@ async fn member_shown(
     state: &AppState,
     user: &AuthUser,
     row: mycorrhizal_engine::Row<HouseholdMember>,
-) -> Result<(mycorrhizal_engine::Row<HouseholdMember>, Value), ApiError> {
-    state.read(user, move |v| Ok((row.clone(), household_ops::member_view(v, &row)))).await
+) -> Result<(mycorrhizal_engine::Row<HouseholdMember>, MemberView), ApiError> {
+    state.read(user, move |v| Ok((row.clone(), MemberView::of(v, &row)))).await
 }
 
 // ---- households --------------------------------------------------------------------------
@@ -64,13 +67,13 @@ pub struct ListQuery {
 }
 
 #[utoipa::path(get, path = "/api/v1/households", tag = "households", params(ListQuery), responses(
-    (status = 200, description = "`{households, total, next_cursor, limit}`, plus `members` with `include_members=true`"),
+    (status = 200, description = "`{households, total, next_cursor, limit}`, plus `members` with `include_members=true`", body = HouseholdPage),
     (status = 400, description = "Bad cursor, order or flag, named"), (status = 404, description = "No such contact")))]
 pub async fn list(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<HouseholdPage>, ApiError> {
     let filter = HouseholdFilter {
         include_members: params::flag(q.include_members.as_deref(), "include_members")?,
         contact_id: q.contact_id,
@@ -87,21 +90,21 @@ pub async fn list(
 }
 
 #[utoipa::path(post, path = "/api/v1/households", tag = "households", request_body = household_ops::HouseholdInput, responses(
-    (status = 201, description = "`{message, household}`"), (status = 400, description = "Invalid, field named")))]
+    (status = 201, description = "`{message, household}`", body = HouseholdCreated), (status = 400, description = "Invalid, field named")))]
 pub async fn create(
     State(state): State<AppState>,
     user: AuthUser,
     Json(input): Json<household_ops::HouseholdInput>,
 ) -> Result<Response, ApiError> {
     let row = household_ops::save(&state.scope(&user), None, input).await?;
-    let body = json!({ "message": "Household created", "household": household_ops::household_view(&row) });
+    let body = HouseholdCreated { message: "Household created".into(), household: HouseholdView::of(&row) };
     Ok(tagged(&row, None, StatusCode::CREATED, &body))
 }
 
 /// The household and its members. The `ETag` is the household row's (for `If-Match` on update
 /// and delete); it does not cover the members, so there is no 304 here.
 #[utoipa::path(get, path = "/api/v1/households/{id}", tag = "households", params(("id" = u64, Path)), responses(
-    (status = 200, description = "`{household, members}`"), (status = 404, description = "No such household")))]
+    (status = 200, description = "`{household, members}`", body = HouseholdWithMembers), (status = 404, description = "No such household")))]
 pub async fn get(State(state): State<AppState>, user: AuthUser, Path(id): Path<u64>) -> Result<Response, ApiError> {
     let (row, body) = state.read(&user, move |v| household_ops::get(v, id)).await?;
     Ok(tagged(&row, None, StatusCode::OK, &body))
@@ -109,7 +112,7 @@ pub async fn get(State(state): State<AppState>, user: AuthUser, Path(id): Path<u
 
 /// Replaces the household (name, type, address, notes; an absent address or notes clears it).
 #[utoipa::path(put, path = "/api/v1/households/{id}", tag = "households", params(("id" = u64, Path)), request_body = household_ops::HouseholdInput, responses(
-    (status = 200, description = "The household"), (status = 400, description = "Invalid, field named"),
+    (status = 200, description = "The household", body = HouseholdView), (status = 400, description = "Invalid, field named"),
     (status = 404, description = "No such household"), (status = 412, description = "If-Match is stale")))]
 pub async fn update(
     State(state): State<AppState>,
@@ -120,39 +123,38 @@ pub async fn update(
 ) -> Result<Response, ApiError> {
     let pre = if_match(&headers)?;
     let row = household_ops::save(&state.scope(&user), Some((id, pre)), input).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &household_ops::household_view(&row)))
+    Ok(tagged(&row, None, StatusCode::OK, &HouseholdView::of(&row)))
 }
 
 /// Deletes the household and, in the same transaction, its membership rows.
 #[utoipa::path(delete, path = "/api/v1/households/{id}", tag = "households", params(("id" = u64, Path)), responses(
-    (status = 200, description = "`{message}`"), (status = 404, description = "No such household"),
+    (status = 200, description = "`{message}`", body = Message), (status = 404, description = "No such household"),
     (status = 412, description = "If-Match is stale")))]
 pub async fn delete(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<Message>, ApiError> {
     let pre = if_match(&headers)?;
     household_ops::delete(&state.scope(&user), id, pre).await?;
-    Ok(axum::Json(json!({ "message": "Household deleted" })))
+    Ok(axum::Json(Message::new("Household deleted")))
 }
 
 // ---- members -----------------------------------------------------------------------------
 
 #[utoipa::path(get, path = "/api/v1/households/{id}/members", tag = "households", params(("id" = u64, Path)), responses(
-    (status = 200, description = "`{members, total}`, oldest membership first"), (status = 404, description = "No such household")))]
+    (status = 200, description = "`{members, total}`, oldest membership first", body = MemberList), (status = 404, description = "No such household")))]
 pub async fn list_members(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
-    let members = state.read(&user, move |v| household_ops::members(v, id)).await?;
-    Ok(axum::Json(json!({ "total": members.len(), "members": members })))
+) -> Result<axum::Json<MemberList>, ApiError> {
+    Ok(axum::Json(state.read(&user, move |v| household_ops::members(v, id)).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/households/{id}/members", tag = "households", params(("id" = u64, Path)), request_body = crate::crm::schema::HouseholdMemberBody, responses(
-    (status = 201, description = "`{message, member}`"), (status = 400, description = "Invalid, field named"),
+    (status = 201, description = "`{message, member}`", body = MemberChanged), (status = 400, description = "Invalid, field named"),
     (status = 404, description = "No such household or contact"),
     (status = 409, description = "`ALREADY_EXISTS`: the contact is already a member")))]
 pub async fn add_member(
@@ -163,14 +165,14 @@ pub async fn add_member(
 ) -> Result<Response, ApiError> {
     let row = household_ops::add_member(&state.scope(&user), id, input).await?;
     let (row, member) = member_shown(&state, &user, row).await?;
-    Ok(tagged(&row, None, StatusCode::CREATED, &json!({ "message": "Member added", "member": member })))
+    Ok(tagged(&row, None, StatusCode::CREATED, &MemberChanged { message: "Member added".into(), member }))
 }
 
 /// Changes a member's `role`, `since` or `until` (conditional on the membership's `If-Match`).
 #[utoipa::path(patch, path = "/api/v1/households/{id}/members/{member}", tag = "households",
     params(("id" = u64, Path), ("member" = String, Path, description = "Membership id or the contact's vCard UID")),
     request_body = household_ops::MemberEdit, responses(
-    (status = 200, description = "`{message, member}`"), (status = 400, description = "Invalid, field named"),
+    (status = 200, description = "`{message, member}`", body = MemberChanged), (status = 400, description = "Invalid, field named"),
     (status = 404, description = "No such household or member"), (status = 412, description = "If-Match is stale")))]
 pub async fn update_member(
     State(state): State<AppState>,
@@ -182,22 +184,22 @@ pub async fn update_member(
     let pre = if_match(&headers)?;
     let row = household_ops::edit_member(&state.scope(&user), id, member, pre, edit).await?;
     let (row, member) = member_shown(&state, &user, row).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &json!({ "message": "Member updated", "member": member })))
+    Ok(tagged(&row, None, StatusCode::OK, &MemberChanged { message: "Member updated".into(), member }))
 }
 
 #[utoipa::path(delete, path = "/api/v1/households/{id}/members/{member}", tag = "households",
     params(("id" = u64, Path), ("member" = String, Path, description = "Membership id or the contact's vCard UID")),
-    responses((status = 200, description = "`{message}`"), (status = 404, description = "No such household or member"),
+    responses((status = 200, description = "`{message}`", body = Message), (status = 404, description = "No such household or member"),
     (status = 412, description = "If-Match is stale")))]
 pub async fn remove_member(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path((id, member)): Path<(u64, String)>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<Message>, ApiError> {
     let pre = if_match(&headers)?;
     household_ops::remove_member(&state.scope(&user), id, member, pre).await?;
-    Ok(axum::Json(json!({ "message": "Member removed" })))
+    Ok(axum::Json(Message::new("Member removed")))
 }
 
 // ---- address suggestions -----------------------------------------------------------------
@@ -207,41 +209,50 @@ member_ids, member_vcard_uids, address_hash, member_hash}], total}`. `reason` is
 current members share an address the household does not have) or `member_address` (a member's address, for a \
 household without one). Computed on read; dismissed ones are left out";
 
-async fn suggestions_body(state: &AppState, user: &AuthUser, only: Option<u64>) -> Result<axum::Json<Value>, ApiError> {
-    let items = state.read(user, move |v| household_ops::suggestions(v, only)).await?;
-    Ok(axum::Json(json!({ "total": items.len(), "suggestions": items })))
+async fn suggestions_body(
+    state: &AppState,
+    user: &AuthUser,
+    only: Option<u64>,
+) -> Result<axum::Json<SuggestionList>, ApiError> {
+    Ok(axum::Json(state.read(user, move |v| household_ops::suggestions(v, only)).await?))
 }
 
-#[utoipa::path(get, path = "/api/v1/households/suggestions", tag = "households", responses((status = 200, description = SUGGESTIONS)))]
-pub async fn list_suggestions(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
+#[utoipa::path(get, path = "/api/v1/households/suggestions", tag = "households", responses((status = 200, description = SUGGESTIONS, body = SuggestionList)))]
+pub async fn list_suggestions(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<axum::Json<SuggestionList>, ApiError> {
     suggestions_body(&state, &user, None).await
 }
 
 /// The same as `GET /households/suggestions`, under the path older clients call.
-#[utoipa::path(post, path = "/api/v1/households/suggest-addresses", tag = "households", responses((status = 200, description = SUGGESTIONS)))]
-pub async fn suggest_addresses(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
+#[utoipa::path(post, path = "/api/v1/households/suggest-addresses", tag = "households", responses((status = 200, description = SUGGESTIONS, body = SuggestionList)))]
+pub async fn suggest_addresses(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<axum::Json<SuggestionList>, ApiError> {
     suggestions_body(&state, &user, None).await
 }
 
 #[utoipa::path(get, path = "/api/v1/households/{id}/suggestions", tag = "households", params(("id" = u64, Path)), responses(
-    (status = 200, description = SUGGESTIONS), (status = 404, description = "No such household")))]
+    (status = 200, description = SUGGESTIONS, body = SuggestionList), (status = 404, description = "No such household")))]
 pub async fn household_suggestions(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<SuggestionList>, ApiError> {
     suggestions_body(&state, &user, Some(id)).await
 }
 
 /// Dismisses a suggestion for good (for this user: the same address for the same members is not
 /// suggested again, in any household). Dismissing twice is not an error.
 #[utoipa::path(post, path = "/api/v1/households/suggestions/dismiss", tag = "households", request_body = household_ops::DismissInput, responses(
-    (status = 200, description = "`{message}`"), (status = 400, description = "A hash is not a 64-character hex hash, named")))]
+    (status = 200, description = "`{message}`", body = Message), (status = 400, description = "A hash is not a 64-character hex hash, named")))]
 pub async fn dismiss(
     State(state): State<AppState>,
     user: AuthUser,
     Json(input): Json<household_ops::DismissInput>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<Message>, ApiError> {
     household_ops::dismiss(&state.scope(&user), input).await?;
-    Ok(axum::Json(json!({ "message": "Suggestion dismissed" })))
+    Ok(axum::Json(Message::new("Suggestion dismissed")))
 }

@@ -6,7 +6,6 @@ use jiff::civil::Date;
 use mycorrhizal_codecs::dates::Partial;
 use mycorrhizal_engine::{Invalid, Precondition, Record, Row, TxUser, UPDATED_INDEX, UserScope, UserView, Walk};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::calendar::instant;
@@ -23,71 +22,173 @@ pub fn uid_of(v: &UserView, contact: u64) -> String {
     v.get::<Contact>(contact).map(|c| c.body.uid).unwrap_or_default()
 }
 
-pub fn bookkeeping<R>(row: &Row<R>, mut body: Value) -> Value {
-    body["id"] = json!(row.id);
-    body["revision"] = json!(row.meta.revision);
-    body["etag"] = json!(row.etag().trim_matches('"'));
-    body["created_at"] = json!(row.meta.created_at);
-    body["updated_at"] = json!(row.meta.updated_at);
-    body
-}
-
 /// The next time a month-and-day event comes round (29 February -> 1 March in other years);
 /// a year-only or month-only event has none.
 pub fn next_occurrence(date: &Partial, today: Date) -> Option<Date> {
     calendar::next_yearly(date.month? as i8, date.day? as i8, today)
 }
 
-pub fn life_event_view(v: &UserView, row: &Row<LifeEvent>, today: Date) -> Value {
-    let e = &row.body;
-    let mut out = json!({
-        "entity_id": uid_of(v, e.contact_id),
-        "contact_id": e.contact_id,
-        "type": e.kind,
-        "category": e.category,
-        "date": Partial::from(e.date),
-        "description": e.description,
-        "related_entity_ids": e.related,
-        "remind": e.remind,
-    });
-    if let Some(next) = next_occurrence(&e.date.into(), today) {
-        out["next_occurrence"] = json!(next.to_string());
+/// A life event as clients read it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LifeEventView {
+    pub id: u64,
+    /// The contact's UID.
+    pub entity_id: String,
+    pub contact_id: u64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub category: String,
+    /// `{year?, month?, day?}`, the members known.
+    #[schema(value_type = super::schema::PartialDate)]
+    pub date: Partial,
+    pub description: String,
+    pub related_entity_ids: Vec<String>,
+    pub remind: bool,
+    /// `YYYY-MM-DD`, the next time a month-and-day event comes round; absent for others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = Date)]
+    pub next_occurrence: Option<Date>,
+    pub revision: u64,
+    pub etag: String,
+    #[schema(value_type = String)]
+    pub created_at: Timestamp,
+    #[schema(value_type = String)]
+    pub updated_at: Timestamp,
+}
+
+impl LifeEventView {
+    /// The event with its contact's UID and its next occurrence after `today`.
+    pub fn of(v: &UserView, row: &Row<LifeEvent>, today: Date) -> LifeEventView {
+        let e = &row.body;
+        LifeEventView {
+            id: row.id,
+            entity_id: uid_of(v, e.contact_id),
+            contact_id: e.contact_id,
+            kind: e.kind.clone(),
+            category: e.category.clone(),
+            date: e.date.into(),
+            description: e.description.clone(),
+            related_entity_ids: e.related.clone(),
+            remind: e.remind,
+            next_occurrence: next_occurrence(&e.date.into(), today),
+            revision: row.meta.revision,
+            etag: row.etag().trim_matches('"').to_string(),
+            created_at: row.meta.created_at,
+            updated_at: row.meta.updated_at,
+        }
     }
-    bookkeeping(row, out)
 }
 
-pub fn gift_view(v: &UserView, row: &Row<Gift>) -> Value {
-    let g = &row.body;
-    bookkeeping(
-        row,
-        json!({
-            "entity_id": uid_of(v, g.contact_id),
-            "contact_id": g.contact_id,
-            "status": g.status,
-            "occasion": g.occasion,
-            "description": g.description,
-            "url": g.url,
-            "notes": g.notes,
-            "date": g.date,
-            "value_cents": g.value_cents,
-            "currency": g.currency,
-        }),
-    )
+/// A gift as clients read it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct GiftView {
+    pub id: u64,
+    /// The contact's UID.
+    pub entity_id: String,
+    pub contact_id: u64,
+    /// `idea`, `purchased`, `given` or `received`.
+    pub status: String,
+    pub occasion: String,
+    pub description: String,
+    pub url: String,
+    pub notes: String,
+    /// `null` for an idea.
+    #[schema(value_type = Option<String>)]
+    pub date: Option<Timestamp>,
+    pub value_cents: Option<i64>,
+    /// Upper-case ISO code, with `value_cents`.
+    pub currency: Option<String>,
+    pub revision: u64,
+    pub etag: String,
+    #[schema(value_type = String)]
+    pub created_at: Timestamp,
+    #[schema(value_type = String)]
+    pub updated_at: Timestamp,
 }
 
-pub fn agenda_view(v: &UserView, row: &Row<AgendaItem>) -> Value {
-    let a = &row.body;
-    bookkeeping(
-        row,
-        json!({
-            "entity_id": uid_of(v, a.contact_id),
-            "contact_id": a.contact_id,
-            "content": a.content,
-            "reference_url": a.reference_url,
-            "discussed_at": a.discussed_at,
-            "activity_id": a.activity_id,
-        }),
-    )
+impl GiftView {
+    pub fn of(v: &UserView, row: &Row<Gift>) -> GiftView {
+        let g = &row.body;
+        GiftView {
+            id: row.id,
+            entity_id: uid_of(v, g.contact_id),
+            contact_id: g.contact_id,
+            status: g.status.clone(),
+            occasion: g.occasion.clone(),
+            description: g.description.clone(),
+            url: g.url.clone(),
+            notes: g.notes.clone(),
+            date: g.date,
+            value_cents: g.value_cents,
+            currency: g.currency.clone(),
+            revision: row.meta.revision,
+            etag: row.etag().trim_matches('"').to_string(),
+            created_at: row.meta.created_at,
+            updated_at: row.meta.updated_at,
+        }
+    }
+}
+
+/// A conversation-agenda item as clients read it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AgendaItemView {
+    pub id: u64,
+    /// The contact's UID.
+    pub entity_id: String,
+    pub contact_id: u64,
+    pub content: String,
+    pub reference_url: String,
+    /// `null` while open.
+    #[schema(value_type = Option<String>)]
+    pub discussed_at: Option<Timestamp>,
+    /// The activity in which it was discussed, if named.
+    pub activity_id: Option<u64>,
+    pub revision: u64,
+    pub etag: String,
+    #[schema(value_type = String)]
+    pub created_at: Timestamp,
+    #[schema(value_type = String)]
+    pub updated_at: Timestamp,
+}
+
+impl AgendaItemView {
+    pub fn of(v: &UserView, row: &Row<AgendaItem>) -> AgendaItemView {
+        let a = &row.body;
+        AgendaItemView {
+            id: row.id,
+            entity_id: uid_of(v, a.contact_id),
+            contact_id: a.contact_id,
+            content: a.content.clone(),
+            reference_url: a.reference_url.clone(),
+            discussed_at: a.discussed_at,
+            activity_id: a.activity_id,
+            revision: row.meta.revision,
+            etag: row.etag().trim_matches('"').to_string(),
+            created_at: row.meta.created_at,
+            updated_at: row.meta.updated_at,
+        }
+    }
+}
+
+/// `{message, life_event}`: a life event just created.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LifeEventCreated {
+    pub message: String,
+    pub life_event: LifeEventView,
+}
+
+/// `{message, gift}`: a gift just created.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct GiftCreated {
+    pub message: String,
+    pub gift: GiftView,
+}
+
+/// `{message, conversation_agenda}`: an agenda item just created.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AgendaItemCreated {
+    pub message: String,
+    pub conversation_agenda: AgendaItemView,
 }
 
 /// The contact a per-contact record names: its UID or its integer id.
@@ -187,23 +288,33 @@ pub struct DepthFilter {
     pub ascending: bool,
 }
 
-/// One page of a per-contact kind, under `key` (`life_events`, `gifts`, `conversation_agenda`).
+/// One page of life events.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct DepthPage {
-    #[serde(flatten)]
-    #[schema(value_type = Object)]
-    pub items: serde_json::Map<String, Value>,
+pub struct LifeEventPage {
+    pub life_events: Vec<LifeEventView>,
     pub next_cursor: String,
     pub limit: usize,
 }
 
-/// A page of `R`: one contact's (by its index) or, without one, the user's by last update.
-pub fn page<R: Record>(
-    v: &UserView,
-    f: &DepthFilter,
-    key: &str,
-    render: impl Fn(&Row<R>) -> Value,
-) -> Result<DepthPage> {
+/// One page of gifts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GiftPage {
+    pub gifts: Vec<GiftView>,
+    pub next_cursor: String,
+    pub limit: usize,
+}
+
+/// One page of conversation-agenda items.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgendaPage {
+    pub conversation_agenda: Vec<AgendaItemView>,
+    pub next_cursor: String,
+    pub limit: usize,
+}
+
+/// A page of `R`, rendered, with the cursor of the next page: one contact's (by its index) or,
+/// without one, the user's by last update.
+fn page<R: Record, V>(v: &UserView, f: &DepthFilter, render: impl Fn(&Row<R>) -> V) -> Result<(Vec<V>, String)> {
     let after = f.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
     let descending = !f.ascending;
     let contact = if f.who.is_empty() { None } else { Some(f.who.in_view(v)?) };
@@ -214,13 +325,26 @@ pub fn page<R: Record>(
     };
     let walk = Walk { after: after.as_ref().map(|(v, id)| (v.as_str(), *id)), ..walk };
     let found = v.walk::<R>(walk, f.limit, |_| true)?;
-    let mut items = serde_json::Map::new();
-    items.insert(key.to_string(), Value::Array(found.rows.iter().map(render).collect()));
-    Ok(DepthPage {
-        items,
-        next_cursor: found.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default(),
-        limit: f.limit,
-    })
+    let next = found.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default();
+    Ok((found.rows.iter().map(render).collect(), next))
+}
+
+/// A page of life events, each with its next occurrence after `today`.
+pub fn life_event_page(v: &UserView, f: &DepthFilter, today: Date) -> Result<LifeEventPage> {
+    let (life_events, next_cursor) = page(v, f, |r| LifeEventView::of(v, r, today))?;
+    Ok(LifeEventPage { life_events, next_cursor, limit: f.limit })
+}
+
+/// A page of gifts.
+pub fn gift_page(v: &UserView, f: &DepthFilter) -> Result<GiftPage> {
+    let (gifts, next_cursor) = page(v, f, |r| GiftView::of(v, r))?;
+    Ok(GiftPage { gifts, next_cursor, limit: f.limit })
+}
+
+/// A page of conversation-agenda items.
+pub fn agenda_page(v: &UserView, f: &DepthFilter) -> Result<AgendaPage> {
+    let (conversation_agenda, next_cursor) = page(v, f, |r| AgendaItemView::of(v, r))?;
+    Ok(AgendaPage { conversation_agenda, next_cursor, limit: f.limit })
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

@@ -59,7 +59,7 @@ fn entries(v: &UserView, contact: u64) -> Result<Vec<(Timestamp, Value)>> {
     }
     for r in v.walk::<Gift>(walk, usize::MAX, |g| g.body.date.is_some())?.rows {
         let date = r.body.date.unwrap_or(Timestamp::UNIX_EPOCH);
-        out.push((date, json!({ "type": "gift", "date": date, "item": crate::crm::depth_ops::gift_view(v, &r) })));
+        out.push((date, json!({ "type": "gift", "date": date, "item": crate::crm::depth_ops::GiftView::of(v, &r) })));
     }
     // The timeline shows what happened; the next yearly occurrence is not its concern.
     let epoch = jiff::civil::Date::constant(1970, 1, 1);
@@ -74,7 +74,7 @@ fn entries(v: &UserView, contact: u64) -> Result<Vec<(Timestamp, Value)>> {
         let date = calendar::midnight(day);
         out.push((
             date,
-            json!({ "type": "life_event", "date": date, "item": crate::crm::depth_ops::life_event_view(v, &r, epoch) }),
+            json!({ "type": "life_event", "date": date, "item": crate::crm::depth_ops::LifeEventView::of(v, &r, epoch) }),
         ));
     }
     out.sort_by(|a, b| b.0.cmp(&a.0));

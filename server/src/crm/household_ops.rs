@@ -10,9 +10,9 @@
 
 use std::collections::HashSet;
 
+use jiff::Timestamp;
 use mycorrhizal_engine::{Precondition, Row, UPDATED_INDEX, UserScope, UserView, Walk};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::contact::{Contact, INDEX_UID};
@@ -114,60 +114,196 @@ impl HouseholdInput {
     }
 }
 
-/// The address as answered, or `null` when there is none.
-pub fn address_view(a: &HouseholdAddress) -> Value {
-    if a.is_empty() {
-        return Value::Null;
-    }
-    let card = a.to_card();
-    let components: Vec<Value> = card.components.iter().map(|c| json!({ "kind": c.kind, "value": c.value })).collect();
-    let mut out = json!({
-        "components": components,
-        "street": a.street,
-        "city": a.city,
-        "region": a.region,
-        "postal_code": a.postal_code,
-        "country": a.country,
-    });
-    if let Some(full) = card.full {
-        out["full"] = json!(full);
-    }
-    out
+/// An address component in the card's form, as answered.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ComponentView {
+    /// `name`, `locality`, `region`, `postcode` or `country`.
+    pub kind: String,
+    pub value: String,
 }
 
-pub fn household_view(row: &Row<Household>) -> Value {
-    let h = &row.body;
-    json!({
-        "id": row.id,
-        "name": h.name,
-        "type": h.kind,
-        "address": address_view(&h.address),
-        "address_line": h.address.line(),
-        "notes": h.notes,
-        "revision": row.meta.revision,
-        "etag": row.etag().trim_matches('"'),
-        "created_at": row.meta.created_at,
-        "updated_at": row.meta.updated_at,
-    })
+/// A household address as answered: the card's JSContact form and the plain fields together.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AddressView {
+    pub components: Vec<ComponentView>,
+    pub street: String,
+    pub city: String,
+    pub region: String,
+    pub postal_code: String,
+    pub country: String,
+    /// The address as one text, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full: Option<String>,
 }
 
-pub fn member_view(v: &UserView, row: &Row<HouseholdMember>) -> Value {
-    let m = &row.body;
-    let contact = v.get::<Contact>(m.contact_id).ok();
-    json!({
-        "id": row.id,
-        "household_id": m.household_id,
-        "contact_id": m.contact_id,
-        "member_vcard_uid": contact.as_ref().map(|c| c.body.uid.clone()).unwrap_or_default(),
-        "contact_name": contact.as_ref().map(|c| c.body.name()).unwrap_or_default(),
-        "role": m.role,
-        "since": m.since,
-        "until": m.until,
-        "revision": row.meta.revision,
-        "etag": row.etag().trim_matches('"'),
-        "created_at": row.meta.created_at,
-        "updated_at": row.meta.updated_at,
-    })
+impl AddressView {
+    /// The address as answered, or `None` (`null`) when there is none.
+    pub fn of(a: &HouseholdAddress) -> Option<AddressView> {
+        if a.is_empty() {
+            return None;
+        }
+        let card = a.to_card();
+        Some(AddressView {
+            components: card
+                .components
+                .iter()
+                .map(|c| ComponentView { kind: c.kind.clone(), value: c.value.clone() })
+                .collect(),
+            street: a.street.clone(),
+            city: a.city.clone(),
+            region: a.region.clone(),
+            postal_code: a.postal_code.clone(),
+            country: a.country.clone(),
+            full: card.full,
+        })
+    }
+}
+
+/// A household as clients read it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HouseholdView {
+    pub id: u64,
+    pub name: String,
+    /// `family_unit`, `roommates` or `other`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `null` when the household has none.
+    pub address: Option<AddressView>,
+    /// The address on one line, `""` when there is none.
+    pub address_line: String,
+    pub notes: String,
+    pub revision: u64,
+    pub etag: String,
+    #[schema(value_type = String)]
+    pub created_at: Timestamp,
+    #[schema(value_type = String)]
+    pub updated_at: Timestamp,
+}
+
+impl HouseholdView {
+    pub fn of(row: &Row<Household>) -> HouseholdView {
+        let h = &row.body;
+        HouseholdView {
+            id: row.id,
+            name: h.name.clone(),
+            kind: h.kind.clone(),
+            address: AddressView::of(&h.address),
+            address_line: h.address.line(),
+            notes: h.notes.clone(),
+            revision: row.meta.revision,
+            etag: row.etag().trim_matches('"').to_string(),
+            created_at: row.meta.created_at,
+            updated_at: row.meta.updated_at,
+        }
+    }
+}
+
+/// A membership as clients read it, with the member contact named.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MemberView {
+    pub id: u64,
+    pub household_id: u64,
+    pub contact_id: u64,
+    /// `""` when the contact is gone.
+    pub member_vcard_uid: String,
+    pub contact_name: String,
+    pub role: String,
+    /// Free text, as sent.
+    pub since: String,
+    pub until: String,
+    pub revision: u64,
+    pub etag: String,
+    #[schema(value_type = String)]
+    pub created_at: Timestamp,
+    #[schema(value_type = String)]
+    pub updated_at: Timestamp,
+}
+
+impl MemberView {
+    pub fn of(v: &UserView, row: &Row<HouseholdMember>) -> MemberView {
+        let m = &row.body;
+        let contact = v.get::<Contact>(m.contact_id).ok();
+        MemberView {
+            id: row.id,
+            household_id: m.household_id,
+            contact_id: m.contact_id,
+            member_vcard_uid: contact.as_ref().map(|c| c.body.uid.clone()).unwrap_or_default(),
+            contact_name: contact.as_ref().map(|c| c.body.name()).unwrap_or_default(),
+            role: m.role.clone(),
+            since: m.since.clone(),
+            until: m.until.clone(),
+            revision: row.meta.revision,
+            etag: row.etag().trim_matches('"').to_string(),
+            created_at: row.meta.created_at,
+            updated_at: row.meta.updated_at,
+        }
+    }
+}
+
+/// `{message, household}`: a household just created.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HouseholdCreated {
+    pub message: String,
+    pub household: HouseholdView,
+}
+
+/// `{message, member}`: a membership just added or changed.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MemberChanged {
+    pub message: String,
+    pub member: MemberView,
+}
+
+/// A household with its members, oldest membership first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HouseholdWithMembers {
+    pub household: HouseholdView,
+    pub members: Vec<MemberView>,
+}
+
+/// A household's members, oldest membership first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MemberList {
+    pub members: Vec<MemberView>,
+    pub total: usize,
+}
+
+/// One page of households.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HouseholdPage {
+    pub households: Vec<HouseholdView>,
+    /// All the households the filter matches, across pages.
+    pub total: u64,
+    pub next_cursor: String,
+    pub limit: usize,
+    /// With `include_members=true` only: the memberships of the households on this page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub members: Option<Vec<MemberView>>,
+}
+
+/// An address suggested for a household, computed on read.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AddressSuggestion {
+    pub household_id: u64,
+    pub household_name: String,
+    /// `members_share_address` or `member_address`.
+    pub reason: String,
+    pub address: Option<AddressView>,
+    pub address_line: String,
+    /// The household's own address on one line, `""` when it has none.
+    pub current_address_line: String,
+    pub member_ids: Vec<u64>,
+    pub member_vcard_uids: Vec<String>,
+    /// 64 hex digits; with `member_hash`, what a dismissal names.
+    pub address_hash: String,
+    pub member_hash: String,
+}
+
+/// The undismissed address suggestions.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SuggestionList {
+    pub suggestions: Vec<AddressSuggestion>,
+    pub total: usize,
 }
 
 /// The contact a member input names (`member_vcard_uid` or `contact_id`), which must be the caller's.
@@ -211,7 +347,7 @@ pub struct HouseholdFilter {
 
 /// A page of households (optionally only those a contact is or was a member of), with their
 /// members when asked.
-pub fn list(v: &UserView, q: &HouseholdFilter) -> Result<Value> {
+pub fn list(v: &UserView, q: &HouseholdFilter) -> Result<HouseholdPage> {
     let (include, limit) = (q.include_members, q.limit);
     let after = q.cursor.as_deref().filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;
     let descending = !q.ascending;
@@ -241,35 +377,38 @@ pub fn list(v: &UserView, q: &HouseholdFilter) -> Result<Value> {
         Some(set) => set.iter().filter(|id| v.get::<Household>(**id).is_ok()).count() as u64,
         None => v.count::<Household>()?,
     };
-    let next = page.next.as_ref().map(|(value, id)| encode_cursor(value, *id)).unwrap_or_default();
-    let mut body = json!({
-        "households": page.rows.iter().map(household_view).collect::<Vec<_>>(),
-        "total": total,
-        "next_cursor": next,
-        "limit": limit,
-    });
-    if include {
+    let next_cursor = page.next.as_ref().map(|(value, id)| encode_cursor(value, *id)).unwrap_or_default();
+    let members = if include {
         let mut members = Vec::new();
         for h in &page.rows {
-            members.extend(members_of(v, h.id)?.iter().map(|m| member_view(v, m)));
+            members.extend(members_of(v, h.id)?.iter().map(|m| MemberView::of(v, m)));
         }
-        body["members"] = json!(members);
-    }
-    Ok(body)
+        Some(members)
+    } else {
+        None
+    };
+    Ok(HouseholdPage {
+        households: page.rows.iter().map(HouseholdView::of).collect(),
+        total,
+        next_cursor,
+        limit,
+        members,
+    })
 }
 
 /// Household `id` with its members.
-pub fn get(v: &UserView, id: u64) -> Result<(Row<Household>, Value)> {
+pub fn get(v: &UserView, id: u64) -> Result<(Row<Household>, HouseholdWithMembers)> {
     let row = v.get::<Household>(id)?;
-    let members: Vec<Value> = members_of(v, id)?.iter().map(|m| member_view(v, m)).collect();
-    let body = json!({ "household": household_view(&row), "members": members });
+    let members = members_of(v, id)?.iter().map(|m| MemberView::of(v, m)).collect();
+    let body = HouseholdWithMembers { household: HouseholdView::of(&row), members };
     Ok((row, body))
 }
 
 /// Household `id`'s members, oldest membership first.
-pub fn members(v: &UserView, id: u64) -> Result<Vec<Value>> {
+pub fn members(v: &UserView, id: u64) -> Result<MemberList> {
     v.get::<Household>(id)?;
-    Ok(members_of(v, id)?.iter().map(|m| member_view(v, m)).collect())
+    let members: Vec<MemberView> = members_of(v, id)?.iter().map(|m| MemberView::of(v, m)).collect();
+    Ok(MemberList { total: members.len(), members })
 }
 
 /// Creates a household (with `id`: replaces household `id` under `pre`).
@@ -391,7 +530,7 @@ pub async fn remove_member(scope: &UserScope, id: u64, member: String, pre: Prec
 }
 
 /// The undismissed address suggestions of the caller's households (or of one).
-pub fn suggestions(v: &UserView, only: Option<u64>) -> Result<Vec<Value>> {
+pub fn suggestions(v: &UserView, only: Option<u64>) -> Result<SuggestionList> {
     let dismissed: HashSet<String> =
         v.list::<DismissedHouseholdSuggestion>()?.into_iter().map(|r| r.body.key()).collect();
     let households = match only {
@@ -415,21 +554,21 @@ pub fn suggestions(v: &UserView, only: Option<u64>) -> Result<Vec<Value>> {
             if dismissed.contains(&format!("{}:{}", s.address_hash, s.member_hash)) {
                 continue;
             }
-            out.push(json!({
-                "household_id": h.id,
-                "household_name": h.body.name,
-                "reason": s.reason,
-                "address": address_view(&s.address),
-                "address_line": s.line,
-                "current_address_line": h.body.address.line(),
-                "member_ids": s.members,
-                "member_vcard_uids": s.members.iter().map(|id| uids.get(id).cloned().unwrap_or_default()).collect::<Vec<_>>(),
-                "address_hash": s.address_hash,
-                "member_hash": s.member_hash,
-            }));
+            out.push(AddressSuggestion {
+                household_id: h.id,
+                household_name: h.body.name.clone(),
+                reason: s.reason.to_string(),
+                address: AddressView::of(&s.address),
+                address_line: s.line,
+                current_address_line: h.body.address.line(),
+                member_vcard_uids: s.members.iter().map(|id| uids.get(id).cloned().unwrap_or_default()).collect(),
+                member_ids: s.members,
+                address_hash: s.address_hash,
+                member_hash: s.member_hash,
+            });
         }
     }
-    Ok(out)
+    Ok(SuggestionList { total: out.len(), suggestions: out })
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

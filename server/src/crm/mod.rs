@@ -34,6 +34,18 @@ pub mod suggestions;
 
 pub use error::{Error, Result};
 
+/// `{message}`: what a write that has nothing else to show answers (a delete, a dismissal).
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct Message {
+    pub message: String,
+}
+
+impl Message {
+    pub fn new(message: &str) -> Message {
+        Message { message: message.to_string() }
+    }
+}
+
 /// The kinds full-text search indexes, in the order `/search` groups them (from [`kinds::all`]).
 pub fn search_sources() -> Vec<mycorrhizal_engine::Source> {
     kinds::all().into_iter().filter_map(|k| k.search).collect()

@@ -12,8 +12,9 @@ use super::Contact;
 use super::related::projected_relations;
 use super::view::ContactView;
 use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
+use crate::crm::depth_ops::{AgendaItemView, GiftView, LifeEventView};
 use crate::crm::records::{BY_CONTACT, contact_range};
-use crate::crm::{Result, activities, depth_ops, notes, relationships, reminders};
+use crate::crm::{Result, activities, notes, relationships, reminders};
 
 /// How many of the newest notes, activities, completions, life events and gifts come along.
 const LATEST: usize = 5;
@@ -34,12 +35,9 @@ pub struct ContactDetail {
     pub reminders: Vec<Value>,
     #[schema(value_type = Vec<Object>)]
     pub relationship_edges: Vec<Value>,
-    #[schema(value_type = Vec<Object>)]
-    pub life_events: Vec<Value>,
-    #[schema(value_type = Vec<Object>)]
-    pub agenda: Vec<Value>,
-    #[schema(value_type = Vec<Object>)]
-    pub gifts: Vec<Value>,
+    pub life_events: Vec<LifeEventView>,
+    pub agenda: Vec<AgendaItemView>,
+    pub gifts: Vec<GiftView>,
     #[schema(value_type = Vec<Object>)]
     pub field_values: Vec<Value>,
     #[schema(value_type = Vec<Object>)]
@@ -65,15 +63,14 @@ pub fn detail(v: &UserView, id: u64, today: Date, custom_fields: Vec<String>) ->
         .walk::<LifeEvent>(per_contact(true), LATEST, |_| true)?
         .rows
         .iter()
-        .map(|r| depth_ops::life_event_view(v, r, today))
+        .map(|r| LifeEventView::of(v, r, today))
         .collect();
-    let gifts =
-        v.walk::<Gift>(per_contact(true), LATEST, |_| true)?.rows.iter().map(|r| depth_ops::gift_view(v, r)).collect();
+    let gifts = v.walk::<Gift>(per_contact(true), LATEST, |_| true)?.rows.iter().map(|r| GiftView::of(v, r)).collect();
     let agenda = v
         .walk::<AgendaItem>(per_contact(false), usize::MAX, |r| r.body.discussed_at.is_none())?
         .rows
         .iter()
-        .map(|r| depth_ops::agenda_view(v, r))
+        .map(|r| AgendaItemView::of(v, r))
         .collect();
     Ok(ContactDetail {
         contact: ContactView::of(&row, &related),
