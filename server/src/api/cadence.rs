@@ -28,7 +28,7 @@ pub async fn list_overdue(State(state): State<AppState>, user: AuthUser) -> Resu
     Ok(axum::Json(json!({ "overdue": items })))
 }
 
-#[utoipa::path(post, path = "/api/v1/cadence-policies", tag = "depth", request_body = crate::crm::schema::CadencePolicyBody, responses((status = 201, description = "The policy"), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
+#[utoipa::path(post, path = "/api/v1/cadence-policies", tag = "depth", request_body = crate::crm::bodies::CadencePolicyBody, responses((status = 201, description = "The policy"), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
 pub async fn create(
     State(state): State<AppState>,
     user: AuthUser,
@@ -50,7 +50,7 @@ pub async fn get(
     Ok(tagged(&row, Some(&headers), StatusCode::OK, &detail))
 }
 
-#[utoipa::path(put, path = "/api/v1/cadence-policies/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::schema::CadencePolicyBody, responses((status = 200, description = "The policy"), (status = 404, description = "No such policy or contact"), (status = 412, description = "If-Match is stale")))]
+#[utoipa::path(put, path = "/api/v1/cadence-policies/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::bodies::CadencePolicyBody, responses((status = 200, description = "The policy"), (status = 404, description = "No such policy or contact"), (status = 412, description = "If-Match is stale")))]
 pub async fn update(
     State(state): State<AppState>,
     user: AuthUser,

@@ -82,7 +82,7 @@ pub async fn list_life_events(
     Ok(axum::Json(page))
 }
 
-#[utoipa::path(post, path = "/api/v1/life-events", tag = "depth", request_body = crate::crm::schema::LifeEventBody, responses((status = 201, description = "`{message, life_event}`", body = LifeEventCreated), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
+#[utoipa::path(post, path = "/api/v1/life-events", tag = "depth", request_body = crate::crm::bodies::LifeEventBody, responses((status = 201, description = "`{message, life_event}`", body = LifeEventCreated), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
 pub async fn create_life_event(
     State(state): State<AppState>,
     user: AuthUser,
@@ -111,7 +111,7 @@ pub async fn get_life_event(
     Ok(tagged(&row, Some(&headers), StatusCode::OK, &view))
 }
 
-#[utoipa::path(put, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::schema::LifeEventBody, responses((status = 200, description = "The life event", body = LifeEventView), (status = 404, description = "No such event or contact"), (status = 412, description = "If-Match is stale")))]
+#[utoipa::path(put, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::bodies::LifeEventBody, responses((status = 200, description = "The life event", body = LifeEventView), (status = 404, description = "No such event or contact"), (status = 412, description = "If-Match is stale")))]
 pub async fn update_life_event(
     State(state): State<AppState>,
     user: AuthUser,
@@ -162,7 +162,7 @@ pub async fn list_gifts(
     Ok(axum::Json(page))
 }
 
-#[utoipa::path(post, path = "/api/v1/gifts", tag = "depth", request_body = crate::crm::schema::GiftBody, responses((status = 201, description = "`{message, gift}`", body = GiftCreated), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
+#[utoipa::path(post, path = "/api/v1/gifts", tag = "depth", request_body = crate::crm::bodies::GiftBody, responses((status = 201, description = "`{message, gift}`", body = GiftCreated), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]
 pub async fn create_gift(
     State(state): State<AppState>,
     user: AuthUser,
@@ -186,7 +186,7 @@ pub async fn get_gift(
     Ok(tagged(&row, Some(&headers), StatusCode::OK, &view))
 }
 
-#[utoipa::path(put, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::schema::GiftBody, responses((status = 200, description = "The gift", body = GiftView), (status = 404, description = "No such gift or contact"), (status = 412, description = "If-Match is stale")))]
+#[utoipa::path(put, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::bodies::GiftBody, responses((status = 200, description = "The gift", body = GiftView), (status = 404, description = "No such gift or contact"), (status = 412, description = "If-Match is stale")))]
 pub async fn update_gift(
     State(state): State<AppState>,
     user: AuthUser,
@@ -237,7 +237,7 @@ pub async fn list_agenda(
     Ok(axum::Json(page))
 }
 
-#[utoipa::path(post, path = "/api/v1/conversation-agenda", tag = "depth", request_body = crate::crm::schema::AgendaBody, responses((status = 201, description = "`{message, conversation_agenda}`", body = AgendaItemCreated), (status = 404, description = "No such contact")))]
+#[utoipa::path(post, path = "/api/v1/conversation-agenda", tag = "depth", request_body = crate::crm::bodies::AgendaBody, responses((status = 201, description = "`{message, conversation_agenda}`", body = AgendaItemCreated), (status = 404, description = "No such contact")))]
 pub async fn create_agenda(
     State(state): State<AppState>,
     user: AuthUser,

@@ -153,7 +153,7 @@ pub async fn list_members(
     Ok(axum::Json(state.read(&user, move |v| household_ops::members(v, id)).await?))
 }
 
-#[utoipa::path(post, path = "/api/v1/households/{id}/members", tag = "households", params(("id" = u64, Path)), request_body = crate::crm::schema::HouseholdMemberBody, responses(
+#[utoipa::path(post, path = "/api/v1/households/{id}/members", tag = "households", params(("id" = u64, Path)), request_body = crate::crm::bodies::HouseholdMemberBody, responses(
     (status = 201, description = "`{message, member}`", body = MemberChanged), (status = 400, description = "Invalid, field named"),
     (status = 404, description = "No such household or contact"),
     (status = 409, description = "`ALREADY_EXISTS`: the contact is already a member")))]

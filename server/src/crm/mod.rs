@@ -8,6 +8,7 @@
 pub mod activities;
 pub mod attachments;
 pub mod audit;
+pub mod bodies;
 pub mod cadence;
 pub mod calendar;
 pub mod contact;

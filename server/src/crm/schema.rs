@@ -61,16 +61,16 @@ use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder};
 /// the server trims before its length check must hold one character outside it.
 pub const NONBLANK: &str = "[^\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
 
-fn typed(ty: T) -> ObjectBuilder {
+pub(super) fn typed(ty: T) -> ObjectBuilder {
     ObjectBuilder::new().schema_type(ty)
 }
 
-fn nonblank() -> ObjectBuilder {
+pub(super) fn nonblank() -> ObjectBuilder {
     typed(T::String).pattern(Some(NONBLANK))
 }
 
 /// An object shape: these members required, with these schemas where present.
-fn shape(required: &[&str], properties: Vec<(&str, ObjectBuilder)>) -> Schema {
+pub(super) fn shape(required: &[&str], properties: Vec<(&str, ObjectBuilder)>) -> Schema {
     let mut object = ObjectBuilder::new();
     for name in required {
         object = object.required(*name);
@@ -82,14 +82,14 @@ fn shape(required: &[&str], properties: Vec<(&str, ObjectBuilder)>) -> Schema {
 }
 
 /// The contact a per-contact record names: `entity_id` (non-empty) or `contact_id` (not null).
-fn contact_ref() -> Schema {
+pub(super) fn contact_ref() -> Schema {
     AnyOfBuilder::new()
         .item(shape(&["entity_id"], vec![("entity_id", typed(T::String).min_length(Some(1)))]))
         .item(shape(&["contact_id"], vec![("contact_id", typed(T::Integer))]))
         .into()
 }
 
-fn all_of<B: PartialSchema>(rules: Vec<Schema>, description: &str) -> RefOr<Schema> {
+pub(super) fn all_of<B: PartialSchema>(rules: Vec<Schema>, description: &str) -> RefOr<Schema> {
     let mut all = AllOfBuilder::new().item(B::schema());
     for rule in rules {
         all = all.item(rule);
@@ -103,19 +103,20 @@ macro_rules! refined {
         $(#[$doc])*
         pub struct $name;
 
-        impl PartialSchema for $name {
-            fn schema() -> RefOr<Schema> {
-                all_of::<$base>(vec![$($rule),*], $description)
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+                $crate::crm::schema::all_of::<$base>(vec![$($rule),*], $description)
             }
         }
 
-        impl ToSchema for $name {
-            fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
-                <$base as ToSchema>::schemas(out);
+        impl utoipa::ToSchema for $name {
+            fn schemas(out: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
+                <$base as utoipa::ToSchema>::schemas(out);
             }
         }
     };
 }
+pub(super) use refined;
 
 /// A partial date `{year?, month?, day?}`: any subset, month 1-12, day 1-31, a day needs a month.
 pub struct PartialDate;
@@ -196,68 +197,3 @@ text_type! {
 pub fn field_names() -> utoipa::openapi::schema::Array {
     ArrayBuilder::new().items(FieldName::schema()).max_items(Some(100)).unique_items(true).build()
 }
-
-refined!(
-    /// A life event: for a contact, with a type or a description.
-    LifeEventBody = super::depth_ops::LifeEventInput,
-    "Names its contact by `entity_id` or `contact_id`; has a non-blank `type` or `description`",
-    [
-        contact_ref(),
-        AnyOfBuilder::new()
-            .item(shape(&["type"], vec![("type", nonblank())]))
-            .item(shape(&["description"], vec![("description", nonblank())]))
-            .into(),
-    ]
-);
-
-refined!(
-    /// A gift: for a contact; `value_cents` and `currency` go together.
-    GiftBody = super::depth_ops::GiftInput,
-    "Names its contact by `entity_id` or `contact_id`; `value_cents` and `currency` are both given or both absent (or null)",
-    [
-        contact_ref(),
-        AnyOfBuilder::new()
-            .item(shape(&["value_cents", "currency"], vec![("value_cents", typed(T::Integer)), ("currency", typed(T::String))]))
-            .item(shape(&[], vec![("value_cents", typed(T::Null)), ("currency", typed(T::Null))]))
-            .into(),
-    ]
-);
-
-refined!(
-    /// A conversation-agenda item: for a contact.
-    AgendaBody = super::depth_ops::AgendaInput,
-    "Names its contact by `entity_id` or `contact_id`",
-    [contact_ref()]
-);
-
-refined!(
-    /// A cadence policy: a contact policy names its contact, a circle or tag policy its target.
-    CadencePolicyBody = super::cadence::PolicyInput,
-    "`scope` `contact` (or absent) needs `contact_id`; `circle` or `tag` needs a non-blank `target`",
-    [AnyOfBuilder::new()
-        .item(shape(
-            &["contact_id"],
-            vec![
-                ("scope", ObjectBuilder::new().enum_values(Some([serde_json::json!("contact"), serde_json::Value::Null]))),
-                ("contact_id", typed(T::Integer)),
-            ],
-        ))
-        .item(shape(
-            &["scope", "target"],
-            vec![
-                ("scope", typed(T::String).enum_values(Some(["circle", "tag"]))),
-                ("target", nonblank()),
-            ],
-        ))
-        .into()]
-);
-
-refined!(
-    /// A new household member: names its contact.
-    HouseholdMemberBody = super::household_ops::MemberInput,
-    "Names its contact by a non-blank `member_vcard_uid` or by `contact_id`",
-    [AnyOfBuilder::new()
-        .item(shape(&["member_vcard_uid"], vec![("member_vcard_uid", nonblank())]))
-        .item(shape(&["contact_id"], vec![("contact_id", typed(T::Integer))]))
-        .into()]
-);
