@@ -238,3 +238,98 @@ async fn the_household_shapes_stay_as_reviewed() {
         get(&ada, "/api/v1/households/suggestions").await
     );
 }
+
+#[tokio::test]
+async fn the_relationship_and_graph_shapes_stay_as_reviewed() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let grace = crate::crm::new_contact(&ada, "Grace", "Hopper").await["id"].as_u64().unwrap();
+    let lovelace = crate::crm::new_contact(&ada, "Ada", "Lovelace").await["id"].as_u64().unwrap();
+    let babbage = crate::crm::new_contact(&ada, "Charles", "Babbage").await["id"].as_u64().unwrap();
+
+    let custom =
+        json!({ "target_id": lovelace, "type": "co-conspirator", "sensitivity": "private", "note": "Since 1843" });
+    let edges = format!("/api/v1/contacts/{grace}/relationships");
+    insta::assert_json_snapshot!("relationship_custom_created", post(&ada, &edges, custom).await);
+    let rid = id_of_edge(ada.post(&edges, json!({ "target_id": babbage, "type": "sister" }))).await;
+    ada.post(&format!("/api/v1/contacts/{babbage}/relationships"), json!({ "target_id": grace, "type": "friend" }))
+        .await;
+    insta::assert_json_snapshot!("relationships_outgoing", get(&ada, &edges).await);
+    insta::assert_json_snapshot!(
+        "relationships_incoming",
+        get(&ada, &format!("/api/v1/contacts/{grace}/incoming-relationships")).await
+    );
+    let replaced = json!({ "target_id": babbage, "type": "colleague", "note": "Engines" });
+    let updated = body(&ada, reqwest::Method::PUT, &format!("{edges}/{rid}"), Some(replaced)).await;
+    insta::assert_json_snapshot!("relationship_updated", updated);
+    insta::assert_json_snapshot!(
+        "contact_detail_edges",
+        get(&ada, &format!("/api/v1/contacts/{grace}/detail")).await["relationship_edges"].clone()
+    );
+
+    let meeting =
+        json!({ "title": "Analytical Engine demo", "date": "2026-11-21", "contact_ids": [grace, lovelace, babbage] });
+    ada.post("/api/v1/activities", meeting).await;
+    let alone = json!({ "title": "Solo walk", "date": "2026-11-22", "contact_ids": [grace] });
+    ada.post("/api/v1/activities", alone).await;
+    insta::assert_json_snapshot!("graph", get(&ada, "/api/v1/graph").await);
+}
+
+/// The `id` of a created edge (the body is the edge itself).
+async fn id_of_edge(response: impl std::future::Future<Output = reqwest::Response>) -> u64 {
+    let response = response.await;
+    assert!(response.status().is_success(), "{}", response.status());
+    response.json::<Value>().await.expect("json")["id"].as_u64().expect("id")
+}
+
+#[tokio::test]
+async fn the_reach_out_suggestion_shapes_stay_as_reviewed() {
+    use mycorrhizal_engine::system::{JobResult, Trigger};
+
+    let app = crate::sessions::in_process(&[]).await;
+    app.clock.set("2026-03-01T10:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.signed_in().await;
+    let call = |method: &'static str, path: String, payload: Value| {
+        let (app, cookie) = (&app, cookie.clone());
+        async move {
+            let (status, body, _) = app.call(method, &path, Some(&cookie), payload).await;
+            assert!((200..300).contains(&status), "{method} {path}: {status} {body}");
+            body
+        }
+    };
+    let contact = |payload: Value| {
+        let call = &call;
+        async move { call("POST", "/api/v1/contacts".into(), payload).await["contact"]["id"].as_u64().unwrap() }
+    };
+    let ada = contact(json!({ "firstname": "Ada" })).await;
+    let bob = contact(json!({ "firstname": "Bob" })).await;
+    let lin = contact(json!({ "firstname": "Lin", "org": "Acme" })).await;
+    for c in [ada, bob] {
+        call("POST", "/api/v1/cadence-policies".into(), json!({ "contact_id": c, "interval_days": 7 })).await;
+    }
+    let coffee = json!({ "title": "Coffee", "date": "2026-02-01T10:00:00Z", "contact_ids": [ada] });
+    call("POST", "/api/v1/activities".into(), coffee).await;
+    let call_bob = json!({ "title": "Call", "date": "2026-02-10T10:00:00Z", "contact_ids": [bob], "type": "call" });
+    call("POST", "/api/v1/activities".into(), call_bob).await;
+    call("PUT", format!("/api/v1/contacts/{lin}"), json!({ "firstname": "Lin", "org": "Mycelium Ltd" })).await;
+    let run = mycorrhizal::jobs::reach_out_once(&app.state, Trigger::Manual).await;
+    assert_eq!(run.result, JobResult::Success, "{:?}", run.error);
+
+    let list = call("GET", "/api/v1/reach-out-suggestions".into(), json!({})).await;
+    let of = |contact: u64| {
+        list["suggestions"].as_array().unwrap().iter().find(|s| s["contact_id"] == contact).expect(&list.to_string())["id"]
+            .as_u64()
+            .unwrap()
+    };
+    let (ada_s, bob_s, lin_s) = (of(ada), of(bob), of(lin));
+    insta::assert_json_snapshot!("reach_out_suggestions", redacted(list.clone()));
+    let accepted = call("POST", format!("/api/v1/reach-out-suggestions/{ada_s}/accept"), json!({})).await;
+    insta::assert_json_snapshot!("reach_out_suggestion_accepted", redacted(accepted));
+    let news = json!({ "remind_at": "2026-03-05", "message": "Congratulate Lin" });
+    let accepted = call("POST", format!("/api/v1/reach-out-suggestions/{lin_s}/accept"), news).await;
+    insta::assert_json_snapshot!("reach_out_field_change_accepted", redacted(accepted));
+    let dismissed = call("POST", format!("/api/v1/reach-out-suggestions/{bob_s}/dismiss"), json!({})).await;
+    insta::assert_json_snapshot!("reach_out_suggestion_dismissed", redacted(dismissed));
+    let all = call("GET", "/api/v1/reach-out-suggestions?status=all".into(), json!({})).await;
+    insta::assert_json_snapshot!("reach_out_suggestions_all", redacted(all));
+}

@@ -8,11 +8,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
-use crate::crm::contact::Contact;
 use crate::crm::reach_out::{DISMISSED, PENDING, ReachOutSuggestion};
 use crate::crm::suggestions;
 use crate::error::ApiError;
@@ -29,13 +28,13 @@ pub struct ListQuery {
 }
 
 #[utoipa::path(get, path = "/api/v1/reach-out-suggestions", tag = "reach-out", params(ListQuery), responses(
-    (status = 200, description = "`{suggestions, total}`: pending ones unless `status` says otherwise, most overdue first"),
+    (status = 200, description = "`{suggestions, total}`: pending ones unless `status` says otherwise, most overdue first", body = suggestions::SuggestionList),
     (status = 400, description = "Unknown status")))]
 pub async fn list(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<suggestions::SuggestionList>, ApiError> {
     let status = match q.status.as_deref().map(str::trim) {
         None | Some("") | Some(PENDING) => Some(PENDING),
         Some(DISMISSED) => Some(DISMISSED),
@@ -44,13 +43,13 @@ pub async fn list(
     };
     let scope = state.scope(&user);
     let now = state.engine.clock().now();
-    let list = state.blocking(move |_| suggestions::views(&scope.view()?, status, now)).await??;
-    Ok(axum::Json(json!({ "total": list.len(), "suggestions": list })))
+    let list = state.blocking(move |_| suggestions::listed(&scope.view()?, status, now)).await??;
+    Ok(axum::Json(list))
 }
 
 /// Creates a one-off reminder for the suggestion's contact and links it. The body is optional.
 #[utoipa::path(post, path = "/api/v1/reach-out-suggestions/{id}/accept", tag = "reach-out", params(("id" = u64, Path)), request_body = suggestions::AcceptInput, responses(
-    (status = 201, description = "`{message, suggestion, reminder}`"), (status = 400, description = "Invalid, field named"),
+    (status = 201, description = "`{message, suggestion, reminder}`", body = suggestions::SuggestionAccepted), (status = 400, description = "Invalid, field named"),
     (status = 404, description = "No such suggestion"), (status = 409, description = "Dismissed, or already accepted with a live reminder")))]
 pub async fn accept(
     State(state): State<AppState>,
@@ -68,32 +67,24 @@ pub async fn accept(
     let scope = state.scope(&user);
     let now = state.engine.clock().now();
     let body = state
-        .blocking(move |_| {
-            let v = scope.view()?;
-            let name = v.get::<Contact>(reminder.body.contact_id).map(|c| c.body.name()).ok();
-            Ok::<_, ApiError>(json!({
-                "message": "Reminder created",
-                "suggestion": suggestions::view(&v, &suggestion, now),
-                "reminder": crate::crm::reminders::view(&reminder, Some(today), name),
-            }))
-        })
+        .blocking(move |_| Ok::<_, ApiError>(suggestions::accepted(&scope.view()?, &suggestion, &reminder, today, now)))
         .await??;
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }
 
 /// Marks the suggestion dismissed; later scans leave the contact alone. Idempotent; no body.
 #[utoipa::path(post, path = "/api/v1/reach-out-suggestions/{id}/dismiss", tag = "reach-out", params(("id" = u64, Path)), responses(
-    (status = 200, description = "`{message, suggestion}`"), (status = 404, description = "No such suggestion")))]
+    (status = 200, description = "`{message, suggestion}`", body = suggestions::SuggestionDismissed), (status = 404, description = "No such suggestion")))]
 pub async fn dismiss(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<suggestions::SuggestionDismissed>, ApiError> {
     let scope = state.scope(&user);
     let row = suggestions::dismiss(&scope, id).await?;
     let now = state.engine.clock().now();
-    let suggestion = state.blocking(move |_| Ok::<_, ApiError>(suggestions::view(&scope.view()?, &row, now))).await??;
-    Ok(axum::Json(json!({ "message": "Suggestion dismissed", "suggestion": suggestion })))
+    let body = state.blocking(move |_| Ok::<_, ApiError>(suggestions::dismissed(&scope.view()?, &row, now))).await??;
+    Ok(axum::Json(body))
 }
 
 /// Removes the suggestion outright (a later scan may propose the contact again). A linked

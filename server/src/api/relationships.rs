@@ -15,24 +15,24 @@ use crate::error::ApiError;
 use crate::http::json::Json;
 use crate::state::AppState;
 
-#[utoipa::path(get, path = "/api/v1/contacts/{id}/relationships", tag = "relationships", params(("id" = u64, Path)), responses((status = 200, description = "`{relationships: [edge]}` starting at this contact"), (status = 404, description = "No such contact")))]
+#[utoipa::path(get, path = "/api/v1/contacts/{id}/relationships", tag = "relationships", params(("id" = u64, Path)), responses((status = 200, description = "`{relationships: [edge]}` starting at this contact", body = relationships::RelationshipList), (status = 404, description = "No such contact")))]
 pub async fn outgoing(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<relationships::RelationshipList>, ApiError> {
     let list = state.read(&user, move |v| relationships::listed(v, id, true)).await?;
-    Ok(axum::Json(json!({ "relationships": list })))
+    Ok(axum::Json(list))
 }
 
-#[utoipa::path(get, path = "/api/v1/contacts/{id}/incoming-relationships", tag = "relationships", params(("id" = u64, Path)), responses((status = 200, description = "`{relationships: [edge]}` ending at this contact"), (status = 404, description = "No such contact")))]
+#[utoipa::path(get, path = "/api/v1/contacts/{id}/incoming-relationships", tag = "relationships", params(("id" = u64, Path)), responses((status = 200, description = "`{relationships: [edge]}` ending at this contact", body = relationships::RelationshipList), (status = 404, description = "No such contact")))]
 pub async fn incoming(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<relationships::RelationshipList>, ApiError> {
     let list = state.read(&user, move |v| relationships::listed(v, id, false)).await?;
-    Ok(axum::Json(json!({ "relationships": list })))
+    Ok(axum::Json(list))
 }
 
 async fn respond(
@@ -46,7 +46,7 @@ async fn respond(
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/{id}/relationships", tag = "relationships", params(("id" = u64, Path)), request_body = relationships::RelationshipInput, responses(
-    (status = 201, description = "The edge"), (status = 400, description = "Invalid, field named"), (status = 404, description = "Either contact is not yours")))]
+    (status = 201, description = "The edge", body = relationships::RelationshipView), (status = 400, description = "Invalid, field named"), (status = 404, description = "Either contact is not yours")))]
 pub async fn create(
     State(state): State<AppState>,
     user: AuthUser,
@@ -58,7 +58,7 @@ pub async fn create(
 }
 
 #[utoipa::path(put, path = "/api/v1/contacts/{id}/relationships/{rid}", tag = "relationships", params(("id" = u64, Path), ("rid" = u64, Path)), request_body = relationships::RelationshipInput, responses(
-    (status = 200, description = "The edge"), (status = 404, description = "No such edge of this contact")))]
+    (status = 200, description = "The edge", body = relationships::RelationshipView), (status = 404, description = "No such edge of this contact")))]
 pub async fn update(
     State(state): State<AppState>,
     user: AuthUser,
@@ -81,8 +81,11 @@ pub async fn delete(
 }
 
 /// The user's network: contacts joined by relationships, plus activities shared by two or more.
-#[utoipa::path(get, path = "/api/v1/graph", tag = "relationships", responses((status = 200, description = "`{nodes: [{id, type, label}], edges: [{id, source, target, type, label}]}`")))]
-pub async fn graph(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
+#[utoipa::path(get, path = "/api/v1/graph", tag = "relationships", responses((status = 200, description = "`{nodes: [{id, type, label}], edges: [{id, source, target, type, label}]}`", body = relationships::Graph)))]
+pub async fn graph(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<axum::Json<relationships::Graph>, ApiError> {
     let body = state.read(&user, relationships::graph).await?;
     Ok(axum::Json(body))
 }

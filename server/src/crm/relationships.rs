@@ -2,9 +2,9 @@
 //! `spouse_of`, `parent_of`, `friend_of`, everyday words mapped onto them, or a custom type).
 //! Their operations (create, replace, delete from either end), views, and the network graph.
 
+use jiff::Timestamp;
 use mycorrhizal_engine::{Precondition, Row, UserScope, UserView};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::Result;
@@ -24,60 +24,118 @@ pub fn edges_of(view: &UserView, contact: u64) -> Result<Vec<(Row<Relationship>,
     Ok(out)
 }
 
-pub fn edge_view(row: &Row<Relationship>, source: &Row<Contact>, target: &Row<Contact>) -> Value {
-    let r = &row.body;
-    json!({
-        "id": row.id,
-        "source_id": source.body.uid,
-        "target_id": target.body.uid,
-        "source_contact_id": r.source,
-        "target_contact_id": r.target,
-        "type": r.kind,
-        "custom": !KNOWN_RELATIONS.contains(&r.kind.as_str()),
-        "sensitivity": r.sensitivity,
-        "note": r.note,
-        "status": "confirmed",
-        "source": "user-confirmed",
-        "revision": row.meta.revision,
-        "created_at": row.meta.created_at,
-        "updated_at": row.meta.updated_at,
-    })
+/// A relationship edge as clients read it, both ends named by UID and by integer id.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RelationshipView {
+    pub id: u64,
+    /// The source contact's UID.
+    pub source_id: String,
+    /// The target contact's UID.
+    pub target_id: String,
+    pub source_contact_id: u64,
+    pub target_contact_id: u64,
+    /// The relation token (`spouse_of`, `friend_of`, ...) or a custom type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Whether the type is not one of the known tokens.
+    pub custom: bool,
+    /// `normal`, `private` or `secret`.
+    pub sensitivity: String,
+    pub note: String,
+    /// Always `confirmed`.
+    pub status: String,
+    /// Always `user-confirmed`.
+    pub source: String,
+    pub revision: u64,
+    #[schema(value_type = String)]
+    pub created_at: Timestamp,
+    #[schema(value_type = String)]
+    pub updated_at: Timestamp,
+}
+
+impl RelationshipView {
+    pub fn of(row: &Row<Relationship>, source: &Row<Contact>, target: &Row<Contact>) -> RelationshipView {
+        let r = &row.body;
+        RelationshipView {
+            id: row.id,
+            source_id: source.body.uid.clone(),
+            target_id: target.body.uid.clone(),
+            source_contact_id: r.source,
+            target_contact_id: r.target,
+            kind: r.kind.clone(),
+            custom: !KNOWN_RELATIONS.contains(&r.kind.as_str()),
+            sensitivity: r.sensitivity.clone(),
+            note: r.note.clone(),
+            status: "confirmed".into(),
+            source: "user-confirmed".into(),
+            revision: row.meta.revision,
+            created_at: row.meta.created_at,
+            updated_at: row.meta.updated_at,
+        }
+    }
+}
+
+/// An edge in a contact's list: the edge with the other party named.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ListedRelationship {
+    #[serde(flatten)]
+    pub edge: RelationshipView,
+    pub other_party_contact_id: u64,
+    pub other_party_name: String,
+}
+
+/// `{relationships}`: the edges starting or ending at a contact.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RelationshipList {
+    pub relationships: Vec<ListedRelationship>,
+}
+
+/// An entry of the contact page's `relationship_edges`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct DetailEdge {
+    pub edge: RelationshipView,
+    pub other_party_contact_id: u64,
+    pub other_party_name: String,
+    pub other_party_uid: String,
+    /// The edge's type as stored.
+    pub display_token: String,
 }
 
 /// The composite detail's `relationship_edges` entries.
-pub fn detail_edges(view: &UserView, contact: u64) -> Result<Vec<Value>> {
+pub fn detail_edges(view: &UserView, contact: u64) -> Result<Vec<DetailEdge>> {
     let me = view.get::<Contact>(contact)?;
     let mut out = Vec::new();
     for (edge, outgoing) in edges_of(view, contact)? {
         let other = view.get::<Contact>(if outgoing { edge.body.target } else { edge.body.source })?;
         let (source, target) = if outgoing { (&me, &other) } else { (&other, &me) };
-        out.push(json!({
-            "edge": edge_view(&edge, source, target),
-            "other_party_contact_id": other.id,
-            "other_party_name": other.body.name(),
-            "other_party_uid": other.body.uid,
-            "display_token": edge.body.kind,
-        }));
+        out.push(DetailEdge {
+            edge: RelationshipView::of(&edge, source, target),
+            other_party_contact_id: other.id,
+            other_party_name: other.body.name(),
+            other_party_uid: other.body.uid.clone(),
+            display_token: edge.body.kind.clone(),
+        });
     }
     Ok(out)
 }
 
 /// The edges starting (`outgoing`) or ending at `contact`, with the other party named.
-pub fn listed(view: &UserView, contact: u64, outgoing: bool) -> Result<Vec<Value>> {
+pub fn listed(view: &UserView, contact: u64, outgoing: bool) -> Result<RelationshipList> {
     let me = view.get::<Contact>(contact)?;
-    let mut out = Vec::new();
+    let mut relationships = Vec::new();
     for (edge, from_here) in edges_of(view, contact)? {
         if from_here != outgoing {
             continue;
         }
         let other = view.get::<Contact>(if outgoing { edge.body.target } else { edge.body.source })?;
         let (source, target) = if outgoing { (&me, &other) } else { (&other, &me) };
-        let mut item = edge_view(&edge, source, target);
-        item["other_party_contact_id"] = json!(other.id);
-        item["other_party_name"] = json!(other.body.name());
-        out.push(item);
+        relationships.push(ListedRelationship {
+            edge: RelationshipView::of(&edge, source, target),
+            other_party_contact_id: other.id,
+            other_party_name: other.body.name(),
+        });
     }
-    Ok(out)
+    Ok(RelationshipList { relationships })
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -145,36 +203,83 @@ pub async fn delete(scope: &UserScope, contact: u64, rid: u64) -> Result<()> {
 }
 
 /// An edge as clients read it, both ends named.
-pub fn shown(view: &UserView, row: &Row<Relationship>) -> Result<Value> {
+pub fn shown(view: &UserView, row: &Row<Relationship>) -> Result<RelationshipView> {
     let (source, target) = (view.get::<Contact>(row.body.source)?, view.get::<Contact>(row.body.target)?);
-    Ok(edge_view(row, &source, &target))
+    Ok(RelationshipView::of(row, &source, &target))
+}
+
+/// A node of the graph: a contact (`c-<id>`) or an activity (`a-<id>`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct GraphNode {
+    pub id: String,
+    /// `contact` or `activity`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The contact's name or the activity's title.
+    pub label: String,
+}
+
+/// An edge of the graph: a relationship (`r-<id>`) between two contacts, or an activity's link
+/// to one of its contacts (`a-<id>-c-<id>`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct GraphEdge {
+    pub id: String,
+    /// The node it starts at.
+    pub source: String,
+    /// The node it ends at.
+    pub target: String,
+    /// `relationship` or `activity`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The relation token or the activity's title.
+    pub label: String,
+}
+
+/// `{nodes, edges}`: the user's network.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Graph {
+    pub nodes: Vec<GraphNode>,
+    pub edges: Vec<GraphEdge>,
 }
 
 /// The user's network: contacts joined by relationships, plus activities shared by two or more.
-pub fn graph(view: &UserView) -> Result<Value> {
+pub fn graph(view: &UserView) -> Result<Graph> {
     let mut nodes = Vec::new();
     let mut edges = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    let mut node = |id: u64, nodes: &mut Vec<Value>| -> Result<()> {
+    let mut node = |id: u64, nodes: &mut Vec<GraphNode>| -> Result<()> {
         if seen.insert(id) {
             let c = view.get::<Contact>(id)?;
-            nodes.push(json!({ "id": format!("c-{id}"), "type": "contact", "label": c.body.name() }));
+            nodes.push(GraphNode { id: format!("c-{id}"), kind: "contact".into(), label: c.body.name() });
         }
         Ok(())
     };
     for edge in view.list::<Relationship>()? {
         node(edge.body.source, &mut nodes)?;
         node(edge.body.target, &mut nodes)?;
-        edges.push(json!({ "id": format!("r-{}", edge.id), "source": format!("c-{}", edge.body.source), "target": format!("c-{}", edge.body.target), "type": "relationship", "label": edge.body.kind }));
+        edges.push(GraphEdge {
+            id: format!("r-{}", edge.id),
+            source: format!("c-{}", edge.body.source),
+            target: format!("c-{}", edge.body.target),
+            kind: "relationship".into(),
+            label: edge.body.kind.clone(),
+        });
     }
     for activity in view.list::<Activity>()?.into_iter().filter(|a| a.body.contact_ids.len() >= 2) {
-        nodes.push(json!({ "id": format!("a-{}", activity.id), "type": "activity", "label": activity.body.title }));
+        let title = &activity.body.title;
+        nodes.push(GraphNode { id: format!("a-{}", activity.id), kind: "activity".into(), label: title.clone() });
         for cid in &activity.body.contact_ids {
             if view.get::<Contact>(*cid).is_ok() {
                 node(*cid, &mut nodes)?;
-                edges.push(json!({ "id": format!("a-{}-c-{cid}", activity.id), "source": format!("a-{}", activity.id), "target": format!("c-{cid}"), "type": "activity", "label": activity.body.title }));
+                edges.push(GraphEdge {
+                    id: format!("a-{}-c-{cid}", activity.id),
+                    source: format!("a-{}", activity.id),
+                    target: format!("c-{cid}"),
+                    kind: "activity".into(),
+                    label: title.clone(),
+                });
             }
         }
     }
-    Ok(json!({ "nodes": nodes, "edges": edges }))
+    Ok(Graph { nodes, edges })
 }

@@ -5,10 +5,10 @@
 use jiff::Timestamp;
 use jiff::civil::Date;
 use mycorrhizal_engine::{Precondition, Row, UserScope, UserView};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::cadence::Health;
 use super::calendar::{self, Recurrence};
 use super::contact::Contact;
 use super::contact::view::ContactSummary;
@@ -16,6 +16,7 @@ use super::depth::CadencePolicy;
 use super::reach_out::DISMISSED;
 use super::reach_out::ReachOutSuggestion;
 use super::records::Reminder;
+use super::reminders::ReminderView;
 use super::{Error, Result};
 
 /// The reminder text of an accepted suggestion when the user gives none: who, and the news.
@@ -31,48 +32,130 @@ fn default_message(name: &str, s: &ReachOutSuggestion) -> String {
 }
 
 /// A suggestion as clients see it, with the contact's name and the cadence health computed now.
-pub fn view(v: &UserView, row: &Row<ReachOutSuggestion>, now: Timestamp) -> Value {
-    let s = &row.body;
-    let contact = v.get::<Contact>(s.contact_id).ok();
-    let mut out = json!({
-        "id": row.id,
-        "created_at": row.meta.created_at,
-        "updated_at": row.meta.updated_at,
-        "revision": row.meta.revision,
-        "contact_id": s.contact_id,
-        "contact_vcard_uid": contact.as_ref().map(|c| c.body.uid.clone()).unwrap_or_default(),
-        "contact_name": contact.as_ref().map(|c| c.body.name()).unwrap_or_default(),
-        "kind": s.kind,
-        "old_value": s.old_value,
-        "new_value": s.new_value,
-        "audit_event_id": s.audit_event_id,
-        "status": s.status,
-        "policy_id": s.policy_id,
-    });
-    if let Some(reminder) = s.reminder_id {
-        out["reminder_id"] = json!(reminder);
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SuggestionView {
+    pub id: u64,
+    #[schema(value_type = String)]
+    pub created_at: Timestamp,
+    #[schema(value_type = String)]
+    pub updated_at: Timestamp,
+    pub revision: u64,
+    pub contact_id: u64,
+    /// The contact's UID (empty if the contact is gone).
+    pub contact_vcard_uid: String,
+    /// The contact's name (empty if the contact is gone).
+    pub contact_name: String,
+    /// Why: `cadence_overdue`, `organization`, `title` or `address`.
+    pub kind: String,
+    /// A field change's value before (empty for a cadence).
+    pub old_value: String,
+    /// A field change's value after (empty for a cadence).
+    pub new_value: String,
+    /// The audit event of the field change, or for a cadence the newest one the scan had seen.
+    pub audit_event_id: u64,
+    /// `pending` or `dismissed`.
+    pub status: String,
+    /// The cadence policy found overdue (0 for a field change).
+    pub policy_id: u64,
+    /// The one-off reminder made when the suggestion was accepted; absent before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reminder_id: Option<u64>,
+    /// The contact's photo thumbnail; absent without a photo.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub photo_thumbnail: Option<String>,
+    /// The contact's cadence health now; absent for a field change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<Health>,
+}
+
+impl SuggestionView {
+    pub fn of(v: &UserView, row: &Row<ReachOutSuggestion>, now: Timestamp) -> SuggestionView {
+        let s = &row.body;
+        let contact = v.get::<Contact>(s.contact_id).ok();
+        let health = v
+            .get::<CadencePolicy>(s.policy_id)
+            .ok()
+            .and_then(|p| super::cadence::health(v, &p, s.contact_id, now).ok());
+        SuggestionView {
+            id: row.id,
+            created_at: row.meta.created_at,
+            updated_at: row.meta.updated_at,
+            revision: row.meta.revision,
+            contact_id: s.contact_id,
+            contact_vcard_uid: contact.as_ref().map(|c| c.body.uid.clone()).unwrap_or_default(),
+            contact_name: contact.as_ref().map(|c| c.body.name()).unwrap_or_default(),
+            kind: s.kind.clone(),
+            old_value: s.old_value.clone(),
+            new_value: s.new_value.clone(),
+            audit_event_id: s.audit_event_id,
+            status: s.status.clone(),
+            policy_id: s.policy_id,
+            reminder_id: s.reminder_id,
+            photo_thumbnail: contact.as_ref().and_then(|c| ContactSummary::of(c).photo_thumbnail),
+            health,
+        }
     }
-    if let Some(thumb) = contact.as_ref().and_then(|c| ContactSummary::of(c).photo_thumbnail) {
-        out["photo_thumbnail"] = json!(thumb);
-    }
-    if let Some(health) =
-        v.get::<CadencePolicy>(s.policy_id).ok().and_then(|p| super::cadence::health(v, &p, s.contact_id, now).ok())
-    {
-        out["health"] = json!(health);
-    }
-    out
+}
+
+/// `{suggestions, total}`: a list of suggestions.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SuggestionList {
+    pub suggestions: Vec<SuggestionView>,
+    pub total: usize,
+}
+
+/// `{message, suggestion, reminder}`: a suggestion just accepted and its new reminder.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SuggestionAccepted {
+    pub message: String,
+    pub suggestion: SuggestionView,
+    pub reminder: ReminderView,
+}
+
+/// `{message, suggestion}`: a suggestion just dismissed.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SuggestionDismissed {
+    pub message: String,
+    pub suggestion: SuggestionView,
 }
 
 /// Suggestions with `status` (`None` for all), most overdue first, then oldest first.
-pub fn views(v: &UserView, status: Option<&str>, now: Timestamp) -> Result<Vec<Value>> {
-    let mut out: Vec<Value> = v
+pub fn views(v: &UserView, status: Option<&str>, now: Timestamp) -> Result<Vec<SuggestionView>> {
+    let mut out: Vec<SuggestionView> = v
         .list::<ReachOutSuggestion>()?
         .iter()
         .filter(|r| status.is_none_or(|s| r.body.status == s))
-        .map(|r| view(v, r, now))
+        .map(|r| SuggestionView::of(v, r, now))
         .collect();
-    out.sort_by_key(|s| std::cmp::Reverse(s["health"]["overdue_by"].as_i64().unwrap_or(0)));
+    out.sort_by_key(|s| std::cmp::Reverse(s.health.as_ref().map_or(0, |h| h.overdue_by)));
     Ok(out)
+}
+
+/// The list response for [`views`].
+pub fn listed(v: &UserView, status: Option<&str>, now: Timestamp) -> Result<SuggestionList> {
+    let suggestions = views(v, status, now)?;
+    Ok(SuggestionList { total: suggestions.len(), suggestions })
+}
+
+/// The response to an accept: the linked suggestion and the reminder, its contact named.
+pub fn accepted(
+    v: &UserView,
+    suggestion: &Row<ReachOutSuggestion>,
+    reminder: &Row<Reminder>,
+    today: Date,
+    now: Timestamp,
+) -> SuggestionAccepted {
+    let name = v.get::<Contact>(reminder.body.contact_id).map(|c| c.body.name()).ok();
+    SuggestionAccepted {
+        message: "Reminder created".into(),
+        suggestion: SuggestionView::of(v, suggestion, now),
+        reminder: ReminderView::of(reminder, Some(today), name),
+    }
+}
+
+/// The response to a dismissal.
+pub fn dismissed(v: &UserView, suggestion: &Row<ReachOutSuggestion>, now: Timestamp) -> SuggestionDismissed {
+    SuggestionDismissed { message: "Suggestion dismissed".into(), suggestion: SuggestionView::of(v, suggestion, now) }
 }
 
 /// An accepted suggestion's reminder falls this many days after today unless the input names a day.

@@ -33,8 +33,7 @@ pub struct ContactDetail {
     pub completions: Vec<Value>,
     #[schema(value_type = Vec<Object>)]
     pub reminders: Vec<Value>,
-    #[schema(value_type = Vec<Object>)]
-    pub relationship_edges: Vec<Value>,
+    pub relationship_edges: Vec<relationships::DetailEdge>,
     pub life_events: Vec<LifeEventView>,
     pub agenda: Vec<AgendaItemView>,
     pub gifts: Vec<GiftView>,
