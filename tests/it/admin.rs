@@ -74,6 +74,11 @@ async fn deleting_a_user_removes_the_account_and_its_access() {
     assert_eq!(server.register("bob", PASSWORD).await.status(), 201, "the name is free again");
     let listed: Value = admin.get("/api/v1/admin/users?limit=1&page=2").await.json().await.unwrap();
     assert_eq!((listed["total"].as_u64(), listed["users"].as_array().map(Vec::len)), (Some(2), Some(1)));
+    // A page far past the end is empty, not an overflow (found by the contract test).
+    let far = admin.get("/api/v1/admin/users?limit=100&page=184467440737095518").await;
+    assert_eq!(far.status(), 200);
+    let far: Value = far.json().await.unwrap();
+    assert_eq!(far["users"].as_array().map(Vec::len), Some(0));
 }
 
 #[tokio::test]

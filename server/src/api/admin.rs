@@ -35,8 +35,12 @@ pub async fn list_users(
     let page = q.page.unwrap_or(1).max(1);
     let limit = q.limit.unwrap_or(25).clamp(1, 100);
     let all = state.engine.global()?.list::<Account>()?;
-    let users: Vec<CurrentUser> =
-        all.iter().skip((page - 1) * limit).take(limit).map(|(id, a)| CurrentUser::from(*id, a)).collect();
+    let users: Vec<CurrentUser> = all
+        .iter()
+        .skip((page - 1).saturating_mul(limit))
+        .take(limit)
+        .map(|(id, a)| CurrentUser::from(*id, a))
+        .collect();
     Ok(axum::Json(json!({ "users": users, "total": all.len(), "page": page, "limit": limit })))
 }
 
