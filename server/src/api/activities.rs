@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use mycorrhizal_engine::Row;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::auth::AuthUser;
 use crate::crm::activities::{self, ActivityPage, ActivityView};
@@ -81,12 +81,12 @@ pub async fn update(
     Ok(tagged(&row, None, StatusCode::OK, &activity))
 }
 
-#[utoipa::path(delete, path = "/api/v1/activities/{id}", tag = "activities", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such activity"), (status = 412, description = "If-Match is stale")))]
+#[utoipa::path(delete, path = "/api/v1/activities/{id}", tag = "activities", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such activity"), (status = 412, description = "If-Match is stale")))]
 pub async fn delete(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::crm::Message>, ApiError> {
     crate::http::conditional::delete_record::<Activity>(&state, &user, &headers, id, "Activity deleted").await
 }

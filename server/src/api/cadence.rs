@@ -63,13 +63,13 @@ pub async fn update(
     Ok(tagged(&row, None, StatusCode::OK, &PolicyView::of(&row)))
 }
 
-#[utoipa::path(delete, path = "/api/v1/cadence-policies/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such policy")))]
+#[utoipa::path(delete, path = "/api/v1/cadence-policies/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such policy")))]
 pub async fn delete(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::crm::Message>, ApiError> {
     crate::http::conditional::delete_record::<CadencePolicy>(&state, &user, &headers, id, "Cadence policy deleted")
         .await
 }

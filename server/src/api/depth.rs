@@ -7,7 +7,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
-use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::AuthUser;
@@ -126,13 +125,13 @@ pub async fn update_life_event(
     Ok(tagged(&row, None, StatusCode::OK, &view))
 }
 
-#[utoipa::path(delete, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such event")))]
+#[utoipa::path(delete, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such event")))]
 pub async fn delete_life_event(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::crm::Message>, ApiError> {
     delete_record::<LifeEvent>(&state, &user, &headers, id, "Life event deleted").await
 }
 
@@ -201,13 +200,13 @@ pub async fn update_gift(
     Ok(tagged(&row, None, StatusCode::OK, &view))
 }
 
-#[utoipa::path(delete, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such gift")))]
+#[utoipa::path(delete, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such gift")))]
 pub async fn delete_gift(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::crm::Message>, ApiError> {
     delete_record::<Gift>(&state, &user, &headers, id, "Gift deleted").await
 }
 
@@ -299,12 +298,12 @@ pub async fn discuss_agenda(
     Ok(tagged(&row, None, StatusCode::OK, &view))
 }
 
-#[utoipa::path(delete, path = "/api/v1/conversation-agenda/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such item")))]
+#[utoipa::path(delete, path = "/api/v1/conversation-agenda/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such item")))]
 pub async fn delete_agenda(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::crm::Message>, ApiError> {
     delete_record::<AgendaItem>(&state, &user, &headers, id, "Agenda item deleted").await
 }

@@ -5,7 +5,7 @@ use crate::http::extract::{Path, Query};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::auth::AuthUser;
 use crate::crm::notes::{self, NoteInput, NotePage, NoteView};
@@ -86,12 +86,12 @@ pub async fn update(
     Ok(tagged(&row, None, StatusCode::OK, &json!({ "message": "Note updated", "note": NoteView::of(&row) })))
 }
 
-#[utoipa::path(delete, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such note"), (status = 412, description = "If-Match is stale")))]
+#[utoipa::path(delete, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such note"), (status = 412, description = "If-Match is stale")))]
 pub async fn delete(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::crm::Message>, ApiError> {
     crate::http::conditional::delete_record::<Note>(&state, &user, &headers, id, "Note deleted").await
 }

@@ -8,7 +8,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::Value;
 use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
@@ -90,13 +89,13 @@ pub async fn dismiss(
 /// Removes the suggestion outright (a later scan may propose the contact again). A linked
 /// reminder stays.
 #[utoipa::path(delete, path = "/api/v1/reach-out-suggestions/{id}", tag = "reach-out", params(("id" = u64, Path)), responses(
-    (status = 200, description = "`{message}`"), (status = 404, description = "No such suggestion"), (status = 412, description = "If-Match is stale")))]
+    (status = 200, description = "`{message}`", body = crate::crm::Message), (status = 404, description = "No such suggestion"), (status = 412, description = "If-Match is stale")))]
 pub async fn delete(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::crm::Message>, ApiError> {
     crate::http::conditional::delete_record::<ReachOutSuggestion>(&state, &user, &headers, id, "Suggestion deleted")
         .await
 }

@@ -97,13 +97,13 @@ pub async fn update(
     ))
 }
 
-#[utoipa::path(delete, path = "/api/v1/reminders/{id}", tag = "reminders", params(("id" = u64, Path)), responses((status = 200, description = "Deleted"), (status = 404, description = "No such reminder"), (status = 412, description = "If-Match is stale")))]
+#[utoipa::path(delete, path = "/api/v1/reminders/{id}", tag = "reminders", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such reminder"), (status = 412, description = "If-Match is stale")))]
 pub async fn delete(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::crm::Message>, ApiError> {
     crate::http::conditional::delete_record::<Reminder>(&state, &user, &headers, id, "Reminder deleted").await
 }
 

@@ -59,10 +59,10 @@ pub async fn delete_record<R: mycorrhizal_engine::Record>(
     headers: &HeaderMap,
     id: u64,
     message: &str,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+) -> Result<axum::Json<crate::crm::Message>, ApiError> {
     let pre = if_match(headers)?;
     state.engine.user(user.id).write_async(move |tx| tx.delete::<R>(id, pre)).await?;
-    Ok(axum::Json(serde_json::json!({ "message": message })))
+    Ok(axum::Json(crate::crm::Message::new(message)))
 }
 
 #[cfg(test)]
