@@ -38,12 +38,9 @@ pub struct ActivityView {
     #[serde(rename = "type")]
     pub kind: String,
     pub external_ref: String,
-    pub revision: u64,
-    pub etag: String,
-    #[schema(value_type = String)]
-    pub created_at: jiff::Timestamp,
-    #[schema(value_type = String)]
-    pub updated_at: jiff::Timestamp,
+    /// `revision`, `etag`, `created_at`, `updated_at`.
+    #[serde(flatten)]
+    pub stamp: super::Stamp,
 }
 
 impl ActivityView {
@@ -60,10 +57,7 @@ impl ActivityView {
             contacts,
             kind: a.kind.clone(),
             external_ref: a.external_ref.clone(),
-            revision: row.meta.revision,
-            etag: row.etag().trim_matches('"').to_string(),
-            created_at: row.meta.created_at,
-            updated_at: row.meta.updated_at,
+            stamp: super::Stamp::of(row),
         }
     }
 }

@@ -39,12 +39,9 @@ pub struct PolicyView {
     pub target: String,
     pub interval_days: u32,
     pub qualifying_types: Vec<String>,
-    pub revision: u64,
-    pub etag: String,
-    #[schema(value_type = String)]
-    pub created_at: Timestamp,
-    #[schema(value_type = String)]
-    pub updated_at: Timestamp,
+    /// `revision`, `etag`, `created_at`, `updated_at`.
+    #[serde(flatten)]
+    pub stamp: super::Stamp,
 }
 
 impl PolicyView {
@@ -55,10 +52,7 @@ impl PolicyView {
             target: row.body.target.clone(),
             interval_days: row.body.interval_days,
             qualifying_types: row.body.qualifying.clone(),
-            revision: row.meta.revision,
-            etag: row.etag().trim_matches('"').to_string(),
-            created_at: row.meta.created_at,
-            updated_at: row.meta.updated_at,
+            stamp: super::Stamp::of(row),
         }
     }
 }

@@ -48,12 +48,9 @@ pub struct LifeEventView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = Date)]
     pub next_occurrence: Option<Date>,
-    pub revision: u64,
-    pub etag: String,
-    #[schema(value_type = String)]
-    pub created_at: Timestamp,
-    #[schema(value_type = String)]
-    pub updated_at: Timestamp,
+    /// `revision`, `etag`, `created_at`, `updated_at`.
+    #[serde(flatten)]
+    pub stamp: super::Stamp,
 }
 
 impl LifeEventView {
@@ -71,10 +68,7 @@ impl LifeEventView {
             related_entity_ids: e.related.clone(),
             remind: e.remind,
             next_occurrence: next_occurrence(&e.date.into(), today),
-            revision: row.meta.revision,
-            etag: row.etag().trim_matches('"').to_string(),
-            created_at: row.meta.created_at,
-            updated_at: row.meta.updated_at,
+            stamp: super::Stamp::of(row),
         }
     }
 }
@@ -98,12 +92,9 @@ pub struct GiftView {
     pub value_cents: Option<i64>,
     /// Upper-case ISO code, with `value_cents`.
     pub currency: Option<String>,
-    pub revision: u64,
-    pub etag: String,
-    #[schema(value_type = String)]
-    pub created_at: Timestamp,
-    #[schema(value_type = String)]
-    pub updated_at: Timestamp,
+    /// `revision`, `etag`, `created_at`, `updated_at`.
+    #[serde(flatten)]
+    pub stamp: super::Stamp,
 }
 
 impl GiftView {
@@ -121,10 +112,7 @@ impl GiftView {
             date: g.date,
             value_cents: g.value_cents,
             currency: g.currency.clone(),
-            revision: row.meta.revision,
-            etag: row.etag().trim_matches('"').to_string(),
-            created_at: row.meta.created_at,
-            updated_at: row.meta.updated_at,
+            stamp: super::Stamp::of(row),
         }
     }
 }
@@ -143,12 +131,9 @@ pub struct AgendaItemView {
     pub discussed_at: Option<Timestamp>,
     /// The activity in which it was discussed, if named.
     pub activity_id: Option<u64>,
-    pub revision: u64,
-    pub etag: String,
-    #[schema(value_type = String)]
-    pub created_at: Timestamp,
-    #[schema(value_type = String)]
-    pub updated_at: Timestamp,
+    /// `revision`, `etag`, `created_at`, `updated_at`.
+    #[serde(flatten)]
+    pub stamp: super::Stamp,
 }
 
 impl AgendaItemView {
@@ -162,10 +147,7 @@ impl AgendaItemView {
             reference_url: a.reference_url.clone(),
             discussed_at: a.discussed_at,
             activity_id: a.activity_id,
-            revision: row.meta.revision,
-            etag: row.etag().trim_matches('"').to_string(),
-            created_at: row.meta.created_at,
-            updated_at: row.meta.updated_at,
+            stamp: super::Stamp::of(row),
         }
     }
 }

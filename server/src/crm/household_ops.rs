@@ -10,7 +10,6 @@
 
 use std::collections::HashSet;
 
-use jiff::Timestamp;
 use mycorrhizal_engine::{Precondition, Row, UPDATED_INDEX, UserScope, UserView, Walk};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -172,12 +171,9 @@ pub struct HouseholdView {
     /// The address on one line, `""` when there is none.
     pub address_line: String,
     pub notes: String,
-    pub revision: u64,
-    pub etag: String,
-    #[schema(value_type = String)]
-    pub created_at: Timestamp,
-    #[schema(value_type = String)]
-    pub updated_at: Timestamp,
+    /// `revision`, `etag`, `created_at`, `updated_at`.
+    #[serde(flatten)]
+    pub stamp: super::Stamp,
 }
 
 impl HouseholdView {
@@ -190,10 +186,7 @@ impl HouseholdView {
             address: AddressView::of(&h.address),
             address_line: h.address.line(),
             notes: h.notes.clone(),
-            revision: row.meta.revision,
-            etag: row.etag().trim_matches('"').to_string(),
-            created_at: row.meta.created_at,
-            updated_at: row.meta.updated_at,
+            stamp: super::Stamp::of(row),
         }
     }
 }
@@ -211,12 +204,9 @@ pub struct MemberView {
     /// Free text, as sent.
     pub since: String,
     pub until: String,
-    pub revision: u64,
-    pub etag: String,
-    #[schema(value_type = String)]
-    pub created_at: Timestamp,
-    #[schema(value_type = String)]
-    pub updated_at: Timestamp,
+    /// `revision`, `etag`, `created_at`, `updated_at`.
+    #[serde(flatten)]
+    pub stamp: super::Stamp,
 }
 
 impl MemberView {
@@ -232,10 +222,7 @@ impl MemberView {
             role: m.role.clone(),
             since: m.since.clone(),
             until: m.until.clone(),
-            revision: row.meta.revision,
-            etag: row.etag().trim_matches('"').to_string(),
-            created_at: row.meta.created_at,
-            updated_at: row.meta.updated_at,
+            stamp: super::Stamp::of(row),
         }
     }
 }

@@ -35,6 +35,29 @@ pub mod suggestions;
 
 pub use error::{Error, Result};
 
+/// What every stored record's view carries about its version: `revision`, `etag` (unquoted) and
+/// when it was created and last updated. Views flatten it into their own members.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct Stamp {
+    pub revision: u64,
+    pub etag: String,
+    #[schema(value_type = String)]
+    pub created_at: jiff::Timestamp,
+    #[schema(value_type = String)]
+    pub updated_at: jiff::Timestamp,
+}
+
+impl Stamp {
+    pub fn of<R>(row: &mycorrhizal_engine::Row<R>) -> Stamp {
+        Stamp {
+            revision: row.meta.revision,
+            etag: row.etag().trim_matches('"').to_string(),
+            created_at: row.meta.created_at,
+            updated_at: row.meta.updated_at,
+        }
+    }
+}
+
 /// `{message}`: what a write that has nothing else to show answers (a delete, a dismissal).
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct Message {

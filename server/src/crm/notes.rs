@@ -23,12 +23,9 @@ pub struct NoteView {
     #[schema(value_type = String)]
     pub date: Timestamp,
     pub contact_id: Option<u64>,
-    pub revision: u64,
-    pub etag: String,
-    #[schema(value_type = String)]
-    pub created_at: Timestamp,
-    #[schema(value_type = String)]
-    pub updated_at: Timestamp,
+    /// `revision`, `etag`, `created_at`, `updated_at`.
+    #[serde(flatten)]
+    pub stamp: super::Stamp,
 }
 
 impl NoteView {
@@ -38,10 +35,7 @@ impl NoteView {
             content: row.body.content.clone(),
             date: row.body.date,
             contact_id: row.body.contact_id,
-            revision: row.meta.revision,
-            etag: row.etag().trim_matches('"').to_string(),
-            created_at: row.meta.created_at,
-            updated_at: row.meta.updated_at,
+            stamp: super::Stamp::of(row),
         }
     }
 }

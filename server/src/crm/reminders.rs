@@ -32,12 +32,9 @@ pub struct ReminderView {
     pub completed: bool,
     #[schema(value_type = Option<String>)]
     pub last_sent: Option<Timestamp>,
-    pub revision: u64,
-    pub etag: String,
-    #[schema(value_type = String)]
-    pub created_at: Timestamp,
-    #[schema(value_type = String)]
-    pub updated_at: Timestamp,
+    /// `revision`, `etag`, `created_at`, `updated_at`.
+    #[serde(flatten)]
+    pub stamp: super::Stamp,
     /// Whether its day is before today (when the list says).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overdue: Option<bool>,
@@ -60,10 +57,7 @@ impl ReminderView {
             reoccur_from_completion: r.reoccur_from_completion,
             completed: false,
             last_sent: r.last_sent,
-            revision: row.meta.revision,
-            etag: row.etag().trim_matches('"').to_string(),
-            created_at: row.meta.created_at,
-            updated_at: row.meta.updated_at,
+            stamp: super::Stamp::of(row),
             overdue: today.map(|today| day < today),
             contact_name,
         }
