@@ -9,11 +9,25 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mycorrhizal-target}"
 # Keep the 2-core machine responsive: tests start real servers on loopback.
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 
-# Pinned Python clients for protocol tests (e.g. a CardDAV client), in a venv.
-if [ -f tests/requirements.txt ]; then
-  python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
-  export MYCORRHIZAL_TEST_PYTHON="$PWD/.venv/bin/python"
+# Pinned Python clients for protocol and browser tests, in a venv: every tests/requirements*.txt.
+python3 -m venv .venv
+for requirements in tests/requirements*.txt; do
+  .venv/bin/pip install --quiet --disable-pip-version-check -r "$requirements"
+done
+export MYCORRHIZAL_TEST_PYTHON="$PWD/.venv/bin/python"
+
+# The browser tests drive Debian's Chromium. Installed here when missing and we may (root);
+# otherwise say so: the browser tests then fail with the same message.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "Installing Debian's chromium for the browser tests..."
+    apt-get install -y -q chromium >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }
+  else
+    echo "MISSING: chromium (Debian package 'chromium') is needed by the browser tests; install it as root: apt-get install chromium" >&2
+  fi
+fi
+if command -v chromium >/dev/null 2>&1; then
+  export CHROMIUM="$(command -v chromium)"
 fi
 
 # Benches are not run here (they measure, they do not test), but they must keep compiling.

@@ -89,6 +89,17 @@ impl ApiError {
         ApiError::Internal(e.to_string())
     }
 
+    /// The status and the human-readable message, for a front door that answers in its own
+    /// format (an HTML page, a DAV error body). Logs an internal error as the JSON answer does.
+    pub fn status_and_message(&self) -> (StatusCode, String) {
+        if let ApiError::Internal(detail) = self {
+            let request_id = request_id::current();
+            tracing::error!(event = "internal_error", error = %detail, request_id = request_id.as_deref().unwrap_or(""));
+        }
+        let (status, _, message, _) = self.parts();
+        (status, message)
+    }
+
     fn parts(&self) -> (StatusCode, &'static str, String, Value) {
         match self {
             ApiError::Unauthorized(message) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED", (*message).into(), json!({})),

@@ -18,6 +18,7 @@ pub mod ops;
 pub mod outbound;
 pub mod state;
 pub mod telemetry;
+pub mod web;
 
 /// mimalloc instead of the system allocator: parsing, JSON and indexing allocate many small
 /// values, and glibc's malloc and free were about a quarter of an import's profile. Set here (not
@@ -39,7 +40,8 @@ pub use state::AppState;
 
 /// The whole application: every front door's routes under the shared HTTP stack.
 pub fn app(state: AppState) -> axum::Router {
-    http::serve(api::router(&state.config), state)
+    let routes = api::router(&state.config).merge(web::router(&state));
+    http::serve(routes, state)
 }
 
 /// Opens the engine for `config`, migrating behind a verified snapshot, and records what happened.

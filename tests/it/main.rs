@@ -29,3 +29,4 @@ mod sessions;
 mod shapes;
 mod tokens;
 mod twofactor;
+mod web;

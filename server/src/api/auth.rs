@@ -12,11 +12,10 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::auth::accounts::{self, NewAccount};
-use crate::auth::extract::bearer;
 use crate::auth::gate::{AuthRate, SessionMinting};
 use crate::auth::records::{Account, DeviceGrant, ResetToken, random_token, sha256_hex};
 use crate::auth::second_factor::CodeBody;
-use crate::auth::session::{self, Claims};
+use crate::auth::signin::{self, SignIn};
 use crate::auth::{AuthUser, Via, password};
 use crate::error::ApiError;
 use crate::http::json::Json;
@@ -39,9 +38,6 @@ pub async fn register(
     _gate: SessionMinting,
     Json(body): Json<RegisterBody>,
 ) -> Result<Response, ApiError> {
-    if state.config.auth.disable_registration {
-        return Err(ApiError::Forbidden("Registration is disabled.".into()));
-    }
     let new = NewAccount {
         username: body.username,
         email: body.email,
@@ -50,8 +46,7 @@ pub async fn register(
         oidc: None,
         is_admin: false,
     };
-    let (id, account) = accounts::create(&state, new).await?;
-    tracing::info!(event = "account_registered", component = "auth", user_id = id, is_admin = account.is_admin);
+    let (id, _) = signin::register(&state, new).await?;
     Ok((StatusCode::CREATED, axum::Json(json!({ "message": "Account created", "id": id }))).into_response())
 }
 
@@ -83,53 +78,13 @@ pub async fn login(
     gate: SessionMinting,
     Json(body): Json<LoginBody>,
 ) -> Result<Response, ApiError> {
-    let identifier = body
-        .identifier
-        .filter(|i| !i.trim().is_empty())
-        .or(body.email)
-        .map(|i| i.trim().to_lowercase())
-        .filter(|i| !i.is_empty())
-        .ok_or_else(|| ApiError::invalid_input("identifier", "is required"))?;
-    if body.password.is_empty() {
-        return Err(ApiError::invalid_input("password", "is required"));
+    let identifier = body.identifier.filter(|i| !i.trim().is_empty()).or(body.email).unwrap_or_default();
+    match signin::with_password(&state, &identifier, body.password, gate.ip).await? {
+        SignIn::Session { account, cookie } => Ok(signed_in(&account, vec![cookie])),
+        SignIn::SecondFactor { pending_cookie } => {
+            Ok(([(SET_COOKIE, pending_cookie)], axum::Json(json!({ "two_factor_required": true }))).into_response())
+        }
     }
-    let limits = &state.auth.limits;
-    limits
-        .check_login(&identifier, gate.ip)
-        .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: r.locked })?;
-    let found = accounts::find(&state, &identifier)?;
-    let hash = found.as_ref().and_then(|(_, a)| a.password_hash.clone());
-    if !state.auth.hasher.verify(body.password, hash).await {
-        limits.login_failed(&identifier, gate.ip);
-        tracing::info!(event = "login_failed", component = "auth", result = "failure");
-        return Err(ApiError::InvalidCredentials);
-    }
-    let Some((id, account)) = found else {
-        return Err(ApiError::InvalidCredentials);
-    };
-    limits.login_succeeded(&identifier, gate.ip);
-    if account.totp.as_ref().is_some_and(|t| t.enabled) {
-        let now = state.engine.clock().now().as_second();
-        let claims = Claims {
-            user_id: id,
-            username: account.username.clone(),
-            token_version: account.token_version,
-            authorized: false,
-            exp: now + session::PENDING_SECONDS,
-            iat: now,
-            sid: None,
-            purpose: Some("2fa".into()),
-        };
-        let cookie = state.auth.cookies.cookie(
-            session::PENDING_COOKIE,
-            &state.auth.signer.sign(&claims),
-            session::PENDING_SECONDS,
-        );
-        return Ok(([(SET_COOKIE, cookie)], axum::Json(json!({ "two_factor_required": true }))).into_response());
-    }
-    let (_, cookie) = state.auth.start_session(&state.engine, id, &account, false).await?;
-    tracing::info!(event = "login_succeeded", component = "auth", user_id = id, result = "success");
-    Ok(signed_in(&account, vec![cookie]))
 }
 
 /// Completes a two-factor sign-in started by `/login`.
@@ -142,77 +97,19 @@ pub async fn login_2fa(
     parts: Parts,
     Json(body): Json<CodeBody>,
 ) -> Result<Response, ApiError> {
-    let pending = parts
-        .headers
-        .get_all(axum::http::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|h| session::read_cookie(h, session::PENDING_COOKIE).map(str::to_string))
-        .ok_or(ApiError::Unauthorized("No sign-in is waiting for a second factor"))?;
-    let claims = state
-        .auth
-        .signer
-        .verify(&pending, state.engine.clock().now().as_second())
-        .map_err(|e| ApiError::Unauthorized(e.message()))?;
-    if claims.purpose.as_deref() != Some("2fa") {
-        return Err(ApiError::Unauthorized("Invalid token"));
-    }
-    let user_id = claims.user_id;
-    let account: Account = state.engine.global()?.get(user_id).map_err(|_| ApiError::Unauthorized("Invalid token"))?;
-    if account.token_version != claims.token_version || !account.totp.as_ref().is_some_and(|t| t.enabled) {
-        return Err(ApiError::Unauthorized("Session expired, please sign in again"));
-    }
-    let account = crate::auth::second_factor::use_second_factor(&state, user_id, &body.code, true).await?;
-    let (_, cookie) = state.auth.start_session(&state.engine, user_id, &account, false).await?;
-    let clear = state.auth.cookies.cookie(session::PENDING_COOKIE, "", 0);
-    Ok(signed_in(&account, vec![cookie, clear]))
+    let (account, cookies) = signin::with_second_factor(&state, &parts, &body.code).await?;
+    Ok(signed_in(&account, cookies))
 }
 
 /// Ends the caller's session on the server and clears the cookies. No authentication needed.
 #[utoipa::path(post, path = "/api/v1/logout", tag = "auth", responses((status = 200, description = "`{message, redirect_url?}`; `redirect_url` only for SSO sessions whose provider has an end-session endpoint")))]
 pub async fn logout(State(state): State<AppState>, parts: Parts) -> Response {
-    let mut ended = None;
-    if let Ok(token) = bearer(&parts)
-        && let Ok(claims) = state.auth.signer.verify(&token, state.engine.clock().now().as_second())
-        && let Some(sid) = claims.sid
-    {
-        ended = state.auth.end_session(&state.engine, sid).await;
-    }
-    let redirect_url = match (ended, &state.oidc) {
-        (Some(session), Some(oidc)) if session.sso => sso_logout_url(&state, oidc, &parts).await,
-        _ => None,
-    };
-    let cookies = [session::COOKIE, session::PENDING_COOKIE, "id_token"]
-        .into_iter()
-        .map(|name| (SET_COOKIE, state.auth.cookies.cookie(name, "", 0)))
-        .collect::<Vec<_>>();
+    let (cookies, redirect_url) = signin::sign_out(&state, &parts).await;
     let mut body = json!({ "message": "Logged out" });
     if let Some(url) = redirect_url {
         body["redirect_url"] = json!(url);
     }
-    (AppendHeaders(cookies), axum::Json(body)).into_response()
-}
-
-/// The provider's end-session URL for an SSO session, when the provider has one.
-async fn sso_logout_url(state: &AppState, oidc: &crate::auth::oidc::OidcClient, parts: &Parts) -> Option<String> {
-    let endpoint = oidc.discovery().await.ok()?.end_session_endpoint?;
-    let mut url = reqwest::Url::parse(&endpoint).ok()?;
-    let id_token = parts
-        .headers
-        .get_all(axum::http::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|h| session::read_cookie(h, "id_token").map(str::to_string));
-    {
-        let mut query = url.query_pairs_mut();
-        if let Some(token) = id_token {
-            query.append_pair("id_token_hint", &token);
-        }
-        if let Some(frontend) = &state.config.auth.frontend_url {
-            query.append_pair("post_logout_redirect_uri", frontend);
-        }
-    }
-    Some(url.to_string())
+    (AppendHeaders(cookies.into_iter().map(|c| (SET_COOKIE, c)).collect::<Vec<_>>()), axum::Json(body)).into_response()
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -15,8 +15,8 @@ use crate::state::AppState;
 
 /// The soonest birthdays of the next 30 days, five random contacts, favourites, upcoming
 /// reminders, overdue cadences and pending reach-out suggestions. Every member is an array.
-#[utoipa::path(get, path = "/api/v1/dashboard", tag = "contacts", responses((status = 200, description = "`{birthdays, random_contacts, favorites, upcoming_reminders, overdue, reach_out_suggestions}`; `birthdays` holds the soonest 25 of the next 30 days (all of them: `/contacts/birthdays?days=30`)")))]
-pub async fn dashboard(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
+#[utoipa::path(get, path = "/api/v1/dashboard", tag = "contacts", responses((status = 200, description = "The home screen; `birthdays` holds the soonest 25 of the next 30 days (all of them: `/contacts/birthdays?days=30`)", body = home::Dashboard)))]
+pub async fn dashboard(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<home::Dashboard>, ApiError> {
     let today = state.today();
     let now = state.engine.clock().now();
     let body = state.read(&user, move |v| home::dashboard(v, today, now)).await?;

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
-use crate::auth::accounts::{self, DATE_FORMATS};
-use crate::auth::records::{Account, Totp};
+use crate::auth::accounts;
+use crate::auth::records::Totp;
 use crate::auth::second_factor::{self, CodeBody};
 use crate::auth::view::CurrentUser;
 use crate::auth::{AuthUser, Via, totp};
@@ -20,27 +20,6 @@ use crate::state::AppState;
 #[utoipa::path(get, path = "/api/v1/users/me", tag = "users", responses((status = 200, body = CurrentUser), (status = 401, description = "Not signed in")))]
 pub async fn me(user: AuthUser) -> axum::Json<CurrentUser> {
     axum::Json(CurrentUser::from(user.id.0, &user.account))
-}
-
-/// Applies `change` to the caller's account in one write and returns the result.
-async fn update_account(
-    state: &AppState,
-    user_id: u64,
-    change: impl Fn(&mut Account) -> Result<(), ApiError> + Send + 'static,
-) -> Result<Account, ApiError> {
-    let outcome = state
-        .engine
-        .write_async(move |tx| {
-            let mut account: Account = tx.global().get(user_id)?;
-            if let Err(e) = change(&mut account) {
-                return Ok(Err(e));
-            }
-            account.updated_at = tx.now();
-            tx.global().put(user_id, &account)?;
-            Ok(Ok(account))
-        })
-        .await?;
-    outcome
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -97,13 +76,7 @@ pub async fn set_language(
     user: AuthUser,
     Json(body): Json<LanguageBody>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    let language = accounts::check_language(body.language.trim())?;
-    let stored = language.clone();
-    update_account(&state, user.id.0, move |a| {
-        a.language = stored.clone();
-        Ok(())
-    })
-    .await?;
+    let language = accounts::set_language(&state, user.id.0, &body.language).await?;
     Ok(axum::Json(json!({ "message": "Language updated", "language": language })))
 }
 
@@ -119,16 +92,7 @@ pub async fn set_date_format(
     user: AuthUser,
     Json(body): Json<DateFormatBody>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    let format = body.date_format.trim().to_string();
-    if !DATE_FORMATS.contains(&format.as_str()) {
-        return Err(ApiError::invalid_input("date_format", format!("must be one of {}", DATE_FORMATS.join(", "))));
-    }
-    let stored = format.clone();
-    update_account(&state, user.id.0, move |a| {
-        a.date_format = stored.clone();
-        Ok(())
-    })
-    .await?;
+    let format = accounts::set_date_format(&state, user.id.0, &body.date_format).await?;
     Ok(axum::Json(json!({ "message": "Date format updated", "date_format": format })))
 }
 
@@ -166,7 +130,7 @@ pub async fn set_custom_fields(
         return Err(ApiError::validation("custom_fields", "at most 100 fields"));
     }
     let stored = names.clone();
-    update_account(&state, user.id.0, move |a| {
+    accounts::update(&state, user.id.0, move |a| {
         a.custom_fields = stored.clone();
         Ok(())
     })
@@ -192,7 +156,7 @@ pub async fn totp_setup(
     let secret = totp::new_secret();
     let sealed =
         state.auth.data_key.encrypt(&secret, &second_factor::sealed_binding(user.id.0)).map_err(ApiError::internal)?;
-    update_account(&state, user.id.0, move |a| {
+    accounts::update(&state, user.id.0, move |a| {
         a.totp = Some(Totp { sealed_secret: sealed.clone(), enabled: false, last_step: 0 });
         Ok(())
     })
@@ -218,7 +182,7 @@ pub async fn totp_confirm(
     }
     second_factor::use_second_factor(&state, user.id.0, &body.code, false).await?;
     let (plain, hashes) = totp::recovery_codes();
-    update_account(&state, user.id.0, move |a| {
+    accounts::update(&state, user.id.0, move |a| {
         if let Some(t) = a.totp.as_mut() {
             t.enabled = true;
         }
@@ -240,7 +204,7 @@ pub async fn totp_disable(
         return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
     }
     second_factor::use_second_factor(&state, user.id.0, &body.code, true).await?;
-    update_account(&state, user.id.0, |a| {
+    accounts::update(&state, user.id.0, |a| {
         a.totp = None;
         a.recovery_codes.clear();
         Ok(())
@@ -262,7 +226,7 @@ pub async fn totp_regenerate(
     }
     second_factor::use_second_factor(&state, user.id.0, &body.code, false).await?;
     let (plain, hashes) = totp::recovery_codes();
-    update_account(&state, user.id.0, move |a| {
+    accounts::update(&state, user.id.0, move |a| {
         a.recovery_codes = hashes.clone();
         Ok(())
     })

@@ -267,3 +267,51 @@ pub fn notify_password_changed(state: &AppState, user_id: u64, account: &Account
         }
     });
 }
+
+/// Applies `change` to the caller's account in one write and returns the result.
+pub async fn update(
+    state: &AppState,
+    user_id: u64,
+    change: impl Fn(&mut Account) -> Result<(), ApiError> + Send + 'static,
+) -> Result<Account, ApiError> {
+    let outcome = state
+        .engine
+        .write_async(move |tx| {
+            let mut account: Account = tx.global().get(user_id)?;
+            if let Err(e) = change(&mut account) {
+                return Ok(Err(e));
+            }
+            account.updated_at = tx.now();
+            tx.global().put(user_id, &account)?;
+            Ok(Ok(account))
+        })
+        .await?;
+    outcome
+}
+
+/// Sets the account's language (one of [`LANGUAGES`]); returns the stored value.
+pub async fn set_language(state: &AppState, user_id: u64, language: &str) -> Result<String, ApiError> {
+    let language = check_language(language.trim())?;
+    let stored = language.clone();
+    update(state, user_id, move |a| {
+        a.language = stored.clone();
+        Ok(())
+    })
+    .await?;
+    Ok(language)
+}
+
+/// Sets the account's date format (one of [`DATE_FORMATS`]); returns the stored value.
+pub async fn set_date_format(state: &AppState, user_id: u64, format: &str) -> Result<String, ApiError> {
+    let format = format.trim().to_string();
+    if !DATE_FORMATS.contains(&format.as_str()) {
+        return Err(ApiError::invalid_input("date_format", format!("must be one of {}", DATE_FORMATS.join(", "))));
+    }
+    let stored = format.clone();
+    update(state, user_id, move |a| {
+        a.date_format = stored.clone();
+        Ok(())
+    })
+    .await?;
+    Ok(format)
+}

@@ -24,14 +24,17 @@ impl FromRequestParts<AppState> for SessionMinting {
     }
 }
 
-/// The per-IP auth rate limit alone, for the other public auth routes.
-pub struct AuthRate;
+/// The per-IP auth rate limit alone, for the other public auth routes and the web client's
+/// sign-in (served by this binary, so never behind the client-version gate). Holds the caller's IP.
+pub struct AuthRate {
+    pub ip: std::net::IpAddr,
+}
 
 impl FromRequestParts<AppState> for AuthRate {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        take_auth_rate(parts, state).await.map(|_| AuthRate)
+        take_auth_rate(parts, state).await.map(|ip| AuthRate { ip })
     }
 }
 

@@ -17,6 +17,7 @@ pub mod password;
 pub mod records;
 pub mod second_factor;
 pub mod session;
+pub mod signin;
 pub mod totp;
 pub mod view;
 

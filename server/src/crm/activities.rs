@@ -85,14 +85,14 @@ pub fn with_contacts(v: &UserView, row: &Row<Activity>) -> Value {
 }
 
 /// The newest `limit` activities of a contact.
-pub fn of_contact(view_: &UserView, contact: u64, limit: usize) -> Result<Vec<Value>> {
+pub fn of_contact(view_: &UserView, contact: u64, limit: usize) -> Result<Vec<ActivityView>> {
     let (from, to) = super::records::contact_range(contact);
     let page = view_.walk::<Activity>(
         Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true },
         limit,
         |_| true,
     )?;
-    Ok(page.rows.iter().map(|r| with_contacts(view_, r)).collect())
+    Ok(page.rows.iter().map(|r| named(view_, r)).collect())
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

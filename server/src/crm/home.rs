@@ -11,19 +11,39 @@ use super::Result;
 use super::calendar;
 use super::contact::ops::require_contacts;
 use super::contact::pick::{random_summaries, upcoming_birthdays};
-use super::contact::view::ContactSummary;
+use super::contact::view::{BirthdayView, ContactSummary};
 use super::contact::{Contact, INDEX_FAVORITE};
 use super::depth::{Gift, LifeEvent};
 use super::records::{Activity, BY_CONTACT, Completion, Note, contact_range};
+use super::reminders::ReminderView;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 /// How many of the next 30 days' birthdays the dashboard shows, soonest first. The home screen is
 /// a glance: a large address book has thousands of birthdays a month, and the whole list is
 /// `GET /contacts/birthdays?days=30`.
 pub const DASHBOARD_BIRTHDAYS: usize = 25;
 
+/// The home screen in one read. Every member is an array.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Dashboard {
+    /// The soonest [`DASHBOARD_BIRTHDAYS`] birthdays of the next 30 days.
+    pub birthdays: Vec<BirthdayView>,
+    /// Five random active contacts.
+    pub random_contacts: Vec<ContactSummary>,
+    /// The first 50 favourite, active contacts by name.
+    pub favorites: Vec<ContactSummary>,
+    /// Open reminders due within seven days (overdue included), or the earliest five.
+    pub upcoming_reminders: Vec<ReminderView>,
+    /// Contacts past their keep-in-touch cadence.
+    pub overdue: Vec<crate::crm::cadence::Overdue>,
+    /// Pending reach-out suggestions.
+    pub reach_out_suggestions: Vec<crate::crm::suggestions::SuggestionView>,
+}
+
 /// The soonest birthdays of the next 30 days, five random contacts, favourites, upcoming
 /// reminders, overdue cadences and pending reach-out suggestions. Every member is an array.
-pub fn dashboard(v: &UserView, today: Date, now: Timestamp) -> Result<Value> {
+pub fn dashboard(v: &UserView, today: Date, now: Timestamp) -> Result<Dashboard> {
     let end = today.checked_add(jiff::Span::new().days(30)).unwrap_or(today);
     // The first 50 favourite, non-archived contacts by name: their own index, in name order.
     let favorites = v.walk::<Contact>(
@@ -31,14 +51,14 @@ pub fn dashboard(v: &UserView, today: Date, now: Timestamp) -> Result<Value> {
         50,
         |r| r.body.favorite && !r.body.archived,
     )?;
-    Ok(json!({
-        "birthdays": upcoming_birthdays(v, today, end, DASHBOARD_BIRTHDAYS)?,
-        "random_contacts": random_summaries(v, 5)?,
-        "favorites": favorites.rows.iter().map(ContactSummary::of).collect::<Vec<_>>(),
-        "upcoming_reminders": crate::crm::reminders::upcoming_views(v, today)?,
-        "overdue": crate::crm::cadence::overdue(v, now)?,
-        "reach_out_suggestions": crate::crm::suggestions::views(v, Some(crate::crm::reach_out::PENDING), now)?,
-    }))
+    Ok(Dashboard {
+        birthdays: upcoming_birthdays(v, today, end, DASHBOARD_BIRTHDAYS)?,
+        random_contacts: random_summaries(v, 5)?,
+        favorites: favorites.rows.iter().map(ContactSummary::of).collect(),
+        upcoming_reminders: crate::crm::reminders::upcoming_views(v, today)?,
+        overdue: crate::crm::cadence::overdue(v, now)?,
+        reach_out_suggestions: crate::crm::suggestions::views(v, Some(crate::crm::reach_out::PENDING), now)?,
+    })
 }
 
 fn entries(v: &UserView, contact: u64) -> Result<Vec<(Timestamp, Value)>> {

@@ -155,12 +155,12 @@ pub fn get(view: &UserView, id: u64) -> Result<Row<Note>> {
 }
 
 /// The newest `limit` notes of a contact.
-pub fn of_contact(v: &UserView, contact: u64, limit: usize) -> Result<Vec<Value>> {
+pub fn of_contact(v: &UserView, contact: u64, limit: usize) -> Result<Vec<NoteView>> {
     let (from, to) = super::records::contact_range(contact);
     let page = v.walk::<Note>(
         Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true },
         limit,
         |_| true,
     )?;
-    Ok(page.rows.iter().map(view).collect())
+    Ok(page.rows.iter().map(NoteView::of).collect())
 }

@@ -82,42 +82,49 @@ pub struct CompletionView {
     pub created_at: Timestamp,
 }
 
+impl CompletionView {
+    pub fn of(row: &Row<Completion>) -> CompletionView {
+        CompletionView {
+            id: row.id,
+            reminder_id: row.body.reminder_id,
+            contact_id: row.body.contact_id,
+            message: row.body.message.clone(),
+            completed_at: row.body.completed_at,
+            created_at: row.meta.created_at,
+        }
+    }
+}
+
+/// The view as a JSON object, for callers that add members (the timeline).
 pub fn completion_view(row: &Row<Completion>) -> Value {
-    json!(CompletionView {
-        id: row.id,
-        reminder_id: row.body.reminder_id,
-        contact_id: row.body.contact_id,
-        message: row.body.message.clone(),
-        completed_at: row.body.completed_at,
-        created_at: row.meta.created_at,
-    })
+    json!(CompletionView::of(row))
 }
 
 /// A contact's reminders, soonest first.
-pub fn of_contact(v: &UserView, contact: u64) -> Result<Vec<Value>> {
+pub fn of_contact(v: &UserView, contact: u64) -> Result<Vec<ReminderView>> {
     let (from, to) = contact_range(contact);
     let rows = v.walk::<Reminder>(
         Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: false },
         usize::MAX,
         |_| true,
     )?;
-    Ok(rows.rows.iter().map(|r| view(r, None, None)).collect())
+    Ok(rows.rows.iter().map(|r| ReminderView::of(r, None, None)).collect())
 }
 
 /// A contact's newest `limit` completions.
-pub fn completions_of(v: &UserView, contact: u64, limit: usize) -> Result<Vec<Value>> {
+pub fn completions_of(v: &UserView, contact: u64, limit: usize) -> Result<Vec<CompletionView>> {
     let (from, to) = contact_range(contact);
     let rows = v.walk::<Completion>(
         Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true },
         limit,
         |_| true,
     )?;
-    Ok(rows.rows.iter().map(completion_view).collect())
+    Ok(rows.rows.iter().map(CompletionView::of).collect())
 }
 
 /// Open reminders due within seven days (overdue included) or, when five or fewer, the earliest
 /// five; with `contact_name` and `overdue`.
-pub fn upcoming_views(v: &UserView, today: Date) -> Result<Vec<Value>> {
+pub fn upcoming_views(v: &UserView, today: Date) -> Result<Vec<ReminderView>> {
     let horizon = today.checked_add(jiff::Span::new().days(7)).unwrap_or(today);
     // A reminder sits at midnight UTC of its day, so those due by the horizon lie below the next
     // day's midnight in the `date` index: walk only that part.
@@ -131,7 +138,7 @@ pub fn upcoming_views(v: &UserView, today: Date) -> Result<Vec<Value>> {
     let due = v.walk::<Reminder>(walk, usize::MAX, |r| calendar::day_of(r.body.remind_at) <= horizon)?.rows;
     let chosen = if due.len() > 5 { due } else { v.walk::<Reminder>(Walk { to: None, ..walk }, 5, |_| true)?.rows };
     let name = |id: u64| v.get::<Contact>(id).map(|c| c.body.name()).ok();
-    Ok(chosen.iter().map(|r| view(r, Some(today), name(r.body.contact_id))).collect())
+    Ok(chosen.iter().map(|r| ReminderView::of(r, Some(today), name(r.body.contact_id))).collect())
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

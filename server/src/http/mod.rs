@@ -69,8 +69,19 @@ async fn api_rate_limit(State(state): State<AppState>, request: Request, next: N
     next.run(request).await
 }
 
-async fn not_found() -> ApiError {
-    ApiError::NotFound
+/// A path nobody serves: the error envelope, or for a browser asking for a page outside the API,
+/// DAV and health paths, the web client's "not found" page.
+async fn not_found(request: Request) -> Response {
+    let headers = request.headers();
+    let wants_html = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/html"));
+    if wants_html && crate::web::owns(request.uri().path()) {
+        let lang = headers.get(axum::http::header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok());
+        return crate::web::not_found_page(lang);
+    }
+    ApiError::NotFound.into_response()
 }
 
 async fn method_not_allowed() -> ApiError {

@@ -25,14 +25,10 @@ pub struct ContactDetail {
     /// `{custom_fields, enabled_contact_fields}` of the signed-in user.
     #[schema(value_type = Object)]
     pub user: Value,
-    #[schema(value_type = Vec<Object>)]
-    pub notes: Vec<Value>,
-    #[schema(value_type = Vec<Object>)]
-    pub activities: Vec<Value>,
-    #[schema(value_type = Vec<Object>)]
-    pub completions: Vec<Value>,
-    #[schema(value_type = Vec<Object>)]
-    pub reminders: Vec<Value>,
+    pub notes: Vec<notes::NoteView>,
+    pub activities: Vec<activities::ActivityView>,
+    pub completions: Vec<reminders::CompletionView>,
+    pub reminders: Vec<reminders::ReminderView>,
     pub relationship_edges: Vec<relationships::DetailEdge>,
     pub life_events: Vec<LifeEventView>,
     pub agenda: Vec<AgendaItemView>,

@@ -1,0 +1,164 @@
+//! Signing in and out, once for every front door: the JSON API (`api::auth`) and the web client
+//! (`web::auth`) call these and only translate the outcome (a JSON body or a redirect).
+//!
+//! The rules live here: the lockout and spray checks before any password work, one answer for an
+//! unknown account and a wrong password, the short-lived `2fa_pending` cookie when a second
+//! factor is on, and the session started only once every factor passed.
+
+use std::net::IpAddr;
+
+use axum::http::request::Parts;
+
+use super::extract::bearer;
+use super::records::Account;
+use super::session::{self, Claims};
+use super::{accounts, second_factor};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// What a correct password leads to.
+pub enum SignIn {
+    /// Signed in: the session cookie to set.
+    Session { account: Account, cookie: String },
+    /// A second factor is on: this `2fa_pending` cookie carries the half-done sign-in.
+    SecondFactor { pending_cookie: String },
+}
+
+/// Creates an account through self-service registration, refused while `DISABLE_REGISTRATION`
+/// is on. The first account of a fresh instance is its admin (`accounts::create`).
+pub async fn register(state: &AppState, new: accounts::NewAccount) -> Result<(u64, Account), ApiError> {
+    if state.config.auth.disable_registration {
+        return Err(ApiError::Forbidden("Registration is disabled.".into()));
+    }
+    let (id, account) = accounts::create(state, new).await?;
+    tracing::info!(event = "account_registered", component = "auth", user_id = id, is_admin = account.is_admin);
+    Ok((id, account))
+}
+
+/// Checks `identifier` (username or email) and `password` for a caller at `ip`.
+pub async fn with_password(
+    state: &AppState,
+    identifier: &str,
+    password: String,
+    ip: IpAddr,
+) -> Result<SignIn, ApiError> {
+    let identifier = identifier.trim().to_lowercase();
+    if identifier.is_empty() {
+        return Err(ApiError::invalid_input("identifier", "is required"));
+    }
+    if password.is_empty() {
+        return Err(ApiError::invalid_input("password", "is required"));
+    }
+    let limits = &state.auth.limits;
+    limits
+        .check_login(&identifier, ip)
+        .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: r.locked })?;
+    let found = accounts::find(state, &identifier)?;
+    let hash = found.as_ref().and_then(|(_, a)| a.password_hash.clone());
+    if !state.auth.hasher.verify(password, hash).await {
+        limits.login_failed(&identifier, ip);
+        tracing::info!(event = "login_failed", component = "auth", result = "failure");
+        return Err(ApiError::InvalidCredentials);
+    }
+    let Some((id, account)) = found else {
+        return Err(ApiError::InvalidCredentials);
+    };
+    limits.login_succeeded(&identifier, ip);
+    if account.totp.as_ref().is_some_and(|t| t.enabled) {
+        let now = state.engine.clock().now().as_second();
+        let claims = Claims {
+            user_id: id,
+            username: account.username.clone(),
+            token_version: account.token_version,
+            authorized: false,
+            exp: now + session::PENDING_SECONDS,
+            iat: now,
+            sid: None,
+            purpose: Some("2fa".into()),
+        };
+        let pending_cookie = state.auth.cookies.cookie(
+            session::PENDING_COOKIE,
+            &state.auth.signer.sign(&claims),
+            session::PENDING_SECONDS,
+        );
+        return Ok(SignIn::SecondFactor { pending_cookie });
+    }
+    let (_, cookie) = state.auth.start_session(&state.engine, id, &account, false).await?;
+    tracing::info!(event = "login_succeeded", component = "auth", user_id = id, result = "success");
+    Ok(SignIn::Session { account, cookie })
+}
+
+/// The value of cookie `name` on a request.
+pub fn cookie(parts: &Parts, name: &str) -> Option<String> {
+    parts
+        .headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|h| session::read_cookie(h, name).filter(|v| !v.is_empty()).map(str::to_string))
+}
+
+/// Completes a sign-in waiting for its second factor with `code` (a TOTP code or a recovery
+/// code). Returns the account and the cookies to set (the session, and the pending one cleared).
+pub async fn with_second_factor(
+    state: &AppState,
+    parts: &Parts,
+    code: &str,
+) -> Result<(Account, Vec<String>), ApiError> {
+    let pending = cookie(parts, session::PENDING_COOKIE)
+        .ok_or(ApiError::Unauthorized("No sign-in is waiting for a second factor"))?;
+    let claims = state
+        .auth
+        .signer
+        .verify(&pending, state.engine.clock().now().as_second())
+        .map_err(|e| ApiError::Unauthorized(e.message()))?;
+    if claims.purpose.as_deref() != Some("2fa") {
+        return Err(ApiError::Unauthorized("Invalid token"));
+    }
+    let user_id = claims.user_id;
+    let account: Account = state.engine.global()?.get(user_id).map_err(|_| ApiError::Unauthorized("Invalid token"))?;
+    if account.token_version != claims.token_version || !account.totp.as_ref().is_some_and(|t| t.enabled) {
+        return Err(ApiError::Unauthorized("Session expired, please sign in again"));
+    }
+    let account = second_factor::use_second_factor(state, user_id, code, true).await?;
+    let (_, session_cookie) = state.auth.start_session(&state.engine, user_id, &account, false).await?;
+    let clear = state.auth.cookies.cookie(session::PENDING_COOKIE, "", 0);
+    Ok((account, vec![session_cookie, clear]))
+}
+
+/// Ends the request's session on the server, if it has one. Returns the cookies that clear every
+/// sign-in cookie, and the provider's end-session URL for an SSO session whose provider has one.
+pub async fn sign_out(state: &AppState, parts: &Parts) -> (Vec<String>, Option<String>) {
+    let mut ended = None;
+    if let Ok(token) = bearer(parts)
+        && let Ok(claims) = state.auth.signer.verify(&token, state.engine.clock().now().as_second())
+        && let Some(sid) = claims.sid
+    {
+        ended = state.auth.end_session(&state.engine, sid).await;
+    }
+    let redirect_url = match (ended, &state.oidc) {
+        (Some(session), Some(oidc)) if session.sso => sso_logout_url(state, oidc, parts).await,
+        _ => None,
+    };
+    let cookies = [session::COOKIE, session::PENDING_COOKIE, "id_token"]
+        .into_iter()
+        .map(|name| state.auth.cookies.cookie(name, "", 0))
+        .collect();
+    (cookies, redirect_url)
+}
+
+/// The provider's end-session URL for an SSO session, when the provider has one.
+async fn sso_logout_url(state: &AppState, oidc: &super::oidc::OidcClient, parts: &Parts) -> Option<String> {
+    let endpoint = oidc.discovery().await.ok()?.end_session_endpoint?;
+    let mut url = reqwest::Url::parse(&endpoint).ok()?;
+    {
+        let mut query = url.query_pairs_mut();
+        if let Some(token) = cookie(parts, "id_token") {
+            query.append_pair("id_token_hint", &token);
+        }
+        if let Some(frontend) = &state.config.auth.frontend_url {
+            query.append_pair("post_logout_redirect_uri", frontend);
+        }
+    }
+    Some(url.to_string())
+}

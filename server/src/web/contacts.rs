@@ -1,0 +1,505 @@
+//! Contacts in the browser: the list (search as you type, circle and tag filters, sort, the
+//! archived toggle, cursor paging that costs the same on page 1 and page 4,000), the contact page
+//! (`crm::contact::detail`, one read), create and edit (`crm::contact::ops`, the JSON API's own
+//! operations), archive, favourite, delete, and the notes and reminders added from the page.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::{Markup, html};
+use mycorrhizal_engine::Precondition;
+use serde::Deserialize;
+
+use super::contact_form::{self, Values};
+use super::format;
+use super::home::contact_link;
+use super::page::{Form, PageResult, Viewer, WebError, encode, field_error, notice, page, page_with, see_other, shell};
+use crate::crm::calendar::Recurrence;
+use crate::crm::contact::list::{ListParams, Sort};
+use crate::crm::contact::ops::{self, Flag};
+use crate::crm::contact::view::{ContactPage, photo_url};
+use crate::crm::contact::{Contact, detail};
+use crate::crm::groups::{self, Group};
+use crate::crm::{notes, reminders};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Contacts per page of the list.
+const PAGE: usize = 50;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ListQuery {
+    q: Option<String>,
+    circle: Option<String>,
+    tag: Option<String>,
+    sort: Option<String>,
+    archived: Option<String>,
+    cursor: Option<String>,
+    /// `1`: only the results (the script swaps them in as you type).
+    fragment: Option<String>,
+    notice: Option<String>,
+}
+
+fn nonblank(v: Option<String>) -> Option<String> {
+    v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+pub async fn list(State(state): State<AppState>, viewer: Viewer, Query(q): Query<ListQuery>) -> PageResult {
+    let search = nonblank(q.q.clone());
+    let circle = nonblank(q.circle.clone());
+    let tag = nonblank(q.tag.clone());
+    let archived = q.archived.as_deref() == Some("1");
+    let sort = match q.sort.as_deref() {
+        Some("name") => Some(Sort::Name),
+        Some("updated") => Some(Sort::Updated),
+        _ if search.is_some() => None,
+        _ => Some(Sort::Name),
+    };
+    let params = ListParams {
+        search: search.clone(),
+        circle: circle.clone(),
+        tag: tag.clone(),
+        include_archived: false,
+        archived_only: archived,
+        favorites: false,
+        sort,
+        descending: None,
+        limit: PAGE,
+        cursor: nonblank(q.cursor.clone()),
+    };
+    let scope = state.scope(&viewer.user);
+    let fragment = q.fragment.as_deref() == Some("1");
+    let (list, circles, tags) = state
+        .blocking(move |_| -> crate::crm::Result<_> {
+            let list = crate::crm::contact::list::list(&scope, params)?;
+            if fragment {
+                return Ok((list, Vec::new(), Vec::new()));
+            }
+            let view = scope.view()?;
+            Ok((list, groups::counts(&view, Group::Circle)?, groups::counts(&view, Group::Tag)?))
+        })
+        .await??;
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    // The query string of this list without the cursor, for the next-page link.
+    let mut base = Vec::new();
+    for (key, value) in
+        [("q", &search), ("circle", &circle), ("tag", &tag), ("sort", &q.sort), ("archived", &q.archived.clone())]
+    {
+        if let Some(v) = value.as_deref().filter(|v| !v.is_empty()) {
+            base.push(format!("{key}={}", encode(v)));
+        }
+    }
+    let results = results(&viewer, &list, &base);
+    if fragment {
+        return Ok(page(results));
+    }
+    let selected = |current: &Option<String>, name: &str| current.as_deref() == Some(name);
+    let main = html! {
+        div class="heading" {
+            h1 { (t("contacts.title")) }
+            a class="button primary" href="/contacts/new" { (t("contacts.new")) }
+        }
+        form method="get" action="/contacts" class="filters" role="search" data-live="contact-results" {
+            div {
+                label for="q" { (t("contacts.search")) }
+                input id="q" type="search" name="q" value=(search.clone().unwrap_or_default()) autocomplete="off";
+            }
+            div {
+                label for="circle" { (t("contacts.circle")) }
+                select id="circle" name="circle" {
+                    option value="" { (t("contacts.any")) }
+                    @for g in &circles { option value=(g.name) selected[selected(&circle, &g.name)] { (g.name) " (" (g.count) ")" } }
+                }
+            }
+            div {
+                label for="tag" { (t("contacts.tag")) }
+                select id="tag" name="tag" {
+                    option value="" { (t("contacts.any")) }
+                    @for g in &tags { option value=(g.name) selected[selected(&tag, &g.name)] { (g.name) " (" (g.count) ")" } }
+                }
+            }
+            div {
+                label for="sort" { (t("contacts.sort")) }
+                select id="sort" name="sort" {
+                    option value="name" selected[q.sort.as_deref() == Some("name")] { (t("contacts.sort_name")) }
+                    option value="updated" selected[q.sort.as_deref() == Some("updated")] { (t("contacts.sort_updated")) }
+                }
+            }
+            label class="check" { input type="checkbox" name="archived" value="1" checked[archived]; " " (t("contacts.archived")) }
+            button type="submit" { (t("contacts.filter")) }
+        }
+        div id="contact-results" aria-live="polite" { (results) }
+    };
+    Ok(page(shell(&c, t("contacts.title"), notice(q.notice.as_deref()), main)))
+}
+
+fn results(viewer: &Viewer, list: &ContactPage, base: &[String]) -> Markup {
+    let t = |k| viewer.t(k);
+    html! {
+        p class="muted" {
+            @if list.total == 1 { (t("contacts.count_one")) }
+            @else { (viewer.lang.f("contacts.count", &[("count", &list.total.to_string())])) }
+        }
+        @if list.contacts.is_empty() { p { (t("contacts.none")) } }
+        ul class="contact-list" {
+            @for s in &list.contacts {
+                li {
+                    @if let Some(thumb) = &s.photo_thumbnail { img src=(thumb) alt="" width="32" height="32" class="avatar"; }
+                    @else { span class="avatar initials" aria-hidden="true" { (initials(&s.name)) } }
+                    div {
+                        (contact_link(s.id, if s.name.is_empty() { t("contact.unnamed") } else { &s.name }))
+                        @if s.is_favorite { " " span class="badge" { (t("contact.favorite_badge")) } }
+                        @if s.archived { " " span class="badge" { (t("contact.archived_badge")) } }
+                        br;
+                        span class="muted" {
+                            (s.primary_email)
+                            @if !s.primary_email.is_empty() && !s.org.is_empty() { " · " }
+                            (s.org)
+                        }
+                    }
+                }
+            }
+        }
+        @if !list.next_cursor.is_empty() {
+            @let mut query = base.to_vec();
+            @let _ = query.push(format!("cursor={}", encode(&list.next_cursor)));
+            p { a class="button" rel="next" href={ "/contacts?" (query.join("&")) } { (t("contacts.next")) } }
+        }
+    }
+}
+
+fn initials(name: &str) -> String {
+    name.split_whitespace().filter_map(|w| w.chars().next()).take(2).collect::<String>().to_uppercase()
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ShowQuery {
+    notice: Option<String>,
+}
+
+pub async fn show(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    Query(q): Query<ShowQuery>,
+) -> PageResult {
+    let (today, fields) = (viewer.today, viewer.user.account.custom_fields.clone());
+    let (d, photo) = state
+        .read(&viewer.user, move |v| {
+            let d = detail::detail(v, id, today, fields)?;
+            let photo = photo_url(&v.get::<Contact>(id)?);
+            Ok((d, photo))
+        })
+        .await?;
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    let zone = &state.config.reminder_timezone;
+    let day = |ts: jiff::Timestamp| format::day_of(viewer.lang, c.date_format, ts, zone);
+    let k = &d.contact;
+    let name = if k.full_name.is_empty() { t("contact.unnamed").to_string() } else { k.full_name.clone() };
+    let back = format!("/contacts/{id}");
+    let main = html! {
+        div class="contact-head" {
+            @if let Some(src) = &photo { img src=(src) alt=(viewer.lang.f("contact.photo_of", &[("name", &name)])) class="photo" width="96" height="96"; }
+            div {
+                h1 { (name) }
+                @if !k.org.is_empty() || !k.job_title.is_empty() {
+                    p class="muted" { (k.job_title) @if !k.job_title.is_empty() && !k.org.is_empty() { " · " } (k.org) }
+                }
+                p {
+                    @if k.is_favorite { span class="badge" { (t("contact.favorite_badge")) } " " }
+                    @if k.archived { span class="badge" { (t("contact.archived_badge")) } }
+                }
+            }
+            div class="actions" {
+                a class="button" href={ "/contacts/" (id) "/edit" } { (t("contact.edit")) }
+                form method="post" action={ "/contacts/" (id) "/flags" } class="inline" {
+                    (c.csrf_field())
+                    input type="hidden" name="favorite" value=(if k.is_favorite { "0" } else { "1" });
+                    button type="submit" { (if k.is_favorite { t("contact.unfavorite") } else { t("contact.make_favorite") }) }
+                }
+                form method="post" action={ "/contacts/" (id) "/flags" } class="inline" {
+                    (c.csrf_field())
+                    input type="hidden" name="archived" value=(if k.archived { "0" } else { "1" });
+                    button type="submit" { (if k.archived { t("contact.unarchive") } else { t("contact.archive") }) }
+                }
+                (c.button_form(&format!("/contacts/{id}/delete"), t("contact.delete"), "danger", Some(t("contact.delete_confirm"))))
+            }
+        }
+        div class="grid" {
+            section class="card" aria-labelledby="h-details" {
+                h2 id="h-details" { (t("contact.details")) }
+                dl {
+                    @for e in &k.emails { dt { (t("contact.email")) } dd { a href={ "mailto:" (e) } { (e) } } }
+                    @for p in &k.phones { dt { (t("contact.phone")) } dd { a href={ "tel:" (p.value) } { (p.value) } } }
+                    @for a in &k.addresses {
+                        dt { (t("contact.address")) }
+                        dd { (a.street) @if !a.street.is_empty() { br; } (a.postal) " " (a.city) @if !a.region.is_empty() { ", " (a.region) } @if !a.country.is_empty() { br; (a.country) } }
+                    }
+                    @if !k.birthday.is_empty() { dt { (t("contact.birthday")) } dd { (format::rest_date(viewer.lang, c.date_format, &k.birthday)) } }
+                    @if !k.nickname.is_empty() { dt { (t("contact.nickname")) } dd { (k.nickname) } }
+                    @if !k.circles.is_empty() { dt { (t("contact.circles")) } dd { @for g in &k.circles { a class="badge" href={ "/contacts?circle=" (encode(g)) } { (g) } " " } } }
+                    @if !k.tags.is_empty() { dt { (t("contact.tags")) } dd { @for g in &k.tags { a class="badge" href={ "/contacts?tag=" (encode(g)) } { (g) } " " } } }
+                }
+            }
+            section class="card" aria-labelledby="h-reminders" {
+                h2 id="h-reminders" { (t("contact.reminders")) }
+                ul class="items" {
+                    @for r in &d.reminders {
+                        li {
+                            (r.message) " " span class="muted" { (format::rest_date(viewer.lang, c.date_format, &r.date)) " · " (t(recurrence_key(r.recurrence))) }
+                            (c.button_form(&format!("/reminders/{}/complete?back={}", r.id, encode(&back)), t("reminders.complete"), "small", None))
+                        }
+                    }
+                }
+                form method="post" action={ "/contacts/" (id) "/reminders" } class="stack" {
+                    (c.csrf_field())
+                    label for="reminder-message" { (t("reminders.message")) }
+                    input id="reminder-message" name="message" required maxlength="500";
+                    div class="row" {
+                        div { label for="reminder-date" { (t("reminders.date")) } input id="reminder-date" name="remind_at" type="date" required value=(viewer.today.to_string()); }
+                        div {
+                            label for="reminder-recurrence" { (t("reminders.recurrence")) }
+                            select id="reminder-recurrence" name="recurrence" {
+                                @for (value, r) in RECURRENCES { option value=(value) { (t(recurrence_key(r))) } }
+                            }
+                        }
+                    }
+                    button type="submit" { (t("reminders.add")) }
+                }
+                @if !d.completions.is_empty() {
+                    h3 { (t("contact.completions")) }
+                    ul class="items" { @for done in &d.completions { li { (done.message) " " span class="muted" { (day(done.completed_at)) } } } }
+                }
+            }
+            section class="card" aria-labelledby="h-notes" {
+                h2 id="h-notes" { (t("contact.notes")) }
+                form method="post" action={ "/contacts/" (id) "/notes" } class="stack" {
+                    (c.csrf_field())
+                    label for="note-content" class="visually-hidden" { (t("notes.content")) }
+                    textarea id="note-content" name="content" rows="3" required maxlength="5000" placeholder=(t("notes.placeholder")) {}
+                    button type="submit" { (t("notes.add")) }
+                }
+                @for n in &d.notes {
+                    article class="note" { p class="muted" { (day(n.date)) } p class="pre" { (n.content) } }
+                }
+            }
+            section class="card" aria-labelledby="h-activities" {
+                h2 id="h-activities" { (t("contact.activities")) }
+                @if d.activities.is_empty() { p class="muted" { (t("contact.no_activities")) } }
+                ul class="items" {
+                    @for a in &d.activities {
+                        li { strong { (a.title) } " " span class="muted" { (day(a.date)) @if !a.location.is_empty() { " · " (a.location) } } @if !a.description.is_empty() { br; (a.description) } }
+                    }
+                }
+            }
+            section class="card" aria-labelledby="h-relationships" {
+                h2 id="h-relationships" { (t("contact.relationships")) }
+                @if d.relationship_edges.is_empty() { p class="muted" { (t("contact.no_relationships")) } }
+                ul class="items" {
+                    @for e in &d.relationship_edges {
+                        li { (contact_link(e.other_party_contact_id, &e.other_party_name)) " " span class="muted" { (e.display_token) } }
+                    }
+                }
+            }
+            @if !d.life_events.is_empty() {
+                section class="card" aria-labelledby="h-life" {
+                    h2 id="h-life" { (t("contact.life_events")) }
+                    ul class="items" {
+                        @for e in &d.life_events {
+                            li { (e.kind) @if !e.description.is_empty() { ": " (e.description) } " " span class="muted" { (partial(&viewer, c.date_format, &e.date)) } }
+                        }
+                    }
+                }
+            }
+            @if !d.gifts.is_empty() {
+                section class="card" aria-labelledby="h-gifts" {
+                    h2 id="h-gifts" { (t("contact.gifts")) }
+                    ul class="items" { @for g in &d.gifts { li { (g.description) " " span class="muted" { (g.status) @if !g.occasion.is_empty() { " · " (g.occasion) } } } } }
+                }
+            }
+            @if !d.agenda.is_empty() {
+                section class="card" aria-labelledby="h-agenda" {
+                    h2 id="h-agenda" { (t("contact.agenda")) }
+                    ul class="items" { @for a in &d.agenda { li { (a.content) } } }
+                }
+            }
+        }
+    };
+    Ok(page(shell(&c, &name, notice(q.notice.as_deref()), main)))
+}
+
+fn partial(viewer: &Viewer, format: &str, p: &mycorrhizal_codecs::dates::Partial) -> String {
+    match (p.year, p.month, p.day) {
+        (y, Some(m), Some(d)) => format::parts(viewer.lang, format, y.map(|y| y as i16), m as i8, d as i8),
+        (Some(y), _, _) => y.to_string(),
+        _ => String::new(),
+    }
+}
+
+const RECURRENCES: [(&str, Recurrence); 6] = [
+    ("once", Recurrence::Once),
+    ("weekly", Recurrence::Weekly),
+    ("monthly", Recurrence::Monthly),
+    ("quarterly", Recurrence::Quarterly),
+    ("six-months", Recurrence::SixMonths),
+    ("yearly", Recurrence::Yearly),
+];
+
+fn recurrence_key(r: Recurrence) -> &'static str {
+    match r {
+        Recurrence::Once => "recurrence.once",
+        Recurrence::Weekly => "recurrence.weekly",
+        Recurrence::Monthly => "recurrence.monthly",
+        Recurrence::Quarterly => "recurrence.quarterly",
+        Recurrence::SixMonths => "recurrence.six_months",
+        Recurrence::Yearly => "recurrence.yearly",
+    }
+}
+
+fn form_page(viewer: &Viewer, title: &str, action: &str, values: &Values, error: Option<&str>, cancel: &str) -> Markup {
+    let c = viewer.chrome();
+    let main = html! {
+        h1 { (title) }
+        (contact_form::render(&c, action, values, error, viewer.t("contact.save")))
+        p { a href=(cancel) { (viewer.t("contact.cancel")) } }
+    };
+    shell(&c, title, None, main)
+}
+
+pub async fn new_form(viewer: Viewer) -> Response {
+    let title = viewer.t("contacts.new");
+    page(form_page(&viewer, title, "/contacts", &Values::default(), None, "/contacts"))
+}
+
+pub async fn create(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
+    let values = Values::from_form(&form);
+    let outcome = match values.input(None) {
+        Ok(input) => ops::create(&state.scope(&viewer.user), input).await.map_err(ApiError::from),
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(row) => Ok(see_other(&format!("/contacts/{}?notice=created", row.id))),
+        Err(e) => form_error(&viewer, viewer.t("contacts.new"), "/contacts", &values, e, "/contacts"),
+    }
+}
+
+/// The form sent back with what was typed and the error, or the error page for a refusal that
+/// is no fault of the form.
+fn form_error(viewer: &Viewer, title: &str, action: &str, values: &Values, e: ApiError, cancel: &str) -> PageResult {
+    match e {
+        ApiError::Validation { .. } | ApiError::InvalidInput { .. } | ApiError::AlreadyExists { .. } => {
+            let (status, message) = field_error(viewer.lang, &e);
+            Ok(page_with(status, form_page(viewer, title, action, values, Some(&message), cancel)))
+        }
+        e => Err(e.into()),
+    }
+}
+
+pub async fn edit_form(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>) -> PageResult {
+    let row = state.read(&viewer.user, move |v| Ok(v.get::<Contact>(id)?)).await?;
+    let title = viewer.t("contact.edit");
+    Ok(page(form_page(
+        &viewer,
+        title,
+        &format!("/contacts/{id}"),
+        &Values::of(&row.body, row.meta.revision),
+        None,
+        &format!("/contacts/{id}"),
+    )))
+}
+
+pub async fn update(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, form: Form) -> PageResult {
+    let values = Values::from_form(&form);
+    let current = state.read(&viewer.user, move |v| Ok(v.get::<Contact>(id)?)).await?;
+    let (action, cancel, title) = (format!("/contacts/{id}"), format!("/contacts/{id}"), viewer.t("contact.edit"));
+    let input = match values.input(Some(&current.body)) {
+        Ok(input) => input,
+        Err(e) => return form_error(&viewer, title, &action, &values, e, &cancel),
+    };
+    match ops::update(&state.scope(&viewer.user), id, Precondition::Revision(values.revision), input).await {
+        Ok(_) => Ok(see_other(&format!("/contacts/{id}?notice=saved"))),
+        Err(e) => match ApiError::from(e) {
+            ApiError::PreconditionFailed { .. } => {
+                // Someone (a phone, another tab) changed the contact since this form was opened:
+                // say so, keep what was typed, and show the current version beside it.
+                let stored = Values::of(&current.body, current.meta.revision);
+                let c = viewer.chrome();
+                let mut retry = values.clone();
+                retry.revision = current.meta.revision;
+                let main = html! {
+                    h1 { (title) }
+                    p class="error" role="alert" { (viewer.t("contact.conflict")) }
+                    details open {
+                        summary { (viewer.t("contact.current_version")) }
+                        (summary_of(&viewer, &stored))
+                    }
+                    (contact_form::render(&c, &action, &retry, None, viewer.t("contact.save_anyway")))
+                    p { a href=(cancel) { (viewer.t("contact.discard")) } }
+                };
+                Ok(page_with(StatusCode::CONFLICT, shell(&c, title, None, main)))
+            }
+            e => form_error(&viewer, title, &action, &values, e, &cancel),
+        },
+    }
+}
+
+fn summary_of(viewer: &Viewer, v: &Values) -> Markup {
+    let t = |k| viewer.t(k);
+    html! {
+        dl {
+            dt { (t("contact.firstname")) } dd { (v.firstname) }
+            dt { (t("contact.lastname")) } dd { (v.lastname) }
+            dt { (t("contact.org")) } dd { (v.org) }
+            dt { (t("contact.emails")) } dd { (v.emails.join(", ")) }
+            dt { (t("contact.phones")) } dd { (v.phones.join(", ")) }
+            dt { (t("contact.birthday")) } dd { (v.birthday) }
+        }
+    }
+}
+
+pub async fn delete(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, _form: Form) -> PageResult {
+    let attachments = crate::crm::depth::attachments_dir(&state.config.data_dir, viewer.user.id);
+    ops::delete(&state.scope(&viewer.user), &attachments, id, Precondition::Any).await?;
+    Ok(see_other("/contacts?notice=deleted"))
+}
+
+/// Sets the favourite and/or archived flag, as the form says (`1` on, `0` off).
+pub async fn flags(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, form: Form) -> PageResult {
+    let scope = state.scope(&viewer.user);
+    for (name, flag) in [("favorite", Flag::Favorite), ("archived", Flag::Archived)] {
+        match form.get(name).as_str() {
+            "1" => ops::set_flag(&scope, id, flag, true).await?,
+            "0" => ops::set_flag(&scope, id, flag, false).await?,
+            "" => continue,
+            _ => return Err(WebError::Api(ApiError::invalid_input(name, "must be 0 or 1"))),
+        };
+    }
+    Ok(see_other(&format!("/contacts/{id}?notice=saved")))
+}
+
+pub async fn add_note(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, form: Form) -> PageResult {
+    let input = notes::NoteInput { content: form.get("content"), date: None, contact_id: Some(id) };
+    let now = state.engine.clock().now();
+    notes::create(&state.scope(&viewer.user), Some(id), input, now).await?;
+    Ok(see_other(&format!("/contacts/{id}?notice=saved#h-notes")))
+}
+
+pub async fn add_reminder(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    form: Form,
+) -> PageResult {
+    let input = reminders::ReminderInput {
+        message: form.get("message"),
+        remind_at: form.get("remind_at"),
+        recurrence: form.get("recurrence"),
+        contact_id: Some(id),
+        by_mail: None,
+        reoccur_from_completion: None,
+    };
+    reminders::create(&state.scope(&viewer.user), Some(id), input).await?;
+    Ok(see_other(&format!("/contacts/{id}?notice=saved#h-reminders")))
+}

@@ -1,0 +1,167 @@
+//! FRONT DOOR (browser): the web client, server-rendered HTML at `/` and below.
+//!
+//! Pages are maud templates compiled into the binary (type-checked, escaped by default). Every
+//! handler extracts the viewer and the form, calls one operation of the domain layer
+//! (`crate::crm`, `crate::auth`) exactly as the JSON API does, and renders the result or
+//! redirects. Every page and form works with JavaScript off; `static/app.js` only enhances
+//! (search as you type, confirmations). The words are in `i18n/`, never in the templates.
+//!
+//! The session is the API's (`auth_token` cookie). Every state-changing form carries a CSRF
+//! token equal to the `csrf` cookie (SameSite=Strict), and a cross-site `Origin` is refused.
+//! Every response carries a strict Content-Security-Policy (no inline script or style).
+
+mod assets;
+mod auth;
+mod contact_form;
+mod contacts;
+mod format;
+mod home;
+pub mod i18n;
+mod page;
+mod reminders;
+mod search;
+mod settings;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use crate::auth::records::random_token;
+use crate::auth::session::read_cookie;
+use crate::state::AppState;
+use page::{Chrome, Csrf, ErrorPage, LangSlot};
+
+/// The web client's routes, with its own middleware (CSRF cookie, security headers, error pages).
+pub fn router(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route("/", get(home::dashboard))
+        .route("/login", get(auth::login_page).post(auth::login))
+        .route("/login/second-factor", get(auth::second_factor_page).post(auth::second_factor))
+        .route("/register", get(auth::register_page).post(auth::register))
+        .route("/logout", post(auth::logout))
+        .route("/contacts", get(contacts::list).post(contacts::create))
+        .route("/contacts/new", get(contacts::new_form))
+        .route("/contacts/{id}", get(contacts::show).post(contacts::update))
+        .route("/contacts/{id}/edit", get(contacts::edit_form))
+        .route("/contacts/{id}/delete", post(contacts::delete))
+        .route("/contacts/{id}/flags", post(contacts::flags))
+        .route("/contacts/{id}/notes", post(contacts::add_note))
+        .route("/contacts/{id}/reminders", post(contacts::add_reminder))
+        .route("/suggestions/{id}/accept", post(home::accept_suggestion))
+        .route("/suggestions/{id}/dismiss", post(home::dismiss_suggestion))
+        .route("/reminders", get(reminders::list))
+        .route("/reminders/{id}/complete", post(reminders::complete))
+        .route("/search", get(search::page))
+        .route("/settings", get(settings::page))
+        .route("/settings/preferences", post(settings::preferences))
+        .route("/assets/{file}", get(assets::serve))
+        .layer(middleware::from_fn_with_state(state.clone(), chrome))
+}
+
+/// True for the paths the web client owns (everything but the API, DAV and health).
+pub fn owns(path: &str) -> bool {
+    !["/api/", "/carddav", "/caldav", "/health", "/.well-known/", "/ical/"].iter().any(|p| path.starts_with(p))
+}
+
+/// The CSRF cookie (minted when absent), the same-origin check on state-changing requests, the
+/// error pages, and the security headers.
+async fn chrome(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let existing = request
+        .headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|h| read_cookie(h, CSRF_COOKIE).filter(|v| v.len() == 32).map(str::to_string));
+    let minted = existing.is_none();
+    let token = existing.unwrap_or_else(|| random_token(24));
+    request.extensions_mut().insert(Csrf(token.clone()));
+    let slot = LangSlot::default();
+    request.extensions_mut().insert(slot.clone());
+
+    let mut response = if !same_origin(&request) {
+        let lang = i18n::Lang::of_header(request.headers().get(header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok()));
+        let _ = slot.0.set(lang);
+        let mut r = StatusCode::FORBIDDEN.into_response();
+        r.extensions_mut()
+            .insert(ErrorPage { status: StatusCode::FORBIDDEN, message: lang.t("error.cross_site").into() });
+        r
+    } else {
+        next.run(request).await
+    };
+
+    if let Some(error) = response.extensions_mut().remove::<ErrorPage>() {
+        let lang = slot.0.get().copied().unwrap_or(i18n::Lang::En);
+        let chrome = Chrome { lang, csrf: &token, user: None, date_format: "iso" };
+        let retry_after = response.headers().get(header::RETRY_AFTER).cloned();
+        response = page::page_with(error.status, page::error_page(&chrome, error.status, &error.message));
+        if let Some(value) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+    }
+    let headers = response.headers_mut();
+    if minted {
+        let cookie = format!(
+            "{CSRF_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{}",
+            if state.config.auth.cookie_secure { "; Secure" } else { "" }
+        );
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            headers.append(header::SET_COOKIE, value);
+        }
+    }
+    security_headers(headers);
+    response
+}
+
+const CSRF_COOKIE: &str = "csrf";
+
+/// A state-changing request whose `Origin` (or, without one, `Referer`) names another host than
+/// the one it was sent to is refused; a request with neither passes (the CSRF token decides).
+fn same_origin(request: &Request) -> bool {
+    if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return true;
+    }
+    let headers = request.headers();
+    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else { return true };
+    let origin = headers
+        .get(header::ORIGIN)
+        .or_else(|| headers.get(header::REFERER))
+        .and_then(|v| v.to_str().ok())
+        .filter(|o| *o != "null");
+    match origin {
+        None => true,
+        Some(origin) => {
+            let rest = origin.split_once("://").map(|(_, r)| r).unwrap_or(origin);
+            rest.split('/').next() == Some(host)
+        }
+    }
+}
+
+/// The headers every web response carries.
+pub fn security_headers(headers: &mut axum::http::HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; \
+             form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+}
+
+/// The page for a path nobody serves, in the browser's language (the JSON 404 stays for API
+/// clients and for requests that do not ask for HTML).
+pub fn not_found_page(request_lang: Option<&str>) -> Response {
+    let lang = i18n::Lang::of_header(request_lang);
+    let chrome = Chrome { lang, csrf: "", user: None, date_format: "iso" };
+    let mut response = page::page_with(
+        StatusCode::NOT_FOUND,
+        page::error_page(&chrome, StatusCode::NOT_FOUND, lang.t("error.not_found_text")),
+    );
+    security_headers(response.headers_mut());
+    response
+}

@@ -1,0 +1,339 @@
+"""The web client in a real headless Chromium, driven by Playwright (pinned in
+tests/requirements-browser.txt). Started by tests/it/web.rs against a fresh server:
+
+    python tests/browser/flows.py BASE_URL ARTIFACT_DIR
+
+Each flow is a function; the first failure stops the run with its name and the reason, and the
+exit status is non-zero. Screenshots of the main pages at desktop and phone width go into
+ARTIFACT_DIR, with the axe-core report of any page that has a serious or critical violation.
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import struct
+import sys
+import time
+import urllib.request
+
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import expect, sync_playwright
+
+BASE = sys.argv[1].rstrip("/")
+ARTIFACTS = sys.argv[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+PASSWORD = "correct horse battery staple"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 375, "height": 812}
+AXE = Axe()
+
+# The browser's own background traffic would hit this machine's closed network.
+ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+csp_errors = []
+
+
+def new_context(browser, javascript=True, viewport=DESKTOP, locale="en-GB"):
+    context = browser.new_context(java_script_enabled=javascript, viewport=viewport, locale=locale)
+    context.set_default_timeout(10_000)
+    return context
+
+
+def watch(page):
+    def on_console(msg):
+        if "Content Security Policy" in msg.text or "Refused to" in msg.text:
+            csp_errors.append(f"{page.url}: {msg.text}")
+    page.on("console", on_console)
+    page.on("dialog", lambda dialog: dialog.accept())
+    return page
+
+
+def shot(page, name):
+    page.screenshot(path=os.path.join(ARTIFACTS, f"{name}.png"), full_page=True)
+
+
+def check_accessibility(page, name):
+    results = AXE.run(page)
+    bad = [v for v in results.response["violations"] if v.get("impact") in ("serious", "critical")]
+    if bad:
+        with open(os.path.join(ARTIFACTS, f"axe-{name}.txt"), "w") as out:
+            out.write(results.generate_report())
+        ids = ", ".join(f"{v['id']} ({v['impact']}: {len(v['nodes'])} nodes)" for v in bad)
+        raise AssertionError(f"axe-core on {name}: {ids}")
+
+
+def register(page, username):
+    page.goto(f"{BASE}/register")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Email").fill(f"{username}@example.org")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Create account").click()
+    expect(page.get_by_role("heading", name="Home", exact=True)).to_be_visible()
+
+
+def sign_in(page, username, password=PASSWORD):
+    page.goto(f"{BASE}/login")
+    page.locator("#identifier").fill(username)
+    page.locator("#password").fill(password)
+    page.locator("form[action='/login'] button[type=submit]").click()
+
+
+def create_contact(page, first, last, emails=(), phone="", org="", birthday=""):
+    page.goto(f"{BASE}/contacts/new")
+    page.get_by_label("First name").fill(first)
+    page.get_by_label("Last name").fill(last)
+    for i, email in enumerate(emails):
+        page.locator(f"#email-{i}").fill(email)
+    if phone:
+        page.locator("#phone-0").fill(phone)
+    if org:
+        page.get_by_label("Organization").fill(org)
+    if birthday:
+        page.get_by_label("Birthday").fill(birthday)
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("heading", name=f"{first} {last}")).to_be_visible()
+    return int(page.url.split("/contacts/")[1].split("?")[0].split("#")[0])
+
+
+def totp(secret_b32, at=None):
+    key = base64.b32decode(secret_b32 + "=" * (-len(secret_b32) % 8), casefold=True)
+    counter = int((at or time.time()) // 30)
+    digest = hmac.new(key, struct.pack(">Q", counter), hashlib.sha1).digest()
+    offset = digest[-1] & 0x0F
+    code = (struct.unpack(">I", digest[offset:offset + 4])[0] & 0x7FFFFFFF) % 1_000_000
+    return f"{code:06d}"
+
+
+def api(method, path, cookie, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"{BASE}{path}", data=data, method=method)
+    request.add_header("Cookie", f"auth_token={cookie}")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read() or b"{}")
+
+
+def flow_first_user_is_admin_and_manages_contacts(browser):
+    context = new_context(browser)
+    page = watch(context.new_page())
+    register(page, "ada")
+    expect(page.get_by_role("link", name="Admin")).to_be_visible()
+    expect(page.get_by_text("Welcome! Your account is ready.")).to_be_visible()
+
+    grace = create_contact(page, "Grace", "Hopper", emails=["grace@navy.mil", "amazing@grace.org"],
+                           phone="+1 555 0100", org="US Navy", birthday="1906-12-09")
+    expect(page.get_by_role("link", name="grace@navy.mil")).to_be_visible()
+    expect(page.get_by_role("link", name="amazing@grace.org")).to_be_visible()
+    expect(page.get_by_text("+1 555 0100")).to_be_visible()
+
+    # Edit keeps what the form does not show and changes what it does.
+    page.get_by_role("link", name="Edit").click()
+    expect(page.get_by_label("Organization")).to_have_value("US Navy")
+    page.get_by_label("Organization").fill("Eckert-Mauchly")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Saved.")).to_be_visible()
+    expect(page.get_by_text("Eckert-Mauchly")).to_be_visible()
+    expect(page.get_by_role("link", name="amazing@grace.org")).to_be_visible()
+
+    # A note and a reminder due today, then completed from the dashboard.
+    page.get_by_placeholder("What did you talk about?").fill("Talked about COBOL and nanoseconds.")
+    page.get_by_role("button", name="Add note").click()
+    expect(page.get_by_text("Talked about COBOL and nanoseconds.")).to_be_visible()
+    page.get_by_label("Reminder", exact=True).fill("Send the nanosecond wire")
+    page.get_by_role("button", name="Add reminder").click()
+    expect(page.locator("#h-reminders + ul").get_by_text("Send the nanosecond wire")).to_be_visible()
+    page.goto(f"{BASE}/")
+    item = page.locator("li", has_text="Send the nanosecond wire")
+    expect(item).to_be_visible()
+    item.get_by_role("button", name="Done").click()
+    expect(page.get_by_text("Saved.")).to_be_visible()
+    expect(page.locator("li", has_text="Send the nanosecond wire")).to_have_count(0)
+
+    for i, (first, last) in enumerate([("Alan", "Turing"), ("Ada", "Lovelace"), ("Katherine", "Johnson")]):
+        create_contact(page, first, last, emails=[f"{first.lower()}@example.org"])
+
+    # Search as you type: results change without pressing a button.
+    page.goto(f"{BASE}/contacts")
+    expect(page.locator("#contact-results li")).to_have_count(4)
+    page.get_by_label("Find in contacts").press_sequentially("lovel", delay=30)
+    expect(page.locator("#contact-results li")).to_have_count(1)
+    expect(page.locator("#contact-results")).to_contain_text("Ada Lovelace")
+    assert "q=lovel" in page.url, page.url
+
+    # The global search marks what matched.
+    page.get_by_placeholder("Search people, notes…").fill("nanoseconds")
+    page.get_by_placeholder("Search people, notes…").press("Enter")
+    expect(page.locator("mark", has_text="nanoseconds")).to_be_visible()
+
+    for name, path in [("dashboard", "/"), ("contacts", "/contacts"), ("contact", f"/contacts/{grace}"),
+                       ("contact-edit", f"/contacts/{grace}/edit"), ("search", "/search?q=grace"),
+                       ("reminders", "/reminders"), ("settings", "/settings")]:
+        page.goto(f"{BASE}{path}")
+        check_accessibility(page, name)
+        shot(page, f"desktop-{name}")
+    phone = watch(context.new_page())
+    phone.set_viewport_size(PHONE)
+    for name, path in [("dashboard", "/"), ("contacts", "/contacts"), ("contact", f"/contacts/{grace}")]:
+        phone.goto(f"{BASE}{path}")
+        shot(phone, f"phone-{name}")
+        width = phone.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], f"{name} is {width}px wide on a {PHONE['width']}px phone"
+
+    # Delete asks first (the dialog is accepted), then the contact is gone.
+    page.goto(f"{BASE}/contacts?q=katherine")
+    page.get_by_role("link", name="Katherine Johnson").click()
+    page.get_by_role("button", name="Delete").click()
+    expect(page.get_by_text("Deleted.")).to_be_visible()
+    expect(page.get_by_role("link", name="Katherine Johnson")).to_have_count(0)
+
+    # Signed out, the pages send you to sign in, and back where you were afterwards.
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_text("You are signed out.")).to_be_visible()
+    page.goto(f"{BASE}/contacts/{grace}")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    check_accessibility(page, "login")
+    shot(page, "desktop-login")
+    page.get_by_label("Username or email").fill("ada")
+    page.get_by_label("Password").fill("wrong password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("not right")
+    expect(page.get_by_label("Username or email")).to_have_value("ada")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Grace Hopper")).to_be_visible()
+    context.close()
+    return grace
+
+
+def flow_second_user_sees_nothing_of_the_first(browser, grace):
+    context = new_context(browser)
+    page = watch(context.new_page())
+    register(page, "bob")
+    expect(page.get_by_role("link", name="Admin")).to_have_count(0)
+    page.goto(f"{BASE}/contacts")
+    expect(page.get_by_text("No contacts match.")).to_be_visible()
+    response = page.goto(f"{BASE}/contacts/{grace}")
+    assert response.status == 404, response.status
+    response = page.goto(f"{BASE}/contacts/{grace}/edit")
+    assert response.status == 404, response.status
+    page.goto(f"{BASE}/search?q=Hopper")
+    expect(page.get_by_text("Nothing matches.")).to_be_visible()
+    page.goto(f"{BASE}/search?q=nanoseconds")
+    expect(page.get_by_text("Nothing matches.")).to_be_visible()
+    page.goto(f"{BASE}/")
+    expect(page.get_by_text("Grace")).to_have_count(0)
+    page.goto(f"{BASE}/reminders")
+    expect(page.get_by_text("nanosecond")).to_have_count(0)
+    context.close()
+
+
+def flow_without_javascript(browser):
+    context = new_context(browser, javascript=False)
+    page = context.new_page()
+    sign_in(page, "bob")
+    expect(page.get_by_role("heading", name="Home", exact=True)).to_be_visible()
+    create_contact(page, "Margaret", "Hamilton", emails=["margaret@mit.edu"], org="MIT")
+    page.get_by_role("link", name="Edit").click()
+    page.locator("#email-1").fill("mh@apollo.nasa.gov")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("link", name="mh@apollo.nasa.gov")).to_be_visible()
+    # The list filter and the search work as plain forms.
+    page.goto(f"{BASE}/contacts")
+    page.get_by_label("Find in contacts").fill("hamilton")
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator("#contact-results")).to_contain_text("Margaret Hamilton")
+    page.goto(f"{BASE}/search?q=apollo")
+    expect(page.locator("mark").first).to_be_visible()
+    # A bad birthday sends the form back with the field named and what was typed kept.
+    page.goto(f"{BASE}/contacts/new")
+    page.get_by_label("First name").fill("Typo")
+    page.get_by_label("Birthday").fill("31.02.1990")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("alert")).to_contain_text("birthday")
+    expect(page.get_by_label("First name")).to_have_value("Typo")
+    expect(page.get_by_label("Birthday")).to_have_value("31.02.1990")
+    context.close()
+
+
+def flow_second_factor_sign_in(browser):
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "bob")
+    expect(page.get_by_role("heading", name="Home", exact=True)).to_be_visible()
+    cookie = next(c["value"] for c in context.cookies() if c["name"] == "auth_token")
+    setup = api("POST", "/api/v1/users/2fa/setup", cookie)
+    secret = setup["secret"]
+    api("POST", "/api/v1/users/2fa/confirm", cookie, {"code": totp(secret)})
+    context.close()
+
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "bob")
+    expect(page.get_by_role("heading", name="Two-step verification")).to_be_visible()
+    check_accessibility(page, "second-factor")
+    page.get_by_label("Code").fill("000000" if totp(secret) != "000000" else "111111")
+    page.get_by_role("button", name="Verify").click()
+    expect(page.get_by_role("alert")).to_be_visible()
+    # A code of the next step: the one confirmed above may not be used twice.
+    page.get_by_label("Code").fill(totp(secret, time.time() + 30))
+    page.get_by_role("button", name="Verify").click()
+    expect(page.get_by_role("heading", name="Home", exact=True)).to_be_visible()
+    context.close()
+
+
+def flow_german(browser):
+    context = new_context(browser, locale="de-DE")
+    page = watch(context.new_page())
+    page.goto(f"{BASE}/login")
+    expect(page.get_by_role("heading", name="Anmelden")).to_be_visible()
+    sign_in(page, "ada")
+    page.goto(f"{BASE}/settings")
+    page.get_by_label("Language", exact=True).select_option("de")
+    page.get_by_label("Date format", exact=True).select_option("eu-mmmm")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Einstellungen gespeichert.")).to_be_visible()
+    page.goto(f"{BASE}/contacts?q=hopper")
+    page.get_by_role("link", name="Grace Hopper").click()
+    expect(page.get_by_text("9. Dezember 1906")).to_be_visible()
+    check_accessibility(page, "contact-de")
+    context.close()
+
+
+def main():
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        grace = None
+        steps = [
+            ("first user is admin and manages contacts", lambda: flow_first_user_is_admin_and_manages_contacts(browser)),
+            ("second user sees nothing of the first", lambda: flow_second_user_sees_nothing_of_the_first(browser, grace)),
+            ("create, edit and search without JavaScript", lambda: flow_without_javascript(browser)),
+            ("two-factor sign-in", lambda: flow_second_factor_sign_in(browser)),
+            ("German and the date format", lambda: flow_german(browser)),
+        ]
+        for name, step in steps:
+            started = time.time()
+            try:
+                result = step()
+                if grace is None:
+                    grace = result
+            except Exception as error:  # noqa: BLE001 - report any failure with its flow
+                print(f"FAIL {name}: {error}", flush=True)
+                browser.close()
+                return 1
+            print(f"ok   {name} ({time.time() - started:.1f} s)", flush=True)
+        browser.close()
+    if csp_errors:
+        print("FAIL Content-Security-Policy violations:\n" + "\n".join(csp_errors), flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

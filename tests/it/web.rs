@@ -1,0 +1,336 @@
+//! The web client: its flows in a real headless Chromium (tests/browser/flows.py, Playwright and
+//! axe-core pinned in tests/requirements-browser.txt), and at the HTTP level what a browser test
+//! cannot see well: the security headers, CSRF and cross-site refusals, the stale-edit conflict,
+//! and per-user isolation on every page and form.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Client, Cred, Instance, TestServer, set_cookie, wait_bounded};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+/// A browser-like client of the web pages: the session cookie, the CSRF cookie, no redirects
+/// followed (the tests read them).
+struct Browser {
+    base: String,
+    http: reqwest::Client,
+    session: String,
+    csrf: String,
+}
+
+impl Browser {
+    async fn of(server: &TestServer, api: &Client) -> Browser {
+        let Cred::Cookie(session) = api.cred.clone() else { panic!("a session client") };
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(10))
+            .build()
+            .expect("client");
+        let first = http.get(server.url("/login")).send().await.expect("login page");
+        let csrf = set_cookie(&first, "csrf").expect("a csrf cookie on the first page");
+        Browser { base: server.url(""), http, session, csrf }
+    }
+
+    fn cookies(&self) -> String {
+        format!("auth_token={}; csrf={}", self.session, self.csrf)
+    }
+
+    async fn get(&self, path: &str) -> reqwest::Response {
+        let request = self.http.get(format!("{}{path}", self.base)).header("cookie", self.cookies());
+        request.header("accept", "text/html").send().await.expect("get")
+    }
+
+    /// Posts `fields` as a form, with the CSRF token unless `fields` names its own `_csrf`.
+    async fn post(&self, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {
+        let mut form: Vec<(&str, &str)> = fields.to_vec();
+        if !fields.iter().any(|(k, _)| *k == "_csrf") {
+            form.push(("_csrf", &self.csrf));
+        }
+        self.http
+            .post(format!("{}{path}", self.base))
+            .header("cookie", self.cookies())
+            .form(&form)
+            .send()
+            .await
+            .expect("post")
+    }
+}
+
+async fn contact(api: &Client, first: &str) -> u64 {
+    let created = api.post("/api/v1/contacts", json!({ "firstname": first, "lastname": "Example" })).await;
+    assert_eq!(created.status(), 201);
+    let body: Value = created.json().await.expect("json");
+    body["contact"]["id"].as_u64().expect("id")
+}
+
+async fn total(api: &Client) -> u64 {
+    let list: Value = api.get("/api/v1/contacts?include_archived=true").await.json().await.expect("json");
+    list["total"].as_u64().expect("total")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pages_carry_security_headers_and_assets_are_content_addressed() {
+    let server = Instance::new().spawn();
+    let page = server.client.get(server.url("/login")).send().await.expect("login page");
+    assert_eq!(page.status(), 200);
+    let headers = page.headers().clone();
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    for directive in ["default-src 'none'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'"] {
+        assert!(csp.contains(directive), "{csp} lacks {directive}");
+    }
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    assert_eq!(headers["x-frame-options"], "DENY");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["referrer-policy"], "same-origin");
+    let csrf_line = headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|c| c.starts_with("csrf="))
+        .expect("csrf cookie")
+        .to_string();
+    assert!(csrf_line.contains("HttpOnly") && csrf_line.contains("SameSite=Strict"), "{csrf_line}");
+
+    let html = page.text().await.unwrap();
+    assert!(!html.contains("<script>") && !html.contains("style="), "inline script or style in the page");
+    let css = html.split("href=\"/assets/app.").nth(1).and_then(|r| r.split('"').next()).expect("stylesheet link");
+    let asset = server.get(&format!("/assets/app.{css}")).await;
+    assert_eq!(asset.status(), 200);
+    assert_eq!(asset.headers()["cache-control"], "public, max-age=31536000, immutable");
+    assert!(asset.headers()["content-type"].to_str().unwrap().starts_with("text/css"));
+    assert_eq!(server.get("/assets/app.000000000000.css").await.status(), 404);
+
+    // The whole page weight stays small: HTML, CSS and script of the sign-in page.
+    let js = html.split("src=\"/assets/app.").nth(1).and_then(|r| r.split('"').next()).expect("script");
+    let js_len = server.get(&format!("/assets/app.{js}")).await.bytes().await.unwrap().len();
+    let css_len = server.get(&format!("/assets/app.{css}")).await.bytes().await.unwrap().len();
+    assert!(html.len() + js_len + css_len < 100 * 1024, "{} + {js_len} + {css_len} bytes", html.len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_browser_gets_pages_and_an_api_client_gets_json() {
+    let server = Instance::new().spawn();
+    let html = server.client.get(server.url("/no/such/page")).header("accept", "text/html").send().await.unwrap();
+    assert_eq!(html.status(), 404);
+    assert!(html.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(html.text().await.unwrap().contains("There is no page at this address."));
+    let api = server.client.get(server.url("/api/v1/nothing")).header("accept", "text/html").send().await.unwrap();
+    assert_eq!(api.status(), 404);
+    let body: Value = api.json().await.unwrap();
+    assert_eq!(body["code"], "NOT_FOUND");
+    let plain = server.get("/no/such/page").await;
+    assert_eq!(plain.status(), 404);
+    assert_eq!(plain.json::<Value>().await.unwrap()["code"], "NOT_FOUND");
+
+    // Not signed in: the pages send you to sign in and back.
+    let anonymous = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let to_login = anonymous.get(server.url("/contacts?q=a")).send().await.unwrap();
+    assert_eq!(to_login.status(), 303);
+    assert_eq!(to_login.headers()["location"], "/login?next=/contacts%3Fq%3Da");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn state_changing_forms_need_the_token_and_this_site() {
+    let server = Instance::new().spawn();
+    let api = server.sign_up("ada").await;
+    let web = Browser::of(&server, &api).await;
+
+    let no_token = web
+        .http
+        .post(format!("{}/contacts", web.base))
+        .header("cookie", web.cookies())
+        .form(&[("firstname", "Mallory")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(no_token.status(), 403);
+    let wrong = web.post("/contacts", &[("firstname", "Mallory"), ("_csrf", "x".repeat(32).as_str())]).await;
+    assert_eq!(wrong.status(), 403);
+    assert!(wrong.text().await.unwrap().contains("Reload the page"));
+    let cross_site = web
+        .http
+        .post(format!("{}/contacts", web.base))
+        .header("cookie", web.cookies())
+        .header("origin", "https://evil.example")
+        .form(&[("firstname", "Mallory"), ("_csrf", web.csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross_site.status(), 403);
+    assert_eq!(total(&api).await, 0, "a refused form changed nothing");
+
+    let created =
+        web.post("/contacts", &[("firstname", "Grace"), ("lastname", "Hopper"), ("email", "g@navy.mil")]).await;
+    assert_eq!(created.status(), 303);
+    let location = created.headers()["location"].to_str().unwrap().to_string();
+    assert!(location.starts_with("/contacts/") && location.ends_with("?notice=created"), "{location}");
+    assert_eq!(total(&api).await, 1);
+
+    // A bad field comes back named, with what was typed kept.
+    let bad = web.post("/contacts", &[("firstname", "Typo"), ("birthday", "31.02.1990")]).await;
+    assert_eq!(bad.status(), 400);
+    let page = bad.text().await.unwrap();
+    assert!(page.contains("birthday: must be YYYY-MM-DD"), "{page}");
+    assert!(page.contains("value=\"31.02.1990\"") && page.contains("value=\"Typo\""));
+    assert_eq!(total(&api).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stale_edit_is_refused_and_the_current_version_offered() {
+    let server = Instance::new().spawn();
+    let api = server.sign_up("ada").await;
+    let web = Browser::of(&server, &api).await;
+    let id = contact(&api, "Grace").await;
+    let form = web.get(&format!("/contacts/{id}/edit")).await.text().await.unwrap();
+    let revision =
+        form.split("name=\"revision\" value=\"").nth(1).and_then(|r| r.split('"').next()).unwrap().to_string();
+
+    // A phone changes the contact meanwhile.
+    let elsewhere = api
+        .request(reqwest::Method::PUT, &format!("/api/v1/contacts/{id}"))
+        .json(&json!({ "org": "Navy" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(elsewhere.status(), 200);
+
+    let stale = web
+        .post(
+            &format!("/contacts/{id}"),
+            &[("revision", revision.as_str()), ("firstname", "Amazing"), ("lastname", "Grace")],
+        )
+        .await;
+    assert_eq!(stale.status(), 409);
+    let page = stale.text().await.unwrap();
+    assert!(page.contains("was changed elsewhere") && page.contains("Navy"), "{page}");
+    assert!(page.contains("value=\"Amazing\""), "what was typed is kept");
+    let now: Value = api.get(&format!("/api/v1/contacts/{id}")).await.json().await.unwrap();
+    assert_eq!(now["firstname"], "Grace", "the stale edit wrote nothing");
+    assert_eq!(now["org"], "Navy");
+
+    // Saving again from the offered form (it carries the current revision) applies the edit.
+    let current = now["revision"].as_u64().unwrap().to_string();
+    let retry = web
+        .post(
+            &format!("/contacts/{id}"),
+            &[("revision", current.as_str()), ("firstname", "Amazing"), ("lastname", "Grace"), ("org", "Navy")],
+        )
+        .await;
+    assert_eq!(retry.status(), 303);
+    let after: Value = api.get(&format!("/api/v1/contacts/{id}")).await.json().await.unwrap();
+    assert_eq!((after["firstname"].as_str(), after["org"].as_str()), (Some("Amazing"), Some("Navy")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_page_or_form_reaches_another_users_data() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    let id = contact(&ada, "Secretive").await;
+    let note = ada.post("/api/v1/notes", json!({ "content": "the hidden plan", "contact_id": id })).await;
+    assert_eq!(note.status(), 201);
+    let reminder = ada
+        .post(
+            &format!("/api/v1/contacts/{id}/reminders"),
+            json!({ "message": "hidden reminder", "remind_at": "2026-01-01", "recurrence": "yearly" }),
+        )
+        .await;
+    assert_eq!(reminder.status(), 201);
+    let reminder_id = reminder.json::<Value>().await.unwrap()["reminder"]["id"].as_u64().expect("reminder id");
+    let web = Browser::of(&server, &bob).await;
+
+    for path in [format!("/contacts/{id}"), format!("/contacts/{id}/edit")] {
+        assert_eq!(web.get(&path).await.status(), 404, "{path}");
+    }
+    let link = format!("href=\"/contacts/{id}\"");
+    for (path, what) in [
+        ("/contacts", "Secretive"),
+        ("/search?q=Secretive", link.as_str()),
+        ("/search?q=hidden", "hidden plan"),
+        ("/", "Secretive"),
+        ("/reminders", "hidden reminder"),
+    ] {
+        let page = web.get(path).await;
+        assert_eq!(page.status(), 200, "{path}");
+        assert!(!page.text().await.unwrap().contains(what), "{path} shows {what}");
+    }
+    let fragment = web.get("/contacts?q=secretive&fragment=1").await.text().await.unwrap();
+    assert!(!fragment.contains("Secretive"));
+
+    let attempts: Vec<(String, Vec<(&str, &str)>)> = vec![
+        (format!("/contacts/{id}"), vec![("revision", "1"), ("firstname", "Owned")]),
+        (format!("/contacts/{id}/flags"), vec![("archived", "1")]),
+        (format!("/contacts/{id}/notes"), vec![("content", "planted")]),
+        (
+            format!("/contacts/{id}/reminders"),
+            vec![("message", "planted"), ("remind_at", "2026-01-01"), ("recurrence", "once")],
+        ),
+        (format!("/reminders/{reminder_id}/complete"), vec![]),
+        (format!("/contacts/{id}/delete"), vec![]),
+    ];
+    for (path, fields) in attempts {
+        let response = web.post(&path, &fields).await;
+        assert_eq!(response.status(), 404, "POST {path}");
+    }
+    let still: Value = ada.get(&format!("/api/v1/contacts/{id}")).await.json().await.unwrap();
+    assert_eq!((still["firstname"].as_str(), still["archived"].as_bool()), (Some("Secretive"), Some(false)));
+    let notes: Value = ada.get(&format!("/api/v1/contacts/{id}/notes")).await.json().await.unwrap();
+    assert_eq!(notes["notes"].as_array().map(Vec::len), Some(1), "{notes}");
+    let reminders: Value = ada.get(&format!("/api/v1/contacts/{id}/reminders")).await.json().await.unwrap();
+    assert_eq!(reminders["reminders"].as_array().map(Vec::len), Some(1), "{reminders}");
+    assert_eq!(total(&bob).await, 0);
+}
+
+fn python() -> PathBuf {
+    let python = std::env::var_os("MYCORRHIZAL_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".venv/bin/python"));
+    assert!(
+        python.exists(),
+        "no test venv at {}: run ./scripts/test.sh, which installs tests/requirements*.txt into .venv",
+        python.display()
+    );
+    python
+}
+
+fn chromium() -> PathBuf {
+    let path = std::env::var_os("CHROMIUM").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    assert!(
+        path.exists(),
+        "Chromium is missing at {}: the browser tests need Debian's `chromium` (./scripts/test.sh installs it when run as root; otherwise `apt-get install chromium`)",
+        path.display()
+    );
+    path
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_flow_works_in_a_real_browser() {
+    let (python, chromium) = (python(), chromium());
+    let server = Instance::new().with("RATE_LIMIT_AUTH_BURST", "1000").with("RATE_LIMIT_AUTH_INTERVAL_MS", "1").spawn();
+    let artifacts = repo().join(".artifacts/browser");
+    let _ = std::fs::remove_dir_all(&artifacts);
+    let output = tempfile::NamedTempFile::new().expect("temp file");
+    let mut child = Command::new(python)
+        .arg(repo().join("tests/browser/flows.py"))
+        .arg(server.url(""))
+        .arg(&artifacts)
+        .env("CHROMIUM", chromium)
+        .stdout(output.reopen().expect("reopen"))
+        .stderr(output.reopen().expect("reopen"))
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("start the browser flows");
+    let status = wait_bounded(&mut child, Duration::from_secs(600));
+    let report = std::fs::read_to_string(output.path()).unwrap_or_default();
+    println!("{report}\nscreenshots and reports: {}", artifacts.display());
+    assert!(status.success(), "the browser flows failed:\n{report}");
+    for shot in ["desktop-dashboard.png", "desktop-contact.png", "phone-dashboard.png", "phone-contact.png"] {
+        assert!(artifacts.join(shot).exists(), "{shot} was not saved");
+    }
+}
