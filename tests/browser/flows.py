@@ -11,12 +11,10 @@ ARTIFACT_DIR, with the axe-core report of any page that has a serious or critica
 import base64
 import hashlib
 import hmac
-import json
 import os
 import struct
 import sys
 import time
-import urllib.request
 
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect, sync_playwright
@@ -107,16 +105,6 @@ def totp(secret_b32, at=None):
     offset = digest[-1] & 0x0F
     code = (struct.unpack(">I", digest[offset:offset + 4])[0] & 0x7FFFFFFF) % 1_000_000
     return f"{code:06d}"
-
-
-def api(method, path, cookie, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(f"{BASE}{path}", data=data, method=method)
-    request.add_header("Cookie", f"auth_token={cookie}")
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read() or b"{}")
 
 
 def flow_first_user_is_admin_and_manages_contacts(browser):
@@ -261,15 +249,26 @@ def flow_without_javascript(browser):
     context.close()
 
 
-def flow_second_factor_sign_in(browser):
+def flow_second_factor_enrolment_and_sign_in(browser):
     context = new_context(browser)
     page = watch(context.new_page())
     sign_in(page, "bob")
     expect(page.get_by_role("heading", name="Home", exact=True)).to_be_visible()
-    cookie = next(c["value"] for c in context.cookies() if c["name"] == "auth_token")
-    setup = api("POST", "/api/v1/users/2fa/setup", cookie)
-    secret = setup["secret"]
-    api("POST", "/api/v1/users/2fa/confirm", cookie, {"code": totp(secret)})
+    page.goto(f"{BASE}/settings")
+    page.get_by_role("button", name="Set up two-step verification").click()
+    expect(page.get_by_role("img", name="QR code for your authenticator app")).to_be_visible()
+    check_accessibility(page, "settings-enrolment")
+    shot(page, "desktop-settings-enrolment")
+    secret = page.locator("code.secret").inner_text().strip()
+    page.get_by_label("Code from your app").fill("000000" if totp(secret) != "000000" else "111111")
+    page.get_by_role("button", name="Turn on").click()
+    expect(page.get_by_role("alert")).to_contain_text("code")
+    page.get_by_label("Code from your app").fill(totp(secret))
+    page.get_by_role("button", name="Turn on").click()
+    expect(page.get_by_text("Your recovery codes, shown only now.")).to_be_visible()
+    codes = page.locator("ul.codes li").all_inner_texts()
+    assert len(codes) >= 8, codes
+    expect(page.get_by_text("Two-step verification is on")).to_be_visible()
     context.close()
 
     context = new_context(browser)
@@ -277,13 +276,94 @@ def flow_second_factor_sign_in(browser):
     sign_in(page, "bob")
     expect(page.get_by_role("heading", name="Two-step verification")).to_be_visible()
     check_accessibility(page, "second-factor")
-    page.get_by_label("Code").fill("000000" if totp(secret) != "000000" else "111111")
+    page.get_by_label("Code").fill("000000" if totp(secret, time.time() + 30) != "000000" else "111111")
     page.get_by_role("button", name="Verify").click()
     expect(page.get_by_role("alert")).to_be_visible()
-    # A code of the next step: the one confirmed above may not be used twice.
+    # A code of the next step: the one used to turn it on may not be used twice.
     page.get_by_label("Code").fill(totp(secret, time.time() + 30))
     page.get_by_role("button", name="Verify").click()
     expect(page.get_by_role("heading", name="Home", exact=True)).to_be_visible()
+    context.close()
+
+    # A recovery code signs in once.
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "bob")
+    page.get_by_label("Code").fill(codes[0].strip())
+    page.get_by_role("button", name="Verify").click()
+    expect(page.get_by_role("heading", name="Home", exact=True)).to_be_visible()
+    context.close()
+
+
+def flow_tokens_and_password(browser):
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "ada")
+    page.goto(f"{BASE}/settings")
+    page.get_by_label("Name", exact=True).fill("Phone sync")
+    page.get_by_label("Access").select_option("carddav")
+    page.get_by_role("button", name="Create token").click()
+    secret = page.locator("code.secret").inner_text().strip()
+    assert secret.startswith("mycorrhizal_"), secret
+    row = page.locator("tr", has_text="Phone sync")
+    expect(row).to_contain_text("Contact sync (CardDAV) only")
+    row.get_by_role("button", name="Revoke").click()
+    expect(page.locator("tr", has_text="Phone sync")).to_contain_text("revoked")
+    # A wrong current password is named and nothing changes.
+    page.get_by_label("Current password").fill("not my password")
+    page.get_by_label("New password", exact=True).fill("an entirely new passphrase here")
+    page.get_by_role("button", name="Change password").click()
+    expect(page.get_by_role("alert")).to_contain_text("current_password")
+    page.get_by_label("Current password").fill(PASSWORD)
+    page.get_by_label("New password", exact=True).fill("an entirely new passphrase here")
+    page.get_by_role("button", name="Change password").click()
+    expect(page.get_by_text("Password changed.")).to_be_visible()
+    # This browser stays signed in; the old password no longer works elsewhere.
+    page.goto(f"{BASE}/contacts")
+    expect(page.get_by_role("heading", name="Contacts")).to_be_visible()
+    other = new_context(browser)
+    elsewhere = other.new_page()
+    sign_in(elsewhere, "ada")
+    expect(elsewhere.get_by_role("alert")).to_contain_text("not right")
+    sign_in(elsewhere, "ada", "an entirely new passphrase here")
+    expect(elsewhere.get_by_role("heading", name="Home", exact=True)).to_be_visible()
+    other.close()
+    context.close()
+
+
+def flow_admin(browser):
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "ada", "an entirely new passphrase here")
+    page.get_by_role("link", name="Admin").click()
+    expect(page.get_by_role("heading", name="Administration")).to_be_visible()
+    check_accessibility(page, "admin")
+    shot(page, "desktop-admin")
+    page.locator("#new-username").fill("carol")
+    page.locator("#new-email").fill("carol@example.org")
+    page.locator("#new-password").fill(PASSWORD)
+    page.get_by_role("button", name="Create account").click()
+    expect(page.get_by_text("Created.")).to_be_visible()
+    carol = page.locator("tr", has_text="carol@example.org")
+    carol.get_by_role("button", name="Make administrator").click()
+    expect(page.locator("tr", has_text="carol@example.org")).to_contain_text("administrator")
+    # bob lost his phone: his two-step verification is cleared.
+    page.locator("tr", has_text="bob@example.org").get_by_role("button", name="Reset two-step verification").click()
+    expect(page.locator("tr", has_text="bob@example.org")).to_contain_text("off")
+    page.locator("tr", has_text="carol@example.org").get_by_role("button", name="Delete").click()
+    expect(page.get_by_text("Deleted.")).to_be_visible()
+    expect(page.locator("tr", has_text="carol@example.org")).to_have_count(0)
+    page.get_by_role("button", name="Rebuild the search index").click()
+    expect(page.get_by_text("Search index rebuilt")).to_be_visible()
+    context.close()
+
+    # bob signs in with the password alone again, and may not open the admin page.
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "bob")
+    expect(page.get_by_role("heading", name="Home", exact=True)).to_be_visible()
+    response = page.goto(f"{BASE}/admin")
+    assert response.status == 403, response.status
     context.close()
 
 
@@ -292,7 +372,7 @@ def flow_german(browser):
     page = watch(context.new_page())
     page.goto(f"{BASE}/login")
     expect(page.get_by_role("heading", name="Anmelden")).to_be_visible()
-    sign_in(page, "ada")
+    sign_in(page, "ada", "an entirely new passphrase here")
     page.goto(f"{BASE}/settings")
     page.get_by_label("Language", exact=True).select_option("de")
     page.get_by_label("Date format", exact=True).select_option("eu-mmmm")
@@ -314,7 +394,9 @@ def main():
             ("first user is admin and manages contacts", lambda: flow_first_user_is_admin_and_manages_contacts(browser)),
             ("second user sees nothing of the first", lambda: flow_second_user_sees_nothing_of_the_first(browser, grace)),
             ("create, edit and search without JavaScript", lambda: flow_without_javascript(browser)),
-            ("two-factor sign-in", lambda: flow_second_factor_sign_in(browser)),
+            ("two-factor enrolment and sign-in", lambda: flow_second_factor_enrolment_and_sign_in(browser)),
+            ("API tokens and password change", lambda: flow_tokens_and_password(browser)),
+            ("administration", lambda: flow_admin(browser)),
             ("German and the date format", lambda: flow_german(browser)),
         ]
         for name, step in steps:

@@ -6,7 +6,9 @@ use crate::helpers::Instance;
 
 #[tokio::test]
 async fn health_endpoints_report_live_ready_and_build_facts() {
-    let server = Instance::new().spawn();
+    // The disk thresholds are the host's business here (a busy build machine passes 75%); their
+    // own tests set the usage they mean.
+    let server = Instance::new().with("STORAGE_WARN_PERCENT", "99").with("STORAGE_CRITICAL_PERCENT", "100").spawn();
     let live = server.get("/health/live").await;
     assert_eq!(live.status(), 200);
     assert_eq!(live.json::<Value>().await.unwrap()["status"], "live");

@@ -34,14 +34,9 @@ pub async fn list_users(
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let page = q.page.unwrap_or(1).max(1);
     let limit = q.limit.unwrap_or(25).clamp(1, 100);
-    let all = state.engine.global()?.list::<Account>()?;
-    let users: Vec<CurrentUser> = all
-        .iter()
-        .skip((page - 1).saturating_mul(limit))
-        .take(limit)
-        .map(|(id, a)| CurrentUser::from(*id, a))
-        .collect();
-    Ok(axum::Json(json!({ "users": users, "total": all.len(), "page": page, "limit": limit })))
+    let (users, total) = accounts::page(&state, page, limit)?;
+    let users: Vec<CurrentUser> = users.iter().map(|(id, a)| CurrentUser::from(*id, a)).collect();
+    Ok(axum::Json(json!({ "users": users, "total": total, "page": page, "limit": limit })))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -99,9 +94,7 @@ pub async fn patch_user(
 ) -> Result<axum::Json<CurrentUser>, ApiError> {
     let mut account: Account = state.engine.global()?.get(id)?;
     if let Some(password) = body.password {
-        accounts::check_new_password(&state, "password", &password, &account.username, &account.email).await?;
-        account = accounts::set_password(&state, id, password, true).await?;
-        tracing::info!(event = "admin_password_reset", component = "auth", user_id = id);
+        account = accounts::reset_password(&state, id, password).await?;
     }
     if let Some(is_admin) = body.is_admin {
         account = accounts::set_admin(&state, id, is_admin).await?;
@@ -127,16 +120,7 @@ pub async fn reset_2fa(
     _admin: AdminUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    state
-        .engine
-        .write_async(move |tx| {
-            let mut account: Account = tx.global().get(id)?;
-            account.totp = None;
-            account.recovery_codes.clear();
-            account.updated_at = tx.now();
-            tx.global().put(id, &account)
-        })
-        .await?;
+    accounts::reset_second_factor(&state, id).await?;
     Ok(axum::Json(json!({ "message": "Two-factor authentication reset; the user can enrol again" })))
 }
 
@@ -147,15 +131,7 @@ pub async fn rebuild_derived(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    let users: Vec<u64> =
-        state.blocking(|engine| engine.global()?.list::<Account>()).await??.into_iter().map(|(id, _)| id).collect();
-    let (mut scanned, mut updated) = (0u64, 0u64);
-    for user in users {
-        let rebuilt =
-            crate::crm::contact::ops::rebuild_derived(&state.engine.user(mycorrhizal_engine::UserId(user))).await?;
-        scanned += rebuilt.scanned;
-        updated += rebuilt.updated;
-    }
+    let (scanned, updated) = crate::jobs::rebuild_derived(&state).await?;
     Ok(axum::Json(
         json!({ "message": "Derived contact columns rebuilt", "contacts_scanned": scanned, "contacts_updated": updated }),
     ))
@@ -171,29 +147,8 @@ pub async fn rebuild_search(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    use mycorrhizal_engine::system::Trigger;
-    let started_at = state.engine.clock().now();
-    let started = std::time::Instant::now();
-    let correlation = format!("job:{}:{}", crate::jobs::SEARCH_REBUILD, uuid::Uuid::new_v4());
-    let outcome = state.blocking(|engine| engine.search_rebuild()).await?;
-    let report = match outcome {
-        Err(mycorrhizal_engine::Error::RebuildRunning) => return Err(mycorrhizal_engine::Error::RebuildRunning.into()),
-        other => other,
-    };
-    let recorded = report.as_ref().map(|r| r.indexed.iter().map(|(_, n)| n).sum::<u64>()).map_err(|e| e.to_string());
-    crate::jobs::store_run(
-        &state,
-        crate::jobs::SEARCH_REBUILD,
-        Trigger::Manual,
-        started_at,
-        started,
-        recorded,
-        correlation,
-    )
-    .await;
-    let report = report?;
+    let report = crate::jobs::rebuild_search(&state).await?;
     let count = |kind: &str| report.indexed.iter().find(|(k, _)| *k == kind).map_or(0, |(_, n)| *n);
-    tracing::info!(event = "search_index_rebuilt", component = "search", took_ms = report.took.as_millis() as u64);
     Ok(axum::Json(json!({
         "message": "Search index rebuilt",
         "indexed": { "contacts": count("contact"), "notes": count("note"), "activities": count("activity") },

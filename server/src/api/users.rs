@@ -9,10 +9,9 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::auth::accounts;
-use crate::auth::records::Totp;
 use crate::auth::second_factor::{self, CodeBody};
 use crate::auth::view::CurrentUser;
-use crate::auth::{AuthUser, Via, totp};
+use crate::auth::{AuthUser, Via};
 use crate::error::ApiError;
 use crate::http::json::Json;
 use crate::state::AppState;
@@ -36,26 +35,7 @@ pub async fn change_password(
     user: AuthUser,
     Json(body): Json<ChangePasswordBody>,
 ) -> Result<Response, ApiError> {
-    let hash = user.account.password_hash.clone();
-    if hash.is_none() {
-        return Err(ApiError::invalid_input("current_password", "this account signs in through single sign-on"));
-    }
-    if !state.auth.hasher.verify(body.current_password.clone(), hash).await {
-        return Err(ApiError::invalid_input("current_password", "is incorrect"));
-    }
-    if body.current_password == body.new_password {
-        return Err(ApiError::invalid_input("new_password", "must differ from the current password"));
-    }
-    accounts::check_new_password(
-        &state,
-        "new_password",
-        &body.new_password,
-        &user.account.username,
-        &user.account.email,
-    )
-    .await?;
-    let account = accounts::set_password(&state, user.id.0, body.new_password, false).await?;
-    accounts::notify_password_changed(&state, user.id.0, &account);
+    let account = accounts::change_password(&state, &user, &body.current_password, body.new_password).await?;
     let body = axum::Json(json!({ "message": "Password changed" }));
     if matches!(user.via, Via::Session { .. }) {
         let (_, cookie) = state.auth.start_session(&state.engine, user.id.0, &account, false).await?;
@@ -145,25 +125,8 @@ pub async fn totp_setup(
     State(state): State<AppState>,
     user: AuthUser,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    if user.account.totp.as_ref().is_some_and(|t| t.enabled) {
-        return Err(ApiError::Conflict("Two-factor authentication is already enabled".into()));
-    }
-    if user.account.oidc_subject.is_some() {
-        return Err(ApiError::Forbidden(
-            "This account signs in through single sign-on; use the provider's two-factor settings".into(),
-        ));
-    }
-    let secret = totp::new_secret();
-    let sealed =
-        state.auth.data_key.encrypt(&secret, &second_factor::sealed_binding(user.id.0)).map_err(ApiError::internal)?;
-    accounts::update(&state, user.id.0, move |a| {
-        a.totp = Some(Totp { sealed_secret: sealed.clone(), enabled: false, last_step: 0 });
-        Ok(())
-    })
-    .await?;
-    Ok(axum::Json(
-        json!({ "secret": totp::base32(&secret), "otpauth_url": totp::otpauth_url(&secret, &user.account.username) }),
-    ))
+    let (secret, otpauth_url) = second_factor::setup(&state, &user).await?;
+    Ok(axum::Json(json!({ "secret": secret, "otpauth_url": otpauth_url })))
 }
 
 #[utoipa::path(post, path = "/api/v1/users/2fa/confirm", tag = "users", request_body = CodeBody, responses(
@@ -173,23 +136,7 @@ pub async fn totp_confirm(
     user: AuthUser,
     Json(body): Json<CodeBody>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    match &user.account.totp {
-        Some(t) if !t.enabled => {}
-        Some(_) => {
-            return Err(ApiError::Conflict("Two-factor authentication is already enabled".into()));
-        }
-        None => return Err(ApiError::Conflict("Run /users/2fa/setup first".into())),
-    }
-    second_factor::use_second_factor(&state, user.id.0, &body.code, false).await?;
-    let (plain, hashes) = totp::recovery_codes();
-    accounts::update(&state, user.id.0, move |a| {
-        if let Some(t) = a.totp.as_mut() {
-            t.enabled = true;
-        }
-        a.recovery_codes = hashes.clone();
-        Ok(())
-    })
-    .await?;
+    let plain = second_factor::confirm(&state, &user, &body.code).await?;
     Ok(axum::Json(json!({ "message": "Two-factor authentication enabled", "recovery_codes": plain })))
 }
 
@@ -200,16 +147,7 @@ pub async fn totp_disable(
     user: AuthUser,
     Json(body): Json<CodeBody>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    if !user.account.totp.as_ref().is_some_and(|t| t.enabled) {
-        return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
-    }
-    second_factor::use_second_factor(&state, user.id.0, &body.code, true).await?;
-    accounts::update(&state, user.id.0, |a| {
-        a.totp = None;
-        a.recovery_codes.clear();
-        Ok(())
-    })
-    .await?;
+    second_factor::disable(&state, &user, &body.code).await?;
     Ok(axum::Json(json!({ "message": "Two-factor authentication disabled" })))
 }
 
@@ -221,16 +159,7 @@ pub async fn totp_regenerate(
     user: AuthUser,
     Json(body): Json<CodeBody>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    if !user.account.totp.as_ref().is_some_and(|t| t.enabled) {
-        return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
-    }
-    second_factor::use_second_factor(&state, user.id.0, &body.code, false).await?;
-    let (plain, hashes) = totp::recovery_codes();
-    accounts::update(&state, user.id.0, move |a| {
-        a.recovery_codes = hashes.clone();
-        Ok(())
-    })
-    .await?;
+    let plain = second_factor::regenerate(&state, &user, &body.code).await?;
     Ok(axum::Json(json!({ "recovery_codes": plain })))
 }
 

@@ -315,3 +315,61 @@ pub async fn set_date_format(state: &AppState, user_id: u64, format: &str) -> Re
     .await?;
     Ok(format)
 }
+
+/// Changes `user`'s password after checking the current one: every other session and API token
+/// of the account ends, and the owner is told by mail. Returns the account (the caller may start
+/// a fresh session for the one it serves).
+pub async fn change_password(
+    state: &AppState,
+    user: &super::AuthUser,
+    current: &str,
+    new: String,
+) -> Result<Account, ApiError> {
+    let hash = user.account.password_hash.clone();
+    if hash.is_none() {
+        return Err(ApiError::invalid_input("current_password", "this account signs in through single sign-on"));
+    }
+    if !state.auth.hasher.verify(current.to_string(), hash).await {
+        return Err(ApiError::invalid_input("current_password", "is incorrect"));
+    }
+    if current == new {
+        return Err(ApiError::invalid_input("new_password", "must differ from the current password"));
+    }
+    check_new_password(state, "new_password", &new, &user.account.username, &user.account.email).await?;
+    let account = set_password(state, user.id.0, new, false).await?;
+    notify_password_changed(state, user.id.0, &account);
+    Ok(account)
+}
+
+/// One page (1-based) of every account, and how many there are.
+pub fn page(state: &AppState, page: usize, limit: usize) -> Result<(Vec<(u64, Account)>, usize), ApiError> {
+    let all = state.engine.global()?.list::<Account>()?;
+    let total = all.len();
+    let page = all.into_iter().skip(page.saturating_sub(1).saturating_mul(limit)).take(limit).collect();
+    Ok((page, total))
+}
+
+/// An admin's password reset of account `id`: the strength rules apply, and every session and
+/// API token of the account ends.
+pub async fn reset_password(state: &AppState, id: u64, password: String) -> Result<Account, ApiError> {
+    let account: Account = state.engine.global()?.get(id)?;
+    check_new_password(state, "password", &password, &account.username, &account.email).await?;
+    let account = set_password(state, id, password, true).await?;
+    tracing::info!(event = "admin_password_reset", component = "auth", user_id = id);
+    Ok(account)
+}
+
+/// Clears account `id`'s second factor (an admin's help for a lost phone); the user can enrol again.
+pub async fn reset_second_factor(state: &AppState, id: u64) -> Result<(), ApiError> {
+    state
+        .engine
+        .write_async(move |tx| {
+            let mut account: Account = tx.global().get(id)?;
+            account.totp = None;
+            account.recovery_codes.clear();
+            account.updated_at = tx.now();
+            tx.global().put(id, &account)
+        })
+        .await?;
+    Ok(())
+}

@@ -18,6 +18,7 @@ pub mod records;
 pub mod second_factor;
 pub mod session;
 pub mod signin;
+pub mod tokens;
 pub mod totp;
 pub mod view;
 

@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 
 use super::keys::binding;
 use super::records::{Account, Totp};
-use super::totp;
+use super::{AuthUser, accounts, totp};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -79,4 +79,79 @@ pub async fn use_second_factor(
             Err(ApiError::invalid_input("code", "is not valid"))
         }
     }
+}
+
+fn enabled(account: &Account) -> bool {
+    account.totp.as_ref().is_some_and(|t| t.enabled)
+}
+
+/// A new TOTP secret for `user`, sealed in the account but not in force until [`confirm`].
+/// Returns the secret in base32 and its `otpauth://` URL (what a QR code carries).
+pub async fn setup(state: &AppState, user: &AuthUser) -> Result<(String, String), ApiError> {
+    if enabled(&user.account) {
+        return Err(ApiError::Conflict("Two-factor authentication is already enabled".into()));
+    }
+    if user.account.oidc_subject.is_some() {
+        return Err(ApiError::Forbidden(
+            "This account signs in through single sign-on; use the provider's two-factor settings".into(),
+        ));
+    }
+    let secret = totp::new_secret();
+    let sealed = state.auth.data_key.encrypt(&secret, &sealed_binding(user.id.0)).map_err(ApiError::internal)?;
+    accounts::update(state, user.id.0, move |a| {
+        a.totp = Some(Totp { sealed_secret: sealed.clone(), enabled: false, last_step: 0 });
+        Ok(())
+    })
+    .await?;
+    Ok((totp::base32(&secret), totp::otpauth_url(&secret, &user.account.username)))
+}
+
+/// Turns two-factor on with a first valid `code`; returns the recovery codes, shown once.
+pub async fn confirm(state: &AppState, user: &AuthUser, code: &str) -> Result<Vec<String>, ApiError> {
+    match &user.account.totp {
+        Some(t) if !t.enabled => {}
+        Some(_) => return Err(ApiError::Conflict("Two-factor authentication is already enabled".into())),
+        None => return Err(ApiError::Conflict("Run /users/2fa/setup first".into())),
+    }
+    use_second_factor(state, user.id.0, code, false).await?;
+    let (plain, hashes) = totp::recovery_codes();
+    accounts::update(state, user.id.0, move |a| {
+        if let Some(t) = a.totp.as_mut() {
+            t.enabled = true;
+        }
+        a.recovery_codes = hashes.clone();
+        Ok(())
+    })
+    .await?;
+    Ok(plain)
+}
+
+/// Turns two-factor off, given a valid code (TOTP or recovery).
+pub async fn disable(state: &AppState, user: &AuthUser, code: &str) -> Result<(), ApiError> {
+    if !enabled(&user.account) {
+        return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
+    }
+    use_second_factor(state, user.id.0, code, true).await?;
+    accounts::update(state, user.id.0, |a| {
+        a.totp = None;
+        a.recovery_codes.clear();
+        Ok(())
+    })
+    .await?;
+    Ok(())
+}
+
+/// New recovery codes for a live TOTP `code` (not a recovery code); the old set dies.
+pub async fn regenerate(state: &AppState, user: &AuthUser, code: &str) -> Result<Vec<String>, ApiError> {
+    if !enabled(&user.account) {
+        return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
+    }
+    use_second_factor(state, user.id.0, code, false).await?;
+    let (plain, hashes) = totp::recovery_codes();
+    accounts::update(state, user.id.0, move |a| {
+        a.recovery_codes = hashes.clone();
+        Ok(())
+    })
+    .await?;
+    Ok(plain)
 }

@@ -13,6 +13,7 @@ use crate::auth::records::{Account, DeviceGrant, ResetToken, Session};
 use crate::crm::contact::Contact;
 use crate::crm::reach_out::{self, ReachOutCursor, ReachOutSuggestion};
 use crate::crm::records::BY_CONTACT;
+use crate::error::ApiError;
 use crate::ops::events::{Event, emit};
 use crate::state::AppState;
 
@@ -393,4 +394,35 @@ fn expired_credentials(tx: &mut mycorrhizal_engine::Tx<'_>, now: jiff::Timestamp
         }
     }
     Ok(removed)
+}
+
+/// Rebuilds the full-text index from the database aside from the live one and swaps it in (the
+/// admin's on-demand job, from any front door), recorded as job run [`SEARCH_REBUILD`].
+pub async fn rebuild_search(state: &AppState) -> Result<mycorrhizal_engine::RebuildReport, ApiError> {
+    let started_at = state.engine.clock().now();
+    let started = std::time::Instant::now();
+    let correlation = format!("job:{SEARCH_REBUILD}:{}", uuid::Uuid::new_v4());
+    let outcome = state.blocking(|engine| engine.search_rebuild()).await?;
+    let report = match outcome {
+        Err(mycorrhizal_engine::Error::RebuildRunning) => return Err(mycorrhizal_engine::Error::RebuildRunning.into()),
+        other => other,
+    };
+    let recorded = report.as_ref().map(|r| r.indexed.iter().map(|(_, n)| n).sum::<u64>()).map_err(|e| e.to_string());
+    store_run(state, SEARCH_REBUILD, Trigger::Manual, started_at, started, recorded, correlation).await;
+    let report = report?;
+    tracing::info!(event = "search_index_rebuilt", component = "search", took_ms = report.took.as_millis() as u64);
+    Ok(report)
+}
+
+/// Recomputes every user's contacts' derived columns; returns `(scanned, updated)`.
+pub async fn rebuild_derived(state: &AppState) -> Result<(u64, u64), ApiError> {
+    let users: Vec<u64> =
+        state.blocking(|engine| engine.global()?.list::<Account>()).await??.into_iter().map(|(id, _)| id).collect();
+    let (mut scanned, mut updated) = (0u64, 0u64);
+    for user in users {
+        let rebuilt = crate::crm::contact::ops::rebuild_derived(&state.engine.user(UserId(user))).await?;
+        scanned += rebuilt.scanned;
+        updated += rebuilt.updated;
+    }
+    Ok((scanned, updated))
 }

@@ -10,6 +10,7 @@
 //! token equal to the `csrf` cookie (SameSite=Strict), and a cross-site `Origin` is refused.
 //! Every response carries a strict Content-Security-Policy (no inline script or style).
 
+mod admin;
 mod assets;
 mod auth;
 mod contact_form;
@@ -57,6 +58,23 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/search", get(search::page))
         .route("/settings", get(settings::page))
         .route("/settings/preferences", post(settings::preferences))
+        .route("/settings/password", post(settings::password))
+        .route("/settings/2fa/setup", post(settings::two_factor_setup))
+        .route("/settings/2fa/confirm", post(settings::two_factor_confirm))
+        .route("/settings/2fa/disable", post(settings::two_factor_disable))
+        .route("/settings/2fa/recovery-codes", post(settings::recovery_codes))
+        .route("/settings/tokens", post(settings::create_token))
+        .route("/settings/tokens/revoke-all", post(settings::revoke_all_tokens))
+        .route("/settings/tokens/{id}/rotate", post(settings::rotate_token))
+        .route("/settings/tokens/{id}/revoke", post(settings::revoke_token))
+        .route("/admin", get(admin::index))
+        .route("/admin/users", post(admin::create_user))
+        .route("/admin/users/{id}/admin", post(admin::toggle_admin))
+        .route("/admin/users/{id}/password", post(admin::reset_password))
+        .route("/admin/users/{id}/reset-2fa", post(admin::reset_2fa))
+        .route("/admin/users/{id}/delete", post(admin::delete_user))
+        .route("/admin/rebuild-search", post(admin::rebuild_search))
+        .route("/admin/rebuild-derived", post(admin::rebuild_derived))
         .route("/assets/{file}", get(assets::serve))
         .layer(middleware::from_fn_with_state(state.clone(), chrome))
 }

@@ -251,6 +251,7 @@ const NOTICES: &[(&str, &str)] = &[
     ("signed_out", "notice.signed_out"),
     ("registered", "notice.registered"),
     ("preferences", "notice.preferences"),
+    ("password", "notice.password"),
 ];
 
 pub fn notice(key: Option<&str>) -> Option<&'static str> {

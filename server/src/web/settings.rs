@@ -1,13 +1,22 @@
-//! Settings: the account, and the language and date format every page follows
-//! (`auth::accounts`, the same rules as `PATCH /users/language` and `/users/date-format`).
+//! Settings: the account, language and date format, password, two-factor enrolment (the QR code
+//! drawn as SVG, recovery codes shown once), and API tokens (create with scope, rotate, revoke,
+//! revoke all). Every change is an operation of `auth` that the JSON API calls too.
 
-use axum::extract::{Query, State};
-use maud::html;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::http::header::SET_COOKIE;
+use axum::response::IntoResponse;
+use base64::Engine as _;
+use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::format;
 use super::page::{Form, PageResult, Viewer, field_error, notice, page as html_page, page_with, see_other, shell};
 use crate::auth::accounts::{self, DATE_FORMATS, LANGUAGES};
+use crate::auth::records::Scope;
+use crate::auth::tokens::{self, NewToken, TokenView};
+use crate::auth::{Via, second_factor};
+use crate::error::ApiError;
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
@@ -25,13 +34,43 @@ fn language_name(code: &str) -> &'static str {
     }
 }
 
-fn render(viewer: &Viewer, error: Option<&str>, notice_key: Option<&'static str>) -> maud::Markup {
+/// What the page shows beyond the account: an error in one section, a secret shown once.
+#[derive(Default)]
+struct Extra {
+    /// `(section, message)`: the section whose form failed.
+    error: Option<(&'static str, String)>,
+    /// A new token's plaintext, shown once.
+    new_token: Option<String>,
+    /// A two-factor setup in progress: `(secret, otpauth URL)`.
+    enrolment: Option<(String, String)>,
+    /// Fresh recovery codes, shown once.
+    recovery_codes: Option<Vec<String>>,
+}
+
+fn section_error(extra: &Extra, section: &str) -> Markup {
+    html! {
+        @if let Some((s, message)) = &extra.error { @if *s == section { p class="error" role="alert" { (message) } } }
+    }
+}
+
+/// The QR code of `text` as an SVG image (a data URL: the page's policy allows no inline style).
+fn qr_image(text: &str) -> Option<String> {
+    let code = qrcode::QrCode::new(text.as_bytes()).ok()?;
+    let svg = code.render::<qrcode::render::svg::Color>().min_dimensions(200, 200).build();
+    Some(format!("data:image/svg+xml;base64,{}", base64::engine::general_purpose::STANDARD.encode(svg)))
+}
+
+fn render(viewer: &Viewer, tokens: &[TokenView], extra: &Extra, notice_key: Option<&'static str>) -> Markup {
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
     let account = &viewer.user.account;
     let sample = jiff::civil::Date::constant(2026, 3, 14);
+    let two_factor = account.totp.as_ref().is_some_and(|t| t.enabled);
+    let zone = jiff::tz::TimeZone::UTC;
+    let day = |ts: jiff::Timestamp| format::day_of(viewer.lang, c.date_format, ts, &zone);
     let main = html! {
         h1 { (t("settings.title")) }
+        div class="grid" {
         section class="card" aria-labelledby="h-account" {
             h2 id="h-account" { (t("settings.account")) }
             dl {
@@ -41,7 +80,7 @@ fn render(viewer: &Viewer, error: Option<&str>, notice_key: Option<&'static str>
         }
         section class="card" aria-labelledby="h-preferences" {
             h2 id="h-preferences" { (t("settings.preferences")) }
-            @if let Some(e) = error { p class="error" role="alert" { (e) } }
+            (section_error(extra, "preferences"))
             form method="post" action="/settings/preferences" class="stack" {
                 (c.csrf_field())
                 label for="language" { (t("settings.language")) }
@@ -58,12 +97,149 @@ fn render(viewer: &Viewer, error: Option<&str>, notice_key: Option<&'static str>
                 button type="submit" class="primary" { (t("settings.save")) }
             }
         }
+        @if account.password_hash.is_some() {
+            section class="card" aria-labelledby="h-password" {
+                h2 id="h-password" { (t("settings.password")) }
+                (section_error(extra, "password"))
+                form method="post" action="/settings/password" class="stack" {
+                    (c.csrf_field())
+                    label for="current_password" { (t("settings.current_password")) }
+                    input id="current_password" name="current_password" type="password" autocomplete="current-password" required;
+                    label for="new_password" { (t("settings.new_password")) }
+                    input id="new_password" name="new_password" type="password" autocomplete="new-password" required minlength="8";
+                    p class="hint" { (t("settings.password_hint")) }
+                    button type="submit" { (t("settings.change_password")) }
+                }
+            }
+        }
+        section class="card" aria-labelledby="h-2fa" {
+            h2 id="h-2fa" { (t("settings.two_factor")) }
+            (section_error(extra, "2fa"))
+            @if let Some(codes) = &extra.recovery_codes {
+                p class="notice" role="status" { (t("settings.recovery_codes_once")) }
+                ul class="codes" { @for code in codes { li { code { (code) } } } }
+            }
+            @if two_factor {
+                p { (t("settings.two_factor_on")) }
+                form method="post" action="/settings/2fa/recovery-codes" class="stack" {
+                    (c.csrf_field())
+                    label for="regen-code" { (t("settings.totp_code")) }
+                    input id="regen-code" name="code" inputmode="numeric" autocomplete="one-time-code" required;
+                    button type="submit" { (t("settings.new_recovery_codes")) }
+                }
+                form method="post" action="/settings/2fa/disable" class="stack" {
+                    (c.csrf_field())
+                    label for="disable-code" { (t("settings.code_or_recovery")) }
+                    input id="disable-code" name="code" autocomplete="one-time-code" required;
+                    button type="submit" class="danger" { (t("settings.disable_two_factor")) }
+                }
+            } @else if let Some((secret, url)) = &extra.enrolment {
+                p { (t("settings.scan")) }
+                @if let Some(src) = qr_image(url) { img class="qr" src=(src) alt=(t("settings.qr_alt")) width="200" height="200"; }
+                p { (t("settings.or_enter")) " " code class="secret" { (secret) } }
+                form method="post" action="/settings/2fa/confirm" class="stack" {
+                    (c.csrf_field())
+                    label for="confirm-code" { (t("settings.totp_code")) }
+                    input id="confirm-code" name="code" inputmode="numeric" autocomplete="one-time-code" required;
+                    button type="submit" class="primary" { (t("settings.confirm_two_factor")) }
+                }
+            } @else if account.totp.is_some() {
+                p { (t("settings.pending")) }
+                form method="post" action="/settings/2fa/confirm" class="stack" {
+                    (c.csrf_field())
+                    label for="confirm-code" { (t("settings.totp_code")) }
+                    input id="confirm-code" name="code" inputmode="numeric" autocomplete="one-time-code" required;
+                    button type="submit" class="primary" { (t("settings.confirm_two_factor")) }
+                }
+                form method="post" action="/settings/2fa/setup" {
+                    (c.csrf_field())
+                    button type="submit" { (t("settings.start_over")) }
+                }
+            } @else if account.oidc_subject.is_some() {
+                p class="muted" { (t("settings.two_factor_sso")) }
+            } @else {
+                p { (t("settings.two_factor_off")) }
+                form method="post" action="/settings/2fa/setup" {
+                    (c.csrf_field())
+                    button type="submit" class="primary" { (t("settings.enable_two_factor")) }
+                }
+            }
+        }
+        section class="card wide" aria-labelledby="h-tokens" {
+            h2 id="h-tokens" { (t("settings.tokens")) }
+            p class="hint" { (t("settings.tokens_hint")) }
+            (section_error(extra, "tokens"))
+            @if let Some(secret) = &extra.new_token {
+                p class="notice" role="status" { (t("settings.token_once")) }
+                p { code class="secret" { (secret) } }
+            }
+            @if !tokens.is_empty() {
+                table class="list" {
+                    thead { tr {
+                        th scope="col" { (t("settings.token_name")) } th scope="col" { (t("settings.token_scope")) }
+                        th scope="col" { (t("settings.token_expires")) } th scope="col" { (t("settings.token_used")) }
+                        th scope="col" { span class="visually-hidden" { (t("reminders.actions")) } }
+                    } }
+                    tbody {
+                        @for tok in tokens {
+                            tr {
+                                td { (tok.name) }
+                                td { (if tok.scope == Scope::Carddav { t("settings.scope_carddav") } else { t("settings.scope_full") }) }
+                                td { (day(tok.expires_at)) }
+                                td { @if let Some(used) = tok.last_used_at { (day(used)) } @else { "–" } }
+                                td {
+                                    @if tok.revoked_at.is_some() { span class="badge" { (t("settings.revoked")) } }
+                                    @else {
+                                        (c.button_form(&format!("/settings/tokens/{}/rotate", tok.id), t("settings.rotate"), "small", None))
+                                        (c.button_form(&format!("/settings/tokens/{}/revoke", tok.id), t("settings.revoke"), "small danger", Some(t("settings.revoke_confirm"))))
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                (c.button_form("/settings/tokens/revoke-all", t("settings.revoke_all"), "danger", Some(t("settings.revoke_all_confirm"))))
+            }
+            form method="post" action="/settings/tokens" class="stack" {
+                (c.csrf_field())
+                div class="row" {
+                    div { label for="token-name" { (t("settings.token_name")) } input id="token-name" name="name" required maxlength="100"; }
+                    div {
+                        label for="token-scope" { (t("settings.token_scope")) }
+                        select id="token-scope" name="scope" {
+                            option value="full" { (t("settings.scope_full")) }
+                            option value="carddav" { (t("settings.scope_carddav")) }
+                        }
+                    }
+                    div { label for="token-days" { (t("settings.token_days")) } input id="token-days" name="expires_in_days" type="number" min="1" max="365" value="90"; }
+                }
+                button type="submit" { (t("settings.create_token")) }
+            }
+        }
+        }
     };
     shell(&c, t("settings.title"), notice_key, main)
 }
 
-pub async fn page(viewer: Viewer, Query(q): Query<SettingsQuery>) -> PageResult {
-    Ok(html_page(render(&viewer, None, notice(q.notice.as_deref()))))
+async fn show(state: &AppState, viewer: &Viewer, status: StatusCode, extra: Extra) -> PageResult {
+    let list = tokens::list(state, viewer.user.id.0)?;
+    Ok(page_with(status, render(viewer, &list, &extra, None)))
+}
+
+/// Shows the page again with `e` in `section` when the form was at fault, else the error page.
+async fn refused(state: &AppState, viewer: &Viewer, section: &'static str, e: ApiError) -> PageResult {
+    match e {
+        ApiError::Validation { .. } | ApiError::InvalidInput { .. } | ApiError::Conflict(_) => {
+            let (status, message) = field_error(viewer.lang, &e);
+            show(state, viewer, status, Extra { error: Some((section, message)), ..Extra::default() }).await
+        }
+        e => Err(e.into()),
+    }
+}
+
+pub async fn page(State(state): State<AppState>, viewer: Viewer, Query(q): Query<SettingsQuery>) -> PageResult {
+    let list = tokens::list(&state, viewer.user.id.0)?;
+    Ok(html_page(render(&viewer, &list, &Extra::default(), notice(q.notice.as_deref()))))
 }
 
 pub async fn preferences(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
@@ -74,9 +250,118 @@ pub async fn preferences(State(state): State<AppState>, viewer: Viewer, form: Fo
     };
     match outcome {
         Ok(()) => Ok(see_other("/settings?notice=preferences")),
-        Err(e) => {
-            let (status, message) = field_error(viewer.lang, &e);
-            Ok(page_with(status, render(&viewer, Some(&message), None)))
-        }
+        Err(e) => refused(&state, &viewer, "preferences", e).await,
     }
+}
+
+/// Changes the password: every other session and token ends; this browser gets a new session.
+pub async fn password(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
+    match accounts::change_password(&state, &viewer.user, &form.raw("current_password"), form.raw("new_password")).await
+    {
+        Ok(account) => {
+            let fresh = matches!(viewer.user.via, Via::Session { .. });
+            let to = see_other("/settings?notice=password");
+            if fresh {
+                let (_, cookie) = state.auth.start_session(&state.engine, viewer.user.id.0, &account, false).await?;
+                return Ok(([(SET_COOKIE, cookie)], to).into_response());
+            }
+            Ok(to)
+        }
+        Err(e) => refused(&state, &viewer, "password", e).await,
+    }
+}
+
+pub async fn two_factor_setup(State(state): State<AppState>, viewer: Viewer, _form: Form) -> PageResult {
+    match second_factor::setup(&state, &viewer.user).await {
+        Ok(enrolment) => {
+            show(&state, &viewer, StatusCode::OK, Extra { enrolment: Some(enrolment), ..Extra::default() }).await
+        }
+        Err(e) => refused(&state, &viewer, "2fa", e).await,
+    }
+}
+
+pub async fn two_factor_confirm(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
+    match second_factor::confirm(&state, &viewer.user, &form.get("code")).await {
+        Ok(codes) => {
+            // The page reflects the account as it is now: two-factor on.
+            let viewer = Viewer { user: refreshed(&state, &viewer).await?, ..viewer };
+            show(&state, &viewer, StatusCode::OK, Extra { recovery_codes: Some(codes), ..Extra::default() }).await
+        }
+        Err(e) => refused(&state, &viewer, "2fa", e).await,
+    }
+}
+
+pub async fn two_factor_disable(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
+    match second_factor::disable(&state, &viewer.user, &form.get("code")).await {
+        Ok(()) => Ok(see_other("/settings?notice=saved")),
+        Err(e) => refused(&state, &viewer, "2fa", e).await,
+    }
+}
+
+pub async fn recovery_codes(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
+    match second_factor::regenerate(&state, &viewer.user, &form.get("code")).await {
+        Ok(codes) => {
+            show(&state, &viewer, StatusCode::OK, Extra { recovery_codes: Some(codes), ..Extra::default() }).await
+        }
+        Err(e) => refused(&state, &viewer, "2fa", e).await,
+    }
+}
+
+async fn refreshed(state: &AppState, viewer: &Viewer) -> Result<crate::auth::AuthUser, ApiError> {
+    let account = state.engine.global()?.get(viewer.user.id.0)?;
+    Ok(crate::auth::AuthUser { account, ..viewer.user.clone() })
+}
+
+pub async fn create_token(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
+    let scope = match form.get("scope").as_str() {
+        "carddav" => Scope::Carddav,
+        _ => Scope::Full,
+    };
+    let days = form.get("expires_in_days");
+    let expires_in_days = match days.as_str() {
+        "" => None,
+        text => match text.parse() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                return refused(&state, &viewer, "tokens", ApiError::validation("expires_in_days", "must be 1 to 365"))
+                    .await;
+            }
+        },
+    };
+    let new = NewToken { name: form.get("name"), expires_in_days, scope: Some(scope) };
+    match tokens::create(&state, viewer.user.id.0, new).await {
+        Ok(minted) => {
+            show(&state, &viewer, StatusCode::OK, Extra { new_token: Some(minted.plaintext), ..Extra::default() }).await
+        }
+        Err(e) => refused(&state, &viewer, "tokens", e).await,
+    }
+}
+
+pub async fn rotate_token(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    _form: Form,
+) -> PageResult {
+    match tokens::rotate(&state, viewer.user.id.0, id).await {
+        Ok(minted) => {
+            show(&state, &viewer, StatusCode::OK, Extra { new_token: Some(minted.plaintext), ..Extra::default() }).await
+        }
+        Err(e) => refused(&state, &viewer, "tokens", e).await,
+    }
+}
+
+pub async fn revoke_token(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    _form: Form,
+) -> PageResult {
+    tokens::revoke(&state, viewer.user.id.0, id).await?;
+    Ok(see_other("/settings?notice=saved#h-tokens"))
+}
+
+pub async fn revoke_all_tokens(State(state): State<AppState>, viewer: Viewer, _form: Form) -> PageResult {
+    tokens::revoke_all(&state, viewer.user.id.0).await?;
+    Ok(see_other("/settings?notice=saved#h-tokens"))
 }
