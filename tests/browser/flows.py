@@ -249,6 +249,62 @@ def flow_without_javascript(browser):
     context.close()
 
 
+VCARDS = """BEGIN:VCARD\r
+VERSION:3.0\r
+N:Hamilton;Margaret;;;\r
+FN:Margaret Hamilton\r
+EMAIL;TYPE=INTERNET:margaret@mit.edu\r
+TEL;TYPE=CELL:+1 617 555 0199\r
+END:VCARD\r
+BEGIN:VCARD\r
+VERSION:3.0\r
+N:Easley;Annie;;;\r
+FN:Annie Easley\r
+EMAIL;TYPE=INTERNET:annie@nasa.gov\r
+END:VCARD\r
+"""
+
+CSV = "First Name,Last Name,E-mail 1 - Value\nDorothy,Vaughan,dorothy@nasa.gov\nMary,Jackson,mary@nasa.gov\n"
+
+
+def flow_import(browser):
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "bob")
+    page.get_by_role("link", name="Import & export").click()
+    check_accessibility(page, "import")
+    page.set_input_files("#file", files=[{"name": "phone.vcf", "mimeType": "text/vcard", "buffer": VCARDS.encode()}])
+    page.get_by_role("button", name="Upload and review").click()
+    expect(page.get_by_role("heading", name="Review the import")).to_be_visible()
+    check_accessibility(page, "import-preview")
+    shot(page, "desktop-import-preview")
+    margaret = page.locator("tr", has_text="margaret@mit.edu")
+    expect(margaret.get_by_role("link", name="Margaret Hamilton")).to_be_visible()
+    expect(margaret).to_contain_text("617")
+    margaret.get_by_role("combobox").select_option("update")
+    page.locator("tr", has_text="annie@nasa.gov").get_by_role("combobox").select_option("add")
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.get_by_text("1 added, 1 updated, 0 skipped, 0 with problems.")).to_be_visible()
+    page.goto(f"{BASE}/contacts?q=margaret")
+    page.get_by_role("link", name="Margaret Hamilton").click()
+    expect(page.get_by_text("+1 617 555 0199")).to_be_visible()
+    expect(page.get_by_role("link", name="mh@apollo.nasa.gov")).to_be_visible()
+
+    # A CSV with Google's headers: the columns come matched, the bulk choice adds them all.
+    page.goto(f"{BASE}/import")
+    page.set_input_files("#file", files=[{"name": "google.csv", "mimeType": "text/csv", "buffer": CSV.encode()}])
+    page.get_by_role("button", name="Upload and review").click()
+    expect(page.get_by_role("heading", name="Match the columns")).to_be_visible()
+    expect(page.get_by_label("Field for column First Name")).to_have_value("firstname")
+    page.get_by_role("button", name="Review the contacts").click()
+    page.get_by_label("Add the new ones, update the ones I have").check()
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.get_by_text("2 added, 0 updated")).to_be_visible()
+    page.goto(f"{BASE}/import")
+    expect(page.locator("table.list tbody tr")).to_have_count(2)
+    context.close()
+
+
 def flow_second_factor_enrolment_and_sign_in(browser):
     context = new_context(browser)
     page = watch(context.new_page())
@@ -394,6 +450,7 @@ def main():
             ("first user is admin and manages contacts", lambda: flow_first_user_is_admin_and_manages_contacts(browser)),
             ("second user sees nothing of the first", lambda: flow_second_user_sees_nothing_of_the_first(browser, grace)),
             ("create, edit and search without JavaScript", lambda: flow_without_javascript(browser)),
+            ("vCard and CSV import with a duplicate updated", lambda: flow_import(browser)),
             ("two-factor enrolment and sign-in", lambda: flow_second_factor_enrolment_and_sign_in(browser)),
             ("API tokens and password change", lambda: flow_tokens_and_password(browser)),
             ("administration", lambda: flow_admin(browser)),

@@ -18,6 +18,7 @@ mod contacts;
 mod format;
 mod home;
 pub mod i18n;
+mod import;
 mod page;
 mod reminders;
 mod search;
@@ -37,6 +38,7 @@ use page::{Chrome, Csrf, ErrorPage, LangSlot};
 
 /// The web client's routes, with its own middleware (CSRF cookie, security headers, error pages).
 pub fn router(state: &AppState) -> Router<AppState> {
+    let import_limit = state.config.import.max_file_bytes.max(state.config.import.max_csv_bytes);
     Router::new()
         .route("/", get(home::dashboard))
         .route("/login", get(auth::login_page).post(auth::login))
@@ -55,6 +57,9 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/suggestions/{id}/dismiss", post(home::dismiss_suggestion))
         .route("/reminders", get(reminders::list))
         .route("/reminders/{id}/complete", post(reminders::complete))
+        .route("/import", crate::http::body_limit(get(import::index).post(import::upload), import_limit))
+        .route("/import/{session}/preview", post(import::preview_csv))
+        .route("/import/{session}/confirm", post(import::confirm))
         .route("/search", get(search::page))
         .route("/settings", get(settings::page))
         .route("/settings/preferences", post(settings::preferences))

@@ -283,6 +283,7 @@ pub fn shell(c: &Chrome, title: &str, notice_key: Option<&'static str>, main: Ma
                             a href="/" { (t("nav.dashboard")) }
                             a href="/contacts" { (t("nav.contacts")) }
                             a href="/reminders" { (t("nav.reminders")) }
+                            a href="/import" { (t("nav.import")) }
                             a href="/settings" { (t("nav.settings")) }
                             @if is_admin { a href="/admin" { (t("nav.admin")) } }
                         }

@@ -1,0 +1,434 @@
+//! Import and export in the browser. The import wizard: upload a vCard, JSContact or CSV file;
+//! for a CSV, map its columns (the headers Google, Outlook and Apple write are recognised); review
+//! the preview with each duplicate and what an update would change; decide per row (add, update,
+//! skip) or for all at once; confirm; read the result. The sessions, duplicate detection, merge
+//! and apply are `crm::import`'s, exactly as behind `/api/v1/contacts/import/*`. Exports are the
+//! API's streamed downloads, linked from here.
+
+use axum::extract::{Multipart, Path, State};
+use maud::{Markup, html};
+use mycorrhizal_codecs::csv::{ColumnMapping, FIELDS};
+use serde_json::Value;
+
+use super::format;
+use super::home::contact_link;
+use super::page::{Csrf, Form, PageResult, Viewer, field_error, page, page_with, shell};
+use crate::crm::import::{self, CardFile, Categories, Decision, Source};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+fn recent_runs(viewer: &Viewer, state: &AppState) -> impl std::future::Future<Output = Result<Markup, ApiError>> {
+    let scope = state.scope(&viewer.user);
+    let blocking = state.blocking(move |_| import::recent_runs(&scope.view()?));
+    let (lang, date_format) = (viewer.lang, viewer.user.account.date_format.clone());
+    let zone = state.config.reminder_timezone.clone();
+    async move {
+        let runs = blocking.await??;
+        let t = |k| lang.t(k);
+        Ok(html! {
+            @if runs.is_empty() { p class="muted" { (t("import.no_runs")) } }
+            @else {
+                table class="list" {
+                    thead { tr {
+                        th scope="col" { (t("import.when")) } th scope="col" { (t("import.format")) }
+                        th scope="col" { (t("import.created")) } th scope="col" { (t("import.updated")) }
+                        th scope="col" { (t("import.skipped")) } th scope="col" { (t("import.errors")) }
+                    } }
+                    tbody {
+                        @for r in runs.iter().take(20) {
+                            tr {
+                                td { (format::day_of(lang, &date_format, r.meta.created_at, &zone)) }
+                                td { (r.body.format) } td { (r.body.created) } td { (r.body.updated) }
+                                td { (r.body.skipped) } td { (r.body.errors) }
+                            }
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+fn upload_form(viewer: &Viewer, error: Option<&str>) -> Markup {
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    html! {
+        @if let Some(e) = error { p class="error" role="alert" { (e) } }
+        form method="post" action="/import" enctype="multipart/form-data" class="stack" {
+            (c.csrf_field())
+            label for="file" { (t("import.file")) }
+            input id="file" name="file" type="file" required accept=".vcf,.vcard,.json,.jscontact,.csv,.txt";
+            p class="hint" { (t("import.file_hint")) }
+            label for="categories" { (t("import.categories")) }
+            select id="categories" name="categories" {
+                option value="tags" { (t("import.as_tags")) }
+                option value="circles" { (t("import.as_circles")) }
+            }
+            button type="submit" class="primary" { (t("import.upload")) }
+        }
+    }
+}
+
+pub async fn index(State(state): State<AppState>, viewer: Viewer) -> PageResult {
+    let runs = recent_runs(&viewer, &state).await?;
+    Ok(page(home_page(&viewer, None, runs)))
+}
+
+fn home_page(viewer: &Viewer, error: Option<&str>, runs: Markup) -> Markup {
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    let main = html! {
+        h1 { (t("import.title")) }
+        div class="grid" {
+            section class="card" aria-labelledby="h-upload" {
+                h2 id="h-upload" { (t("import.upload_title")) }
+                (upload_form(viewer, error))
+            }
+            section class="card" aria-labelledby="h-export" {
+                h2 id="h-export" { (t("export.title")) }
+                p class="hint" { (t("export.hint")) }
+                ul class="items" {
+                    li { a href="/api/v1/export/vcf?version=4.0" download { (t("export.vcard4")) } }
+                    li { a href="/api/v1/export/vcf?version=3.0" download { (t("export.vcard3")) } }
+                    li { a href="/api/v1/export/jscontact" download { (t("export.jscontact")) } }
+                    li { a href="/api/v1/export" download { (t("export.csv")) } }
+                    li { a href="/api/v1/export?table=all" download { (t("export.zip")) } }
+                }
+            }
+            section class="card wide" aria-labelledby="h-runs" {
+                h2 id="h-runs" { (t("import.runs")) }
+                (runs)
+            }
+        }
+    };
+    shell(&c, t("import.title"), None, main)
+}
+
+/// The uploaded file and the form's other fields, the CSRF token checked. The file is read
+/// against `limit` while it streams.
+struct Upload {
+    name: String,
+    bytes: Vec<u8>,
+    categories: String,
+}
+
+async fn read_upload(mut form: Multipart, csrf: &str, limit: usize) -> Result<Upload, ApiError> {
+    let mut upload = Upload { name: String::new(), bytes: Vec::new(), categories: String::new() };
+    let mut token = String::new();
+    let bad = |e: axum::extract::multipart::MultipartError| ApiError::invalid_input("file", e.body_text());
+    while let Some(mut field) = form.next_field().await.map_err(bad)? {
+        match field.name() {
+            Some("file") => {
+                upload.name = field.file_name().unwrap_or("").to_lowercase();
+                while let Some(chunk) = field.chunk().await.map_err(bad)? {
+                    if upload.bytes.len() + chunk.len() > limit {
+                        return Err(ApiError::PayloadTooLarge { limit });
+                    }
+                    upload.bytes.extend_from_slice(&chunk);
+                }
+            }
+            Some("_csrf") => token = field.text().await.map_err(bad)?,
+            Some("categories") => upload.categories = field.text().await.map_err(bad)?,
+            _ => {}
+        }
+    }
+    if csrf.is_empty() || token != csrf {
+        return Err(ApiError::Forbidden(
+            "This form has expired or came from another site. Reload the page and try again.".into(),
+        ));
+    }
+    if upload.bytes.is_empty() {
+        return Err(ApiError::invalid_input("file", "choose a file: it is missing or empty"));
+    }
+    Ok(upload)
+}
+
+/// The file's kind, from its name (as the API's routes decide it), or from its first bytes.
+fn kind_of(upload: &Upload) -> Option<Source> {
+    let name = &upload.name;
+    let ends = |exts: &[&str]| exts.iter().any(|e| name.ends_with(e));
+    if ends(&[".vcf", ".vcard"]) {
+        return Some(Source::Vcf);
+    }
+    if ends(&[".json", ".jscontact"]) {
+        return Some(Source::JsContact);
+    }
+    if ends(&[".csv", ".txt"]) {
+        return Some(Source::Csv);
+    }
+    let head = String::from_utf8_lossy(&upload.bytes[..upload.bytes.len().min(256)]).trim_start().to_uppercase();
+    if head.starts_with("BEGIN:VCARD") {
+        Some(Source::Vcf)
+    } else if head.starts_with('{') || head.starts_with('[') {
+        Some(Source::JsContact)
+    } else {
+        None
+    }
+}
+
+pub async fn upload(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    csrf: axum::Extension<Csrf>,
+    form: Multipart,
+) -> PageResult {
+    let limit = state.config.import.max_file_bytes.max(state.config.import.max_csv_bytes);
+    let outcome = async {
+        let upload = read_upload(form, &csrf.0.0, limit).await?;
+        state.imports.check_room(viewer.user.id).map_err(|e| ApiError::from(import::ImportError::Session(e)))?;
+        let kind = kind_of(&upload)
+            .ok_or_else(|| ApiError::invalid_input("file", "must be a .vcf, .json (JSContact) or .csv file"))?;
+        let categories = Categories::from_request(Some(&upload.categories))?;
+        let (sessions, scope) = (state.imports.clone(), state.scope(&viewer.user));
+        let max_cards = state.config.import.max_cards;
+        match kind {
+            Source::Csv => {
+                if upload.bytes.len() > state.config.import.max_csv_bytes {
+                    return Err(ApiError::PayloadTooLarge { limit: state.config.import.max_csv_bytes });
+                }
+                let user = viewer.user.id;
+                let csv =
+                    state.blocking(move |_| import::upload_csv(&sessions, user, &upload.bytes, max_cards)).await??;
+                Ok(mapping_page(
+                    &viewer,
+                    &csv.session_id,
+                    &csv.headers,
+                    &csv.suggested_mappings,
+                    &csv.sample_data,
+                    None,
+                ))
+            }
+            Source::Vcf | Source::JsContact | Source::Records => {
+                let file = if kind == Source::Vcf { CardFile::Vcf } else { CardFile::JsContact };
+                let preview = state
+                    .blocking(move |_| {
+                        import::preview_cards(&sessions, &scope, file, &upload.bytes, categories, max_cards, |p| {
+                            serde_json::to_value(p)
+                        })
+                    })
+                    .await?
+                    .map_err(ApiError::from)?
+                    .map_err(ApiError::internal)?;
+                Ok(preview_page(&viewer, &preview))
+            }
+        }
+    }
+    .await;
+    match outcome {
+        Ok(markup) => Ok(page(markup)),
+        Err(e @ (ApiError::InvalidInput { .. } | ApiError::Validation { .. } | ApiError::PayloadTooLarge { .. })) => {
+            let (status, message) = field_error(viewer.lang, &e);
+            let runs = recent_runs(&viewer, &state).await?;
+            Ok(page_with(status, home_page(&viewer, Some(&message), runs)))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn mapping_page(
+    viewer: &Viewer,
+    session: &str,
+    headers: &[String],
+    suggested: &[ColumnMapping],
+    sample: &[Vec<String>],
+    error: Option<&str>,
+) -> Markup {
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    let main = html! {
+        h1 { (t("import.map_title")) }
+        p { (t("import.map_hint")) }
+        @if let Some(e) = error { p class="error" role="alert" { (e) } }
+        form method="post" action={ "/import/" (session) "/preview" } class="stack" {
+            (c.csrf_field())
+            table class="list" {
+                thead { tr { th scope="col" { (t("import.column")) } th scope="col" { (t("import.example")) } th scope="col" { (t("import.field")) } th scope="col" { (t("import.group")) } } }
+                tbody {
+                    @for (i, header) in headers.iter().enumerate() {
+                        @let chosen = suggested.iter().find(|m| &m.csv_column == header);
+                        tr {
+                            td { (header) input type="hidden" name="column" value=(header); }
+                            td class="muted" { (sample.first().and_then(|row| row.get(i)).map(String::as_str).unwrap_or("")) }
+                            td {
+                                label for={ "field-" (i) } class="visually-hidden" { (viewer.lang.f("import.field_for", &[("column", header)])) }
+                                select id={ "field-" (i) } name="field" {
+                                    option value="" { (t("import.ignore")) }
+                                    @for f in FIELDS {
+                                        option value=(f) selected[chosen.is_some_and(|m| m.contact_field == *f)] { (f) }
+                                    }
+                                }
+                            }
+                            td {
+                                label for={ "group-" (i) } class="visually-hidden" { (viewer.lang.f("import.group_for", &[("column", header)])) }
+                                input id={ "group-" (i) } name="group" type="number" min="0" value=(chosen.map_or(0, |m| m.group)) class="narrow-number";
+                            }
+                        }
+                    }
+                }
+            }
+            button type="submit" class="primary" { (t("import.preview")) }
+        }
+    };
+    shell(&c, t("import.map_title"), None, main)
+}
+
+pub async fn preview_csv(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(session): Path<String>,
+    form: Form,
+) -> PageResult {
+    let (columns, fields, groups) = (form.all("column"), form.all("field"), form.all("group"));
+    let mappings: Vec<ColumnMapping> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, column)| ColumnMapping {
+            csv_column: column.clone(),
+            contact_field: fields.get(i).cloned().unwrap_or_default(),
+            group: groups.get(i).and_then(|g| g.parse().ok()).unwrap_or(0),
+        })
+        .collect();
+    let (sessions, scope) = (state.imports.clone(), state.scope(&viewer.user));
+    let preview = state
+        .blocking(move |_| import::preview_csv(&sessions, &scope, &session, &mappings, |p| serde_json::to_value(p)))
+        .await?
+        .map_err(ApiError::from)?
+        .map_err(ApiError::internal)?;
+    Ok(page(preview_page(&viewer, &preview)))
+}
+
+fn action_key(action: &str) -> &'static str {
+    match action {
+        "update" => "import.action_update",
+        "skip" => "import.action_skip",
+        _ => "import.action_add",
+    }
+}
+
+fn preview_page(viewer: &Viewer, preview: &Value) -> Markup {
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    let session = preview["session_id"].as_str().unwrap_or("");
+    let rows = preview["rows"].as_array().cloned().unwrap_or_default();
+    let count = |k: &str| preview[k].as_u64().unwrap_or(0).to_string();
+    let main = html! {
+        h1 { (t("import.preview_title")) }
+        p {
+            (viewer.lang.f("import.summary", &[("total", &count("total_rows")), ("valid", &count("valid_rows")),
+                ("duplicates", &count("duplicate_count")), ("errors", &count("error_count"))]))
+        }
+        form method="post" action={ "/import/" (session) "/confirm" } class="stack" {
+            (c.csrf_field())
+            fieldset {
+                legend { (t("import.bulk")) }
+                @for (value, key) in [("rows", "import.bulk_rows"), ("add_update", "import.bulk_add_update"), ("add_skip", "import.bulk_add_skip"), ("skip", "import.bulk_skip")] {
+                    label class="check" { input type="radio" name="bulk" value=(value) checked[value == "rows"]; " " (t(key)) }
+                }
+            }
+            table class="list import-preview" {
+                thead { tr {
+                    th scope="col" { "#" } th scope="col" { (t("import.contact")) } th scope="col" { (t("import.duplicate")) }
+                    th scope="col" { (t("import.decision")) }
+                } }
+                tbody {
+                    @for row in &rows {
+                        @let index = row["row_index"].as_u64().unwrap_or(0);
+                        @let parsed = &row["parsed_contact"];
+                        @let name = [parsed["firstname"].as_str(), parsed["lastname"].as_str()].into_iter().flatten().collect::<Vec<_>>().join(" ");
+                        @let errors: Vec<&str> = row["validation_errors"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+                        @let suggested = row["suggested_action"].as_str().unwrap_or("add");
+                        tr {
+                            td { (index + 1) }
+                            td {
+                                strong { (if name.is_empty() { parsed["organization"].as_str().or(parsed["email"].as_str()).unwrap_or("–").to_string() } else { name }) }
+                                @if let Some(email) = parsed["email"].as_str() { br; span class="muted" { (email) } }
+                                @for e in &errors { br; span class="error-text" { (e) } }
+                            }
+                            td {
+                                @if let Some(d) = row["duplicate_match"].as_object() {
+                                    @let existing = format!("{} {}", d["existing_firstname"].as_str().unwrap_or(""), d["existing_lastname"].as_str().unwrap_or(""));
+                                    (contact_link(d["existing_contact_id"].as_u64().unwrap_or(0), existing.trim()))
+                                    " " span class="muted" { "(" (d["match_reason"].as_str().unwrap_or("")) ")" }
+                                    @if let Some(diff) = row["merge_diff"].as_object() {
+                                        ul class="diff" {
+                                            @for change in diff["updated"].as_array().into_iter().flatten() {
+                                                li { (change["label"].as_str().unwrap_or("")) ": " del { (change["old"].as_str().unwrap_or("")) } " → " ins { (change["new"].as_str().unwrap_or("")) } }
+                                            }
+                                            @for added in diff["added"].as_array().into_iter().flatten() {
+                                                li { "+ " (added["kind"].as_str().unwrap_or("")) ": " ins { (added["value"].as_str().unwrap_or("")) } }
+                                            }
+                                        }
+                                    }
+                                } @else if let Some(first) = row["batch_duplicate_of"].as_u64() {
+                                    span class="muted" { (viewer.lang.f("import.same_as_row", &[("row", &(first + 1).to_string())])) }
+                                }
+                            }
+                            td {
+                                @if row["duplicate_match"].is_object() || row["batch_duplicate_of"].is_u64() {
+                                    input type="hidden" name={ "dup_" (index) } value="1";
+                                }
+                                @if !parsed.as_object().is_none_or(|o| o.is_empty()) {
+                                    label for={ "action-" (index) } class="visually-hidden" { (viewer.lang.f("import.decision_for", &[("row", &(index + 1).to_string())])) }
+                                    select id={ "action-" (index) } name={ "action_" (index) } {
+                                        @for a in ["add", "update", "skip"] {
+                                            @if a != "update" || row["duplicate_match"].is_object() {
+                                                option value=(a) selected[a == suggested] { (t(action_key(a))) }
+                                            }
+                                        }
+                                    }
+                                } @else { span class="muted" { (t("import.action_skip")) } }
+                            }
+                        }
+                    }
+                }
+            }
+            button type="submit" class="primary" { (t("import.confirm")) }
+        }
+        p { a href="/import" { (t("import.cancel")) } }
+    };
+    shell(&c, t("import.preview_title"), None, main)
+}
+
+pub async fn confirm(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(session): Path<String>,
+    form: Form,
+) -> PageResult {
+    let bulk = form.get("bulk");
+    // The rows of this session and what each row's select said (or what the bulk choice makes of it).
+    let mut decisions = Vec::new();
+    for (key, value) in &form.0 {
+        let Some(index) = key.strip_prefix("action_").and_then(|i| i.parse::<usize>().ok()) else { continue };
+        let duplicate = form.has(&format!("dup_{index}"));
+        let action = match bulk.as_str() {
+            "skip" => "skip",
+            "add_update" if duplicate => "update",
+            "add_skip" if duplicate => "skip",
+            "add_update" | "add_skip" => "add",
+            _ => value.as_str(),
+        };
+        decisions.push(Decision { row_index: index, action: action.to_string() });
+    }
+    let batch = state.config.import.batch_rows;
+    let accepts = [Source::Csv, Source::Vcf, Source::JsContact];
+    let result =
+        import::confirm(state.imports.clone(), state.scope(&viewer.user), session, &decisions, &accepts, batch)
+            .await
+            .map_err(ApiError::from)?;
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    let main = html! {
+        h1 { (t("import.result_title")) }
+        p class="notice" role="status" {
+            (viewer.lang.f("import.result", &[("created", &result.created.to_string()), ("updated", &result.updated.to_string()),
+                ("skipped", &result.skipped.to_string()), ("errors", &result.error_count.to_string())]))
+        }
+        @if !result.errors.is_empty() {
+            h2 { (t("import.problems")) }
+            ul class="items" { @for e in &result.errors { li { (e) } } }
+        }
+        p { a class="button primary" href="/contacts?sort=updated" { (t("import.see_contacts")) } " " a class="button" href="/import" { (t("import.another")) } }
+    };
+    Ok(page(shell(&c, t("import.result_title"), None, main)))
+}
