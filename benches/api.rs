@@ -5,32 +5,18 @@
 //!
 //! Run: `cargo bench -p mycorrhizal --bench api`.
 
-use std::collections::HashMap;
+mod seed;
+
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::Request;
-use mycorrhizal::config::{Config, Env};
+use mycorrhizal::app;
 use mycorrhizal::crm::contact::Contact;
-use mycorrhizal::crm::contact::ops::ContactInput;
 use mycorrhizal::crm::contact::view::ContactSummary;
-use mycorrhizal::crm::records::{Activity, Note};
-use mycorrhizal::{AppState, app};
 use mycorrhizal_engine::UserId;
 use serde_json::{Value, json};
 use tower::ServiceExt;
-
-fn input(n: u64) -> ContactInput {
-    let card = json!({
-        "name": { "components": [{ "kind": "given", "value": format!("First{n}") }, { "kind": "surname", "value": format!("Last{:07}", (n * 7919) % 1_000_003) }] },
-        "emails": [{ "address": format!("person{n}@example.org"), "contexts": ["home"] }],
-        "phones": [{ "number": format!("+1 555 {:07}", n % 10_000_000), "contexts": ["mobile"] }],
-        "addresses": [{ "components": [{ "kind": "name", "value": format!("{n} Mycelium Lane") }, { "kind": "locality", "value": "Spore Town" }], "contexts": ["home"] }],
-        "anniversaries": [{ "kind": "birth", "date": { "partial": { "year": 1980 + (n % 30) as i32, "month": 1 + (n % 12) as u8, "day": 1 + (n % 28) as u8 } } }],
-        "notes": [{ "note": "Met at the mushroom fair; likes chanterelles, hates truffle oil." }],
-    });
-    serde_json::from_value(json!({ "card": card, "crm": { "circles": ["Friends"] } })).expect("input")
-}
 
 /// One request, timed from the request to the last byte of the answer (the harness's own JSON
 /// parsing of the answer is not counted).
@@ -60,28 +46,12 @@ async fn timed(
     (status, bytes, started.elapsed())
 }
 
-fn report(name: &str, mut lat: Vec<Duration>) {
-    lat.sort();
-    let pct = |p: f64| lat[((lat.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1000.0;
-    println!("| {name:<40} | {:>6} | {:>8.3} ms | {:>8.3} ms |", lat.len(), pct(0.5), pct(0.99));
-}
-
 fn main() {
-    let contacts: u64 = std::env::var("BENCH_CONTACTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let contacts = seed::setting("CONTACTS", 100_000);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.block_on(async move {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut vars = HashMap::new();
-        vars.insert("DATA_DIR".to_string(), dir.path().display().to_string());
-        vars.insert(
-            "JWT_SECRET_KEY".to_string(),
-            "3f9c1a7be2d04c88a9e15b6f70d2c4e1937ab0c5d8e2f61a4b7c9d0e3f5a8b21".to_string(),
-        );
-        vars.insert("RATE_LIMIT_API_BURST".to_string(), "1000000".to_string());
-        let config = Config::load(Env::from_map(vars)).expect("config");
-        // Opened as the server opens it (search index included).
-        let engine = mycorrhizal::open_engine(&config).await.expect("engine");
-        let state = AppState::build(engine.clone(), config).await.expect("state");
+        let (engine, state) = seed::open(dir.path()).await;
         let router = app(state.clone());
         let register = json!({ "username": "bench", "email": "bench@example.org", "password": "lichen-moss-fern-42" });
         call(&router, "POST", "/api/v1/register", "", Some(register)).await;
@@ -100,60 +70,14 @@ fn main() {
             .find_map(|c| c.strip_prefix("auth_token=").map(|r| r.split(';').next().unwrap_or("").to_string()))
             .expect("cookie");
 
-        let seed = Instant::now();
         let user = engine.user(UserId(1));
-        let mut n = 0;
-        while n < contacts {
-            let end = (n + 5000).min(contacts);
-            let batch: Vec<Contact> = (n..end).map(|i| input(i).apply(None).expect("contact")).collect();
-            user.write_async(move |tx| {
-                for c in &batch {
-                    tx.create(c.clone())?;
-                }
-                Ok(())
-            })
-            .await
-            .expect("seed");
-            n = end;
-        }
-        println!(
-            "api bench: {contacts} contacts seeded in {:.1} s ({:.0}/s), durable commits",
-            seed.elapsed().as_secs_f64(),
-            contacts as f64 / seed.elapsed().as_secs_f64()
-        );
+        print!("api bench: ");
+        seed::contacts(&user, contacts).await;
         // Notes and activities spread over the contacts (ids start at 1 for the only user), a
         // few favourites, and a cadence policy over a small circle, so the dashboard has work.
-        let notes: u64 = std::env::var("BENCH_NOTES").ok().and_then(|v| v.parse().ok()).unwrap_or(250_000);
-        let seed = Instant::now();
-        let mut n = 0;
-        while n < notes {
-            let end = (n + 5000).min(notes);
-            user.write_async(move |tx| {
-                for i in n..end {
-                    let date = jiff::Timestamp::from_second(1_700_000_000 + (i as i64) * 60).expect("date");
-                    let contact = 1 + (i * 7919) % contacts;
-                    tx.create(Note {
-                        content: format!("Talked about the garden and the trip, number {i}"),
-                        date,
-                        contact_id: Some(contact),
-                    })?;
-                    tx.create(Activity {
-                        uuid: format!("00000000-0000-4000-8000-{i:012}"),
-                        title: format!("Dinner {i}"),
-                        description: "At the mushroom place".into(),
-                        location: "Lyon".into(),
-                        date,
-                        contact_ids: vec![contact],
-                        kind: "meal".into(),
-                        external_ref: String::new(),
-                    })?;
-                }
-                Ok(())
-            })
-            .await
-            .expect("seed notes");
-            n = end;
-        }
+        let notes = seed::setting("NOTES", 250_000);
+        print!("api bench: ");
+        seed::notes_and_activities(&user, notes, contacts).await;
         for id in 1..=50u64 {
             let (status, _) = call(&router, "POST", &format!("/api/v1/contacts/{id}/favorite"), &cookie, None).await;
             assert_eq!(status, 200);
@@ -161,7 +85,6 @@ fn main() {
         let policy = json!({ "contact_id": 1, "interval_days": 30, "qualifying_types": ["meal"] });
         let (status, _) = call(&router, "POST", "/api/v1/cadence-policies", &cookie, Some(policy)).await;
         assert!(status == 201 || status == 200, "cadence policy: {status}");
-        println!("api bench: {notes} notes and {notes} activities seeded in {:.1} s", seed.elapsed().as_secs_f64());
         println!("| operation                                |  calls |      p50    |      p99    |");
         println!("|------------------------------------------|-------:|------------:|------------:|");
 
@@ -185,7 +108,7 @@ fn main() {
                 cursors.push(page["next_cursor"].as_str().unwrap_or("").to_string());
             }
         }
-        report("list 50 by name (with total)", lat);
+        seed::report("list 50 by name (with total)", lat);
 
         let mut lat = Vec::new();
         let mut lat_json = Vec::new();
@@ -205,8 +128,8 @@ fn main() {
             let _ = serde_json::to_vec(&items).expect("json");
             lat_json.push(t.elapsed());
         }
-        report("  of which: engine walk of 50", lat);
-        report("  of which: walk + summaries + JSON", lat_json);
+        seed::report("  of which: engine walk of 50", lat);
+        seed::report("  of which: walk + summaries + JSON", lat_json);
 
         let mut lat = Vec::new();
         for id in &ids {
@@ -215,7 +138,7 @@ fn main() {
             let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
             assert_eq!(status, 200);
         }
-        report("get one contact", lat);
+        seed::report("get one contact", lat);
 
         let mut lat = Vec::new();
         for id in ids.iter().take(300) {
@@ -225,7 +148,7 @@ fn main() {
             let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
             assert_eq!(status, 200);
         }
-        report("composite detail", lat);
+        seed::report("composite detail", lat);
 
         // Every block reads only what it shows; with every contact holding a birthday, what the
         // birthdays block shows is about 8,300 contacts (the next 30 days), so calls stay few.
@@ -236,7 +159,7 @@ fn main() {
             let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
             assert_eq!(status, 200);
         }
-        report("dashboard", lat);
+        seed::report("dashboard", lat);
 
         let mut lat = Vec::new();
         for i in 0..300 {
@@ -252,7 +175,7 @@ fn main() {
             let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
             assert_eq!(status, 201);
         }
-        report("create (durable, one writer)", lat);
+        seed::report("create (durable, one writer)", lat);
 
         let mut lat = Vec::new();
         for id in ids.iter().take(300) {
@@ -268,7 +191,7 @@ fn main() {
             let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
             assert_eq!(status, 200);
         }
-        report("update (durable, one writer)", lat);
+        seed::report("update (durable, one writer)", lat);
 
         let mut lat = Vec::new();
         for i in 0..100 {
@@ -278,7 +201,7 @@ fn main() {
             let _: Value = serde_json::from_slice(&bytes_).unwrap_or(Value::Null);
             assert_eq!(status, 200);
         }
-        report("list with search (full-text index)", lat);
+        seed::report("list with search (full-text index)", lat);
         engine.shutdown();
     });
 }

@@ -305,6 +305,57 @@ def flow_import(browser):
     context.close()
 
 
+# A 1x1 PNG.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+def flow_photo_activities_notes_and_circles(browser):
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "bob")
+    page.goto(f"{BASE}/contacts?q=margaret")
+    page.get_by_role("link", name="Margaret Hamilton").click()
+    page.get_by_text("Add a photo").click()
+    page.set_input_files("#photo", files=[{"name": "margaret.png", "mimeType": "image/png", "buffer": PNG}])
+    page.get_by_role("button", name="Upload").click()
+    expect(page.get_by_role("img", name="Photo of Margaret Hamilton")).to_be_visible()
+    natural = page.get_by_role("img", name="Photo of Margaret Hamilton").evaluate("img => img.naturalWidth")
+    assert natural == 1, natural
+
+    page.get_by_text("Log an activity").click()
+    page.get_by_label("What happened").fill("Walk along the Charles")
+    page.get_by_role("button", name="Log activity").click()
+    expect(page.locator("#h-activities + details + ul, #h-activities ~ ul").first).to_contain_text("Walk along the Charles")
+    page.get_by_role("link", name="Activities", exact=True).click()
+    item = page.locator("li", has_text="Walk along the Charles")
+    expect(item.get_by_role("link", name="Margaret Hamilton")).to_be_visible()
+    check_accessibility(page, "activities")
+
+    page.get_by_role("link", name="Notes", exact=True).click()
+    page.get_by_label("Note").fill("Ideas for the reunion in spring")
+    page.get_by_role("button", name="Add note").click()
+    expect(page.get_by_text("Ideas for the reunion in spring")).to_be_visible()
+    check_accessibility(page, "notes")
+
+    # Circles: give Margaret one, then rename it for everyone.
+    page.goto(f"{BASE}/contacts?q=margaret")
+    page.get_by_role("link", name="Margaret Hamilton").click()
+    page.get_by_role("link", name="Edit").click()
+    page.get_by_label("Circles").fill("Apollo")
+    page.get_by_role("button", name="Save").click()
+    page.goto(f"{BASE}/groups")
+    check_accessibility(page, "groups")
+    page.locator("li", has_text="Apollo").get_by_text("Rename").first.click()
+    page.get_by_label("New name").fill("Apollo program")
+    page.locator("li", has_text="Apollo").get_by_role("button", name="Rename").click()
+    expect(page.get_by_role("link", name="Apollo program")).to_be_visible()
+    page.get_by_role("link", name="Apollo program").click()
+    expect(page.locator("#contact-results")).to_contain_text("Margaret Hamilton")
+    context.close()
+
+
 def flow_second_factor_enrolment_and_sign_in(browser):
     context = new_context(browser)
     page = watch(context.new_page())
@@ -451,6 +502,7 @@ def main():
             ("second user sees nothing of the first", lambda: flow_second_user_sees_nothing_of_the_first(browser, grace)),
             ("create, edit and search without JavaScript", lambda: flow_without_javascript(browser)),
             ("vCard and CSV import with a duplicate updated", lambda: flow_import(browser)),
+            ("photo, activities, notes and circles", lambda: flow_photo_activities_notes_and_circles(browser)),
             ("two-factor enrolment and sign-in", lambda: flow_second_factor_enrolment_and_sign_in(browser)),
             ("API tokens and password change", lambda: flow_tokens_and_password(browser)),
             ("administration", lambda: flow_admin(browser)),

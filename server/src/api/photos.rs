@@ -46,7 +46,7 @@ pub async fn upload(
         let row = state.read(&user, move |v| Ok(v.get::<Contact>(id)?)).await?;
         return Ok(tagged(&row, None, StatusCode::OK, &ContactView::of(&row, &[])));
     };
-    let row = pictures::store(&state.scope(&user), id, bytes).await.map_err(picture_error)?;
+    let row = pictures::store(&state.scope(&user), id, bytes).await?;
     Ok(tagged(&row, None, StatusCode::OK, &ContactView::of(&row, &[])))
 }
 
@@ -60,11 +60,13 @@ pub struct PhotoUpload {
 }
 
 /// A picture the domain refused, as the `photo` field's validation error.
-fn picture_error(e: PictureError) -> ApiError {
-    match e {
-        PictureError::TooLarge => ApiError::validation("photo", "must be at most 10 MB"),
-        PictureError::NotAnImage => ApiError::validation("photo", "must be a JPEG, PNG, GIF or WebP image"),
-        PictureError::Engine(e) => e.into(),
+impl From<PictureError> for ApiError {
+    fn from(e: PictureError) -> Self {
+        match e {
+            PictureError::TooLarge => ApiError::validation("photo", "must be at most 10 MB"),
+            PictureError::NotAnImage => ApiError::validation("photo", "must be a JPEG, PNG, GIF or WebP image"),
+            PictureError::Engine(e) => e.into(),
+        }
     }
 }
 

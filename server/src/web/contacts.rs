@@ -129,6 +129,7 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer, Query(q): Query
             label class="check" { input type="checkbox" name="archived" value="1" checked[archived]; " " (t("contacts.archived")) }
             button type="submit" { (t("contacts.filter")) }
         }
+        p { a href="/groups" { (t("groups.manage")) } }
         div id="contact-results" aria-live="polite" { (results) }
     };
     Ok(page(shell(&c, t("contacts.title"), notice(q.notice.as_deref()), main)))
@@ -227,6 +228,15 @@ pub async fn show(
                 (c.button_form(&format!("/contacts/{id}/delete"), t("contact.delete"), "danger", Some(t("contact.delete_confirm"))))
             }
         }
+        details class="photo-form" {
+            summary { (if photo.is_some() { t("contact.change_photo") } else { t("contact.add_photo") }) }
+            form method="post" action={ "/contacts/" (id) "/photo" } enctype="multipart/form-data" class="stack" {
+                (c.csrf_field())
+                label for="photo" { (t("contact.photo_file")) }
+                input id="photo" name="photo" type="file" accept="image/jpeg,image/png,image/gif,image/webp" required;
+                button type="submit" { (t("contact.upload_photo")) }
+            }
+        }
         div class="grid" {
             section class="card" aria-labelledby="h-details" {
                 h2 id="h-details" { (t("contact.details")) }
@@ -287,6 +297,7 @@ pub async fn show(
             }
             section class="card" aria-labelledby="h-activities" {
                 h2 id="h-activities" { (t("contact.activities")) }
+                details { summary { (t("activity.log")) } (super::journal::activity_form(&viewer, &format!("/contacts/{id}/activities"), Some(id))) }
                 @if d.activities.is_empty() { p class="muted" { (t("contact.no_activities")) } }
                 ul class="items" {
                     @for a in &d.activities {
@@ -502,4 +513,26 @@ pub async fn add_reminder(
     };
     reminders::create(&state.scope(&viewer.user), Some(id), input).await?;
     Ok(see_other(&format!("/contacts/{id}?notice=saved#h-reminders")))
+}
+
+/// Sets the contact's photo (`crm::pictures::store`: JPEG, PNG, GIF or WebP, told by content).
+pub async fn photo(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    csrf: axum::Extension<super::page::Csrf>,
+    form: axum::extract::Multipart,
+) -> PageResult {
+    state.read(&viewer.user, move |v| Ok(v.get::<Contact>(id)?)).await?;
+    let upload = super::page::Upload::read(form, &csrf.0, "photo", crate::crm::pictures::MAX_PHOTO).await;
+    let upload = match upload {
+        Ok(upload) if upload.bytes.is_empty() => return Err(ApiError::validation("photo", "choose an image").into()),
+        Ok(upload) => upload,
+        Err(ApiError::PayloadTooLarge { .. }) => {
+            return Err(ApiError::validation("photo", "must be at most 10 MB").into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    crate::crm::pictures::store(&state.scope(&viewer.user), id, upload.bytes).await.map_err(ApiError::from)?;
+    Ok(see_other(&format!("/contacts/{id}?notice=saved")))
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::format;
 use super::home::contact_link;
-use super::page::{Csrf, Form, PageResult, Viewer, field_error, page, page_with, shell};
+use super::page::{Csrf, Form, PageResult, Upload, Viewer, field_error, page, page_with, shell};
 use crate::crm::import::{self, CardFile, Categories, Decision, Source};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -104,48 +104,9 @@ fn home_page(viewer: &Viewer, error: Option<&str>, runs: Markup) -> Markup {
     shell(&c, t("import.title"), None, main)
 }
 
-/// The uploaded file and the form's other fields, the CSRF token checked. The file is read
-/// against `limit` while it streams.
-struct Upload {
-    name: String,
-    bytes: Vec<u8>,
-    categories: String,
-}
-
-async fn read_upload(mut form: Multipart, csrf: &str, limit: usize) -> Result<Upload, ApiError> {
-    let mut upload = Upload { name: String::new(), bytes: Vec::new(), categories: String::new() };
-    let mut token = String::new();
-    let bad = |e: axum::extract::multipart::MultipartError| ApiError::invalid_input("file", e.body_text());
-    while let Some(mut field) = form.next_field().await.map_err(bad)? {
-        match field.name() {
-            Some("file") => {
-                upload.name = field.file_name().unwrap_or("").to_lowercase();
-                while let Some(chunk) = field.chunk().await.map_err(bad)? {
-                    if upload.bytes.len() + chunk.len() > limit {
-                        return Err(ApiError::PayloadTooLarge { limit });
-                    }
-                    upload.bytes.extend_from_slice(&chunk);
-                }
-            }
-            Some("_csrf") => token = field.text().await.map_err(bad)?,
-            Some("categories") => upload.categories = field.text().await.map_err(bad)?,
-            _ => {}
-        }
-    }
-    if csrf.is_empty() || token != csrf {
-        return Err(ApiError::Forbidden(
-            "This form has expired or came from another site. Reload the page and try again.".into(),
-        ));
-    }
-    if upload.bytes.is_empty() {
-        return Err(ApiError::invalid_input("file", "choose a file: it is missing or empty"));
-    }
-    Ok(upload)
-}
-
 /// The file's kind, from its name (as the API's routes decide it), or from its first bytes.
 fn kind_of(upload: &Upload) -> Option<Source> {
-    let name = &upload.name;
+    let name = &upload.file_name;
     let ends = |exts: &[&str]| exts.iter().any(|e| name.ends_with(e));
     if ends(&[".vcf", ".vcard"]) {
         return Some(Source::Vcf);
@@ -174,11 +135,14 @@ pub async fn upload(
 ) -> PageResult {
     let limit = state.config.import.max_file_bytes.max(state.config.import.max_csv_bytes);
     let outcome = async {
-        let upload = read_upload(form, &csrf.0.0, limit).await?;
+        let upload = Upload::read(form, &csrf.0, "file", limit).await?;
+        if upload.bytes.is_empty() {
+            return Err(ApiError::invalid_input("file", "choose a file: it is missing or empty"));
+        }
         state.imports.check_room(viewer.user.id).map_err(|e| ApiError::from(import::ImportError::Session(e)))?;
         let kind = kind_of(&upload)
             .ok_or_else(|| ApiError::invalid_input("file", "must be a .vcf, .json (JSContact) or .csv file"))?;
-        let categories = Categories::from_request(Some(&upload.categories))?;
+        let categories = Categories::from_request(Some(&upload.fields.get("categories")))?;
         let (sessions, scope) = (state.imports.clone(), state.scope(&viewer.user));
         let max_cards = state.config.import.max_cards;
         match kind {

@@ -16,9 +16,11 @@ mod auth;
 mod contact_form;
 mod contacts;
 mod format;
+mod groups;
 mod home;
 pub mod i18n;
 mod import;
+mod journal;
 mod page;
 mod reminders;
 mod search;
@@ -52,9 +54,17 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/contacts/{id}/delete", post(contacts::delete))
         .route("/contacts/{id}/flags", post(contacts::flags))
         .route("/contacts/{id}/notes", post(contacts::add_note))
+        .route(
+            "/contacts/{id}/photo",
+            crate::http::body_limit(post(contacts::photo), crate::crm::pictures::MAX_PHOTO + 64 * 1024),
+        )
         .route("/contacts/{id}/reminders", post(contacts::add_reminder))
         .route("/suggestions/{id}/accept", post(home::accept_suggestion))
         .route("/suggestions/{id}/dismiss", post(home::dismiss_suggestion))
+        .route("/contacts/{id}/activities", post(journal::add_contact_activity))
+        .route("/notes", get(journal::notes_page).post(journal::add_note))
+        .route("/groups", get(groups::index).post(groups::change))
+        .route("/activities", get(journal::activities_page).post(journal::add_activity))
         .route("/reminders", get(reminders::list))
         .route("/reminders/{id}/complete", post(reminders::complete))
         .route("/import", crate::http::body_limit(get(import::index).post(import::upload), import_limit))

@@ -192,6 +192,49 @@ impl FromRequest<AppState> for Form {
     }
 }
 
+/// A submitted `multipart/form-data` form: the file of field `file_field` (read against `limit`
+/// as it streams) and the other fields as text. Its `_csrf` field must equal the request's CSRF
+/// cookie, as for [`Form`].
+pub struct Upload {
+    pub file_name: String,
+    pub bytes: Vec<u8>,
+    pub fields: Form,
+}
+
+impl Upload {
+    pub async fn read(
+        mut form: axum::extract::Multipart,
+        csrf: &Csrf,
+        file_field: &str,
+        limit: usize,
+    ) -> Result<Upload, ApiError> {
+        let bad = |e: axum::extract::multipart::MultipartError| ApiError::invalid_input(file_field, e.body_text());
+        let (mut file_name, mut bytes, mut fields) = (String::new(), Vec::new(), Vec::new());
+        while let Some(mut field) = form.next_field().await.map_err(bad)? {
+            let name = field.name().unwrap_or("").to_string();
+            if name == file_field {
+                file_name = field.file_name().unwrap_or("").to_lowercase();
+                while let Some(chunk) = field.chunk().await.map_err(bad)? {
+                    if bytes.len() + chunk.len() > limit {
+                        return Err(ApiError::PayloadTooLarge { limit });
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+            } else {
+                let text = field.text().await.map_err(bad)?;
+                fields.push((name, text));
+            }
+        }
+        let sent = fields.iter().find(|(k, _)| k == "_csrf").map(|(_, v)| v.as_str()).unwrap_or("");
+        if csrf.0.is_empty() || !constant_time_eq(sent.as_bytes(), csrf.0.as_bytes()) {
+            return Err(ApiError::Forbidden(
+                "This form has expired or came from another site. Reload the page and try again.".into(),
+            ));
+        }
+        Ok(Upload { file_name, bytes, fields: Form(fields) })
+    }
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
@@ -283,6 +326,8 @@ pub fn shell(c: &Chrome, title: &str, notice_key: Option<&'static str>, main: Ma
                             a href="/" { (t("nav.dashboard")) }
                             a href="/contacts" { (t("nav.contacts")) }
                             a href="/reminders" { (t("nav.reminders")) }
+                            a href="/activities" { (t("nav.activities")) }
+                            a href="/notes" { (t("nav.notes")) }
                             a href="/import" { (t("nav.import")) }
                             a href="/settings" { (t("nav.settings")) }
                             @if is_admin { a href="/admin" { (t("nav.admin")) } }
