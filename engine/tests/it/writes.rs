@@ -368,6 +368,33 @@ fn id_bounds_and_find_range_see_only_the_users_rows() {
 }
 
 #[test]
+fn index_values_are_the_users_distinct_live_values_in_order() {
+    let db = fresh();
+    let (alice, bob) = (db.engine.user(ALICE), db.engine.user(BOB));
+    for name in ["Cleo", "Abe", "Abe", "Abel", "Ab"] {
+        alice.create(Person::new(name, "")).unwrap();
+    }
+    bob.create(Person::new("Bea", "")).unwrap();
+    let gone = alice.create(Person::new("Dan", "")).unwrap().id;
+    alice.delete::<Person>(gone, Precondition::Any).unwrap();
+    let view = alice.view().unwrap();
+    let all: Vec<String> = view
+        .find_range::<Person>("sort_name", "", None)
+        .unwrap()
+        .iter()
+        .map(|id| view.get::<Person>(*id).unwrap().body.sort_name)
+        .collect();
+    let mut expected = all.clone();
+    expected.dedup();
+    assert_eq!(expected.len(), 4, "{all:?}");
+    // Repeats once, a value that starts another ("ab", "abe", "abel") each on its own, no
+    // tombstone, nothing of another user's.
+    assert_eq!(view.index_values::<Person>("sort_name").unwrap(), expected);
+    assert!(view.index_values::<Person>("nothing").unwrap().is_empty());
+    assert!(bob.view().unwrap().index_values::<Person>("email").unwrap().is_empty());
+}
+
+#[test]
 fn a_transaction_of_many_writes_keeps_every_chain_sequence_count_and_id() {
     // The write path keeps each user's heads (sequence, audit hash, live counts, ids) for the
     // length of a transaction: interleaved users, a purge and a second transaction must agree

@@ -76,7 +76,7 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer, Query(q): Query
                 return Ok((list, Vec::new(), Vec::new()));
             }
             let view = scope.view()?;
-            Ok((list, groups::counts(&view, Group::Circle)?, groups::counts(&view, Group::Tag)?))
+            Ok((list, groups::names(&view, Group::Circle)?, groups::names(&view, Group::Tag)?))
         })
         .await??;
     let c = viewer.chrome();
@@ -109,14 +109,14 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer, Query(q): Query
                 label for="circle" { (t("contacts.circle")) }
                 select id="circle" name="circle" {
                     option value="" { (t("contacts.any")) }
-                    @for g in &circles { option value=(g.name) selected[selected(&circle, &g.name)] { (g.name) " (" (g.count) ")" } }
+                    @for g in &circles { option value=(g) selected[selected(&circle, g)] { (g) } }
                 }
             }
             div {
                 label for="tag" { (t("contacts.tag")) }
                 select id="tag" name="tag" {
                     option value="" { (t("contacts.any")) }
-                    @for g in &tags { option value=(g.name) selected[selected(&tag, &g.name)] { (g.name) " (" (g.count) ")" } }
+                    @for g in &tags { option value=(g) selected[selected(&tag, g)] { (g) } }
                 }
             }
             div {

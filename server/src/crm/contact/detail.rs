@@ -96,9 +96,5 @@ pub fn get(v: &UserView, id: u64) -> Result<(mycorrhizal_engine::Row<Contact>, C
 
 /// The circles in use by live contacts, sorted.
 pub fn circles(v: &UserView) -> Result<Vec<String>> {
-    let entries = v.index_entries::<Contact>()?;
-    let mut names: Vec<String> =
-        entries.into_iter().filter(|(i, _, _)| i == super::INDEX_CIRCLE).map(|(_, v, _)| v).collect();
-    names.dedup();
-    Ok(names)
+    Ok(v.index_values::<Contact>(super::INDEX_CIRCLE)?)
 }
