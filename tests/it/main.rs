@@ -23,7 +23,7 @@ mod migrations;
 mod oidc;
 mod photos;
 mod reach_out;
-mod reset;
+pub mod reset;
 mod search;
 mod sessions;
 mod shapes;

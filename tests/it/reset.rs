@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 use crate::helpers::{Cred, Instance, PASSWORD, set_cookie};
 
 /// A minimal SMTP server on loopback that records every message it receives.
-async fn smtp_sink() -> (u16, Arc<Mutex<Vec<String>>>) {
+pub async fn smtp_sink() -> (u16, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let received = Arc::new(Mutex::new(Vec::new()));
@@ -57,7 +57,7 @@ async fn smtp_sink() -> (u16, Arc<Mutex<Vec<String>>>) {
     (port, received)
 }
 
-async fn wait_for_mail(received: &Arc<Mutex<Vec<String>>>) -> String {
+pub async fn wait_for_mail(received: &Arc<Mutex<Vec<String>>>) -> String {
     for _ in 0..250 {
         if let Some(m) = received.lock().unwrap().first().cloned() {
             return m;

@@ -334,3 +334,40 @@ async fn every_flow_works_in_a_real_browser() {
         assert!(artifacts.join(shot).exists(), "{shot} was not saved");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forgotten_password_is_reset_from_the_mailed_link() {
+    let (port, received) = crate::reset::smtp_sink().await;
+    let server = Instance::new()
+        .with("SMTP_HOST", "127.0.0.1")
+        .with("SMTP_PORT", &port.to_string())
+        .with("SMTP_TLS", "none")
+        .with("FRONTEND_URL", "https://crm.example.org")
+        .spawn();
+    let ada = server.sign_up("ada").await;
+    let web = Browser::of(&server, &ada).await;
+    let login = web.get("/login").await.text().await.unwrap();
+    assert!(login.contains("href=\"/forgot-password\""));
+
+    let unknown = web.post("/forgot-password", &[("email", "nobody@example.org")]).await;
+    let known = web.post("/forgot-password", &[("email", "ada@example.org")]).await;
+    assert_eq!((unknown.status(), known.status()), (reqwest::StatusCode::OK, reqwest::StatusCode::OK));
+    assert_eq!(unknown.text().await.unwrap(), known.text().await.unwrap(), "the same page either way");
+    let mail = crate::reset::wait_for_mail(&received).await.replace("=\n", "").replace("=3D", "=");
+    let link = mail.split("https://crm.example.org").nth(1).and_then(|r| r.split_whitespace().next()).expect("link");
+    assert!(link.starts_with("/reset-password?token="), "{link}");
+    let token = link.trim_start_matches("/reset-password?token=").to_string();
+
+    let form = web.get(link).await.text().await.unwrap();
+    assert!(form.contains(&format!("name=\"token\" value=\"{token}\"")));
+    let weak = web.post("/reset-password", &[("token", token.as_str()), ("password", "123456")]).await;
+    assert_eq!(weak.status(), 400);
+    assert!(weak.text().await.unwrap().contains("password:"));
+    let done = web.post("/reset-password", &[("token", token.as_str()), ("password", "gills-and-spores-11")]).await;
+    assert_eq!(done.status(), 303);
+    assert_eq!(done.headers()["location"], "/login?notice=password_reset");
+    assert_eq!(ada.get("/api/v1/users/me").await.status(), 401, "the old session ended");
+    server.sign_in("ada", "gills-and-spores-11").await;
+    let again = web.post("/reset-password", &[("token", token.as_str()), ("password", "another-pass-22-x")]).await;
+    assert_eq!(again.status(), 400, "the link works once");
+}

@@ -11,9 +11,9 @@ use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use crate::auth::accounts::{self, NewAccount};
+use crate::auth::accounts::NewAccount;
 use crate::auth::gate::{AuthRate, SessionMinting};
-use crate::auth::records::{Account, DeviceGrant, ResetToken, random_token, sha256_hex};
+use crate::auth::records::{Account, DeviceGrant, random_token, sha256_hex};
 use crate::auth::second_factor::CodeBody;
 use crate::auth::signin::{self, SignIn};
 use crate::auth::{AuthUser, Via, password};
@@ -132,7 +132,6 @@ pub struct ResetRequestBody {
 }
 
 const RESET_MESSAGE: &str = "If an account exists for that email, a reset link has been sent.";
-const RESET_LIFETIME: SignedDuration = SignedDuration::from_hours(1);
 
 /// Sends a single-use reset link. Answers the same whether or not the account exists.
 #[utoipa::path(post, path = "/api/v1/password-reset/request", tag = "auth", request_body = ResetRequestBody, responses((status = 200, description = "Always the same message")))]
@@ -141,47 +140,7 @@ pub async fn password_reset_request(
     _rate: AuthRate,
     Json(body): Json<ResetRequestBody>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    let email = accounts::normalize_email(&body.email)?;
-    if let Some((user_id, account)) = accounts::find(&state, &email)?
-        && account.password_hash.is_some()
-    {
-        let token = random_token(32);
-        let now = state.engine.clock().now();
-        let reset = ResetToken {
-            user_id,
-            hash: sha256_hex(&token),
-            expires_at: now.checked_add(RESET_LIFETIME).map_err(ApiError::internal)?,
-        };
-        state
-            .engine
-            .write_async(move |tx| {
-                for (id, old) in tx.global().list::<ResetToken>()? {
-                    if old.user_id == user_id || old.expires_at < now {
-                        tx.global().delete::<ResetToken>(id)?;
-                    }
-                }
-                tx.global().insert(&reset).map(|_| ())
-            })
-            .await?;
-        let link = match &state.config.auth.frontend_url {
-            Some(base) => format!("{}/reset-password?token={token}", base.trim_end_matches('/')),
-            None => format!("Reset token: {token}"),
-        };
-        let text = format!(
-            "Hello {},\n\nSomeone asked to reset the password of your Mycorrhizal account. If it was you, open:\n\n{link}\n\nThe link works once, for one hour. If it was not you, ignore this message.\n",
-            account.username
-        );
-        // Sent in the background: the answer must not reveal whether the account exists.
-        let mailer = state.mailer.clone();
-        tokio::spawn(async move {
-            match mailer.send(&account.email, "Reset your Mycorrhizal password", &text).await {
-                Ok(()) => tracing::info!(event = "password_reset_sent", component = "notification", user_id),
-                Err(e) => {
-                    tracing::warn!(event = "password_reset_not_sent", component = "notification", user_id, error = %e)
-                }
-            }
-        });
-    }
+    signin::request_reset(&state, &body.email).await?;
     Ok(axum::Json(json!({ "message": RESET_MESSAGE })))
 }
 
@@ -199,26 +158,7 @@ pub async fn password_reset_confirm(
     _rate: AuthRate,
     Json(body): Json<ResetConfirmBody>,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    let invalid = || ApiError::invalid_input("token", "is invalid or expired");
-    if body.token.len() < 16 {
-        return Err(invalid());
-    }
-    let hash = sha256_hex(body.token.trim());
-    let (token_id, reset) = state.engine.global()?.find::<ResetToken>("hash", &hash)?.ok_or_else(invalid)?;
-    let now = state.engine.clock().now();
-    if reset.expires_at <= now {
-        return Err(invalid());
-    }
-    let account: Account = state.engine.global()?.get(reset.user_id).map_err(|_| invalid())?;
-    accounts::check_new_password(&state, "password", &body.password, &account.username, &account.email).await?;
-    // Claim the token first: of two concurrent confirms, one wins.
-    let claimed = state.engine.write_async(move |tx| tx.global().delete::<ResetToken>(token_id)).await;
-    if claimed.is_err() {
-        return Err(invalid());
-    }
-    let account = accounts::set_password(&state, reset.user_id, body.password, true).await?;
-    accounts::notify_password_changed(&state, reset.user_id, &account);
-    tracing::info!(event = "password_reset_completed", component = "auth", user_id = reset.user_id);
+    signin::confirm_reset(&state, &body.token, body.password).await?;
     Ok(axum::Json(json!({ "message": "Password changed; please sign in again" })))
 }
 

@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use axum::http::request::Parts;
 
 use super::extract::bearer;
-use super::records::Account;
+use super::records::{Account, ResetToken, random_token, sha256_hex};
 use super::session::{self, Claims};
 use super::{accounts, second_factor};
 use crate::error::ApiError;
@@ -161,4 +161,80 @@ async fn sso_logout_url(state: &AppState, oidc: &super::oidc::OidcClient, parts:
         }
     }
     Some(url.to_string())
+}
+
+/// How long a password-reset link works.
+const RESET_LIFETIME: jiff::SignedDuration = jiff::SignedDuration::from_hours(1);
+
+/// Mails a single-use reset link (an hour) to the account with `email`, if there is one with a
+/// password. Answers the same whether or not it exists, so accounts cannot be enumerated.
+pub async fn request_reset(state: &AppState, email: &str) -> Result<(), ApiError> {
+    let email = accounts::normalize_email(email)?;
+    if let Some((user_id, account)) = accounts::find(state, &email)?
+        && account.password_hash.is_some()
+    {
+        let token = random_token(32);
+        let now = state.engine.clock().now();
+        let reset = ResetToken {
+            user_id,
+            hash: sha256_hex(&token),
+            expires_at: now.checked_add(RESET_LIFETIME).map_err(ApiError::internal)?,
+        };
+        state
+            .engine
+            .write_async(move |tx| {
+                for (id, old) in tx.global().list::<ResetToken>()? {
+                    if old.user_id == user_id || old.expires_at < now {
+                        tx.global().delete::<ResetToken>(id)?;
+                    }
+                }
+                tx.global().insert(&reset).map(|_| ())
+            })
+            .await?;
+        let link = match &state.config.auth.frontend_url {
+            Some(base) => format!("{}/reset-password?token={token}", base.trim_end_matches('/')),
+            None => format!("Reset token: {token}"),
+        };
+        let text = format!(
+            "Hello {},\n\nSomeone asked to reset the password of your Mycorrhizal account. If it was you, open:\n\n{link}\n\nThe link works once, for one hour. If it was not you, ignore this message.\n",
+            account.username
+        );
+        // Sent in the background: the answer must not reveal whether the account exists.
+        let mailer = state.mailer.clone();
+        tokio::spawn(async move {
+            match mailer.send(&account.email, "Reset your Mycorrhizal password", &text).await {
+                Ok(()) => tracing::info!(event = "password_reset_sent", component = "notification", user_id),
+                Err(e) => {
+                    tracing::warn!(event = "password_reset_not_sent", component = "notification", user_id, error = %e)
+                }
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Applies reset `token`: the new `password` (strength rules apply) with the effect of an admin
+/// reset: every session and API token of the account ends.
+pub async fn confirm_reset(state: &AppState, token: &str, password: String) -> Result<(), ApiError> {
+    let invalid = || ApiError::invalid_input("token", "is invalid or expired");
+    if token.len() < 16 {
+        return Err(invalid());
+    }
+    let hash = sha256_hex(token.trim());
+    let (token_id, reset) = state.engine.global()?.find::<ResetToken>("hash", &hash)?.ok_or_else(invalid)?;
+    let now = state.engine.clock().now();
+    if reset.expires_at <= now {
+        return Err(invalid());
+    }
+    let account: Account = state.engine.global()?.get(reset.user_id).map_err(|_| invalid())?;
+    accounts::check_new_password(state, "password", &password, &account.username, &account.email).await?;
+    // Claim the token first: of two concurrent confirms, one wins.
+    let claimed = state.engine.write_async(move |tx| tx.global().delete::<ResetToken>(token_id)).await;
+    if claimed.is_err() {
+        return Err(invalid());
+    }
+    let account = accounts::set_password(state, reset.user_id, password, true).await?;
+    accounts::notify_password_changed(state, reset.user_id, &account);
+    tracing::info!(event = "password_reset_completed", component = "auth", user_id = reset.user_id);
+    Ok(())
 }

@@ -45,6 +45,7 @@ fn login_form(c: &Chrome, state: &AppState, next: &str, identifier: &str, error:
                 input id="password" name="password" type="password" autocomplete="current-password" required;
                 button type="submit" class="primary" { (t("login.submit")) }
             }
+            p { a href="/forgot-password" { (t("reset.forgot_link")) } }
             @if state.oidc.is_some() {
                 p { a class="button" href="/api/v1/auth/oidc/login" { (t("login.sso")) } }
             }
@@ -223,4 +224,101 @@ pub async fn logout(State(state): State<AppState>, parts: Parts, _form: Form) ->
     let to = sso_end.unwrap_or_else(|| "/login?notice=signed_out".into());
     let headers = AppendHeaders(cookies.into_iter().map(|c| (SET_COOKIE, c)).collect::<Vec<_>>());
     (headers, see_other(&to)).into_response()
+}
+
+fn forgot_form(c: &Chrome, error: Option<&str>) -> Markup {
+    let t = |k| c.lang.t(k);
+    html! {
+        section class="narrow" {
+            h1 { (t("reset.forgot_title")) }
+            p { (t("reset.forgot_help")) }
+            @if let Some(e) = error { p class="error" role="alert" { (e) } }
+            form method="post" action="/forgot-password" {
+                (c.csrf_field())
+                label for="email" { (t("register.email")) }
+                input id="email" name="email" type="email" autocomplete="email" required autofocus;
+                button type="submit" class="primary" { (t("reset.send")) }
+            }
+            p { a href="/login" { (t("login.title")) } }
+        }
+    }
+}
+
+pub async fn forgot_page(guest: Guest) -> Response {
+    let c = guest.chrome();
+    page(shell(&c, c.lang.t("reset.forgot_title"), None, forgot_form(&c, None)))
+}
+
+/// Sends the reset link; says the same whether or not the account exists.
+pub async fn forgot(
+    State(state): State<AppState>,
+    guest: Guest,
+    rate: Result<AuthRate, ApiError>,
+    form: Form,
+) -> PageResult {
+    let c = guest.chrome();
+    rate?;
+    match signin::request_reset(&state, &form.get("email")).await {
+        Ok(()) => {
+            let body = html! { section class="narrow" { h1 { (c.lang.t("reset.forgot_title")) } p role="status" { (c.lang.t("reset.sent")) } p { a href="/login" { (c.lang.t("login.title")) } } } };
+            Ok(page(shell(&c, c.lang.t("reset.forgot_title"), None, body)))
+        }
+        Err(e @ (ApiError::Validation { .. } | ApiError::InvalidInput { .. })) => {
+            let (status, message) = field_error(c.lang, &e);
+            Ok(page_with(status, shell(&c, c.lang.t("reset.forgot_title"), None, forgot_form(&c, Some(&message)))))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct TokenQuery {
+    token: Option<String>,
+}
+
+fn reset_form(c: &Chrome, token: &str, error: Option<&str>) -> Markup {
+    let t = |k| c.lang.t(k);
+    html! {
+        section class="narrow" {
+            h1 { (t("reset.title")) }
+            @if let Some(e) = error { p class="error" role="alert" { (e) } }
+            form method="post" action="/reset-password" {
+                (c.csrf_field())
+                @if token.is_empty() {
+                    label for="token" { (t("reset.token")) }
+                    input id="token" name="token" required autocomplete="off";
+                } @else {
+                    input type="hidden" name="token" value=(token);
+                }
+                label for="password" { (t("settings.new_password")) }
+                input id="password" name="password" type="password" autocomplete="new-password" required minlength="8" autofocus;
+                p class="hint" { (t("register.password_hint")) }
+                button type="submit" class="primary" { (t("reset.submit")) }
+            }
+        }
+    }
+}
+
+pub async fn reset_page(guest: Guest, Query(q): Query<TokenQuery>) -> Response {
+    let c = guest.chrome();
+    page(shell(&c, c.lang.t("reset.title"), None, reset_form(&c, q.token.as_deref().unwrap_or(""), None)))
+}
+
+pub async fn reset(
+    State(state): State<AppState>,
+    guest: Guest,
+    rate: Result<AuthRate, ApiError>,
+    form: Form,
+) -> PageResult {
+    let c = guest.chrome();
+    rate?;
+    let token = form.get("token");
+    match signin::confirm_reset(&state, &token, form.raw("password")).await {
+        Ok(()) => Ok(see_other("/login?notice=password_reset")),
+        Err(e @ (ApiError::Validation { .. } | ApiError::InvalidInput { .. })) => {
+            let (status, message) = field_error(c.lang, &e);
+            Ok(page_with(status, shell(&c, c.lang.t("reset.title"), None, reset_form(&c, &token, Some(&message)))))
+        }
+        Err(e) => Err(e.into()),
+    }
 }

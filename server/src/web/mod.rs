@@ -47,6 +47,8 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/login/second-factor", get(auth::second_factor_page).post(auth::second_factor))
         .route("/register", get(auth::register_page).post(auth::register))
         .route("/logout", post(auth::logout))
+        .route("/forgot-password", get(auth::forgot_page).post(auth::forgot))
+        .route("/reset-password", get(auth::reset_page).post(auth::reset))
         .route("/contacts", get(contacts::list).post(contacts::create))
         .route("/contacts/new", get(contacts::new_form))
         .route("/contacts/{id}", get(contacts::show).post(contacts::update))

@@ -295,6 +295,7 @@ const NOTICES: &[(&str, &str)] = &[
     ("registered", "notice.registered"),
     ("preferences", "notice.preferences"),
     ("password", "notice.password"),
+    ("password_reset", "notice.password_reset"),
 ];
 
 pub fn notice(key: Option<&str>) -> Option<&'static str> {
