@@ -146,6 +146,18 @@ def flow_first_user_is_admin_and_manages_contacts(browser):
     for i, (first, last) in enumerate([("Alan", "Turing"), ("Ada", "Lovelace"), ("Katherine", "Johnson")]):
         create_contact(page, first, last, emails=[f"{first.lower()}@example.org"])
 
+    # A relationship, found by name, then the network picture.
+    page.goto(f"{BASE}/contacts/{grace}")
+    page.locator("summary", has_text="Add a relationship").click()
+    page.get_by_label("With").fill("lovelace")
+    page.get_by_label("Who they are to each other").fill("colleague")
+    page.locator("form[action$='/relationships'] button").click()
+    expect(page.locator("#h-relationships ~ ul").first.get_by_role("link", name="Ada Lovelace")).to_be_visible()
+    page.get_by_role("link", name="The network").click()
+    expect(page.locator("svg.network circle")).to_have_count(2)
+    check_accessibility(page, "network")
+    shot(page, "desktop-network")
+
     # Search as you type: results change without pressing a button.
     page.goto(f"{BASE}/contacts")
     expect(page.locator("#contact-results li")).to_have_count(4)

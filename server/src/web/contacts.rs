@@ -310,9 +310,14 @@ pub async fn show(
                 @if d.relationship_edges.is_empty() { p class="muted" { (t("contact.no_relationships")) } }
                 ul class="items" {
                     @for e in &d.relationship_edges {
-                        li { (contact_link(e.other_party_contact_id, &e.other_party_name)) " " span class="muted" { (e.display_token) } }
+                        li {
+                            (contact_link(e.other_party_contact_id, &e.other_party_name)) " " span class="muted" { (e.display_token) }
+                            (c.button_form(&format!("/contacts/{id}/relationships/{}/delete", e.edge.id), t("relationship.remove"), "small secondary", Some(t("relationship.remove_confirm"))))
+                        }
                     }
                 }
+                (super::network::add_form(&viewer, id))
+                p { a href="/network" { (t("network.title")) } }
             }
             @if !d.life_events.is_empty() {
                 section class="card" aria-labelledby="h-life" {

@@ -21,6 +21,7 @@ mod home;
 pub mod i18n;
 mod import;
 mod journal;
+mod network;
 mod page;
 mod reminders;
 mod search;
@@ -66,6 +67,9 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/contacts/{id}/activities", post(journal::add_contact_activity))
         .route("/notes", get(journal::notes_page).post(journal::add_note))
         .route("/groups", get(groups::index).post(groups::change))
+        .route("/contacts/{id}/relationships", post(network::add))
+        .route("/contacts/{id}/relationships/{rid}/delete", post(network::remove))
+        .route("/network", get(network::picture))
         .route("/activities", get(journal::activities_page).post(journal::add_activity))
         .route("/reminders", get(reminders::list))
         .route("/reminders/{id}/complete", post(reminders::complete))
