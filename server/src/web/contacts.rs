@@ -311,7 +311,7 @@ pub async fn show(
                 ul class="items" {
                     @for e in &d.relationship_edges {
                         li {
-                            (contact_link(e.other_party_contact_id, &e.other_party_name)) " " span class="muted" { (e.display_token) }
+                            (contact_link(e.other_party_contact_id, &e.other_party_name)) " " span class="muted" { (e.display_token.replace('_', " ")) }
                             (c.button_form(&format!("/contacts/{id}/relationships/{}/delete", e.edge.id), t("relationship.remove"), "small secondary", Some(t("relationship.remove_confirm"))))
                         }
                     }
@@ -332,15 +332,20 @@ pub async fn show(
             @if !d.gifts.is_empty() {
                 section class="card" aria-labelledby="h-gifts" {
                     h2 id="h-gifts" { (t("contact.gifts")) }
-                    ul class="items" { @for g in &d.gifts { li { (g.description) " " span class="muted" { (g.status) @if !g.occasion.is_empty() { " · " (g.occasion) } } } } }
+                    ul class="items" { @for g in &d.gifts { li { (g.description) " " span class="muted" { (t(super::depth::gift_status_key(&g.status))) @if !g.occasion.is_empty() { " · " (g.occasion) } } } } }
                 }
             }
             @if !d.agenda.is_empty() {
                 section class="card" aria-labelledby="h-agenda" {
                     h2 id="h-agenda" { (t("contact.agenda")) }
-                    ul class="items" { @for a in &d.agenda { li { (a.content) } } }
+                    ul class="items" {
+                        @for a in &d.agenda {
+                            li { (a.content) (c.button_form(&format!("/contacts/{id}/agenda/{}/discussed", a.id), t("depth.discussed"), "small", None)) }
+                        }
+                    }
                 }
             }
+            (super::depth::forms(&viewer, id))
         }
     };
     Ok(page(shell(&c, &name, notice(q.notice.as_deref()), main)))

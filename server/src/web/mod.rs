@@ -15,6 +15,7 @@ mod assets;
 mod auth;
 mod contact_form;
 mod contacts;
+mod depth;
 mod format;
 mod groups;
 mod home;
@@ -70,6 +71,11 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/contacts/{id}/relationships", post(network::add))
         .route("/contacts/{id}/relationships/{rid}/delete", post(network::remove))
         .route("/network", get(network::picture))
+        .route("/contacts/{id}/life-events", post(depth::add_life_event))
+        .route("/contacts/{id}/gifts", post(depth::add_gift))
+        .route("/contacts/{id}/agenda", post(depth::add_agenda))
+        .route("/contacts/{id}/agenda/{item}/discussed", post(depth::discussed))
+        .route("/contacts/{id}/timeline", get(depth::timeline))
         .route("/activities", get(journal::activities_page).post(journal::add_activity))
         .route("/reminders", get(reminders::list))
         .route("/reminders/{id}/complete", post(reminders::complete))

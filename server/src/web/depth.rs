@@ -1,0 +1,214 @@
+//! What a contact's page adds beyond notes and reminders: life events, gift ideas and gifts, the
+//! conversation agenda (ticked off once discussed), and the timeline of everything that happened
+//! (`crm::depth_ops`, `crm::home::timeline`, the API's own operations).
+
+use axum::extract::{Path, Query, State};
+use maud::{Markup, html};
+use mycorrhizal_codecs::dates::parse_rest_date;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::format;
+use super::page::{Form, PageResult, Viewer, WebError, page, see_other, shell};
+use crate::crm::depth_ops::{self, AgendaInput, GiftInput, LifeEventInput};
+use crate::crm::home;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+const GIFT_STATUSES: [(&str, &str); 4] =
+    [("idea", "gift.idea"), ("purchased", "gift.purchased"), ("given", "gift.given"), ("received", "gift.received")];
+
+pub fn gift_status_key(status: &str) -> &'static str {
+    GIFT_STATUSES.iter().find(|(s, _)| *s == status).map(|(_, k)| *k).unwrap_or("gift.idea")
+}
+
+/// The three add forms, folded away under their section headings.
+pub fn forms(viewer: &Viewer, id: u64) -> Markup {
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    html! {
+        section class="card" aria-labelledby="h-add-more" {
+            h2 id="h-add-more" { (t("depth.add_more")) }
+            details {
+                summary { (t("depth.add_life_event")) }
+                form method="post" action={ "/contacts/" (id) "/life-events" } class="stack" {
+                    (c.csrf_field())
+                    label for="life-type" { (t("depth.life_type")) }
+                    input id="life-type" name="type" required maxlength="100" list="life-types";
+                    datalist id="life-types" { @for k in ["graduated", "married", "moved", "new_job", "child_born", "retired"] { option value=(k) {} } }
+                    label for="life-date" { (t("depth.life_date")) }
+                    input id="life-date" name="date" placeholder="YYYY-MM-DD" aria-describedby="life-date-hint";
+                    p class="hint" id="life-date-hint" { (t("depth.life_date_hint")) }
+                    label for="life-description" { (t("activity.description")) }
+                    textarea id="life-description" name="description" rows="2" maxlength="2000" {}
+                    button type="submit" { (t("depth.add_life_event")) }
+                }
+            }
+            details {
+                summary { (t("depth.add_gift")) }
+                form method="post" action={ "/contacts/" (id) "/gifts" } class="stack" {
+                    (c.csrf_field())
+                    label for="gift-description" { (t("depth.gift_description")) }
+                    input id="gift-description" name="description" required maxlength="2000";
+                    div class="row" {
+                        div {
+                            label for="gift-status" { (t("depth.gift_status")) }
+                            select id="gift-status" name="status" { @for (s, k) in GIFT_STATUSES { option value=(s) { (t(k)) } } }
+                        }
+                        div { label for="gift-occasion" { (t("depth.gift_occasion")) } input id="gift-occasion" name="occasion" maxlength="200"; }
+                    }
+                    button type="submit" { (t("depth.add_gift")) }
+                }
+            }
+            details {
+                summary { (t("depth.add_agenda")) }
+                form method="post" action={ "/contacts/" (id) "/agenda" } class="stack" {
+                    (c.csrf_field())
+                    label for="agenda-content" { (t("depth.agenda_content")) }
+                    input id="agenda-content" name="content" required maxlength="2000";
+                    button type="submit" { (t("depth.add_agenda")) }
+                }
+            }
+            p { a href={ "/contacts/" (id) "/timeline" } { (t("depth.timeline")) } }
+        }
+    }
+}
+
+fn back(id: u64, anchor: &str) -> axum::response::Response {
+    see_other(&format!("/contacts/{id}?notice=saved#{anchor}"))
+}
+
+pub async fn add_life_event(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    form: Form,
+) -> PageResult {
+    let text = form.get("date");
+    let date = match text.as_str() {
+        "" => Default::default(),
+        t => parse_rest_date(t).ok_or_else(|| {
+            WebError::Api(ApiError::validation("date", "must be YYYY-MM-DD, or --MM-DD without a year"))
+        })?,
+    };
+    let input = LifeEventInput {
+        entity_id: None,
+        contact_id: Some(id),
+        kind: form.get("type"),
+        category: String::new(),
+        date,
+        description: form.get("description"),
+        related_entity_ids: Vec::new(),
+        remind: false,
+    };
+    let (who, event) = input.record();
+    depth_ops::save(&state.scope(&viewer.user), None, who, event).await?;
+    Ok(back(id, "h-life"))
+}
+
+pub async fn add_gift(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, form: Form) -> PageResult {
+    let text = |name: &str| Some(form.get(name)).filter(|v| !v.is_empty());
+    let input = GiftInput {
+        entity_id: None,
+        contact_id: Some(id),
+        description: form.get("description"),
+        status: text("status"),
+        occasion: text("occasion"),
+        url: None,
+        notes: None,
+        date: None,
+        value_cents: None,
+        currency: None,
+    };
+    let (who, gift) = input.record()?;
+    depth_ops::save(&state.scope(&viewer.user), None, who, gift).await?;
+    Ok(back(id, "h-gifts"))
+}
+
+pub async fn add_agenda(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, form: Form) -> PageResult {
+    let input =
+        AgendaInput { entity_id: None, contact_id: Some(id), content: form.get("content"), reference_url: None };
+    let (who, item) = input.record();
+    depth_ops::save(&state.scope(&viewer.user), None, who, item).await?;
+    Ok(back(id, "h-agenda"))
+}
+
+/// Ticks an agenda item off: discussed now.
+pub async fn discussed(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path((id, item)): Path<(u64, u64)>,
+    _form: Form,
+) -> PageResult {
+    depth_ops::discuss(&state.scope(&viewer.user), item, None).await?;
+    Ok(back(id, "h-agenda"))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct TimelineQuery {
+    before: Option<String>,
+}
+
+pub async fn timeline(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    Query(q): Query<TimelineQuery>,
+) -> PageResult {
+    let before = q
+        .before
+        .as_deref()
+        .filter(|b| !b.is_empty())
+        .map(|b| crate::crm::calendar::instant("before", b))
+        .transpose()?;
+    let (name, body) = state
+        .read(&viewer.user, move |v| {
+            let name = v.get::<crate::crm::contact::Contact>(id)?.body.name();
+            Ok((name, home::timeline(v, id, before, 50)?))
+        })
+        .await?;
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    let zone = &state.config.reminder_timezone;
+    let day = |v: &Value| {
+        v.as_str()
+            .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+            .map(|ts| format::day_of(viewer.lang, c.date_format, ts, zone))
+            .unwrap_or_default()
+    };
+    let entries = body["timeline"].as_array().cloned().unwrap_or_default();
+    let next = body["next_before"].as_str().unwrap_or("").to_string();
+    let main = html! {
+        h1 { (viewer.lang.f("depth.timeline_of", &[("name", &name)])) }
+        p { a href={ "/contacts/" (id) } { (t("depth.back_to_contact")) } }
+        @if entries.is_empty() { p class="muted" { (t("depth.timeline_empty")) } }
+        ol class="timeline" {
+            @for e in &entries {
+                @let item = &e["item"];
+                li {
+                    span class="muted" { (day(&e["date"])) " · " (t(entry_key(e["type"].as_str().unwrap_or("")))) } br;
+                    @match e["type"].as_str().unwrap_or("") {
+                        "note" => { span class="pre" { (item["content"].as_str().unwrap_or("")) } }
+                        "activity" => { strong { (item["title"].as_str().unwrap_or("")) } " " (item["description"].as_str().unwrap_or("")) }
+                        "reminder_completion" => { (item["message"].as_str().unwrap_or("")) }
+                        "gift" => { (item["description"].as_str().unwrap_or("")) " (" (t(gift_status_key(item["status"].as_str().unwrap_or("")))) ")" }
+                        "life_event" => { (item["type"].as_str().unwrap_or("")) " " (item["description"].as_str().unwrap_or("")) }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        @if !next.is_empty() { p { a class="button" rel="next" href={ "/contacts/" (id) "/timeline?before=" (super::page::encode(&next)) } { (t("contacts.next")) } } }
+    };
+    Ok(page(shell(&c, &name, None, main)))
+}
+
+fn entry_key(kind: &str) -> &'static str {
+    match kind {
+        "note" => "depth.entry_note",
+        "activity" => "depth.entry_activity",
+        "reminder_completion" => "depth.entry_done",
+        "gift" => "depth.entry_gift",
+        _ => "depth.entry_life_event",
+    }
+}
