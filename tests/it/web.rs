@@ -245,9 +245,11 @@ async fn no_page_or_form_reaches_another_users_data() {
     let reminder_id = reminder.json::<Value>().await.unwrap()["reminder"]["id"].as_u64().expect("reminder id");
     let web = Browser::of(&server, &bob).await;
 
-    for path in [format!("/contacts/{id}"), format!("/contacts/{id}/edit")] {
+    for path in [format!("/contacts/{id}"), format!("/contacts/{id}/edit"), format!("/contacts/{id}/timeline")] {
         assert_eq!(web.get(&path).await.status(), 404, "{path}");
     }
+    let network = web.get("/network").await.text().await.unwrap();
+    assert!(!network.contains("Secretive"));
     let link = format!("href=\"/contacts/{id}\"");
     for (path, what) in [
         ("/contacts", "Secretive"),
@@ -272,6 +274,11 @@ async fn no_page_or_form_reaches_another_users_data() {
             vec![("message", "planted"), ("remind_at", "2026-01-01"), ("recurrence", "once")],
         ),
         (format!("/reminders/{reminder_id}/complete"), vec![]),
+        (format!("/contacts/{id}/activities"), vec![("title", "planted"), ("date", "2026-01-01")]),
+        (format!("/contacts/{id}/life-events"), vec![("type", "planted")]),
+        (format!("/contacts/{id}/gifts"), vec![("description", "planted")]),
+        (format!("/contacts/{id}/agenda"), vec![("content", "planted")]),
+        (format!("/contacts/{id}/relationships"), vec![("target_id", "1"), ("type", "friend")]),
         (format!("/contacts/{id}/delete"), vec![]),
     ];
     for (path, fields) in attempts {
@@ -284,6 +291,26 @@ async fn no_page_or_form_reaches_another_users_data() {
     assert_eq!(notes["notes"].as_array().map(Vec::len), Some(1), "{notes}");
     let reminders: Value = ada.get(&format!("/api/v1/contacts/{id}/reminders")).await.json().await.unwrap();
     assert_eq!(reminders["reminders"].as_array().map(Vec::len), Some(1), "{reminders}");
+    let detail: Value = ada.get(&format!("/api/v1/contacts/{id}/detail")).await.json().await.unwrap();
+    for list in ["activities", "life_events", "gifts", "agenda", "relationship_edges"] {
+        assert_eq!(detail[list].as_array().map(Vec::len), Some(0), "{list}: {detail}");
+    }
+    // A photo sent to another user's contact is refused before it is read.
+    let boundary = "web-boundary";
+    let body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"_csrf\"\r\n\r\n{}\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"x.png\"\r\nContent-Type: image/png\r\n\r\n\u{89}PNG\r\n--{boundary}--\r\n",
+        web.csrf
+    );
+    let photo = web
+        .http
+        .post(format!("{}/contacts/{id}/photo", web.base))
+        .header("cookie", web.cookies())
+        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(photo.status(), 404);
     assert_eq!(total(&bob).await, 0);
 }
 
