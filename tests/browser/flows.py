@@ -388,6 +388,14 @@ def flow_photo_activities_notes_and_circles(browser):
     expect(page.get_by_role("link", name="Apollo program")).to_be_visible()
     page.get_by_role("link", name="Apollo program").click()
     expect(page.locator("#contact-results")).to_contain_text("Margaret Hamilton")
+
+    # A keep-in-touch rhythm for the circle.
+    page.goto(f"{BASE}/cadence")
+    page.get_by_label("For", exact=True).select_option("circle:Apollo program")
+    page.get_by_label("Every (days)").fill("30")
+    page.get_by_role("button", name="Add rhythm").click()
+    expect(page.locator("#h-policies + ul")).to_contain_text("every 30 days")
+    check_accessibility(page, "cadence")
     context.close()
 
 

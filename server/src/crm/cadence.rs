@@ -201,3 +201,9 @@ pub fn overdue(v: &UserView, now: Timestamp) -> Result<Vec<Overdue>> {
     out.sort_by_key(|o| std::cmp::Reverse(o.health.overdue_by));
     Ok(out)
 }
+
+/// Removes policy `id` (the contacts it covered are no longer tracked by it).
+pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
+    scope.write_async(move |tx| tx.delete::<CadencePolicy>(id, pre).map(|_| ())).await?;
+    Ok(())
+}

@@ -345,7 +345,7 @@ pub async fn show(
                     }
                 }
             }
-            (super::depth::forms(&viewer, id))
+            (super::depth::forms(&viewer, id, super::cadence::contact_form(&viewer, id)))
         }
     };
     Ok(page(shell(&c, &name, notice(q.notice.as_deref()), main)))

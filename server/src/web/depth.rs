@@ -23,7 +23,7 @@ pub fn gift_status_key(status: &str) -> &'static str {
 }
 
 /// The three add forms, folded away under their section headings.
-pub fn forms(viewer: &Viewer, id: u64) -> Markup {
+pub fn forms(viewer: &Viewer, id: u64, more: Markup) -> Markup {
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
     html! {
@@ -69,6 +69,7 @@ pub fn forms(viewer: &Viewer, id: u64) -> Markup {
                     button type="submit" { (t("depth.add_agenda")) }
                 }
             }
+            (more)
             p { a href={ "/contacts/" (id) "/timeline" } { (t("depth.timeline")) } }
         }
     }

@@ -78,6 +78,7 @@ pub async fn dashboard(State(state): State<AppState>, viewer: Viewer, Query(q): 
             }
             section class="card" aria-labelledby="h-overdue" {
                 h2 id="h-overdue" { (t("dashboard.overdue")) }
+                p { a href="/cadence" { (t("cadence.title")) } }
                 @if d.overdue.is_empty() { p class="muted" { (t("dashboard.no_overdue")) } }
                 ul class="items" {
                     @for o in &d.overdue {

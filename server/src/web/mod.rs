@@ -13,6 +13,7 @@
 mod admin;
 mod assets;
 mod auth;
+mod cadence;
 mod contact_form;
 mod contacts;
 mod depth;
@@ -71,6 +72,8 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/contacts/{id}/relationships", post(network::add))
         .route("/contacts/{id}/relationships/{rid}/delete", post(network::remove))
         .route("/network", get(network::picture))
+        .route("/cadence", get(cadence::index).post(cadence::add))
+        .route("/cadence/{id}/delete", post(cadence::delete))
         .route("/contacts/{id}/life-events", post(depth::add_life_event))
         .route("/contacts/{id}/gifts", post(depth::add_gift))
         .route("/contacts/{id}/agenda", post(depth::add_agenda))
