@@ -9,6 +9,7 @@ pub mod build_info;
 pub mod cli;
 pub mod config;
 pub mod crm;
+pub mod dav;
 pub mod error;
 pub mod http;
 pub mod import_cli;
@@ -39,7 +40,7 @@ pub use state::AppState;
 
 /// The whole application: every front door's routes under the shared HTTP stack.
 pub fn app(state: AppState) -> axum::Router {
-    http::serve(api::router(&state.config), state)
+    http::serve(api::router(&state.config).merge(dav::router(&state)), state)
 }
 
 /// Opens the engine for `config`, migrating behind a verified snapshot, and records what happened.

@@ -9,6 +9,7 @@ mod boot;
 mod calendar;
 mod contract;
 mod crm;
+mod dav;
 mod depth;
 mod derived;
 mod health;

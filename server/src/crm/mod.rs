@@ -11,6 +11,7 @@ pub mod audit;
 pub mod bodies;
 pub mod cadence;
 pub mod calendar;
+pub mod cards;
 pub mod contact;
 pub mod cursor;
 pub mod depth;
