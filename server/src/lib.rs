@@ -40,7 +40,8 @@ pub use state::AppState;
 
 /// The whole application: every front door's routes under the shared HTTP stack.
 pub fn app(state: AppState) -> axum::Router {
-    http::serve(api::router(&state.config).merge(dav::router(&state)), state)
+    let routes = api::router(&state.config).merge(dav::router(&state));
+    dav::at_root(http::serve(routes, state.clone()), &state)
 }
 
 /// Opens the engine for `config`, migrating behind a verified snapshot, and records what happened.

@@ -141,6 +141,10 @@ async fn discovery_leads_from_the_well_known_url_to_the_address_book() {
     let principal = format!("/carddav/{}/", dav.id);
     assert!(root.body.contains(&format!("<D:current-user-principal><D:href>{principal}</D:href>")), "{}", root.body);
 
+    let slash = dav.propfind("/", "0", "<D:current-user-principal/>").await;
+    assert_eq!(slash.status, 207, "{}", slash.body);
+    assert!(slash.body.contains(&format!("<D:current-user-principal><D:href>{principal}</D:href>")), "{}", slash.body);
+
     let home = dav.propfind(&principal, "0", "<C:addressbook-home-set/><D:displayname/>").await;
     assert!(home.body.contains(&format!("<C:addressbook-home-set><D:href>{principal}</D:href>")), "{}", home.body);
     assert!(home.body.contains("<D:displayname>ada</D:displayname>"));

@@ -23,6 +23,8 @@ const ALLOW: &str = "OPTIONS, GET, HEAD, PUT, DELETE, PROPFIND, REPORT";
 
 /// Where a path points.
 enum Target {
+    /// The server's own root, `/`.
+    Slash,
     Root,
     Principal,
     Book,
@@ -31,6 +33,9 @@ enum Target {
 
 /// The target of `path` for `user`; another user's paths are missing ones.
 fn target(path: &str, user: &DavUser) -> Option<Target> {
+    if path == "/" {
+        return Some(Target::Slash);
+    }
     let rest = path.strip_prefix("/carddav")?;
     let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
     let own = |id: &str| id == user.id.0.to_string();
@@ -165,6 +170,7 @@ async fn propfind(
         let mut out = Multistatus::new();
         let none = |_: &Prop| None;
         match target {
+            Target::Slash => respond(&mut out, "/", &Resource::Root, &request, &user, &none),
             Target::Root => {
                 respond(&mut out, "/carddav/", &Resource::Root, &request, &user, &none);
                 if depth > 0 {

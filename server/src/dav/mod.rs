@@ -75,6 +75,33 @@ pub fn router(state: &AppState) -> Router<AppState> {
     router
 }
 
+/// `app` with `PROPFIND /` answered (RFC 5397 `current-user-principal`, for clients given only
+/// the server's address), when CardDAV is on. A layer around the whole application rather than a
+/// route, so `/` stays free for the other front doors' methods.
+pub fn at_root(app: Router, state: &AppState) -> Router {
+    if !state.config.features.carddav_enabled {
+        return app;
+    }
+    let dav = Dav::new();
+    app.layer(axum::middleware::from_fn_with_state((state.clone(), dav), root))
+}
+
+async fn root(State((state, dav)): State<(AppState, Dav)>, request: Request, next: axum::middleware::Next) -> Response {
+    if request.method().as_str() != "PROPFIND" || request.uri().path() != "/" {
+        return next.run(request).await;
+    }
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip())
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    let ip = client_ip(peer, request.headers(), &state.config.trusted_proxies);
+    if let Err(refusal) = state.auth.limits.take(format!("dav:ip:{ip}"), RATE) {
+        return DavError::too_many(refusal.retry_after.as_secs().max(1)).into_response();
+    }
+    dav.carddav(state, request).await
+}
+
 fn redirect(to: &'static str) -> Response {
     (StatusCode::MOVED_PERMANENTLY, [(LOCATION, to)]).into_response()
 }
