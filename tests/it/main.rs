@@ -10,6 +10,7 @@ mod calendar;
 mod contract;
 mod crm;
 mod dav;
+mod dav_clients;
 mod depth;
 mod derived;
 mod health;
