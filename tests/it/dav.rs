@@ -508,3 +508,69 @@ async fn with_carddav_off_the_paths_answer_404() {
     assert_eq!(dav.propfind("/carddav/", "0", "<D:current-user-principal/>").await.status, 404);
     assert_eq!(server.get("/.well-known/carddav").await.status(), 404);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_calendar_serves_dates_read_only_with_time_ranges_and_sync() {
+    let server = Instance::new().with("CALDAV_ENABLED", "true").spawn();
+    let (api, dav) = account(&server, "ada").await;
+    let created: serde_json::Value = api
+        .post("/api/v1/contacts", json!({ "card": { "name": { "full": "Leap Day" } }, "birthday": "--02-29" }))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let contact = created["contact"]["id"].as_u64().unwrap();
+    let calendar = format!("/caldav/{}/calendar/", dav.id);
+    let home = dav.propfind(&format!("/caldav/{}/", dav.id), "1", "<D:resourcetype/>").await;
+    assert!(hrefs(&home.body).contains(&calendar), "{}", home.body);
+    assert!(home.body.contains("<CAL:calendar/>"), "{}", home.body);
+    let slash = dav.propfind("/", "0", "<D:current-user-principal/>").await;
+    assert!(slash.body.contains(&format!("/caldav/{}/", dav.id)), "{}", slash.body);
+
+    let event = format!("{calendar}birthday-{contact}.ics");
+    let got = dav.send("GET", &event, &[], "").await;
+    assert_eq!(got.status, 200);
+    assert!(got.body.contains("RRULE:FREQ=YEARLY;BYYEARDAY=60"), "{}", got.body);
+    assert!(got.body.contains("DTSTART;VALUE=DATE:20000229"), "{}", got.body);
+
+    let query = |start: &str, end: &str| {
+        format!(
+            r#"<C:calendar-query xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><D:prop><D:getetag/></D:prop><C:filter><C:comp-filter name="VCALENDAR"><C:comp-filter name="VEVENT"><C:time-range start="{start}" end="{end}"/></C:comp-filter></C:comp-filter></C:filter></C:calendar-query>"#
+        )
+    };
+    let march = dav.send("REPORT", &calendar, &[("Depth", "1")], &query("20270301T000000Z", "20270302T000000Z")).await;
+    assert_eq!(hrefs(&march.body), vec![event.clone()], "{}", march.body);
+    let february =
+        dav.send("REPORT", &calendar, &[("Depth", "1")], &query("20270201T000000Z", "20270301T000000Z")).await;
+    assert!(hrefs(&february.body).is_empty(), "{}", february.body);
+    let bad = dav.send("REPORT", &calendar, &[], &query("yesterday", "20270301T000000Z")).await;
+    assert_eq!(bad.status, 400);
+
+    let refused =
+        dav.send("PUT", &event, &[("Content-Type", "text/calendar")], "BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n").await;
+    assert_eq!(refused.status, 403);
+    assert!(refused.body.contains("<D:need-privileges/>"), "{}", refused.body);
+    assert_eq!(dav.send("DELETE", &event, &[], "").await.status, 403);
+
+    let sync = |token: String| {
+        let dav = dav.clone();
+        let calendar = calendar.clone();
+        async move {
+            let body = format!(
+                r#"<D:sync-collection xmlns:D="DAV:"><D:sync-token>{token}</D:sync-token><D:sync-level>1</D:sync-level><D:prop><D:getetag/></D:prop></D:sync-collection>"#
+            );
+            dav.send("REPORT", &calendar, &[], &body).await
+        }
+    };
+    let first = sync(String::new()).await;
+    assert_eq!(etags(&first.body).len(), 1, "{}", first.body);
+    let deleted = api.request(Method::DELETE, &format!("/api/v1/contacts/{contact}")).send().await.unwrap();
+    assert_eq!(deleted.status(), 200);
+    let next = sync(sync_token(&first.body)).await;
+    assert!(next.body.contains(&format!("{event}</D:href><D:status>HTTP/1.1 404")), "{}", next.body);
+
+    let other = server.sign_up("bob").await;
+    let as_bob = Dav { user: "bob".into(), id: other.id, ..dav.clone() };
+    assert_eq!(as_bob.send("GET", &event, &[], "").await.status, 404);
+    assert_eq!(as_bob.propfind(&calendar, "1", "<D:getetag/>").await.status, 404);
+}

@@ -156,3 +156,92 @@ async fn vdirsyncer_syncs_the_address_book_both_ways_and_a_resync_changes_nothin
     };
     assert_eq!(etags(&before_server), etags(&after_server), "server unchanged");
 }
+
+/// python-caldav, run as a script: `phase` `first` discovers the calendar from the server root,
+/// lists, searches July 2031 and 1-2 March 2027, multigets every event and takes a sync token;
+/// `again <token>` asks what changed since. Prints one JSON object.
+const CALDAV_SCRIPT: &str = r#"
+import datetime, json, sys
+import caldav
+url, user, password, phase = sys.argv[1:5]
+client = caldav.DAVClient(url=url, username=user, password=password)
+calendars = client.principal().calendars()
+assert len(calendars) == 1, calendars
+cal = calendars[0]
+summary = lambda o: str(o.icalendar_component.get("summary"))
+utc = datetime.timezone.utc
+out = {}
+if phase == "first":
+    events = cal.events()
+    out["all"] = sorted(summary(e) for e in events)
+    july = cal.search(start=datetime.datetime(2031, 7, 1, tzinfo=utc), end=datetime.datetime(2031, 8, 1, tzinfo=utc), event=True)
+    out["july_2031"] = sorted(summary(e) for e in july)
+    march = cal.search(start=datetime.datetime(2027, 3, 1, tzinfo=utc), end=datetime.datetime(2027, 3, 2, tzinfo=utc), event=True)
+    out["first_march_2027"] = sorted(summary(e) for e in march)
+    got = cal.multiget([e.url for e in events])
+    out["multiget"] = sorted(summary(e) for e in got)
+    updates = cal.objects_by_sync_token(load_objects=True)
+    out["token"] = str(updates.sync_token)
+else:
+    updates = cal.objects_by_sync_token(sync_token=sys.argv[5], load_objects=True)
+    changed = [o for o in updates if o.data]
+    out["changed"] = sorted(summary(o) for o in changed)
+    out["token"] = str(updates.sync_token)
+print(json.dumps(out))
+"#;
+
+fn python_caldav(script: &Path, args: &[&str]) -> serde_json::Value {
+    let output = Command::new(venv_tool("python")).arg(script).args(args).output().expect("run python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "python-caldav failed: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("json from the script")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_caldav_discovers_searches_multigets_and_syncs_the_calendar() {
+    let server = Instance::new().with("CARDDAV_ENABLED", "true").with("CALDAV_ENABLED", "true").spawn();
+    let api = server.sign_up("ada").await;
+    let mut ids = Vec::new();
+    for (name, birthday) in [("Ada Lovelace", "--07-14"), ("Leap Day", "1996-02-29")] {
+        let created: serde_json::Value = api
+            .post("/api/v1/contacts", json!({ "card": { "name": { "full": name } }, "birthday": birthday }))
+            .await
+            .json()
+            .await
+            .expect("contact");
+        ids.push(created["contact"]["id"].as_u64().expect("id"));
+    }
+    let lunch: serde_json::Value = api
+        .post(
+            "/api/v1/activities",
+            json!({ "title": "Lunch", "date": "2026-03-04T12:00:00Z", "contact_ids": [ids[0]] }),
+        )
+        .await
+        .json()
+        .await
+        .expect("activity");
+    let lunch_id = lunch["activity"]["id"].as_u64().expect("id");
+
+    let work = tempfile::tempdir().expect("tempdir");
+    let script = work.path().join("caldav_client.py");
+    std::fs::write(&script, CALDAV_SCRIPT).expect("script");
+    let url = server.url("/");
+    let first = python_caldav(&script, &[&url, "ada", PASSWORD, "first"]);
+    assert_eq!(first["all"], json!(["Ada Lovelace's birthday", "Leap Day's birthday", "Lunch"]), "{first}");
+    assert_eq!(first["july_2031"], json!(["Ada Lovelace's birthday"]), "{first}");
+    assert_eq!(first["first_march_2027"], json!(["Leap Day's birthday"]), "29 February falls on 1 March: {first}");
+    assert_eq!(first["multiget"], first["all"]);
+    let token = first["token"].as_str().expect("token").to_string();
+
+    let renamed = api
+        .send(
+            reqwest::Method::PUT,
+            &format!("/api/v1/activities/{lunch_id}"),
+            json!({ "title": "Dinner", "date": "2026-03-04T19:00:00Z", "contact_ids": [ids[0]] }),
+        )
+        .await;
+    assert_eq!(renamed.status(), 200);
+    let again = python_caldav(&script, &[&url, "ada", PASSWORD, "again", &token]);
+    assert_eq!(again["changed"], json!(["Dinner"]), "{again}");
+    assert_ne!(again["token"], first["token"]);
+}

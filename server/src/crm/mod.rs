@@ -17,6 +17,7 @@ pub mod cursor;
 pub mod depth;
 pub mod depth_ops;
 mod error;
+pub mod events;
 pub mod export;
 pub mod groups;
 pub mod home;

@@ -90,14 +90,14 @@ fn version(headers: &HeaderMap, asked: Option<&str>) -> Version {
     if THREE_ONLY.iter().any(|a| agent.contains(a)) { Version::V3 } else { Version::V4 }
 }
 
-fn depth(headers: &HeaderMap) -> u8 {
+pub(super) fn depth(headers: &HeaderMap) -> u8 {
     match headers.get("depth").and_then(|v| v.to_str().ok()).map(str::trim) {
         Some("0") => 0,
         _ => 1,
     }
 }
 
-fn multistatus(body: String) -> Response {
+pub(super) fn multistatus(body: String) -> Response {
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = StatusCode::MULTI_STATUS;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/xml; charset=utf-8"));
@@ -105,7 +105,7 @@ fn multistatus(body: String) -> Response {
 }
 
 /// Runs `work` on one read view of the user's data, off the async threads.
-async fn reading<T: Send + 'static>(
+pub(super) async fn reading<T: Send + 'static>(
     state: &AppState,
     user: &DavUser,
     work: impl FnOnce(&UserView) -> Result<T, DavError> + Send + 'static,
@@ -115,17 +115,17 @@ async fn reading<T: Send + 'static>(
 }
 
 /// Writes one resource's response: its found properties, and the asked ones it lacks as 404.
-fn respond(
+/// `all` is what the resource reports for `allprop` and `propname`.
+pub(super) fn respond(
     out: &mut Multistatus,
     href: &str,
-    resource: &Resource<'_>,
+    all: Vec<Prop>,
     request: &Propfind,
-    user: &DavUser,
-    card: &dyn Fn(&Prop) -> Option<String>,
+    value: &dyn Fn(&Prop) -> Option<String>,
 ) {
     let asked = match request {
         Propfind::Prop(props) => props.clone(),
-        Propfind::AllProp | Propfind::PropName => props::all(resource),
+        Propfind::AllProp | Propfind::PropName => all,
     };
     if matches!(request, Propfind::PropName) {
         let names: Vec<String> = asked.iter().map(|p| xml::empty(&p.name)).collect();
@@ -135,14 +135,27 @@ fn respond(
     let mut found = Vec::new();
     let mut missing: Vec<&PropName> = Vec::new();
     for prop in &asked {
-        let value =
-            if prop.name.is(CARDDAV, "address-data") { card(prop) } else { props::value(resource, &prop.name, user) };
-        match value {
+        match value(prop) {
             Some(v) => found.push(v),
             None => missing.push(&prop.name),
         }
     }
     out.props(href, &found, &missing);
+}
+
+/// [`respond`] for a CardDAV resource; `card` answers a card's `address-data`.
+fn respond_card(
+    out: &mut Multistatus,
+    href: &str,
+    resource: &Resource<'_>,
+    request: &Propfind,
+    user: &DavUser,
+    card: &dyn Fn(&Prop) -> Option<String>,
+) {
+    let value = |prop: &Prop| {
+        if prop.name.is(CARDDAV, "address-data") { card(prop) } else { props::value(resource, &prop.name, user) }
+    };
+    respond(out, href, props::all(resource), request, &value);
 }
 
 /// The card element of `row` for an `address-data` property.
@@ -170,18 +183,18 @@ async fn propfind(
         let mut out = Multistatus::new();
         let none = |_: &Prop| None;
         match target {
-            Target::Slash => respond(&mut out, "/", &Resource::Root, &request, &user, &none),
+            Target::Slash => respond_card(&mut out, "/", &Resource::Root, &request, &user, &none),
             Target::Root => {
-                respond(&mut out, "/carddav/", &Resource::Root, &request, &user, &none);
+                respond_card(&mut out, "/carddav/", &Resource::Root, &request, &user, &none);
                 if depth > 0 {
-                    respond(&mut out, &props::principal_href(&user), &Resource::Principal, &request, &user, &none);
+                    respond_card(&mut out, &props::principal_href(&user), &Resource::Principal, &request, &user, &none);
                 }
             }
             Target::Principal => {
-                respond(&mut out, &props::principal_href(&user), &Resource::Principal, &request, &user, &none);
+                respond_card(&mut out, &props::principal_href(&user), &Resource::Principal, &request, &user, &none);
                 if depth > 0 {
                     let token = sync::current(view)?.to_string();
-                    respond(
+                    respond_card(
                         &mut out,
                         &props::book_href(&user),
                         &Resource::Book { token: &token },
@@ -193,12 +206,19 @@ async fn propfind(
             }
             Target::Book => {
                 let token = sync::current(view)?.to_string();
-                respond(&mut out, &props::book_href(&user), &Resource::Book { token: &token }, &request, &user, &none);
+                respond_card(
+                    &mut out,
+                    &props::book_href(&user),
+                    &Resource::Book { token: &token },
+                    &request,
+                    &user,
+                    &none,
+                );
                 if depth > 0 {
                     for row in view.list::<Contact>()? {
                         let href = props::card_href(&user, &cards::name_of(&row.body));
                         let card = |p: &Prop| address_data(view, &row, p, &headers);
-                        respond(&mut out, &href, &Resource::Card { row: &row }, &request, &user, &card);
+                        respond_card(&mut out, &href, &Resource::Card { row: &row }, &request, &user, &card);
                     }
                 }
             }
@@ -206,7 +226,7 @@ async fn propfind(
                 let row = cards::find(view, &name)?.ok_or_else(DavError::not_found)?;
                 let href = props::card_href(&user, &cards::name_of(&row.body));
                 let card = |p: &Prop| address_data(view, &row, p, &headers);
-                respond(&mut out, &href, &Resource::Card { row: &row }, &request, &user, &card);
+                respond_card(&mut out, &href, &Resource::Card { row: &row }, &request, &user, &card);
             }
         }
         Ok(out.finish(None))
@@ -294,6 +314,14 @@ async fn delete(state: &AppState, user: DavUser, name: String, headers: &HeaderM
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// A sync that cannot be answered: a stale token is RFC 6578's `valid-sync-token` (403).
+pub(super) fn sync_error(e: SyncError) -> DavError {
+    match e {
+        SyncError::Stale => DavError::condition(StatusCode::FORBIDDEN, "D:valid-sync-token", None),
+        SyncError::Engine(e) => e.into(),
+    }
+}
+
 /// The card name an href of a multiget points at, when it is in this user's book.
 fn name_in(href: &str, user: &DavUser) -> Option<String> {
     let path = match href.find("://") {
@@ -307,7 +335,7 @@ fn name_in(href: &str, user: &DavUser) -> Option<String> {
     }
 }
 
-fn percent_decode(text: &str) -> String {
+pub(super) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -333,7 +361,7 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
         let card_response = |out: &mut Multistatus, row: &Row<Contact>, props: &[Prop]| {
             let href = props::card_href(&user, &cards::name_of(&row.body));
             let card = |p: &Prop| address_data(view, row, p, &headers);
-            respond(out, &href, &Resource::Card { row }, &Propfind::Prop(props.to_vec()), &user, &card);
+            respond_card(out, &href, &Resource::Card { row }, &Propfind::Prop(props.to_vec()), &user, &card);
         };
         let token = match report {
             Report::AddressbookMultiget { props, hrefs } => {
@@ -364,12 +392,7 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                 None
             }
             Report::SyncCollection { token, props, limit } => {
-                let page = sync::contacts(view, Some(token.as_str()).filter(|t| !t.is_empty()), limit).map_err(
-                    |e| match e {
-                        SyncError::Stale => DavError::condition(StatusCode::FORBIDDEN, "D:valid-sync-token", None),
-                        SyncError::Engine(e) => e.into(),
-                    },
-                )?;
+                let page = sync::walk(&sync::Book, view, Some(token.as_str()), limit).map_err(sync_error)?;
                 for row in &page.changed {
                     card_response(&mut out, row, &props);
                 }
@@ -397,7 +420,7 @@ mod tests {
 
     #[test]
     fn hrefs_name_cards_of_the_callers_book_only() {
-        let user = DavUser { id: mycorrhizal_engine::UserId(7), username: "ada".into() };
+        let user = DavUser { id: mycorrhizal_engine::UserId(7), username: "ada".into(), carddav: true, caldav: false };
         assert_eq!(name_in("/carddav/7/contacts/abc.vcf", &user).as_deref(), Some("abc"));
         assert_eq!(name_in("http://h:1/carddav/7/contacts/a%2Bb.vcf", &user).as_deref(), Some("a+b"));
         assert_eq!(name_in("/carddav/8/contacts/abc.vcf", &user), None);

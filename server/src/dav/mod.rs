@@ -12,6 +12,7 @@
 //! Another user's paths answer 404, as missing ones do. When `CARDDAV_ENABLED` is off none of
 //! this is routed, so the paths answer 404.
 
+mod caldav;
 mod carddav;
 mod props;
 mod query;
@@ -72,6 +73,19 @@ pub fn router(state: &AppState) -> Router<AppState> {
             .route("/carddav/", route())
             .route("/carddav/{*rest}", route());
     }
+    if state.config.features.caldav_enabled {
+        let dav = Dav::new();
+        let handle = move |State(state): State<AppState>, request: Request| {
+            let dav = dav.clone();
+            async move { dav.caldav(state, request).await }
+        };
+        let route = || crate::http::body_limit(any(handle.clone()), MAX_BODY);
+        router = router
+            .route("/.well-known/caldav", any(|| async { redirect("/caldav/") }))
+            .route("/caldav", route())
+            .route("/caldav/", route())
+            .route("/caldav/{*rest}", route());
+    }
     router
 }
 
@@ -79,7 +93,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
 /// the server's address), when CardDAV is on. A layer around the whole application rather than a
 /// route, so `/` stays free for the other front doors' methods.
 pub fn at_root(app: Router, state: &AppState) -> Router {
-    if !state.config.features.carddav_enabled {
+    if !state.config.features.carddav_enabled && !state.config.features.caldav_enabled {
         return app;
     }
     let dav = Dav::new();
@@ -127,6 +141,16 @@ struct Remembered {
 pub struct DavUser {
     pub id: UserId,
     pub username: String,
+    /// Which collections this instance serves (`CARDDAV_ENABLED`, `CALDAV_ENABLED`).
+    pub carddav: bool,
+    pub caldav: bool,
+}
+
+impl DavUser {
+    fn new(state: &AppState, id: UserId, username: String) -> DavUser {
+        let features = &state.config.features;
+        DavUser { id, username, carddav: features.carddav_enabled, caldav: features.caldav_enabled }
+    }
 }
 
 impl Dav {
@@ -149,6 +173,21 @@ impl Dav {
             Err(e) => return e.into_response(),
         };
         carddav::handle(state, user, request).await.unwrap_or_else(IntoResponse::into_response)
+    }
+
+    async fn caldav(&self, state: AppState, request: Request) -> Response {
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip())
+            .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+        let headers = request.headers().clone();
+        let user = match self.authenticate(&state, &headers, peer).await {
+            Ok(user) => user,
+            Err(_) if request.method() == axum::http::Method::OPTIONS => return caldav::options(),
+            Err(e) => return e.into_response(),
+        };
+        caldav::handle(state, user, request).await.unwrap_or_else(IntoResponse::into_response)
     }
 
     fn digest(&self, identifier: &str, password: &str) -> [u8; 32] {
@@ -177,7 +216,7 @@ impl Dav {
             return match user {
                 Some(user) => {
                     limits.login_succeeded(&identifier, ip);
-                    Ok(DavUser { id: user.id, username: user.account.username })
+                    Ok(DavUser::new(state, user.id, user.account.username))
                 }
                 None => {
                     limits.login_failed(&identifier, ip);
@@ -193,7 +232,7 @@ impl Dav {
             && known.token_version == account.token_version
             && known.password_hash == account.password_hash
         {
-            return Ok(DavUser { id: UserId(*id), username: account.username.clone() });
+            return Ok(DavUser::new(state, UserId(*id), account.username.clone()));
         }
         let hash = found.as_ref().and_then(|(_, a)| a.password_hash.clone());
         let two_factor = found.as_ref().is_some_and(|(_, a)| a.totp.as_ref().is_some_and(|t| t.enabled));
@@ -205,7 +244,7 @@ impl Dav {
         let Some((id, account)) = found else { return Err(DavError::unauthorized()) };
         limits.login_succeeded(&identifier, ip);
         self.remember(key, id, &account);
-        Ok(DavUser { id: UserId(id), username: account.username })
+        Ok(DavUser::new(state, UserId(id), account.username))
     }
 
     fn recall(&self, key: &[u8; 32]) -> Option<Remembered> {

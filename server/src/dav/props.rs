@@ -16,8 +16,13 @@ pub enum Resource<'a> {
     Card { row: &'a Row<Contact> },
 }
 
+/// The principal: the CardDAV one when CardDAV is served, else the CalDAV one.
 pub fn principal_href(user: &DavUser) -> String {
-    format!("/carddav/{}/", user.id.0)
+    if user.carddav { format!("/carddav/{}/", user.id.0) } else { calendar_home_href(user) }
+}
+
+pub fn calendar_home_href(user: &DavUser) -> String {
+    format!("/caldav/{}/", user.id.0)
 }
 
 pub fn book_href(user: &DavUser) -> String {
@@ -62,7 +67,10 @@ pub fn value(resource: &Resource<'_>, prop: &PropName, user: &DavUser) -> Option
         (DAV, "current-user-principal") => Some(xml::href_prop("D:current-user-principal", &principal)),
         (DAV, "principal-URL") => Some(xml::href_prop("D:principal-URL", &principal)),
         (DAV, "owner") => Some(xml::href_prop("D:owner", &principal)),
-        (CARDDAV, "addressbook-home-set") => Some(xml::href_prop("C:addressbook-home-set", &principal)),
+        (CARDDAV, "addressbook-home-set") if user.carddav => Some(xml::href_prop("C:addressbook-home-set", &principal)),
+        (CALDAV, "calendar-home-set") if user.caldav => {
+            Some(xml::href_prop("CAL:calendar-home-set", &calendar_home_href(user)))
+        }
         (DAV, "current-user-privilege-set") => Some(PRIVILEGES.to_string()),
         _ => None,
     };
@@ -77,7 +85,6 @@ pub fn value(resource: &Resource<'_>, prop: &PropName, user: &DavUser) -> Option
         Resource::Principal => match (prop.ns.as_str(), prop.name.as_str()) {
             (DAV, "resourcetype") => Some("<D:resourcetype><D:collection/><D:principal/></D:resourcetype>".into()),
             (DAV, "displayname") => Some(xml::text("D:displayname", &user.username)),
-            (CALDAV, _) => None,
             _ => None,
         },
         Resource::Book { token } => match (prop.ns.as_str(), prop.name.as_str()) {

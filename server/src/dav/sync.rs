@@ -9,10 +9,13 @@
 //! feed (a restored backup), or one whose removed members' tombstones were purged after
 //! `DELETED_RETENTION_DAYS` (their names are gone). The client then syncs afresh.
 
-use mycorrhizal_engine::{Row, UserView};
+use std::collections::HashSet;
+
+use mycorrhizal_engine::{Change, Record, Row, UserView};
 
 use crate::crm::cards;
 use crate::crm::contact::Contact;
+use crate::crm::events::{self, CalendarEvent, Source};
 
 const PREFIX: &str = "urn:mycorrhizal:sync:";
 /// Change-feed entries read per step.
@@ -53,8 +56,8 @@ pub fn current(view: &UserView) -> mycorrhizal_engine::Result<Token> {
 }
 
 /// One sync-collection answer.
-pub struct Page {
-    pub changed: Vec<Row<Contact>>,
+pub struct Page<M> {
+    pub changed: Vec<M>,
     /// Names of removed members.
     pub removed: Vec<String>,
     pub next: Token,
@@ -66,18 +69,46 @@ pub struct Page {
 #[derive(Debug)]
 pub enum SyncError {
     Stale,
-    Engine(mycorrhizal_engine::Error),
+    Engine(crate::crm::Error),
 }
 
 impl From<mycorrhizal_engine::Error> for SyncError {
     fn from(e: mycorrhizal_engine::Error) -> Self {
+        SyncError::Engine(e.into())
+    }
+}
+
+impl From<crate::crm::Error> for SyncError {
+    fn from(e: crate::crm::Error) -> Self {
         SyncError::Engine(e)
     }
 }
 
-/// The contacts changed and removed since `token` (`None`: a first sync), at most `limit`
-/// members.
-pub fn contacts(view: &UserView, token: Option<&str>, limit: Option<usize>) -> Result<Page, SyncError> {
+/// What a member key stands for now.
+pub enum Resolved<M> {
+    Live(M),
+    /// Gone: the name it was served under.
+    Removed(String),
+    /// Gone, and its name with it (a purged tombstone).
+    Stale,
+}
+
+/// What a collection is, for sync: its live members in key order, the member key a change-feed
+/// entry touches, and what a key stands for now.
+pub trait Members {
+    type Member;
+    fn all(&self, view: &UserView) -> Result<Vec<(u64, Self::Member)>, SyncError>;
+    fn of_change(&self, change: &Change) -> Option<u64>;
+    fn resolve(&self, view: &UserView, key: u64) -> Result<Resolved<Self::Member>, SyncError>;
+}
+
+/// The members changed and removed since `token` (`None`: a first sync), at most `limit`.
+pub fn walk<C: Members>(
+    collection: &C,
+    view: &UserView,
+    token: Option<&str>,
+    limit: Option<usize>,
+) -> Result<Page<C::Member>, SyncError> {
     let last = view.last_seq()?;
     let token = match token.map(str::trim).filter(|t| !t.is_empty()) {
         None => Token { seq: last, after: Some(0) },
@@ -85,22 +116,25 @@ pub fn contacts(view: &UserView, token: Option<&str>, limit: Option<usize>) -> R
     };
     let mut budget = limit.unwrap_or(usize::MAX);
     let mut page = Page { changed: Vec::new(), removed: Vec::new(), next: token, truncated: false };
+    let mut reported = HashSet::new();
     if let Some(after) = token.after {
-        let rows: Vec<Row<Contact>> = view.list::<Contact>()?.into_iter().filter(|r| r.id > after).collect();
-        if rows.len() > budget {
-            let taken: Vec<Row<Contact>> = rows.into_iter().take(budget).collect();
-            let last_id = taken.last().map_or(after, |r| r.id);
-            page.changed = taken;
-            page.next = Token { seq: token.seq, after: Some(last_id) };
+        let members: Vec<(u64, C::Member)> = collection.all(view)?.into_iter().filter(|(k, _)| *k > after).collect();
+        if members.len() > budget {
+            let taken: Vec<(u64, C::Member)> = members.into_iter().take(budget).collect();
+            let last_key = taken.last().map_or(after, |(k, _)| *k);
+            page.changed = taken.into_iter().map(|(_, m)| m).collect();
+            page.next = Token { seq: token.seq, after: Some(last_key) };
             page.truncated = true;
             return Ok(page);
         }
-        budget -= rows.len();
-        page.changed = rows;
+        budget -= members.len();
+        for (key, member) in members {
+            reported.insert(key);
+            page.changed.push(member);
+        }
     }
-    let reported: std::collections::HashSet<u64> = page.changed.iter().map(|r| r.id).collect();
-    let mut ids: Vec<u64> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut keys: Vec<u64> = Vec::new();
+    let mut seen = HashSet::new();
     let mut consumed = token.seq;
     'feed: loop {
         let changes = view.changes_since(consumed, STEP)?;
@@ -108,26 +142,77 @@ pub fn contacts(view: &UserView, token: Option<&str>, limit: Option<usize>) -> R
             break;
         }
         for change in changes {
-            if change.kind == "contact" && !reported.contains(&change.id) && !seen.contains(&change.id) {
-                if ids.len() == budget {
+            if let Some(key) = collection.of_change(&change)
+                && !reported.contains(&key)
+                && !seen.contains(&key)
+            {
+                if keys.len() == budget {
                     page.truncated = true;
                     break 'feed;
                 }
-                seen.insert(change.id);
-                ids.push(change.id);
+                seen.insert(key);
+                keys.push(key);
             }
             consumed = change.seq;
         }
     }
     page.next = Token { seq: if page.truncated { consumed } else { last.max(consumed) }, after: None };
-    for id in ids {
-        match view.get_any::<Contact>(id)? {
-            Some(row) if !row.is_deleted() => page.changed.push(row),
-            Some(row) => page.removed.push(cards::name_of(&row.body)),
-            None => return Err(SyncError::Stale),
+    for key in keys {
+        match collection.resolve(view, key)? {
+            Resolved::Live(member) => page.changed.push(member),
+            Resolved::Removed(name) => page.removed.push(name),
+            Resolved::Stale => return Err(SyncError::Stale),
         }
     }
     Ok(page)
+}
+
+/// The address book: live contacts by id; a removed contact's name is read off its tombstone.
+pub struct Book;
+
+impl Members for Book {
+    type Member = Row<Contact>;
+
+    fn all(&self, view: &UserView) -> Result<Vec<(u64, Row<Contact>)>, SyncError> {
+        Ok(view.list::<Contact>()?.into_iter().map(|r| (r.id, r)).collect())
+    }
+
+    fn of_change(&self, change: &Change) -> Option<u64> {
+        (change.kind == Contact::KIND.name).then_some(change.id)
+    }
+
+    fn resolve(&self, view: &UserView, key: u64) -> Result<Resolved<Row<Contact>>, SyncError> {
+        Ok(match view.get_any::<Contact>(key)? {
+            Some(row) if !row.is_deleted() => Resolved::Live(row),
+            Some(row) => Resolved::Removed(cards::name_of(&row.body)),
+            None => Resolved::Stale,
+        })
+    }
+}
+
+/// The calendar: every event, keyed by its source; a removed event's name comes from its source.
+pub struct Calendar;
+
+impl Members for Calendar {
+    type Member = CalendarEvent;
+
+    fn all(&self, view: &UserView) -> Result<Vec<(u64, CalendarEvent)>, SyncError> {
+        let mut all: Vec<(u64, CalendarEvent)> = events::all(view)?.into_iter().map(|e| (e.source.key(), e)).collect();
+        all.sort_by_key(|(k, _)| *k);
+        Ok(all)
+    }
+
+    fn of_change(&self, change: &Change) -> Option<u64> {
+        Source::of_change(&change.kind, change.id).map(Source::key)
+    }
+
+    fn resolve(&self, view: &UserView, key: u64) -> Result<Resolved<CalendarEvent>, SyncError> {
+        let source = Source::of_key(key);
+        Ok(match events::event(view, source)? {
+            Some(event) => Resolved::Live(event),
+            None => Resolved::Removed(source.name()),
+        })
+    }
 }
 
 #[cfg(test)]
