@@ -574,3 +574,33 @@ async fn the_calendar_serves_dates_read_only_with_time_ranges_and_sync() {
     assert_eq!(as_bob.send("GET", &event, &[], "").await.status, 404);
     assert_eq!(as_bob.propfind(&calendar, "1", "<D:getetag/>").await.status, 404);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_writes_is_answered_201_or_503_with_retry_after_and_every_201_is_stored() {
+    let server = server().await;
+    let (_, dav) = account(&server, "ada").await;
+    let mut tasks = Vec::new();
+    for n in 0..300 {
+        let dav = dav.clone();
+        tasks.push(tokio::spawn(async move {
+            let uid = format!("burst{n}");
+            let answer = dav.put(&uid, &card(&uid, &format!("Burst {n}")), &[]).await;
+            (uid, answer.status, answer.headers.get("retry-after").is_some())
+        }));
+    }
+    let mut stored = Vec::new();
+    for task in tasks {
+        let (uid, status, retry_after) = task.await.unwrap();
+        match status.as_u16() {
+            201 => stored.push(uid),
+            503 => assert!(retry_after, "503 without Retry-After"),
+            other => panic!("{uid}: {other}"),
+        }
+    }
+    assert!(!stored.is_empty());
+    let listing = dav.propfind(&dav.book(), "1", "<D:getetag/>").await;
+    let hrefs = hrefs(&listing.body);
+    for uid in &stored {
+        assert!(hrefs.contains(&dav.card(uid)), "{uid} answered 201 but is not in the book");
+    }
+}

@@ -48,6 +48,10 @@ pub const MAX_BODY: usize = 16 * 1024 * 1024;
 /// How long a verified password is remembered, so a phone's sync (hundreds of requests, each
 /// with Basic credentials) costs one argon2 verification, not one per request.
 const REMEMBER: Duration = Duration::from_secs(15 * 60);
+/// DAV writes (PUT, DELETE) waiting on the writer at once, per collection type. Past it a write
+/// is answered 503 with `Retry-After` at once rather than queued behind a saturated writer until
+/// the client times out (and retries, adding to the queue).
+pub const WRITES_IN_FLIGHT: usize = 128;
 const REALM: &str = "Basic realm=\"Mycorrhizal\", charset=\"UTF-8\"";
 
 /// Whether `path` is served by this front door (the rate limiter's CardDAV bucket).
@@ -124,6 +128,7 @@ fn redirect(to: &'static str) -> Response {
 #[derive(Clone)]
 pub struct Dav {
     remembered: Arc<Mutex<HashMap<[u8; 32], Remembered>>>,
+    writes: Arc<tokio::sync::Semaphore>,
     /// Keys the remembered-credential digests, so they say nothing outside this process.
     salt: [u8; 32],
 }
@@ -157,7 +162,7 @@ impl Dav {
     fn new() -> Dav {
         let mut salt = [0u8; 32];
         let _ = getrandom::fill(&mut salt);
-        Dav { remembered: Arc::default(), salt }
+        Dav { remembered: Arc::default(), writes: Arc::new(tokio::sync::Semaphore::new(WRITES_IN_FLIGHT)), salt }
     }
 
     async fn carddav(&self, state: AppState, request: Request) -> Response {
@@ -171,6 +176,13 @@ impl Dav {
             Ok(user) => user,
             Err(_) if request.method() == axum::http::Method::OPTIONS => return carddav::options(),
             Err(e) => return e.into_response(),
+        };
+        let _permit = match request.method().as_str() {
+            "PUT" | "DELETE" => match self.writes.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => return DavError::unavailable().into_response(),
+            },
+            _ => None,
         };
         carddav::handle(state, user, request).await.unwrap_or_else(IntoResponse::into_response)
     }
