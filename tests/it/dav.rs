@@ -225,6 +225,11 @@ async fn cards_are_written_read_and_deleted_with_strong_etags_and_preconditions(
     }
     let two = format!("{}{}", card("a1", "A"), card("a2", "B"));
     assert_eq!(dav.put("two", &two, &[]).await.status, 403);
+    let huge =
+        format!("BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Big\r\nNOTE:{}\r\nEND:VCARD\r\n", "x".repeat(17 * 1024 * 1024));
+    // On a connection of its own: the server answers before reading the rest and closes it.
+    let alone = Dav { http: reqwest::Client::new(), ..dav.clone() };
+    assert_eq!(alone.put("huge", &huge, &[]).await.status, 413);
     let json_body = dav.send("PUT", &dav.card("j"), &[("Content-Type", "application/json")], "{}").await;
     assert_eq!(json_body.status, 403);
     assert!(json_body.body.contains("<C:supported-address-data/>"));

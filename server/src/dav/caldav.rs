@@ -58,8 +58,7 @@ pub fn options() -> Response {
 pub async fn handle(state: AppState, user: DavUser, request: Request) -> Result<Response, DavError> {
     let (parts, body) = request.into_parts();
     let target = target(parts.uri.path(), &user).ok_or_else(DavError::not_found)?;
-    let body =
-        axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| DavError::bad_request("the body is too large"))?;
+    let body = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| DavError::too_large())?;
     match (parts.method.as_str(), target) {
         ("OPTIONS", _) => Ok(options()),
         ("PROPFIND", target) => propfind(&state, user, target, &parts.headers, &body).await,

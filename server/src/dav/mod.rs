@@ -320,6 +320,14 @@ impl DavError {
         DavError { detail: Some(detail.into()), ..DavError::new(StatusCode::BAD_REQUEST) }
     }
 
+    /// A body past [`MAX_BODY`].
+    pub fn too_large() -> DavError {
+        DavError {
+            detail: Some(format!("the body is larger than {MAX_BODY} bytes")),
+            ..DavError::new(StatusCode::PAYLOAD_TOO_LARGE)
+        }
+    }
+
     pub fn precondition_failed() -> DavError {
         DavError::new(StatusCode::PRECONDITION_FAILED)
     }
