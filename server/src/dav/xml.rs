@@ -465,13 +465,13 @@ mod tests {
     fn a_propfind_reads_its_properties_with_namespaces() {
         let body = br#"<?xml version="1.0"?><d:propfind xmlns:d="DAV:" xmlns:card="urn:ietf:params:xml:ns:carddav" xmlns:cs="http://calendarserver.org/ns/">
             <d:prop><d:getetag/><cs:getctag/><card:address-data version="3.0"/><x:foo xmlns:x="urn:x"/></d:prop></d:propfind>"#;
-        let Propfind::Prop(props) = propfind(body).unwrap() else { panic!("prop") };
+        let Propfind::Prop(props) = propfind(body).expect("test value") else { panic!("prop") };
         assert_eq!(props.len(), 4);
         assert!(props[0].name.is(DAV, "getetag"));
         assert!(props[1].name.is(CALSERVER, "getctag"));
         assert_eq!(props[2].version.as_deref(), Some("3.0"));
         assert!(props[3].name.is("urn:x", "foo"));
-        assert_eq!(propfind(b"").unwrap(), Propfind::AllProp);
+        assert_eq!(propfind(b"").expect("test value"), Propfind::AllProp);
     }
 
     #[test]
@@ -497,7 +497,7 @@ mod tests {
         let body =
             br#"<D:sync-collection xmlns:D="DAV:"><D:sync-token>urn:x:1</D:sync-token><D:sync-level>1</D:sync-level>
             <D:limit><D:nresults>10</D:nresults></D:limit><D:prop><D:getetag/></D:prop></D:sync-collection>"#;
-        let Report::SyncCollection { token, props, limit } = report(body).unwrap() else { panic!() };
+        let Report::SyncCollection { token, props, limit } = report(body).expect("test value") else { panic!() };
         assert_eq!((token.as_str(), props.len(), limit), ("urn:x:1", 1, Some(10)));
     }
 
@@ -505,7 +505,7 @@ mod tests {
     fn a_query_filter_reads_its_text_matches() {
         let body = br#"<C:addressbook-query xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:carddav"><D:prop><D:getetag/></D:prop>
             <C:filter test="anyof"><C:prop-filter name="FN"><C:text-match collation="i;unicode-casemap" match-type="contains">ad&amp;a</C:text-match></C:prop-filter></C:filter></C:addressbook-query>"#;
-        let Report::AddressbookQuery { filter, .. } = report(body).unwrap() else { panic!() };
+        let Report::AddressbookQuery { filter, .. } = report(body).expect("test value") else { panic!() };
         assert_eq!(filter.props[0].name, "FN");
         assert_eq!(filter.props[0].matches[0].text, "ad&a");
     }
