@@ -35,6 +35,8 @@ pub enum When {
     /// All day on `first`, every year from then. `leap_day`: a 29 February date, which falls on
     /// 1 March in other years (written as the year's 60th day, which is exactly that).
     Yearly { first: Day, next_day: Day, leap_day: bool },
+    /// All day on `day`, once.
+    Day { day: Day, next_day: Day },
 }
 
 /// One event.
@@ -89,6 +91,28 @@ fn at(name: ICalendarProperty, value: PartialDateTime, all_day: bool) -> ICalend
 
 /// The event as an iCalendar object (CRLF line ends, folded).
 pub fn write(event: &Event) -> String {
+    write_all(std::slice::from_ref(event))
+}
+
+/// Events as one iCalendar object (a subscription feed).
+pub fn write_all(events: &[Event]) -> String {
+    let mut components = vec![ICalendarComponent {
+        component_type: ICalendarComponentType::VCalendar,
+        entries: vec![
+            text(ICalendarProperty::Version, "2.0"),
+            text(ICalendarProperty::Prodid, "-//Mycorrhizal//Mycorrhizal//EN"),
+        ],
+        component_ids: (1..=events.len() as u32).collect(),
+    }];
+    components.extend(events.iter().map(|event| ICalendarComponent {
+        component_type: ICalendarComponentType::VEvent,
+        entries: entries(event),
+        component_ids: Vec::new(),
+    }));
+    ICalendar { components }.to_string()
+}
+
+fn entries(event: &Event) -> Vec<ICalendarEntry> {
     let mut entries = vec![
         text(ICalendarProperty::Uid, &event.uid),
         at(ICalendarProperty::Dtstamp, date_time(&event.stamp), false),
@@ -113,6 +137,10 @@ pub fn write(event: &Event) -> String {
                 ICalendarValue::Transparency(ICalendarTransparency::Transparent),
             ));
         }
+        When::Day { day, next_day } => {
+            entries.push(at(ICalendarProperty::Dtstart, date(day), true));
+            entries.push(at(ICalendarProperty::Dtend, date(next_day), true));
+        }
     }
     if !event.description.is_empty() {
         entries.push(text(ICalendarProperty::Description, &event.description));
@@ -124,17 +152,7 @@ pub fn write(event: &Event) -> String {
         let values = event.categories.iter().map(|c| ICalendarValue::Text(c.clone())).collect();
         entries.push(ICalendarEntry { name: ICalendarProperty::Categories, params: Vec::new(), values });
     }
-    let calendar = ICalendarComponent {
-        component_type: ICalendarComponentType::VCalendar,
-        entries: vec![
-            text(ICalendarProperty::Version, "2.0"),
-            text(ICalendarProperty::Prodid, "-//Mycorrhizal//Mycorrhizal//EN"),
-        ],
-        component_ids: vec![1],
-    };
-    let vevent =
-        ICalendarComponent { component_type: ICalendarComponentType::VEvent, entries, component_ids: Vec::new() };
-    ICalendar { components: vec![calendar, vevent] }.to_string()
+    entries
 }
 
 #[cfg(test)]
@@ -182,5 +200,8 @@ mod tests {
         let text = write(&event);
         assert!(text.contains("DTSTART;VALUE=DATE:20000229\r\n"), "{text}");
         assert!(text.contains("RRULE:FREQ=YEARLY;BYYEARDAY=60\r\n"), "{text}");
+        let both = write_all(&[event.clone(), event]);
+        assert_eq!(both.matches("BEGIN:VEVENT").count(), 2, "{both}");
+        assert_eq!(both.matches("BEGIN:VCALENDAR").count(), 1, "{both}");
     }
 }

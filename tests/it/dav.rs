@@ -609,3 +609,59 @@ async fn a_burst_of_writes_is_answered_201_or_503_with_retry_after_and_every_201
         assert!(hrefs.contains(&dav.card(uid)), "{uid} answered 201 but is not in the book");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_subscription_feed_serves_dates_to_its_secret_url_until_rotated_or_revoked() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let created: serde_json::Value = ada
+        .post("/api/v1/contacts", json!({ "card": { "name": { "full": "Grace Hopper" } }, "birthday": "1906-12-09" }))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let contact = created["contact"]["id"].as_u64().unwrap();
+    let reminder = ada
+        .post(
+            &format!("/api/v1/contacts/{contact}/reminders"),
+            json!({ "message": "Call", "remind_at": "2099-01-02", "recurrence": "once" }),
+        )
+        .await;
+    assert!(reminder.status().is_success(), "{}", reminder.status());
+    let status: serde_json::Value = ada.get("/api/v1/ical-feed").await.json().await.unwrap();
+    assert_eq!(status["enabled"], false);
+
+    let made: serde_json::Value = ada.post("/api/v1/ical-feed", json!({})).await.json().await.unwrap();
+    let path = made["path"].as_str().expect("path").to_string();
+    assert!(path.starts_with(&format!("/ical/{}-", ada.id)), "{path}");
+    let feed = server.get(&path).await;
+    assert_eq!(feed.status(), 200);
+    assert!(feed.headers()["content-type"].to_str().unwrap().starts_with("text/calendar"));
+    let text = feed.text().await.unwrap();
+    assert!(text.contains("SUMMARY:Grace Hopper's birthday"), "{text}");
+    assert!(text.contains("DTSTART;VALUE=DATE:19061209"), "{text}");
+    assert!(text.contains("SUMMARY:Call: Grace Hopper"), "{text}");
+    assert!(text.contains("DTSTART;VALUE=DATE:20990102"), "{text}");
+    let status: serde_json::Value = ada.get("/api/v1/ical-feed").await.json().await.unwrap();
+    assert_eq!(status["enabled"], true);
+
+    let wrong = path.replace(".ics", "0.ics");
+    assert_eq!(server.get(&wrong).await.status(), 404);
+    let bob = server.sign_up("bob").await;
+    let bobs: serde_json::Value = bob.post("/api/v1/ical-feed", json!({})).await.json().await.unwrap();
+    let bobs_secret = bobs["path"].as_str().unwrap().split_once('-').unwrap().1.to_string();
+    assert_eq!(
+        server.get(&format!("/ical/{}-{bobs_secret}", ada.id)).await.status(),
+        404,
+        "a secret is its user's only"
+    );
+
+    let rotated: serde_json::Value = ada.post("/api/v1/ical-feed", json!({})).await.json().await.unwrap();
+    let new_path = rotated["path"].as_str().unwrap().to_string();
+    assert_ne!(new_path, path);
+    assert_eq!(server.get(&path).await.status(), 404, "the old URL stops working");
+    assert_eq!(server.get(&new_path).await.status(), 200);
+    let revoked = ada.request(Method::DELETE, "/api/v1/ical-feed").send().await.unwrap();
+    assert_eq!(revoked.status(), 200);
+    assert_eq!(server.get(&new_path).await.status(), 404);
+}

@@ -135,6 +135,11 @@ impl CalendarEvent {
     }
 }
 
+/// An instant as the codecs' UTC date-time.
+pub fn utc_of(at: Timestamp) -> Utc {
+    utc(at)
+}
+
 fn utc(at: Timestamp) -> Utc {
     let z = at.to_zoned(jiff::tz::TimeZone::UTC);
     Utc {

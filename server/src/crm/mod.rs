@@ -19,6 +19,7 @@ pub mod depth_ops;
 mod error;
 pub mod events;
 pub mod export;
+pub mod feed;
 pub mod groups;
 pub mod home;
 pub mod household_ops;

@@ -56,14 +56,14 @@ const REALM: &str = "Basic realm=\"Mycorrhizal\", charset=\"UTF-8\"";
 
 /// Whether `path` is served by this front door (the rate limiter's CardDAV bucket).
 pub fn is_dav_path(path: &str) -> bool {
-    ["/carddav", "/caldav", "/.well-known/carddav", "/.well-known/caldav"]
+    ["/carddav", "/caldav", "/.well-known/carddav", "/.well-known/caldav", "/ical"]
         .iter()
         .any(|p| path == *p || path.strip_prefix(p).is_some_and(|rest| rest.starts_with('/')))
 }
 
-/// The DAV routes, for the features `state.config` turns on (none when both are off).
+/// The DAV routes, for the features `state.config` turns on, and the subscription feed.
 pub fn router(state: &AppState) -> Router<AppState> {
-    let mut router = Router::new();
+    let mut router = Router::new().route("/ical/{file}", axum::routing::get(feed));
     if state.config.features.carddav_enabled {
         let dav = Dav::new();
         let handle = move |State(state): State<AppState>, request: Request| {
@@ -118,6 +118,31 @@ async fn root(State((state, dav)): State<(AppState, Dav)>, request: Request, nex
         return DavError::too_many(refusal.retry_after.as_secs().max(1)).into_response();
     }
     dav.carddav(state, request).await
+}
+
+/// `GET /ical/<user>-<secret>.ics`: the user's dates as one iCalendar file (`crm::feed`); an
+/// unknown or revoked secret is 404, like a missing file.
+async fn feed(State(state): State<AppState>, axum::extract::Path(file): axum::extract::Path<String>) -> Response {
+    let today = state.today();
+    let answer = state
+        .blocking(move |engine| -> Result<Option<String>, crate::crm::Error> {
+            let Some(user) = crate::crm::feed::owner(engine, &file)? else { return Ok(None) };
+            Ok(Some(crate::crm::feed::calendar(&engine.user(user).view()?, today)?))
+        })
+        .await;
+    match answer {
+        Ok(Ok(Some(text))) => (
+            [
+                (CONTENT_TYPE, "text/calendar; charset=utf-8"),
+                (axum::http::header::CACHE_CONTROL, "private, max-age=300"),
+            ],
+            text,
+        )
+            .into_response(),
+        Ok(Ok(None)) => DavError::not_found().into_response(),
+        Ok(Err(e)) => DavError::from(e).into_response(),
+        Err(e) => DavError::from(e).into_response(),
+    }
 }
 
 fn redirect(to: &'static str) -> Response {
