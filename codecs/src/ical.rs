@@ -155,6 +155,66 @@ fn entries(event: &Event) -> Vec<ICalendarEntry> {
     entries
 }
 
+/// When an incoming event starts, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    /// A UTC date-time (`...Z`).
+    Utc(Utc),
+    /// A wall-clock date-time in zone `tzid` (`None`: floating).
+    Local { at: Utc, tzid: Option<String> },
+    /// A date (all day).
+    Date(Day),
+}
+
+/// What the server reads back from a client's event: its text and when it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    pub summary: String,
+    pub description: String,
+    pub location: String,
+    pub start: Start,
+}
+
+/// Reads the first `VEVENT` of an iCalendar object; `Err` says why not (CalDAV's
+/// `valid-calendar-data`).
+pub fn read_event(text: &str) -> Result<Incoming, String> {
+    let calendar = ICalendar::parse(text).map_err(|e| format!("not a readable iCalendar object ({e:?})"))?;
+    let event = calendar
+        .components
+        .iter()
+        .find(|c| c.component_type == ICalendarComponentType::VEvent)
+        .ok_or("the object holds no VEVENT")?;
+    let find = |name: ICalendarProperty| event.entries.iter().find(|e| e.name == name);
+    let text_of = |name: ICalendarProperty| {
+        find(name).and_then(|e| e.values.first()).and_then(|v| v.as_text()).unwrap_or_default().to_string()
+    };
+    let start = find(ICalendarProperty::Dtstart).ok_or("the event has no DTSTART")?;
+    let at = start.values.first().and_then(|v| v.as_partial_date_time()).ok_or("DTSTART is not a date")?;
+    let (Some(year), Some(month), Some(day)) = (at.year, at.month, at.day) else {
+        return Err("DTSTART is not a whole date".into());
+    };
+    let day = Day { year, month, day };
+    let start = match (at.hour, at.minute) {
+        (None, _) => Start::Date(day),
+        (Some(hour), minute) => {
+            let utc = Utc { day, hour, minute: minute.unwrap_or(0), second: at.second.unwrap_or(0) };
+            let tzid = start
+                .params
+                .iter()
+                .find(|p| p.name == ICalendarParameterName::Tzid)
+                .and_then(|p| p.value.as_text())
+                .map(str::to_string);
+            if at.tz_hour.is_some() && tzid.is_none() { Start::Utc(utc) } else { Start::Local { at: utc, tzid } }
+        }
+    };
+    Ok(Incoming {
+        summary: text_of(ICalendarProperty::Summary),
+        description: text_of(ICalendarProperty::Description),
+        location: text_of(ICalendarProperty::Location),
+        start,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,5 +263,26 @@ mod tests {
         let both = write_all(&[event.clone(), event]);
         assert_eq!(both.matches("BEGIN:VEVENT").count(), 2, "{both}");
         assert_eq!(both.matches("BEGIN:VCALENDAR").count(), 1, "{both}");
+    }
+
+    #[test]
+    fn an_event_reads_back_its_text_and_start() {
+        let event = Event {
+            uid: "a".into(),
+            summary: "Lunch, late".into(),
+            description: "x".into(),
+            location: "Lyon".into(),
+            categories: vec![],
+            when: When::Timed { start: utc(2026, 3, 4, 12), end: utc(2026, 3, 4, 13) },
+            stamp: utc(2026, 3, 1, 9),
+        };
+        let read = read_event(&write(&event)).expect("read");
+        assert_eq!((read.summary.as_str(), read.location.as_str()), ("Lunch, late", "Lyon"));
+        assert_eq!(read.start, Start::Utc(utc(2026, 3, 4, 12)));
+        let local = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:x\r\nDTSTART;TZID=Europe/Paris:20260304T130000\r\nSUMMARY:Dinner\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+        let read = read_event(local).expect("read");
+        assert_eq!(read.start, Start::Local { at: utc(2026, 3, 4, 13), tzid: Some("Europe/Paris".into()) });
+        assert!(read_event("BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n").is_err());
+        assert!(read_event("nonsense").is_err());
     }
 }

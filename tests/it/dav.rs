@@ -665,3 +665,57 @@ async fn the_subscription_feed_serves_dates_to_its_secret_url_until_rotated_or_r
     assert_eq!(revoked.status(), 200);
     assert_eq!(server.get(&new_path).await.status(), 404);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_two_way_caldav_an_activitys_event_edits_and_deletes_the_activity() {
+    let server = Instance::new().with("CALDAV_ENABLED", "true").with("CALDAV_TWO_WAY_ENABLED", "true").spawn();
+    let (api, dav) = account(&server, "ada").await;
+    let created: serde_json::Value = api
+        .post("/api/v1/contacts", json!({ "card": { "name": { "full": "Grace Hopper" } }, "birthday": "--12-09" }))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let contact = created["contact"]["id"].as_u64().unwrap();
+    let made: serde_json::Value = api
+        .post(
+            "/api/v1/activities",
+            json!({ "title": "Lunch", "description": "Talked about COBOL", "date": "2026-03-04T12:00:00Z", "contact_ids": [contact], "type": "meal" }),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = made["activity"]["id"].as_u64().unwrap();
+    let event = format!("/caldav/{}/calendar/activity-{id}.ics", dav.id);
+    let got = dav.send("GET", &event, &[], "").await;
+    assert!(got.body.contains("With Grace Hopper"), "{}", got.body);
+    let etag = got.etag();
+    let calendar = format!("/caldav/{}/calendar/", dav.id);
+    let privileges = dav.propfind(&calendar, "0", "<D:current-user-privilege-set/>").await;
+    assert!(privileges.body.contains("<D:write-content/>"), "{}", privileges.body);
+
+    let edited = got
+        .body
+        .replace("SUMMARY:Lunch", "SUMMARY:Long lunch")
+        .replace("DTSTART:20260304T120000Z", "DTSTART;TZID=Europe/Paris:20260304T140000");
+    let stale = dav.send("PUT", &event, &[("If-Match", "\"a-1-999\"")], &edited).await;
+    assert_eq!(stale.status, 412);
+    let put = dav.send("PUT", &event, &[("If-Match", &etag), ("Content-Type", "text/calendar")], &edited).await;
+    assert_eq!(put.status, 204, "{}", put.body);
+    assert_ne!(put.etag(), etag);
+    let activity: serde_json::Value = api.get(&format!("/api/v1/activities/{id}")).await.json().await.unwrap();
+    assert_eq!(activity["title"], "Long lunch", "{activity}");
+    assert_eq!(activity["description"], "Talked about COBOL", "the contact line is not folded in: {activity}");
+    assert!(activity["date"].as_str().unwrap().starts_with("2026-03-04T13:00:00"), "14:00 in Paris: {activity}");
+    assert_eq!(activity["type"], "meal");
+
+    let garbage = dav.send("PUT", &event, &[], "BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n").await;
+    assert_eq!(garbage.status, 403);
+    assert!(garbage.body.contains("<CAL:valid-calendar-data/>"), "{}", garbage.body);
+    let birthday = format!("/caldav/{}/calendar/birthday-{contact}.ics", dav.id);
+    assert_eq!(dav.send("PUT", &birthday, &[], &edited).await.status, 403, "a birthday is edited on its contact");
+
+    assert_eq!(dav.send("DELETE", &event, &[], "").await.status, 204);
+    assert_eq!(api.get(&format!("/api/v1/activities/{id}")).await.status(), 404);
+}

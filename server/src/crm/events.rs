@@ -277,6 +277,77 @@ pub fn all(view: &UserView) -> Result<Vec<CalendarEvent>> {
     Ok(out)
 }
 
+/// The instant a client's event starts: a zoned wall time in its zone (an unknown zone is
+/// refused), a floating one and a date as UTC.
+fn start_of(start: &ical::Start) -> Result<Timestamp> {
+    let civil = |at: &Utc| {
+        jiff::civil::DateTime::new(
+            at.day.year as i16,
+            at.day.month as i8,
+            at.day.day as i8,
+            at.hour as i8,
+            at.minute as i8,
+            at.second.min(59) as i8,
+            0,
+        )
+        .map_err(|e| super::Error::invalid("DTSTART", e.to_string()))
+    };
+    let zone = match start {
+        ical::Start::Local { tzid: Some(tzid), .. } => jiff::tz::TimeZone::get(tzid)
+            .map_err(|_| super::Error::invalid("DTSTART", format!("unknown time zone {tzid}")))?,
+        _ => jiff::tz::TimeZone::UTC,
+    };
+    let at = match start {
+        ical::Start::Utc(at) | ical::Start::Local { at, .. } => civil(at)?,
+        ical::Start::Date(d) => civil(&Utc { day: *d, hour: 0, minute: 0, second: 0 })?,
+    };
+    Ok(at.to_zoned(zone).map_err(|e| super::Error::invalid("DTSTART", e.to_string()))?.timestamp())
+}
+
+/// Applies a calendar client's edit of activity `id`'s event (when two-way CalDAV is on): its
+/// title, description (less the line naming its contacts, which the event adds), place and start
+/// replace the activity's; its contacts, type and reference stay. Through `activities::save`,
+/// the JSON API's operation, under `pre`.
+pub async fn edit_activity(
+    scope: &mycorrhizal_engine::UserScope,
+    id: u64,
+    pre: mycorrhizal_engine::Precondition,
+    incoming: ical::Incoming,
+) -> Result<Row<Activity>> {
+    let reader = scope.clone();
+    let (current, names) = tokio::task::spawn_blocking(move || -> Result<(Row<Activity>, Vec<String>)> {
+        let view = reader.view()?;
+        let row = view.get::<Activity>(id)?;
+        let mut names = Vec::new();
+        for contact in &row.body.contact_ids {
+            names.extend(contact_name(&view, *contact)?);
+        }
+        Ok((row, names))
+    })
+    .await
+    .map_err(super::Error::internal)??;
+    let mut description = incoming.description;
+    if !names.is_empty() {
+        let line = format!("With {}", names.join(", "));
+        if description == line {
+            description.clear();
+        } else if let Some(rest) = description.strip_suffix(&format!("\n\n{line}")) {
+            description = rest.to_string();
+        }
+    }
+    let a = current.body;
+    let input = super::activities::ActivityInput {
+        title: incoming.summary,
+        description: Some(description),
+        location: Some(incoming.location),
+        date: start_of(&incoming.start)?.to_string(),
+        contact_ids: a.contact_ids,
+        kind: Some(a.kind),
+        external_ref: Some(a.external_ref),
+    };
+    super::activities::save(scope, Some((id, pre)), input).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

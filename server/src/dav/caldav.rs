@@ -66,13 +66,60 @@ pub async fn handle(state: AppState, user: DavUser, request: Request) -> Result<
         ("GET" | "HEAD", Target::Event(name)) => {
             get(&state, user, name, &parts.headers, parts.method == Method::HEAD).await
         }
-        ("PUT" | "DELETE" | "PROPPATCH" | "MKCOL" | "MKCALENDAR" | "MOVE" | "COPY", _) => Err(DavError::condition(
-            StatusCode::FORBIDDEN,
-            "D:need-privileges",
-            Some("this calendar is read-only: edit the activity, life event or birthday itself".into()),
-        )),
+        ("PUT" | "DELETE", Target::Event(name)) if state.config.features.caldav_two_way_enabled => {
+            match Source::parse(&name) {
+                Some(Source::Activity(id)) if parts.method == Method::PUT => {
+                    put(&state, user, id, &parts.headers, &body).await
+                }
+                Some(Source::Activity(id)) => delete(&state, user, id, &parts.headers).await,
+                _ => Err(read_only()),
+            }
+        }
+        ("PUT" | "DELETE" | "PROPPATCH" | "MKCOL" | "MKCALENDAR" | "MOVE" | "COPY", _) => Err(read_only()),
         _ => Err(DavError::method_not_allowed()),
     }
+}
+
+/// A write this calendar does not take: 403 `need-privileges`.
+fn read_only() -> DavError {
+    DavError::condition(
+        StatusCode::FORBIDDEN,
+        "D:need-privileges",
+        Some("read-only: only an activity's event can be edited, and only with CALDAV_TWO_WAY_ENABLED".into()),
+    )
+}
+
+/// The `If-Match` of a write to an existing event (`If-None-Match: *` cannot hold: it exists).
+fn precondition(headers: &HeaderMap) -> Result<mycorrhizal_engine::Precondition, DavError> {
+    if headers.get(axum::http::header::IF_NONE_MATCH).is_some() {
+        return Err(DavError::precondition_failed());
+    }
+    if headers.get(axum::http::header::IF_MATCH).is_none() {
+        return Ok(mycorrhizal_engine::Precondition::Any);
+    }
+    crate::http::conditional::if_match(headers).map_err(|_| DavError::precondition_failed())
+}
+
+/// Two-way CalDAV: a client's edit of an activity's event changes the activity.
+async fn put(state: &AppState, user: DavUser, id: u64, headers: &HeaderMap, body: &[u8]) -> Result<Response, DavError> {
+    let pre = precondition(headers)?;
+    let invalid =
+        |reason: Option<String>| DavError::condition(StatusCode::FORBIDDEN, "CAL:valid-calendar-data", reason);
+    let text = std::str::from_utf8(body).map_err(|_| invalid(Some("the body is not UTF-8".into())))?;
+    let incoming = mycorrhizal_codecs::ical::read_event(text).map_err(|reason| invalid(Some(reason)))?;
+    let row = events::edit_activity(&state.engine.user(user.id), id, pre, incoming).await.map_err(|e| match e {
+        crate::crm::Error::Invalid { field, reason } => invalid(Some(format!("{field}: {reason}"))),
+        other => other.into(),
+    })?;
+    let etag = format!("\"a-{}-{}\"", row.id, row.meta.revision);
+    Ok((StatusCode::NO_CONTENT, [(ETAG, etag)]).into_response())
+}
+
+/// Two-way CalDAV: deleting an activity's event deletes the activity.
+async fn delete(state: &AppState, user: DavUser, id: u64, headers: &HeaderMap) -> Result<Response, DavError> {
+    let pre = precondition(headers)?;
+    state.engine.user(user.id).write_async(move |tx| tx.delete::<crate::crm::records::Activity>(id, pre)).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 fn all(names: &[(&str, &str)]) -> Vec<Prop> {
@@ -80,6 +127,9 @@ fn all(names: &[(&str, &str)]) -> Vec<Prop> {
 }
 
 const READ_ONLY: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
+
+/// Two-way: events may be changed and removed (an activity's), none added.
+const WRITE_CONTENT: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:write-content/></D:privilege><D:privilege><D:unbind/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
 
 /// A property of the calendar collection.
 fn calendar_value(prop: &PropName, token: &str, user: &DavUser) -> Option<String> {
@@ -94,6 +144,7 @@ fn calendar_value(prop: &PropName, token: &str, user: &DavUser) -> Option<String
         }
         (DAV, "sync-token") => Some(xml::text("D:sync-token", token)),
         (CALSERVER, "getctag") => Some(xml::text("CS:getctag", token)),
+        (DAV, "current-user-privilege-set") if user.calendar_writable => Some(WRITE_CONTENT.into()),
         (DAV, "current-user-privilege-set") => Some(READ_ONLY.into()),
         (DAV, "supported-report-set") => Some("<D:supported-report-set><D:supported-report><D:report><CAL:calendar-multiget/></D:report></D:supported-report><D:supported-report><D:report><CAL:calendar-query/></D:report></D:supported-report><D:supported-report><D:report><D:sync-collection/></D:report></D:supported-report></D:supported-report-set>".into()),
         (DAV, "owner" | "current-user-principal" | "principal-URL") => props::value(&Resource::Root, prop, user),

@@ -419,7 +419,13 @@ mod tests {
 
     #[test]
     fn hrefs_name_cards_of_the_callers_book_only() {
-        let user = DavUser { id: mycorrhizal_engine::UserId(7), username: "ada".into(), carddav: true, caldav: false };
+        let user = DavUser {
+            id: mycorrhizal_engine::UserId(7),
+            username: "ada".into(),
+            carddav: true,
+            caldav: false,
+            calendar_writable: false,
+        };
         assert_eq!(name_in("/carddav/7/contacts/abc.vcf", &user).as_deref(), Some("abc"));
         assert_eq!(name_in("http://h:1/carddav/7/contacts/a%2Bb.vcf", &user).as_deref(), Some("a+b"));
         assert_eq!(name_in("/carddav/8/contacts/abc.vcf", &user), None);

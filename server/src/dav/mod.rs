@@ -174,12 +174,20 @@ pub struct DavUser {
     /// Which collections this instance serves (`CARDDAV_ENABLED`, `CALDAV_ENABLED`).
     pub carddav: bool,
     pub caldav: bool,
+    /// `CALDAV_TWO_WAY_ENABLED`: an activity's event may be edited and deleted.
+    pub calendar_writable: bool,
 }
 
 impl DavUser {
     fn new(state: &AppState, id: UserId, username: String) -> DavUser {
         let features = &state.config.features;
-        DavUser { id, username, carddav: features.carddav_enabled, caldav: features.caldav_enabled }
+        DavUser {
+            id,
+            username,
+            carddav: features.carddav_enabled,
+            caldav: features.caldav_enabled,
+            calendar_writable: features.caldav_two_way_enabled,
+        }
     }
 }
 
