@@ -282,6 +282,10 @@ mod tests {
         let local = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:x\r\nDTSTART;TZID=Europe/Paris:20260304T130000\r\nSUMMARY:Dinner\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
         let read = read_event(local).expect("read");
         assert_eq!(read.start, Start::Local { at: utc(2026, 3, 4, 13), tzid: Some("Europe/Paris".into()) });
+        let tricky =
+            Event { summary: "a\\b;c,d\ne ünï 🍄".into(), description: " lead and trail ".into(), ..event.clone() };
+        let read = read_event(&write(&tricky)).expect("read");
+        assert_eq!((read.summary.as_str(), read.description.as_str()), ("a\\b;c,d\ne ünï 🍄", " lead and trail "));
         assert!(read_event("BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n").is_err());
         assert!(read_event("nonsense").is_err());
     }
