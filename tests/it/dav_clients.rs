@@ -51,13 +51,18 @@ fn vdirsyncer(config: &Path, args: &[&str]) -> (bool, String) {
 
 /// Every `.vcf` of `dir` (recursively) with its content.
 fn local_cards(dir: &Path) -> Vec<(PathBuf, String)> {
+    local_files(dir, "vcf")
+}
+
+/// Every file with extension `ext` under `dir` (recursively) with its content.
+fn local_files(dir: &Path, ext: &str) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else { return out };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            out.extend(local_cards(&path));
-        } else if path.extension().is_some_and(|e| e == "vcf") {
+            out.extend(local_files(&path, ext));
+        } else if path.extension().is_some_and(|e| e == ext) {
             out.push((path.clone(), std::fs::read_to_string(&path).expect("read card")));
         }
     }
@@ -244,4 +249,80 @@ async fn python_caldav_discovers_searches_multigets_and_syncs_the_calendar() {
     let again = python_caldav(&script, &[&url, "ada", PASSWORD, "again", &token]);
     assert_eq!(again["changed"], json!(["Dinner"]), "{again}");
     assert_ne!(again["token"], first["token"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn vdirsyncer_syncs_two_way_calendar_events_with_activities_and_a_resync_changes_nothing() {
+    let server = Instance::new().with("CALDAV_ENABLED", "true").with("CALDAV_TWO_WAY_ENABLED", "true").spawn();
+    let api = server.sign_up("ada").await;
+    let mut ids = std::collections::HashMap::new();
+    for (n, title) in ["Local Edit", "Local Delete", "Server Edit", "Server Delete"].into_iter().enumerate() {
+        let made: serde_json::Value = api
+            .post("/api/v1/activities", json!({ "title": title, "date": format!("2026-03-0{}T12:00:00Z", n + 1) }))
+            .await
+            .json()
+            .await
+            .expect("activity");
+        ids.insert(title, made["activity"]["id"].as_u64().expect("id"));
+    }
+    let work = tempfile::tempdir().expect("tempdir");
+    let local = work.path().join("calendars");
+    std::fs::create_dir_all(&local).expect("mkdir");
+    let config = work.path().join("config");
+    std::fs::write(
+        &config,
+        format!(
+            "[general]\nstatus_path = \"{status}\"\n\n[pair cal]\na = \"local\"\nb = \"server\"\ncollections = [\"from b\"]\n\n\
+             [storage local]\ntype = \"filesystem\"\npath = \"{local}\"\nfileext = \".ics\"\n\n\
+             [storage server]\ntype = \"caldav\"\nurl = \"{url}\"\nusername = \"ada\"\npassword = \"{PASSWORD}\"\n",
+            status = work.path().join("status").display(),
+            local = local.display(),
+            url = server.url("/"),
+        ),
+    )
+    .expect("config");
+    let (ok, out) = vdirsyncer(&config, &["discover"]);
+    assert!(ok, "discover: {out}");
+    let (ok, out) = vdirsyncer(&config, &["sync"]);
+    assert!(ok, "first sync: {out}");
+    let events = local_files(&local, "ics");
+    assert_eq!(events.len(), 4, "{out}");
+
+    let (path, text) = events.iter().find(|(_, t)| t.contains("SUMMARY:Local Edit")).expect("local edit");
+    std::fs::write(path, text.replace("SUMMARY:Local Edit", "SUMMARY:Local Edited")).expect("edit");
+    let (path, _) = events.iter().find(|(_, t)| t.contains("SUMMARY:Local Delete")).expect("local delete");
+    std::fs::remove_file(path).expect("delete");
+    let edited = api
+        .send(
+            reqwest::Method::PUT,
+            &format!("/api/v1/activities/{}", ids["Server Edit"]),
+            json!({ "title": "Server Edited", "date": "2026-03-03T12:00:00Z" }),
+        )
+        .await;
+    assert_eq!(edited.status(), 200);
+    let deleted =
+        api.request(reqwest::Method::DELETE, &format!("/api/v1/activities/{}", ids["Server Delete"])).send().await;
+    assert_eq!(deleted.expect("delete").status(), 200);
+
+    let (ok, out) = vdirsyncer(&config, &["sync"]);
+    assert!(ok, "second sync: {out}");
+    let listed: serde_json::Value = api.get("/api/v1/activities").await.json().await.expect("activities");
+    let mut titles: Vec<String> = listed["activities"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|a| a["title"].as_str().unwrap_or("").to_string())
+        .collect();
+    titles.sort();
+    assert_eq!(titles, vec!["Local Edited", "Server Edited"], "{out}");
+    let events = local_files(&local, "ics");
+    assert_eq!(events.len(), 2, "{out}");
+    assert!(events.iter().any(|(_, t)| t.contains("SUMMARY:Server Edited")), "{events:?}");
+
+    let (ok, out) = vdirsyncer(&config, &["sync"]);
+    assert!(ok, "third sync: {out}");
+    for word in ["Copying", "Updating", "Deleting"] {
+        assert!(!out.contains(word), "a resync did something: {out}");
+    }
+    assert_eq!(local_files(&local, "ics"), events, "local folder unchanged");
 }
