@@ -27,7 +27,7 @@ pub struct FeedCreated {
 
 #[utoipa::path(get, path = "/api/v1/ical-feed", tag = "users", responses((status = 200, description = "Whether a feed exists", body = FeedStatus)))]
 pub async fn status(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<FeedStatus>, ApiError> {
-    let enabled = state.read(&user, |view| feed::enabled(view)).await?;
+    let enabled = state.read(&user, feed::enabled).await?;
     Ok(axum::Json(FeedStatus { enabled }))
 }
 
