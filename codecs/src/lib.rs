@@ -5,6 +5,7 @@
 pub mod card;
 pub mod csv;
 pub mod dates;
+pub mod ical;
 pub mod jscontact;
 pub mod projection;
 pub mod record;

@@ -9,6 +9,7 @@ pub mod build_info;
 pub mod cli;
 pub mod config;
 pub mod crm;
+pub mod dav;
 pub mod error;
 pub mod http;
 pub mod import_cli;
@@ -40,8 +41,8 @@ pub use state::AppState;
 
 /// The whole application: every front door's routes under the shared HTTP stack.
 pub fn app(state: AppState) -> axum::Router {
-    let routes = api::router(&state.config).merge(web::router(&state));
-    http::serve(routes, state)
+    let routes = api::router(&state.config).merge(web::router(&state)).merge(dav::router(&state));
+    dav::at_root(http::serve(routes, state.clone()), &state)
 }
 
 /// Opens the engine for `config`, migrating behind a verified snapshot, and records what happened.

@@ -9,6 +9,8 @@ mod boot;
 mod calendar;
 mod contract;
 mod crm;
+mod dav;
+mod dav_clients;
 mod depth;
 mod derived;
 mod health;

@@ -17,6 +17,7 @@ pub mod export;
 pub mod groups;
 pub mod health;
 pub mod households;
+pub mod ical;
 pub mod import;
 pub mod notes;
 pub mod oidc;
@@ -114,6 +115,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(tokens::rotate))
         .routes(routes!(tokens::admin_list, tokens::admin_create))
         .routes(routes!(tokens::admin_revoke))
+        .routes(routes!(ical::status, ical::rotate, ical::revoke))
         .routes(routes!(admin::list_users, admin::create_user))
         .routes(routes!(admin::get_user, admin::patch_user, admin::delete_user))
         .routes(routes!(admin::reset_2fa))

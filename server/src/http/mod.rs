@@ -52,16 +52,25 @@ pub fn serve(routes: Router<AppState>, state: AppState) -> Router {
         .with_state(state)
 }
 
-/// The per-client-IP API rate (a token bucket; the per-user bucket is in the auth extractor).
+/// The per-client-IP API and CardDAV rates (token buckets; the API's per-user bucket is in the
+/// auth extractor).
 async fn api_rate_limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if request.uri().path().starts_with("/api/") {
+    let path = request.uri().path();
+    let bucket = if path.starts_with("/api/") {
+        Some(("api", state.auth.limits.api))
+    } else if crate::dav::is_dav_path(path) {
+        Some(("dav", crate::dav::RATE))
+    } else {
+        None
+    };
+    if let Some((name, rate)) = bucket {
         let peer = request
             .extensions()
             .get::<ConnectInfo<SocketAddr>>()
             .map(|ConnectInfo(addr)| addr.ip())
             .unwrap_or(IpAddr::from([127, 0, 0, 1]));
         let ip = client_ip(peer, request.headers(), &state.config.trusted_proxies);
-        if let Err(refusal) = state.auth.limits.take(format!("api:ip:{ip}"), state.auth.limits.api) {
+        if let Err(refusal) = state.auth.limits.take(format!("{name}:ip:{ip}"), rate) {
             return ApiError::RateLimited { retry_after: refusal.retry_after.as_secs().max(1), locked: false }
                 .into_response();
         }

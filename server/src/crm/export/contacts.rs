@@ -36,7 +36,7 @@ pub trait Render: Send + 'static {
 
 /// The neutral record of a stored contact as it leaves the server: its own UID (the original
 /// one when the import had to replace a non-UUID UID), and its photo inline.
-fn record_of(row: &Row<Contact>, picture: Option<Vec<u8>>, selection: &Selection) -> NeutralRecord {
+pub fn record_of(row: &Row<Contact>, picture: Option<Vec<u8>>, selection: &Selection) -> NeutralRecord {
     let c = &row.body;
     let mut card = c.parsed_card();
     let mut passthrough: Map<String, Value> = serde_json::from_str(&c.passthrough).unwrap_or_default();

@@ -1,0 +1,249 @@
+//! CardDAV benchmark over real HTTP on loopback: the server (`mycorrhizal::serve`, the same
+//! stack as the binary) in this process, reqwest clients on 127.0.0.2-9 (one per client, so each
+//! has its own CardDAV rate bucket, as eight phones would). `BENCH_CARDS` (default 10,000)
+//! vCard 3.0 cards, one in ten with a photo, PUT by 8 concurrent clients; then PROPFIND Depth 1
+//! (getetag) of the whole book, an addressbook-multiget of 1,000 hrefs, and sync-collection from
+//! an empty token and from a token 10 changes old. Prints medians and ranges.
+//!
+//! Run: `cargo bench -p mycorrhizal --bench dav`.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use mycorrhizal::config::{Config, Env};
+use mycorrhizal::{AppState, serve};
+
+const USER: &str = "bench";
+const PASSWORD: &str = "lichen-moss-fern-42";
+const CLIENTS: usize = 8;
+const RUNS: usize = 9;
+
+fn card(n: usize) -> String {
+    let mut text = format!(
+        "BEGIN:VCARD\r\nVERSION:3.0\r\nUID:bench-{n:05}\r\nFN:Person {n} Lastname{}\r\nN:Lastname{};Person {n};;;\r\n\
+         EMAIL;TYPE=INTERNET,HOME:person{n}@example.org\r\nTEL;TYPE=CELL:+1 555 {:07}\r\n\
+         ADR;TYPE=HOME:;;{n} Mycelium Lane;Spore Town;;12345;Fungaria\r\nORG:Mushroom Co\r\n\
+         BDAY:{}-{:02}-{:02}\r\nNOTE:Met at the mushroom fair\\, likes chanterelles.\r\nX-CUSTOM-FIELD:{n}\r\n",
+        n % 997,
+        n % 997,
+        n % 10_000_000,
+        1950 + n % 50,
+        1 + n % 12,
+        1 + n % 28
+    );
+    if n.is_multiple_of(10) {
+        // A small JPEG-sized picture (the server keeps pictures by their signature).
+        let mut bytes = vec![0xFF, 0xD8, 0xFF, 0xE0];
+        bytes.extend((0..12_000).map(|i| ((i * 31 + n) % 251) as u8));
+        use base64::Engine as _;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        text.push_str(&format!("PHOTO;ENCODING=b;TYPE=JPEG:{encoded}\r\n"));
+    }
+    text.push_str("END:VCARD\r\n");
+    text
+}
+
+fn client(local: IpAddr) -> reqwest::Client {
+    reqwest::Client::builder().local_address(local).pool_max_idle_per_host(4).build().expect("client")
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn summary(name: &str, mut runs: Vec<Duration>) {
+    runs.sort();
+    let median = runs[runs.len() / 2];
+    println!(
+        "| {name:<44} | {:>4} | {:>9.2} ms | {:>9.2} - {:>9.2} ms |",
+        runs.len(),
+        ms(median),
+        ms(runs[0]),
+        ms(runs[runs.len() - 1])
+    );
+}
+
+async fn report(http: &reqwest::Client, url: &str, depth: Option<&str>, method: &str, body: String) -> (u16, String) {
+    let mut request = http
+        .request(reqwest::Method::from_bytes(method.as_bytes()).expect("method"), url)
+        .basic_auth(USER, Some(PASSWORD))
+        .header("content-type", "application/xml")
+        .body(body);
+    if let Some(depth) = depth {
+        request = request.header("depth", depth);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    (status, response.text().await.expect("body"))
+}
+
+fn sync_body(token: &str) -> String {
+    format!(
+        r#"<D:sync-collection xmlns:D="DAV:"><D:sync-token>{token}</D:sync-token><D:sync-level>1</D:sync-level><D:prop><D:getetag/></D:prop></D:sync-collection>"#
+    )
+}
+
+fn token_of(body: &str) -> String {
+    body.rsplit("<D:sync-token>").next().and_then(|s| s.split("</D:sync-token>").next()).unwrap_or("").to_string()
+}
+
+fn main() {
+    let cards: usize = std::env::var("BENCH_CARDS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async move {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut vars = HashMap::new();
+        vars.insert("DATA_DIR".to_string(), dir.path().display().to_string());
+        vars.insert("JWT_SECRET_KEY".to_string(), "3f9c1a7be2d04c88a9e15b6f70d2c4e1937ab0c5d8e2f61a4b7c9d0e3f5a8b21".into());
+        vars.insert("CARDDAV_ENABLED".to_string(), "true".into());
+        let config = Config::load(Env::from_map(vars)).expect("config");
+        let engine = mycorrhizal::open_engine(&config).await.expect("engine");
+        let state = AppState::build(engine, config).await.expect("state");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(serve(listener, state, std::future::pending()));
+        let base = format!("http://{addr}");
+        let setup = client(IpAddr::from([127, 0, 0, 1]));
+        let registered = setup
+            .post(format!("{base}/api/v1/register"))
+            .json(&serde_json::json!({ "username": USER, "email": "bench@example.org", "password": PASSWORD }))
+            .send()
+            .await
+            .expect("register");
+        assert_eq!(registered.status(), 201);
+        let me = setup
+            .request(reqwest::Method::from_bytes(b"PROPFIND").expect("method"), format!("{base}/carddav/"))
+            .basic_auth(USER, Some(PASSWORD))
+            .header("depth", "0")
+            .body(r#"<D:propfind xmlns:D="DAV:"><D:prop><D:current-user-principal/></D:prop></D:propfind>"#)
+            .send()
+            .await
+            .expect("principal")
+            .text()
+            .await
+            .expect("body");
+        let principal = me.split("<D:current-user-principal><D:href>").nth(1).and_then(|s| s.split('<').next()).expect("principal");
+        let book = format!("{base}{principal}contacts/");
+
+        // 1. PUT every card from 8 clients.
+        let texts: Vec<String> = (0..cards).map(card).collect();
+        let bytes: usize = texts.iter().map(String::len).sum();
+        let texts = std::sync::Arc::new(texts);
+        let started = Instant::now();
+        let mut workers = Vec::new();
+        for worker in 0..CLIENTS {
+            let (texts, book) = (texts.clone(), book.clone());
+            let http = client(IpAddr::from([127, 0, 0, 2 + worker as u8]));
+            workers.push(tokio::spawn(async move {
+                let mut done = Vec::new();
+                for n in (worker..texts.len()).step_by(CLIENTS) {
+                    let t = Instant::now();
+                    let response = http
+                        .put(format!("{book}bench-{n:05}.vcf"))
+                        .basic_auth(USER, Some(PASSWORD))
+                        .header("content-type", "text/vcard; charset=utf-8")
+                        .header("if-none-match", "*")
+                        .body(texts[n].clone())
+                        .send()
+                        .await
+                        .expect("put");
+                    assert_eq!(response.status(), 201, "card {n}: {}", response.text().await.unwrap_or_default());
+                    done.push((Instant::now(), t.elapsed()));
+                }
+                done
+            }));
+        }
+        let mut done = Vec::new();
+        for worker in workers {
+            done.extend(worker.await.expect("worker"));
+        }
+        let total = started.elapsed();
+        done.sort_by_key(|(at, _)| *at);
+        let mut latencies: Vec<Duration> = done.iter().map(|(_, l)| *l).collect();
+        latencies.sort();
+        let rate = |from: usize, to: usize| {
+            let span = done[to - 1].0.duration_since(if from == 0 { started } else { done[from - 1].0 });
+            (to - from) as f64 / span.as_secs_f64()
+        };
+        let window = 1000.min(cards);
+        println!(
+            "dav bench: {cards} vCard 3.0 cards ({:.1} MB, 1 in 10 with a photo) PUT by {CLIENTS} clients in {:.2} s ({:.0}/s)",
+            bytes as f64 / 1e6,
+            total.as_secs_f64(),
+            cards as f64 / total.as_secs_f64()
+        );
+        println!(
+            "  first {window}: {:.0}/s, last {window}: {:.0}/s; PUT latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            rate(0, window),
+            rate(cards - window, cards),
+            ms(latencies[latencies.len() / 2]),
+            ms(latencies[latencies.len() * 99 / 100]),
+            ms(latencies[latencies.len() - 1])
+        );
+        println!("| operation                                    | runs |    median    |          range            |");
+        println!("|----------------------------------------------|-----:|-------------:|--------------------------:|");
+
+        let http = client(IpAddr::from([127, 0, 0, 10]));
+        let propfind = r#"<D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop></D:propfind>"#.to_string();
+        let mut runs = Vec::new();
+        for _ in 0..RUNS {
+            let t = Instant::now();
+            let (status, body) = report(&http, &book, Some("1"), "PROPFIND", propfind.clone()).await;
+            runs.push(t.elapsed());
+            assert_eq!(status, 207);
+            assert_eq!(body.matches("<D:getetag>").count(), cards);
+        }
+        summary(&format!("PROPFIND Depth 1 getetag, {cards} cards"), runs);
+
+        let count = 1000.min(cards);
+        let hrefs: String = (0..count)
+            .map(|i| format!("<D:href>{principal}contacts/bench-{:05}.vcf</D:href>", (i * 7919) % cards))
+            .collect();
+        let multiget = format!(
+            r#"<C:addressbook-multiget xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:carddav"><D:prop><D:getetag/><C:address-data/></D:prop>{hrefs}</C:addressbook-multiget>"#
+        );
+        let mut runs = Vec::new();
+        for _ in 0..RUNS {
+            let t = Instant::now();
+            let (status, body) = report(&http, &book, Some("1"), "REPORT", multiget.clone()).await;
+            runs.push(t.elapsed());
+            assert_eq!(status, 207);
+            assert_eq!(body.matches("<C:address-data>").count(), count);
+        }
+        summary(&format!("addressbook-multiget, {count} hrefs, address-data"), runs);
+
+        let mut runs = Vec::new();
+        let mut token = String::new();
+        for _ in 0..RUNS {
+            let t = Instant::now();
+            let (status, body) = report(&http, &book, None, "REPORT", sync_body("")).await;
+            runs.push(t.elapsed());
+            assert_eq!(status, 207);
+            assert_eq!(body.matches("<D:getetag>").count(), cards);
+            token = token_of(&body);
+        }
+        summary(&format!("sync-collection from empty, {cards} cards"), runs);
+
+        for n in 0..10 {
+            let response = http
+                .put(format!("{book}bench-{n:05}.vcf"))
+                .basic_auth(USER, Some(PASSWORD))
+                .header("content-type", "text/vcard")
+                .body(card(n).replace("Mushroom Co", "Truffle Ltd"))
+                .send()
+                .await
+                .expect("edit");
+            assert_eq!(response.status(), 204);
+        }
+        let mut runs = Vec::new();
+        for _ in 0..RUNS * 3 {
+            let t = Instant::now();
+            let (status, body) = report(&http, &book, None, "REPORT", sync_body(&token)).await;
+            runs.push(t.elapsed());
+            assert_eq!(status, 207);
+            assert_eq!(body.matches("<D:getetag>").count(), 10);
+        }
+        summary("sync-collection from a token 10 changes old", runs);
+    });
+}

@@ -1,0 +1,290 @@
+//! A contact as a vCard resource of its owner's address book (what CardDAV serves): the name it
+//! is served under, finding a contact by that name, the card it reads as (the export's record,
+//! photo inline), and a card that arrives under a name becoming a contact through the same
+//! operations as the JSON API (`contact::ops` create, update and delete, `pictures::store`), so
+//! validation, the audit log and the change feed are theirs. No HTTP here: the DAV front door
+//! maps [`PutError`] to statuses and preconditions.
+//!
+//! Names: a contact is served as `<name>.vcf`, where the name is the card's own UID when that is
+//! a safe path segment (letters, digits, `_ . - +`, the set vdirsyncer uses) and maps to the
+//! stored UID, else the stored UID. So the resource a client PUT under its card's UID (every
+//! client we know of does: DAVx5, iOS, Thunderbird, Evolution, vdirsyncer) keeps its exact name,
+//! case included. A client that PUTs a new card under a name unrelated to its UID gets a contact
+//! whose stored UID derives from the name (the card's UID is kept for export), so the name still
+//! finds it.
+
+use std::path::Path;
+
+use mycorrhizal_codecs::record::{Item, NeutralRecord};
+use mycorrhizal_codecs::vcard::{self, Photo, Version};
+use mycorrhizal_engine::{Precondition, Row, UserScope, UserView};
+use serde_json::{Map, Value};
+
+use super::contact::ops::{self, ContactInput};
+use super::contact::{Contact, INDEX_UID};
+use super::export::{Selection, record_of};
+use super::import::{ORIGINAL_UID_POINTER, stable_uid};
+use super::{Error, Result, pictures};
+
+/// Whether `name` is served as it is: a non-empty path segment of letters, digits and `_.-+`.
+fn href_safe(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 200
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'+'))
+}
+
+/// The stored UID a card UID (or a resource name) maps to (the import's rule).
+fn stored_uid(uid: &str) -> String {
+    stable_uid(&mycorrhizal_codecs::card::Card { uid: Some(uid.to_string()), ..Default::default() })
+}
+
+/// The card's own UID, kept when the stored one had to differ.
+fn original_uid(contact: &Contact) -> Option<String> {
+    let passthrough: Value = serde_json::from_str(&contact.passthrough).ok()?;
+    passthrough.get("jsContactProps")?.get(ORIGINAL_UID_POINTER)?.as_str().map(str::to_string)
+}
+
+/// The name contact `contact` is served under (without `.vcf`).
+pub fn name_of(contact: &Contact) -> String {
+    match original_uid(contact) {
+        Some(original) if href_safe(&original) && stored_uid(&original) == contact.uid => original,
+        _ => contact.uid.clone(),
+    }
+}
+
+/// The live contact served under `name`, if any: one index lookup, so the cost does not grow
+/// with the address book.
+pub fn find(view: &UserView, name: &str) -> Result<Option<Row<Contact>>> {
+    if name.is_empty() {
+        return Ok(None);
+    }
+    for id in view.find::<Contact>(INDEX_UID, &stored_uid(name))? {
+        let row = view.get::<Contact>(id)?;
+        if name_of(&row.body) == name {
+            return Ok(Some(row));
+        }
+    }
+    Ok(None)
+}
+
+/// The card of `row` as it leaves the server, in `version`, its picture inline when `view` is
+/// given (an address-data request); `None` when it cannot be written (logged by the caller).
+pub fn card_text(view: Option<&UserView>, row: &Row<Contact>, version: Version) -> Result<String> {
+    let picture = match view {
+        Some(view) if !row.body.photo.is_empty() => view.blob(&row.body.photo)?,
+        _ => None,
+    };
+    let record = record_of(row, picture, &Selection::default());
+    vcard::write(&record, version).map_err(Error::internal)
+}
+
+/// A card that arrived in a request body: its record and its inline photo (taken off the card;
+/// it is stored as the contact's picture).
+#[derive(Debug, Clone)]
+pub struct Incoming {
+    record: NeutralRecord,
+    photo: Option<Photo>,
+}
+
+/// Reads a request body that must hold exactly one vCard; `Err` says why not (the client's
+/// `valid-address-data` precondition).
+pub fn parse(bytes: &[u8]) -> std::result::Result<Incoming, String> {
+    let mut items = vcard::parse_file(bytes);
+    if items.len() != 1 {
+        return Err(format!("the body must hold exactly one vCard (it holds {})", items.len()));
+    }
+    match items.remove(0) {
+        Item::Problem(p) => Err(p.reason),
+        Item::Record { record, .. } => {
+            let mut record = *record;
+            let photo = vcard::take_photo(&mut record.card).filter(|p| pictures::keeps(&p.bytes));
+            Ok(Incoming { record, photo })
+        }
+    }
+}
+
+/// What a PUT may require of the resource it replaces.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PutCondition {
+    /// `If-Match`: the resource must exist (and have this revision, unless `Any`).
+    pub if_match: Option<Precondition>,
+    /// `If-None-Match: *`: the resource must not exist.
+    pub if_none_match: bool,
+}
+
+/// Why a card was not stored.
+#[derive(Debug, thiserror::Error)]
+pub enum PutError {
+    /// `If-Match` / `If-None-Match` did not hold.
+    #[error("precondition failed")]
+    Precondition,
+    /// The card's UID belongs to another resource of the book, or differs from the UID of the
+    /// resource it replaces; the other resource's name.
+    #[error("the UID is in use by {0}")]
+    UidConflict(String),
+    /// The card breaks a rule of the contact record.
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Other(Error),
+}
+
+impl From<Error> for PutError {
+    fn from(e: Error) -> Self {
+        use mycorrhizal_engine::Error as E;
+        match e {
+            Error::Engine(E::Conflict { .. }) => PutError::Precondition,
+            Error::Engine(E::Invalid(invalid)) => PutError::Invalid(invalid.to_string()),
+            Error::Invalid { field, reason } => PutError::Invalid(format!("{field}: {reason}")),
+            other => PutError::Other(other),
+        }
+    }
+}
+
+impl From<mycorrhizal_engine::Error> for PutError {
+    fn from(e: mycorrhizal_engine::Error) -> Self {
+        PutError::from(Error::from(e))
+    }
+}
+
+/// Stores `incoming` as the contact served under `name`: an update of the contact found there
+/// (through `ops::update`, inside its write transaction), else a new contact (`ops::create`);
+/// then its picture. Returns the stored row and whether it was created.
+pub async fn put(
+    scope: &UserScope,
+    name: &str,
+    incoming: Incoming,
+    condition: PutCondition,
+) -> std::result::Result<(Row<Contact>, bool), PutError> {
+    let reader = scope.clone();
+    let wanted = name.to_string();
+    let existing =
+        tokio::task::spawn_blocking(move || find(&reader.view()?, &wanted)).await.map_err(Error::internal)??;
+    match (&existing, condition) {
+        (Some(_), PutCondition { if_none_match: true, .. }) => return Err(PutError::Precondition),
+        (None, PutCondition { if_match: Some(_), .. }) => return Err(PutError::Precondition),
+        _ => {}
+    }
+    let Incoming { record, photo } = incoming;
+    let card_uid = record.card.uid.as_deref().map(str::trim).filter(|u| !u.is_empty()).map(str::to_string);
+    let (row, created) = match existing {
+        Some(current) => {
+            let original = original_uid(&current.body);
+            let uid = card_uid.unwrap_or_else(|| original.clone().unwrap_or_else(|| current.body.uid.clone()));
+            if stored_uid(&uid) != current.body.uid && original.as_deref() != Some(uid.as_str()) {
+                return Err(PutError::UidConflict(name_of(&current.body)));
+            }
+            let input = input_of(record, &current.body.uid, &uid, true);
+            let pre = condition.if_match.unwrap_or(Precondition::Any);
+            (ops::update(scope, current.id, pre, input).await?, false)
+        }
+        None => {
+            let uid = card_uid.unwrap_or_else(|| name.to_string());
+            let stored = if stored_uid(&uid) == stored_uid(name) { stored_uid(&uid) } else { stored_uid(name) };
+            let input = input_of(record, &stored, &uid, false);
+            match ops::create(scope, input).await {
+                Ok(row) => (row, true),
+                Err(Error::Engine(mycorrhizal_engine::Error::Duplicate { .. })) => {
+                    let reader = scope.clone();
+                    let holder = tokio::task::spawn_blocking(move || -> Result<Option<String>> {
+                        let view = reader.view()?;
+                        let id = view.find::<Contact>(INDEX_UID, &stored)?.first().copied();
+                        Ok(id.map(|id| view.get::<Contact>(id)).transpose()?.map(|row| name_of(&row.body)))
+                    })
+                    .await
+                    .map_err(Error::internal)??;
+                    return Err(PutError::UidConflict(holder.unwrap_or_default()));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
+    Ok((set_picture(scope, row, photo).await?, created))
+}
+
+/// The operations' input for a card stored under UID `stored` whose own UID is `own`. A card
+/// from a phone carries no CRM envelope or gender unless it kept ours: what it leaves out is
+/// kept (an update), so a phone's edit never wipes the circles the web client set.
+fn input_of(record: NeutralRecord, stored: &str, own: &str, update: bool) -> ContactInput {
+    let NeutralRecord { mut card, crm, mut passthrough, gender } = record;
+    card.uid = Some(stored.to_string());
+    if own != stored {
+        let props = passthrough.entry("jsContactProps").or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(props) = props {
+            props.insert(ORIGINAL_UID_POINTER.into(), Value::String(own.to_string()));
+        }
+    }
+    ContactInput {
+        gender: (!gender.is_empty() || !update).then_some(gender),
+        card: Some(serde_json::to_value(&card).unwrap_or_default()),
+        crm: (!crm.is_empty() || !update).then_some(Value::Object(crm)),
+        passthrough: Some(Value::Object(passthrough)),
+        is_favorite: None,
+        flat: Default::default(),
+    }
+}
+
+/// Makes the card's inline photo the contact's picture (`pictures::store`, the upload's
+/// operation), or removes the picture when the card has none. Nothing is written when the
+/// picture is already the one stored.
+async fn set_picture(scope: &UserScope, row: Row<Contact>, photo: Option<Photo>) -> Result<Row<Contact>> {
+    let id = row.id;
+    match photo {
+        Some(photo) => {
+            let reader = scope.clone();
+            let stored = row.body.photo.clone();
+            let same = !stored.is_empty()
+                && tokio::task::spawn_blocking(move || reader.view()?.blob(&stored))
+                    .await
+                    .map_err(Error::internal)??
+                    .is_some_and(|bytes| bytes == photo.bytes);
+            if same {
+                return Ok(row);
+            }
+            pictures::store(scope, id, photo.bytes).await.map_err(|e| match e {
+                pictures::PictureError::Engine(e) => Error::Engine(e),
+                other => Error::invalid("photo", other.to_string()),
+            })
+        }
+        None if row.body.photo.is_empty() => Ok(row),
+        None => Ok(scope
+            .write_async(move |tx| {
+                let mut old = String::new();
+                let row = tx.update::<Contact>(id, Precondition::Any, |c| {
+                    old = std::mem::take(&mut c.photo);
+                    Ok(())
+                })?;
+                if !old.is_empty() {
+                    tx.delete_blob(&old)?;
+                }
+                Ok(row)
+            })
+            .await?),
+    }
+}
+
+/// Deletes the contact served under `name` (`ops::delete`, with its cascade); `NotFound` when
+/// there is none.
+pub async fn delete(scope: &UserScope, attachments: &Path, name: &str, pre: Precondition) -> Result<()> {
+    let reader = scope.clone();
+    let wanted = name.to_string();
+    let row = tokio::task::spawn_blocking(move || find(&reader.view()?, &wanted)).await.map_err(Error::internal)??;
+    let row = row.ok_or(Error::NotFound)?;
+    ops::delete(scope, attachments, row.id, pre).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_cards_own_uid_when_safe() {
+        assert!(href_safe("ABCD-1234.x+y_z"));
+        assert!(!href_safe("a@b"));
+        assert!(!href_safe(""));
+        assert!(!href_safe("urn:uuid:1"));
+        let upper = "6F9619FF-8B86-D011-B42D-00C04FC964FF";
+        assert_eq!(stored_uid(upper), upper.to_lowercase());
+        assert_ne!(stored_uid("foo"), stored_uid("bar"));
+    }
+}

@@ -1,0 +1,344 @@
+//! The CalDAV methods (RFC 4791), read-only: the user's dates (`crm::events`) as one calendar.
+//! OPTIONS, PROPFIND on every resource, GET/HEAD of an event, and the calendar's REPORTs
+//! (calendar-multiget, calendar-query with a time-range, sync-collection). Writes are refused
+//! with 403 and `D:need-privileges`: the calendar is a view of activities, life events and
+//! birthdays, which are edited where they live.
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::header::{CONTENT_TYPE, ETAG};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use jiff::Timestamp;
+use mycorrhizal_engine::UserView;
+
+use super::carddav::{depth, multistatus, percent_decode, reading, respond, sync_error};
+use super::props::{self, Resource};
+use super::sync;
+use super::xml::{self, CALDAV, CALSERVER, DAV, Multistatus, Prop, PropName, Propfind, Report, TimeRange};
+use super::{DavError, DavUser, MAX_BODY};
+use crate::crm::events::{self, CalendarEvent, Source};
+use crate::state::AppState;
+
+const ALLOW: &str = "OPTIONS, GET, HEAD, PROPFIND, REPORT";
+const CONTENT: &str = "text/calendar; charset=utf-8; component=VEVENT";
+
+enum Target {
+    Root,
+    Home,
+    Calendar,
+    Event(String),
+}
+
+fn target(path: &str, user: &DavUser) -> Option<Target> {
+    let rest = path.strip_prefix("/caldav")?;
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    let own = |id: &str| id == user.id.0.to_string();
+    match parts.as_slice() {
+        [] => Some(Target::Root),
+        [id] if own(id) => Some(Target::Home),
+        [id, "calendar"] if own(id) => Some(Target::Calendar),
+        [id, "calendar", name] if own(id) => Some(Target::Event(name.to_string())),
+        _ => None,
+    }
+}
+
+fn calendar_href(user: &DavUser) -> String {
+    format!("/caldav/{}/calendar/", user.id.0)
+}
+
+fn event_href(user: &DavUser, source: Source) -> String {
+    format!("/caldav/{}/calendar/{}.ics", user.id.0, source.name())
+}
+
+pub fn options() -> Response {
+    (StatusCode::OK, [("DAV", "1, 3, calendar-access"), ("Allow", ALLOW)]).into_response()
+}
+
+pub async fn handle(state: AppState, user: DavUser, request: Request) -> Result<Response, DavError> {
+    let (parts, body) = request.into_parts();
+    let target = target(parts.uri.path(), &user).ok_or_else(DavError::not_found)?;
+    let body = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| DavError::too_large())?;
+    match (parts.method.as_str(), target) {
+        ("OPTIONS", _) => Ok(options()),
+        ("PROPFIND", target) => propfind(&state, user, target, &parts.headers, &body).await,
+        ("REPORT", Target::Calendar) => report(&state, user, &body).await,
+        ("GET" | "HEAD", Target::Event(name)) => {
+            get(&state, user, name, &parts.headers, parts.method == Method::HEAD).await
+        }
+        ("PUT" | "DELETE", Target::Event(name)) if state.config.features.caldav_two_way_enabled => {
+            match Source::parse(&name) {
+                Some(Source::Activity(id)) if parts.method == Method::PUT => {
+                    put(&state, user, id, &parts.headers, &body).await
+                }
+                Some(Source::Activity(id)) => delete(&state, user, id, &parts.headers).await,
+                _ => Err(read_only()),
+            }
+        }
+        ("PUT" | "DELETE" | "PROPPATCH" | "MKCOL" | "MKCALENDAR" | "MOVE" | "COPY", _) => Err(read_only()),
+        _ => Err(DavError::method_not_allowed()),
+    }
+}
+
+/// A write this calendar does not take: 403 `need-privileges`.
+fn read_only() -> DavError {
+    DavError::condition(
+        StatusCode::FORBIDDEN,
+        "D:need-privileges",
+        Some("read-only: only an activity's event can be edited, and only with CALDAV_TWO_WAY_ENABLED".into()),
+    )
+}
+
+/// The `If-Match` of a write to an existing event (`If-None-Match: *` cannot hold: it exists).
+fn precondition(headers: &HeaderMap) -> Result<mycorrhizal_engine::Precondition, DavError> {
+    if headers.get(axum::http::header::IF_NONE_MATCH).is_some() {
+        return Err(DavError::precondition_failed());
+    }
+    if headers.get(axum::http::header::IF_MATCH).is_none() {
+        return Ok(mycorrhizal_engine::Precondition::Any);
+    }
+    crate::http::conditional::if_match(headers).map_err(|_| DavError::precondition_failed())
+}
+
+/// Two-way CalDAV: a client's edit of an activity's event changes the activity.
+async fn put(state: &AppState, user: DavUser, id: u64, headers: &HeaderMap, body: &[u8]) -> Result<Response, DavError> {
+    let pre = precondition(headers)?;
+    let invalid =
+        |reason: Option<String>| DavError::condition(StatusCode::FORBIDDEN, "CAL:valid-calendar-data", reason);
+    let text = std::str::from_utf8(body).map_err(|_| invalid(Some("the body is not UTF-8".into())))?;
+    let incoming = mycorrhizal_codecs::ical::read_event(text).map_err(|reason| invalid(Some(reason)))?;
+    let row = events::edit_activity(&state.engine.user(user.id), id, pre, incoming).await.map_err(|e| match e {
+        crate::crm::Error::Invalid { field, reason } => invalid(Some(format!("{field}: {reason}"))),
+        other => other.into(),
+    })?;
+    let etag = format!("\"a-{}-{}\"", row.id, row.meta.revision);
+    Ok((StatusCode::NO_CONTENT, [(ETAG, etag)]).into_response())
+}
+
+/// Two-way CalDAV: deleting an activity's event deletes the activity.
+async fn delete(state: &AppState, user: DavUser, id: u64, headers: &HeaderMap) -> Result<Response, DavError> {
+    let pre = precondition(headers)?;
+    state.engine.user(user.id).write_async(move |tx| tx.delete::<crate::crm::records::Activity>(id, pre)).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+fn all(names: &[(&str, &str)]) -> Vec<Prop> {
+    names.iter().map(|(ns, name)| Prop { name: PropName::new(ns, name), version: None }).collect()
+}
+
+const READ_ONLY: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
+
+/// Two-way: events may be changed and removed (an activity's), none added.
+const WRITE_CONTENT: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:write-content/></D:privilege><D:privilege><D:unbind/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
+
+/// A property of the calendar collection.
+fn calendar_value(prop: &PropName, token: &str, user: &DavUser) -> Option<String> {
+    match (prop.ns.as_str(), prop.name.as_str()) {
+        (DAV, "resourcetype") => Some("<D:resourcetype><D:collection/><CAL:calendar/></D:resourcetype>".into()),
+        (DAV, "displayname") => Some(xml::text("D:displayname", "Dates")),
+        (CALDAV, "calendar-description") => {
+            Some(xml::text("CAL:calendar-description", "Activities, life events and birthdays (read-only)"))
+        }
+        (CALDAV, "supported-calendar-component-set") => {
+            Some("<CAL:supported-calendar-component-set><CAL:comp name=\"VEVENT\"/></CAL:supported-calendar-component-set>".into())
+        }
+        (DAV, "sync-token") => Some(xml::text("D:sync-token", token)),
+        (CALSERVER, "getctag") => Some(xml::text("CS:getctag", token)),
+        (DAV, "current-user-privilege-set") if user.calendar_writable => Some(WRITE_CONTENT.into()),
+        (DAV, "current-user-privilege-set") => Some(READ_ONLY.into()),
+        (DAV, "supported-report-set") => Some("<D:supported-report-set><D:supported-report><D:report><CAL:calendar-multiget/></D:report></D:supported-report><D:supported-report><D:report><CAL:calendar-query/></D:report></D:supported-report><D:supported-report><D:report><D:sync-collection/></D:report></D:supported-report></D:supported-report-set>".into()),
+        (DAV, "owner" | "current-user-principal" | "principal-URL") => props::value(&Resource::Root, prop, user),
+        _ => None,
+    }
+}
+
+/// A property of one event; `calendar-data` is the event's iCalendar text.
+fn event_value(prop: &Prop, event: &CalendarEvent) -> Option<String> {
+    match (prop.name.ns.as_str(), prop.name.name.as_str()) {
+        (DAV, "resourcetype") => Some("<D:resourcetype/>".into()),
+        (DAV, "getetag") => Some(xml::text("D:getetag", &event.etag)),
+        (DAV, "getcontenttype") => Some(xml::text("D:getcontenttype", CONTENT)),
+        (CALDAV, "calendar-data") => Some(xml::text("CAL:calendar-data", &event.text())),
+        _ => None,
+    }
+}
+
+fn respond_event(out: &mut Multistatus, user: &DavUser, event: &CalendarEvent, request: &Propfind) {
+    let names = all(&[(DAV, "resourcetype"), (DAV, "getetag"), (DAV, "getcontenttype")]);
+    respond(out, &event_href(user, event.source), names, request, &|p| event_value(p, event));
+}
+
+fn respond_calendar(
+    out: &mut Multistatus,
+    user: &DavUser,
+    view: &UserView,
+    request: &Propfind,
+) -> Result<(), DavError> {
+    let token = sync::current(view)?.to_string();
+    let names = all(&[
+        (DAV, "resourcetype"),
+        (DAV, "displayname"),
+        (DAV, "sync-token"),
+        (CALSERVER, "getctag"),
+        (CALDAV, "supported-calendar-component-set"),
+    ]);
+    respond(out, &calendar_href(user), names, request, &|p| calendar_value(&p.name, &token, user));
+    Ok(())
+}
+
+async fn propfind(
+    state: &AppState,
+    user: DavUser,
+    target: Target,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, DavError> {
+    let request = xml::propfind(body).map_err(|e| DavError::bad_request(e.to_string()))?;
+    let depth = depth(headers);
+    let body = reading(state, &user.clone(), move |view| {
+        let mut out = Multistatus::new();
+        let home = props::calendar_home_href(&user);
+        let principal_names =
+            all(&[(DAV, "resourcetype"), (DAV, "current-user-principal"), (CALDAV, "calendar-home-set")]);
+        let principal_value = |p: &Prop| match (p.name.ns.as_str(), p.name.name.as_str()) {
+            (DAV, "resourcetype") => Some("<D:resourcetype><D:collection/><D:principal/></D:resourcetype>".to_string()),
+            _ => props::value(&Resource::Principal, &p.name, &user),
+        };
+        match target {
+            Target::Root => {
+                let value = |p: &Prop| props::value(&Resource::Root, &p.name, &user);
+                respond(
+                    &mut out,
+                    "/caldav/",
+                    all(&[(DAV, "resourcetype"), (DAV, "current-user-principal")]),
+                    &request,
+                    &value,
+                );
+                if depth > 0 {
+                    respond(&mut out, &home, principal_names.clone(), &request, &principal_value);
+                }
+            }
+            Target::Home => {
+                respond(&mut out, &home, principal_names, &request, &principal_value);
+                if depth > 0 {
+                    respond_calendar(&mut out, &user, view, &request)?;
+                }
+            }
+            Target::Calendar => {
+                respond_calendar(&mut out, &user, view, &request)?;
+                if depth > 0 {
+                    for event in events::all(view)? {
+                        respond_event(&mut out, &user, &event, &request);
+                    }
+                }
+            }
+            Target::Event(name) => {
+                let event = Source::parse(&name).map(|s| events::event(view, s)).transpose()?.flatten();
+                respond_event(&mut out, &user, &event.ok_or_else(DavError::not_found)?, &request);
+            }
+        }
+        Ok(out.finish(None))
+    })
+    .await?;
+    Ok(multistatus(body))
+}
+
+async fn get(
+    state: &AppState,
+    user: DavUser,
+    name: String,
+    headers: &HeaderMap,
+    head: bool,
+) -> Result<Response, DavError> {
+    let event = reading(state, &user, move |view| {
+        let source = Source::parse(&name).ok_or_else(DavError::not_found)?;
+        events::event(view, source)?.ok_or_else(DavError::not_found)
+    })
+    .await?;
+    if crate::http::conditional::not_modified(headers, &event.etag) {
+        return Ok((StatusCode::NOT_MODIFIED, [(ETAG, event.etag)]).into_response());
+    }
+    let mut response = Response::new(if head { Body::empty() } else { Body::from(event.text()) });
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(CONTENT));
+    if let Ok(value) = HeaderValue::from_str(&event.etag) {
+        response.headers_mut().insert(ETAG, value);
+    }
+    Ok(response)
+}
+
+/// `20260101T000000Z` as an instant.
+fn instant(text: &str) -> Result<Timestamp, DavError> {
+    let iso = format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        &text[0..4],
+        &text[4..6],
+        &text[6..8],
+        &text[9..11],
+        &text[11..13],
+        &text[13..15]
+    );
+    iso.parse().map_err(|_| DavError::bad_request(format!("time-range value {text:?} is not a UTC date-time")))
+}
+
+fn range(range: Option<TimeRange>) -> Result<(Option<Timestamp>, Option<Timestamp>), DavError> {
+    let Some(range) = range else { return Ok((None, None)) };
+    Ok((range.start.as_deref().map(instant).transpose()?, range.end.as_deref().map(instant).transpose()?))
+}
+
+fn source_in(href: &str, user: &DavUser) -> Option<Source> {
+    let path = match href.find("://") {
+        Some(i) => &href[href[i + 3..].find('/').map(|j| i + 3 + j)?..],
+        None => href,
+    };
+    match target(&percent_decode(path), user)? {
+        Target::Event(name) => Source::parse(&name),
+        _ => None,
+    }
+}
+
+async fn report(state: &AppState, user: DavUser, body: &[u8]) -> Result<Response, DavError> {
+    let report = xml::report(body).map_err(|e| DavError::bad_request(e.to_string()))?;
+    let body = reading(state, &user.clone(), move |view| {
+        let mut out = Multistatus::new();
+        let token = match report {
+            Report::CalendarMultiget { props, hrefs } => {
+                let request = Propfind::Prop(props);
+                for href in hrefs {
+                    match source_in(&href, &user).map(|s| events::event(view, s)).transpose()?.flatten() {
+                        Some(event) => respond_event(&mut out, &user, &event, &request),
+                        None => out.status(&href, 404, "Not Found"),
+                    }
+                }
+                None
+            }
+            Report::CalendarQuery { props, range: time } => {
+                let (start, end) = range(time)?;
+                let request = Propfind::Prop(props);
+                for event in events::all(view)?.iter().filter(|e| e.span.overlaps(start, end)) {
+                    respond_event(&mut out, &user, event, &request);
+                }
+                None
+            }
+            Report::SyncCollection { token, props, limit } => {
+                let page = sync::walk(&sync::Calendar, view, Some(token.as_str()), limit).map_err(sync_error)?;
+                let request = Propfind::Prop(props);
+                for event in &page.changed {
+                    respond_event(&mut out, &user, event, &request);
+                }
+                for name in &page.removed {
+                    out.status(&format!("{}{name}.ics", calendar_href(&user)), 404, "Not Found");
+                }
+                if page.truncated {
+                    out.status(&calendar_href(&user), 507, "Insufficient Storage");
+                }
+                Some(page.next.to_string())
+            }
+            Report::AddressbookMultiget { .. } | Report::AddressbookQuery { .. } => {
+                return Err(DavError::condition(StatusCode::FORBIDDEN, "D:supported-report", None));
+            }
+        };
+        Ok(out.finish(token.as_deref()))
+    })
+    .await?;
+    Ok(multistatus(body))
+}

@@ -1,0 +1,434 @@
+//! The CardDAV methods: OPTIONS, PROPFIND on every resource, GET/HEAD/PUT/DELETE of a card, and
+//! the REPORTs of the address book (multiget, query, sync-collection). Each one reads the request
+//! (`xml`), calls the domain (`crm::cards`) or reads one user-scoped view, and writes the answer.
+
+use axum::body::{Body, Bytes};
+use axum::extract::Request;
+use axum::http::header::{ACCEPT, CONTENT_TYPE, ETAG, IF_MATCH, IF_NONE_MATCH, USER_AGENT};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use mycorrhizal_codecs::vcard::Version;
+use mycorrhizal_engine::{Row, UserView};
+
+use super::props::{self, Resource};
+use super::sync::{self, SyncError};
+use super::xml::{self, CARDDAV, Multistatus, Prop, PropName, Propfind, Report};
+use super::{DavError, DavUser, MAX_BODY};
+use crate::crm::cards::{self, PutCondition, PutError};
+use crate::crm::contact::Contact;
+use crate::http::conditional;
+use crate::state::AppState;
+
+const ALLOW: &str = "OPTIONS, GET, HEAD, PUT, DELETE, PROPFIND, REPORT";
+
+/// Where a path points.
+enum Target {
+    /// The server's own root, `/`.
+    Slash,
+    Root,
+    Principal,
+    Book,
+    Card(String),
+}
+
+/// The target of `path` for `user`; another user's paths are missing ones.
+fn target(path: &str, user: &DavUser) -> Option<Target> {
+    if path == "/" {
+        return Some(Target::Slash);
+    }
+    let rest = path.strip_prefix("/carddav")?;
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    let own = |id: &str| id == user.id.0.to_string();
+    match parts.as_slice() {
+        [] => Some(Target::Root),
+        [id] if own(id) => Some(Target::Principal),
+        [id, "contacts"] if own(id) => Some(Target::Book),
+        [id, "contacts", name] if own(id) => Some(Target::Card(name.strip_suffix(".vcf").unwrap_or(name).to_string())),
+        _ => None,
+    }
+}
+
+/// OPTIONS: the DAV classes (answered without credentials, as clients probe before signing in).
+pub fn options() -> Response {
+    (StatusCode::OK, [("DAV", "1, 3, addressbook"), ("Allow", ALLOW)]).into_response()
+}
+
+pub async fn handle(state: AppState, user: DavUser, request: Request) -> Result<Response, DavError> {
+    let (parts, body) = request.into_parts();
+    let target = target(parts.uri.path(), &user).ok_or_else(DavError::not_found)?;
+    let body = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| DavError::too_large())?;
+    let headers = &parts.headers;
+    match (parts.method.as_str(), target) {
+        ("OPTIONS", _) => Ok(options()),
+        ("PROPFIND", target) => propfind(&state, user, target, headers, &body).await,
+        ("REPORT", Target::Book) => report(&state, user, headers, &body).await,
+        ("GET" | "HEAD", Target::Card(name)) => get(&state, user, name, headers, parts.method == Method::HEAD).await,
+        ("PUT", Target::Card(name)) => put(&state, user, name, headers, body).await,
+        ("DELETE", Target::Card(name)) => delete(&state, user, name, headers).await,
+        ("PUT" | "DELETE" | "REPORT", _) => Err(DavError::method_not_allowed()),
+        ("GET" | "HEAD", _) => Err(DavError::method_not_allowed()),
+        _ => Err(DavError::method_not_allowed()),
+    }
+}
+
+/// The vCard version a client reads: what it asks (`Accept: text/vcard; version=3.0`, an
+/// `address-data` version), else 3.0 for the clients that only speak 3.0, else 4.0.
+fn version(headers: &HeaderMap, asked: Option<&str>) -> Version {
+    if let Some(v) = asked.and_then(Version::parse) {
+        return v;
+    }
+    let accept = headers.get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+    if accept.contains("version=3.0") || accept.contains("text/x-vcard") {
+        return Version::V3;
+    }
+    if accept.contains("version=4.0") {
+        return Version::V4;
+    }
+    let agent = headers.get(USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    const THREE_ONLY: [&str; 6] = ["iOS/", "macOS/", "Mac OS X/", "dataaccessd", "AddressBook", "Evolution"];
+    if THREE_ONLY.iter().any(|a| agent.contains(a)) { Version::V3 } else { Version::V4 }
+}
+
+pub(super) fn depth(headers: &HeaderMap) -> u8 {
+    match headers.get("depth").and_then(|v| v.to_str().ok()).map(str::trim) {
+        Some("0") => 0,
+        _ => 1,
+    }
+}
+
+pub(super) fn multistatus(body: String) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = StatusCode::MULTI_STATUS;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/xml; charset=utf-8"));
+    response
+}
+
+/// Runs `work` on one read view of the user's data, off the async threads.
+pub(super) async fn reading<T: Send + 'static>(
+    state: &AppState,
+    user: &DavUser,
+    work: impl FnOnce(&UserView) -> Result<T, DavError> + Send + 'static,
+) -> Result<T, DavError> {
+    let scope = state.engine.user(user.id);
+    state.blocking(move |_| scope.view().map_err(DavError::from).and_then(|v| work(&v))).await?
+}
+
+/// Writes one resource's response: its found properties, and the asked ones it lacks as 404.
+/// `all` is what the resource reports for `allprop` and `propname`.
+pub(super) fn respond(
+    out: &mut Multistatus,
+    href: &str,
+    all: Vec<Prop>,
+    request: &Propfind,
+    value: &dyn Fn(&Prop) -> Option<String>,
+) {
+    let asked = match request {
+        Propfind::Prop(props) => props.clone(),
+        Propfind::AllProp | Propfind::PropName => all,
+    };
+    if matches!(request, Propfind::PropName) {
+        let names: Vec<String> = asked.iter().map(|p| xml::empty(&p.name)).collect();
+        out.props(href, &names, &[]);
+        return;
+    }
+    let mut found = Vec::new();
+    let mut missing: Vec<&PropName> = Vec::new();
+    for prop in &asked {
+        match value(prop) {
+            Some(v) => found.push(v),
+            None => missing.push(&prop.name),
+        }
+    }
+    out.props(href, &found, &missing);
+}
+
+/// [`respond`] for a CardDAV resource; `card` answers a card's `address-data`.
+fn respond_card(
+    out: &mut Multistatus,
+    href: &str,
+    resource: &Resource<'_>,
+    request: &Propfind,
+    user: &DavUser,
+    card: &dyn Fn(&Prop) -> Option<String>,
+) {
+    let value = |prop: &Prop| {
+        if prop.name.is(CARDDAV, "address-data") { card(prop) } else { props::value(resource, &prop.name, user) }
+    };
+    respond(out, href, props::all(resource), request, &value);
+}
+
+/// The card element of `row` for an `address-data` property.
+fn address_data(view: &UserView, row: &Row<Contact>, prop: &Prop, headers: &HeaderMap) -> Option<String> {
+    match cards::card_text(Some(view), row, version(headers, prop.version.as_deref())) {
+        Ok(text) => Some(xml::text("C:address-data", &text)),
+        Err(e) => {
+            tracing::error!(event = "dav_card_unwritable", component = "dav", contact = row.id, error = %e);
+            None
+        }
+    }
+}
+
+async fn propfind(
+    state: &AppState,
+    user: DavUser,
+    target: Target,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, DavError> {
+    let request = xml::propfind(body).map_err(|e| DavError::bad_request(e.to_string()))?;
+    let depth = depth(headers);
+    let headers = headers.clone();
+    let body = reading(state, &user.clone(), move |view| {
+        let mut out = Multistatus::new();
+        let none = |_: &Prop| None;
+        match target {
+            Target::Slash => respond_card(&mut out, "/", &Resource::Root, &request, &user, &none),
+            Target::Root => {
+                respond_card(&mut out, "/carddav/", &Resource::Root, &request, &user, &none);
+                if depth > 0 {
+                    respond_card(&mut out, &props::principal_href(&user), &Resource::Principal, &request, &user, &none);
+                }
+            }
+            Target::Principal => {
+                respond_card(&mut out, &props::principal_href(&user), &Resource::Principal, &request, &user, &none);
+                if depth > 0 {
+                    let token = sync::current(view)?.to_string();
+                    respond_card(
+                        &mut out,
+                        &props::book_href(&user),
+                        &Resource::Book { token: &token },
+                        &request,
+                        &user,
+                        &none,
+                    );
+                }
+            }
+            Target::Book => {
+                let token = sync::current(view)?.to_string();
+                respond_card(
+                    &mut out,
+                    &props::book_href(&user),
+                    &Resource::Book { token: &token },
+                    &request,
+                    &user,
+                    &none,
+                );
+                if depth > 0 {
+                    for row in view.list::<Contact>()? {
+                        let href = props::card_href(&user, &cards::name_of(&row.body));
+                        let card = |p: &Prop| address_data(view, &row, p, &headers);
+                        respond_card(&mut out, &href, &Resource::Card { row: &row }, &request, &user, &card);
+                    }
+                }
+            }
+            Target::Card(name) => {
+                let row = cards::find(view, &name)?.ok_or_else(DavError::not_found)?;
+                let href = props::card_href(&user, &cards::name_of(&row.body));
+                let card = |p: &Prop| address_data(view, &row, p, &headers);
+                respond_card(&mut out, &href, &Resource::Card { row: &row }, &request, &user, &card);
+            }
+        }
+        Ok(out.finish(None))
+    })
+    .await?;
+    Ok(multistatus(body))
+}
+
+async fn get(
+    state: &AppState,
+    user: DavUser,
+    name: String,
+    headers: &HeaderMap,
+    head: bool,
+) -> Result<Response, DavError> {
+    let version = version(headers, None);
+    let (etag, text) = reading(state, &user, move |view| {
+        let row = cards::find(view, &name)?.ok_or_else(DavError::not_found)?;
+        Ok((row.etag(), cards::card_text(Some(view), &row, version)?))
+    })
+    .await?;
+    if conditional::not_modified(headers, &etag) {
+        return Ok((StatusCode::NOT_MODIFIED, [(ETAG, etag)]).into_response());
+    }
+    let body = if head { Body::empty() } else { Body::from(text) };
+    let mut response = Response::new(body);
+    let h = response.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/vcard; charset=utf-8"));
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        h.insert(ETAG, value);
+    }
+    Ok(response)
+}
+
+/// The `If-Match` / `If-None-Match: *` of a write.
+fn condition(headers: &HeaderMap) -> Result<PutCondition, DavError> {
+    let if_match = match headers.get(IF_MATCH) {
+        None => None,
+        Some(_) => Some(conditional::if_match(headers).map_err(|_| DavError::precondition_failed())?),
+    };
+    let if_none_match = headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| v.trim() == "*");
+    Ok(PutCondition { if_match, if_none_match })
+}
+
+async fn put(
+    state: &AppState,
+    user: DavUser,
+    name: String,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, DavError> {
+    let media = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("text/vcard").to_ascii_lowercase();
+    let media = media.split(';').next().unwrap_or("").trim().to_string();
+    if !matches!(media.as_str(), "text/vcard" | "text/x-vcard" | "text/directory" | "") {
+        let detail = format!("{media} is not a vCard media type");
+        return Err(DavError::condition(StatusCode::FORBIDDEN, "C:supported-address-data", Some(detail)));
+    }
+    let condition = condition(headers)?;
+    let incoming = tokio::task::spawn_blocking(move || cards::parse(&body))
+        .await
+        .map_err(DavError::internal)?
+        .map_err(|reason| DavError::condition(StatusCode::FORBIDDEN, "C:valid-address-data", Some(reason)))?;
+    let scope = state.engine.user(user.id);
+    let (row, created) = cards::put(&scope, &name, incoming, condition).await.map_err(|e| match e {
+        PutError::Precondition => DavError::precondition_failed(),
+        PutError::UidConflict(holder) => DavError::condition(
+            StatusCode::CONFLICT,
+            "C:no-uid-conflict",
+            Some(format!("the UID is in use by {}", props::card_href(&user, &holder))),
+        ),
+        PutError::Invalid(reason) => DavError::condition(StatusCode::FORBIDDEN, "C:valid-address-data", Some(reason)),
+        PutError::Other(e) => e.into(),
+    })?;
+    let status = if created { StatusCode::CREATED } else { StatusCode::NO_CONTENT };
+    Ok((status, [(ETAG, row.etag())]).into_response())
+}
+
+async fn delete(state: &AppState, user: DavUser, name: String, headers: &HeaderMap) -> Result<Response, DavError> {
+    let pre = match condition(headers)? {
+        PutCondition { if_match: Some(pre), .. } => pre,
+        _ => mycorrhizal_engine::Precondition::Any,
+    };
+    let attachments = state.config.data_dir.join("users").join(user.id.0.to_string()).join("attachments");
+    cards::delete(&state.engine.user(user.id), &attachments, &name, pre).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// A sync that cannot be answered: a stale token is RFC 6578's `valid-sync-token` (403).
+pub(super) fn sync_error(e: SyncError) -> DavError {
+    match e {
+        SyncError::Stale => DavError::condition(StatusCode::FORBIDDEN, "D:valid-sync-token", None),
+        SyncError::Engine(e) => e.into(),
+    }
+}
+
+/// The card name an href of a multiget points at, when it is in this user's book.
+fn name_in(href: &str, user: &DavUser) -> Option<String> {
+    let path = match href.find("://") {
+        Some(i) => &href[href[i + 3..].find('/').map(|j| i + 3 + j)?..],
+        None => href,
+    };
+    let path = percent_decode(path);
+    match target(&path, user)? {
+        Target::Card(name) => Some(name),
+        _ => None,
+    }
+}
+
+pub(super) fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(v) = text.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8]) -> Result<Response, DavError> {
+    let report = xml::report(body).map_err(|e| DavError::bad_request(e.to_string()))?;
+    let headers = headers.clone();
+    let body = reading(state, &user.clone(), move |view| {
+        let mut out = Multistatus::new();
+        let card_response = |out: &mut Multistatus, row: &Row<Contact>, props: &[Prop]| {
+            let href = props::card_href(&user, &cards::name_of(&row.body));
+            let card = |p: &Prop| address_data(view, row, p, &headers);
+            respond_card(out, &href, &Resource::Card { row }, &Propfind::Prop(props.to_vec()), &user, &card);
+        };
+        let token = match report {
+            Report::AddressbookMultiget { props, hrefs } => {
+                for href in hrefs {
+                    match name_in(&href, &user).map(|name| cards::find(view, &name)).transpose()?.flatten() {
+                        Some(row) => card_response(&mut out, &row, &props),
+                        None => out.status(&href, 404, "Not Found"),
+                    }
+                }
+                None
+            }
+            Report::AddressbookQuery { props, filter, limit } => {
+                let mut matched = 0usize;
+                for row in view.list::<Contact>()? {
+                    if !filter.props.is_empty() {
+                        let text = cards::card_text(None, &row, Version::V4)?;
+                        if !super::query::matches(&filter, &text) {
+                            continue;
+                        }
+                    }
+                    if limit.is_some_and(|n| matched >= n) {
+                        out.status(&props::book_href(&user), 507, "Insufficient Storage");
+                        break;
+                    }
+                    matched += 1;
+                    card_response(&mut out, &row, &props);
+                }
+                None
+            }
+            Report::SyncCollection { token, props, limit } => {
+                let page = sync::walk(&sync::Book, view, Some(token.as_str()), limit).map_err(sync_error)?;
+                for row in &page.changed {
+                    card_response(&mut out, row, &props);
+                }
+                for name in &page.removed {
+                    out.status(&props::card_href(&user, name), 404, "Not Found");
+                }
+                if page.truncated {
+                    out.status(&props::book_href(&user), 507, "Insufficient Storage");
+                }
+                Some(page.next.to_string())
+            }
+            Report::CalendarMultiget { .. } | Report::CalendarQuery { .. } => {
+                return Err(DavError::condition(StatusCode::FORBIDDEN, "D:supported-report", None));
+            }
+        };
+        Ok(out.finish(token.as_deref()))
+    })
+    .await?;
+    Ok(multistatus(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hrefs_name_cards_of_the_callers_book_only() {
+        let user = DavUser {
+            id: mycorrhizal_engine::UserId(7),
+            username: "ada".into(),
+            carddav: true,
+            caldav: false,
+            calendar_writable: false,
+        };
+        assert_eq!(name_in("/carddav/7/contacts/abc.vcf", &user).as_deref(), Some("abc"));
+        assert_eq!(name_in("http://h:1/carddav/7/contacts/a%2Bb.vcf", &user).as_deref(), Some("a+b"));
+        assert_eq!(name_in("/carddav/8/contacts/abc.vcf", &user), None);
+        assert_eq!(name_in("/carddav/7/", &user), None);
+    }
+}
