@@ -459,6 +459,12 @@ def flow_tokens_and_password(browser):
     expect(row).to_contain_text("Contact sync (CardDAV) only")
     row.get_by_role("button", name="Revoke").click()
     expect(page.locator("tr", has_text="Phone sync")).to_contain_text("revoked")
+    # The calendar subscription: its address is shown once and serves an iCalendar file.
+    page.get_by_role("button", name="Create the address").click()
+    feed = page.locator("#feed-url").inner_text().strip()
+    assert "/ical/" in feed and feed.endswith(".ics"), feed
+    ics = page.request.get(feed)
+    assert ics.ok and ics.text().startswith("BEGIN:VCALENDAR"), ics.status
     # A wrong current password is named and nothing changes.
     page.get_by_label("Current password").fill("not my password")
     page.get_by_label("New password", exact=True).fill("an entirely new passphrase here")

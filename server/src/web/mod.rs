@@ -93,6 +93,8 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/settings/2fa/confirm", post(settings::two_factor_confirm))
         .route("/settings/2fa/disable", post(settings::two_factor_disable))
         .route("/settings/2fa/recovery-codes", post(settings::recovery_codes))
+        .route("/settings/feed", post(settings::feed))
+        .route("/settings/feed/revoke", post(settings::feed_revoke))
         .route("/settings/tokens", post(settings::create_token))
         .route("/settings/tokens/revoke-all", post(settings::revoke_all_tokens))
         .route("/settings/tokens/{id}/rotate", post(settings::rotate_token))

@@ -45,6 +45,8 @@ struct Extra {
     enrolment: Option<(String, String)>,
     /// Fresh recovery codes, shown once.
     recovery_codes: Option<Vec<String>>,
+    /// A new calendar feed path, shown once.
+    feed_path: Option<String>,
 }
 
 fn section_error(extra: &Extra, section: &str) -> Markup {
@@ -60,7 +62,13 @@ fn qr_image(text: &str) -> Option<String> {
     Some(format!("data:image/svg+xml;base64,{}", base64::engine::general_purpose::STANDARD.encode(svg)))
 }
 
-fn render(viewer: &Viewer, tokens: &[TokenView], extra: &Extra, notice_key: Option<&'static str>) -> Markup {
+fn render(
+    viewer: &Viewer,
+    tokens: &[TokenView],
+    feed_on: bool,
+    extra: &Extra,
+    notice_key: Option<&'static str>,
+) -> Markup {
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
     let account = &viewer.user.account;
@@ -165,6 +173,20 @@ fn render(viewer: &Viewer, tokens: &[TokenView], extra: &Extra, notice_key: Opti
                 }
             }
         }
+        section class="card" aria-labelledby="h-feed" {
+            h2 id="h-feed" { (t("feed.title")) }
+            p class="hint" { (t("feed.hint")) }
+            @if let Some(path) = &extra.feed_path {
+                p class="notice" role="status" { (t("feed.once")) }
+                p { code class="secret" id="feed-url" { (path) } }
+            } @else if feed_on {
+                p { (t("feed.on")) }
+            } @else {
+                p class="muted" { (t("feed.off")) }
+            }
+            (c.button_form("/settings/feed", if feed_on { t("feed.rotate") } else { t("feed.create") }, "", None))
+            @if feed_on { (c.button_form("/settings/feed/revoke", t("feed.revoke"), "danger", Some(t("feed.revoke_confirm")))) }
+        }
         section class="card wide" aria-labelledby="h-tokens" {
             h2 id="h-tokens" { (t("settings.tokens")) }
             p class="hint" { (t("settings.tokens_hint")) }
@@ -223,7 +245,8 @@ fn render(viewer: &Viewer, tokens: &[TokenView], extra: &Extra, notice_key: Opti
 
 async fn show(state: &AppState, viewer: &Viewer, status: StatusCode, extra: Extra) -> PageResult {
     let list = tokens::list(state, viewer.user.id.0)?;
-    Ok(page_with(status, render(viewer, &list, &extra, None)))
+    let feed_on = state.read(&viewer.user, crate::crm::feed::enabled).await?;
+    Ok(page_with(status, render(viewer, &list, feed_on, &extra, None)))
 }
 
 /// Shows the page again with `e` in `section` when the form was at fault, else the error page.
@@ -239,7 +262,8 @@ async fn refused(state: &AppState, viewer: &Viewer, section: &'static str, e: Ap
 
 pub async fn page(State(state): State<AppState>, viewer: Viewer, Query(q): Query<SettingsQuery>) -> PageResult {
     let list = tokens::list(&state, viewer.user.id.0)?;
-    Ok(html_page(render(&viewer, &list, &Extra::default(), notice(q.notice.as_deref()))))
+    let feed_on = state.read(&viewer.user, crate::crm::feed::enabled).await?;
+    Ok(html_page(render(&viewer, &list, feed_on, &Extra::default(), notice(q.notice.as_deref()))))
 }
 
 pub async fn preferences(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
@@ -364,4 +388,28 @@ pub async fn revoke_token(
 pub async fn revoke_all_tokens(State(state): State<AppState>, viewer: Viewer, _form: Form) -> PageResult {
     tokens::revoke_all(&state, viewer.user.id.0).await?;
     Ok(see_other("/settings?notice=saved#h-tokens"))
+}
+
+/// A new calendar feed URL (any earlier one stops working), shown once, in full.
+pub async fn feed(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    headers: axum::http::HeaderMap,
+    _form: Form,
+) -> PageResult {
+    let file = crate::crm::feed::rotate(&state.scope(&viewer.user)).await?;
+    let base = match &state.config.auth.frontend_url {
+        Some(url) => url.trim_end_matches('/').to_string(),
+        None => {
+            let host = headers.get(axum::http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
+            format!("http://{host}")
+        }
+    };
+    let path = format!("{base}/ical/{file}");
+    show(&state, &viewer, StatusCode::OK, Extra { feed_path: Some(path), ..Extra::default() }).await
+}
+
+pub async fn feed_revoke(State(state): State<AppState>, viewer: Viewer, _form: Form) -> PageResult {
+    crate::crm::feed::revoke(&state.scope(&viewer.user)).await?;
+    Ok(see_other("/settings?notice=saved#h-feed"))
 }
