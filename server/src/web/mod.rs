@@ -131,7 +131,7 @@ async fn chrome(State(state): State<AppState>, mut request: Request, next: Next)
     let slot = LangSlot::default();
     request.extensions_mut().insert(slot.clone());
 
-    let mut response = if !same_origin(&request) {
+    let mut response = if !same_origin(&request, state.config.auth.frontend_url.as_deref()) {
         let lang = i18n::Lang::of_header(request.headers().get(header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok()));
         let _ = slot.0.set(lang);
         let mut r = StatusCode::FORBIDDEN.into_response();
@@ -168,25 +168,30 @@ async fn chrome(State(state): State<AppState>, mut request: Request, next: Next)
 const CSRF_COOKIE: &str = "csrf";
 
 /// A state-changing request whose `Origin` (or, without one, `Referer`) names another host than
-/// the one it was sent to is refused; a request with neither passes (the CSRF token decides).
-fn same_origin(request: &Request) -> bool {
+/// this site is refused; a request with neither passes (the CSRF token decides). This site is the
+/// request's `Host`, the `X-Forwarded-Host` a reverse proxy set, or the host of `FRONTEND_URL`.
+fn same_origin(request: &Request, frontend_url: Option<&str>) -> bool {
     if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return true;
     }
     let headers = request.headers();
-    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else { return true };
     let origin = headers
         .get(header::ORIGIN)
         .or_else(|| headers.get(header::REFERER))
         .and_then(|v| v.to_str().ok())
         .filter(|o| *o != "null");
-    match origin {
-        None => true,
-        Some(origin) => {
-            let rest = origin.split_once("://").map(|(_, r)| r).unwrap_or(origin);
-            rest.split('/').next() == Some(host)
-        }
-    }
+    let Some(origin) = origin else { return true };
+    let host_of = |url: &str| -> String {
+        let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+        rest.split('/').next().unwrap_or("").to_ascii_lowercase()
+    };
+    let origin = host_of(origin);
+    let ours = [
+        headers.get(header::HOST).and_then(|v| v.to_str().ok()).map(str::to_ascii_lowercase),
+        headers.get("x-forwarded-host").and_then(|v| v.to_str().ok()).map(|h| h.trim().to_ascii_lowercase()),
+        frontend_url.map(host_of),
+    ];
+    ours.iter().flatten().any(|host| !host.is_empty() && *host == origin)
 }
 
 /// The headers every web response carries.
