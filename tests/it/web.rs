@@ -325,6 +325,18 @@ async fn no_page_or_form_reaches_another_users_data() {
         .unwrap();
     assert_eq!(photo.status(), 404);
     assert_eq!(total(&bob).await, 0);
+
+    // A token scoped to contact sync opens no page.
+    let token: Value =
+        ada.post("/api/v1/api-tokens", json!({ "name": "phone", "scope": "carddav" })).await.json().await.unwrap();
+    let carddav = web
+        .http
+        .get(format!("{}/contacts/{id}", web.base))
+        .bearer_auth(token["token"].as_str().expect("token"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(carddav.status(), 403);
 }
 
 fn python() -> PathBuf {

@@ -126,6 +126,12 @@ impl FromRequestParts<AppState> for Viewer {
             Err(ApiError::Unauthorized(_)) => return Err(WebError::SignIn { next }),
             Err(e) => return Err(e.into()),
         };
+        // A token scoped to contact sync opens no page, as it opens no API route.
+        if let crate::auth::Via::ApiToken { scope: crate::auth::records::Scope::Carddav, .. } = user.via {
+            return Err(WebError::Api(ApiError::Forbidden(
+                "This token is scoped to CardDAV and cannot be used for the web client".into(),
+            )));
+        }
         let lang = Lang::of_account(&user.account.language);
         remember(parts, lang);
         Ok(Viewer { user, lang, csrf: csrf_of(parts), today: state.today() })
