@@ -423,3 +423,29 @@ async fn a_forgotten_password_is_reset_from_the_mailed_link() {
     let again = web.post("/reset-password", &[("token", token.as_str()), ("password", "another-pass-22-x")]).await;
     assert_eq!(again.status(), 400, "the link works once");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edit_keeps_what_the_form_does_not_show() {
+    let server = Instance::new().spawn();
+    let api = server.sign_up("ada").await;
+    let web = Browser::of(&server, &api).await;
+    // An imported card: only a full name, a nickname the form shows, and a URL it does not.
+    let card = json!({ "name": { "full": "Dr. Grace Brewster Murray Hopper" }, "nicknames": [{ "name": "Amazing Grace" }],
+        "links": [{ "uri": "https://example.org/grace" }] });
+    let created = api.post("/api/v1/contacts", json!({ "card": card })).await;
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    let id = created["contact"]["id"].as_u64().unwrap();
+    let revision = created["contact"]["revision"].as_u64().unwrap().to_string();
+    let saved = web
+        .post(
+            &format!("/contacts/{id}"),
+            &[("revision", revision.as_str()), ("nickname", "Amazing Grace"), ("org", "US Navy")],
+        )
+        .await;
+    assert_eq!(saved.status(), 303);
+    let after: Value = api.get(&format!("/api/v1/contacts/{id}")).await.json().await.unwrap();
+    assert_eq!(after["card"]["name"]["full"], "Dr. Grace Brewster Murray Hopper", "{after}");
+    assert_eq!(after["org"], "US Navy");
+    assert_eq!(after["card"]["links"][0]["uri"], "https://example.org/grace", "{after}");
+}

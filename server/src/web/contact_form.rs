@@ -114,8 +114,10 @@ impl Values {
     /// from nothing (a new contact). Refuses, naming the field, what the card rules would not
     /// say as clearly (a birthday that is no date, a contact without any name).
     pub fn input(&self, existing: Option<&Contact>) -> Result<ContactInput, ApiError> {
+        let has_full_name = existing.is_some_and(|c| c.parsed_card().name.is_some_and(|n| n.full.is_some()));
         if [&self.firstname, &self.lastname, &self.nickname, &self.org].iter().all(|v| v.is_empty())
             && self.emails.is_empty()
+            && !has_full_name
         {
             return Err(ApiError::validation("firstname", "give a name, a nickname, an organization or an email"));
         }
@@ -123,21 +125,29 @@ impl Values {
             return Err(ApiError::validation("birthday", "must be YYYY-MM-DD, or --MM-DD without a year"));
         }
         let mut card: Card = existing.map(Contact::parsed_card).unwrap_or_default();
-        let mut name = card.name.take().unwrap_or_else(Name::default);
-        name.components.retain(|c| c.kind != "given" && c.kind != "surname");
-        name.full = None;
-        card.name = Some(name);
+        // The name is rewritten only when the form changed it: a card whose name is only a
+        // full name (as many imported cards are) shows empty name fields, and saving another
+        // change must not erase that name.
+        let stored = card.name.clone().unwrap_or_default();
+        let name_changed = component(&stored.components, "given") != self.firstname
+            || component(&stored.components, "surname") != self.lastname;
+        if name_changed {
+            let mut name = card.name.take().unwrap_or_else(Name::default);
+            name.components.retain(|c| c.kind != "given" && c.kind != "surname");
+            name.full = None;
+            card.name = Some(name);
+        }
         // Given and family name, and the birthday, through the projection the API's flat
         // fields use, so both front doors write them alike.
         card.anniversaries.retain(|a| a.kind != "birth");
         let flat = FlatInput {
-            firstname: self.firstname.clone(),
-            lastname: self.lastname.clone(),
+            firstname: if name_changed { self.firstname.clone() } else { String::new() },
+            lastname: if name_changed { self.lastname.clone() } else { String::new() },
             birthday: self.birthday.clone(),
             ..FlatInput::default()
         };
         apply_flat(&mut card, &flat);
-        if card.name.as_ref().is_some_and(|n| n.components.is_empty()) {
+        if card.name.as_ref().is_some_and(|n| n.components.is_empty() && n.full.is_none()) {
             card.name = None;
         }
         set_first(
