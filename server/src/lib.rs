@@ -39,10 +39,14 @@ use tokio::net::TcpListener;
 pub use config::Config;
 pub use state::AppState;
 
+/// What the shared HTTP stack needs to know of the front doors (it imports none of them).
+const DOORS: http::Doors =
+    http::Doors { buckets: &[("dav", dav::is_dav_path, dav::RATE)], not_found_page: web::not_found_for };
+
 /// The whole application: every front door's routes under the shared HTTP stack.
 pub fn app(state: AppState) -> axum::Router {
     let routes = api::router(&state.config).merge(web::router(&state)).merge(dav::router(&state));
-    dav::at_root(http::serve(routes, state.clone()), &state)
+    dav::at_root(http::serve(routes, state.clone(), DOORS), &state)
 }
 
 /// Opens the engine for `config`, migrating behind a verified snapshot, and records what happened.

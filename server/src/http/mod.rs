@@ -18,6 +18,7 @@ use axum::response::IntoResponse;
 use axum::response::Response;
 
 use crate::auth::client::client_ip;
+use crate::auth::limits::Rate;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -39,29 +40,39 @@ pub fn body_limit<S: Clone + Send + Sync + 'static>(
         .layer::<_, std::convert::Infallible>(axum::Extension(BodyLimit(bytes)))
 }
 
+/// What the composition root tells the shared stack about its front doors, so the plumbing
+/// imports none of them: the per-IP rate buckets beyond the API's, and the page a browser gets
+/// for a path nobody serves.
+#[derive(Clone, Copy)]
+pub struct Doors {
+    /// `(bucket name, whether a path is the door's, its per-IP rate)`.
+    pub buckets: &'static [(&'static str, fn(&str) -> bool, Rate)],
+    /// For a browser's request of an unknown `path` (with its `Accept-Language`): the door's
+    /// own "not found" page, or `None` for the JSON envelope.
+    pub not_found_page: fn(&str, Option<&str>) -> Option<Response>,
+}
+
 /// The front doors' routes wrapped in what every request gets: the fallbacks that keep the error
-/// envelope, the body limit, the per-IP API rate, the request log and the request id.
-pub fn serve(routes: Router<AppState>, state: AppState) -> Router {
+/// envelope, the body limit, the per-IP rates, the request log and the request id.
+pub fn serve(routes: Router<AppState>, state: AppState, doors: Doors) -> Router {
     routes
-        .fallback(not_found)
+        .fallback(move |request: Request| not_found(request, doors))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(middleware::from_fn_with_state(state.clone(), api_rate_limit))
+        .layer(middleware::from_fn_with_state((state.clone(), doors), rate_limit))
         .layer(middleware::from_fn(log_request))
         .layer(middleware::from_fn(request_id::middleware))
         .with_state(state)
 }
 
-/// The per-client-IP API and CardDAV rates (token buckets; the API's per-user bucket is in the
+/// The per-client-IP rates: the API's and each door's bucket (the API's per-user bucket is in the
 /// auth extractor).
-async fn api_rate_limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
+async fn rate_limit(State((state, doors)): State<(AppState, Doors)>, request: Request, next: Next) -> Response {
     let path = request.uri().path();
     let bucket = if path.starts_with("/api/") {
         Some(("api", state.auth.limits.api))
-    } else if crate::dav::is_dav_path(path) {
-        Some(("dav", crate::dav::RATE))
     } else {
-        None
+        doors.buckets.iter().find(|(_, owns, _)| owns(path)).map(|(name, _, rate)| (*name, *rate))
     };
     if let Some((name, rate)) = bucket {
         let peer = request
@@ -78,17 +89,19 @@ async fn api_rate_limit(State(state): State<AppState>, request: Request, next: N
     next.run(request).await
 }
 
-/// A path nobody serves: the error envelope, or for a browser asking for a page outside the API,
-/// DAV and health paths, the web client's "not found" page.
-async fn not_found(request: Request) -> Response {
+/// A path nobody serves: the error envelope, or for a browser asking for a page, the owning
+/// door's "not found" page.
+async fn not_found(request: Request, doors: Doors) -> Response {
     let headers = request.headers();
     let wants_html = headers
         .get(axum::http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|accept| accept.contains("text/html"));
-    if wants_html && crate::web::owns(request.uri().path()) {
+    if wants_html {
         let lang = headers.get(axum::http::header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok());
-        return crate::web::not_found_page(lang);
+        if let Some(page) = (doors.not_found_page)(request.uri().path(), lang) {
+            return page;
+        }
     }
     ApiError::NotFound.into_response()
 }

@@ -208,9 +208,14 @@ pub fn security_headers(headers: &mut axum::http::HeaderMap) {
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
 }
 
-/// The page for a path nobody serves, in the browser's language (the JSON 404 stays for API
-/// clients and for requests that do not ask for HTML).
-pub fn not_found_page(request_lang: Option<&str>) -> Response {
+/// The "not found" page for a browser's request of an unknown `path` the client owns (`None`
+/// for API, DAV and health paths, which keep the JSON envelope).
+pub fn not_found_for(path: &str, request_lang: Option<&str>) -> Option<Response> {
+    owns(path).then(|| not_found_page(request_lang))
+}
+
+/// The page for a path nobody serves, in the browser's language.
+fn not_found_page(request_lang: Option<&str>) -> Response {
     let lang = i18n::Lang::of_header(request_lang);
     let chrome = Chrome { lang, csrf: "", user: None, date_format: "iso" };
     let mut response = page::page_with(
