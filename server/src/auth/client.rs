@@ -16,6 +16,14 @@ use crate::state::AppState;
 pub struct ClientIp(pub IpAddr);
 
 /// The client address given the TCP peer and the proxy headers.
+/// The socket peer of a request; in-process tests have no socket and count as loopback.
+pub fn socket_peer(extensions: &axum::http::Extensions) -> IpAddr {
+    extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip())
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]))
+}
+
 pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) -> IpAddr {
     let is_trusted = |ip: IpAddr| trusted.iter().any(|net| net.contains(ip));
     if !is_trusted(peer) {
@@ -42,12 +50,7 @@ impl FromRequestParts<AppState> for ClientIp {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        // In-process tests have no socket; they count as loopback.
-        let peer = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| addr.ip())
-            .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+        let peer = socket_peer(&parts.extensions);
         Ok(ClientIp(client_ip(peer, &parts.headers, &state.config.trusted_proxies)))
     }
 }

@@ -20,13 +20,13 @@ pub mod sync;
 pub mod xml;
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -108,11 +108,7 @@ async fn root(State((state, dav)): State<(AppState, Dav)>, request: Request, nex
     if request.method().as_str() != "PROPFIND" || request.uri().path() != "/" {
         return next.run(request).await;
     }
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| addr.ip())
-        .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    let peer = crate::auth::client::socket_peer(request.extensions());
     let ip = client_ip(peer, request.headers(), &state.config.trusted_proxies);
     if let Err(refusal) = state.auth.limits.take(format!("dav:ip:{ip}"), RATE) {
         return DavError::too_many(refusal.retry_after.as_secs().max(1)).into_response();
@@ -199,11 +195,7 @@ impl Dav {
     }
 
     async fn carddav(&self, state: AppState, request: Request) -> Response {
-        let peer = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| addr.ip())
-            .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+        let peer = crate::auth::client::socket_peer(request.extensions());
         let headers = request.headers().clone();
         let user = match self.authenticate(&state, &headers, peer).await {
             Ok(user) => user,
@@ -221,11 +213,7 @@ impl Dav {
     }
 
     async fn caldav(&self, state: AppState, request: Request) -> Response {
-        let peer = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| addr.ip())
-            .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+        let peer = crate::auth::client::socket_peer(request.extensions());
         let headers = request.headers().clone();
         let user = match self.authenticate(&state, &headers, peer).await {
             Ok(user) => user,

@@ -10,9 +10,8 @@ pub mod request_id;
 use std::time::Instant;
 
 use axum::Router;
-use std::net::{IpAddr, SocketAddr};
 
-use axum::extract::{ConnectInfo, DefaultBodyLimit, MatchedPath, Request, State};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::IntoResponse;
 use axum::response::Response;
@@ -75,11 +74,7 @@ async fn rate_limit(State((state, doors)): State<(AppState, Doors)>, request: Re
         doors.buckets.iter().find(|(_, owns, _)| owns(path)).map(|(name, _, rate)| (*name, *rate))
     };
     if let Some((name, rate)) = bucket {
-        let peer = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| addr.ip())
-            .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+        let peer = crate::auth::client::socket_peer(request.extensions());
         let ip = client_ip(peer, request.headers(), &state.config.trusted_proxies);
         if let Err(refusal) = state.auth.limits.take(format!("{name}:ip:{ip}"), rate) {
             return ApiError::RateLimited { retry_after: refusal.retry_after.as_secs().max(1), locked: false }
