@@ -320,6 +320,40 @@ pub(crate) fn events(txn: &ReadTransaction, user: u64, after: u64, limit: usize)
     range.take(limit).map(|entry| codec::decode("audit", entry?.1.value())).collect()
 }
 
+/// Every user's chain head: the newest event's hash, or the anchor when retention removed every
+/// event (users with neither have no entry). What a backup manifest records so a restore can
+/// prove it brought back the chain it saved.
+pub(crate) fn heads(txn: &ReadTransaction) -> Result<std::collections::BTreeMap<u64, String>> {
+    let mut heads = std::collections::BTreeMap::new();
+    match txn.open_table(AUDIT_ANCHORS) {
+        Ok(anchors) => {
+            for entry in anchors.iter()? {
+                let (user, hash) = entry?;
+                heads.insert(user.value(), String::from_utf8_lossy(hash.value()).into_owned());
+            }
+        }
+        Err(TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let table = match txn.open_table(AUDIT) {
+        Ok(t) => t,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(heads),
+        Err(e) => return Err(e.into()),
+    };
+    // One backwards step per user: the last key of a user's range is its head.
+    let mut upper = u64::MAX;
+    loop {
+        let Some(entry) = table.range((0, 0)..=(upper, u64::MAX))?.next_back() else { break };
+        let (key, bytes) = entry?;
+        let (user, _) = key.value();
+        let event: AuditEvent = codec::decode("audit", bytes.value())?;
+        heads.insert(user, event.hash);
+        let Some(next) = user.checked_sub(1) else { break };
+        upper = next;
+    }
+    Ok(heads)
+}
+
 /// Walks `user`'s chain from its anchor; `Err` names the first event that does not verify.
 pub(crate) fn verify(txn: &ReadTransaction, user: u64) -> Result<u64> {
     let anchor = match txn.open_table(AUDIT_ANCHORS) {
@@ -449,4 +483,24 @@ mod tests {
         );
         assert_eq!(created(&map, &[]).len(), 1);
     }
+}
+
+/// Rewrites the newest audit event of `user` in the closed database at `path` with one field
+/// changed and its stored hash kept, as an edit behind the engine's back would. Test support only.
+#[doc(hidden)]
+pub fn tamper_for_tests(path: &std::path::Path, user: u64) -> Result<()> {
+    let db = redb::Database::builder().open(path)?;
+    let txn = db.begin_write()?;
+    {
+        let mut table = txn.open_table(AUDIT)?;
+        let (key, mut event) = {
+            let last = table.range((user, 0)..=(user, u64::MAX))?.next_back().transpose()?;
+            let Some((key, bytes)) = last else { return Err(Error::NotFound) };
+            (key.value(), codec::decode::<AuditEvent>("audit", bytes.value())?)
+        };
+        event.revision += 1;
+        table.insert(key, codec::encode(&event).as_slice())?;
+    }
+    txn.commit()?;
+    Ok(())
 }

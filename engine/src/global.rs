@@ -33,6 +33,15 @@ macro_rules! global_tables {
     };
 }
 
+/// A map table's name must carry its prefix: snapshots and checks know a table's layout by it.
+fn map_name(table: &str) -> Result<&str> {
+    if table.starts_with(tables::MAP_PREFIX) {
+        Ok(table)
+    } else {
+        Err(Error::Corrupt { table: table.into(), reason: "a map table's name must start with map:".into() })
+    }
+}
+
 fn unique_key(name: &str, value: &str) -> String {
     format!("{name}\u{0}{value}")
 }
@@ -98,13 +107,13 @@ impl TxGlobal<'_, '_> {
 
     /// Reads a value of a `map:<name>` table.
     pub fn map_get(&self, table: &str, key: &str) -> Result<Option<Vec<u8>>> {
-        let table = self.tx.txn().open_table(tables::map_table(table))?;
+        let table = self.tx.txn().open_table(tables::map_table(map_name(table)?))?;
         Ok(table.get(key)?.map(|v| v.value().to_vec()))
     }
 
     /// Writes a value of a `map:<name>` table.
     pub fn map_put(&self, table: &str, key: &str, value: &[u8]) -> Result<()> {
-        self.tx.txn().open_table(tables::map_table(table))?.insert(key, value)?;
+        self.tx.txn().open_table(tables::map_table(map_name(table)?))?.insert(key, value)?;
         Ok(())
     }
 
@@ -163,7 +172,7 @@ impl GlobalView {
 
     /// Reads a value of a `map:<name>` table.
     pub fn map_get(&self, table: &str, key: &str) -> Result<Option<Vec<u8>>> {
-        match self.txn.open_table(tables::map_table(table)) {
+        match self.txn.open_table(tables::map_table(map_name(table)?)) {
             Ok(t) => Ok(t.get(key)?.map(|v| v.value().to_vec())),
             Err(TableError::TableDoesNotExist(_)) => Ok(None),
             Err(e) => Err(e.into()),

@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod changes;
+pub mod check;
 pub mod clock;
 pub mod codec;
 mod error;
@@ -248,7 +249,23 @@ impl Engine {
 
     /// A consistent snapshot of the whole database into `dir` (see [`snapshot`]).
     pub fn snapshot(&self, dir: &Path, label: &str) -> Result<snapshot::Snapshot> {
-        snapshot::write(&self.inner.db, dir, label, self.inner.clock.now())
+        self.snapshot_with(dir, label, &mut |_| {})
+    }
+
+    /// [`Engine::snapshot`], reporting the copy's progress as it goes (blocking).
+    pub fn snapshot_with(
+        &self,
+        dir: &Path,
+        label: &str,
+        progress: &mut dyn FnMut(snapshot::Progress),
+    ) -> Result<snapshot::Snapshot> {
+        snapshot::write(self.inner.db.as_ref(), dir, label, self.inner.clock.now(), progress)
+    }
+
+    /// What the database holds per user right now: live rows by record kind and each audit
+    /// chain's head, as a backup manifest records them (the restore drill compares the two).
+    pub fn contents(&self) -> Result<snapshot::Contents> {
+        snapshot::contents(&self.db().begin_read()?)
     }
 
     pub(crate) fn db(&self) -> &Database {

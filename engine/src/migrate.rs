@@ -126,6 +126,28 @@ where
     Ok(converted.len() as u64)
 }
 
+/// For a migration step: moves every row of the map-layout table `from` into `to` (created when
+/// missing) and deletes `from`; a missing `from` moves nothing. Returns the rows moved.
+pub fn rename_map_table(step: &MigrationTx<'_>, from: &str, to: &str) -> Result<u64> {
+    let txn = step.txn;
+    let rows: Vec<(String, Vec<u8>)> = match txn.open_table(tables::map_table(from)) {
+        Ok(table) => table
+            .iter()?
+            .map(|entry| entry.map(|(k, v)| (k.value().to_string(), v.value().to_vec())))
+            .collect::<std::result::Result<_, _>>()?,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    {
+        let mut target = txn.open_table(tables::map_table(to))?;
+        for (key, value) in &rows {
+            target.insert(key.as_str(), value.as_slice())?;
+        }
+    }
+    txn.delete_table(tables::map_table(from))?;
+    Ok(rows.len() as u64)
+}
+
 /// The schema version recorded in the closed database file at `path` (0 for a new file), read
 /// without migrating it: for tests and tools that check what an earlier start left.
 pub fn read_version(path: &Path) -> Result<u32> {
@@ -229,7 +251,7 @@ fn pre_migration_snapshot(db: &Database, dir: &Path, from: u32, now: Timestamp) 
 /// backfill); any failure is [`Error::PreMigrationBackupFailed`], and the change must not start.
 pub(crate) fn verified_snapshot(db: &Database, dir: &Path, label: &str, now: Timestamp) -> Result<Snapshot> {
     let failed = |reason: String| Error::PreMigrationBackupFailed { dir: dir.to_path_buf(), reason };
-    let snap = snapshot::write(db, dir, label, now).map_err(|e| failed(e.to_string()))?;
+    let snap = snapshot::write(db, dir, label, now, &mut |_| {}).map_err(|e| failed(e.to_string()))?;
     snapshot::verify(&snap.path).map_err(|e| failed(e.to_string()))?;
     Ok(snap)
 }

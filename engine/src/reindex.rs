@@ -32,11 +32,18 @@ pub struct Indexed {
     pub version: u32,
     records: &'static str,
     rebuild: fn(&WriteTransaction) -> Result<u64>,
+    pub(crate) check: fn(&ReadTransaction) -> Result<crate::check::KindCheck>,
 }
 
 impl Indexed {
     pub fn of<R: Record>() -> Indexed {
-        Indexed { kind: R::KIND.name, version: R::INDEX_VERSION, records: R::KIND.records, rebuild: rebuild::<R> }
+        Indexed {
+            kind: R::KIND.name,
+            version: R::INDEX_VERSION,
+            records: R::KIND.records,
+            rebuild: rebuild::<R>,
+            check: crate::check::kind::<R>,
+        }
     }
 }
 

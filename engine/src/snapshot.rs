@@ -3,8 +3,10 @@
 //! sha256 and size of the file). The one mechanism behind the pre-migration snapshot and, later,
 //! operator backups, restores and the restore drill. Copying the live file instead is unsafe.
 //!
-//! The manifest has a `signature` member, empty until signing lands, so that signed and unsigned
-//! manifests share one format.
+//! The manifest also records what the snapshot holds per user (live rows per record kind and the
+//! head of each audit hash chain), recomputed from the file by [`verify`], and a `signature`
+//! member that the server fills for operator backups (the engine knows no keys; an unsigned
+//! pre-migration snapshot leaves it empty), so signed and unsigned manifests share one format.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -38,9 +40,27 @@ pub struct Manifest {
     pub tables: BTreeMap<String, u64>,
     pub sha256: String,
     pub size: u64,
-    /// Reserved for the signature over the manifest (operator backups); `None` when unsigned.
+    /// The build that wrote it (operator backups), e.g. `0.1.0 (abc1234)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
+    /// Live rows per user and record kind (`None` in manifests written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<BTreeMap<u64, BTreeMap<String, u64>>>,
+    /// Each user's audit-chain head (newest event hash, or the anchor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_heads: Option<BTreeMap<u64, String>>,
+    /// The signature over the rest of the manifest (operator backups); `None` when unsigned.
     #[serde(default)]
     pub signature: Option<String>,
+}
+
+impl Manifest {
+    /// The bytes a signature covers: the manifest as JSON with `signature` left out.
+    pub fn signing_bytes(&self) -> Vec<u8> {
+        let unsigned = Manifest { signature: None, ..self.clone() };
+        // A struct of strings, numbers and maps always serializes.
+        serde_json::to_vec(&unsigned).unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -57,8 +77,60 @@ pub fn manifest_path(snapshot: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Writes a consistent snapshot of the database file at `db_path` into `dir`, for when no engine
+/// has it open (the backup command with the server stopped). Opened read-only: nothing is
+/// migrated, and a running server's lock makes it fail with [`Error::Storage`] saying so.
+pub fn write_from_file(
+    db_path: &Path,
+    dir: &Path,
+    label: &str,
+    now: Timestamp,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Snapshot> {
+    match Database::builder().open_read_only(db_path) {
+        Ok(db) => write(&db, dir, label, now, progress),
+        // A file left by a crash needs redb's repair, which only a writable open does; nothing
+        // is migrated by it.
+        Err(redb::DatabaseError::RepairAborted) => {
+            write(&Database::builder().open(db_path)?, dir, label, now, progress)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// How far a snapshot's copy has come: rows copied of the rows there are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub rows_copied: u64,
+    pub rows_total: u64,
+}
+
+/// Rows copied between two progress reports.
+const PROGRESS_EVERY: u64 = 20_000;
+
+/// Whether another process holds the database file at `path` open for writing (a running
+/// server). A missing file is not in use.
+pub fn in_use(path: &Path) -> bool {
+    path.exists() && matches!(Database::builder().open_read_only(path), Err(redb::DatabaseError::DatabaseAlreadyOpen))
+}
+
+/// The schema version of the database file at `path`, opened read-only.
+pub fn schema_of(path: &Path) -> Result<u32> {
+    let db = Database::builder()
+        .open_read_only(path)
+        .map_err(|e| Error::SnapshotInvalid(format!("redb cannot open {}: {e}", path.display())))?;
+    let read = db.begin_read()?;
+    meta::read_version(&read)
+}
+
 /// Writes a consistent snapshot of `db` into `dir` as `<label>-<UTC time>.redb`.
-pub(crate) fn write(db: &Database, dir: &Path, label: &str, now: Timestamp) -> Result<Snapshot> {
+pub(crate) fn write(
+    db: &impl ReadableDatabase,
+    dir: &Path,
+    label: &str,
+    now: Timestamp,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Snapshot> {
     fs::create_dir_all(dir)?;
     let stamp = now.strftime("%Y%m%dT%H%M%S%.6fZ").to_string();
     let file = format!("{label}-{stamp}.redb");
@@ -67,10 +139,11 @@ pub(crate) fn write(db: &Database, dir: &Path, label: &str, now: Timestamp) -> R
     let _ = fs::remove_file(&partial);
     let read = db.begin_read()?;
     let schema_version = meta::read_version(&read)?;
+    let (users, audit_heads) = contents(&read)?;
     let tables = {
         let copy = Database::builder().create(&partial)?;
         let write = copy.begin_write()?;
-        let tables = copy_all(&read, &write)?;
+        let tables = copy_all(&read, &write, progress)?;
         write.commit()?;
         tables
     };
@@ -84,18 +157,29 @@ pub(crate) fn write(db: &Database, dir: &Path, label: &str, now: Timestamp) -> R
         tables,
         sha256,
         size,
+        build: None,
+        users: Some(users),
+        audit_heads: Some(audit_heads),
         signature: None,
     };
     let manifest_path = manifest_path(&path);
-    write_durably(&manifest_path, &serde_json::to_vec_pretty(&manifest).map_err(io_other)?)?;
+    store_manifest(&path, &manifest)?;
     fs::rename(&partial, &path)?;
     File::open(dir)?.sync_all()?;
     Ok(Snapshot { path, manifest_path, manifest })
 }
 
-/// Checks a snapshot against its manifest: digest, size, that redb opens it, schema version and
-/// every table's row count. Returns the manifest when all hold.
+/// Checks a snapshot against its manifest: digest, size, that redb opens it, schema version,
+/// every table's row count, and (when recorded) every user's live rows and audit-chain head.
+/// Returns the manifest when all hold.
 pub fn verify(path: &Path) -> Result<Manifest> {
+    let manifest = read_manifest(path)?;
+    verify_against(path, &manifest)?;
+    Ok(manifest)
+}
+
+/// Reads and parses `<path>.manifest.json`, nothing more (a signature is checked before trusting it).
+pub fn read_manifest(path: &Path) -> Result<Manifest> {
     let manifest_path = manifest_path(path);
     let text = fs::read(&manifest_path)
         .map_err(|e| Error::SnapshotInvalid(format!("manifest {}: {e}", manifest_path.display())))?;
@@ -104,6 +188,16 @@ pub fn verify(path: &Path) -> Result<Manifest> {
     if manifest.format != MANIFEST_FORMAT {
         return Err(Error::SnapshotInvalid(format!("unknown manifest format {}", manifest.format)));
     }
+    Ok(manifest)
+}
+
+/// Writes `manifest` beside the snapshot at `path` durably (write aside, fsync, rename).
+pub fn store_manifest(path: &Path, manifest: &Manifest) -> Result<()> {
+    write_durably(&manifest_path(path), &serde_json::to_vec_pretty(manifest).map_err(io_other)?)
+}
+
+/// Checks the snapshot file at `path` against `manifest` (see [`verify`]).
+pub fn verify_against(path: &Path, manifest: &Manifest) -> Result<()> {
     let (sha256, size) = digest(path)?;
     if sha256 != manifest.sha256 || size != manifest.size {
         return Err(Error::SnapshotInvalid("file digest does not match the manifest".into()));
@@ -127,31 +221,86 @@ pub fn verify(path: &Path) -> Result<Manifest> {
     if counts != manifest.tables {
         return Err(Error::SnapshotInvalid("table row counts differ from the manifest".into()));
     }
-    Ok(manifest)
+    let (users, heads) = contents(&read)?;
+    if manifest.users.as_ref().is_some_and(|expected| *expected != users) {
+        return Err(Error::SnapshotInvalid("per-user row counts differ from the manifest".into()));
+    }
+    if manifest.audit_heads.as_ref().is_some_and(|expected| *expected != heads) {
+        return Err(Error::SnapshotInvalid("audit-chain heads differ from the manifest".into()));
+    }
+    Ok(())
 }
 
-fn copy_all(read: &ReadTransaction, write: &WriteTransaction) -> Result<BTreeMap<String, u64>> {
+/// Per user: live rows by record kind, and the audit-chain head.
+pub type Contents = (BTreeMap<u64, BTreeMap<String, u64>>, BTreeMap<u64, String>);
+
+pub(crate) fn contents(read: &ReadTransaction) -> Result<Contents> {
+    let mut users: BTreeMap<u64, BTreeMap<String, u64>> = BTreeMap::new();
+    match read.open_table(LIVE_COUNTS) {
+        Ok(table) => {
+            for entry in table.iter()? {
+                let (key, count) = entry?;
+                let (user, kind) = key.value();
+                users.entry(user).or_default().insert(kind.to_string(), count.value());
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok((users, crate::audit::heads(read)?))
+}
+
+/// Counts copied rows and reports them every [`PROGRESS_EVERY`].
+struct Copied<'p> {
+    progress: &'p mut dyn FnMut(Progress),
+    rows_copied: u64,
+    rows_total: u64,
+}
+
+impl Copied<'_> {
+    fn row(&mut self) {
+        self.rows_copied += 1;
+        if self.rows_copied % PROGRESS_EVERY == 0 {
+            (self.progress)(Progress { rows_copied: self.rows_copied, rows_total: self.rows_total });
+        }
+    }
+}
+
+fn copy_all(
+    read: &ReadTransaction,
+    write: &WriteTransaction,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<BTreeMap<String, u64>> {
+    let mut rows_total = 0;
+    for handle in read.list_tables()? {
+        rows_total += read.open_untyped_table(handle)?.len()?;
+    }
+    let mut copied = Copied { progress, rows_copied: 0, rows_total };
+    let c = &mut copied;
     let mut counts = BTreeMap::new();
     for handle in read.list_tables()? {
         let name = handle.name().to_string();
         let rows = match name.as_str() {
-            n if n.starts_with(RECORD_PREFIX) => copy(read, write, tables::record_table(n))?,
-            n if n.starts_with(INDEX_PREFIX) => copy(read, write, tables::index_table(n))?,
-            n if n.starts_with(SYSTEM_PREFIX) => copy(read, write, tables::system_table(n))?,
-            n if n.starts_with(MAP_PREFIX) => copy(read, write, tables::map_table(n))?,
-            n if n == CHANGES.name() => copy(read, write, CHANGES)?,
-            n if n == BLOBS.name() => copy(read, write, BLOBS)?,
-            n if n == COUNTERS.name() => copy(read, write, COUNTERS)?,
-            n if n == USER_SEQ.name() => copy(read, write, USER_SEQ)?,
-            n if n == LIVE_COUNTS.name() => copy(read, write, LIVE_COUNTS)?,
-            n if n == crate::audit::AUDIT.name() => copy(read, write, crate::audit::AUDIT)?,
-            n if n == crate::audit::AUDIT_ANCHORS.name() => copy(read, write, crate::audit::AUDIT_ANCHORS)?,
+            n if n.starts_with(RECORD_PREFIX) => copy(read, write, tables::record_table(n), c)?,
+            n if n.starts_with(INDEX_PREFIX) => copy(read, write, tables::index_table(n), c)?,
+            n if n.starts_with(SYSTEM_PREFIX) => copy(read, write, tables::system_table(n), c)?,
+            n if n.starts_with(MAP_PREFIX) || tables::LEGACY_MAP_TABLES.contains(&n) => {
+                copy(read, write, tables::map_table(n), c)?
+            }
+            n if n == CHANGES.name() => copy(read, write, CHANGES, c)?,
+            n if n == BLOBS.name() => copy(read, write, BLOBS, c)?,
+            n if n == COUNTERS.name() => copy(read, write, COUNTERS, c)?,
+            n if n == USER_SEQ.name() => copy(read, write, USER_SEQ, c)?,
+            n if n == LIVE_COUNTS.name() => copy(read, write, LIVE_COUNTS, c)?,
+            n if n == crate::audit::AUDIT.name() => copy(read, write, crate::audit::AUDIT, c)?,
+            n if n == crate::audit::AUDIT_ANCHORS.name() => copy(read, write, crate::audit::AUDIT_ANCHORS, c)?,
             other => {
                 return Err(Error::SnapshotInvalid(format!("no layout known for table {other}")));
             }
         };
         counts.insert(name, rows);
     }
+    (copied.progress)(Progress { rows_copied: copied.rows_copied, rows_total });
     Ok(counts)
 }
 
@@ -159,6 +308,7 @@ fn copy<K: Key + 'static, V: Value + 'static>(
     read: &ReadTransaction,
     write: &WriteTransaction,
     definition: TableDefinition<K, V>,
+    copied: &mut Copied<'_>,
 ) -> Result<u64> {
     let source = read.open_table(definition)?;
     let mut target = write.open_table(definition)?;
@@ -167,6 +317,7 @@ fn copy<K: Key + 'static, V: Value + 'static>(
         let (key, value) = entry?;
         target.insert(key.value(), value.value())?;
         rows += 1;
+        copied.row();
     }
     Ok(rows)
 }

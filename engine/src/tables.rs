@@ -11,6 +11,10 @@ pub const RECORD_PREFIX: &str = "rec:";
 pub const INDEX_PREFIX: &str = "idx:";
 pub const SYSTEM_PREFIX: &str = "sys:";
 pub const MAP_PREFIX: &str = "map:";
+/// Tables of map layout written under a name without the prefix by earlier versions (the
+/// reach-out scan's cursors), known here so a snapshot of such a database (the one before the
+/// migration that renames them) can copy them.
+pub const LEGACY_MAP_TABLES: &[&str] = &["reach_out_cursor"];
 
 /// Per-user change feed: `(user_id, seq) -> encoded Change`.
 pub const CHANGES: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("changes");

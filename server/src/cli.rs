@@ -34,6 +34,33 @@ pub enum Command {
         /// The file to import.
         file: std::path::PathBuf,
     },
+    /// Write a signed backup: one consistent snapshot of the database (pictures and attachments
+    /// inside it) and its `.manifest.json`. Works while the server runs (it is asked over its
+    /// control socket in DATA_DIR) and while it is stopped. Exit code 0 when written.
+    Backup {
+        /// Folder for the backup (default: BACKUP_DIR, else DATA_DIR/backups).
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
+    /// Check a backup: its manifest's signature (needs the same DATA_ENCRYPTION_KEY or
+    /// JWT_SECRET_KEY as the server that wrote it), the file's digest, that it opens, and every
+    /// count. Exit codes: 0 good, 1 not good (altered, unsigned, mismatched), 2 no such backup or
+    /// bad configuration, 3 no manifest (accepted only with BACKUP_ALLOW_UNSIGNED=1).
+    Verify {
+        /// The backup's `.redb` file.
+        backup: std::path::PathBuf,
+    },
+    /// Roll the whole instance back to a backup. The server must be stopped. Verifies first,
+    /// keeps the replaced data in DATA_DIR/replaced-<time>/, migrates an older backup as start-up
+    /// does, rebuilds the search index and the derived contact columns. Exit codes as for
+    /// verify, plus 4 while the server runs.
+    Restore {
+        /// The backup's `.redb` file.
+        backup: std::path::PathBuf,
+    },
+    /// Ask the server on BIND_ADDR whether it is ready (GET /health/ready); exit 0 when it is.
+    /// For container health checks, where images have no curl.
+    Healthcheck,
     /// Re-wrap the data key under a new master key. The current key comes from the usual
     /// environment (DATA_ENCRYPTION_KEY, DATA_ENCRYPTION_KEY_FILE or JWT_SECRET_KEY); the new one
     /// from NEW_DATA_ENCRYPTION_KEY or --new-key-file. Stop the server first. Afterwards start it

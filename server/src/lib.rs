@@ -5,6 +5,8 @@
 
 pub mod api;
 pub mod auth;
+pub mod backup;
+pub mod backup_cli;
 pub mod build_info;
 pub mod cli;
 pub mod config;
@@ -13,6 +15,7 @@ pub mod dav;
 pub mod error;
 pub mod http;
 pub mod import_cli;
+pub mod integrity;
 pub mod jobs;
 pub mod notify;
 pub mod ops;
@@ -81,6 +84,13 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
         }
     };
     record_migration(&engine, &report, started_at, started.elapsed().as_millis() as u64).await;
+    if let Some(snapshot) = &report.snapshot {
+        // Signed like an operator backup, so `mycorrhizal restore` takes it for a rollback.
+        let signed = backup::Signer::from_config(config).and_then(|s| backup::sign_existing(&snapshot.path, &s));
+        if let Err(e) = signed {
+            tracing::warn!(event = "pre_migration_snapshot_unsigned", component = "migration", error = %e);
+        }
+    }
     adopt_picture_files(&engine, &config.data_dir).await;
     Ok(engine)
 }
@@ -134,7 +144,7 @@ pub async fn serve(
 }
 
 /// Uses `JWT_SECRET_KEY`, or the generated secret persisted in the data folder.
-fn load_secret(config: &mut Config) -> anyhow::Result<()> {
+pub fn load_secret(config: &mut Config) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
     if config.jwt_secret.is_none() {
@@ -175,6 +185,20 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
         }
     };
     jobs::start(state.clone());
+    // Bound before the server says it listens, so whoever waits for that finds the data folder settled.
+    match backup::control::listen(&state.config.data_dir) {
+        Ok(control) => {
+            let state = state.clone();
+            tokio::spawn(async move {
+                if let Err(e) = backup::control::serve(control, state).await {
+                    tracing::error!(event = "control_socket_failed", component = "backup", error = %e);
+                }
+            });
+        }
+        Err(e) => {
+            tracing::error!(event = "control_socket_failed", component = "backup", error = %e, "`mycorrhizal backup` cannot reach this server; stop it to back up");
+        }
+    }
     serve(listener, state, shutdown).await
 }
 

@@ -4,13 +4,20 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use mycorrhizal::cli::{Cli, Command};
-use mycorrhizal::{Config, telemetry};
+use mycorrhizal::{Config, backup_cli, telemetry};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(),
         Command::RewrapDataKey { new_key_file } => rewrap(new_key_file),
+        Command::Backup { out } => operator(|config| backup_cli::backup(config, out.as_deref())),
+        Command::Verify { backup } => operator(|config| backup_cli::verify(config, &backup)),
+        Command::Restore { backup } => operator(|config| backup_cli::restore(config, &backup)),
+        Command::Healthcheck => match Config::from_env() {
+            Ok(config) => ExitCode::from(backup_cli::healthcheck(&config)),
+            Err(_) => ExitCode::from(2),
+        },
         Command::Import { user, format, update_duplicates, categories, file } => {
             let Some(categories) = mycorrhizal::crm::import::Categories::parse(&categories) else {
                 eprintln!("mycorrhizal: --categories must be tags or circles");
@@ -84,6 +91,16 @@ fn rewrap(new_key_file: Option<std::path::PathBuf>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Runs an operator command with the configuration (exit code 2 when it is invalid); logs
+/// only warnings, so the command's own lines are what the operator reads.
+fn operator(command: impl FnOnce(Config) -> u8) -> ExitCode {
+    let Some(config) = load_config() else {
+        return ExitCode::from(2);
+    };
+    telemetry::init("warn", config.log_pretty);
+    ExitCode::from(command(config))
 }
 
 fn load_config() -> Option<Config> {

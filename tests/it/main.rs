@@ -5,6 +5,7 @@ mod accounts;
 mod admin;
 mod attachments;
 mod audit;
+mod backup;
 mod boot;
 mod calendar;
 mod contract;

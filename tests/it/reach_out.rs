@@ -347,7 +347,7 @@ fn stored_suggestions_of_the_old_shape_are_converted() {
         ..Options::default()
     };
     let (engine, report) = Engine::open(&path, options).unwrap();
-    assert_eq!((report.from, report.to), (2, 3));
+    assert_eq!((report.from, report.to), (2, mycorrhizal::crm::schema_version()));
     let row = engine.user(ADA).view().unwrap().get::<reach_out::ReachOutSuggestion>(id).unwrap();
     assert_eq!((row.body.contact_id, row.body.status.as_str(), row.body.policy_id), (7, "dismissed", 3));
     assert_eq!((row.body.audit_event_id, row.body.reminder_id), (11, Some(5)));

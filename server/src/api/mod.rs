@@ -25,6 +25,7 @@ pub mod photos;
 pub mod reach_out;
 pub mod relationships;
 pub mod reminders;
+pub mod safety;
 pub mod search;
 pub mod tokens;
 pub mod users;
@@ -121,6 +122,9 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(admin::reset_2fa))
         .routes(routes!(admin::rebuild_derived))
         .routes(routes!(admin::rebuild_search))
+        .routes(routes!(safety::trigger_backup))
+        .routes(routes!(safety::trigger_restore_drill))
+        .routes(routes!(safety::integrity_check))
         .routes(routes!(search::search))
         .routes(routes!(contacts::list, contacts::create))
         .routes(routes!(contacts::circles))

@@ -25,6 +25,14 @@ pub enum MasterSource {
 }
 
 impl MasterSource {
+    /// The variable the key came from, as an operator reads it.
+    pub fn variable(self) -> &'static str {
+        match self {
+            MasterSource::DataEncryptionKey => "DATA_ENCRYPTION_KEY",
+            MasterSource::JwtSecret => "JWT_SECRET_KEY",
+        }
+    }
+
     fn tag(self) -> &'static [u8] {
         match self {
             MasterSource::DataEncryptionKey => b"data_encryption_key",
@@ -64,6 +72,16 @@ impl MasterKey {
         }
         let secret = config.jwt_secret.as_ref().ok_or("JWT_SECRET_KEY is not loaded")?;
         Ok(Self::derive(secret.expose().as_bytes(), MasterSource::JwtSecret))
+    }
+
+    /// A key for another purpose derived from this one (HKDF-SHA256 with `purpose` as info), so
+    /// the same operator secret can sign backups without the data key's wrapping key ever
+    /// serving two uses.
+    pub fn subkey(&self, purpose: &[u8]) -> [u8; 32] {
+        let mut key = [0u8; 32];
+        // 32 bytes is far below HKDF-SHA256's limit, so expand cannot fail.
+        let _ = Hkdf::<Sha256>::new(Some(b"mycorrhizal subkey"), &self.key).expand(purpose, &mut key);
+        key
     }
 
     fn cipher(&self) -> XChaCha20Poly1305 {

@@ -97,6 +97,21 @@ pub struct Integrity {
     pub restore_drill_max_duration_seconds: Option<u64>,
     /// `BACKUP_ALLOW_UNSIGNED=1`: accept a snapshot without a manifest.
     pub backup_allow_unsigned: bool,
+    /// `BACKUP_DIR`: where `mycorrhizal backup` writes by default, the scheduled backups go and
+    /// the restore drill looks for the newest backup (unset: `DATA_DIR/backups` for the command,
+    /// no scheduled backups).
+    pub backup_dir: Option<PathBuf>,
+    /// `BACKUP_INTERVAL_HOURS` (0, off): scheduled backups into `BACKUP_DIR`.
+    pub backup_interval_hours: u64,
+    /// `BACKUP_KEEP` (7): scheduled backups kept; older ones are removed after a new one verifies.
+    pub backup_keep: u64,
+}
+
+impl Integrity {
+    /// Where backups go and are looked for: `BACKUP_DIR`, else `DATA_DIR/backups`.
+    pub fn backups_in(&self, data_dir: &std::path::Path) -> PathBuf {
+        self.backup_dir.clone().unwrap_or_else(|| data_dir.join("backups"))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -297,7 +312,13 @@ impl Config {
                 .is_some()
                 .then(|| env.count("DB_RESTORE_DRILL_MAX_DURATION_SECONDS", 0, 86_400)),
             backup_allow_unsigned: env.bool("BACKUP_ALLOW_UNSIGNED", false),
+            backup_dir: env.string("BACKUP_DIR").map(PathBuf::from),
+            backup_interval_hours: env.count("BACKUP_INTERVAL_HOURS", 0, 8_760),
+            backup_keep: env.count("BACKUP_KEEP", 7, 10_000).max(1),
         };
+        if integrity.backup_interval_hours > 0 && integrity.backup_dir.is_none() {
+            env.fail("BACKUP_INTERVAL_HOURS", "scheduled backups need BACKUP_DIR (a folder, ideally on another disk)");
+        }
         let alerts = Alerts {
             enabled: env.bool("ALERTING_ENABLED", true),
             eval_interval_minutes: env.count("ALERT_EVAL_INTERVAL_MINUTES", 15, 10_080).max(1),

@@ -98,5 +98,10 @@ pub fn migrations() -> Vec<mycorrhizal_engine::Migration> {
         name: "reach-out suggestions carry old and new values",
         run: reach_out::migrate_values,
     });
+    steps.push(mycorrhizal_engine::Migration {
+        version: 4,
+        name: "reach-out cursors in a map: table (snapshots could not copy them)",
+        run: reach_out::migrate_cursor_table,
+    });
     steps
 }

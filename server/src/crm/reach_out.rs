@@ -125,8 +125,16 @@ pub struct ReachOutCursor {
     pub scanned_at: Timestamp,
 }
 
-/// The `map:<name>` table holding every user's cursor (key: the user id in decimal).
-pub const CURSOR_MAP: &str = "reach_out_cursor";
+/// The map table holding every user's cursor (key: the user id in decimal). Earlier versions
+/// named it without the `map:` prefix (`LEGACY_CURSOR_MAP`), which no snapshot could copy;
+/// migration 4 moves it.
+pub const CURSOR_MAP: &str = "map:reach_out_cursor";
+pub const LEGACY_CURSOR_MAP: &str = "reach_out_cursor";
+
+/// Migration step 4: the cursors move under their prefixed name.
+pub fn migrate_cursor_table(step: &mycorrhizal_engine::migrate::MigrationTx<'_>) -> mycorrhizal_engine::Result<()> {
+    mycorrhizal_engine::migrate::rename_map_table(step, LEGACY_CURSOR_MAP, CURSOR_MAP).map(|_| ())
+}
 
 /// `user`'s cursor, if the scan has run for them.
 pub fn cursor(view: &GlobalView, user: u64) -> mycorrhizal_engine::Result<Option<ReachOutCursor>> {

@@ -17,6 +17,8 @@ use crate::error::ApiError;
 use crate::ops::events::{Event, emit};
 use crate::state::AppState;
 
+pub mod backups;
+
 pub const PURGE: &str = "retention_purge";
 /// The on-demand full-text index rebuild (`POST /admin/search/rebuild`).
 pub const SEARCH_REBUILD: &str = "search_index_rebuild";
@@ -37,6 +39,7 @@ const REACH_OUT_REEVALUATE_HOURS: i64 = 24;
 /// Starts the scheduler: the purge runs once at start-up and then daily; the reach-out scan
 /// runs once at start-up and then hourly.
 pub fn start(state: AppState) {
+    backups::start(&state);
     let purge_state = state.clone();
     tokio::spawn(async move {
         let mut trigger = Trigger::Initial;
@@ -101,6 +104,64 @@ async fn record<F>(state: &AppState, name: &str, trigger: Trigger, work: F) -> J
 where
     F: std::future::Future<Output = Result<u64, String>> + Send + 'static,
 {
+    record_ran(state, name, trigger, async move { work.await.map(Ran::Items) }).await
+}
+
+/// A job run as the admin API shows it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct JobRunView {
+    pub id: u64,
+    pub job_name: String,
+    /// `scheduled`, `initial` or `manual`.
+    #[schema(pattern = "^(scheduled|initial|manual)$")]
+    pub trigger: String,
+    #[schema(value_type = String)]
+    pub started_at: jiff::Timestamp,
+    #[schema(value_type = String)]
+    pub finished_at: jiff::Timestamp,
+    pub duration_ms: u64,
+    /// `success`, `failure` or `skipped`.
+    #[schema(pattern = "^(success|failure|skipped)$")]
+    pub result: String,
+    /// Why it failed or was skipped.
+    pub error: Option<String>,
+    pub items_processed: Option<u64>,
+    pub correlation_id: Option<String>,
+}
+
+impl From<&JobRun> for JobRunView {
+    fn from(run: &JobRun) -> Self {
+        let word = |v: serde_json::Result<serde_json::Value>| {
+            v.ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+        };
+        JobRunView {
+            id: run.id,
+            job_name: run.job_name.clone(),
+            trigger: word(serde_json::to_value(run.trigger)),
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+            duration_ms: run.duration_ms,
+            result: word(serde_json::to_value(run.result)),
+            error: run.error.clone(),
+            items_processed: run.items_processed,
+            correlation_id: run.correlation_id.clone(),
+        }
+    }
+}
+
+/// How a job's work ended when it did not fail.
+pub(crate) enum Ran {
+    /// It did its work on this many items.
+    Items(u64),
+    /// It had nothing to do, for this reason (a `skipped` run: job health ignores it).
+    Skipped(String),
+}
+
+/// [`record`] for work that may be skipped.
+async fn record_ran<F>(state: &AppState, name: &str, trigger: Trigger, work: F) -> JobRun
+where
+    F: std::future::Future<Output = Result<Ran, String>> + Send + 'static,
+{
     let correlation = format!("job:{name}:{}", uuid::Uuid::new_v4());
     let started_at = state.engine.clock().now();
     let started = Instant::now();
@@ -114,7 +175,7 @@ where
             Err(format!("panicked: {panic}"))
         }
     };
-    store_run(state, name, trigger, started_at, started, outcome, correlation).await
+    store(state, name, trigger, started_at, started, outcome, correlation).await
 }
 
 /// Records one finished run of job `name` (also for jobs run on demand, such as the search
@@ -128,9 +189,22 @@ pub async fn store_run(
     outcome: Result<u64, String>,
     correlation: String,
 ) -> JobRun {
+    store(state, name, trigger, started_at, started, outcome.map(Ran::Items), correlation).await
+}
+
+async fn store(
+    state: &AppState,
+    name: &str,
+    trigger: Trigger,
+    started_at: jiff::Timestamp,
+    started: Instant,
+    outcome: Result<Ran, String>,
+    correlation: String,
+) -> JobRun {
     let duration_ms = started.elapsed().as_millis() as u64;
     let (result, error, items) = match outcome {
-        Ok(items) => (JobResult::Success, None, Some(items)),
+        Ok(Ran::Items(items)) => (JobResult::Success, None, Some(items)),
+        Ok(Ran::Skipped(reason)) => (JobResult::Skipped, Some(reason), None),
         Err(e) => (JobResult::Failure, Some(e), None),
     };
     tracing::info!(event = "job_finished", component = "scheduler", operation = name, duration_ms, result = ?result, correlation_id = %correlation);

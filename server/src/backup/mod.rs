@@ -1,0 +1,247 @@
+//! Operator backups: the backup set, its signature, and checking one.
+//!
+//! A backup is one consistent snapshot of the database (`mycorrhizal-<UTC time>.redb`, written by
+//! the engine inside one read transaction; contact pictures and attachments are rows of it) and
+//! its `.manifest.json` beside it: format, schema version, the build, when, the file's SHA-256
+//! and size, every table's row count, live rows per user and record kind, and each user's audit
+//! chain head. The manifest is signed with HMAC-SHA256 under a key derived from the at-rest key
+//! environment (`DATA_ENCRYPTION_KEY` / `DATA_ENCRYPTION_KEY_FILE`, else `JWT_SECRET_KEY`), so
+//! verifying needs that same environment, and an altered manifest or file is refused.
+//!
+//! [`create`] snapshots a running engine; [`create_offline`] a database file no server holds.
+//! The command line reaches a running server through the control socket ([`control`]), since
+//! redb lets one process open the file. [`restore`] rolls the whole instance back; [`drill`]
+//! proves the newest backup restores.
+
+pub mod control;
+pub mod drill;
+pub mod restore;
+
+use std::path::{Path, PathBuf};
+
+use hmac::{Hmac, Mac};
+use mycorrhizal_engine::Engine;
+use mycorrhizal_engine::snapshot::{self, Manifest, Progress};
+use serde_json::json;
+use sha2::Sha256;
+
+use crate::auth::keys::MasterKey;
+use crate::config::Config;
+use crate::ops::events::{Event, emit};
+
+/// Backup files are `<LABEL>-<UTC time>.redb`.
+pub const LABEL: &str = "mycorrhizal";
+const SCHEME: &str = "hmac-sha256";
+const PURPOSE: &[u8] = b"mycorrhizal backup manifest signature v1";
+
+/// Signs and checks manifests with the key the at-rest environment derives.
+pub struct Signer {
+    key: [u8; 32],
+    /// The variable the key comes from, named in the signature so a refusal can say which
+    /// environment signed a backup.
+    source: &'static str,
+}
+
+impl Signer {
+    pub fn from_config(config: &Config) -> Result<Signer, String> {
+        let master = MasterKey::from_config(config)?;
+        Ok(Signer { key: master.subkey(PURPOSE), source: master.source.variable() })
+    }
+
+    fn mac(&self, manifest: &Manifest) -> Hmac<Sha256> {
+        // HMAC takes a key of any length, so this cannot fail.
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key).unwrap_or_else(|_| unreachable!());
+        mac.update(&manifest.signing_bytes());
+        mac
+    }
+
+    /// Fills the manifest's signature: `hmac-sha256:<key variable>:<hex>`.
+    pub fn sign(&self, manifest: &mut Manifest) {
+        manifest.signature = None;
+        let tag = hex::encode(self.mac(manifest).finalize().into_bytes());
+        manifest.signature = Some(format!("{SCHEME}:{}:{tag}", self.source));
+    }
+
+    /// Whether the manifest's signature is ours over exactly this manifest (constant time).
+    pub fn check(&self, manifest: &Manifest) -> Result<(), Refusal> {
+        let Some(signature) = manifest.signature.as_deref() else {
+            return Err(Refusal::BadSignature("the manifest is not signed".into()));
+        };
+        let mut parts = signature.splitn(3, ':');
+        let (Some(SCHEME), Some(source), Some(tag)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(Refusal::BadSignature(format!("unknown signature form (expected {SCHEME})")));
+        };
+        let tag = hex::decode(tag).map_err(|_| Refusal::BadSignature("the signature is not hex".into()))?;
+        if self.mac(manifest).verify_slice(&tag).is_ok() {
+            return Ok(());
+        }
+        Err(Refusal::BadSignature(if source != self.source {
+            format!("signed with a key from {source}, but this environment's key comes from {}", self.source)
+        } else {
+            format!("the manifest was altered, or signed with another {source} than this environment's")
+        }))
+    }
+}
+
+/// Why a backup is not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("cannot read the backup: {0}")]
+    Unreadable(String),
+    #[error("no manifest beside the backup ({0}); set BACKUP_ALLOW_UNSIGNED=1 to accept a backup without one")]
+    ManifestMissing(String),
+    #[error("the manifest is invalid: {0}")]
+    ManifestInvalid(String),
+    #[error("the signature does not verify: {0}")]
+    BadSignature(String),
+    #[error("the backup does not match its manifest: {0}")]
+    Mismatch(String),
+}
+
+impl Refusal {
+    /// The command line's exit code: 3 for a missing manifest, 2 when there is no backup to
+    /// read, 1 for a backup that is there and not good.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Refusal::ManifestMissing(_) => 3,
+            Refusal::Unreadable(_) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// A backup that passed [`verify`].
+#[derive(Debug, Clone)]
+pub struct Verified {
+    pub path: PathBuf,
+    /// `None` for a backup without a manifest accepted by `BACKUP_ALLOW_UNSIGNED`.
+    pub manifest: Option<Manifest>,
+    pub schema_version: u32,
+}
+
+/// Checks the backup at `path`: the manifest's signature, then the file against it (digest and
+/// size, that redb opens it, schema version, table row counts, per-user row counts and audit
+/// heads). Fails closed: a missing manifest is refused unless `allow_unsigned`; a manifest that
+/// is present but unsigned or invalid always is. Blocking.
+pub fn verify(path: &Path, signer: &Signer, allow_unsigned: bool) -> Result<Verified, Refusal> {
+    if !path.is_file() {
+        return Err(Refusal::Unreadable(format!("{} is not a file", path.display())));
+    }
+    let manifest_path = snapshot::manifest_path(path);
+    if !manifest_path.exists() {
+        if !allow_unsigned {
+            return Err(Refusal::ManifestMissing(manifest_path.display().to_string()));
+        }
+        let schema_version = snapshot::schema_of(path).map_err(|e| Refusal::Mismatch(e.to_string()))?;
+        return Ok(Verified { path: path.to_path_buf(), manifest: None, schema_version });
+    }
+    let manifest = snapshot::read_manifest(path).map_err(|e| Refusal::ManifestInvalid(e.to_string()))?;
+    signer.check(&manifest)?;
+    snapshot::verify_against(path, &manifest).map_err(|e| Refusal::Mismatch(e.to_string()))?;
+    Ok(Verified { path: path.to_path_buf(), schema_version: manifest.schema_version, manifest: Some(manifest) })
+}
+
+/// A backup just written.
+#[derive(Debug, Clone)]
+pub struct Backup {
+    pub path: PathBuf,
+    pub manifest: Manifest,
+}
+
+/// Writes a signed backup of the running engine into `dir` (blocking: call it off the async
+/// threads). Writes go on meanwhile; the snapshot is one read transaction, so it holds every
+/// write acknowledged before it began.
+pub fn create(
+    engine: &Engine,
+    dir: &Path,
+    signer: &Signer,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Backup, String> {
+    let snapshot = engine.snapshot_with(dir, LABEL, progress).map_err(|e| e.to_string())?;
+    seal(snapshot, signer)
+}
+
+/// Writes a signed backup of the database file at `db_path`, which no server has open.
+pub fn create_offline(
+    db_path: &Path,
+    dir: &Path,
+    signer: &Signer,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Backup, String> {
+    if !db_path.exists() {
+        return Err(format!("there is no database at {}", db_path.display()));
+    }
+    let snapshot =
+        snapshot::write_from_file(db_path, dir, LABEL, jiff::Timestamp::now(), progress).map_err(|e| e.to_string())?;
+    seal(snapshot, signer)
+}
+
+fn seal(snapshot: snapshot::Snapshot, signer: &Signer) -> Result<Backup, String> {
+    let mut manifest = snapshot.manifest;
+    manifest.build = Some(crate::build_info::LONG_VERSION.to_string());
+    signer.sign(&mut manifest);
+    snapshot::store_manifest(&snapshot.path, &manifest).map_err(|e| e.to_string())?;
+    Ok(Backup { path: snapshot.path, manifest })
+}
+
+/// Signs a snapshot the engine wrote unsigned (the pre-migration snapshot), so it can be
+/// restored like any backup.
+pub fn sign_existing(path: &Path, signer: &Signer) -> Result<(), String> {
+    let mut manifest = snapshot::read_manifest(path).map_err(|e| e.to_string())?;
+    signer.sign(&mut manifest);
+    snapshot::store_manifest(path, &manifest).map_err(|e| e.to_string())
+}
+
+/// The backups in `dir`, newest first.
+pub fn list(dir: &Path) -> Vec<PathBuf> {
+    let prefix = format!("{LABEL}-");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".redb"))
+        })
+        .collect();
+    // The names carry their UTC time with fixed widths, so name order is time order.
+    found.sort();
+    found.reverse();
+    found
+}
+
+/// Removes all but the newest `keep` backups in `dir` (each file with its manifest); returns
+/// how many went.
+pub fn prune(dir: &Path, keep: usize) -> std::io::Result<usize> {
+    let mut removed = 0;
+    for old in list(dir).into_iter().skip(keep) {
+        std::fs::remove_file(&old)?;
+        let _ = std::fs::remove_file(snapshot::manifest_path(&old));
+        removed += 1;
+    }
+    Ok(removed)
+}
+
+/// What a backup event says about it: sizes and counts, never user data.
+pub fn detail(backup: &Backup, trigger: &str) -> serde_json::Value {
+    let users = backup.manifest.users.as_ref().map(|u| u.len()).unwrap_or(0);
+    json!({
+        "operation": "operator_backup",
+        "trigger": trigger,
+        "file": backup.path.file_name().and_then(|n| n.to_str()).unwrap_or_default(),
+        "size_bytes": backup.manifest.size,
+        "users": users,
+        "schema_version": backup.manifest.schema_version,
+    })
+}
+
+/// Records a backup's outcome as the system event operators and alerting read:
+/// `backup_completed` (component `backup`, operation `operator_backup`) or `backup_failed`.
+pub async fn record(engine: &Engine, outcome: &Result<Backup, String>, trigger: &str, duration_ms: u64) {
+    let event = match outcome {
+        Ok(backup) => Event::info("backup", "backup_completed").detail(detail(backup, trigger)),
+        Err(e) => Event::error("backup", "backup_failed", e.clone())
+            .detail(json!({ "operation": "operator_backup", "trigger": trigger })),
+    };
+    emit(engine, event.duration_ms(duration_ms)).await;
+}

@@ -1,0 +1,170 @@
+//! Restoring a backup: a whole-instance rollback with the server stopped.
+//!
+//! In order: verify the backup (signature, digest, counts); refuse a schema newer than this
+//! build; refuse while a server holds the data folder; move the current database and search
+//! index aside into `DATA_DIR/replaced-<UTC time>/`; copy the backup into place (written aside,
+//! fsynced, renamed); open it as start-up does (older schemas migrate behind their own
+//! pre-migration snapshot; the search index, absent now, is rebuilt from the restored rows);
+//! rebuild the derived contact columns; check every user's audit chain. Any failure puts the
+//! replaced files back. The replaced data stays aside afterwards (the path is reported) for the
+//! operator to remove once satisfied: a restore of the wrong backup must not cost the data it
+//! replaced.
+
+use std::path::{Path, PathBuf};
+
+use mycorrhizal_engine::UserId;
+
+use super::{Refusal, Signer, Verified};
+use crate::auth::records::Account;
+use crate::config::Config;
+use crate::state::AppState;
+
+/// What a restore did.
+#[derive(Debug)]
+pub struct Restored {
+    pub backup: Verified,
+    /// The schema version after opening (the backup's, or later when it migrated).
+    pub schema_version: u32,
+    /// Where the replaced database and index went.
+    pub replaced: Option<PathBuf>,
+    pub search_documents: u64,
+    pub contacts_scanned: u64,
+    pub contacts_updated: u64,
+    pub users: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    #[error("{0}")]
+    Refused(#[from] Refusal),
+    #[error(
+        "the server is running on {0} (its database is open); stop it first, then restore (a restore replaces the whole instance)"
+    )]
+    ServerRunning(String),
+    #[error(
+        "the backup has schema version {backup}, newer than this build's {supported}; restore it with a newer build"
+    )]
+    NewerSchema { backup: u32, supported: u32 },
+    #[error("restore failed and the previous data is back in place: {0}")]
+    Failed(String),
+    #[error("restore failed: {0}")]
+    Io(String),
+}
+
+impl RestoreError {
+    /// The command's exit code: a refused backup keeps its own; 4 while the server runs.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RestoreError::Refused(refusal) => refusal.exit_code(),
+            RestoreError::ServerRunning(_) => 4,
+            _ => 1,
+        }
+    }
+}
+
+/// Restores `backup` over the instance `config` names. `config` must have its secret loaded.
+pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreError> {
+    let data_dir = config.data_dir.clone();
+    let db_path = config.database_path();
+    if super::control::server_running(&data_dir) || mycorrhizal_engine::snapshot::in_use(&db_path) {
+        return Err(RestoreError::ServerRunning(data_dir.display().to_string()));
+    }
+    let signer = Signer::from_config(config).map_err(RestoreError::Io)?;
+    let allow_unsigned = config.integrity.backup_allow_unsigned;
+    let path = backup.to_path_buf();
+    let verified = tokio::task::spawn_blocking(move || super::verify(&path, &signer, allow_unsigned))
+        .await
+        .map_err(|e| RestoreError::Io(e.to_string()))??;
+    let supported = crate::crm::schema_version();
+    if verified.schema_version > supported {
+        return Err(RestoreError::NewerSchema { backup: verified.schema_version, supported });
+    }
+    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
+    let aside = data_dir.join(format!("replaced-{stamp}"));
+    let moved = move_aside(&data_dir, &db_path, &aside).map_err(|e| RestoreError::Io(e.to_string()))?;
+    match bring_back(config, &verified.path).await {
+        Ok((schema_version, counts)) => Ok(Restored {
+            backup: verified,
+            schema_version,
+            replaced: (!moved.is_empty()).then_some(aside),
+            search_documents: counts.search_documents,
+            contacts_scanned: counts.contacts_scanned,
+            contacts_updated: counts.contacts_updated,
+            users: counts.users,
+        }),
+        Err(reason) => {
+            let _ = std::fs::remove_file(&db_path);
+            let _ = std::fs::remove_dir_all(data_dir.join("search"));
+            for (from, to) in &moved {
+                if let Err(e) = std::fs::rename(to, from) {
+                    return Err(RestoreError::Failed(format!(
+                        "{reason}; moving {} back to {} also failed ({e}): do it by hand",
+                        to.display(),
+                        from.display()
+                    )));
+                }
+            }
+            let _ = std::fs::remove_dir(&aside);
+            Err(RestoreError::Failed(reason))
+        }
+    }
+}
+
+/// Moves the database and the search index into `aside`; returns `(from, to)` of each move.
+fn move_aside(data_dir: &Path, db_path: &Path, aside: &Path) -> std::io::Result<Vec<(PathBuf, PathBuf)>> {
+    let mut moved = Vec::new();
+    for from in [db_path.to_path_buf(), data_dir.join("search")] {
+        if !from.exists() {
+            continue;
+        }
+        std::fs::create_dir_all(aside)?;
+        let to = aside.join(from.file_name().unwrap_or_default());
+        std::fs::rename(&from, &to)?;
+        moved.push((from, to));
+    }
+    Ok(moved)
+}
+
+struct Counts {
+    search_documents: u64,
+    contacts_scanned: u64,
+    contacts_updated: u64,
+    users: usize,
+}
+
+/// Copies the backup into place and opens it as start-up does.
+async fn bring_back(config: &Config, backup: &Path) -> Result<(u32, Counts), String> {
+    let db_path = config.database_path();
+    let partial = config.data_dir.join(".mycorrhizal.redb.restoring");
+    let (from, to) = (backup.to_path_buf(), partial.clone());
+    tokio::task::spawn_blocking(move || crate::ops::fs::copy_whole(&from, &to))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("cannot copy the backup into the data folder: {e}"))?;
+    std::fs::rename(&partial, &db_path).map_err(|e| e.to_string())?;
+    crate::ops::fs::sync_dir(&config.data_dir).map_err(|e| e.to_string())?;
+
+    let engine = crate::open_engine(config).await.map_err(|e| format!("{e:#}"))?;
+    let outcome = finish(engine.clone(), config.clone()).await;
+    engine.shutdown();
+    outcome
+}
+
+async fn finish(engine: mycorrhizal_engine::Engine, config: Config) -> Result<(u32, Counts), String> {
+    let state = AppState::build(engine.clone(), config).await?;
+    let (contacts_scanned, contacts_updated) = crate::jobs::rebuild_derived(&state).await.map_err(|e| e.to_string())?;
+    let users = state
+        .blocking(|engine| {
+            let users = engine.global()?.list::<Account>()?;
+            for (id, _) in &users {
+                engine.user(UserId(*id)).view()?.verify_audit()?;
+            }
+            engine.search_flush()?;
+            Ok::<_, mycorrhizal_engine::Error>(users.len())
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("the restored data does not check: {e}"))?;
+    let search_documents = engine.search_status().map(|s| s.documents).unwrap_or(0);
+    Ok((engine.schema_version(), Counts { search_documents, contacts_scanned, contacts_updated, users }))
+}

@@ -1,0 +1,185 @@
+//! The operator's safety net as scheduled jobs: backups into `BACKUP_DIR` every
+//! `BACKUP_INTERVAL_HOURS` (the newest `BACKUP_KEEP` kept) and the weekly restore drill
+//! (`DB_RESTORE_DRILL_*`). Each run is a job run and a system event; see [`crate::backup`].
+
+use std::time::{Duration, Instant};
+
+use mycorrhizal_engine::system::{JobRun, Severity, Trigger};
+use serde_json::json;
+
+use super::{Ran, record_ran};
+use crate::backup::{self, Signer};
+use crate::ops::events::{Event, emit};
+use crate::state::AppState;
+
+pub const BACKUP: &str = "scheduled_backup";
+pub const RESTORE_DRILL: &str = "restore_drill";
+pub const INTEGRITY: &str = "db_integrity_check";
+
+/// One integrity sweep ([`crate::integrity`]), stored and recorded: a run that finds a failure
+/// fails, naming the kinds and counts.
+pub async fn integrity_once(state: &AppState, trigger: Trigger) -> (JobRun, crate::integrity::IntegrityReport) {
+    let engine = state.engine.clone();
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let work = async move {
+        let report =
+            tokio::task::spawn_blocking(move || crate::integrity::run(&engine)).await.map_err(|e| e.to_string())?;
+        let outcome = if report.status == "ok" {
+            Ok(report.passes.iter().map(|p| p.checked).sum())
+        } else {
+            tracing::error!(event = "integrity_check_failed", component = "app", summary = %report.summary());
+            Err(format!("integrity check {}: {}", report.status, report.summary()))
+        };
+        let _ = sender.send(report);
+        outcome
+    };
+    let run = super::record(state, INTEGRITY, trigger, work).await;
+    let report = receiver.await.unwrap_or_else(|_| crate::integrity::IntegrityReport {
+        checked_at: state.engine.clock().now(),
+        status: "error".into(),
+        duration_ms: run.duration_ms,
+        passes: vec![crate::integrity::Pass {
+            name: "sweep".into(),
+            status: "error".into(),
+            checked: 0,
+            failures: Vec::new(),
+            error: run.error.clone(),
+        }],
+    });
+    (run, report)
+}
+
+/// One scheduled backup: writes a signed backup into `BACKUP_DIR`, then removes all but the
+/// newest `BACKUP_KEEP`. Skipped without `BACKUP_DIR`.
+pub async fn backup_once(state: &AppState, trigger: Trigger) -> JobRun {
+    let state_ = state.clone();
+    let work = async move {
+        let integrity = &state_.config.integrity;
+        let Some(dir) = integrity.backup_dir.clone() else {
+            return Ok(Ran::Skipped("BACKUP_DIR is not set".into()));
+        };
+        let keep = integrity.backup_keep as usize;
+        let started = Instant::now();
+        let (engine, config) = (state_.engine.clone(), state_.config.clone());
+        let outcome = tokio::task::spawn_blocking(move || {
+            let signer = Signer::from_config(&config)?;
+            let made = backup::create(&engine, &dir, &signer, &mut |_| {})?;
+            backup::prune(&dir, keep).map_err(|e| format!("the backup was written, removing old ones failed: {e}"))?;
+            Ok::<_, String>(made)
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+        backup::record(&state_.engine, &outcome, "scheduled", started.elapsed().as_millis() as u64).await;
+        outcome
+            .map(|made| Ran::Items(made.manifest.users.map(|u| u.values().flat_map(|k| k.values()).sum()).unwrap_or(0)))
+    };
+    record_ran(state, BACKUP, trigger, work).await
+}
+
+/// One restore drill of the newest backup. Emits `restore_test_completed` (a warning past
+/// `DB_RESTORE_DRILL_MAX_DURATION_SECONDS`) or `backup_failed` with severity `error`; skipped
+/// when there is no backup to drill.
+pub async fn drill_once(state: &AppState, trigger: Trigger) -> JobRun {
+    let state_ = state.clone();
+    let work = async move {
+        let config = state_.config.clone();
+        let started = Instant::now();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let signer = Signer::from_config(&config)?;
+            backup::drill::run(&config, &signer)
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+        let took_ms = started.elapsed().as_millis() as u64;
+        match outcome {
+            Ok(None) => Ok(Ran::Skipped("no backup to drill (run `mycorrhizal backup` or set BACKUP_DIR)".into())),
+            Ok(Some(drill)) => {
+                let budget = state_.config.integrity.restore_drill_max_duration_seconds;
+                let over = budget.is_some_and(|b| drill.took > Duration::from_secs(b));
+                let detail = json!({
+                    "operation": "restore_drill",
+                    "file": drill.backup.file_name().and_then(|n| n.to_str()).unwrap_or_default(),
+                    "users": drill.users,
+                    "rows": drill.rows,
+                    "over_budget": over,
+                });
+                let mut event = Event::info("backup", "restore_test_completed").detail(detail).duration_ms(took_ms);
+                if over {
+                    tracing::warn!(
+                        event = "restore_drill_slow",
+                        component = "backup",
+                        took_ms,
+                        budget_seconds = budget,
+                        "the restore drill took longer than DB_RESTORE_DRILL_MAX_DURATION_SECONDS"
+                    );
+                    event.severity = Severity::Warn;
+                }
+                emit(&state_.engine, event).await;
+                Ok(Ran::Items(drill.rows))
+            }
+            Err(e) => {
+                let event = Event::error("backup", "backup_failed", e.clone())
+                    .detail(json!({ "operation": "restore_drill" }))
+                    .duration_ms(took_ms);
+                emit(&state_.engine, event).await;
+                Err(e)
+            }
+        }
+    };
+    record_ran(state, RESTORE_DRILL, trigger, work).await
+}
+
+/// Starts the schedules the configuration turns on.
+pub fn start(state: &AppState) {
+    let integrity = state.config.integrity.clone();
+    if integrity.backup_interval_hours > 0 && integrity.backup_dir.is_some() {
+        let state = state.clone();
+        let every = Duration::from_secs(integrity.backup_interval_hours * 3600);
+        tokio::spawn(async move {
+            // The first one when the newest is due (at once when there is none), then on interval.
+            tokio::time::sleep(until_due(&state, every)).await;
+            loop {
+                backup_once(&state, Trigger::Scheduled).await;
+                tokio::time::sleep(every).await;
+            }
+        });
+    }
+    if integrity.check_enabled {
+        let state = state.clone();
+        let every = Duration::from_secs(integrity.check_interval_hours * 3600);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(5 * 60)).await;
+            let mut trigger = Trigger::Initial;
+            loop {
+                integrity_once(&state, trigger).await;
+                trigger = Trigger::Scheduled;
+                tokio::time::sleep(every).await;
+            }
+        });
+    }
+    if integrity.restore_drill_enabled {
+        let state = state.clone();
+        let every = Duration::from_secs(integrity.restore_drill_interval_hours * 3600);
+        tokio::spawn(async move {
+            // Not at start-up: a server restarting in a loop should not drill each time.
+            tokio::time::sleep(Duration::from_secs(15 * 60)).await;
+            let mut trigger = Trigger::Initial;
+            loop {
+                drill_once(&state, trigger).await;
+                trigger = Trigger::Scheduled;
+                tokio::time::sleep(every).await;
+            }
+        });
+    }
+}
+
+/// How long until the next scheduled backup is due, from the newest backup's file time.
+fn until_due(state: &AppState, every: Duration) -> Duration {
+    let Some(dir) = &state.config.integrity.backup_dir else { return Duration::ZERO };
+    backup::list(dir)
+        .first()
+        .and_then(|newest| std::fs::metadata(newest).and_then(|m| m.modified()).ok())
+        .and_then(|modified| modified.elapsed().ok())
+        .map(|age| every.saturating_sub(age))
+        .unwrap_or(Duration::ZERO)
+}

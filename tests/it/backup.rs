@@ -1,0 +1,291 @@
+//! The operator's safety net: `mycorrhizal backup`, `verify` and `restore` run as the real binary
+//! against real data folders, the restore drill and the integrity check over the admin API.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::crm::new_contact;
+use crate::helpers::{Instance, PASSWORD};
+
+/// One operator secret shared by the instances of a test: a backup verifies only under the key
+/// environment that signed it.
+const KEY: &str = "Vq3hT8mZr2LkW9xPc4NbY7sJd1GfA6eU";
+
+fn backups_in(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "redb")).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+fn manifest_of(backup: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.manifest.json", backup.display()))
+}
+
+/// Copies a backup (and its manifest, when `with_manifest`) under a new name in the same folder.
+fn copy_backup(backup: &Path, name: &str, with_manifest: bool) -> PathBuf {
+    let copy = backup.with_file_name(name);
+    std::fs::copy(backup, &copy).expect("copy backup");
+    if with_manifest {
+        std::fs::copy(manifest_of(backup), manifest_of(&copy)).expect("copy manifest");
+    }
+    copy
+}
+
+fn code(status: std::process::ExitStatus) -> i32 {
+    status.code().expect("exit code")
+}
+
+#[tokio::test]
+async fn a_backup_taken_during_writes_restores_elsewhere_with_every_acknowledged_write() {
+    let source = Arc::new(Instance::new().with("JWT_SECRET_KEY", KEY));
+    let server = source.spawn();
+    let ada = server.sign_up("ada").await;
+    let acked: Arc<Mutex<Vec<(u64, Instant)>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..2 {
+        let (ada, acked, stop) = (ada.clone(), acked.clone(), stop.clone());
+        writers.push(tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let contact = new_contact(&ada, &format!("Writer{w}x{n}"), "Quillfeather").await;
+                acked.lock().expect("lock").push((contact["id"].as_u64().expect("id"), Instant::now()));
+                n += 1;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let started = Instant::now();
+    let out = source.dir.path().join("offsite");
+    let (status, output) = {
+        let (source, out) = (source.clone(), out.clone());
+        tokio::task::spawn_blocking(move || source.run_args(&["backup", "--out", &out.display().to_string()]))
+            .await
+            .expect("backup command")
+    };
+    assert_eq!(code(status), 0, "{output}");
+    assert!(output.contains("backup written"), "{output}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, Ordering::SeqCst);
+    for writer in writers {
+        writer.await.expect("writer");
+    }
+    let before: Vec<u64> =
+        acked.lock().expect("lock").iter().filter(|(_, at)| *at < started).map(|(id, _)| *id).collect();
+    let after = acked.lock().expect("lock").len() - before.len();
+    assert!(
+        before.len() >= 5 && after >= 1,
+        "writes ran on both sides of the backup: {} before, {after} after",
+        before.len()
+    );
+    drop(server);
+
+    let backup = backups_in(&out).pop().expect("a backup in --out");
+    let target = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let (status, output) = target.run_args(&["restore", &backup.display().to_string()]);
+    assert_eq!(code(status), 0, "{output}");
+    assert!(output.contains("restored"), "{output}");
+    let server = target.spawn();
+    let ada = server.sign_in("ada", PASSWORD).await;
+    for id in &before {
+        assert_eq!(
+            ada.get(&format!("/api/v1/contacts/{id}")).await.status(),
+            200,
+            "contact {id} acknowledged before the backup"
+        );
+    }
+    let found: Value = ada.get("/api/v1/search?q=Quillfeather&limit=1").await.json().await.expect("search");
+    let total = found["totals"]["contacts"].as_u64().expect("total");
+    assert!(total >= before.len() as u64, "search finds the restored contacts: {total} of at least {}", before.len());
+}
+
+#[tokio::test]
+async fn verify_fails_closed_on_a_changed_byte_an_edited_manifest_a_missing_one_and_another_key() {
+    let instance = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    new_contact(&ada, "Grace", "Hopper").await;
+    assert!(server.terminate().success());
+
+    // The server is stopped: the command snapshots the file itself, into DATA_DIR/backups.
+    let (status, output) = instance.run_args(&["backup"]);
+    assert_eq!(code(status), 0, "{output}");
+    let backup = backups_in(&instance.data_dir().join("backups")).pop().expect("a backup");
+    let verify = |path: &Path, instance: &Instance| instance.run_args(&["verify", &path.display().to_string()]);
+    let (status, output) = verify(&backup, &instance);
+    assert_eq!(code(status), 0, "{output}");
+
+    let changed = copy_backup(&backup, "mycorrhizal-changed.redb", true);
+    let mut bytes = std::fs::read(&changed).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&changed, bytes).expect("write");
+    let (status, output) = verify(&changed, &instance);
+    assert_eq!(code(status), 1, "{output}");
+    assert!(output.contains("does not match"), "{output}");
+
+    let edited = copy_backup(&backup, "mycorrhizal-edited.redb", true);
+    let mut manifest: Value =
+        serde_json::from_slice(&std::fs::read(manifest_of(&edited)).expect("manifest")).expect("json");
+    manifest["schema_version"] = Value::from(1);
+    std::fs::write(manifest_of(&edited), serde_json::to_vec(&manifest).expect("json")).expect("write");
+    let (status, output) = verify(&edited, &instance);
+    assert_eq!(code(status), 1, "{output}");
+    assert!(output.contains("signature"), "{output}");
+
+    let bare = copy_backup(&backup, "mycorrhizal-bare.redb", false);
+    let (status, output) = verify(&bare, &instance);
+    assert_eq!(code(status), 3, "{output}");
+    assert!(output.contains("BACKUP_ALLOW_UNSIGNED"), "{output}");
+    let lenient = Instance { dir: instance.dir.clone(), env: instance.env.clone() }.with("BACKUP_ALLOW_UNSIGNED", "1");
+    let (status, output) = verify(&bare, &lenient);
+    assert_eq!(code(status), 0, "{output}");
+    assert!(output.contains("NO manifest"), "{output}");
+    // A manifest that is there but does not verify fails even when unsigned backups are allowed.
+    let (status, _) = verify(&edited, &lenient);
+    assert_eq!(code(status), 1);
+
+    let elsewhere = Instance::new().with("JWT_SECRET_KEY", "Zk8rP2wQ5nT1yH7cL4mV9bX3sD6fJ0gE");
+    let (status, output) = verify(&backup, &elsewhere);
+    assert_eq!(code(status), 1, "{output}");
+    let (status, _) = verify(&instance.dir.path().join("no-such.redb"), &instance);
+    assert_eq!(code(status), 2);
+}
+
+#[tokio::test]
+async fn restore_is_refused_while_the_server_runs_and_keeps_what_it_replaces() {
+    let instance = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    new_contact(&ada, "Before", "Backup").await;
+    let (status, output) = instance.run_args(&["backup"]);
+    assert_eq!(code(status), 0, "{output}");
+    let backup = backups_in(&instance.data_dir().join("backups")).pop().expect("a backup");
+    let after = new_contact(&ada, "After", "Backup").await["id"].as_u64().expect("id");
+
+    let (status, output) = instance.run_args(&["restore", &backup.display().to_string()]);
+    assert_eq!(code(status), 4, "{output}");
+    assert!(output.contains("stop it first"), "{output}");
+    assert_eq!(ada.get(&format!("/api/v1/contacts/{after}")).await.status(), 200, "nothing was touched");
+
+    assert!(server.terminate().success());
+    let (status, output) = instance.run_args(&["restore", &backup.display().to_string()]);
+    assert_eq!(code(status), 0, "{output}");
+    let replaced = std::fs::read_dir(instance.data_dir())
+        .expect("data dir")
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("replaced-"))
+        .expect("the replaced data is kept aside");
+    assert!(replaced.path().join("mycorrhizal.redb").is_file());
+    let server = instance.spawn();
+    let ada = server.sign_in("ada", PASSWORD).await;
+    assert_eq!(ada.get(&format!("/api/v1/contacts/{after}")).await.status(), 404, "rolled back to the backup");
+    let list: Value = ada.get("/api/v1/contacts").await.json().await.expect("list");
+    assert_eq!(list["total"], 1, "{list}");
+}
+
+#[tokio::test]
+async fn the_restore_drill_passes_on_a_good_backup_and_fails_on_an_altered_one() {
+    let instance = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let backups = instance.dir.path().join("backups");
+    let instance = instance.with("BACKUP_DIR", &backups.display().to_string());
+    let server = instance.spawn();
+    let admin = server.sign_up("ada").await;
+    new_contact(&admin, "Drill", "Sergeant").await;
+
+    let run: Value =
+        admin.post("/api/v1/admin/trigger-restore-drill", serde_json::json!({})).await.json().await.expect("run");
+    assert_eq!(run["result"], "skipped", "no backup yet: {run}");
+    let run: Value = admin.post("/api/v1/admin/trigger-backup", serde_json::json!({})).await.json().await.expect("run");
+    assert_eq!(run["result"], "success", "{run}");
+    assert_eq!(run["job_name"], "scheduled_backup");
+    let run: Value =
+        admin.post("/api/v1/admin/trigger-restore-drill", serde_json::json!({})).await.json().await.expect("run");
+    assert_eq!(run["result"], "success", "{run}");
+
+    let backup = backups_in(&backups).pop().expect("a backup");
+    let mut bytes = std::fs::read(&backup).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(&backup, bytes).expect("write");
+    let run: Value =
+        admin.post("/api/v1/admin/trigger-restore-drill", serde_json::json!({})).await.json().await.expect("run");
+    assert_eq!(run["result"], "failure", "{run}");
+    assert!(run["error"].as_str().expect("error").contains("does not match"), "{run}");
+    let events: Vec<Value> = server.log_lines();
+    let kinds: Vec<&str> =
+        events.iter().filter(|l| l["component"] == "backup").filter_map(|l| l["event"].as_str()).collect();
+    assert!(kinds.contains(&"backup_completed"), "{kinds:?}");
+    assert!(kinds.contains(&"restore_test_completed"), "{kinds:?}");
+    assert!(kinds.contains(&"backup_failed"), "{kinds:?}");
+
+    let bob = server.sign_up("bob").await;
+    for path in ["/api/v1/admin/trigger-backup", "/api/v1/admin/trigger-restore-drill"] {
+        assert_eq!(bob.post(path, serde_json::json!({})).await.status(), 403, "{path} is for admins");
+    }
+    assert_eq!(bob.get("/api/v1/admin/integrity-check").await.status(), 403);
+}
+
+async fn integrity(server: &crate::helpers::TestServer) -> Value {
+    let admin = server.sign_in("ada", PASSWORD).await;
+    let report = admin.get("/api/v1/admin/integrity-check").await;
+    assert_eq!(report.status(), 200);
+    report.json().await.expect("report")
+}
+
+fn failures(report: &Value) -> Vec<(String, u64)> {
+    report["passes"]
+        .as_array()
+        .expect("passes")
+        .iter()
+        .flat_map(|p| p["failures"].as_array().cloned().unwrap_or_default())
+        .map(|f| (f["kind"].as_str().unwrap_or_default().to_string(), f["count"].as_u64().unwrap_or(0)))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_integrity_check_finds_a_deleted_index_entry() {
+    let instance = Instance::new();
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    for n in 0..3 {
+        new_contact(&ada, &format!("Index{n}"), "Entry").await;
+    }
+    let report = integrity(&server).await;
+    assert_eq!(report["status"], "ok", "{report}");
+    assert!(server.terminate().success());
+
+    use mycorrhizal::crm::contact::Contact;
+    use mycorrhizal_engine::Record;
+    mycorrhizal_engine::reindex::rewind_for_tests(
+        &instance.database(),
+        Contact::KIND,
+        &["sort_name"],
+        Contact::INDEX_VERSION,
+    )
+    .expect("remove the sort_name entries");
+    let server = instance.spawn();
+    let report = integrity(&server).await;
+    assert_eq!(report["status"], "failed", "{report}");
+    assert!(failures(&report).contains(&("contact.missing_index_entries".into(), 3)), "{report}");
+}
+
+#[tokio::test]
+async fn the_integrity_check_finds_an_edited_audit_event() {
+    let instance = Instance::new();
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    new_contact(&ada, "Audit", "Trail").await;
+    assert!(server.terminate().success());
+    mycorrhizal_engine::audit::tamper_for_tests(&instance.database(), ada.id).expect("edit an audit event");
+    let server = instance.spawn();
+    let report = integrity(&server).await;
+    assert_eq!(report["status"], "failed", "{report}");
+    assert!(failures(&report).contains(&("audit_chain.broken_users".into(), 1)), "{report}");
+}
