@@ -289,3 +289,18 @@ async fn the_integrity_check_finds_an_edited_audit_event() {
     assert_eq!(report["status"], "failed", "{report}");
     assert!(failures(&report).contains(&("audit_chain.broken_users".into(), 1)), "{report}");
 }
+
+#[tokio::test]
+async fn the_healthcheck_command_asks_the_server_on_its_bind_address() {
+    let instance = Instance::new();
+    let mut server = instance.spawn();
+    // The container binds the wildcard address; the check then asks on loopback.
+    let probe = Instance { dir: instance.dir.clone(), env: instance.env.clone() }
+        .with("BIND_ADDR", &format!("0.0.0.0:{}", server.addr.port()));
+    let (status, output) = probe.run_args(&["healthcheck"]);
+    assert_eq!(code(status), 0, "{output}");
+    assert!(server.terminate().success());
+    let (status, output) = probe.run_args(&["healthcheck"]);
+    assert_eq!(code(status), 1, "{output}");
+    assert!(output.contains("not ready"), "{output}");
+}

@@ -1,0 +1,130 @@
+//! The operator's safety net at size: `BENCH_CONTACTS` (default 100,000) contacts, one in ten with
+//! a 12 KB picture, plus as many notes and activities; then a signed backup of the running
+//! engine, its verification, and a restore into a fresh data folder (copy, open, search index
+//! rebuilt, derived columns rebuilt, audit chains walked). Prints each run and the median and
+//! range. Targets (issue #30): backup at most 2 s, verify at most 1 s, restore at most 10 s.
+//!
+//! Run: `cargo bench -p mycorrhizal --bench backup`.
+
+mod seed;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use mycorrhizal::backup::{self, Signer};
+use mycorrhizal::config::{Config, Env};
+use mycorrhizal::crm::contact::Contact;
+use mycorrhizal_engine::UserId;
+
+const KEY: &str = "3f9c1a7be2d04c88a9e15b6f70d2c4e1937ab0c5d8e2f61a4b7c9d0e3f5a8b21";
+
+fn config(dir: &std::path::Path) -> Config {
+    let mut vars = HashMap::new();
+    vars.insert("DATA_DIR".to_string(), dir.display().to_string());
+    vars.insert("JWT_SECRET_KEY".to_string(), KEY.to_string());
+    Config::load(Env::from_map(vars)).expect("config")
+}
+
+fn summary(name: &str, mut runs: Vec<Duration>) {
+    runs.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "| {name:<28} | {:>3} runs | median {:>8.1} ms | range {:>8.1} - {:>8.1} ms |",
+        runs.len(),
+        ms(runs[runs.len() / 2]),
+        ms(runs[0]),
+        ms(runs[runs.len() - 1])
+    );
+}
+
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+#[tokio::main]
+async fn main() {
+    let contacts = seed::setting("CONTACTS", 100_000);
+    let runs = seed::setting("RUNS", 5) as usize;
+    let work = tempfile::tempdir().expect("tempdir");
+    let source = work.path().join("source");
+    let (engine, state) = seed::open(&source).await;
+    let user = engine.user(UserId(1));
+    seed::contacts(&user, contacts).await;
+    seed::notes_and_activities(&user, contacts, contacts).await;
+    // One contact in ten gets a picture, stored as the server stores them (a blob it names).
+    let picture: Vec<u8> = [0xFF, 0xD8, 0xFF, 0xE0].into_iter().chain((0..12_000).map(|i| (i % 251) as u8)).collect();
+    let mut id = 1;
+    while id <= contacts {
+        let (from, picture) = (id, picture.clone());
+        user.write_async(move |tx| {
+            for id in (from..(from + 10_000).min(contacts + 1)).step_by(10) {
+                let mut row = tx.get::<Contact>(id)?;
+                let name = format!("{id}.jpg");
+                tx.put_blob(&name, &picture)?;
+                row.body.photo = name;
+                tx.put(id, mycorrhizal_engine::Precondition::Any, row.body)?;
+            }
+            Ok(())
+        })
+        .await
+        .expect("pictures");
+        id += 10_000;
+    }
+    engine.search_flush().expect("flush");
+    println!("seeded {contacts} contacts ({} with pictures), notes and activities; peak RSS {:.0} MB", contacts / 10, peak_rss_mb());
+
+    let signer = Signer::from_config(&state.config).expect("signer");
+    let out = work.path().join("backups");
+    let (mut made, mut checked) = (Vec::new(), Vec::new());
+    let mut last = None;
+    for run in 0..runs {
+        if let Some(previous) = last.take() {
+            let previous: std::path::PathBuf = previous;
+            std::fs::remove_file(mycorrhizal_engine::snapshot::manifest_path(&previous)).expect("rm manifest");
+            std::fs::remove_file(&previous).expect("rm backup");
+        }
+        let started = Instant::now();
+        let backup = backup::create(&engine, &out, &signer, &mut |_| {}).expect("backup");
+        made.push(started.elapsed());
+        let started = Instant::now();
+        backup::verify(&backup.path, &signer, false).expect("verify");
+        checked.push(started.elapsed());
+        println!(
+            "run {run}: backup {:.0} ms ({} MB), verify {:.0} ms",
+            made[run].as_secs_f64() * 1000.0,
+            backup.manifest.size / (1024 * 1024),
+            checked[run].as_secs_f64() * 1000.0
+        );
+        last = Some(backup.path);
+    }
+    let backup = last.expect("a backup");
+    let mut restored = Vec::new();
+    for run in 0..runs.min(3) {
+        let target = work.path().join(format!("restored-{run}"));
+        let config = config(&target);
+        let started = Instant::now();
+        let done = backup::restore::run(&config, &backup).await.expect("restore");
+        restored.push(started.elapsed());
+        println!(
+            "restore {run}: {:.0} ms ({} search documents, {} contacts' derived columns)",
+            restored[run].as_secs_f64() * 1000.0,
+            done.search_documents,
+            done.contacts_scanned
+        );
+        std::fs::remove_dir_all(&target).expect("rm restored");
+    }
+    println!();
+    summary("backup (running engine)", made);
+    summary("verify", checked);
+    summary("restore incl. rebuilds", restored);
+    println!("peak RSS {:.0} MB", peak_rss_mb());
+    drop(state);
+    engine.shutdown();
+}
