@@ -78,7 +78,11 @@ async fn main() {
         id += 10_000;
     }
     engine.search_flush().expect("flush");
-    println!("seeded {contacts} contacts ({} with pictures), notes and activities; peak RSS {:.0} MB", contacts / 10, peak_rss_mb());
+    println!(
+        "seeded {contacts} contacts ({} with pictures), notes and activities; peak RSS {:.0} MB",
+        contacts / 10,
+        peak_rss_mb()
+    );
 
     let signer = Signer::from_config(&state.config).expect("signer");
     let out = work.path().join("backups");

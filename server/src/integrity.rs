@@ -28,11 +28,6 @@ use crate::auth::records::Account;
 use crate::crm::contact::Contact;
 use crate::crm::depth::Attachment;
 
-/// The blob an attachment's bytes live in.
-pub fn attachment_blob(id: u64) -> String {
-    format!("attachment-{id}")
-}
-
 /// One finding: what kind of thing failed, and how many.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Failure {
@@ -185,7 +180,7 @@ fn blobs(engine: &Engine, users: &[u64]) -> mycorrhizal_engine::Result<(u64, Vec
         }
         for attachment in view.list::<Attachment>()? {
             checked += 1;
-            match view.blob(&attachment_blob(attachment.id))? {
+            match view.blob(&crate::crm::attachments::blob_name(attachment.id))? {
                 None => attachments_missing += 1,
                 Some(bytes) => {
                     if hex::encode(Sha256::digest(&bytes)) != attachment.body.sha256 {

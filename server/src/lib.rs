@@ -91,14 +91,27 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
             tracing::warn!(event = "pre_migration_snapshot_unsigned", component = "migration", error = %e);
         }
     }
-    adopt_picture_files(&engine, &config.data_dir).await;
+    adopt_files(&engine, &config.data_dir).await;
     Ok(engine)
 }
 
-/// Moves contact pictures an earlier version kept as files into the database (see
-/// [`crm::pictures`]); a no-op once done. Should it fail (a full disk), the server still starts:
-/// the files stay where they are and the next start moves them.
-async fn adopt_picture_files(engine: &Engine, data_dir: &std::path::Path) {
+/// Moves contact pictures and attachments an earlier version kept as files into the database
+/// (see [`crm::pictures`], [`crm::attachments`]); a no-op once done. Should it fail (a full
+/// disk), the server still starts: the files stay where they are and the next start moves them.
+async fn adopt_files(engine: &Engine, data_dir: &std::path::Path) {
+    let (engine2, dir) = (engine.clone(), data_dir.to_path_buf());
+    match tokio::task::spawn_blocking(move || crm::attachments::adopt_files(&engine2, &dir)).await {
+        Ok(Ok(adopted)) if adopted.moved > 0 || adopted.removed > 0 => tracing::info!(
+            event = "attachments_adopted",
+            component = "migration",
+            moved = adopted.moved,
+            removed = adopted.removed,
+            "attachments moved from files into the database"
+        ),
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::error!(event = "attachments_adoption_failed", component = "migration", error = %e),
+        Err(e) => tracing::error!(event = "attachments_adoption_failed", component = "migration", error = %e),
+    }
     let (engine, dir) = (engine.clone(), data_dir.to_path_buf());
     match tokio::task::spawn_blocking(move || crm::pictures::adopt_files(&engine, &dir)).await {
         Ok(Ok(adopted)) if adopted.moved > 0 || adopted.removed > 0 => tracing::info!(

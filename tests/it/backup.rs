@@ -304,3 +304,55 @@ async fn the_healthcheck_command_asks_the_server_on_its_bind_address() {
     assert_eq!(code(status), 1, "{output}");
     assert!(output.contains("not ready"), "{output}");
 }
+
+#[tokio::test]
+async fn the_integrity_check_finds_a_missing_attachment() {
+    let instance = Instance::new();
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let contact = new_contact(&ada, "Kept", "Files").await["id"].as_u64().expect("id");
+    let mut ids = Vec::new();
+    for name in ["a.txt", "b.txt"] {
+        let uploaded = crate::attachments::upload(&ada, contact, name, "text/plain", b"some bytes").await;
+        assert_eq!(uploaded.status(), 201);
+        let uploaded: Value = uploaded.json().await.expect("json");
+        ids.push(uploaded["attachment"]["id"].as_u64().expect("attachment id"));
+    }
+    let first = ids[0];
+    assert_eq!(integrity(&server).await["status"], "ok");
+    assert!(server.terminate().success());
+
+    let (database, user) = (instance.database(), ada.id);
+    let removed = tokio::task::spawn_blocking(move || {
+        let engine = crate::helpers::open_engine(&database);
+        let blob = mycorrhizal::crm::attachments::blob_name(first);
+        let removed =
+            engine.user(mycorrhizal_engine::UserId(user)).write(move |tx| tx.delete_blob(&blob)).expect("write");
+        engine.shutdown();
+        removed
+    })
+    .await
+    .expect("engine");
+    assert!(removed, "the attachment's bytes were a blob");
+
+    let server = instance.spawn();
+    let report = integrity(&server).await;
+    assert_eq!(report["status"], "failed", "{report}");
+    assert!(failures(&report).contains(&("attachment.missing".into(), 1)), "{report}");
+}
+
+#[tokio::test]
+async fn a_storage_sample_is_taken_at_start_for_the_growth_trend() {
+    let instance = Instance::new();
+    let mut server = instance.spawn();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server.log_lines().iter().any(|l| l["event"] == "job_finished" && l["operation"] == "storage_sample") {
+        assert!(Instant::now() < deadline, "no storage_sample run");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(server.terminate().success());
+    let engine = crate::helpers::open_engine(&instance.database());
+    let samples = engine.global().expect("global").list::<mycorrhizal::ops::storage::StorageSample>().expect("list");
+    assert_eq!(samples.len(), 1);
+    assert!(samples[0].1.database_bytes > 0);
+}

@@ -16,10 +16,6 @@ use crate::state::AppState;
 
 pub use crate::crm::attachments::MAX_ATTACHMENT;
 
-fn dir(state: &AppState, user: &AuthUser) -> std::path::PathBuf {
-    crate::crm::depth::attachments_dir(&state.config.data_dir, user.id)
-}
-
 #[utoipa::path(post, path = "/api/v1/contacts/{id}/attachments", tag = "depth", params(("id" = u64, Path)), request_body(content = crate::api::import::FileUpload, content_type = "multipart/form-data", description = "Field `file`, at most 25 MB"), responses(
     (status = 201, description = "`{attachment}`"), (status = 400, description = "No file, too large, or over the quota"), (status = 404, description = "No such contact")))]
 pub async fn upload(
@@ -40,8 +36,8 @@ pub async fn upload(
         }
     }
     let file = file.ok_or_else(|| ApiError::validation("file", "is required"))?;
-    let (scope, folder, quota) = (state.scope(&user), dir(&state, &user), state.config.attachment_quota_bytes);
-    let attachment = state.blocking(move |_| attachments::store(&scope, &folder, id, file, quota)).await??;
+    let (scope, quota) = (state.scope(&user), state.config.attachment_quota_bytes);
+    let attachment = state.blocking(move |_| attachments::store(&scope, id, file, quota)).await??;
     Ok((StatusCode::CREATED, axum::Json(json!({ "attachment": attachment }))).into_response())
 }
 
@@ -62,8 +58,8 @@ pub async fn download(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<Response, ApiError> {
-    let (scope, folder) = (state.scope(&user), dir(&state, &user));
-    let (row, bytes) = state.blocking(move |_| attachments::read(&scope, &folder, id)).await??;
+    let scope = state.scope(&user);
+    let (row, bytes) = state.blocking(move |_| attachments::read(&scope, id)).await??;
     let disposition = if INLINE.contains(&row.body.content_type.as_str()) { "inline" } else { "attachment" };
     let headers = [
         (CONTENT_TYPE, row.body.content_type.clone()),
@@ -79,6 +75,6 @@ pub async fn delete(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    attachments::delete(&state.scope(&user), &dir(&state, &user), id).await?;
+    attachments::delete(&state.scope(&user), id).await?;
     Ok(axum::Json(json!({ "message": "Attachment deleted" })))
 }

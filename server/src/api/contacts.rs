@@ -161,8 +161,7 @@ pub async fn delete(
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Value>, ApiError> {
     let pre = if_match(&headers)?;
-    let attachments = crate::crm::depth::attachments_dir(&state.config.data_dir, user.id);
-    ops::delete(&state.scope(&user), &attachments, id, pre).await?;
+    ops::delete(&state.scope(&user), id, pre).await?;
     Ok(axum::Json(json!({ "message": "Contact deleted" })))
 }
 

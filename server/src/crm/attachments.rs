@@ -1,12 +1,18 @@
 //! Attachments: files kept with a contact (at most [`MAX_ATTACHMENT`] each, within a per-user
-//! quota), the bytes in `DATA_DIR/users/<user>/attachments/<id>` (fsynced before the answer) and
-//! the row with their digest in the database; read back only when the bytes still match, and
-//! removed from disk with the row or the contact. Not here: multipart parsing and response
-//! headers (the front door's).
+//! quota). The bytes are the user's blob `attachment-<id>` ([`blob_name`]), written in the
+//! transaction that creates the row with their digest: a row never names missing bytes, deleting
+//! the row or its contact removes them in the same commit, a user's purge takes them, and
+//! snapshots (backups) carry them. They are read back only when they still match the digest.
+//! Not here: multipart parsing and response headers (the front door's).
+//!
+//! Earlier versions kept the bytes as files under `DATA_DIR/users/<user>/attachments/<id>`;
+//! [`adopt_files`] moves such files into the database when the data folder is opened, once.
 
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
 
-use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
+use mycorrhizal_engine::{Engine, Precondition, Row, UserId, UserScope, UserView, Walk};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
@@ -67,20 +73,25 @@ pub struct NewFile {
     pub bytes: Vec<u8>,
 }
 
-fn file_of(dir: &Path, id: u64) -> PathBuf {
-    dir.join(id.to_string())
+/// The blob holding attachment `id`'s bytes (the integrity check looks for this name).
+pub fn blob_name(id: u64) -> String {
+    format!("attachment-{id}")
 }
 
-/// Keeps `file` with contact `contact`: checks its size and the user's `quota`, writes the row,
-/// then the bytes (fsynced); if the bytes cannot be stored the row is taken back. Blocking: call
-/// it off the async threads.
-pub fn store(scope: &UserScope, dir: &Path, contact: u64, file: NewFile, quota: u64) -> Result<AttachmentView> {
+/// Bytes attachment rows of this user already account for (live rows only).
+pub fn used_bytes(view: &UserView) -> Result<u64> {
+    Ok(view.list::<Attachment>()?.iter().map(|a| a.body.size_bytes).sum())
+}
+
+/// Keeps `file` with contact `contact`: checks its size and the user's `quota`, then writes the
+/// row and its bytes in one commit. Blocking: call it off the async threads.
+pub fn store(scope: &UserScope, contact: u64, file: NewFile, quota: u64) -> Result<AttachmentView> {
     if file.bytes.len() > MAX_ATTACHMENT {
         return Err(Error::invalid("file", "must be at most 25 MB"));
     }
     let view = scope.view()?;
     let uid = view.get::<Contact>(contact)?.body.uid;
-    let used: u64 = view.list::<Attachment>()?.iter().map(|a| a.body.size_bytes).sum();
+    let used = used_bytes(&view)?;
     drop(view);
     if used + file.bytes.len() as u64 > quota {
         return Err(Error::invalid(
@@ -95,15 +106,13 @@ pub fn store(scope: &UserScope, dir: &Path, contact: u64, file: NewFile, quota: 
         size_bytes: file.bytes.len() as u64,
         sha256: hex::encode(Sha256::digest(&file.bytes)),
     };
-    let row = scope.write(move |tx| tx.get::<Contact>(contact).and_then(|_| tx.create(record.clone())))?;
-    let written =
-        std::fs::create_dir_all(dir).and_then(|_| crate::ops::fs::write_whole(dir, &row.id.to_string(), &file.bytes));
-    if let Err(e) = written {
-        // The row without its bytes would be a lie: take it back.
-        let id = row.id;
-        let _ = scope.write(move |tx| tx.delete::<Attachment>(id, Precondition::Any));
-        return Err(Error::internal(e));
-    }
+    let bytes = file.bytes;
+    let row = scope.write(move |tx| {
+        tx.get::<Contact>(contact)?;
+        let row = tx.create(record.clone())?;
+        tx.put_blob(&blob_name(row.id), &bytes)?;
+        Ok(row)
+    })?;
     Ok(AttachmentView::of(&row, &uid))
 }
 
@@ -117,19 +126,117 @@ pub fn list(v: &UserView, contact: u64) -> Result<Vec<AttachmentView>> {
 }
 
 /// Attachment `id` and its bytes, which must still match the recorded digest. Blocking.
-pub fn read(scope: &UserScope, dir: &Path, id: u64) -> Result<(Row<Attachment>, Vec<u8>)> {
-    let row = scope.get::<Attachment>(id)?;
-    let bytes = std::fs::read(file_of(dir, id)).map_err(|_| Error::NotFound)?;
-    if hex::encode(Sha256::digest(&bytes)) != row.body.sha256 {
-        return Err(Error::internal(format!("attachment {id} does not match its recorded digest")));
-    }
+pub fn read(scope: &UserScope, id: u64) -> Result<(Row<Attachment>, Vec<u8>)> {
+    let view = scope.view()?;
+    let row = view.get::<Attachment>(id)?;
+    let bytes = bytes_of(&view, &row)?;
     Ok((row, bytes))
 }
 
-/// Deletes attachment `id`, then its bytes.
-pub async fn delete(scope: &UserScope, dir: &Path, id: u64) -> Result<()> {
-    scope.write_async(move |tx| tx.delete::<Attachment>(id, Precondition::Any)).await?;
-    // A file already gone is fine: the row was what counted.
-    let _ = std::fs::remove_file(file_of(dir, id));
+/// The bytes of attachment `row`, in `view`, checked against its digest.
+pub fn bytes_of(view: &UserView, row: &Row<Attachment>) -> Result<Vec<u8>> {
+    let id = row.id;
+    let bytes =
+        view.blob(&blob_name(id))?.ok_or_else(|| Error::internal(format!("attachment {id} has no stored bytes")))?;
+    if hex::encode(Sha256::digest(&bytes)) != row.body.sha256 {
+        return Err(Error::internal(format!("attachment {id} does not match its recorded digest")));
+    }
+    Ok(bytes)
+}
+
+/// Deletes attachment `id` and its bytes, in one commit.
+pub async fn delete(scope: &UserScope, id: u64) -> Result<()> {
+    scope
+        .write_async(move |tx| {
+            tx.delete::<Attachment>(id, Precondition::Any)?;
+            tx.delete_blob(&blob_name(id))?;
+            Ok(())
+        })
+        .await?;
     Ok(())
+}
+
+/// Bytes of files moved per transaction: memory stays bounded whatever the folder holds.
+const ADOPT_BYTES_PER_COMMIT: usize = 32 * 1024 * 1024;
+
+/// What [`adopt_files`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Adopted {
+    /// Attachment files moved into the database.
+    pub moved: usize,
+    /// Files no live attachment row named (left by an interrupted write or a failed removal):
+    /// removed.
+    pub removed: usize,
+}
+
+/// Moves each user's attachment files (`DATA_DIR/users/<user>/attachments/<id>`) into the
+/// database as the blobs their rows name, then removes them and, once empty, their folder. A file
+/// is moved only when a live attachment row of that user has its id (bytes that no longer match
+/// the row's digest are moved too, and reads keep refusing them: nothing is lost, and the
+/// integrity check reports them); a file is removed only after the transaction holding its
+/// bytes committed, so an interruption at any point loses nothing (the next start moves what is
+/// left).
+pub fn adopt_files(engine: &Engine, data_dir: &Path) -> mycorrhizal_engine::Result<Adopted> {
+    let mut adopted = Adopted::default();
+    let Ok(users) = std::fs::read_dir(data_dir.join("users")) else { return Ok(adopted) };
+    for entry in users.flatten() {
+        let Some(user) = entry.file_name().to_str().and_then(|n| n.parse::<u64>().ok()) else { continue };
+        let dir = entry.path().join("attachments");
+        let Ok(files) = std::fs::read_dir(&dir) else { continue };
+        let scope = engine.user(UserId(user));
+        let rows: HashMap<u64, String> =
+            scope.view()?.list::<Attachment>()?.into_iter().map(|row| (row.id, row.body.sha256)).collect();
+        let mut pending: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut pending_bytes = 0;
+        for file in files.flatten() {
+            let name = file.file_name().to_string_lossy().into_owned();
+            let id = name.parse::<u64>().ok().filter(|id| rows.contains_key(id));
+            let Some(id) = id else {
+                if std::fs::remove_file(file.path()).is_ok() {
+                    adopted.removed += 1;
+                }
+                continue;
+            };
+            // A named file that cannot be read now stays for the next start.
+            let bytes = match std::fs::read(file.path()) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    tracing::warn!(event = "attachment_unreadable", user, file = %name, error = %e);
+                    continue;
+                }
+            };
+            if rows.get(&id).is_some_and(|digest| *digest != hex::encode(Sha256::digest(&bytes))) {
+                tracing::warn!(event = "attachment_digest_mismatch", user, attachment = id);
+            }
+            pending_bytes += bytes.len();
+            pending.push((id, bytes));
+            if pending_bytes >= ADOPT_BYTES_PER_COMMIT {
+                adopted.moved += commit(&scope, &dir, std::mem::take(&mut pending))?;
+                pending_bytes = 0;
+            }
+        }
+        adopted.moved += commit(&scope, &dir, pending)?;
+        // Only an empty folder goes.
+        let _ = std::fs::remove_dir(&dir);
+    }
+    Ok(adopted)
+}
+
+/// Stores one user's attachment bytes in one transaction, then removes their files.
+fn commit(scope: &UserScope, dir: &Path, files: Vec<(u64, Vec<u8>)>) -> mycorrhizal_engine::Result<usize> {
+    if files.is_empty() {
+        return Ok(0);
+    }
+    let files = Arc::new(files);
+    let stored = Arc::clone(&files);
+    scope.write(move |tx| {
+        for (id, bytes) in stored.iter() {
+            tx.put_blob(&blob_name(*id), bytes)?;
+        }
+        Ok(())
+    })?;
+    for (id, _) in files.iter() {
+        let _ = std::fs::remove_file(dir.join(id.to_string()));
+    }
+    Ok(files.len())
 }

@@ -13,8 +13,6 @@
 //! whose stored UID derives from the name (the card's UID is kept for export), so the name still
 //! finds it.
 
-use std::path::Path;
-
 use mycorrhizal_codecs::record::{Item, NeutralRecord};
 use mycorrhizal_codecs::vcard::{self, Photo, Version};
 use mycorrhizal_engine::{Precondition, Row, UserScope, UserView};
@@ -265,12 +263,12 @@ async fn set_picture(scope: &UserScope, row: Row<Contact>, photo: Option<Photo>)
 
 /// Deletes the contact served under `name` (`ops::delete`, with its cascade); `NotFound` when
 /// there is none.
-pub async fn delete(scope: &UserScope, attachments: &Path, name: &str, pre: Precondition) -> Result<()> {
+pub async fn delete(scope: &UserScope, name: &str, pre: Precondition) -> Result<()> {
     let reader = scope.clone();
     let wanted = name.to_string();
     let row = tokio::task::spawn_blocking(move || find(&reader.view()?, &wanted)).await.map_err(Error::internal)??;
     let row = row.ok_or(Error::NotFound)?;
-    ops::delete(scope, attachments, row.id, pre).await
+    ops::delete(scope, row.id, pre).await
 }
 
 #[cfg(test)]

@@ -169,7 +169,8 @@ impl Record for AgendaItem {
     }
 }
 
-/// A file kept with a contact. The bytes live under the data folder; this row describes them.
+/// A file kept with a contact. The bytes are the blob `attachment-<id>` (`crm::attachments`); this
+/// row describes them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Attachment {
     pub contact_id: u64,
@@ -219,9 +220,4 @@ impl Record for CadencePolicy {
         }
         text("target", &self.target, 1, 100)
     }
-}
-
-/// Where a user's attachment files live (one file per attachment row, named by its id).
-pub fn attachments_dir(data_dir: &std::path::Path, user: mycorrhizal_engine::UserId) -> std::path::PathBuf {
-    data_dir.join("users").join(user.0.to_string()).join("attachments")
 }

@@ -130,9 +130,8 @@ pub fn export_tables() -> Vec<RecordTable> {
 }
 
 /// Everything that hangs off contact `id`, in the contact's delete transaction: each kind as
-/// its entry says. Returns the ids of the attachments removed (their files go after the commit).
-pub fn cascade_contact(tx: &Tx<'_, '_>, id: u64) -> mycorrhizal_engine::Result<Vec<u64>> {
-    let mut attachments = Vec::new();
+/// its entry says; the bytes of the attachments removed go in the same commit.
+pub fn cascade_contact(tx: &Tx<'_, '_>, id: u64) -> mycorrhizal_engine::Result<()> {
     for entry in all() {
         let touched = (entry.cascade)(tx, id)?;
         if let OnContactDelete::Detach(leave) = entry.on_contact_delete {
@@ -141,10 +140,12 @@ pub fn cascade_contact(tx: &Tx<'_, '_>, id: u64) -> mycorrhizal_engine::Result<V
             }
         }
         if entry.name == Attachment::KIND.name {
-            attachments = touched;
+            for attachment in &touched {
+                tx.delete_blob(&super::attachments::blob_name(*attachment))?;
+            }
         }
     }
-    Ok(attachments)
+    Ok(())
 }
 
 fn purge<R: Record>(tx: &Tx<'_, '_>, cutoff: Timestamp) -> mycorrhizal_engine::Result<u64> {

@@ -308,8 +308,7 @@ async fn delete(state: &AppState, user: DavUser, name: String, headers: &HeaderM
         PutCondition { if_match: Some(pre), .. } => pre,
         _ => mycorrhizal_engine::Precondition::Any,
     };
-    let attachments = state.config.data_dir.join("users").join(user.id.0.to_string()).join("attachments");
-    cards::delete(&state.engine.user(user.id), &attachments, &name, pre).await?;
+    cards::delete(&state.engine.user(user.id), &name, pre).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

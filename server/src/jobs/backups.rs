@@ -15,6 +15,20 @@ use crate::state::AppState;
 pub const BACKUP: &str = "scheduled_backup";
 pub const RESTORE_DRILL: &str = "restore_drill";
 pub const INTEGRITY: &str = "db_integrity_check";
+pub const STORAGE_SAMPLE: &str = "storage_sample";
+
+/// One storage sample ([`crate::ops::storage`]).
+pub async fn storage_sample_once(state: &AppState, trigger: Trigger) -> JobRun {
+    let (engine, dir) = (state.engine.clone(), state.config.data_dir.clone());
+    let work = async move {
+        tokio::task::spawn_blocking(move || crate::ops::storage::sample(&engine, &dir))
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|sample| sample.rows)
+            .map_err(|e| e.to_string())
+    };
+    super::record(state, STORAGE_SAMPLE, trigger, work).await
+}
 
 /// One integrity sweep ([`crate::integrity`]), stored and recorded: a run that finds a failure
 /// fails, naming the kinds and counts.
@@ -141,6 +155,17 @@ pub fn start(state: &AppState) {
             loop {
                 backup_once(&state, Trigger::Scheduled).await;
                 tokio::time::sleep(every).await;
+            }
+        });
+    }
+    {
+        let state = state.clone();
+        tokio::spawn(async move {
+            let mut trigger = Trigger::Initial;
+            loop {
+                storage_sample_once(&state, trigger).await;
+                trigger = Trigger::Scheduled;
+                tokio::time::sleep(Duration::from_secs(24 * 3600)).await;
             }
         });
     }

@@ -261,6 +261,16 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
         }
         removed +=
             state_.engine.write_async(move |tx| expired_credentials(tx, now)).await.map_err(|e| e.to_string())?;
+        if retention.storage_sample_days > 0 {
+            let cutoff = days(retention.storage_sample_days)?;
+            removed += state_
+                .engine
+                .write_async(move |tx| {
+                    crate::ops::storage::purge_older::<crate::ops::storage::StorageSample>(tx, cutoff, |s| s.at)
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+        }
         if retention.system_event_days > 0 {
             removed += state_
                 .engine
@@ -270,6 +280,15 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
         }
         if retention.job_run_days > 0 {
             removed += state_.engine.purge_job_runs(days(retention.job_run_days)?).await.map_err(|e| e.to_string())?;
+            // Integrity reports are kept as long as the job runs that made them.
+            let cutoff = days(retention.job_run_days)?;
+            removed += state_
+                .engine
+                .write_async(move |tx| {
+                    crate::ops::storage::purge_older::<crate::integrity::IntegrityReport>(tx, cutoff, |r| r.checked_at)
+                })
+                .await
+                .map_err(|e| e.to_string())?;
         }
         Ok(removed)
     };

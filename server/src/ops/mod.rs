@@ -1,4 +1,5 @@
-//! Operations: the facts an operator relies on (filesystem checks, system events).
+//! Operations: the facts an operator relies on (filesystem checks, system events, storage samples).
 
 pub mod events;
 pub mod fs;
+pub mod storage;

@@ -481,8 +481,7 @@ fn summary_of(viewer: &Viewer, v: &Values) -> Markup {
 }
 
 pub async fn delete(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, _form: Form) -> PageResult {
-    let attachments = crate::crm::depth::attachments_dir(&state.config.data_dir, viewer.user.id);
-    ops::delete(&state.scope(&viewer.user), &attachments, id, Precondition::Any).await?;
+    ops::delete(&state.scope(&viewer.user), id, Precondition::Any).await?;
     Ok(see_other("/contacts?notice=deleted"))
 }
 

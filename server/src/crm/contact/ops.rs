@@ -3,8 +3,6 @@
 //! concurrent change such as a picture upload is never overwritten), delete with its cascade,
 //! and the archive/favourite toggles.
 
-use std::path::Path;
-
 use mycorrhizal_codecs::card::Card;
 use mycorrhizal_codecs::projection::{FlatInput, apply_flat};
 use mycorrhizal_engine::{Invalid, Precondition, Row, TxUser, UserScope, UserView};
@@ -135,18 +133,14 @@ pub async fn set_flag(scope: &UserScope, id: u64, flag: Flag, on: bool) -> Resul
 }
 
 /// Soft-deletes a contact (its tombstone stays for sync) and, in the same transaction, its
-/// picture and everything that hangs off it (see [`kinds::cascade_contact`]); once committed, the
-/// files of its attachments (in `attachments`) go too.
-pub async fn delete(scope: &UserScope, attachments: &Path, id: u64, pre: Precondition) -> Result<()> {
-    let files = scope.write_async(move |tx| delete_in(tx, id, pre)).await?;
-    for file in files {
-        // A file already gone is fine: the row naming it is what counted.
-        let _ = std::fs::remove_file(attachments.join(file.to_string()));
-    }
+/// picture, its attachments' bytes and everything that hangs off it (see
+/// [`kinds::cascade_contact`]).
+pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
+    scope.write_async(move |tx| delete_in(tx, id, pre)).await?;
     Ok(())
 }
 
-fn delete_in(tx: &TxUser<'_, '_>, id: u64, pre: Precondition) -> mycorrhizal_engine::Result<Vec<u64>> {
+fn delete_in(tx: &TxUser<'_, '_>, id: u64, pre: Precondition) -> mycorrhizal_engine::Result<()> {
     let picture = tx.get::<Contact>(id)?.body.photo;
     tx.delete::<Contact>(id, pre)?;
     if !picture.is_empty() {
