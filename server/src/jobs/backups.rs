@@ -146,56 +146,40 @@ pub async fn drill_once(state: &AppState, trigger: Trigger) -> JobRun {
 /// Starts the schedules the configuration turns on.
 pub fn start(state: &AppState) {
     let integrity = state.config.integrity.clone();
+    let hours = |h: u64| Duration::from_secs(h * 3600);
     if integrity.backup_interval_hours > 0 && integrity.backup_dir.is_some() {
-        let state = state.clone();
-        let every = Duration::from_secs(integrity.backup_interval_hours * 3600);
-        tokio::spawn(async move {
-            // The first one when the newest is due (at once when there is none), then on interval.
-            tokio::time::sleep(until_due(&state, every)).await;
-            loop {
-                backup_once(&state, Trigger::Scheduled).await;
-                tokio::time::sleep(every).await;
-            }
-        });
+        // The first one when the newest is due (at once when there is none).
+        let every = hours(integrity.backup_interval_hours);
+        repeat(state, until_due(state, every), every, |s, t| async move { backup_once(&s, t).await });
     }
-    {
-        let state = state.clone();
-        tokio::spawn(async move {
-            let mut trigger = Trigger::Initial;
-            loop {
-                storage_sample_once(&state, trigger).await;
-                trigger = Trigger::Scheduled;
-                tokio::time::sleep(Duration::from_secs(24 * 3600)).await;
-            }
-        });
-    }
+    repeat(state, Duration::ZERO, hours(24), |s, t| async move { storage_sample_once(&s, t).await });
     if integrity.check_enabled {
-        let state = state.clone();
-        let every = Duration::from_secs(integrity.check_interval_hours * 3600);
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(5 * 60)).await;
-            let mut trigger = Trigger::Initial;
-            loop {
-                integrity_once(&state, trigger).await;
-                trigger = Trigger::Scheduled;
-                tokio::time::sleep(every).await;
-            }
-        });
+        let every = hours(integrity.check_interval_hours);
+        repeat(state, Duration::from_secs(5 * 60), every, |s, t| async move { integrity_once(&s, t).await.0 });
     }
     if integrity.restore_drill_enabled {
-        let state = state.clone();
-        let every = Duration::from_secs(integrity.restore_drill_interval_hours * 3600);
-        tokio::spawn(async move {
-            // Not at start-up: a server restarting in a loop should not drill each time.
-            tokio::time::sleep(Duration::from_secs(15 * 60)).await;
-            let mut trigger = Trigger::Initial;
-            loop {
-                drill_once(&state, trigger).await;
-                trigger = Trigger::Scheduled;
-                tokio::time::sleep(every).await;
-            }
-        });
+        // Not at start-up: a server restarting in a loop should not drill each time.
+        let every = hours(integrity.restore_drill_interval_hours);
+        repeat(state, Duration::from_secs(15 * 60), every, |s, t| async move { drill_once(&s, t).await });
     }
+}
+
+/// Runs `job` after `first`, then every `every` (the first run's trigger is `initial`).
+fn repeat<F, Fut>(state: &AppState, first: Duration, every: Duration, job: F)
+where
+    F: Fn(AppState, Trigger) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = JobRun> + Send,
+{
+    let state = state.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(first).await;
+        let mut trigger = Trigger::Initial;
+        loop {
+            job(state.clone(), trigger).await;
+            trigger = Trigger::Scheduled;
+            tokio::time::sleep(every).await;
+        }
+    });
 }
 
 /// How long until the next scheduled backup is due, from the newest backup's file time.
