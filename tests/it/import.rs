@@ -254,6 +254,18 @@ async fn session_rules_of_the_confirm_endpoints() {
     assert_eq!(unpreviewed.status(), 400, "a CSV session needs its mapping previewed first");
     let on_vcf = ada.post("/api/v1/contacts/import/vcf/confirm", early).await;
     assert_eq!(on_vcf.status(), 400, "a CSV session is not confirmed on the vCard route");
+
+    // A vCard session sent to the CSV confirm is refused and left open: the right route
+    // still applies it, once.
+    let vcf = b"BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Vic Card\r\nN:Card;Vic;;;\r\nEND:VCARD\r\n";
+    let preview = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "one.vcf", vcf).await).await;
+    let wrong = ada.post("/api/v1/contacts/import/confirm", suggested(&preview)).await;
+    assert_eq!(wrong.status(), 400, "a vCard session is not confirmed on the CSV route");
+    let wrong: Value = wrong.json().await.expect("json");
+    assert_eq!((wrong["code"].as_str(), wrong["details"]["field"].as_str()), (Some("INVALID_INPUT"), Some("session")));
+    assert!(contacts(&ada).await.iter().all(|c| c["firstname"] != "Vic"), "nothing applied");
+    let result = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
+    assert_eq!(result["created"], 1);
 }
 
 /// Decisions: a row without one is skipped and still counted; two confirms of one session at
@@ -351,8 +363,12 @@ async fn jscontact_uploads_a_card_a_list_or_a_group() {
     let group = br#"{"@type":"CardGroup","cards":[{"@type":"Card","name":{"full":"Ann Lee"}},{"@type":"Card","name":{"full":"Bo Chen"}}]}"#;
     let preview = ok_json(upload(&ada, "/api/v1/contacts/import/jscontact/upload", "g.json", group).await).await;
     assert_eq!(preview["total_rows"], 2);
-    // A JSContact session is a vCard-family session: both confirm routes take it.
-    let result = ok_json(ada.post("/api/v1/contacts/import/confirm", suggested(&preview)).await).await;
+    // A JSContact session is a vCard-family session: the CSV confirm refuses it, the vCard
+    // confirm applies it.
+    let wrong = ada.post("/api/v1/contacts/import/confirm", suggested(&preview)).await;
+    assert_eq!(wrong.status(), 400);
+    assert_eq!(wrong.json::<Value>().await.expect("json")["details"]["field"], "session");
+    let result = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
     assert_eq!(result["created"], 2);
     let broken = upload(&ada, "/api/v1/contacts/import/jscontact/upload", "b.json", b"{oops").await;
     assert_eq!(broken.status(), 400);
