@@ -348,6 +348,21 @@ fn legacy_context_tokens(card: &mut Card) {
     for a in &mut card.addresses {
         fix(&mut a.contexts, &mut a.pref);
     }
+    // The other id maps (online services, languages, links, ...) are untyped items.
+    for key in ID_MAPS {
+        let Some(Value::Array(items)) = card.extra.get_mut(*key) else { continue };
+        for item in items.iter_mut().filter_map(Value::as_object_mut) {
+            let Some(Value::Array(contexts)) = item.get_mut("contexts") else { continue };
+            let had_pref = contexts.iter().any(|c| c.as_str().is_some_and(|c| c.eq_ignore_ascii_case("pref")));
+            contexts.retain(|c| !c.as_str().is_some_and(|c| c.eq_ignore_ascii_case("pref")));
+            if contexts.is_empty() {
+                item.remove("contexts");
+            }
+            if had_pref && !item.contains_key("pref") {
+                item.insert("pref".into(), json!(1));
+            }
+        }
+    }
 }
 
 /// Splits the RFC 9555 `vCard` member into `passthrough`: `properties` (jCard arrays) become
@@ -390,9 +405,14 @@ fn carry_vcard_member(mut vcard: Map<String, Value>, passthrough: &mut Map<Strin
                 params.retain(|_, v| v.as_str() != Some(""));
             }
         }
+        // An entry that says only which property a member came from (`{"name": "tz"}`) is
+        // kept: without it a write gives a time zone, coordinates or an IMPP back as another
+        // property (an `ADR` parameter, a `SOCIALPROFILE`).
         converted.retain(|_, e| {
             e.as_object().is_some_and(|m| {
-                m.len() > 1 || m.get("parameters").and_then(Value::as_object).is_some_and(|p| !p.is_empty())
+                m.len() > 1
+                    || m.contains_key("name")
+                    || m.get("parameters").and_then(Value::as_object).is_some_and(|p| !p.is_empty())
             })
         });
         if converted.is_empty() {
@@ -593,9 +613,8 @@ pub fn parse_file(bytes: &[u8]) -> Vec<Item> {
                 });
             }
             let mut record = to_neutral(card);
-            let diagnostics = crate::text::name_fallback(&mut record.card);
-            match record.card.validate() {
-                Ok(()) => Item::Record { record: Box::new(record), line: 0, diagnostics },
+            match crate::importable::importable(&mut record) {
+                Ok(diagnostics) => Item::Record { record: Box::new(record), line: 0, diagnostics },
                 Err(e) => Item::Problem(Problem { index, line: 0, reason: format!("{}: {}", e.field, e.reason) }),
             }
         })

@@ -6,6 +6,7 @@ pub mod card;
 pub mod csv;
 pub mod dates;
 pub mod ical;
+pub mod importable;
 pub mod jscontact;
 pub mod projection;
 pub mod record;

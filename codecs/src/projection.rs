@@ -6,10 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::card::{
-    Address, Anniversary, AnniversaryDate, Card, Component, Email, Name, Nickname, Organization, Phone, Title,
-    component,
+    Address, Anniversary, AnniversaryDate, Card, CardError, Component, Email, Name, Nickname, Organization, Phone,
+    Title, component,
 };
-use crate::dates::{parse_rest_date, rest_date};
+use crate::dates::{Partial, is_rest_date, parse_rest_date, rest_date};
 
 /// One address, flattened.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -211,7 +211,7 @@ impl FlatInput {
 }
 
 fn push_anniversary(card: &mut Card, kind: &str, value: &str) {
-    if let Some(partial) = parse_rest_date(value) {
+    if let Some(partial) = calendar_partial(value) {
         card.anniversaries.retain(|a| a.kind != kind);
         card.anniversaries.push(Anniversary {
             kind: kind.into(),
@@ -221,10 +221,28 @@ fn push_anniversary(card: &mut Card, kind: &str, value: &str) {
     }
 }
 
-/// Applies flat fields onto `card` (each non-empty field replaces its card member). Returns the
-/// birthday text when it was not a valid REST date: the caller keeps it as a legacy value
-/// rather than corrupting it.
-pub fn apply_flat(card: &mut Card, input: &FlatInput) -> Option<String> {
+/// Applies flat fields onto `card` (each non-empty field replaces its card member).
+///
+/// `birthday` and `anniversary` must be `YYYY-MM-DD` or `--MM-DD` (the spec's lexical rule; any
+/// other shape is refused, naming the field). A birthday of that shape that names no calendar day
+/// (month 13, day 45) is accepted as the spec says but has no place in the card (a vCard `BDAY`
+/// cannot hold it): the card's birthday is removed and the text is returned for the caller to
+/// keep as the contact's legacy birthday. An anniversary has no such place, so it must also name
+/// a month 1-12 and a day 1-31.
+pub fn apply_flat(card: &mut Card, input: &FlatInput) -> Result<Option<String>, CardError> {
+    let birthday = input.birthday.trim();
+    let anniversary = input.anniversary.trim();
+    for (field, value) in [("birthday", birthday), ("anniversary", anniversary)] {
+        if !value.is_empty() && !is_rest_date(value) {
+            return Err(CardError {
+                field: field.into(),
+                reason: "must be YYYY-MM-DD, or --MM-DD without a year".into(),
+            });
+        }
+    }
+    if !anniversary.is_empty() && calendar_partial(anniversary).is_none() {
+        return Err(CardError { field: "anniversary".into(), reason: "month must be 01-12 and day 01-31".into() });
+    }
     if !input.firstname.is_empty() || !input.lastname.is_empty() {
         let name = card.name.get_or_insert_with(Name::default);
         name.components.retain(|c| c.kind != "given" && c.kind != "surname");
@@ -271,19 +289,25 @@ pub fn apply_flat(card: &mut Card, input: &FlatInput) -> Option<String> {
     if !input.address.is_empty() {
         card.addresses.insert(0, Address { full: Some(input.address.trim().into()), ..Address::default() });
     }
-    if !input.anniversary.is_empty() {
-        push_anniversary(card, "wedding", input.anniversary.trim());
+    if !anniversary.is_empty() {
+        push_anniversary(card, "wedding", anniversary);
     }
-    let birthday = input.birthday.trim();
     if birthday.is_empty() {
-        return None;
+        return Ok(None);
     }
-    if parse_rest_date(birthday).is_some() {
+    if calendar_partial(birthday).is_some() {
         push_anniversary(card, "birth", birthday);
-        None
+        Ok(None)
     } else {
-        Some(birthday.to_string())
+        card.anniversaries.retain(|a| a.kind != "birth");
+        Ok(Some(birthday.to_string()))
     }
+}
+
+/// A REST date that names a month 1-12 and a day 1-31 (what a card's anniversary may hold).
+fn calendar_partial(value: &str) -> Option<Partial> {
+    parse_rest_date(value)
+        .filter(|p| p.month.is_some_and(|m| (1..=12).contains(&m)) && p.day.is_some_and(|d| (1..=31).contains(&d)))
 }
 
 #[cfg(test)]
@@ -332,7 +356,7 @@ mod tests {
     }
 
     #[test]
-    fn flat_fields_map_into_the_card_and_odd_birthdays_are_kept_aside() {
+    fn flat_fields_map_into_the_card_and_odd_birthdays_are_refused_or_kept_aside() {
         let mut c = Card::default();
         let legacy = apply_flat(
             &mut c,
@@ -344,14 +368,23 @@ mod tests {
                 ..FlatInput::default()
             },
         );
-        assert_eq!(legacy, None);
+        assert_eq!(legacy, Ok(None));
         let f = project(&c);
         assert_eq!(
             (f.firstname.as_str(), f.email.as_str(), f.birthday.as_str()),
             ("Ada", "ada@example.org", "--12-10")
         );
-        let odd = apply_flat(&mut c, &FlatInput { birthday: "early December".into(), ..FlatInput::default() });
-        assert_eq!(odd.as_deref(), Some("early December"));
-        assert_eq!(project(&c).birthday, "--12-10", "the card's birthday is untouched");
+        for shape in ["early December", "15/03/1990", "1990-3-5", "19900315", "--1210"] {
+            let refused = apply_flat(&mut c, &FlatInput { birthday: shape.into(), ..FlatInput::default() });
+            assert_eq!(refused.map_err(|e| e.field).err().as_deref(), Some("birthday"), "{shape}");
+            let refused = apply_flat(&mut c, &FlatInput { anniversary: shape.into(), ..FlatInput::default() });
+            assert_eq!(refused.map_err(|e| e.field).err().as_deref(), Some("anniversary"), "{shape}");
+        }
+        assert_eq!(project(&c).birthday, "--12-10", "a refused birthday leaves the card's");
+        // The right shape without a calendar day: accepted, kept as text, not in the card.
+        let odd = apply_flat(&mut c, &FlatInput { birthday: "1990-13-45".into(), ..FlatInput::default() });
+        assert_eq!(odd, Ok(Some("1990-13-45".to_string())));
+        assert_eq!(project(&c).birthday, "", "the card holds no birthday it cannot write as BDAY");
+        assert!(apply_flat(&mut c, &FlatInput { anniversary: "2001-13-01".into(), ..FlatInput::default() }).is_err());
     }
 }

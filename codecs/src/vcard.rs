@@ -174,15 +174,19 @@ fn parse_block(index: usize, block: &Block<'_>) -> Item {
     diagnostics.extend(drop_repeated_singulars(&mut vcard));
     diagnostics.extend(drop_repeated_parameters(&mut vcard));
     diagnostics.extend(drop_forms_in_the_default_language(&mut vcard));
+    labels_onto_addresses(&mut vcard);
     order_as_calcard_will(&mut vcard);
     let js = vcard.into_jscontact::<String, String>();
     let mut value = serde_json::to_value(&js).unwrap_or_else(|_| json!({}));
     apple_omit_year_in(&mut value);
+    one_line_break(&mut value);
     let mut record = jscontact::to_neutral(value);
     diagnostics.extend(drop_unreadable_timestamps(&mut record));
-    diagnostics.extend(crate::text::name_fallback(&mut record.card));
-    match record.card.validate() {
-        Ok(()) => Item::Record { record: Box::new(record), line: block.line, diagnostics },
+    match crate::importable::importable(&mut record) {
+        Ok(notes) => {
+            diagnostics.extend(notes);
+            Item::Record { record: Box::new(record), line: block.line, diagnostics }
+        }
         Err(e) => problem(format!("{}: {}", e.field, e.reason)),
     }
 }
@@ -510,6 +514,94 @@ fn clip(text: &str) -> String {
     out
 }
 
+/// What an address-like property is for (its types, 2.1's bare tokens included, `pref` left
+/// out), to pair a `LABEL` with its `ADR`.
+fn purposes(entry: &VCardEntry) -> Vec<String> {
+    let mut out: Vec<String> = entry
+        .params
+        .iter()
+        .filter_map(|p| match (&p.name, &p.value) {
+            (VCardParameterName::Type, VCardParameterValue::Type(t)) => Some(format!("{t:?}").to_lowercase()),
+            (VCardParameterName::Type, VCardParameterValue::Text(t)) => Some(t.to_lowercase()),
+            (VCardParameterName::Other(name), VCardParameterValue::Text(t)) if t.is_empty() => {
+                Some(name.to_lowercase())
+            }
+            (VCardParameterName::Other(name), VCardParameterValue::Null) => Some(name.to_lowercase()),
+            _ => None,
+        })
+        .filter(|t| t != "pref")
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// 2.1 and 3.0 give an address's printed form as a `LABEL` property beside its `ADR` (paired by
+/// their types); 4.0 has no such property, only the `ADR`'s `LABEL` parameter, which is the
+/// address's full text in the record. A `LABEL` is moved onto the first `ADR` of the same types
+/// that has none, so a 4.0 export is valid 4.0, and a 3.0 export writes it back as a property
+/// ([`label_as_property`]). A `LABEL` with no such `ADR` is carried as it is.
+fn labels_onto_addresses(vcard: &mut VCard) {
+    let is_label = |e: &VCardEntry| matches!(&e.name, VCardProperty::Other(n) if n.eq_ignore_ascii_case("LABEL"));
+    let mut i = 0;
+    while i < vcard.entries.len() {
+        let entry = &vcard.entries[i];
+        let text = match entry.values.as_slice() {
+            [VCardValue::Text(text)] if is_label(entry) && !text.trim().is_empty() => text.clone(),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let want = purposes(entry);
+        let target = vcard.entries.iter().position(|e| {
+            e.name == VCardProperty::Adr
+                && !e.params.iter().any(|p| p.name == VCardParameterName::Label)
+                && purposes(e) == want
+        });
+        match target {
+            Some(at) => {
+                vcard.entries[at].params.push(VCardParameter::label(text));
+                vcard.entries.remove(i);
+            }
+            None => i += 1,
+        }
+    }
+}
+
+/// 3.0 has no `LABEL` parameter: an address's full text is written as a `LABEL` property of the
+/// address's types, after it.
+fn label_as_property(vcard: &mut VCard) {
+    let mut out = Vec::with_capacity(vcard.entries.len());
+    for mut entry in std::mem::take(&mut vcard.entries) {
+        let label = (entry.name == VCardProperty::Adr)
+            .then(|| entry.params.iter().position(|p| p.name == VCardParameterName::Label))
+            .flatten()
+            .map(|at| entry.params.remove(at));
+        let types: Vec<VCardParameter> =
+            entry.params.iter().filter(|p| p.name == VCardParameterName::Type).cloned().collect();
+        out.push(entry);
+        if let Some(VCardParameter { value: VCardParameterValue::Text(text), .. }) = label {
+            let mut property = VCardEntry::new(VCardProperty::Other("LABEL".into())).with_value(text);
+            property.params = types;
+            out.push(property);
+        }
+    }
+    vcard.entries = out;
+}
+
+/// A line break is `\n` in the record: 2.1's quoted-printable values hold `\r\n`, which a
+/// vCard writer cannot escape (calcard wrote `\r` as a backslash and an `r`, so the text came
+/// back with stray letters).
+fn one_line_break(value: &mut Value) {
+    match value {
+        Value::String(text) if text.contains('\r') => *text = text.replace("\r\n", "\n").replace('\r', "\n"),
+        Value::Array(list) => list.iter_mut().for_each(one_line_break),
+        Value::Object(map) => map.values_mut().for_each(one_line_break),
+        _ => {}
+    }
+}
+
 /// Apple writes a year-less date as year 1604 with `X-APPLE-OMIT-YEAR=1604`: the year is
 /// dropped and the parameter forgotten.
 fn apple_omit_year_in(js: &mut Value) {
@@ -554,6 +646,10 @@ pub fn write(record: &NeutralRecord, version: Version) -> Result<String, WriteEr
         .into_vcard()
         .ok_or_else(|| WriteError("the card is not a JSContact object".into()))?;
     tidy(&mut vcard, version);
+    time_zone_names(&mut vcard, record, version);
+    if version == Version::V3 {
+        label_as_property(&mut vcard);
+    }
     let mut out = String::new();
     let v = if version == Version::V3 { VCardVersion::V3_0 } else { VCardVersion::V4_0 };
     vcard.write_to(&mut out, v).map_err(|e| WriteError(e.to_string()))?;
@@ -561,6 +657,33 @@ pub fn write(record: &NeutralRecord, version: Version) -> Result<String, WriteEr
         out = out.replace(";base64\\,", ";base64,");
     }
     Ok(out)
+}
+
+/// calcard writes a `TZ` named by its zone (`Europe/Paris`) as the zone's current offset, which
+/// loses the zone (and its summer time). The card's own names are written back as text; an
+/// `Etc/GMT-1` is what reading `+01:00` gave, and stays an offset. The `TZ` properties come in
+/// the order of the addresses that hold only a time zone (as a `TZ` property reads).
+fn time_zone_names(vcard: &mut VCard, record: &NeutralRecord, version: Version) {
+    let mut names = record
+        .card
+        .addresses
+        .iter()
+        .filter(|a| a.components.is_empty() && a.full.is_none())
+        .filter_map(|a| a.extra.get("timeZone").and_then(Value::as_str));
+    for entry in vcard.entries.iter_mut().filter(|e| e.name == VCardProperty::Tz) {
+        let Some(name) = names.next() else { break };
+        if name.starts_with("Etc/") || !name.contains('/') {
+            continue;
+        }
+        entry.values = vec![VCardValue::Text(name.to_string())];
+        entry.params.retain(|p| p.name != VCardParameterName::Value);
+        if version == Version::V3 {
+            entry.params.push(VCardParameter {
+                name: VCardParameterName::Value,
+                value: VCardParameterValue::ValueType(calcard::vcard::VCardValueType::Text),
+            });
+        }
+    }
 }
 
 /// Removes calcard's bookkeeping parameters, cuts `N` and `ADR` to their classic components for
@@ -598,10 +721,15 @@ fn redundant_extended_address(entry: &mut VCardEntry) {
     }
 }
 
-/// 3.0 has no `PREF` parameter: the most preferred entry says `TYPE=pref`.
+/// 3.0 has no `PREF` parameter: the most preferred entry (`PREF=1`) says `TYPE=pref`. Other
+/// ranks stay as `PREF=n`, which 3.0 readers ignore and this one reads back.
 fn pref_as_type(entry: &mut VCardEntry) {
     let before = entry.params.len();
-    entry.params.retain(|p| p.name != VCardParameterName::Pref);
+    entry.params.retain(|p| {
+        p.name != VCardParameterName::Pref
+            || !matches!(&p.value, VCardParameterValue::Integer(1))
+                && !matches!(&p.value, VCardParameterValue::Text(t) if t.trim() == "1")
+    });
     if entry.params.len() != before {
         entry.params.push(VCardParameter {
             name: VCardParameterName::Type,

@@ -476,17 +476,16 @@ fn bad_dates_are_reported_per_row_and_the_row_is_kept() {
 }
 
 #[test]
-fn a_row_without_any_name_is_reported_and_the_others_kept() {
+fn a_row_without_any_name_is_named_after_what_it_has() {
     let rows = apply(
         "First Name,Last Name,Email,Company,Phone\nAnn,Lee,ann@example.org,,\n,,,,+1 555 0100\n\
          ,,carol.king@example.org,,\n,,,Acme,\n,Lee,,,\n",
     );
     assert_eq!(rows.len(), 5);
-    assert_eq!(rows[1].record, None);
-    assert_eq!(rows[1].validation_errors, ["a name is required (firstname, full name, organization or email)"]);
+    assert_eq!(card(&rows[1])["name"], json!({"full": "+1 555 0100"}), "a phone alone names the card");
     assert_eq!(rows[1].line, 3);
     assert_eq!(card(&rows[0])["name"]["full"], json!("Ann Lee"));
-    assert_eq!(card(&rows[2])["name"], json!({"full": "carol.king"}), "the email's local part");
+    assert_eq!(card(&rows[2])["name"], json!({"full": "carol.king@example.org"}), "the email address");
     assert!(rows[2].diagnostics.iter().any(|d| d.contains("email")));
     assert_eq!(card(&rows[3])["name"], json!({"full": "Acme"}));
     assert_eq!(card(&rows[4])["name"]["full"], json!("Lee"), "a surname alone names the person");

@@ -417,19 +417,38 @@ fn a_repeated_singular_property_keeps_the_first_and_reads_back_stable() {
 }
 
 /// A year of five digits has no vCard form (4.0 wrote `18152-01-10` as `181520110`, which read
-/// back as month 20): the card is reported with the date's field, and the next card reads.
+/// back as month 20): the date alone is left out and reported, its card and the next one read.
 #[test]
-fn a_date_past_year_9999_is_reported_for_its_card() {
+fn a_date_past_year_9999_is_left_out_of_its_card() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/regressions/vcard/fixed-five-digit-year.vcf");
     let items = vcard::parse_file(&std::fs::read(path).expect("read"));
     match &items[..] {
-        [Item::Problem(p), Item::Record { record, .. }] => {
-            assert_eq!((p.index, p.line), (0, 1));
-            assert!(p.reason.starts_with("card.anniversaries[0].date.partial: year must be 0-9999"), "{}", p.reason);
+        [Item::Record { record: first, diagnostics, line: 1 }, Item::Record { record, .. }] => {
+            assert!(first.card.anniversaries.is_empty(), "{:?}", first.card.anniversaries);
+            assert!(diagnostics.iter().any(|d| d.contains("was left out: no such date")), "{diagnostics:?}");
+            assert_stable(first, "five-digit year");
             assert_eq!(record.card.anniversaries[0].date.partial.and_then(|d| d.year), Some(1791));
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// `BDAY:19723101` (month 31) is left out of the card, reported, and carried as text: both
+/// exports give it back, and the card reads back the same.
+#[test]
+fn a_birthday_that_names_no_day_is_carried_not_fatal() {
+    let text = "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Jan Bad\r\nEMAIL:jan@example.org\r\nBDAY:19723101\r\nEND:VCARD\r\n";
+    let (record, diagnostics) = parsed(text);
+    assert!(record.card.anniversaries.is_empty());
+    assert_eq!(record.card.emails[0].address, "jan@example.org");
+    assert!(diagnostics.iter().any(|d| d.contains("birthday") && d.contains("19723101")), "{diagnostics:?}");
+    for version in [vcard::Version::V4, vcard::Version::V3] {
+        let written = vcard::write(&record, version).expect("writes");
+        // 4.0 writes the basic form, 3.0 the extended one (`1972-31-01`): the same numbers.
+        let bday = written.lines().find(|l| l.starts_with("BDAY")).unwrap_or_default().replace('-', "");
+        assert!(bday.ends_with(":19723101"), "{written}");
+    }
+    assert_stable(&record, "bad birthday");
 }
 
 /// A `CREATED` or `REV` that is no date and time is left out and reported: carried, it read back

@@ -170,6 +170,15 @@ async fn the_timeline_merges_a_contacts_history_newest_first_and_pages() {
     let before = first["next_before"].as_str().unwrap();
     let rest = json_of(ada.get(&format!("/api/v1/contacts/{c}/timeline?limit=10&before={before}")).await).await;
     assert_eq!(rest["timeline"].as_array().unwrap().len(), 3, "gift, note, life event: {rest}");
+
+    // One type only; an unknown type is refused, naming the parameter.
+    let notes = json_of(ada.get(&format!("/api/v1/contacts/{c}/timeline?type=note")).await).await;
+    let kinds: Vec<&str> = notes["timeline"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["note", "note"]);
+    let banana = ada.get(&format!("/api/v1/contacts/{c}/timeline?type=banana")).await;
+    assert_eq!(banana.status(), 400);
+    let banana = json_of(banana).await;
+    assert_eq!((banana["code"].as_str(), banana["details"]["field"].as_str()), (Some("INVALID_INPUT"), Some("type")));
 }
 
 #[tokio::test]

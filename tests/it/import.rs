@@ -254,6 +254,18 @@ async fn session_rules_of_the_confirm_endpoints() {
     assert_eq!(unpreviewed.status(), 400, "a CSV session needs its mapping previewed first");
     let on_vcf = ada.post("/api/v1/contacts/import/vcf/confirm", early).await;
     assert_eq!(on_vcf.status(), 400, "a CSV session is not confirmed on the vCard route");
+
+    // A vCard session sent to the CSV confirm is refused and left open: the right route
+    // still applies it, once.
+    let vcf = b"BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Vic Card\r\nN:Card;Vic;;;\r\nEND:VCARD\r\n";
+    let preview = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "one.vcf", vcf).await).await;
+    let wrong = ada.post("/api/v1/contacts/import/confirm", suggested(&preview)).await;
+    assert_eq!(wrong.status(), 400, "a vCard session is not confirmed on the CSV route");
+    let wrong: Value = wrong.json().await.expect("json");
+    assert_eq!((wrong["code"].as_str(), wrong["details"]["field"].as_str()), (Some("INVALID_INPUT"), Some("session")));
+    assert!(contacts(&ada).await.iter().all(|c| c["firstname"] != "Vic"), "nothing applied");
+    let result = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
+    assert_eq!(result["created"], 1);
 }
 
 /// Decisions: a row without one is skipped and still counted; two confirms of one session at
@@ -351,8 +363,12 @@ async fn jscontact_uploads_a_card_a_list_or_a_group() {
     let group = br#"{"@type":"CardGroup","cards":[{"@type":"Card","name":{"full":"Ann Lee"}},{"@type":"Card","name":{"full":"Bo Chen"}}]}"#;
     let preview = ok_json(upload(&ada, "/api/v1/contacts/import/jscontact/upload", "g.json", group).await).await;
     assert_eq!(preview["total_rows"], 2);
-    // A JSContact session is a vCard-family session: both confirm routes take it.
-    let result = ok_json(ada.post("/api/v1/contacts/import/confirm", suggested(&preview)).await).await;
+    // A JSContact session is a vCard-family session: the CSV confirm refuses it, the vCard
+    // confirm applies it.
+    let wrong = ada.post("/api/v1/contacts/import/confirm", suggested(&preview)).await;
+    assert_eq!(wrong.status(), 400);
+    assert_eq!(wrong.json::<Value>().await.expect("json")["details"]["field"], "session");
+    let result = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
     assert_eq!(result["created"], 2);
     let broken = upload(&ada, "/api/v1/contacts/import/jscontact/upload", "b.json", b"{oops").await;
     assert_eq!(broken.status(), 400);
@@ -789,4 +805,81 @@ async fn categories_become_circles_when_asked() {
     let grace = ok_json(bob.get(&format!("/api/v1/contacts/{}", grace["id"])).await).await;
     assert!(grace["card"]["keywords"].to_string().contains("Computing"), "{grace}");
     assert!(grace["crm"]["circles"].as_array().is_none_or(Vec::is_empty), "{grace}");
+}
+
+const EXPORTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/exporters");
+
+/// The exporter corpus (Apple, Outlook, Android, Thunderbird CardBook, Evolution; 2.1 with
+/// quoted-printable and a photo, 3.0, 4.0): every card imports, the nameless ones named after
+/// what they have and a birthday that names no day left out alone, as the preview said; exported
+/// as 4.0 and as 3.0, what they held comes back (vendor properties, Apple's labels, the bad
+/// birthday's text, the photo), and uploading either export finds every card's own contact.
+#[tokio::test]
+async fn every_exporter_card_imports_and_comes_back_to_its_own_contact() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let mut file = Vec::new();
+    for name in ["apple.vcf", "outlook.vcf", "android.vcf", "cardbook.vcf", "evolution.vcf"] {
+        file.extend(std::fs::read(format!("{EXPORTERS}/{name}")).expect("fixture"));
+    }
+    let cards = String::from_utf8_lossy(&file).matches("BEGIN:VCARD").count();
+    let preview = ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "phone.vcf", &file).await).await;
+    let rows = preview["rows"].as_array().expect("rows").clone();
+    assert_eq!((rows.len(), preview["error_count"].as_u64()), (cards, Some(0)), "{preview}");
+    let said = |needle: &str| {
+        rows.iter().any(|r| {
+            r["diagnostics"]
+                .as_array()
+                .is_some_and(|d| d.iter().any(|d| d.as_str().is_some_and(|d| d.contains(needle))))
+        })
+    };
+    for note in [
+        "named \"Grandma\" after its nickname",
+        "named \"+905559876543\" after its phone",
+        "named \"someone@example.org\" after its email",
+        "named \"Northwind Traders\" after its organization",
+        "after its address",
+        "19723101",
+    ] {
+        assert!(said(note), "the preview says {note:?}: {rows:#?}");
+    }
+    let result = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
+    assert_eq!((result["created"].as_u64(), result["error_count"].as_u64()), (Some(cards as u64), Some(0)), "{result}");
+    let stored = contacts(&ada).await;
+    assert_eq!(stored.len(), cards);
+    let names: Vec<&str> = stored.iter().filter_map(|c| c["fn"].as_str()).collect();
+    assert!(names.contains(&"Grandma") && names.contains(&"Jürgen Schröder"), "{names:?}");
+    let mut ids: Vec<u64> = stored.iter().filter_map(|c| c["id"].as_u64()).collect();
+    ids.sort_unstable();
+
+    for version in ["4.0", "3.0"] {
+        let (_, text) = export(&ada, &format!("/api/v1/export/vcf?version={version}")).await;
+        let upper = text.to_uppercase();
+        for expected in [
+            "X-ABLABEL:STUDIO",
+            "X-ABUID:",
+            "X-MS-OL-DESIGN",
+            "X-EVOLUTION-FILE-AS",
+            "X-CARDBOOK-CUSTOM1:CUSTOM VALUE",
+            "X-ANDROID-CUSTOM",
+            "TZ",
+            "GEO",
+            "IMPP",
+            "GENDER:F",
+            "ROLE:CHERCHEUSE",
+            "PHOTO",
+        ] {
+            assert!(upper.contains(expected), "{version} export has {expected}:\n{text}");
+        }
+        assert!(upper.replace('-', "").contains("BDAY:19723101"), "the unreadable birthday comes back ({version})");
+        let again =
+            ok_json(upload(&ada, "/api/v1/contacts/import/vcf/upload", "back.vcf", text.as_bytes()).await).await;
+        let back = again["rows"].as_array().expect("rows");
+        assert_eq!(back.len(), cards, "{version}");
+        let mut matched: Vec<u64> =
+            back.iter().filter_map(|r| r["duplicate_match"]["existing_contact_id"].as_u64()).collect();
+        assert!(back.iter().all(|r| r["duplicate_match"]["match_reason"] == "uid"), "{version}: {back:#?}");
+        matched.sort_unstable();
+        assert_eq!(matched, ids, "{version}: every card finds its own contact, once");
+    }
 }

@@ -251,34 +251,14 @@ fn build_row(columns: &[Column], row: &[String], line: usize) -> CsvRow {
         }
     }
     let mut record = assemble(g, dates);
-    if !name_the_card(&mut record.card, &mut out.diagnostics) {
-        out.validation_errors.push("a name is required (firstname, full name, organization or email)".into());
-        return out;
-    }
-    match record.card.validate() {
-        Ok(()) => out.record = Some(record),
+    match crate::importable::importable(&mut record) {
+        Ok(notes) => {
+            out.diagnostics.extend(notes);
+            out.record = Some(record);
+        }
         Err(e) => out.validation_errors.push(format!("{}: {}", e.field, e.reason)),
     }
     out
-}
-
-/// When nothing gives the card a first name or a full name, the organization's name or the
-/// first email's local part becomes `name.full`. False when there is none of them either.
-fn name_the_card(card: &mut Card, diagnostics: &mut Vec<String>) -> bool {
-    if card.given().is_some_and(|g| !g.trim().is_empty()) {
-        return true;
-    }
-    let from_org = card.organizations.iter().find_map(|o| o.name.clone()).map(|n| (n, "the organization"));
-    let from_email = || {
-        card.emails.first().and_then(|e| {
-            let local = e.address.split('@').next().unwrap_or("").trim();
-            (!local.is_empty()).then(|| (local.to_string(), "the email address"))
-        })
-    };
-    let Some((full, source)) = from_org.or_else(from_email) else { return false };
-    diagnostics.push(format!("no name: used {source} (\"{full}\") as the name"));
-    card.name.get_or_insert_with(Name::default).full = Some(full);
-    true
 }
 
 fn pick<T: Clone>(list: &[T], i: usize, broadcast: bool) -> Option<T> {

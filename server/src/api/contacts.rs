@@ -53,10 +53,17 @@ pub struct ListQuery {
     pub limit: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// The change-feed mode of other servers of this API. Not served here (the value is read
+    /// only to refuse it with `sort=name`, as the two do not combine: 400 naming `since`);
+    /// sync clients use CardDAV's sync-collection instead.
+    pub since: Option<String>,
 }
 
 impl ListQuery {
     fn params(self) -> Result<ListParams, ApiError> {
+        if self.since.as_deref().is_some_and(|s| !s.is_empty()) && self.sort.as_deref() == Some("name") {
+            return Err(ApiError::invalid_input("since", "cannot be combined with sort=name"));
+        }
         Ok(ListParams {
             include_archived: params::flag(self.include_archived.as_deref(), "include_archived")?,
             archived_only: params::flag(self.archived.as_deref(), "archived")?,
@@ -84,7 +91,7 @@ impl ListQuery {
 
 #[utoipa::path(get, path = "/api/v1/contacts", tag = "contacts", params(ListQuery), responses(
     (status = 200, description = "One page of contacts", body = crate::crm::contact::view::ContactPage),
-    (status = 400, description = "A bad parameter, named")))]
+    (status = 400, description = "A bad parameter, named (also `since` with `sort=name`)")))]
 pub async fn list(
     State(state): State<AppState>,
     user: AuthUser,

@@ -31,11 +31,15 @@ pub struct TimelineQuery {
     /// Only entries strictly before this instant (the previous page's `next_before`).
     #[param(value_type = Option<crate::crm::schema::DayOrInstant>)]
     pub before: Option<String>,
+    /// Only entries of this type: `note`, `activity`, `reminder_completion`, `gift` or
+    /// `life_event`.
+    #[param(pattern = "^(note|activity|reminder_completion|gift|life_event)?$")]
+    pub r#type: Option<String>,
 }
 
 /// A contact's history, newest first, paged by `before` (a page ends only between instants).
 #[utoipa::path(get, path = "/api/v1/contacts/{id}/timeline", tag = "contacts", params(("id" = u64, Path), TimelineQuery), responses(
-    (status = 200, description = "`{timeline: [{type, date, item}], next_before}` (`next_before` empty on the last page)"), (status = 404, description = "No such contact")))]
+    (status = 200, description = "`{timeline: [{type, date, item}], next_before}` (`next_before` empty on the last page)"), (status = 400, description = "A bad `before` or `type`, named"), (status = 404, description = "No such contact")))]
 pub async fn timeline(
     State(state): State<AppState>,
     user: AuthUser,
@@ -44,6 +48,12 @@ pub async fn timeline(
 ) -> Result<axum::Json<Value>, ApiError> {
     let limit = params::limit(q.limit.as_deref());
     let before = q.before.as_deref().filter(|b| !b.is_empty()).map(|b| instant("before", b)).transpose()?;
-    let body = state.read(&user, move |v| home::timeline(v, id, before, limit)).await?;
+    let only = match q.r#type.as_deref().filter(|t| !t.is_empty()) {
+        None => None,
+        Some(t) => Some(home::TimelineType::parse(t).ok_or_else(|| {
+            ApiError::invalid_input("type", "must be note, activity, reminder_completion, gift or life_event")
+        })?),
+    };
+    let body = state.read(&user, move |v| home::timeline(v, id, before, limit, only)).await?;
     Ok(axum::Json(body))
 }

@@ -228,7 +228,9 @@ fn session_error(e: SessionError) -> ApiError {
             match source {
                 Source::Csv => "a CSV session is confirmed at /contacts/import/confirm",
                 Source::Records => "a records session is confirmed at /contacts/import/vcf/confirm",
-                Source::Vcf | Source::JsContact => "this session is confirmed at /contacts/import/vcf/confirm",
+                Source::Vcf | Source::JsContact => {
+                    "a vCard or JSContact session is confirmed at /contacts/import/vcf/confirm"
+                }
             },
         ),
         SessionError::NotPreviewed => {
@@ -275,19 +277,19 @@ async fn confirm(
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/confirm", tag = "import", request_body = ConfirmRequest,
     responses((status = 200, description = "`{total_processed, created, updated, skipped, error_count, errors}`; a repeated confirm within 15 minutes returns the first result and applies nothing"),
-        (status = 400, description = "A records session (confirm it at /contacts/import/vcf/confirm), a CSV session not yet previewed, or a bad action"),
+        (status = 400, description = "`INVALID_INPUT` naming `session`: a vCard, JSContact or records session (confirm it at /contacts/import/vcf/confirm) or a CSV session not yet previewed; or a bad action"),
         (status = 404, description = "Unknown, expired, lost in a restart, or another user's session")))]
 pub async fn confirm_csv(
     State(state): State<AppState>,
     user: AuthUser,
     Json(req): Json<ConfirmRequest>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    confirm(state, user, req, &[Source::Csv, Source::Vcf, Source::JsContact]).await
+    confirm(state, user, req, &[Source::Csv]).await
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/vcf/confirm", tag = "import", request_body = ConfirmRequest,
     responses((status = 200, description = "`{total_processed, created, updated, skipped, error_count, errors}`"),
-        (status = 400, description = "A CSV session (confirm it at /contacts/import/confirm), or a bad action"),
+        (status = 400, description = "`INVALID_INPUT` naming `session`: a CSV session (confirm it at /contacts/import/confirm); or a bad action"),
         (status = 404, description = "Unknown, expired, lost in a restart, or another user's session")))]
 pub async fn confirm_vcf(
     State(state): State<AppState>,

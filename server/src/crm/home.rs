@@ -61,29 +61,72 @@ pub fn dashboard(v: &UserView, today: Date, now: Timestamp) -> Result<Dashboard>
     })
 }
 
-fn entries(v: &UserView, contact: u64) -> Result<Vec<(Timestamp, Value)>> {
+/// The kinds of entry a timeline holds (its `type` member), to ask for one only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimelineType {
+    Note,
+    Activity,
+    ReminderCompletion,
+    Gift,
+    LifeEvent,
+}
+
+impl TimelineType {
+    pub fn parse(text: &str) -> Option<TimelineType> {
+        Some(match text {
+            "note" => TimelineType::Note,
+            "activity" => TimelineType::Activity,
+            "reminder_completion" => TimelineType::ReminderCompletion,
+            "gift" => TimelineType::Gift,
+            "life_event" => TimelineType::LifeEvent,
+            _ => return None,
+        })
+    }
+}
+
+fn entries(v: &UserView, contact: u64, only: Option<TimelineType>) -> Result<Vec<(Timestamp, Value)>> {
     let (from, to) = contact_range(contact);
     let walk = Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true };
+    let wanted = |t: TimelineType| only.is_none_or(|o| o == t);
     let mut out = Vec::new();
-    for r in v.walk::<Note>(walk, usize::MAX, |_| true)?.rows {
-        out.push((r.body.date, json!({ "type": "note", "date": r.body.date, "item": crate::crm::notes::view(&r) })));
+    if wanted(TimelineType::Note) {
+        for r in v.walk::<Note>(walk, usize::MAX, |_| true)?.rows {
+            out.push((
+                r.body.date,
+                json!({ "type": "note", "date": r.body.date, "item": crate::crm::notes::view(&r) }),
+            ));
+        }
     }
-    for r in v.walk::<Activity>(walk, usize::MAX, |_| true)?.rows {
-        out.push((
-            r.body.date,
-            json!({ "type": "activity", "date": r.body.date, "item": crate::crm::activities::view(&r, Vec::new()) }),
-        ));
+    if wanted(TimelineType::Activity) {
+        for r in v.walk::<Activity>(walk, usize::MAX, |_| true)?.rows {
+            out.push((
+                r.body.date,
+                json!({ "type": "activity", "date": r.body.date, "item": crate::crm::activities::view(&r, Vec::new()) }),
+            ));
+        }
     }
-    for r in v.walk::<Completion>(walk, usize::MAX, |_| true)?.rows {
-        out.push((r.body.completed_at, json!({ "type": "reminder_completion", "date": r.body.completed_at, "item": crate::crm::reminders::completion_view(&r) })));
+    if wanted(TimelineType::ReminderCompletion) {
+        for r in v.walk::<Completion>(walk, usize::MAX, |_| true)?.rows {
+            out.push((r.body.completed_at, json!({ "type": "reminder_completion", "date": r.body.completed_at, "item": crate::crm::reminders::completion_view(&r) })));
+        }
     }
-    for r in v.walk::<Gift>(walk, usize::MAX, |g| g.body.date.is_some())?.rows {
-        let date = r.body.date.unwrap_or(Timestamp::UNIX_EPOCH);
-        out.push((date, json!({ "type": "gift", "date": date, "item": crate::crm::depth_ops::GiftView::of(v, &r) })));
+    if wanted(TimelineType::Gift) {
+        for r in v.walk::<Gift>(walk, usize::MAX, |g| g.body.date.is_some())?.rows {
+            let date = r.body.date.unwrap_or(Timestamp::UNIX_EPOCH);
+            out.push((
+                date,
+                json!({ "type": "gift", "date": date, "item": crate::crm::depth_ops::GiftView::of(v, &r) }),
+            ));
+        }
     }
     // The timeline shows what happened; the next yearly occurrence is not its concern.
     let epoch = jiff::civil::Date::constant(1970, 1, 1);
-    for r in v.walk::<LifeEvent>(walk, usize::MAX, |e| e.body.date.year.is_some())?.rows {
+    let life_events = if wanted(TimelineType::LifeEvent) {
+        v.walk::<LifeEvent>(walk, usize::MAX, |e| e.body.date.year.is_some())?.rows
+    } else {
+        Vec::new()
+    };
+    for r in life_events {
         let d = r.body.date;
         let Some(day) = d
             .year
@@ -102,11 +145,17 @@ fn entries(v: &UserView, contact: u64) -> Result<Vec<(Timestamp, Value)>> {
 }
 
 /// A page of contact `id`'s history, newest first: at most about `limit` entries strictly before
-/// `before`, with `next_before` for the next page.
-pub fn timeline(v: &UserView, id: u64, before: Option<Timestamp>, limit: usize) -> Result<Value> {
+/// `before` (of type `only` when given), with `next_before` for the next page.
+pub fn timeline(
+    v: &UserView,
+    id: u64,
+    before: Option<Timestamp>,
+    limit: usize,
+    only: Option<TimelineType>,
+) -> Result<Value> {
     require_contacts(v, &[id])?;
     let all: Vec<(Timestamp, Value)> =
-        entries(v, id)?.into_iter().filter(|(d, _)| before.is_none_or(|b| *d < b)).collect();
+        entries(v, id, only)?.into_iter().filter(|(d, _)| before.is_none_or(|b| *d < b)).collect();
     // A page never ends between entries of the same instant: the next page starts strictly
     // before `next_before`, so entries sharing the last one's instant come on this page
     // (which may then hold a few more than `limit`).

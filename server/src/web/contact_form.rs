@@ -137,16 +137,16 @@ impl Values {
             name.full = None;
             card.name = Some(name);
         }
-        // Given and family name, and the birthday, through the projection the API's flat
-        // fields use, so both front doors write them alike.
+        // Given and family name through the projection the API's flat fields use, and the
+        // birthday as the API's flat `birthday` (below), so both front doors write them alike
+        // (a `1990-13-45` is kept as text there, as the spec's lexical rule accepts it).
         card.anniversaries.retain(|a| a.kind != "birth");
         let flat = FlatInput {
             firstname: if name_changed { self.firstname.clone() } else { String::new() },
             lastname: if name_changed { self.lastname.clone() } else { String::new() },
-            birthday: self.birthday.clone(),
             ..FlatInput::default()
         };
-        apply_flat(&mut card, &flat);
+        apply_flat(&mut card, &flat).map_err(|e| ApiError::validation(e.field, e.reason))?;
         if card.name.as_ref().is_some_and(|n| n.components.is_empty() && n.full.is_none()) {
             card.name = None;
         }
@@ -227,7 +227,7 @@ impl Values {
             crm: Some(crm),
             passthrough: None,
             is_favorite: Some(self.favorite),
-            flat: FlatInput::default(),
+            flat: FlatInput { birthday: self.birthday.clone(), ..FlatInput::default() },
         })
     }
 }

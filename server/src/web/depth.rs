@@ -165,7 +165,7 @@ pub async fn timeline(
     let (name, body) = state
         .read(&viewer.user, move |v| {
             let name = v.get::<crate::crm::contact::Contact>(id)?.body.name();
-            Ok((name, home::timeline(v, id, before, 50)?))
+            Ok((name, home::timeline(v, id, before, 50, None)?))
         })
         .await?;
     let c = viewer.chrome();

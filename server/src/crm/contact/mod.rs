@@ -30,7 +30,9 @@ pub struct Contact {
     pub favorite: bool,
     /// Stored photo file name, or empty.
     pub photo: String,
-    /// A flat birthday that was neither `YYYY-MM-DD` nor `--MM-DD`, kept untouched.
+    /// A flat birthday the card cannot hold, kept as text: one of the spec's shape with no
+    /// calendar day (`1990-13-45`), or a legacy value of another shape written before the
+    /// shape rule was enforced, kept untouched until a write names the birthday.
     pub legacy_birthday: String,
     /// Derived by the save hook.
     pub flat: Flat,

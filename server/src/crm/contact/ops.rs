@@ -60,7 +60,7 @@ impl ContactInput {
             Some(value) => parse_card(value)?,
             None => existing.map(Contact::parsed_card).unwrap_or_default(),
         };
-        let legacy = apply_flat(&mut card, &self.flat);
+        let legacy = apply_flat(&mut card, &self.flat).map_err(|e| Invalid::new(e.field, e.reason))?;
         let uid = existing
             .map(|c| c.uid.clone())
             .or_else(|| card.uid.as_deref().and_then(valid_uuid))
@@ -191,4 +191,26 @@ pub async fn rebuild_derived(scope: &UserScope) -> Result<Rebuilt> {
             .await?;
     }
     Ok(Rebuilt { scanned, updated: stale.len() as u64 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(json: serde_json::Value) -> ContactInput {
+        serde_json::from_value(json).expect("input")
+    }
+
+    #[test]
+    fn a_legacy_birthday_stays_until_a_write_names_the_birthday() {
+        let stored = input(serde_json::json!({ "firstname": "Bea" })).apply(None).expect("contact");
+        let legacy = Contact { legacy_birthday: "sometime in May".into(), ..stored };
+        let edited =
+            input(serde_json::json!({ "firstname": "Bea", "lastname": "Arthur" })).apply(Some(&legacy)).expect("edit");
+        assert_eq!(edited.legacy_birthday, "sometime in May", "an edit that does not name it keeps it");
+        let refused = input(serde_json::json!({ "birthday": "sometime in June" })).apply(Some(&legacy));
+        assert_eq!(refused.err().map(|e| e.field), Some("birthday".to_string()), "a new one must have the shape");
+        let replaced = input(serde_json::json!({ "birthday": "--05-01" })).apply(Some(&legacy)).expect("edit");
+        assert_eq!(replaced.legacy_birthday, "");
+    }
 }

@@ -111,13 +111,10 @@ pub fn rows_of_records(records: Vec<Value>) -> Result<Vec<ImportRow>, ImportErro
         .into_iter()
         .enumerate()
         .map(|(index, value)| match serde_path_to_error::deserialize::<_, NeutralRecord>(value) {
-            Ok(mut record) => {
-                let diagnostics = mycorrhizal_codecs::text::name_fallback(&mut record.card);
-                match record.card.validate() {
-                    Ok(()) => ImportRow::from_record(index, 0, record, diagnostics),
-                    Err(e) => ImportRow::failed(index, 0, format!("records[{index}].{}: {}", e.field, e.reason)),
-                }
-            }
+            Ok(mut record) => match mycorrhizal_codecs::importable::importable(&mut record) {
+                Ok(diagnostics) => ImportRow::from_record(index, 0, record, diagnostics),
+                Err(e) => ImportRow::failed(index, 0, format!("records[{index}].{}: {}", e.field, e.reason)),
+            },
             Err(e) => ImportRow::failed(index, 0, format!("records[{index}].{}: {}", e.path(), e.inner())),
         })
         .collect())
