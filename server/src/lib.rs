@@ -6,6 +6,7 @@
 pub mod api;
 pub mod auth;
 pub mod build_info;
+pub mod bundle_cli;
 pub mod cli;
 pub mod config;
 pub mod crm;

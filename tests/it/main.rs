@@ -6,6 +6,7 @@ mod admin;
 mod attachments;
 mod audit;
 mod boot;
+mod bundle;
 mod calendar;
 mod contract;
 mod crm;
