@@ -61,6 +61,26 @@ pub enum Command {
     /// Ask the server on BIND_ADDR whether it is ready (GET /health/ready); exit 0 when it is.
     /// For container health checks, where images have no curl.
     Healthcheck,
+    /// Write a user's account bundle (every record, picture and attachment, as
+    /// `GET /api/v1/export/bundle` gives it) to a new file. Stop the server first.
+    ExportBundle {
+        /// The user, by username or email.
+        #[arg(long)]
+        user: String,
+        /// The file to create.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
+    /// Recreate an account bundle in a user's account, as `POST /api/v1/import/bundle` does: all
+    /// of it in one commit with its references remapped, or nothing when the bundle is bad.
+    /// Stop the server first.
+    ImportBundle {
+        /// The user, by username or email.
+        #[arg(long)]
+        user: String,
+        /// The bundle (a .zip).
+        file: std::path::PathBuf,
+    },
     /// Re-wrap the data key under a new master key. The current key comes from the usual
     /// environment (DATA_ENCRYPTION_KEY, DATA_ENCRYPTION_KEY_FILE or JWT_SECRET_KEY); the new one
     /// from NEW_DATA_ENCRYPTION_KEY or --new-key-file. Stop the server first. Afterwards start it

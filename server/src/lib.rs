@@ -8,6 +8,7 @@ pub mod auth;
 pub mod backup;
 pub mod backup_cli;
 pub mod build_info;
+pub mod bundle_cli;
 pub mod cli;
 pub mod config;
 pub mod crm;

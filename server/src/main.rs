@@ -18,6 +18,23 @@ fn main() -> ExitCode {
             Ok(config) => ExitCode::from(backup_cli::healthcheck(&config)),
             Err(_) => ExitCode::from(2),
         },
+        Command::ExportBundle { user, out } => bundle(|config, runtime| {
+            let manifest = runtime.block_on(mycorrhizal::bundle_cli::export(config, &user, &out))?;
+            let rows: u64 = manifest.counts.values().sum();
+            Ok(format!("{}: {rows} rows, {} files", out.display(), manifest.files.len()))
+        }),
+        Command::ImportBundle { user, file } => bundle(|config, runtime| {
+            let i = runtime.block_on(mycorrhizal::bundle_cli::import(config, &user, &file))?;
+            let made: u64 = i.imported.values().sum();
+            let skipped: u64 = i.skipped.values().sum();
+            let kinds: Vec<String> = i.imported.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            Ok(format!(
+                "imported {made} rows ({}), {} pictures, {} attachments; {skipped} skipped",
+                kinds.join(", "),
+                i.pictures,
+                i.attachments
+            ))
+        }),
         Command::Import { user, format, update_duplicates, categories, file } => {
             let Some(categories) = mycorrhizal::crm::import::Categories::parse(&categories) else {
                 eprintln!("mycorrhizal: --categories must be tags or circles");
@@ -58,6 +75,29 @@ fn import(
         }
         Err(e) => {
             eprintln!("mycorrhizal: import failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs a bundle command on a runtime of its own and prints its outcome.
+fn bundle(run: impl FnOnce(mycorrhizal::Config, &tokio::runtime::Runtime) -> Result<String, String>) -> ExitCode {
+    let Some(config) = load_config() else {
+        return ExitCode::from(2);
+    };
+    telemetry::init("warn", config.log_pretty);
+    let outcome = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+        .and_then(|runtime| run(config, &runtime));
+    match outcome {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mycorrhizal: {e}");
             ExitCode::FAILURE
         }
     }

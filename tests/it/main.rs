@@ -7,6 +7,7 @@ mod attachments;
 mod audit;
 mod backup;
 mod boot;
+mod bundle;
 mod calendar;
 mod contract;
 mod crm;

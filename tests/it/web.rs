@@ -449,3 +449,43 @@ async fn an_edit_keeps_what_the_form_does_not_show() {
     assert_eq!(after["org"], "US Navy");
     assert_eq!(after["card"]["links"][0]["uri"], "https://example.org/grace", "{after}");
 }
+
+/// The import page links the account bundle's download and takes one in: everything lands in the
+/// viewer's account; a damaged file is shown on the page with what is wrong, and nothing lands.
+#[tokio::test]
+async fn an_account_bundle_is_downloaded_and_brought_in_from_the_import_page() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    contact(&ada, "Packed").await;
+    contact(&ada, "Moving").await;
+    let web = Browser::of(&server, &bob).await;
+    let page = web.get("/import").await.text().await.unwrap();
+    assert!(page.contains("href=\"/api/v1/export/bundle\"") && page.contains("action=\"/import/bundle\""), "{page}");
+    let bundle = ada.get("/api/v1/export/bundle").await.bytes().await.unwrap().to_vec();
+    let send = |bytes: Vec<u8>| {
+        let boundary = "web-bundle-boundary";
+        let mut body = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"_csrf\"\r\n\r\n{}\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"b.zip\"\r\nContent-Type: application/zip\r\n\r\n",
+            web.csrf
+        )
+        .into_bytes();
+        body.extend_from_slice(&bytes);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        web.http
+            .post(format!("{}/import/bundle", web.base))
+            .header("cookie", web.cookies())
+            .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+            .body(body)
+            .send()
+    };
+    let damaged = send(bundle[..bundle.len() / 2].to_vec()).await.unwrap();
+    assert_eq!(damaged.status(), 400);
+    assert!(damaged.text().await.unwrap().contains("role=\"alert\""));
+    assert_eq!(total(&bob).await, 0, "nothing of a damaged bundle lands");
+    let done = send(bundle).await.unwrap();
+    assert_eq!(done.status(), 200);
+    assert!(done.text().await.unwrap().contains("2 records added"));
+    assert_eq!(total(&bob).await, 2);
+    assert_eq!(total(&ada).await, 2, "ada keeps hers");
+}

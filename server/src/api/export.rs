@@ -140,6 +140,14 @@ pub async fn csv(
     respond(export::csv(state.engine.user(user.id), today, q.table.as_deref()).await)
 }
 
+#[utoipa::path(get, path = "/api/v1/export/bundle", tag = "export", responses(
+    (status = 200, description = "`application/zip`, attachment `mycorrhizal-bundle-YYYY-MM-DD.zip`, streamed: the account bundle, everything of yours to recreate in another account (`POST /import/bundle`). `records/<kind>.jsonl` for every record kind (one `{id, created_at, updated_at, body}` object a line; references name other rows by these ids), `pictures/<name>` for each contact's picture (the name its `photo` field holds), `attachments/<id>` for each attachment's bytes, and `manifest.json` last: `{format: \"mycorrhizal-bundle\", format_version: 1, created_at, counts: {kind: rows}, files: {path: {sha256, bytes}}}`."),
+    (status = 500, description = "`{error: {code: INTERNAL_ERROR, message, details: {operation, category}}}`")))]
+pub async fn bundle(State(state): State<AppState>, user: AuthUser) -> Result<Response, ApiError> {
+    let today = state.today();
+    respond(crate::crm::bundle::export(state.engine.user(user.id), today).await)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::Value;

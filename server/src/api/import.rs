@@ -316,3 +316,61 @@ pub async fn runs(State(state): State<AppState>, user: AuthUser) -> Result<axum:
         .collect();
     Ok(axum::Json(json!({ "import_runs": runs })))
 }
+
+/// Writes the multipart field `file` to a temporary file in `dir` (removed from the folder as
+/// soon as it is opened, so nothing is left behind whatever happens) as it arrives, refusing
+/// more than `limit` bytes and a name without `.zip`; the file is rewound. The writes go to the
+/// page cache in pieces of at most a network chunk, so they are written in place.
+async fn spool(mut form: Multipart, dir: &std::path::Path, limit: usize) -> Result<std::fs::File, ApiError> {
+    use std::io::{Seek, Write};
+    while let Some(mut field) = form.next_field().await.map_err(|e| ApiError::invalid_input("file", e.body_text()))? {
+        if field.name() != Some("file") {
+            continue;
+        }
+        if let Some(name) = field.file_name().map(str::to_lowercase).filter(|n| !n.is_empty())
+            && !name.ends_with(".zip")
+        {
+            return Err(ApiError::invalid_input("file", "must be a .zip file (an account bundle)"));
+        }
+        let path = dir.join(format!(".upload-{}", uuid::Uuid::new_v4().simple()));
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(ApiError::internal)?;
+        std::fs::remove_file(&path).map_err(ApiError::internal)?;
+        let mut written = 0usize;
+        while let Some(chunk) = field.chunk().await.map_err(|e| ApiError::invalid_input("file", e.body_text()))? {
+            written += chunk.len();
+            if written > limit {
+                return Err(ApiError::PayloadTooLarge { limit });
+            }
+            file.write_all(&chunk).map_err(ApiError::internal)?;
+        }
+        if written == 0 {
+            return Err(ApiError::invalid_input("file", "the file is empty"));
+        }
+        file.rewind().map_err(ApiError::internal)?;
+        return Ok(file);
+    }
+    Err(ApiError::invalid_input("file", "missing: send the file in the multipart field \"file\""))
+}
+
+#[utoipa::path(post, path = "/api/v1/import/bundle", tag = "import",
+    request_body(content = FileUpload, content_type = "multipart/form-data", description = "Field `file`: an account bundle (`GET /export/bundle`), a `.zip` of at most `IMPORT_MAX_FILE_MB` plus `ATTACHMENT_QUOTA_MB`"),
+    responses((status = 200, body = crate::crm::bundle::Imported, description = "Everything of the bundle recreated in your account, in one commit, with its references remapped to the new rows: `{imported: {kind: rows}, skipped: {kind: rows}, pictures, attachments}`. A row naming a row the bundle does not hold is skipped."),
+        (status = 400, description = "`INVALID_INPUT` naming `file`: missing, not a ZIP, not a bundle this version reads, a file not matching its manifest digest, a line that is not a valid row (file and line named), rows already in your account, or attachments over your quota. Nothing is written."),
+        (status = 413, description = "Larger than the limit")))]
+pub async fn bundle(
+    State(state): State<AppState>,
+    user: AuthUser,
+    form: Multipart,
+) -> Result<axum::Json<crate::crm::bundle::Imported>, ApiError> {
+    let quota = state.config.attachment_quota_bytes;
+    let limit = state.config.import.max_file_bytes.saturating_add(usize::try_from(quota).unwrap_or(usize::MAX));
+    let file = spool(form, &state.config.data_dir, limit).await?;
+    let scope = state.scope(&user);
+    let imported = state.blocking(move |_| crate::crm::bundle::import(&scope, file, quota)).await??;
+    Ok(axum::Json(imported))
+}

@@ -200,6 +200,8 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(import::confirm_vcf))
         .routes(routes!(import::runs))
         .routes(routes!(export::csv))
+        .routes(routes!(export::bundle))
+        .routes(routes!(import::bundle).layer(DefaultBodyLimit::disable()))
         .routes(routes!(export::vcf))
         .routes(routes!(export::jscontact))
         .routes(routes!(health::live))

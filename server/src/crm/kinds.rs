@@ -1,12 +1,14 @@
 //! The one registry of user record kinds. Everything that must treat every kind alike reads it:
 //! the index backfill at start-up, the retention purge of tombstones, the cascade when a contact
 //! is deleted, the documents of full-text search, undo of an update event, and the tables of the
-//! CSV/ZIP export. Adding a kind is one entry in [`all`].
+//! CSV/ZIP export, and the account bundle (`crm::bundle`: every kind's rows, and which of their
+//! fields name rows of other kinds, remapped on import). Adding a kind is one entry in [`all`].
 
 use jiff::Timestamp;
 use mycorrhizal_engine::audit::FieldChange;
 use mycorrhizal_engine::{Indexed, Precondition, Record, Source, TxUser};
 
+use super::bundle::{BundleKind, Ref, Shape};
 use super::contact::Contact;
 use super::depth::{AgendaItem, Attachment, CadencePolicy, Gift, LifeEvent};
 use super::export::RecordTable;
@@ -53,6 +55,8 @@ pub struct KindEntry {
     /// Its table in the CSV and ZIP exports (contacts have their own, richer export).
     pub export: Option<RecordTable>,
     export_of: fn(&'static str) -> RecordTable,
+    /// Its rows in the account bundle, and the fields that name other rows.
+    pub bundle: BundleKind,
 }
 
 /// Puts back the fields an update changed (see [`revert`]).
@@ -78,7 +82,14 @@ impl KindEntry {
             revert_of: revert::<R>,
             export: None,
             export_of: RecordTable::of::<R>,
+            bundle: BundleKind::of::<R>(),
         }
+    }
+
+    /// Its fields in `refs` name rows of other kinds (which come before it in [`all`]).
+    fn refers(mut self, refs: &'static [Ref]) -> KindEntry {
+        self.bundle.refs = refs;
+        self
     }
 
     /// Its rows are exported as the CSV table `name`.
@@ -99,28 +110,60 @@ impl KindEntry {
     }
 }
 
-/// Every user record kind. Search groups follow this order (contacts, notes, activities).
+const CONTACT: &str = Contact::KIND.name;
+const TO_CONTACT: &[Ref] = &[Ref::one("contact_id", CONTACT)];
+
+/// Every user record kind. Search groups follow this order (contacts, notes, activities). A kind
+/// whose fields name rows of other kinds comes after them (the bundle's import relies on it).
 pub fn all() -> Vec<KindEntry> {
     use OnContactDelete::*;
     vec![
         KindEntry::of::<Contact>(Keep).searched(Source::of::<Contact>().contacts()).undoable(),
-        KindEntry::of::<Note>(DeleteByContactTime).searched(Source::of::<Note>()).undoable().exported("notes"),
+        KindEntry::of::<Note>(DeleteByContactTime)
+            .searched(Source::of::<Note>())
+            .undoable()
+            .exported("notes")
+            .refers(const { &[Ref::optional("contact_id", CONTACT)] }),
         KindEntry::of::<Activity>(Detach(leave_activity))
             .searched(Source::of::<Activity>())
             .undoable()
-            .exported("activities"),
-        KindEntry::of::<Reminder>(DeleteByContactTime).undoable().exported("reminders"),
-        KindEntry::of::<Completion>(DeleteByContactTime).undoable().exported("reminder_completions"),
-        KindEntry::of::<Relationship>(DeleteEdges).undoable().exported("relationships"),
-        KindEntry::of::<LifeEvent>(DeleteByContactTime).undoable().exported("life_events"),
-        KindEntry::of::<Gift>(DeleteByContactTime).undoable().exported("gifts"),
-        KindEntry::of::<AgendaItem>(DeleteByContactTime).undoable().exported("conversation_agenda"),
-        KindEntry::of::<Attachment>(DeleteByContact),
+            .exported("activities")
+            .refers(const { &[Ref::many("contact_ids", CONTACT)] }),
+        KindEntry::of::<Reminder>(DeleteByContactTime).undoable().exported("reminders").refers(TO_CONTACT),
+        KindEntry::of::<Completion>(DeleteByContactTime).undoable().exported("reminder_completions").refers(const { &[
+            Ref::optional("reminder_id", Reminder::KIND.name),
+            Ref::one("contact_id", CONTACT),
+        ] }),
+        KindEntry::of::<Relationship>(DeleteEdges)
+            .undoable()
+            .exported("relationships")
+            .refers(const { &[Ref::one("source", CONTACT), Ref::one("target", CONTACT)] }),
+        KindEntry::of::<LifeEvent>(DeleteByContactTime).undoable().exported("life_events").refers(TO_CONTACT),
+        KindEntry::of::<Gift>(DeleteByContactTime).undoable().exported("gifts").refers(TO_CONTACT),
+        KindEntry::of::<AgendaItem>(DeleteByContactTime).undoable().exported("conversation_agenda").refers(const { &[
+            Ref::one("contact_id", CONTACT),
+            Ref::optional("activity_id", Activity::KIND.name),
+        ] }),
+        KindEntry::of::<Attachment>(DeleteByContact).refers(TO_CONTACT),
         KindEntry::of::<Household>(Keep).undoable().exported("households"),
-        KindEntry::of::<HouseholdMember>(DeleteByContact).undoable().exported("household_members"),
-        KindEntry::of::<CadencePolicy>(Keep).exported("cadence_policies"),
+        KindEntry::of::<HouseholdMember>(DeleteByContact)
+            .undoable()
+            .exported("household_members")
+            .refers(const { &[Ref::one("household_id", Household::KIND.name), Ref::one("contact_id", CONTACT)] }),
+        KindEntry::of::<CadencePolicy>(Keep).exported("cadence_policies").refers(const { &[Ref {
+            field: "target",
+            kind: CONTACT,
+            shape: Shape::TextWhen { when: "scope", equals: "contact" },
+        }] }),
+        // Its hashes are of the members' ids, which an import changes: carried as they are, a
+        // dismissal no longer matches, and the suggestion may be offered again.
         KindEntry::of::<DismissedHouseholdSuggestion>(Keep),
-        KindEntry::of::<ReachOutSuggestion>(DeleteByContact),
+        KindEntry::of::<ReachOutSuggestion>(DeleteByContact).refers(const { &[
+            Ref::one("contact_id", CONTACT),
+            Ref::optional("policy_id", CadencePolicy::KIND.name),
+            Ref::optional("reminder_id", Reminder::KIND.name),
+            Ref { field: "audit_event_id", kind: "", shape: Shape::Cleared },
+        ] }),
     ]
 }
 

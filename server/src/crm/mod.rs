@@ -9,6 +9,7 @@ pub mod activities;
 pub mod attachments;
 pub mod audit;
 pub mod bodies;
+pub mod bundle;
 pub mod cadence;
 pub mod calendar;
 pub mod cards;

@@ -93,6 +93,17 @@ fn home_page(viewer: &Viewer, error: Option<&str>, runs: Markup) -> Markup {
                     li { a href="/api/v1/export/jscontact" download { (t("export.jscontact")) } }
                     li { a href="/api/v1/export" download { (t("export.csv")) } }
                     li { a href="/api/v1/export?table=all" download { (t("export.zip")) } }
+                    li { a href="/api/v1/export/bundle" download { (t("export.bundle")) } }
+                }
+            }
+            section class="card" aria-labelledby="h-bundle" {
+                h2 id="h-bundle" { (t("bundle.title")) }
+                p class="hint" { (t("bundle.hint")) }
+                form method="post" action="/import/bundle" enctype="multipart/form-data" class="stack" {
+                    (c.csrf_field())
+                    label for="bundle-file" { (t("bundle.file")) }
+                    input id="bundle-file" name="file" type="file" required accept=".zip";
+                    button type="submit" class="primary" { (t("bundle.upload")) }
                 }
             }
             section class="card wide" aria-labelledby="h-runs" {
@@ -187,6 +198,57 @@ pub async fn upload(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// An account bundle (`GET /api/v1/export/bundle`) recreated in the viewer's account
+/// (`crm::bundle::import`); a bad one is shown on the import page with what is wrong.
+pub async fn upload_bundle(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    csrf: axum::Extension<Csrf>,
+    form: Multipart,
+) -> PageResult {
+    let quota = state.config.attachment_quota_bytes;
+    let limit = bundle_limit(&state);
+    let outcome = async {
+        let upload = Upload::read(form, &csrf.0, "file", limit).await?;
+        if upload.bytes.is_empty() {
+            return Err(ApiError::invalid_input("file", "choose a file: it is missing or empty"));
+        }
+        let scope = state.scope(&viewer.user);
+        let bytes = upload.bytes;
+        Ok(state.blocking(move |_| crate::crm::bundle::import(&scope, std::io::Cursor::new(bytes), quota)).await??)
+    }
+    .await;
+    let imported = match outcome {
+        Ok(imported) => imported,
+        Err(e @ (ApiError::InvalidInput { .. } | ApiError::Validation { .. } | ApiError::PayloadTooLarge { .. })) => {
+            let (status, message) = field_error(viewer.lang, &e);
+            let runs = recent_runs(&viewer, &state).await?;
+            return Ok(page_with(status, home_page(&viewer, Some(&message), runs)));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    let rows: u64 = imported.imported.values().sum();
+    let skipped: u64 = imported.skipped.values().sum();
+    let main = html! {
+        h1 { (t("bundle.result_title")) }
+        p class="notice" role="status" {
+            (viewer.lang.f("bundle.result", &[("rows", &rows.to_string()), ("pictures", &imported.pictures.to_string()),
+                ("attachments", &imported.attachments.to_string()), ("skipped", &skipped.to_string())]))
+        }
+        p { a class="button primary" href="/contacts?sort=updated" { (t("import.see_contacts")) } " " a class="button" href="/import" { (t("import.another")) } }
+    };
+    Ok(page(shell(&c, t("bundle.result_title"), None, main)))
+}
+
+/// The largest bundle upload: the import limit for records and pictures, plus the attachment
+/// quota.
+pub fn bundle_limit(state: &AppState) -> usize {
+    let quota = usize::try_from(state.config.attachment_quota_bytes).unwrap_or(usize::MAX);
+    state.config.import.max_file_bytes.saturating_add(quota)
 }
 
 fn mapping_page(

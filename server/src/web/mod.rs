@@ -83,6 +83,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/reminders", get(reminders::list))
         .route("/reminders/{id}/complete", post(reminders::complete))
         .route("/import", crate::http::body_limit(get(import::index).post(import::upload), import_limit))
+        .route("/import/bundle", crate::http::body_limit(post(import::upload_bundle), import::bundle_limit(state)))
         .route("/import/{session}/preview", post(import::preview_csv))
         .route("/import/{session}/confirm", post(import::confirm))
         .route("/search", get(search::page))
