@@ -79,6 +79,8 @@ pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreErro
     if verified.schema_version > supported {
         return Err(RestoreError::NewerSchema { backup: verified.schema_version, supported });
     }
+    // A restore onto a new machine starts from an empty (or missing) data folder.
+    std::fs::create_dir_all(&data_dir).map_err(|e| RestoreError::Io(format!("{}: {e}", data_dir.display())))?;
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
     let aside = data_dir.join(format!("replaced-{stamp}"));
     let moved = move_aside(&data_dir, &db_path, &aside).map_err(|e| RestoreError::Io(e.to_string()))?;
