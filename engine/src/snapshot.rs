@@ -68,7 +68,7 @@ pub(crate) fn write(db: &Database, dir: &Path, label: &str, now: Timestamp) -> R
     let read = db.begin_read()?;
     let schema_version = meta::read_version(&read)?;
     let tables = {
-        let copy = Database::builder().create(&partial)?;
+        let copy = Database::builder().set_cache_size(crate::SIDE_CACHE_BYTES).create(&partial)?;
         let write = copy.begin_write()?;
         let tables = copy_all(&read, &write)?;
         write.commit()?;
@@ -109,6 +109,7 @@ pub fn verify(path: &Path) -> Result<Manifest> {
         return Err(Error::SnapshotInvalid("file digest does not match the manifest".into()));
     }
     let db = Database::builder()
+        .set_cache_size(crate::SIDE_CACHE_BYTES)
         .open_read_only(path)
         .map_err(|e| Error::SnapshotInvalid(format!("redb cannot open the snapshot: {e}")))?;
     let read = db.begin_read()?;
