@@ -1,7 +1,9 @@
 //! API benchmark, in process (the real router and engine, no socket): over a user with
 //! `BENCH_CONTACTS` contacts (default 100000) and `BENCH_NOTES` notes plus as many activities
 //! (default 250000 each: 500k in all), the latency of listing 50 by name, getting one contact,
-//! the composite detail, the dashboard, creating and updating (each write a durable commit).
+//! the composite detail, the dashboard, creating and updating (each write a durable commit),
+//! and the process's resident memory (now and peak) after seeding and after the workload.
+//! `DB_CACHE_MB` and `SEARCH_WRITER_MB` are passed to the server's configuration.
 //!
 //! Run: `cargo bench -p mycorrhizal --bench api`.
 
@@ -85,6 +87,7 @@ fn main() {
         let policy = json!({ "contact_id": 1, "interval_days": 30, "qualifying_types": ["meal"] });
         let (status, _) = call(&router, "POST", "/api/v1/cadence-policies", &cookie, Some(policy)).await;
         assert!(status == 201 || status == 200, "cadence policy: {status}");
+        seed::report_memory("after seeding");
         println!("| operation                                |  calls |      p50    |      p99    |");
         println!("|------------------------------------------|-------:|------------:|------------:|");
 
@@ -202,6 +205,7 @@ fn main() {
             assert_eq!(status, 200);
         }
         seed::report("list with search (full-text index)", lat);
+        seed::report_memory("after the workload");
         engine.shutdown();
     });
 }

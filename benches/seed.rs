@@ -41,6 +41,13 @@ pub async fn open(dir: &std::path::Path) -> (Engine, AppState) {
         "3f9c1a7be2d04c88a9e15b6f70d2c4e1937ab0c5d8e2f61a4b7c9d0e3f5a8b21".to_string(),
     );
     vars.insert("RATE_LIMIT_API_BURST".to_string(), "1000000".to_string());
+    // The memory knobs pass through, to compare footprints (`DB_CACHE_MB=1024` is redb's own
+    // default, the cache before it was bounded).
+    for knob in ["DB_CACHE_MB", "SEARCH_WRITER_MB"] {
+        if let Ok(value) = std::env::var(knob) {
+            vars.insert(knob.to_string(), value);
+        }
+    }
     let config = Config::load(Env::from_map(vars)).expect("config");
     let engine = mycorrhizal::open_engine(&config).await.expect("engine");
     let state = AppState::build(engine.clone(), config).await.expect("state");
@@ -111,4 +118,27 @@ pub fn report(name: &str, mut lat: Vec<Duration>) {
     lat.sort();
     let pct = |p: f64| lat[((lat.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1000.0;
     println!("| {name:<40} | {:>6} | {:>8.3} ms | {:>8.3} ms |", lat.len(), pct(0.5), pct(0.99));
+}
+
+/// This process's resident memory now and at its peak, in MB (`VmRSS`, `VmHWM` of
+/// `/proc/self/status`; zeros where there is no such file).
+#[allow(dead_code)] // the web bench does not print it
+pub fn memory() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (kb("VmRSS:") / 1024.0, kb("VmHWM:") / 1024.0)
+}
+
+/// Prints [`memory`] after `when`.
+#[allow(dead_code)]
+pub fn report_memory(when: &str) {
+    let (now, peak) = memory();
+    println!("resident memory {when}: {now:.0} MB (peak {peak:.0} MB)");
 }

@@ -64,7 +64,19 @@ pub struct Options {
     pub durability: Durability,
     /// The full-text index, when wanted.
     pub search: Option<SearchOptions>,
+    /// The most memory redb may keep as its page cache, in bytes (redb's own default is 1 GiB,
+    /// which a long-running server fills: resident memory then grows with the database).
+    pub cache_bytes: usize,
 }
+
+/// [`Options::cache_bytes`] unless configured: enough for the pages every request touches (the
+/// tables' upper levels, one user's indexes) on a small box.
+pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+
+/// The page cache of the databases the engine opens besides the live one (a snapshot being
+/// written or verified, the file a migration or an index backfill opens first): each is read
+/// or written once, front to back, so a cache does not help it.
+pub(crate) const SIDE_CACHE_BYTES: usize = 16 << 20;
 
 /// Whether a commit waits for the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +106,7 @@ impl Default for Options {
             clock: Arc::new(SystemClock),
             durability: Durability::Immediate,
             search: None,
+            cache_bytes: DEFAULT_CACHE_BYTES,
         }
     }
 }
@@ -125,7 +138,7 @@ impl Engine {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        let db = Database::builder().create(&path)?;
+        let db = Database::builder().set_cache_size(options.cache_bytes).create(&path)?;
         let snapshot_dir = options
             .pre_migration_dir
             .clone()

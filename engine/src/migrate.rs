@@ -151,7 +151,7 @@ pub fn rename_map_table(step: &MigrationTx<'_>, from: &str, to: &str) -> Result<
 /// The schema version recorded in the closed database file at `path` (0 for a new file), read
 /// without migrating it: for tests and tools that check what an earlier start left.
 pub fn read_version(path: &Path) -> Result<u32> {
-    let db = Database::builder().open(path)?;
+    let db = Database::builder().set_cache_size(crate::SIDE_CACHE_BYTES).open(path)?;
     let txn = db.begin_read()?;
     meta::read_version(&txn)
 }
@@ -260,7 +260,7 @@ pub(crate) fn verified_snapshot(db: &Database, dir: &Path, label: &str, now: Tim
 /// test present a real binary with an "older" database.
 #[doc(hidden)]
 pub fn rewind_version_for_tests(path: &Path, version: u32) -> Result<PathBuf> {
-    let db = Database::builder().open(path)?;
+    let db = Database::builder().set_cache_size(crate::SIDE_CACHE_BYTES).open(path)?;
     let txn = db.begin_write()?;
     set_marker(&txn, VERSION_KEY, Some(version))?;
     txn.commit()?;

@@ -170,7 +170,7 @@ fn rebuild<R: Record>(txn: &WriteTransaction) -> Result<u64> {
 /// Test support only.
 #[doc(hidden)]
 pub fn rewind_for_tests(path: &std::path::Path, kind: crate::Kind, indexes: &[&str], version: u32) -> Result<()> {
-    let db = redb::Database::builder().open(path)?;
+    let db = redb::Database::builder().set_cache_size(crate::SIDE_CACHE_BYTES).open(path)?;
     let txn = db.begin_write()?;
     {
         let mut index = txn.open_table(tables::index_table(kind.index))?;

@@ -141,7 +141,7 @@ pub(crate) fn write(
     let schema_version = meta::read_version(&read)?;
     let (users, audit_heads) = contents(&read)?;
     let tables = {
-        let copy = Database::builder().create(&partial)?;
+        let copy = Database::builder().set_cache_size(crate::SIDE_CACHE_BYTES).create(&partial)?;
         let write = copy.begin_write()?;
         let tables = copy_all(&read, &write, progress)?;
         write.commit()?;
@@ -203,6 +203,7 @@ pub fn verify_against(path: &Path, manifest: &Manifest) -> Result<()> {
         return Err(Error::SnapshotInvalid("file digest does not match the manifest".into()));
     }
     let db = Database::builder()
+        .set_cache_size(crate::SIDE_CACHE_BYTES)
         .open_read_only(path)
         .map_err(|e| Error::SnapshotInvalid(format!("redb cannot open the snapshot: {e}")))?;
     let read = db.begin_read()?;

@@ -68,10 +68,12 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
     let path = config.database_path();
     let mut search = SearchOptions::new(config.data_dir.join("search"), crm::search_sources());
     search.commit_interval = std::time::Duration::from_millis(config.search_commit_interval_ms);
+    search.writer_memory = config.search_writer_bytes;
     let options = Options {
         pre_migration_dir: Some(config.pre_migration_dir.clone()),
         search: Some(search),
         migrations: crm::migrations(),
+        cache_bytes: config.db_cache_bytes,
         ..Options::default()
     };
     let started_at = jiff::Timestamp::now();

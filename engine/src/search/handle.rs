@@ -32,7 +32,8 @@ pub struct SearchOptions {
     /// How long written documents may wait before an index commit (they are searchable at once
     /// through the overlay either way).
     pub commit_interval: Duration,
-    /// The index writer's memory budget in bytes (tantivy needs at least 15 MB).
+    /// The index writer's memory budget in bytes, all its threads together (tantivy needs at
+    /// least 15 MB a thread; a rebuild uses as many threads, up to four, as the budget allows).
     pub writer_memory: usize,
 }
 

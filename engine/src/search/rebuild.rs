@@ -17,14 +17,24 @@ use super::schema;
 use super::shared::Shared;
 use crate::Result;
 
+/// The least memory tantivy gives one indexing thread.
+const MIN_THREAD_MEMORY: usize = 15 << 20;
+
 impl Shared {
     /// Builds a complete generation in `dir` from one read transaction of the database.
     pub fn build(&self, dir: &Path) -> Result<(Built, Vec<(&'static str, u64)>)> {
         std::fs::create_dir_all(dir)?;
         let index = Index::create_in_dir(dir, self.schema.clone())?;
         schema::register_tokenizers(&index);
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 4);
-        let mut writer: IndexWriter = index.writer_with_num_threads(threads, self.memory * threads)?;
+        // The writer's memory is the budget of all its threads together (tantivy needs 15 MB a
+        // thread): a small budget builds on fewer threads rather than past it.
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 4)
+            .min(self.memory / MIN_THREAD_MEMORY)
+            .max(1);
+        let mut writer: IndexWriter = index.writer_with_num_threads(threads, self.memory.max(MIN_THREAD_MEMORY))?;
         // No merging while building: the segments are merged into one once, after the swap.
         writer.set_merge_policy(Box::new(tantivy::merge_policy::NoMergePolicy));
         let txn = self.db.begin_read()?;

@@ -44,6 +44,12 @@ pub struct Config {
     /// Longest wait before written rows reach a committed search-index commit (they are
     /// searchable at once either way).
     pub search_commit_interval_ms: u64,
+    /// `DB_CACHE_MB`: the database's page cache (default 64; redb's own default, 1 GiB, is what
+    /// a server that runs for weeks ends up holding).
+    pub db_cache_bytes: usize,
+    /// `SEARCH_WRITER_MB`: the search index writer's memory, all its threads together (default
+    /// 48; tantivy needs 15 per indexing thread).
+    pub search_writer_bytes: usize,
     pub import: ImportLimits,
     pub retention: Retention,
     pub storage: Storage,
@@ -282,6 +288,8 @@ impl Config {
         });
         let attachment_quota_bytes = env.count("ATTACHMENT_QUOTA_MB", 1024, 1_048_576) * 1024 * 1024;
         let search_commit_interval_ms = env.count("SEARCH_COMMIT_INTERVAL_MS", 500, 3_600_000).max(10);
+        let db_cache_bytes = (env.int("DB_CACHE_MB", 64, 4, 1_048_576) as usize) << 20;
+        let search_writer_bytes = (env.int("SEARCH_WRITER_MB", 48, 15, 4096) as usize) << 20;
         let import = ImportLimits {
             max_csv_bytes: (env.count("IMPORT_MAX_CSV_MB", 20, 1024).max(1) * 1024 * 1024) as usize,
             max_file_bytes: (env.count("IMPORT_MAX_FILE_MB", 50, 1024).max(1) * 1024 * 1024) as usize,
@@ -376,6 +384,8 @@ impl Config {
             min_client_version,
             attachment_quota_bytes,
             search_commit_interval_ms,
+            db_cache_bytes,
+            search_writer_bytes,
             import,
             retention,
             storage,
@@ -529,6 +539,9 @@ mod tests {
         assert!(c.min_client_version.is_none());
         assert!(c.trusted_proxies[0].contains("127.0.0.1".parse().unwrap()));
         assert_eq!(c.pre_migration_dir, PathBuf::from("./data/pre-migration"));
+        assert_eq!((c.db_cache_bytes, c.search_writer_bytes), (64 << 20, 48 << 20));
+        let small = load(&[("DB_CACHE_MB", "16"), ("SEARCH_WRITER_MB", "15")]).unwrap();
+        assert_eq!((small.db_cache_bytes, small.search_writer_bytes), (16 << 20, 15 << 20));
     }
 
     #[test]
@@ -541,6 +554,9 @@ mod tests {
         assert_eq!(failing(&[("JWT_SECRET_KEY", "short")]), ["JWT_SECRET_KEY"]);
         assert_eq!(failing(&[("ALERT_DISK_USAGE_PERCENT", "150")]), ["ALERT_DISK_USAGE_PERCENT"]);
         assert_eq!(failing(&[("DB_INTEGRITY_CHECK_ENABLED", "sometimes")]), ["DB_INTEGRITY_CHECK_ENABLED"]);
+        assert_eq!(failing(&[("DB_CACHE_MB", "lots")]), ["DB_CACHE_MB"]);
+        assert_eq!(failing(&[("DB_CACHE_MB", "2")]), ["DB_CACHE_MB"]);
+        assert_eq!(failing(&[("SEARCH_WRITER_MB", "8")]), ["SEARCH_WRITER_MB"]);
         assert_eq!(
             failing(&[("LOG_LEVEL", "chatty"), ("BIND_ADDR", "nowhere")]),
             ["BIND_ADDR", "LOG_LEVEL"],
