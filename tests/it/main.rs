@@ -32,3 +32,4 @@ mod shapes;
 mod tokens;
 mod twofactor;
 mod web;
+mod webhooks;

@@ -28,6 +28,7 @@ pub mod reminders;
 pub mod search;
 pub mod tokens;
 pub mod users;
+pub mod webhooks;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Extension};
@@ -59,6 +60,7 @@ use crate::state::AppState;
         (name = "audit", description = "Your own hash-chained change history"),
         (name = "search", description = "Full-text search over your contacts, notes and activities"),
         (name = "import", description = "Import contacts from CSV, vCard 2.1/3.0/4.0, JSContact or a JSON batch of neutral records: upload, preview with duplicate detection, confirm row by row"),
+        (name = "webhooks", description = "Signed deliveries of your events to your own receivers: CRUD, the secret shown once (rotatable), a test event, the delivery log and redelivery"),
         (name = "export", description = "Everything you keep, as streamed downloads: vCard 3.0/4.0 with photos, JSContact, and CSV"),
     )
 )]
@@ -198,6 +200,13 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(export::csv))
         .routes(routes!(export::vcf))
         .routes(routes!(export::jscontact))
+        .routes(routes!(webhooks::list, webhooks::create))
+        .routes(routes!(webhooks::events))
+        .routes(routes!(webhooks::get, webhooks::update, webhooks::delete))
+        .routes(routes!(webhooks::rotate_secret))
+        .routes(routes!(webhooks::test))
+        .routes(routes!(webhooks::deliveries))
+        .routes(routes!(webhooks::redeliver))
         .routes(routes!(health::live))
         .routes(routes!(health::ready))
         .routes(routes!(health::health))

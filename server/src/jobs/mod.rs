@@ -34,9 +34,10 @@ const AUDIT_BATCH: usize = 500;
 /// events, overdue contacts are still re-evaluated this often.
 const REACH_OUT_REEVALUATE_HOURS: i64 = 24;
 
-/// Starts the scheduler: the purge runs once at start-up and then daily; the reach-out scan
-/// runs once at start-up and then hourly.
+/// Starts the scheduler: the outbox's delivery worker; the purge runs once at start-up and then
+/// daily; the reach-out scan runs once at start-up and then hourly.
 pub fn start(state: AppState) {
+    tokio::spawn(crate::notify::outbox::run(state.clone()));
     let purge_state = state.clone();
     tokio::spawn(async move {
         let mut trigger = Trigger::Initial;
@@ -150,7 +151,8 @@ pub async fn store_run(
 }
 
 /// One retention pass: tombstones older than `DELETED_RETENTION_DAYS`, system events and job
-/// runs past their retention. Returns the recorded run.
+/// runs past their retention, finished outbox messages (webhook deliveries, mails) older than
+/// `WEBHOOK_DELIVERY_RETENTION_DAYS`. Returns the recorded run.
 pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
     let state_ = state.clone();
     let work = async move {
@@ -196,6 +198,10 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
         }
         if retention.job_run_days > 0 {
             removed += state_.engine.purge_job_runs(days(retention.job_run_days)?).await.map_err(|e| e.to_string())?;
+        }
+        if retention.webhook_delivery_days > 0 {
+            let cutoff = days(retention.webhook_delivery_days)?;
+            removed += crate::notify::outbox::purge(&state_.engine, cutoff).await.map_err(|e| e.to_string())?;
         }
         Ok(removed)
     };
