@@ -445,3 +445,24 @@ async fn a_kill_9_between_the_commit_and_the_delivery_loses_nothing() {
     let now = Timestamp::now().as_second();
     assert!(verify(&secret, &got[1].header("x-mycorrhizal-signature"), &got[1].body, now));
 }
+
+#[tokio::test]
+async fn finished_deliveries_are_purged_after_the_retention_window_and_pending_ones_kept() {
+    let app = in_process(&[("WEBHOOK_DELIVERY_RETENTION_DAYS", "30")]).await;
+    let (up, down) = (Receiver::start().await, Receiver::start().await);
+    let ada = sign_up(&app, "ada").await;
+    let (done_hook, _) = webhook(&app, &ada, &up.url, &["contact.created"]).await;
+    let (stuck_hook, _) = webhook(&app, &ada, &down.url, &["contact.created"]).await;
+    down.then(&[Reply::Status(500)]);
+    contact(&app, &ada, "A").await;
+    assert_eq!(deliver_once(&app.state).await, 2);
+    advance(&app, 31 * 86_400);
+    let ada = login(&app, "ada").await;
+    let (status, body) = call(&app, "POST", "/api/v1/admin/trigger-purge", &ada, json!({}), "purge").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["message"].as_str().unwrap().starts_with("Purge completed"), "{body}");
+    assert!(deliveries(&app, &ada, done_hook).await.is_empty(), "a delivered row past retention is gone");
+    let stuck = deliveries(&app, &ada, stuck_hook).await;
+    assert_eq!(stuck.len(), 1, "a pending delivery is never purged");
+    assert_eq!(stuck[0]["status"], "pending");
+}

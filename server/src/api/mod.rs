@@ -123,6 +123,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(admin::reset_2fa))
         .routes(routes!(admin::rebuild_derived))
         .routes(routes!(admin::rebuild_search))
+        .routes(routes!(admin::trigger_purge))
         .routes(routes!(search::search))
         .routes(routes!(contacts::list, contacts::create))
         .routes(routes!(contacts::circles))
