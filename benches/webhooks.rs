@@ -5,6 +5,7 @@
 //! alternate in one process, `BENCH_ROUNDS` times (default 3), each on a fresh database; the
 //! report gives medians and ranges. `BENCH_WRITES` changes the 10,000.
 
+#[allow(dead_code)]
 mod seed;
 
 use std::sync::Arc;
