@@ -2,8 +2,9 @@
 //! change of a user record into outbox rows inside the change's own transaction.
 //!
 //! Events: `<kind>.created`, `<kind>.updated`, `<kind>.deleted` for every user record kind (the
-//! registry `crm::kinds::all`), plus `reminder.triggered`, `birthday.occurred`,
-//! `cadence.overdue` (from the daily digest) and `test` (sent on request to one webhook).
+//! registry `crm::kinds::all`), plus `test` (sent on request to one webhook). The digest's
+//! `reminder.triggered`, `birthday.occurred` and `cadence.overdue` join [`DOMAIN_EVENTS`] when
+//! the daily digest exists to emit them (through [`publish`]).
 //!
 //! A delivery POSTs the envelope `{id, event, timestamp, data}` (`id` is the event's idempotency
 //! key, the same on every attempt and redelivery; `timestamp` the instant of the cause; `data` a
@@ -33,7 +34,7 @@ use crate::crm::{Error, Result};
 use crate::state::AppState;
 
 /// Events that do not come from a record change.
-pub const DOMAIN_EVENTS: [&str; 4] = ["reminder.triggered", "birthday.occurred", "cadence.overdue", "test"];
+pub const DOMAIN_EVENTS: [&str; 1] = ["test"];
 /// Most webhooks one user may have.
 pub const MAX_WEBHOOKS: usize = 20;
 const SUBS_TABLE: &str = "webhook_subs";
@@ -599,7 +600,7 @@ mod tests {
     #[test]
     fn every_record_kind_has_its_three_events() {
         let names = event_names();
-        for e in ["contact.created", "contact.updated", "contact.deleted", "reminder.triggered", "test"] {
+        for e in ["contact.created", "contact.updated", "contact.deleted", "reminder.deleted", "test"] {
             assert!(names.contains(&e.to_string()), "{e}");
         }
     }
