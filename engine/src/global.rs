@@ -77,6 +77,26 @@ impl TxGlobal<'_, '_> {
         Ok(id)
     }
 
+    /// Inserts a new row under an id the caller chose (a row of a side table keyed like its main
+    /// row); an existing row of that id is replaced.
+    pub fn insert_at<R: GlobalRecord>(&self, id: u64, body: &R) -> Result<()> {
+        let old: Option<R> = match self.get(id) {
+            Ok(old) => Some(old),
+            Err(Error::NotFound) => None,
+            Err(e) => return Err(e),
+        };
+        self.store(id, old.as_ref(), body)
+    }
+
+    /// Removes row `id` if there is one; whether there was.
+    pub fn remove<R: GlobalRecord>(&self, id: u64) -> Result<bool> {
+        match self.delete::<R>(id) {
+            Ok(_) => Ok(true),
+            Err(Error::NotFound) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Replaces row `id`.
     pub fn put<R: GlobalRecord>(&self, id: u64, body: &R) -> Result<()> {
         let old: R = self.get(id)?;

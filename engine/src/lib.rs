@@ -47,7 +47,7 @@ pub use search::{
     Hit, Plan, RebuildReport, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,
     TOTAL_CAP as SEARCH_TOTAL_CAP,
 };
-pub use tx::{Tx, TxUser, UPDATED_INDEX};
+pub use tx::{ChangeHook, Tx, TxUser, UPDATED_INDEX};
 
 /// A user's id. User data is only reachable through [`Engine::user`] with one of these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -128,6 +128,7 @@ struct Inner {
     pre_migration_dir: PathBuf,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     search: Option<Arc<search::Search>>,
+    change_hook: Arc<std::sync::OnceLock<Arc<dyn ChangeHook>>>,
 }
 
 impl Engine {
@@ -148,7 +149,9 @@ impl Engine {
         let search = options.search.map(|o| search::Search::open(db.clone(), o)).transpose()?;
         let healthy = Arc::new(AtomicBool::new(true));
         let (sender, queue) = mpsc::channel();
+        let change_hook = Arc::new(std::sync::OnceLock::new());
         let writer = writer::Writer {
+            change_hook: change_hook.clone(),
             db: db.clone(),
             clock: options.clock.clone(),
             durability: options.durability.storage(),
@@ -167,9 +170,16 @@ impl Engine {
                 pre_migration_dir: snapshot_dir,
                 writer: Mutex::new(Some(handle)),
                 search,
+                change_hook,
             }),
         };
         Ok((engine, report))
+    }
+
+    /// Installs the hook told of every change inside its transaction (see [`ChangeHook`]).
+    /// Once per engine: a second call is refused with `false`.
+    pub fn set_change_hook(&self, hook: Arc<dyn ChangeHook>) -> bool {
+        self.inner.change_hook.set(hook).is_ok()
     }
 
     /// A handle scoped to one user.
@@ -234,7 +244,11 @@ impl Engine {
     ) -> Result<oneshot::Receiver<Result<Box<dyn std::any::Any + Send>>>> {
         let (reply, receiver) = oneshot::channel();
         let job: writer::Job = Box::new(move |tx| change(tx).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
-        self.sender().ok_or(Error::ShutDown)?.send(writer::Request { job, reply }).map_err(|_| Error::ShutDown)?;
+        let origin = self.inner.change_hook.get().and_then(|h| h.origin());
+        self.sender()
+            .ok_or(Error::ShutDown)?
+            .send(writer::Request { job, reply, origin })
+            .map_err(|_| Error::ShutDown)?;
         Ok(receiver)
     }
 

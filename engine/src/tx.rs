@@ -30,6 +30,29 @@ pub struct Tx<'a> {
     /// Counters this transaction has incremented, by name, at their current value; written to
     /// `COUNTERS` when it finishes.
     counters: RefCell<HashMap<String, u64>>,
+    /// Told of every change inside this transaction (the outbox), when one is installed.
+    pub(crate) hook: Option<std::sync::Arc<dyn ChangeHook>>,
+    /// What the change being run was submitted under (a request or job correlation id).
+    pub(crate) origin: RefCell<Option<std::sync::Arc<str>>>,
+}
+
+/// Told of every change to a user record *inside* the transaction that makes it, so what it
+/// writes (an outbox row for each subscriber of the event) commits or vanishes with the change
+/// itself. The engine knows nothing of what it does. It must be quick when it has nothing to do
+/// (it runs for every row of an import) and may fail the change with an error.
+pub trait ChangeHook: Send + Sync {
+    /// `change` was just logged for `user`; `body` serializes the row as stored (after the change;
+    /// the last live body for a deletion).
+    fn changed(&self, tx: &Tx<'_>, user: UserId, change: &Change, body: &dyn Fn() -> serde_json::Value) -> Result<()>;
+
+    /// Called on the submitting caller's task when a change is queued: a label the change runs
+    /// under (the server's request or job correlation id), given back by [`Tx::origin`].
+    fn origin(&self) -> Option<std::sync::Arc<str>> {
+        None
+    }
+
+    /// Called after every durable commit, before any caller is answered.
+    fn committed(&self) {}
 }
 
 /// One user's change-feed and audit-chain head within a transaction.
@@ -45,7 +68,11 @@ struct Head {
 }
 
 impl<'a> Tx<'a> {
-    pub(crate) fn new(txn: &'a WriteTransaction, now: Timestamp) -> Tx<'a> {
+    pub(crate) fn new(
+        txn: &'a WriteTransaction,
+        now: Timestamp,
+        hook: Option<std::sync::Arc<dyn ChangeHook>>,
+    ) -> Tx<'a> {
         Tx {
             txn,
             now,
@@ -53,12 +80,19 @@ impl<'a> Tx<'a> {
             purged: RefCell::new(Vec::new()),
             heads: RefCell::new(HashMap::new()),
             counters: RefCell::new(HashMap::new()),
+            hook,
+            origin: RefCell::new(None),
         }
+    }
+
+    /// The label the running change was submitted under (see [`ChangeHook::origin`]).
+    pub fn origin(&self) -> Option<std::sync::Arc<str>> {
+        self.origin.borrow().clone()
     }
 
     /// Increments and returns the named counter (first value 1). Read from `COUNTERS` once per
     /// transaction, written back when it finishes.
-    pub(crate) fn next_counter(&self, name: &str) -> Result<u64> {
+    pub fn next_counter(&self, name: &str) -> Result<u64> {
         let mut cached = self.counters.borrow_mut();
         let last = match cached.get(name) {
             Some(last) => *last,
@@ -257,7 +291,13 @@ impl TxUser<'_, '_> {
             #[cfg(debug_assertions)]
             assert_eq!(row, encode_row(&Stored { id, meta: &meta, body: &prepared.body })?, "the row encoded ahead");
             records.insert((self.user, id), row.as_slice())?;
-            self.log::<R>(&mut log, id, meta.revision, Op::Created, ChangeList::Encoded(&ahead.changes))?;
+            self.log::<R>(
+                &mut log,
+                (id, &prepared.body),
+                meta.revision,
+                Op::Created,
+                ChangeList::Encoded(&ahead.changes),
+            )?;
             for (name, value) in own {
                 if R::UNIQUE.contains(&name) {
                     claimed.insert((name, value));
@@ -415,12 +455,20 @@ impl TxUser<'_, '_> {
         // The head is read before the change feed and the audit chain are opened for writing.
         self.tx.with_head(self.user, |_| Ok(()))?;
         let mut log = Log { changes: txn.open_table(CHANGES)?, audit: txn.open_table(crate::audit::AUDIT)? };
-        self.log::<R>(&mut log, row.id, row.meta.revision, op, ChangeList::Listed(&fields))
+        self.log::<R>(&mut log, (row.id, row.body), row.meta.revision, op, ChangeList::Listed(&fields))
     }
 
     /// Records a change of row `id` of kind `R`: the live count, the change feed (and the
     /// search indexer's list) and the audit chain. The user's head must have been read.
-    fn log<R: Record>(&self, log: &mut Log<'_>, id: u64, revision: u64, op: Op, fields: ChangeList<'_>) -> Result<()> {
+    fn log<R: Record>(
+        &self,
+        log: &mut Log<'_>,
+        row: (u64, &R),
+        revision: u64,
+        op: Op,
+        fields: ChangeList<'_>,
+    ) -> Result<()> {
+        let (id, body) = row;
         let txn = self.tx.txn;
         let delta: i64 = match op {
             Op::Created => 1,
@@ -456,7 +504,11 @@ impl TxUser<'_, '_> {
         self.tx.with_head(self.user, |head| {
             head.audit = event.append(&mut log.audit, self.user, &head.audit)?;
             Ok(())
-        })
+        })?;
+        if let Some(hook) = &self.tx.hook {
+            hook.changed(self.tx, UserId(self.user), &change, &|| serde_json::to_value(body).unwrap_or_default())?;
+        }
+        Ok(())
     }
 
     /// Removes this user's audit events older than `cutoff` (the chain stays verifiable).

@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 
 use crate::changes::{CommitHook, Touched};
 use crate::clock::Clock;
-use crate::tx::Tx;
+use crate::tx::{ChangeHook, Tx};
 use crate::{Error, Result};
 
 type Output = Box<dyn Any + Send>;
@@ -25,6 +25,8 @@ pub(crate) type Job = Box<dyn FnMut(&mut Tx<'_>) -> Result<Output> + Send>;
 pub(crate) struct Request {
     pub job: Job,
     pub reply: oneshot::Sender<Result<Output>>,
+    /// What the change was submitted under ([`crate::tx::ChangeHook::origin`]).
+    pub origin: Option<Arc<str>>,
 }
 
 /// Upper bound on changes in one transaction, so one huge queue cannot delay every reply.
@@ -39,6 +41,8 @@ pub(crate) struct Writer {
     /// Told of every committed batch before anyone is answered (the search index's
     /// read-your-writes overlay).
     pub hook: Option<Arc<dyn CommitHook>>,
+    /// Told of every change inside its transaction (the outbox), once installed.
+    pub change_hook: Arc<std::sync::OnceLock<Arc<dyn ChangeHook>>>,
 }
 
 impl Writer {
@@ -63,10 +67,13 @@ impl Writer {
                     if let Some(hook) = &self.hook {
                         hook.committed(&touched, &purged);
                     }
+                    if let Some(hook) = self.change_hook.get() {
+                        hook.committed();
+                    }
                     for ((request, output), error) in batch.into_iter().zip(outputs).zip(failed) {
                         // The change is dropped before its caller hears back, so a caller that
                         // shares the change's data frees it on its own thread, not this one.
-                        let Request { job, reply } = request;
+                        let Request { job, reply, .. } = request;
                         drop(job);
                         let result = match (output, error) {
                             (Some(output), _) => Ok(output),
@@ -104,12 +111,13 @@ impl Writer {
             // Instants are stored at microsecond precision; stamp them so from the start.
             let now = self.clock.now();
             let now = jiff::Timestamp::from_microsecond(now.as_microsecond()).unwrap_or(now);
-            let mut tx = Tx::new(&txn, now);
+            let mut tx = Tx::new(&txn, now, self.change_hook.get().cloned());
             for (index, request) in batch.iter_mut().enumerate() {
                 if failed[index].is_some() {
                     outputs.push(None);
                     continue;
                 }
+                *tx.origin.borrow_mut() = request.origin.clone();
                 let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (request.job)(&mut tx)));
                 let run = run.unwrap_or_else(|_| Err(Error::CommitFailed("the change panicked".into())));
                 match run {

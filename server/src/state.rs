@@ -12,6 +12,8 @@ use crate::auth::oidc::OidcClient;
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::notify::email::Mailer;
+use crate::notify::outbox::{Outbox, Signal};
+use crate::notify::webhooks::OutboxHook;
 use crate::ops::events::{Event, emit};
 
 #[derive(Clone)]
@@ -27,6 +29,10 @@ pub struct AppState {
     pub oidc: Option<Arc<OidcClient>>,
     /// Open import sessions (in memory, 15 minutes; lost on restart, as the spec says).
     pub imports: Arc<crate::crm::import::Sessions>,
+    /// The durable outbox's delivery side (its worker's wake-up, the guarded client).
+    pub outbox: Outbox,
+    /// The engine's change hook: webhook deliveries queued inside each write's transaction.
+    pub hook: Arc<OutboxHook>,
 }
 
 impl AppState {
@@ -50,7 +56,24 @@ impl AppState {
             let block = config.features.oidc_block_private_urls;
             Arc::new(OidcClient::new(oidc, config.auth.oidc_scopes.clone(), redirect_uri, block, http.clone()))
         });
+        let users = {
+            let engine = engine.clone();
+            tokio::task::spawn_blocking(move || OutboxHook::load(&engine))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("cannot read the webhooks: {e}"))?
+        };
+        let signal = Arc::new(Signal::default());
+        let hook = Arc::new(OutboxHook::new(users, signal.clone()));
+        if !engine.set_change_hook(hook.clone()) {
+            return Err("the engine already has a change hook (one AppState per engine)".into());
+        }
+        let timeout = Duration::from_secs(config.features.webhook_timeout_seconds);
+        let client = crate::outbound::guarded_client(config.features.webhook_block_private_urls, timeout)?;
+        let outbox = Outbox { signal, client };
         Ok(AppState {
+            outbox,
+            hook,
             engine,
             config: Arc::new(config),
             auth: Arc::new(auth),

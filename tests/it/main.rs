@@ -34,3 +34,4 @@ mod shapes;
 mod tokens;
 mod twofactor;
 mod web;
+mod webhooks;

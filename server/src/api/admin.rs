@@ -154,3 +154,20 @@ pub async fn rebuild_search(
         "indexed": { "contacts": count("contact"), "notes": count("note"), "activities": count("activity") },
     })))
 }
+
+/// Runs the retention purge now (tombstones, audit events, expired credentials, system events,
+/// job runs and finished outbox rows past their windows), recorded as a `manual` job run.
+#[utoipa::path(post, path = "/api/v1/admin/trigger-purge", tag = "admin", responses((status = 200, description = "`{message}`: the purge ran (its outcome is the job run `retention_purge`)")))]
+pub async fn trigger_purge(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
+    let run = crate::jobs::purge_once(&state, mycorrhizal_engine::system::Trigger::Manual).await;
+    let message = match run.result {
+        mycorrhizal_engine::system::JobResult::Success => {
+            format!("Purge completed: {} rows removed", run.items_processed.unwrap_or(0))
+        }
+        _ => format!("Purge ran and failed: {}", run.error.unwrap_or_default()),
+    };
+    Ok(axum::Json(json!({ "message": message })))
+}

@@ -29,6 +29,7 @@ pub mod safety;
 pub mod search;
 pub mod tokens;
 pub mod users;
+pub mod webhooks;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Extension};
@@ -60,6 +61,7 @@ use crate::state::AppState;
         (name = "audit", description = "Your own hash-chained change history"),
         (name = "search", description = "Full-text search over your contacts, notes and activities"),
         (name = "import", description = "Import contacts from CSV, vCard 2.1/3.0/4.0, JSContact or a JSON batch of neutral records: upload, preview with duplicate detection, confirm row by row"),
+        (name = "webhooks", description = "Signed deliveries of your events to your own receivers: CRUD, the secret shown once (rotatable), a test event, the delivery log and redelivery"),
         (name = "export", description = "Everything you keep, as streamed downloads: vCard 3.0/4.0 with photos, JSContact, and CSV"),
     )
 )]
@@ -125,6 +127,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(safety::trigger_backup))
         .routes(routes!(safety::trigger_restore_drill))
         .routes(routes!(safety::integrity_check))
+        .routes(routes!(admin::trigger_purge))
         .routes(routes!(search::search))
         .routes(routes!(contacts::list, contacts::create))
         .routes(routes!(contacts::circles))
@@ -204,6 +207,13 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(import::bundle).layer(DefaultBodyLimit::disable()))
         .routes(routes!(export::vcf))
         .routes(routes!(export::jscontact))
+        .routes(routes!(webhooks::list, webhooks::create))
+        .routes(routes!(webhooks::events))
+        .routes(routes!(webhooks::get, webhooks::update, webhooks::delete))
+        .routes(routes!(webhooks::rotate_secret))
+        .routes(routes!(webhooks::test))
+        .routes(routes!(webhooks::deliveries))
+        .routes(routes!(webhooks::redeliver))
         .routes(routes!(health::live))
         .routes(routes!(health::ready))
         .routes(routes!(health::health))

@@ -7,6 +7,7 @@ use mycorrhizal_engine::{Error as EngineError, UserId};
 
 use super::records::{Account, ApiToken, DeviceGrant, ResetToken, Session};
 use crate::error::ApiError;
+use crate::notify::outbox::{self, Target};
 use crate::state::AppState;
 
 pub const LANGUAGES: &[&str] = &["en", "de", "it", "es", "fr"];
@@ -143,8 +144,10 @@ pub async fn set_password(
     user_id: u64,
     password: String,
     revoke_tokens: bool,
+    notify: bool,
 ) -> Result<Account, ApiError> {
     let hash = state.auth.hasher.hash(password).await.map_err(ApiError::internal)?;
+    let mail = if notify && state.mailer.is_configured() { Some(password_changed_mail(state, user_id)?) } else { None };
     let account = state
         .engine
         .write_async(move |tx| {
@@ -158,10 +161,39 @@ pub async fn set_password(
             if revoke_tokens {
                 revoke_tokens_of(tx, user_id, now)?;
             }
+            // The notice is queued with the change itself: both happen, or neither.
+            if let Some((subject, sealed)) = &mail {
+                let target =
+                    Target::Email { to: account.email.clone(), subject: subject.clone(), text: sealed.clone() };
+                outbox::enqueue(tx, user_id, target, None)?;
+            }
             Ok(account)
         })
         .await?;
+    if notify {
+        state.outbox.signal.wake();
+    }
     Ok(account)
+}
+
+/// The "your password was changed" notice, its text sealed for the outbox.
+fn password_changed_mail(state: &AppState, user_id: u64) -> Result<(String, Vec<u8>), ApiError> {
+    let account: Account = state.engine.global()?.get(user_id)?;
+    let text = format!(
+        "Hello {},\n\nThe password of your Mycorrhizal account was just changed and every other session was signed out.\nIf this was not you, reset your password at once and tell your administrator.\n",
+        account.username
+    );
+    let sealed = seal_mail(state, user_id, &text)?;
+    Ok(("Your Mycorrhizal password was changed".to_string(), sealed))
+}
+
+/// Seals a mail's text for the outbox (it may hold a reset link).
+pub fn seal_mail(state: &AppState, user_id: u64, text: &str) -> Result<Vec<u8>, ApiError> {
+    state
+        .auth
+        .data_key
+        .encrypt(text.as_bytes(), &crate::notify::deliver::mail_binding(user_id))
+        .map_err(ApiError::internal)
 }
 
 pub(crate) fn end_sessions(tx: &mycorrhizal_engine::Tx<'_>, user_id: u64) -> mycorrhizal_engine::Result<()> {
@@ -250,24 +282,6 @@ pub async fn delete(state: &AppState, user_id: u64) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Tells the account's owner their password changed (self-service paths), in the background.
-/// Best-effort: without a mail provider it is only logged.
-pub fn notify_password_changed(state: &AppState, user_id: u64, account: &Account) {
-    if !state.mailer.is_configured() {
-        return;
-    }
-    let mailer = state.mailer.clone();
-    let (to, username) = (account.email.clone(), account.username.clone());
-    tokio::spawn(async move {
-        let text = format!(
-            "Hello {username},\n\nThe password of your Mycorrhizal account was just changed and every other session was signed out.\nIf this was not you, reset your password at once and tell your administrator.\n"
-        );
-        if let Err(e) = mailer.send(&to, "Your Mycorrhizal password was changed", &text).await {
-            tracing::warn!(event = "notification_failed", component = "notification", user_id, error = %e);
-        }
-    });
-}
-
 /// Applies `change` to the caller's account in one write and returns the result.
 pub async fn update(
     state: &AppState,
@@ -336,9 +350,7 @@ pub async fn change_password(
         return Err(ApiError::invalid_input("new_password", "must differ from the current password"));
     }
     check_new_password(state, "new_password", &new, &user.account.username, &user.account.email).await?;
-    let account = set_password(state, user.id.0, new, false).await?;
-    notify_password_changed(state, user.id.0, &account);
-    Ok(account)
+    set_password(state, user.id.0, new, false, true).await
 }
 
 /// One page (1-based) of every account, and how many there are.
@@ -354,7 +366,7 @@ pub fn page(state: &AppState, page: usize, limit: usize) -> Result<(Vec<(u64, Ac
 pub async fn reset_password(state: &AppState, id: u64, password: String) -> Result<Account, ApiError> {
     let account: Account = state.engine.global()?.get(id)?;
     check_new_password(state, "password", &password, &account.username, &account.email).await?;
-    let account = set_password(state, id, password, true).await?;
+    let account = set_password(state, id, password, true, false).await?;
     tracing::info!(event = "admin_password_reset", component = "auth", user_id = id);
     Ok(account)
 }

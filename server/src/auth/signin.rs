@@ -14,6 +14,7 @@ use super::records::{Account, ResetToken, random_token, sha256_hex};
 use super::session::{self, Claims};
 use super::{accounts, second_factor};
 use crate::error::ApiError;
+use crate::notify::outbox::{self, Target};
 use crate::state::AppState;
 
 /// What a correct password leads to.
@@ -180,17 +181,6 @@ pub async fn request_reset(state: &AppState, email: &str) -> Result<(), ApiError
             hash: sha256_hex(&token),
             expires_at: now.checked_add(RESET_LIFETIME).map_err(ApiError::internal)?,
         };
-        state
-            .engine
-            .write_async(move |tx| {
-                for (id, old) in tx.global().list::<ResetToken>()? {
-                    if old.user_id == user_id || old.expires_at < now {
-                        tx.global().delete::<ResetToken>(id)?;
-                    }
-                }
-                tx.global().insert(&reset).map(|_| ())
-            })
-            .await?;
         let link = match &state.config.auth.frontend_url {
             Some(base) => format!("{}/reset-password?token={token}", base.trim_end_matches('/')),
             None => format!("Reset token: {token}"),
@@ -199,16 +189,25 @@ pub async fn request_reset(state: &AppState, email: &str) -> Result<(), ApiError
             "Hello {},\n\nSomeone asked to reset the password of your Mycorrhizal account. If it was you, open:\n\n{link}\n\nThe link works once, for one hour. If it was not you, ignore this message.\n",
             account.username
         );
-        // Sent in the background: the answer must not reveal whether the account exists.
-        let mailer = state.mailer.clone();
-        tokio::spawn(async move {
-            match mailer.send(&account.email, "Reset your Mycorrhizal password", &text).await {
-                Ok(()) => tracing::info!(event = "password_reset_sent", component = "notification", user_id),
-                Err(e) => {
-                    tracing::warn!(event = "password_reset_not_sent", component = "notification", user_id, error = %e)
+        let sealed = accounts::seal_mail(state, user_id, &text)?;
+        let to = account.email.clone();
+        // The token and its mail are one write: a crash after the answer loses neither, and the
+        // outbox delivers the mail off this request (the answer cannot reveal the account).
+        state
+            .engine
+            .write_async(move |tx| {
+                for (id, old) in tx.global().list::<ResetToken>()? {
+                    if old.user_id == user_id || old.expires_at < now {
+                        tx.global().delete::<ResetToken>(id)?;
+                    }
                 }
-            }
-        });
+                tx.global().insert(&reset)?;
+                let subject = "Reset your Mycorrhizal password".to_string();
+                let target = Target::Email { to: to.clone(), subject, text: sealed.clone() };
+                outbox::enqueue(tx, user_id, target, None).map(|_| ())
+            })
+            .await?;
+        state.outbox.signal.wake();
     }
     Ok(())
 }
@@ -233,8 +232,7 @@ pub async fn confirm_reset(state: &AppState, token: &str, password: String) -> R
     if claimed.is_err() {
         return Err(invalid());
     }
-    let account = accounts::set_password(state, reset.user_id, password, true).await?;
-    accounts::notify_password_changed(state, reset.user_id, &account);
+    accounts::set_password(state, reset.user_id, password, true, true).await?;
     tracing::info!(event = "password_reset_completed", component = "auth", user_id = reset.user_id);
     Ok(())
 }

@@ -166,6 +166,9 @@ pub struct Features {
     /// `PHOTO_LIBRARY_SYNC_INTERVAL_HOURS` (the spec leaves the name open).
     pub photo_library_sync_interval_hours: u64,
     pub webhook_block_private_urls: bool,
+    /// `WEBHOOK_TIMEOUT_SECONDS` (default 10, 1 to 120): how long one webhook, topic or push
+    /// delivery may take before it counts as failed (and is retried).
+    pub webhook_timeout_seconds: u64,
     pub caldav_block_private_urls: bool,
     pub oidc_block_private_urls: bool,
     pub update_check_enabled: bool,
@@ -361,6 +364,7 @@ impl Config {
             caldav_two_way_enabled: env.bool("CALDAV_TWO_WAY_ENABLED", false),
             photo_library_sync_interval_hours: env.count("PHOTO_LIBRARY_SYNC_INTERVAL_HOURS", 6, 8_760).max(1),
             webhook_block_private_urls: env.bool("WEBHOOK_BLOCK_PRIVATE_URLS", false),
+            webhook_timeout_seconds: env.count("WEBHOOK_TIMEOUT_SECONDS", 10, 120).max(1),
             caldav_block_private_urls: env.bool("CALDAV_BLOCK_PRIVATE_URLS", false),
             oidc_block_private_urls: env.bool("OIDC_BLOCK_PRIVATE_URLS", false),
             update_check_enabled: env.bool("UPDATE_CHECK_ENABLED", false),

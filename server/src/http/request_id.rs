@@ -18,6 +18,12 @@ pub fn current() -> Option<String> {
     REQUEST_ID.try_with(Clone::clone).ok()
 }
 
+/// Runs `work` with `id` as its correlation id (a scheduled job's `job:<name>:<uuid>`), so what
+/// it records and what it enqueues carry it as a request's work does.
+pub async fn within<F: std::future::Future>(id: String, work: F) -> F::Output {
+    REQUEST_ID.scope(id, work).await
+}
+
 /// Accepts a client id of 1-128 visible ASCII characters; anything else is replaced.
 fn acceptable(value: &HeaderValue) -> Option<String> {
     let text = value.to_str().ok()?;

@@ -36,10 +36,11 @@ const AUDIT_BATCH: usize = 500;
 /// events, overdue contacts are still re-evaluated this often.
 const REACH_OUT_REEVALUATE_HOURS: i64 = 24;
 
-/// Starts the scheduler: the purge runs once at start-up and then daily; the reach-out scan
-/// runs once at start-up and then hourly.
+/// Starts the scheduler: the outbox's delivery worker; the purge runs once at start-up and then
+/// daily; the reach-out scan runs once at start-up and then hourly.
 pub fn start(state: AppState) {
     backups::start(&state);
+    tokio::spawn(crate::notify::outbox::run(state.clone()));
     let purge_state = state.clone();
     tokio::spawn(async move {
         let mut trigger = Trigger::Initial;
@@ -224,7 +225,8 @@ async fn store(
 }
 
 /// One retention pass: tombstones older than `DELETED_RETENTION_DAYS`, system events and job
-/// runs past their retention. Returns the recorded run.
+/// runs past their retention, finished outbox messages (webhook deliveries, mails) older than
+/// `WEBHOOK_DELIVERY_RETENTION_DAYS`. Returns the recorded run.
 pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
     let state_ = state.clone();
     let work = async move {
@@ -289,6 +291,10 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
                 })
                 .await
                 .map_err(|e| e.to_string())?;
+        }
+        if retention.webhook_delivery_days > 0 {
+            let cutoff = days(retention.webhook_delivery_days)?;
+            removed += crate::notify::outbox::purge(&state_.engine, cutoff).await.map_err(|e| e.to_string())?;
         }
         Ok(removed)
     };

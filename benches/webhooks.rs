@@ -1,0 +1,127 @@
+//! Webhook fan-out against the write path: 10,000 contact creations (through the domain
+//! operation, 16 callers at a time, durable group commits) with 3 webhooks subscribed to
+//! `contact.created`, against the same run with none; and how long until the 30,000 deliveries
+//! reached a loopback receiver (the outbox worker running as in the server). The two variants
+//! alternate in one process, `BENCH_ROUNDS` times (default 3), each on a fresh database; the
+//! report gives medians and ranges. `BENCH_WRITES` changes the 10,000.
+
+#[allow(dead_code)]
+mod seed;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use mycorrhizal::notify::webhooks::{self, WebhookInput};
+use mycorrhizal_engine::UserId;
+
+const CALLERS: u64 = 16;
+
+/// A loopback receiver answering 200 and counting what it got.
+async fn receiver() -> (String, Arc<AtomicU64>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    let count = Arc::new(AtomicU64::new(0));
+    let seen = count.clone();
+    let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
+        let seen = seen.clone();
+        async move {
+            if !body.is_empty() {
+                seen.fetch_add(1, Ordering::Relaxed);
+            }
+            "ok"
+        }
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    (url, count)
+}
+
+/// One run: returns (writes per second, seconds until every delivery arrived).
+async fn run(writes: u64, hooks: u64) -> (f64, Option<f64>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (engine, state) = seed::open(dir.path()).await;
+    let (url, count) = receiver().await;
+    for _ in 0..hooks {
+        let input = WebhookInput {
+            url: Some(url.clone()),
+            events: Some(vec!["contact.created".into()]),
+            description: None,
+            active: None,
+        };
+        webhooks::create(&state, 1, input).await.expect("webhook");
+    }
+    tokio::spawn(mycorrhizal::notify::outbox::run(state.clone()));
+    let user = engine.user(UserId(1));
+    let started = Instant::now();
+    let mut callers = tokio::task::JoinSet::new();
+    for caller in 0..CALLERS {
+        let user = user.clone();
+        callers.spawn(async move {
+            let mut n = caller;
+            while n < writes {
+                mycorrhizal::crm::contact::ops::create(&user, seed::input(n)).await.expect("create");
+                n += CALLERS;
+            }
+        });
+    }
+    while callers.join_next().await.is_some() {}
+    let wrote = started.elapsed().as_secs_f64();
+    let expected = writes * hooks;
+    let mut delivered = None;
+    if hooks > 0 {
+        let limit = Instant::now() + Duration::from_secs(180);
+        while Instant::now() < limit {
+            if count.load(Ordering::Relaxed) >= expected {
+                delivered = Some(started.elapsed().as_secs_f64());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if delivered.is_none() {
+            println!("  only {} of {expected} deliveries within 180 s", count.load(Ordering::Relaxed));
+        }
+    }
+    engine.shutdown();
+    (writes as f64 / wrote, delivered)
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[values.len() / 2]
+}
+
+fn main() {
+    let writes = seed::setting("WRITES", 10_000);
+    let rounds = seed::setting("ROUNDS", 3);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async move {
+        let (mut plain, mut hooked, mut delivered) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 1..=rounds {
+            let (without, _) = run(writes, 0).await;
+            let (with, all) = run(writes, 3).await;
+            println!(
+                "round {round}: {writes} creates without webhooks {without:.0}/s; with 3 webhooks {with:.0}/s, {} deliveries all received after {}",
+                writes * 3,
+                all.map(|s| format!("{s:.1} s")).unwrap_or_else(|| "(not all)".into())
+            );
+            plain.push(without);
+            hooked.push(with);
+            if let Some(s) = all {
+                delivered.push(s);
+            }
+        }
+        let range = |v: &[f64]| {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(0.0, f64::max);
+            format!("{lo:.0}-{hi:.0}")
+        };
+        let (p, h) = (median(&mut plain.clone()), median(&mut hooked.clone()));
+        println!("without webhooks: median {p:.0}/s (range {}/s)", range(&plain));
+        println!("with 3 webhooks:  median {h:.0}/s (range {}/s), {:+.1}% against without", range(&hooked), (h / p - 1.0) * 100.0);
+        if !delivered.is_empty() {
+            let d = median(&mut delivered.clone());
+            println!("all {} deliveries received: median {d:.1} s after the first write (range {:.1}-{:.1} s)", writes * 3,
+                delivered.iter().copied().fold(f64::INFINITY, f64::min), delivered.iter().copied().fold(0.0, f64::max));
+        }
+    });
+}

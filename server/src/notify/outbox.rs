@@ -1,0 +1,472 @@
+//! The durable outbox: every message that leaves the process (mail, a channel's push, a webhook
+//! delivery) is first a row in `sys:outbox`, written in the same write transaction as its cause,
+//! then delivered by one worker ([`run`], stepping [`deliver_once`]). A crash at any point loses
+//! nothing: a row is pending until an attempt's outcome is committed, so an attempt cut short by
+//! a kill is simply made again (at least once; every message carries the same idempotency key on
+//! every attempt). The retry schedule is in the row, so it survives restarts.
+//!
+//! Pending rows also have a small entry in `sys:outbox_pending` (same id): the lane they are
+//! delivered in and when they are due. Messages of one lane (one webhook) go in id order, one at
+//! a time: a lane whose oldest message waits for a retry holds the later ones back. Mails and
+//! channel pushes each have a lane of their own.
+//!
+//! Retries: after a failed attempt n the next comes [`BACKOFF`]\[n-1\] later (30 s, 2 min, 10 min,
+//! 30 min, 1 h, 3 h, 6 h: eight attempts in about 11 hours), or after the receiver's `Retry-After`
+//! when it sent one (at least 1 s, at most 6 h). A 4xx other than 408/429 (410 Gone among them), a
+//! destination the private-address guard refuses, a deleted webhook or channel, or a mail the
+//! provider refuses for good is permanent: the row becomes `failed` with "will not retry". A row
+//! that exhausts its attempts fails too, with an `integration_failed` (webhook) or
+//! `notification_failed` (channel, mail) system event. Finished rows are purged after
+//! `WEBHOOK_DELIVERY_RETENTION_DAYS` by the retention job; a delivered mail's text is dropped at
+//! once (it may hold a reset link).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use mycorrhizal_engine::{Engine, GlobalRecord, Tx, global_tables};
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+
+use crate::ops::events::{Event, emit};
+use crate::state::AppState;
+
+/// Delay after failed attempt n (index n-1); its length + 1 is the number of attempts.
+pub const BACKOFF: [Duration; 7] = [
+    Duration::from_secs(30),
+    Duration::from_secs(120),
+    Duration::from_secs(600),
+    Duration::from_secs(1800),
+    Duration::from_secs(3600),
+    Duration::from_secs(3 * 3600),
+    Duration::from_secs(6 * 3600),
+];
+/// Attempts before a message fails for good.
+pub const MAX_ATTEMPTS: u32 = BACKOFF.len() as u32 + 1;
+/// Bounds on a receiver's `Retry-After`.
+const RETRY_AFTER_MIN: Duration = Duration::from_secs(1);
+const RETRY_AFTER_MAX: Duration = Duration::from_secs(6 * 3600);
+/// Messages of one lane delivered in one round (they go one after the other).
+const LANE_BATCH: usize = 200;
+/// Lanes served at once in one round.
+const LANES_AT_ONCE: usize = 32;
+/// How long the worker sleeps when nothing is due and nothing woke it.
+const IDLE: Duration = Duration::from_secs(5);
+
+/// Where a message goes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Target {
+    /// A webhook delivery: the envelope's JSON text, fixed at the cause (a copy of the entity),
+    /// signed at each attempt with the webhook's current secret.
+    Webhook { webhook_id: u64, event: String, body: String },
+    /// Mail through the instance's provider. `text` is sealed with the data key (a reset link is
+    /// a credential) and emptied once delivered.
+    Email { to: String, subject: String, text: Vec<u8> },
+}
+
+impl Target {
+    pub fn channel_name(&self) -> &'static str {
+        match self {
+            Target::Webhook { .. } => "webhook",
+            Target::Email { .. } => "email",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Status {
+    Pending,
+    Delivered,
+    /// Will not retry: permanent, or out of attempts.
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Delivered => "delivered",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// One outbound message and its delivery state.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Message {
+    /// The user it belongs to; 0 for the instance's own mail before an account exists.
+    pub user_id: u64,
+    /// Idempotency key: the same on every attempt and redelivery of this message.
+    pub key: String,
+    pub target: Target,
+    /// The request or job that caused it.
+    pub correlation_id: Option<String>,
+    pub status: Status,
+    pub attempts: u32,
+    pub next_attempt_at: Timestamp,
+    pub last_attempt_at: Option<Timestamp>,
+    /// The receiver's HTTP status of the last attempt, if it answered.
+    pub last_status: Option<u16>,
+    pub last_error: Option<String>,
+    pub created_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+}
+
+impl GlobalRecord for Message {
+    global_tables!("outbox");
+}
+
+/// The pending side of a message (same id): its lane and when it is due.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Pending {
+    pub lane: String,
+    pub due: Timestamp,
+}
+
+impl GlobalRecord for Pending {
+    global_tables!("outbox_pending");
+}
+
+/// Writes `target` as a pending message of `user` in transaction `tx` (the cause's own), due now.
+/// Returns the message id.
+pub fn enqueue(tx: &Tx<'_>, user: u64, target: Target, key: Option<String>) -> mycorrhizal_engine::Result<u64> {
+    let now = tx.now();
+    let lane = match &target {
+        Target::Webhook { webhook_id, .. } => format!("webhook:{webhook_id}"),
+        _ => String::new(),
+    };
+    let message = Message {
+        user_id: user,
+        key: key.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        target,
+        correlation_id: tx.origin().map(|o| o.to_string()),
+        status: Status::Pending,
+        attempts: 0,
+        next_attempt_at: now,
+        last_attempt_at: None,
+        last_status: None,
+        last_error: None,
+        created_at: now,
+        finished_at: None,
+    };
+    let id = tx.global().insert(&message)?;
+    let lane = if lane.is_empty() { format!("own:{id}") } else { lane };
+    tx.global().insert_at(id, &Pending { lane, due: now })?;
+    Ok(id)
+}
+
+/// Wakes the delivery worker (after a commit that enqueued something).
+#[derive(Default)]
+pub struct Signal {
+    notify: Notify,
+    dirty: AtomicBool,
+}
+
+impl Signal {
+    /// Marks that a transaction in progress enqueued something; [`Signal::committed`] wakes.
+    pub fn mark(&self) {
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    pub fn committed(&self) {
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            self.notify.notify_one();
+        }
+    }
+
+    pub fn wake(&self) {
+        self.notify.notify_one();
+    }
+}
+
+/// What one attempt came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attempt {
+    Delivered {
+        status: Option<u16>,
+    },
+    /// Worth another try, after the receiver's `Retry-After` if it gave one.
+    Retry {
+        status: Option<u16>,
+        error: String,
+        retry_after: Option<Duration>,
+    },
+    /// Will not retry.
+    Permanent {
+        status: Option<u16>,
+        error: String,
+    },
+}
+
+/// Classifies an HTTP answer: 2xx delivered; 408, 429 and 5xx retried; any other status
+/// permanent (410 Gone: the receiver is gone; a 3xx the client did not follow).
+pub fn classify(status: u16, retry_after: Option<Duration>) -> Attempt {
+    match status {
+        200..=299 => Attempt::Delivered { status: Some(status) },
+        408 | 429 | 500..=599 => {
+            Attempt::Retry { status: Some(status), error: format!("the receiver answered {status}"), retry_after }
+        }
+        410 => Attempt::Permanent { status: Some(status), error: "the receiver answered 410 Gone".into() },
+        _ => Attempt::Permanent { status: Some(status), error: format!("the receiver answered {status}") },
+    }
+}
+
+/// Reads a `Retry-After` value: delay-seconds or an HTTP date (relative to `now`).
+pub fn retry_after(value: &str, now: Timestamp) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
+    Some(Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO))
+}
+
+/// When the next attempt after failed attempt number `attempts` is due, or `None` when the
+/// budget is spent.
+pub fn next_attempt(attempts: u32, retry_after: Option<Duration>, now: Timestamp) -> Option<Timestamp> {
+    if attempts >= MAX_ATTEMPTS {
+        return None;
+    }
+    let delay = match retry_after {
+        Some(wait) => wait.clamp(RETRY_AFTER_MIN, RETRY_AFTER_MAX),
+        None => BACKOFF[(attempts.max(1) - 1) as usize],
+    };
+    now.checked_add(SignedDuration::try_from(delay).ok()?).ok()
+}
+
+/// How the outbox delivers: the pieces a delivery needs, built once.
+#[derive(Clone)]
+pub struct Outbox {
+    pub signal: Arc<Signal>,
+    /// The client for user-supplied destinations, guarded when `WEBHOOK_BLOCK_PRIVATE_URLS`.
+    pub client: reqwest::Client,
+}
+
+/// Delivers everything due now: each lane's messages in order, lanes side by side. Returns how
+/// many attempts were made. The step the worker repeats, and what tests call instead of waiting.
+pub async fn deliver_once(state: &AppState) -> usize {
+    let now = state.engine.clock().now();
+    let pending = match state.blocking(|engine| engine.global()?.list::<Pending>()).await {
+        Ok(Ok(rows)) => rows,
+        Ok(Err(e)) => {
+            tracing::error!(event = "outbox_read_failed", component = "notification", error = %e);
+            return 0;
+        }
+        Err(_) => return 0,
+    };
+    // Lanes in the order of their oldest message; each lane's ids ascending.
+    let mut lanes: BTreeMap<String, Vec<(u64, Timestamp)>> = BTreeMap::new();
+    for (id, p) in pending {
+        lanes.entry(p.lane).or_default().push((id, p.due));
+    }
+    let mut due: Vec<Vec<u64>> = lanes
+        .into_values()
+        .filter(|ids| ids.first().is_some_and(|(_, at)| *at <= now))
+        .map(|ids| ids.into_iter().take_while(|(_, at)| *at <= now).take(LANE_BATCH).map(|(id, _)| id).collect())
+        .collect();
+    due.sort_by_key(|ids: &Vec<u64>| ids.first().copied().unwrap_or(u64::MAX));
+    due.truncate(LANES_AT_ONCE);
+    let mut work = tokio::task::JoinSet::new();
+    for ids in due {
+        let state = state.clone();
+        work.spawn(async move { deliver_lane(&state, ids).await });
+    }
+    let mut attempts = 0;
+    while let Some(done) = work.join_next().await {
+        attempts += done.unwrap_or(0);
+    }
+    attempts
+}
+
+/// Delivers a lane's messages one after the other until one is not delivered, then records every
+/// outcome in one write.
+async fn deliver_lane(state: &AppState, ids: Vec<u64>) -> usize {
+    let mut outcomes = Vec::new();
+    for id in ids {
+        let Ok(Ok(message)) = state.blocking(move |engine| engine.global()?.get::<Message>(id)).await else {
+            continue;
+        };
+        if message.status != Status::Pending {
+            continue;
+        }
+        let attempt = super::deliver::attempt(state, &message).await;
+        let stop = !matches!(attempt, Attempt::Delivered { .. });
+        outcomes.push((id, attempt));
+        if stop {
+            break;
+        }
+    }
+    let count = outcomes.len();
+    record(state, outcomes).await;
+    count
+}
+
+/// What an attempt's outcome changes, for the system events emitted after the write.
+struct Finished {
+    channel: &'static str,
+    failed: bool,
+    correlation: Option<String>,
+    error: Option<String>,
+    delivered: bool,
+}
+
+/// Writes the outcomes of one lane's attempts in one transaction.
+async fn record(state: &AppState, outcomes: Vec<(u64, Attempt)>) {
+    if outcomes.is_empty() {
+        return;
+    }
+    let written = state
+        .engine
+        .write_async(move |tx| {
+            let now = tx.now();
+            let g = tx.global();
+            let mut finished = Vec::new();
+            for (id, attempt) in &outcomes {
+                let Ok(mut m) = g.get::<Message>(*id) else { continue };
+                if m.status != Status::Pending {
+                    continue;
+                }
+                m.attempts += 1;
+                m.last_attempt_at = Some(now);
+                let mut done = |m: &mut Message, status: Status| {
+                    m.status = status;
+                    m.finished_at = Some(now);
+                    if status == Status::Delivered
+                        && let Target::Email { text, .. } = &mut m.target
+                    {
+                        text.clear();
+                    }
+                    finished.push(Finished {
+                        channel: m.target.channel_name(),
+                        failed: status == Status::Failed,
+                        correlation: m.correlation_id.clone(),
+                        error: m.last_error.clone(),
+                        delivered: status == Status::Delivered,
+                    });
+                };
+                match attempt {
+                    Attempt::Delivered { status } => {
+                        m.last_status = *status;
+                        m.last_error = None;
+                        done(&mut m, Status::Delivered);
+                        g.remove::<Pending>(*id)?;
+                    }
+                    Attempt::Permanent { status, error } => {
+                        m.last_status = *status;
+                        m.last_error = Some(format!("{error}; will not retry"));
+                        done(&mut m, Status::Failed);
+                        g.remove::<Pending>(*id)?;
+                    }
+                    Attempt::Retry { status, error, retry_after } => {
+                        m.last_status = *status;
+                        match next_attempt(m.attempts, *retry_after, now) {
+                            Some(at) => {
+                                m.last_error = Some(error.clone());
+                                m.next_attempt_at = at;
+                                let mut p: Pending = g.get(*id)?;
+                                p.due = at;
+                                g.put(*id, &p)?;
+                            }
+                            None => {
+                                m.last_error =
+                                    Some(format!("{error}; gave up after {} attempts, will not retry", m.attempts));
+                                done(&mut m, Status::Failed);
+                                g.remove::<Pending>(*id)?;
+                            }
+                        }
+                    }
+                }
+                g.put(*id, &m)?;
+            }
+            Ok(finished)
+        })
+        .await;
+    match written {
+        Ok(finished) => {
+            for f in finished {
+                report(&state.engine, f).await;
+            }
+        }
+        Err(e) => tracing::error!(event = "outbox_write_failed", component = "notification", error = %e),
+    }
+}
+
+/// The system events of a finished message: `integration_failed` for a webhook that will not be
+/// retried; `notification_sent` / `notification_failed` for mail and channels, the channel name
+/// as the only detail.
+async fn report(engine: &Engine, f: Finished) {
+    let detail = serde_json::json!({ "channel": f.channel });
+    let mut event = match (f.channel, f.delivered, f.failed) {
+        ("webhook", _, true) => Event::error("webhook", "integration_failed", f.error.unwrap_or_default()),
+        ("webhook", _, _) => return,
+        (_, true, _) => Event::info("notification", "notification_sent"),
+        _ => Event::error("notification", "notification_failed", f.error.unwrap_or_default()),
+    };
+    event = event.detail(detail);
+    event.correlation_id = f.correlation;
+    emit(engine, event).await;
+}
+
+/// The worker: delivers what is due, again at once while there was work, otherwise when woken
+/// or after a few seconds (retries come due by time alone).
+pub async fn run(state: AppState) {
+    let signal = state.outbox.signal.clone();
+    loop {
+        let wait = signal.notify.notified();
+        let attempts = deliver_once(&state).await;
+        if attempts == 0 {
+            let _ = tokio::time::timeout(IDLE, wait).await;
+        }
+    }
+}
+
+/// Removes finished messages created before `cutoff`. Returns how many.
+pub async fn purge(engine: &Engine, cutoff: Timestamp) -> mycorrhizal_engine::Result<u64> {
+    engine
+        .write_async(move |tx| {
+            let g = tx.global();
+            let mut removed = 0;
+            for (id, m) in g.list::<Message>()? {
+                if m.status != Status::Pending && m.created_at < cutoff {
+                    g.delete::<Message>(id)?;
+                    removed += 1;
+                }
+            }
+            Ok(removed)
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_classified() {
+        assert!(matches!(classify(204, None), Attempt::Delivered { .. }));
+        for s in [408, 429, 500, 502, 503] {
+            assert!(matches!(classify(s, None), Attempt::Retry { .. }), "{s}");
+        }
+        for s in [301, 400, 401, 403, 404, 410, 422] {
+            assert!(matches!(classify(s, None), Attempt::Permanent { .. }), "{s}");
+        }
+    }
+
+    #[test]
+    fn the_schedule_backs_off_honours_retry_after_and_ends() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let at = |n, ra| next_attempt(n, ra, now).map(|t| t.duration_since(now).as_secs());
+        assert_eq!(at(1, None), Some(30));
+        assert_eq!(at(2, None), Some(120));
+        assert_eq!(at(7, None), Some(6 * 3600));
+        assert_eq!(at(MAX_ATTEMPTS, None), None);
+        assert_eq!(at(1, Some(Duration::from_secs(7))), Some(7));
+        assert_eq!(at(1, Some(Duration::ZERO)), Some(1));
+        assert_eq!(at(1, Some(Duration::from_secs(999_999))), Some(6 * 3600));
+        assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(retry_after("Thu, 01 Jan 2026 00:01:00 GMT", now), Some(Duration::from_secs(60)));
+        assert_eq!(retry_after("soon", now), None);
+    }
+}

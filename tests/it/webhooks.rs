@@ -1,0 +1,468 @@
+//! Webhooks and the durable outbox: in process with a fixed clock, stepping the delivery worker
+//! (`deliver_once`) against a loopback receiver that records what it gets and answers as told
+//! (200, 500, 429 with `Retry-After`, 410, or hangs); and the real binary killed with SIGKILL
+//! while a delivery is in flight.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::Request;
+use hmac::{Hmac, Mac};
+use jiff::{SignedDuration, Timestamp};
+use mycorrhizal::notify::outbox::deliver_once;
+use mycorrhizal_engine::Clock;
+use serde_json::{Value, json};
+use sha2::Sha256;
+use tower::ServiceExt;
+
+use crate::helpers::{Instance, PASSWORD};
+use crate::sessions::{InProcess, in_process};
+
+/// How the receiver answers one request.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    Status(u16),
+    RetryAfter(u16, &'static str),
+    /// Never answers (until the client gives up).
+    Hang,
+}
+
+/// One request the receiver got.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub headers: axum::http::HeaderMap,
+    pub body: String,
+}
+
+impl Received {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).expect("a JSON body")
+    }
+    pub fn header(&self, name: &str) -> String {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+    }
+}
+
+/// A loopback HTTP receiver: answers from `script` (200 once it is empty) and records every request.
+#[derive(Clone)]
+pub struct Receiver {
+    pub url: String,
+    pub got: Arc<Mutex<Vec<Received>>>,
+    pub script: Arc<Mutex<VecDeque<Reply>>>,
+}
+
+impl Receiver {
+    pub async fn start() -> Receiver {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let got: Arc<Mutex<Vec<Received>>> = Arc::default();
+        let script: Arc<Mutex<VecDeque<Reply>>> = Arc::default();
+        let (g, s) = (got.clone(), script.clone());
+        let app = axum::Router::new().fallback(move |request: Request<Body>| {
+            let (g, s) = (g.clone(), s.clone());
+            async move {
+                let (parts, body) = request.into_parts();
+                let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+                g.lock()
+                    .unwrap()
+                    .push(Received { headers: parts.headers, body: String::from_utf8_lossy(&body).into() });
+                let reply = s.lock().unwrap().pop_front().unwrap_or(Reply::Status(200));
+                match reply {
+                    Reply::Status(code) => axum::http::Response::builder().status(code).body(Body::empty()).unwrap(),
+                    Reply::RetryAfter(code, after) => axum::http::Response::builder()
+                        .status(code)
+                        .header("retry-after", after)
+                        .body(Body::empty())
+                        .unwrap(),
+                    Reply::Hang => {
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                        axum::http::Response::new(Body::empty())
+                    }
+                }
+            }
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Receiver { url, got, script }
+    }
+
+    pub fn then(&self, replies: &[Reply]) {
+        self.script.lock().unwrap().extend(replies.iter().cloned());
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.got.lock().unwrap().clone()
+    }
+
+    pub fn events(&self) -> Vec<String> {
+        self.received().iter().map(|r| r.json()["event"].as_str().unwrap_or("").to_string()).collect()
+    }
+}
+
+/// The documented receiver recipe: parse `t` and `v1`, refuse a `t` more than five minutes from
+/// our clock, compare HMAC-SHA256(secret, "<t>.<body>") in constant time.
+pub fn verify(secret: &str, header: &str, body: &str, now: i64) -> bool {
+    let mut t = None;
+    let mut v1 = None;
+    for part in header.split(',') {
+        match part.split_once('=') {
+            Some(("t", value)) => t = value.parse::<i64>().ok(),
+            Some(("v1", value)) => v1 = hex::decode(value).ok(),
+            _ => {}
+        }
+    }
+    let (Some(t), Some(v1)) = (t, v1) else { return false };
+    if (now - t).abs() > 300 {
+        return false;
+    }
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("{t}.{body}").as_bytes());
+    mac.verify_slice(&v1).is_ok()
+}
+
+async fn call(app: &InProcess, method: &str, path: &str, cookie: &str, body: Value, request_id: &str) -> (u16, Value) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .header("cookie", format!("auth_token={cookie}"))
+        .header("x-request-id", request_id)
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let response = mycorrhizal::app(app.state.clone()).oneshot(request).await.unwrap();
+    let status = response.status().as_u16();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+async fn sign_up(app: &InProcess, name: &str) -> String {
+    let register = json!({ "username": name, "email": format!("{name}@example.org"), "password": PASSWORD });
+    assert_eq!(app.call("POST", "/api/v1/register", None, register).await.0, 201);
+    login(app, name).await
+}
+
+/// A fresh session (moving the clock by days ends the old one).
+async fn login(app: &InProcess, name: &str) -> String {
+    let (status, _, cookie) =
+        app.call("POST", "/api/v1/login", None, json!({ "identifier": name, "password": PASSWORD })).await;
+    assert_eq!(status, 200);
+    cookie.unwrap()
+}
+
+async fn webhook(app: &InProcess, cookie: &str, url: &str, events: &[&str]) -> (u64, String) {
+    let (status, body) =
+        call(app, "POST", "/api/v1/webhooks", cookie, json!({ "url": url, "events": events }), "make-hook").await;
+    assert_eq!(status, 201, "{body}");
+    (body["id"].as_u64().unwrap(), body["secret"].as_str().unwrap().to_string())
+}
+
+async fn contact(app: &InProcess, cookie: &str, name: &str) -> u64 {
+    let (status, body) =
+        call(app, "POST", "/api/v1/contacts", cookie, json!({ "firstname": name }), "make-contact").await;
+    assert_eq!(status, 201, "{body}");
+    body["contact"]["id"].as_u64().unwrap()
+}
+
+async fn deliveries(app: &InProcess, cookie: &str, hook: u64) -> Vec<Value> {
+    let (status, body) =
+        call(app, "GET", &format!("/api/v1/webhooks/{hook}/deliveries"), cookie, json!({}), "log").await;
+    assert_eq!(status, 200, "{body}");
+    body["deliveries"].as_array().unwrap().clone()
+}
+
+fn advance(app: &InProcess, seconds: i64) {
+    app.clock.set(app.clock.now().checked_add(SignedDuration::from_secs(seconds)).unwrap());
+}
+
+const CONTACT_EVENTS: [&str; 3] = ["contact.created", "contact.updated", "contact.deleted"];
+
+#[tokio::test]
+async fn deliveries_are_signed_in_order_and_carry_the_envelope_and_the_correlation_id() {
+    let app = in_process(&[]).await;
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let (hook, secret) = webhook(&app, &ada, &receiver.url, &CONTACT_EVENTS).await;
+
+    let first = contact(&app, &ada, "Alma").await;
+    contact(&app, &ada, "Bruno").await;
+    let (status, _) =
+        call(&app, "PUT", &format!("/api/v1/contacts/{first}"), &ada, json!({ "firstname": "Alma B." }), "edit-alma")
+            .await;
+    assert_eq!(status, 200);
+    let (status, _) = call(&app, "DELETE", &format!("/api/v1/contacts/{first}"), &ada, json!({}), "drop-alma").await;
+    assert_eq!(status, 200);
+    assert!(receiver.received().is_empty(), "nothing leaves before the worker runs");
+
+    assert_eq!(deliver_once(&app.state).await, 4);
+    assert_eq!(receiver.events(), ["contact.created", "contact.created", "contact.updated", "contact.deleted"]);
+    let got = receiver.received();
+    let now = app.clock.now().as_second();
+    for r in &got {
+        let signature = r.header("x-mycorrhizal-signature");
+        assert!(verify(&secret, &signature, &r.body, now), "the documented recipe verifies {signature}");
+        assert!(!verify(&secret, &signature, &format!("{} ", r.body), now), "a changed body fails");
+        assert!(!verify(&secret, &signature, &r.body.replacen("contact", "kontact", 1), now), "a changed body fails");
+        assert!(!verify("whsec_wrong", &signature, &r.body, now), "another secret fails");
+        assert!(!verify(&secret, &signature, &r.body, now + 301), "outside the five-minute window");
+        let envelope = r.json();
+        assert_eq!(envelope["id"].as_str().unwrap(), r.header("idempotency-key"));
+        assert!(envelope["timestamp"].as_str().is_some());
+    }
+    let update = got[2].json();
+    assert_eq!(update["data"]["id"], first);
+    assert_eq!(update["data"]["kind"], "contact");
+    assert_eq!(update["data"]["flat"]["firstname"], "Alma B.", "a copy of the entity: {update}");
+    assert_eq!(got[2].header("x-correlation-id"), "edit-alma");
+    assert_eq!(got[3].header("x-correlation-id"), "drop-alma");
+
+    let log = deliveries(&app, &ada, hook).await;
+    assert_eq!(log.len(), 4);
+    assert!(log.iter().all(|d| d["status"] == "delivered" && d["attempts"] == 1 && d["will_retry"] == false));
+    assert_eq!(deliver_once(&app.state).await, 0, "delivered once");
+}
+
+#[tokio::test]
+async fn a_receiver_down_for_a_while_gets_every_delivery_in_order_once_back() {
+    let app = in_process(&[]).await;
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let (hook, _) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
+    for name in ["A", "B", "C"] {
+        contact(&app, &ada, name).await;
+    }
+    receiver.then(&[Reply::Status(500), Reply::Status(503)]);
+    assert_eq!(deliver_once(&app.state).await, 1, "the lane stops at its first failure");
+    advance(&app, 10);
+    assert_eq!(deliver_once(&app.state).await, 0, "not due before the 30 s backoff");
+    advance(&app, 21);
+    assert_eq!(deliver_once(&app.state).await, 1, "second attempt fails too");
+    advance(&app, 119);
+    assert_eq!(deliver_once(&app.state).await, 0);
+    advance(&app, 2);
+    assert_eq!(deliver_once(&app.state).await, 3, "back: the held-back deliveries follow in order");
+    let names: Vec<String> = receiver
+        .received()
+        .iter()
+        .map(|r| r.json()["data"]["flat"]["firstname"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(names, ["A", "A", "A", "B", "C"]);
+    let keys: Vec<String> = receiver.received().iter().map(|r| r.header("idempotency-key")).collect();
+    assert_eq!(keys[0], keys[2], "the same idempotency key on every attempt");
+    let log = deliveries(&app, &ada, hook).await;
+    assert_eq!(log.last().unwrap()["attempts"], 3);
+    assert!(log.iter().all(|d| d["status"] == "delivered"));
+}
+
+#[tokio::test]
+async fn retry_after_is_honoured_and_a_410_stops_retries_for_good() {
+    let app = in_process(&[]).await;
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let (hook, _) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
+    contact(&app, &ada, "A").await;
+    receiver.then(&[Reply::RetryAfter(429, "120")]);
+    assert_eq!(deliver_once(&app.state).await, 1);
+    let log = deliveries(&app, &ada, hook).await;
+    let due: Timestamp = log[0]["next_attempt_at"].as_str().unwrap().parse().unwrap();
+    assert_eq!(due.duration_since(app.clock.now()).as_secs_f64().round(), 120.0, "Retry-After, not the 30 s backoff");
+    assert_eq!(log[0]["last_status"], 429);
+    advance(&app, 60);
+    assert_eq!(deliver_once(&app.state).await, 0, "still waiting as told");
+    advance(&app, 61);
+    receiver.then(&[Reply::Status(410)]);
+    assert_eq!(deliver_once(&app.state).await, 1);
+    let log = deliveries(&app, &ada, hook).await;
+    assert_eq!(log[0]["status"], "failed");
+    assert_eq!(log[0]["will_retry"], false);
+    assert!(log[0]["last_error"].as_str().unwrap().contains("will not retry"), "{}", log[0]);
+    advance(&app, 86_400);
+    assert_eq!(deliver_once(&app.state).await, 0, "a 410 is never retried");
+
+    // The lane goes on with the next message.
+    let ada = login(&app, "ada").await;
+    contact(&app, &ada, "B").await;
+    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(receiver.received().len(), 3);
+}
+
+#[tokio::test]
+async fn a_hanging_receiver_times_out_and_exhausted_retries_raise_integration_failed() {
+    let app = in_process(&[("WEBHOOK_TIMEOUT_SECONDS", "1")]).await;
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let (hook, _) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
+    contact(&app, &ada, "A").await;
+    receiver.then(&[Reply::Hang]);
+    assert_eq!(deliver_once(&app.state).await, 1);
+    let log = deliveries(&app, &ada, hook).await;
+    assert!(log[0]["last_error"].as_str().unwrap().contains("in time"), "{}", log[0]);
+    assert_eq!(log[0]["status"], "pending");
+    for _ in 0..7 {
+        receiver.then(&[Reply::Status(502)]);
+        advance(&app, 6 * 3600 + 1);
+        assert_eq!(deliver_once(&app.state).await, 1);
+    }
+    let ada = login(&app, "ada").await;
+    let log = deliveries(&app, &ada, hook).await;
+    assert_eq!((log[0]["status"].as_str(), log[0]["attempts"].as_u64()), (Some("failed"), Some(8)));
+    assert!(log[0]["last_error"].as_str().unwrap().contains("will not retry"));
+    let events = app.state.engine.system_events(50, |e| e.event_type == "integration_failed").unwrap();
+    assert_eq!(events.len(), 1, "one integration_failed for the exhausted delivery");
+    assert_eq!(events[0].component, "webhook");
+    assert_eq!(events[0].correlation_id.as_deref(), Some("make-contact"));
+}
+
+#[tokio::test]
+async fn another_users_webhooks_never_get_your_events_nor_can_they_be_reached() {
+    let app = in_process(&[]).await;
+    let (ours, theirs) = (Receiver::start().await, Receiver::start().await);
+    let ada = sign_up(&app, "ada").await;
+    let bob = sign_up(&app, "bob").await;
+    let (ada_hook, _) = webhook(&app, &ada, &ours.url, &CONTACT_EVENTS).await;
+    let (bob_hook, _) = webhook(&app, &bob, &theirs.url, &CONTACT_EVENTS).await;
+    contact(&app, &ada, "Alma").await;
+    deliver_once(&app.state).await;
+    assert_eq!(ours.received().len(), 1);
+    assert!(theirs.received().is_empty(), "bob's webhook never hears of ada's contact");
+    let delivery = deliveries(&app, &ada, ada_hook).await[0]["id"].as_u64().unwrap();
+
+    let (status, body) = call(&app, "GET", "/api/v1/webhooks", &bob, json!({}), "x").await;
+    assert_eq!(status, 200);
+    assert_eq!(body["webhooks"].as_array().unwrap().len(), 1);
+    assert_eq!(body["webhooks"][0]["id"], bob_hook);
+    let paths = [
+        ("GET", format!("/api/v1/webhooks/{ada_hook}")),
+        ("PATCH", format!("/api/v1/webhooks/{ada_hook}")),
+        ("POST", format!("/api/v1/webhooks/{ada_hook}/rotate-secret")),
+        ("POST", format!("/api/v1/webhooks/{ada_hook}/test")),
+        ("GET", format!("/api/v1/webhooks/{ada_hook}/deliveries")),
+        ("POST", format!("/api/v1/webhooks/{ada_hook}/deliveries/{delivery}/redeliver")),
+        ("POST", format!("/api/v1/webhooks/{bob_hook}/deliveries/{delivery}/redeliver")),
+        ("DELETE", format!("/api/v1/webhooks/{ada_hook}")),
+    ];
+    for (method, path) in paths {
+        let (status, _) = call(&app, method, &path, &bob, json!({ "active": false }), "x").await;
+        assert_eq!(status, 404, "{method} {path}");
+    }
+    assert_eq!(call(&app, "GET", &format!("/api/v1/webhooks/{ada_hook}"), &ada, json!({}), "x").await.0, 200);
+    assert!(theirs.received().is_empty());
+}
+
+#[tokio::test]
+async fn a_test_event_a_redelivery_and_a_rotated_secret() {
+    let app = in_process(&[]).await;
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let (hook, old) = webhook(&app, &ada, &receiver.url, &["note.created"]).await;
+    let (status, queued) = call(&app, "POST", &format!("/api/v1/webhooks/{hook}/test"), &ada, json!({}), "x").await;
+    assert_eq!((status, queued["status"].as_str()), (202, Some("pending")));
+    let (status, rotated) =
+        call(&app, "POST", &format!("/api/v1/webhooks/{hook}/rotate-secret"), &ada, json!({}), "x").await;
+    assert_eq!(status, 200);
+    let new = rotated["secret"].as_str().unwrap().to_string();
+    assert_ne!(new, old);
+    let (_, listed) = call(&app, "GET", "/api/v1/webhooks", &ada, json!({}), "x").await;
+    assert!(!listed.to_string().contains(&new), "the secret is shown only once");
+
+    deliver_once(&app.state).await;
+    let now = app.clock.now().as_second();
+    let first = receiver.received()[0].clone();
+    assert_eq!(first.json()["event"], "test");
+    assert!(verify(&new, &first.header("x-mycorrhizal-signature"), &first.body, now), "signed with the new secret");
+    assert!(!verify(&old, &first.header("x-mycorrhizal-signature"), &first.body, now), "not the old one");
+
+    let id = queued["id"].as_u64().unwrap();
+    let path = format!("/api/v1/webhooks/{hook}/deliveries/{id}/redeliver");
+    let (status, again) = call(&app, "POST", &path, &ada, json!({}), "x").await;
+    assert_eq!(status, 202);
+    assert_eq!(again["event_id"], queued["event_id"], "a redelivery keeps the event id");
+    deliver_once(&app.state).await;
+    assert_eq!(receiver.received().len(), 2);
+    assert_eq!(receiver.received()[1].body, first.body, "the same envelope");
+}
+
+#[tokio::test]
+async fn the_guard_refuses_private_and_loopback_destinations_when_blocking() {
+    let app = in_process(&[("WEBHOOK_BLOCK_PRIVATE_URLS", "true")]).await;
+    let ada = sign_up(&app, "ada").await;
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://[::1]:9/hook",
+        "http://[::ffff:10.0.0.1]/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://localhost:9/hook",
+    ] {
+        let (status, body) =
+            call(&app, "POST", "/api/v1/webhooks", &ada, json!({ "url": url, "events": ["contact.created"] }), "x")
+                .await;
+        assert_eq!((status, body["details"]["field"].as_str()), (400, Some("url")), "{url}: {body}");
+    }
+    let open = in_process(&[]).await;
+    let ada = sign_up(&open, "ada").await;
+    webhook(&open, &ada, "http://127.0.0.1:9/hook", &["contact.created"]).await;
+}
+
+#[tokio::test]
+async fn a_kill_9_between_the_commit_and_the_delivery_loses_nothing() {
+    let receiver = Receiver::start().await;
+    receiver.then(&[Reply::Hang]);
+    let instance = Instance::new();
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let made: Value = ada
+        .post("/api/v1/webhooks", json!({ "url": receiver.url, "events": ["contact.created"] }))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let secret = made["secret"].as_str().unwrap().to_string();
+    let created = ada.post("/api/v1/contacts", json!({ "firstname": "Ines" })).await;
+    assert_eq!(created.status(), 201);
+    // The worker has the delivery in flight (the receiver holds it): kill -9 now.
+    for _ in 0..500 {
+        if !receiver.received().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(receiver.received().len(), 1, "the delivery was in flight");
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+
+    let _again = instance.spawn();
+    for _ in 0..500 {
+        if receiver.received().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let got = receiver.received();
+    assert_eq!(got.len(), 2, "delivered after the restart");
+    assert_eq!(got[1].body, got[0].body, "the same envelope");
+    assert_eq!(got[1].header("idempotency-key"), got[0].header("idempotency-key"));
+    assert_eq!(got[1].json()["data"]["flat"]["firstname"], "Ines");
+    let now = Timestamp::now().as_second();
+    assert!(verify(&secret, &got[1].header("x-mycorrhizal-signature"), &got[1].body, now));
+}
+
+#[tokio::test]
+async fn finished_deliveries_are_purged_after_the_retention_window_and_pending_ones_kept() {
+    let app = in_process(&[("WEBHOOK_DELIVERY_RETENTION_DAYS", "30")]).await;
+    let (up, down) = (Receiver::start().await, Receiver::start().await);
+    let ada = sign_up(&app, "ada").await;
+    let (done_hook, _) = webhook(&app, &ada, &up.url, &["contact.created"]).await;
+    let (stuck_hook, _) = webhook(&app, &ada, &down.url, &["contact.created"]).await;
+    down.then(&[Reply::Status(500)]);
+    contact(&app, &ada, "A").await;
+    assert_eq!(deliver_once(&app.state).await, 2);
+    advance(&app, 31 * 86_400);
+    let ada = login(&app, "ada").await;
+    let (status, body) = call(&app, "POST", "/api/v1/admin/trigger-purge", &ada, json!({}), "purge").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["message"].as_str().unwrap().starts_with("Purge completed"), "{body}");
+    assert!(deliveries(&app, &ada, done_hook).await.is_empty(), "a delivered row past retention is gone");
+    let stuck = deliveries(&app, &ada, stuck_hook).await;
+    assert_eq!(stuck.len(), 1, "a pending delivery is never purged");
+    assert_eq!(stuck[0]["status"], "pending");
+}
