@@ -57,6 +57,7 @@ fn restore_into(scratch: &Path, backup: &Path) -> Result<Engine, String> {
         // A scratch copy deleted right after: nothing here needs to survive a crash.
         durability: Durability::None,
         search: None,
+        ..Options::default()
     };
     Engine::open(&copy, options).map(|(engine, _)| engine).map_err(|e| format!("the restored copy does not open: {e}"))
 }
