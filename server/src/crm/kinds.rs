@@ -160,7 +160,7 @@ pub fn all() -> Vec<KindEntry> {
         KindEntry::of::<DismissedHouseholdSuggestion>(Keep),
         KindEntry::of::<ReachOutSuggestion>(DeleteByContact).refers(const { &[
             Ref::one("contact_id", CONTACT),
-            Ref::optional("policy_id", CadencePolicy::KIND.name),
+            Ref { field: "policy_id", kind: CadencePolicy::KIND.name, shape: Shape::ZeroForNone },
             Ref::optional("reminder_id", Reminder::KIND.name),
             Ref { field: "audit_event_id", kind: "", shape: Shape::Cleared },
         ] }),

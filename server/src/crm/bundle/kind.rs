@@ -16,6 +16,8 @@ pub enum Shape {
     One,
     /// An id, `null` or `0` for none: one naming a row that is not in the bundle becomes none.
     Optional,
+    /// An id where 0 means none: one naming a row that is not in the bundle becomes 0.
+    ZeroForNone,
     /// A list of ids: those naming rows not in the bundle are dropped.
     Many,
     /// An id as text, when the row's field `when` is `equals` (a cadence policy's contact

@@ -130,13 +130,15 @@ fn remap(body: &mut Value, refs: &[Ref], lookup: Lookup<'_>) -> std::result::Res
             Shape::Optional => match fields.get(r.field) {
                 None | Some(Value::Null) => {}
                 Some(v) => {
-                    let old = id_of(v)?;
-                    let new = if old == 0 { Some(0) } else { lookup(r.kind, old) };
-                    // None is `null` for an optional id, 0 where 0 means none.
-                    let none = if v.is_u64() && r.field == "policy_id" { Value::from(0) } else { Value::Null };
-                    fields.insert(r.field.into(), new.map(Value::from).unwrap_or(none));
+                    let new = lookup(r.kind, id_of(v)?);
+                    fields.insert(r.field.into(), new.map(Value::from).unwrap_or(Value::Null));
                 }
             },
+            Shape::ZeroForNone => {
+                let old = id_of(fields.get(r.field).unwrap_or(&Value::Null))?;
+                let new = if old == 0 { 0 } else { lookup(r.kind, old).unwrap_or(0) };
+                fields.insert(r.field.into(), new.into());
+            }
             Shape::Many => {
                 let Some(Value::Array(items)) = fields.get(r.field) else {
                     return Err(format!("{} must be a list of ids", r.field));
@@ -171,7 +173,7 @@ fn remap(body: &mut Value, refs: &[Ref], lookup: Lookup<'_>) -> std::result::Res
 }
 
 /// A row's fate, the same in the check and the import: remapped, with what the kind needs of
-/// the bundle's files (a contact's picture, an attachment's bytes). `None`: left out.
+/// the bundle's files (a contact's picture, an attachment's bytes). `false`: left out.
 fn prepare(
     entry: &KindEntry,
     manifest: &Manifest,
@@ -409,4 +411,58 @@ fn create_all<R: Read + Seek>(
         made.insert(entry.name, ids);
     }
     Ok(imported)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The import creates kinds in registry order: every kind a reference names comes first.
+    #[test]
+    fn every_reference_names_a_kind_that_comes_before_it() {
+        let mut seen = HashSet::new();
+        for entry in kinds::all() {
+            for r in entry.bundle.refs {
+                if !matches!(r.shape, Shape::Cleared) {
+                    assert!(seen.contains(r.kind), "{}.{} names {}, which comes later", entry.name, r.field, r.kind);
+                }
+            }
+            seen.insert(entry.name);
+        }
+    }
+
+    /// Ids are remapped; a required reference to a row the bundle lacks leaves the row out, an
+    /// optional one becomes none, a list drops it, and a foreign audit id is cleared.
+    #[test]
+    fn references_are_remapped_and_orphans_handled() {
+        let lookup = |kind: &str, old: u64| (kind == "contact" && old == 7).then_some(70);
+        let refs = [
+            Ref::one("contact_id", "contact"),
+            Ref::optional("reminder_id", "reminder"),
+            Ref::many("contact_ids", "contact"),
+            Ref { field: "policy_id", kind: "cadence_policy", shape: Shape::ZeroForNone },
+            Ref { field: "audit_event_id", kind: "", shape: Shape::Cleared },
+        ];
+        let mut body =
+            json!({ "contact_id": 7, "reminder_id": 3, "contact_ids": [7, 8], "policy_id": 5, "audit_event_id": 99 });
+        assert_eq!(remap(&mut body, &refs, &lookup), Ok(true));
+        assert_eq!(
+            body,
+            json!({ "contact_id": 70, "reminder_id": null, "contact_ids": [70], "policy_id": 0, "audit_event_id": 0 })
+        );
+        let mut orphan = json!({ "contact_id": 8 });
+        assert_eq!(remap(&mut orphan, &refs[..1], &lookup), Ok(false));
+        let cadence =
+            [Ref { field: "target", kind: "contact", shape: Shape::TextWhen { when: "scope", equals: "contact" } }];
+        let mut policy = json!({ "scope": "contact", "target": "7" });
+        assert_eq!(remap(&mut policy, &cadence, &lookup), Ok(true));
+        assert_eq!(policy["target"], "70");
+        let mut circle = json!({ "scope": "circle", "target": "7" });
+        assert_eq!(remap(&mut circle, &cadence, &lookup), Ok(true));
+        assert_eq!(circle["target"], "7", "a circle's name is not an id");
+        assert!(remap(&mut json!({ "contact_id": "x" }), &refs[..1], &lookup).is_err());
+        assert!(remap(&mut json!([1]), &refs[..1], &lookup).is_err());
+    }
 }
