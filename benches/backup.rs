@@ -6,6 +6,8 @@
 //!
 //! Run: `cargo bench -p mycorrhizal --bench backup`.
 
+// The shared seeding; its latency table is not used here.
+#[allow(dead_code)]
 mod seed;
 
 use std::collections::HashMap;
