@@ -37,7 +37,8 @@ use crate::state::AppState;
 pub const DOMAIN_EVENTS: [&str; 1] = ["test"];
 /// Most webhooks one user may have.
 pub const MAX_WEBHOOKS: usize = 20;
-const SUBS_TABLE: &str = "webhook_subs";
+/// A `map:` table, like every map table (snapshots and checks know a table's layout by its prefix).
+const SUBS_TABLE: &str = "map:webhook_subs";
 pub const SIGNATURE_HEADER: &str = "X-Mycorrhizal-Signature";
 
 /// A webhook, as stored.
