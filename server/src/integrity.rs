@@ -241,8 +241,3 @@ fn audit(engine: &Engine, users: &[u64]) -> mycorrhizal_engine::Result<(u64, Vec
     }
     Ok((users.len() as u64, vec![failure("audit_chain.broken_users", broken)]))
 }
-
-/// The newest stored report.
-pub fn latest(engine: &Engine) -> mycorrhizal_engine::Result<Option<IntegrityReport>> {
-    Ok(engine.global()?.list::<IntegrityReport>()?.into_iter().max_by_key(|(id, _)| *id).map(|(_, r)| r))
-}
