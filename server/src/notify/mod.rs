@@ -1,6 +1,8 @@
 //! Messages that leave the server, all through the durable outbox (`outbox`): transactional
-//! email, signed webhook deliveries (`webhooks`), one attempt of each (`deliver`).
+//! email, signed webhook deliveries (`webhooks`), one attempt of each (`deliver`), and a user's
+//! notification channels (`channels`), which every notification is fanned out to.
 
+pub mod channels;
 pub mod deliver;
 pub mod email;
 pub mod outbox;
