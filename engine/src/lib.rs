@@ -29,7 +29,7 @@ pub mod tx;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
 use redb::{Database, ReadableDatabase};
@@ -123,6 +123,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     queue: Mutex<Option<mpsc::Sender<writer::Request>>>,
     healthy: Arc<AtomicBool>,
+    /// Changes submitted and not yet taken into a transaction by the writer.
+    queued: Arc<AtomicUsize>,
     schema_version: u32,
     /// Where verified snapshots go before existing data changes (migrations, index backfills).
     pre_migration_dir: PathBuf,
@@ -148,6 +150,7 @@ impl Engine {
         let db = Arc::new(db);
         let search = options.search.map(|o| search::Search::open(db.clone(), o)).transpose()?;
         let healthy = Arc::new(AtomicBool::new(true));
+        let queued = Arc::new(AtomicUsize::new(0));
         let (sender, queue) = mpsc::channel();
         let change_hook = Arc::new(std::sync::OnceLock::new());
         let writer = writer::Writer {
@@ -156,6 +159,7 @@ impl Engine {
             clock: options.clock.clone(),
             durability: options.durability.storage(),
             healthy: healthy.clone(),
+            queued: queued.clone(),
             hook: search.clone().map(|s| s as Arc<dyn changes::CommitHook>),
         };
         let handle = std::thread::Builder::new().name("engine-writer".into()).spawn(move || writer.run(queue))?;
@@ -166,6 +170,7 @@ impl Engine {
                 clock: options.clock,
                 queue: Mutex::new(Some(sender)),
                 healthy,
+                queued,
                 schema_version: report.to,
                 pre_migration_dir: snapshot_dir,
                 writer: Mutex::new(Some(handle)),
@@ -245,11 +250,21 @@ impl Engine {
         let (reply, receiver) = oneshot::channel();
         let job: writer::Job = Box::new(move |tx| change(tx).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>));
         let origin = self.inner.change_hook.get().and_then(|h| h.origin());
-        self.sender()
-            .ok_or(Error::ShutDown)?
-            .send(writer::Request { job, reply, origin })
-            .map_err(|_| Error::ShutDown)?;
+        let sender = self.sender().ok_or(Error::ShutDown)?;
+        // Counted before it is sent, so the writer's decrement can never come first.
+        self.inner.queued.fetch_add(1, Ordering::SeqCst);
+        if sender.send(writer::Request { job, reply, origin }).is_err() {
+            self.inner.queued.fetch_sub(1, Ordering::SeqCst);
+            return Err(Error::ShutDown);
+        }
         Ok(receiver)
+    }
+
+    /// Changes waiting for the writer (submitted, not yet in a transaction): the measure of a
+    /// saturated writer, which a front door can answer "503, retry later" on instead of queueing
+    /// more.
+    pub fn queued_writes(&self) -> usize {
+        self.inner.queued.load(Ordering::SeqCst)
     }
 
     fn unpack<T: 'static>(
@@ -274,19 +289,22 @@ impl Engine {
         Ok(GlobalView { txn: self.db().begin_read()? })
     }
 
-    /// A consistent snapshot of the whole database into `dir` (see [`snapshot`]).
+    /// A consistent snapshot of the whole database into `dir`, as a plain redb file (see
+    /// [`snapshot`]).
     pub fn snapshot(&self, dir: &Path, label: &str) -> Result<snapshot::Snapshot> {
-        self.snapshot_with(dir, label, &mut |_| {})
+        self.snapshot_with(dir, label, snapshot::Encoding::Redb, &mut |_| {})
     }
 
-    /// [`Engine::snapshot`], reporting the copy's progress as it goes (blocking).
+    /// [`Engine::snapshot`] stored as `encoding`, reporting the copy's progress as it goes
+    /// (blocking).
     pub fn snapshot_with(
         &self,
         dir: &Path,
         label: &str,
+        encoding: snapshot::Encoding,
         progress: &mut dyn FnMut(snapshot::Progress),
     ) -> Result<snapshot::Snapshot> {
-        snapshot::write(self.inner.db.as_ref(), dir, label, self.inner.clock.now(), progress)
+        snapshot::write(self.inner.db.as_ref(), dir, label, self.inner.clock.now(), encoding, progress)
     }
 
     /// What the database holds per user right now: live rows by record kind and each audit

@@ -251,7 +251,8 @@ fn pre_migration_snapshot(db: &Database, dir: &Path, from: u32, now: Timestamp) 
 /// backfill); any failure is [`Error::PreMigrationBackupFailed`], and the change must not start.
 pub(crate) fn verified_snapshot(db: &Database, dir: &Path, label: &str, now: Timestamp) -> Result<Snapshot> {
     let failed = |reason: String| Error::PreMigrationBackupFailed { dir: dir.to_path_buf(), reason };
-    let snap = snapshot::write(db, dir, label, now, &mut |_| {}).map_err(|e| failed(e.to_string()))?;
+    let snap = snapshot::write(db, dir, label, now, snapshot::Encoding::Redb, &mut |_| {})
+        .map_err(|e| failed(e.to_string()))?;
     snapshot::verify(&snap.path).map_err(|e| failed(e.to_string()))?;
     Ok(snap)
 }

@@ -3,6 +3,13 @@
 //! sha256 and size of the file). The one mechanism behind the pre-migration snapshot and, later,
 //! operator backups, restores and the restore drill. Copying the live file instead is unsafe.
 //!
+//! The copy is written in key order (redb packs an ascending load into full pages) without a
+//! sync per commit; the finished file is synced once. A snapshot is stored in one of two
+//! [`Encoding`]s: the redb file itself (pre-migration snapshots, restorable by copying the file
+//! back), or that file as one standard LZ4 frame (operator backups: a disk writes a third of the
+//! bytes, and `lz4 -d` gives the redb file back without this program). The digest is of the
+//! stored bytes, so checking it never needs the copy decoded.
+//!
 //! The manifest also records what the snapshot holds per user (live rows per record kind and the
 //! head of each audit hash chain), recomputed from the file by [`verify`], and a `signature`
 //! member that the server fills for operator backups (the engine knows no keys; an unsigned
@@ -10,13 +17,14 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::{Read, Write};
+use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
+use redb::backends::FileBackend;
 use redb::{
-    Database, Key, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
-    TableHandle, Value, WriteTransaction,
+    Database, Key, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata,
+    StorageBackend, TableDefinition, TableHandle, Value, WriteTransaction,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -27,6 +35,46 @@ use crate::tables::{
 use crate::{Error, Result, meta};
 
 pub const MANIFEST_FORMAT: &str = "mycorrhizal-snapshot/1";
+
+/// The page cache of the copy being written: enough for the right-hand edge of every table and
+/// a few megabytes of dirty pages; the copy streams through it.
+const COPY_CACHE_BYTES: usize = 64 << 20;
+/// The first bytes of an LZ4 frame (magic number 0x184D2204, little-endian).
+const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4D, 0x18];
+
+/// How a snapshot's file is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// The redb file itself (`<label>-<time>.redb`): copying it back restores it.
+    Redb,
+    /// The redb file as one LZ4 frame (`<label>-<time>.redb.lz4`); `lz4 -d` decodes it.
+    Lz4,
+}
+
+impl Encoding {
+    fn extension(self) -> &'static str {
+        match self {
+            Encoding::Redb => "redb",
+            Encoding::Lz4 => "redb.lz4",
+        }
+    }
+
+    /// Its name in a manifest (`None` for the plain file, as manifests before it said nothing).
+    fn name(self) -> Option<String> {
+        match self {
+            Encoding::Redb => None,
+            Encoding::Lz4 => Some("lz4".into()),
+        }
+    }
+
+    /// The encoding of the snapshot file at `path`, from its first bytes.
+    pub fn of_file(path: &Path) -> Result<Encoding> {
+        let mut magic = [0u8; 4];
+        let mut file = File::open(path)?;
+        let n = file.read(&mut magic)?;
+        Ok(if n == 4 && magic == LZ4_MAGIC { Encoding::Lz4 } else { Encoding::Redb })
+    }
+}
 
 /// What a snapshot holds, written as `<file>.manifest.json` beside it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,6 +97,9 @@ pub struct Manifest {
     /// Each user's audit-chain head (newest event hash, or the anchor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit_heads: Option<BTreeMap<u64, String>>,
+    /// How the file is stored: absent for the redb file itself, `lz4` for one LZ4 frame of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
     /// The signature over the rest of the manifest (operator backups); `None` when unsigned.
     #[serde(default)]
     pub signature: Option<String>,
@@ -85,14 +136,15 @@ pub fn write_from_file(
     dir: &Path,
     label: &str,
     now: Timestamp,
+    encoding: Encoding,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Snapshot> {
     match Database::builder().open_read_only(db_path) {
-        Ok(db) => write(&db, dir, label, now, progress),
+        Ok(db) => write(&db, dir, label, now, encoding, progress),
         // A file left by a crash needs redb's repair, which only a writable open does; nothing
         // is migrated by it.
         Err(redb::DatabaseError::RepairAborted) => {
-            write(&Database::builder().open(db_path)?, dir, label, now, progress)
+            write(&Database::builder().open(db_path)?, dir, label, now, encoding, progress)
         }
         Err(e) => Err(e.into()),
     }
@@ -114,41 +166,138 @@ pub fn in_use(path: &Path) -> bool {
     path.exists() && matches!(Database::builder().open_read_only(path), Err(redb::DatabaseError::DatabaseAlreadyOpen))
 }
 
-/// The schema version of the database file at `path`, opened read-only.
+/// The schema version of the snapshot file at `path` (either encoding), opened read-only.
 pub fn schema_of(path: &Path) -> Result<u32> {
-    let db = Database::builder()
-        .open_read_only(path)
-        .map_err(|e| Error::SnapshotInvalid(format!("redb cannot open {}: {e}", path.display())))?;
+    let (db, _scratch) = open_snapshot(path, Encoding::of_file(path)?)?;
     let read = db.begin_read()?;
     meta::read_version(&read)
 }
 
-/// Writes a consistent snapshot of `db` into `dir` as `<label>-<UTC time>.redb`.
+/// Opens the snapshot at `path` read-only; an LZ4 snapshot is decoded into a scratch file first
+/// (beside it, or in the temporary folder when its folder is read-only), removed when the
+/// returned guard drops.
+fn open_snapshot(path: &Path, encoding: Encoding) -> Result<(ReadOnlyDatabase, Option<Scratch>)> {
+    let cannot = |e: &dyn std::fmt::Display| Error::SnapshotInvalid(format!("redb cannot open the snapshot: {e}"));
+    let (file, scratch) = match encoding {
+        Encoding::Redb => (path.to_path_buf(), None),
+        Encoding::Lz4 => {
+            let scratch = Scratch::beside(path)?;
+            decode(path, &scratch.0).map_err(|e| cannot(&e))?;
+            (scratch.0.clone(), Some(scratch))
+        }
+    };
+    let db =
+        Database::builder().set_cache_size(crate::SIDE_CACHE_BYTES).open_read_only(&file).map_err(|e| cannot(&e))?;
+    Ok((db, scratch))
+}
+
+/// A file removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    /// A fresh scratch name beside `path`, or in the temporary folder when that folder is not
+    /// writable.
+    fn beside(path: &Path) -> Result<Scratch> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let name = format!(
+            ".{}.{}-{}.scratch",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("snapshot"),
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let near = path.parent().unwrap_or(Path::new(".")).join(&name);
+        match File::create(&near) {
+            Ok(_) => Ok(Scratch(near)),
+            Err(_) => {
+                let far = std::env::temp_dir().join(&name);
+                File::create(&far)?;
+                Ok(Scratch(far))
+            }
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// Writes the redb file the snapshot at `from` holds to `to`: copied, or decoded from LZ4; synced
+/// when `sync` (a restore), left to the page cache when not (a check that removes it after).
+pub fn materialize(from: &Path, to: &Path, sync: bool) -> Result<()> {
+    match Encoding::of_file(from)? {
+        Encoding::Redb => {
+            fs::copy(from, to)?;
+        }
+        Encoding::Lz4 => decode(from, to)?,
+    }
+    if sync {
+        File::open(to)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// Decodes the LZ4 frame at `from` into the file `to`. A redb file is about half free pages,
+/// all zeros: those are left as holes (read back as zeros), so the decoded file costs the disk
+/// only its used pages.
+fn decode(from: &Path, to: &Path) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    const BLOCK: usize = 4096;
+    let invalid = |e: io::Error| Error::SnapshotInvalid(format!("the LZ4 frame does not decode: {e}"));
+    let mut frames = lz4_flex::frame::FrameDecoder::new(BufReader::with_capacity(1 << 20, File::open(from)?));
+    let out = File::create(to)?;
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    loop {
+        // Fill the chunk (the decoder hands out a block at a time).
+        let mut filled = 0;
+        while filled < chunk.len() {
+            match frames.read(&mut chunk[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(invalid(e)),
+            }
+        }
+        if filled == 0 {
+            break;
+        }
+        for (i, block) in chunk[..filled].chunks(BLOCK).enumerate() {
+            if block.iter().any(|&b| b != 0) {
+                out.write_all_at(block, at + (i * BLOCK) as u64)?;
+            }
+        }
+        at += filled as u64;
+    }
+    out.set_len(at)?;
+    Ok(())
+}
+
+/// Writes a consistent snapshot of `db` into `dir` as `<label>-<UTC time>.redb` (or
+/// `.redb.lz4`, by `encoding`).
 pub(crate) fn write(
     db: &impl ReadableDatabase,
     dir: &Path,
     label: &str,
     now: Timestamp,
+    encoding: Encoding,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Snapshot> {
     fs::create_dir_all(dir)?;
     let stamp = now.strftime("%Y%m%dT%H%M%S%.6fZ").to_string();
-    let file = format!("{label}-{stamp}.redb");
+    let file = format!("{label}-{stamp}.{}", encoding.extension());
     let path = dir.join(&file);
     let partial = dir.join(format!(".{file}.partial"));
     let _ = fs::remove_file(&partial);
-    let read = db.begin_read()?;
-    let schema_version = meta::read_version(&read)?;
-    let (users, audit_heads) = contents(&read)?;
-    let tables = {
-        let copy = Database::builder().set_cache_size(crate::SIDE_CACHE_BYTES).create(&partial)?;
-        let write = copy.begin_write()?;
-        let tables = copy_all(&read, &write, progress)?;
-        write.commit()?;
-        tables
+    let written = write_partial(db, dir, &partial, encoding, progress);
+    let (schema_version, tables, users, audit_heads, sha256, size) = match written {
+        Ok(written) => written,
+        Err(e) => {
+            let _ = fs::remove_file(&partial);
+            return Err(e);
+        }
     };
-    drop(read);
-    let (sha256, size) = digest(&partial)?;
     let manifest = Manifest {
         format: MANIFEST_FORMAT.into(),
         file: file.clone(),
@@ -160,6 +309,7 @@ pub(crate) fn write(
         build: None,
         users: Some(users),
         audit_heads: Some(audit_heads),
+        encoding: encoding.name(),
         signature: None,
     };
     let manifest_path = manifest_path(&path);
@@ -167,6 +317,113 @@ pub(crate) fn write(
     fs::rename(&partial, &path)?;
     File::open(dir)?.sync_all()?;
     Ok(Snapshot { path, manifest_path, manifest })
+}
+
+type Written = (u32, BTreeMap<String, u64>, BTreeMap<u64, BTreeMap<String, u64>>, BTreeMap<u64, String>, String, u64);
+
+/// The copy, encoded and synced at `partial`: schema version, table counts, contents, digest
+/// and size.
+fn write_partial(
+    db: &impl ReadableDatabase,
+    dir: &Path,
+    partial: &Path,
+    encoding: Encoding,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Written> {
+    let read = db.begin_read()?;
+    let schema_version = meta::read_version(&read)?;
+    let (users, audit_heads) = contents(&read)?;
+    let (tables, (sha256, size)) = match encoding {
+        Encoding::Redb => {
+            let tables = copy_into(&read, partial, progress)?;
+            drop(read);
+            File::open(partial)?.sync_all()?;
+            (tables, digest(partial)?)
+        }
+        Encoding::Lz4 => {
+            let scratch = Scratch::beside(&dir.join("copy"))?;
+            let tables = copy_into(&read, &scratch.0, progress)?;
+            drop(read);
+            (tables, encode(&scratch.0, partial)?)
+        }
+    };
+    Ok((schema_version, tables, users, audit_heads, sha256, size))
+}
+
+/// Copies every table of `read` into a new redb file at `path`, without syncing it: the caller
+/// syncs the file once (a plain snapshot) or reads it back into the encoded one.
+fn copy_into(read: &ReadTransaction, path: &Path, progress: &mut dyn FnMut(Progress)) -> Result<BTreeMap<String, u64>> {
+    let file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
+    let backend = Unsynced(FileBackend::new(file)?);
+    let copy = Database::builder().set_cache_size(COPY_CACHE_BYTES).create_with_backend(backend)?;
+    let write = copy.begin_write()?;
+    let tables = copy_all(read, &write, progress)?;
+    write.commit()?;
+    copy.close()?;
+    Ok(tables)
+}
+
+/// A file backend whose syncs do nothing: for a copy that is synced once when it is complete.
+#[derive(Debug)]
+struct Unsynced(FileBackend);
+
+impl StorageBackend for Unsynced {
+    fn len(&self) -> std::result::Result<u64, io::Error> {
+        self.0.len()
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> std::result::Result<(), io::Error> {
+        self.0.read(offset, out)
+    }
+
+    fn set_len(&self, len: u64) -> std::result::Result<(), io::Error> {
+        self.0.set_len(len)
+    }
+
+    fn sync_data(&self) -> std::result::Result<(), io::Error> {
+        Ok(())
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> std::result::Result<(), io::Error> {
+        self.0.write(offset, data)
+    }
+
+    fn close(&self) -> std::result::Result<(), io::Error> {
+        self.0.close()
+    }
+}
+
+/// Encodes the redb file at `from` as one LZ4 frame at `to`, synced; returns the encoded bytes'
+/// SHA-256 and size, taken as they are written.
+fn encode(from: &Path, to: &Path) -> Result<(String, u64)> {
+    let info = lz4_flex::frame::FrameInfo::new().block_size(lz4_flex::frame::BlockSize::Max4MB).content_checksum(true);
+    let sink = Hashing { inner: BufWriter::with_capacity(1 << 20, File::create(to)?), hasher: Sha256::new(), size: 0 };
+    let mut frame = lz4_flex::frame::FrameEncoder::with_frame_info(info, sink);
+    io::copy(&mut BufReader::with_capacity(1 << 20, File::open(from)?), &mut frame)?;
+    let sink = frame.finish().map_err(io_other)?;
+    let file = sink.inner.into_inner().map_err(|e| Error::Io(e.into_error()))?;
+    file.sync_all()?;
+    Ok((hex::encode(sink.hasher.finalize()), sink.size))
+}
+
+/// A writer that hashes and counts what passes through it.
+struct Hashing<W> {
+    inner: W,
+    hasher: Sha256,
+    size: u64,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.size += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Checks a snapshot against its manifest: digest, size, that redb opens it, schema version,
@@ -202,10 +459,11 @@ pub fn verify_against(path: &Path, manifest: &Manifest) -> Result<()> {
     if sha256 != manifest.sha256 || size != manifest.size {
         return Err(Error::SnapshotInvalid("file digest does not match the manifest".into()));
     }
-    let db = Database::builder()
-        .set_cache_size(crate::SIDE_CACHE_BYTES)
-        .open_read_only(path)
-        .map_err(|e| Error::SnapshotInvalid(format!("redb cannot open the snapshot: {e}")))?;
+    let encoding = Encoding::of_file(path)?;
+    if encoding.name() != manifest.encoding {
+        return Err(Error::SnapshotInvalid("the file's encoding differs from the manifest's".into()));
+    }
+    let (db, _scratch) = open_snapshot(path, encoding)?;
     let read = db.begin_read()?;
     let version = meta::read_version(&read)?;
     if version != manifest.schema_version {

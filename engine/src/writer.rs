@@ -8,7 +8,7 @@
 //! commit. That is why a change is `FnMut`: it may run more than once, and only its last run counts.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 
 use redb::{Database, Durability};
@@ -38,6 +38,8 @@ pub(crate) struct Writer {
     pub durability: Durability,
     /// Cleared when a commit fails on I/O: redb then refuses writes until reopened.
     pub healthy: Arc<AtomicBool>,
+    /// Changes submitted and not yet taken into a batch ([`crate::Engine::queued_writes`]).
+    pub queued: Arc<AtomicUsize>,
     /// Told of every committed batch before anyone is answered (the search index's
     /// read-your-writes overlay).
     pub hook: Option<Arc<dyn CommitHook>>,
@@ -55,6 +57,7 @@ impl Writer {
                     Err(_) => break,
                 }
             }
+            self.queued.fetch_sub(batch.len(), Ordering::SeqCst);
             self.apply(batch);
         }
     }

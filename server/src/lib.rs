@@ -45,7 +45,7 @@ pub use state::AppState;
 
 /// What the shared HTTP stack needs to know of the front doors (it imports none of them).
 const DOORS: http::Doors =
-    http::Doors { buckets: &[("dav", dav::is_dav_path, dav::RATE)], not_found_page: web::not_found_for };
+    http::Doors { buckets: &[("dav", dav::is_dav_path, dav::rate)], not_found_page: web::not_found_for };
 
 /// The whole application: every front door's routes under the shared HTTP stack.
 pub fn app(state: AppState) -> axum::Router {

@@ -17,7 +17,12 @@ const KEY: &str = "Vq3hT8mZr2LkW9xPc4NbY7sJd1GfA6eU";
 
 fn backups_in(dir: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "redb")).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.to_str().is_some_and(|p| p.ends_with(".redb") || p.ends_with(".redb.lz4")))
+                .collect()
+        })
         .unwrap_or_default();
     found.sort();
     found

@@ -511,6 +511,23 @@ async fn the_carddav_bucket_answers_429_with_retry_after_past_its_burst() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_dav_bucket_takes_its_size_and_pace_from_the_configuration() {
+    // A bucket of 20 that refills one request a minute: the 21st request is refused, whatever
+    // the machine's speed.
+    let server = Instance::new()
+        .with("CARDDAV_ENABLED", "true")
+        .with("RATE_LIMIT_DAV_BURST", "20")
+        .with("RATE_LIMIT_DAV_INTERVAL_MS", "60000")
+        .spawn();
+    let mut statuses = Vec::new();
+    for _ in 0..21 {
+        statuses.push(server.client.request(Method::OPTIONS, server.url("/carddav/")).send().await.unwrap().status());
+    }
+    assert!(statuses[..20].iter().all(|s| s.is_success()), "{statuses:?}");
+    assert_eq!(statuses[20], 429);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn with_carddav_off_the_paths_answer_404() {
     let server = Instance::new().spawn();
     let (_, dav) = account(&server, "ada").await;

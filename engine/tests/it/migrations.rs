@@ -96,6 +96,37 @@ fn a_tampered_snapshot_fails_verification() {
     assert!(matches!(snapshot::verify(&snap.path), Err(Error::SnapshotInvalid(_))));
 }
 
+#[test]
+fn an_lz4_snapshot_verifies_decodes_to_the_same_database_and_refuses_a_changed_byte() {
+    let (dir, path) = seeded();
+    let (engine, _) = Engine::open(&path, Options::default()).unwrap();
+    let out = dir.path().join("backups");
+    let snap = engine.snapshot_with(&out, "packed", snapshot::Encoding::Lz4, &mut |_| {}).unwrap();
+    assert!(snap.path.to_str().unwrap().ends_with(".redb.lz4"), "{}", snap.path.display());
+    assert_eq!(snap.manifest.encoding.as_deref(), Some("lz4"));
+    assert_eq!(snapshot::Encoding::of_file(&snap.path).unwrap(), snapshot::Encoding::Lz4);
+    snapshot::verify(&snap.path).unwrap();
+    assert_eq!(snapshot::schema_of(&snap.path).unwrap(), engine.schema_version());
+    // Nothing is left beside it: no partial copy, no scratch file.
+    let names: Vec<String> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    engine.shutdown();
+
+    // Decoded, it is a database with the same rows.
+    let restored = dir.path().join("restored.redb");
+    snapshot::materialize(&snap.path, &restored, true).unwrap();
+    let (engine, _) = Engine::open(&restored, Options::default()).unwrap();
+    assert_eq!(engine.user(UserId(1)).list::<Person>().unwrap().len(), 1);
+    engine.shutdown();
+
+    let mut bytes = std::fs::read(&snap.path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(&snap.path, bytes).unwrap();
+    assert!(matches!(snapshot::verify(&snap.path), Err(Error::SnapshotInvalid(_))));
+}
+
 fn crashing_step(_: &MigrationTx<'_>) -> mycorrhizal_engine::Result<()> {
     panic!("the process dies in the middle of the step");
 }

@@ -427,3 +427,42 @@ fn a_transaction_of_many_writes_keeps_every_chain_sequence_count_and_id() {
     assert_eq!(alice.verify_audit().unwrap(), 12);
     assert_eq!(bob.verify_audit().unwrap(), 1, "the event after the purge chains to its anchor");
 }
+
+#[test]
+fn queued_writes_counts_the_changes_waiting_for_the_writer() {
+    let db = fresh();
+    let engine = db.engine.clone();
+    assert_eq!(engine.queued_writes(), 0);
+    // Hold the writer inside a change, then queue five more behind it.
+    let (entered_tx, entered) = std::sync::mpsc::channel::<()>();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = Arc::new(std::sync::Mutex::new(released));
+    let holder = {
+        let engine = engine.clone();
+        std::thread::spawn(move || {
+            engine.user(ALICE).write(move |_tx| {
+                let _ = entered_tx.send(());
+                let _ = released.lock().expect("lock").recv();
+                Ok(())
+            })
+        })
+    };
+    entered.recv().expect("the writer took the first change");
+    let waiting: Vec<_> = (0..5)
+        .map(|n| {
+            let engine = engine.clone();
+            std::thread::spawn(move || engine.user(ALICE).create(Person::new(&format!("Queued {n}"), "")))
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while engine.queued_writes() < 5 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(engine.queued_writes(), 5, "five changes wait behind the held one");
+    release.send(()).expect("release");
+    holder.join().expect("holder").expect("held change");
+    for w in waiting {
+        w.join().expect("writer thread").expect("queued create");
+    }
+    assert_eq!(engine.queued_writes(), 0, "all taken");
+}

@@ -49,7 +49,8 @@ fn restore_into(scratch: &Path, backup: &Path) -> Result<Engine, String> {
     let _ = std::fs::remove_dir_all(scratch);
     std::fs::create_dir_all(scratch).map_err(|e| format!("cannot make {}: {e}", scratch.display()))?;
     let copy = scratch.join("mycorrhizal.redb");
-    crate::ops::fs::copy_whole(backup, &copy).map_err(|e| format!("cannot copy the backup: {e}"))?;
+    mycorrhizal_engine::snapshot::materialize(backup, &copy, false)
+        .map_err(|e| format!("cannot copy the backup: {e}"))?;
     let options = Options {
         pre_migration_dir: Some(scratch.join("pre-migration")),
         migrations: crate::crm::migrations(),

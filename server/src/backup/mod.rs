@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use hmac::{Hmac, Mac};
 use mycorrhizal_engine::Engine;
-use mycorrhizal_engine::snapshot::{self, Manifest, Progress};
+use mycorrhizal_engine::snapshot::{self, Encoding, Manifest, Progress};
 use serde_json::json;
 use sha2::Sha256;
 
@@ -157,7 +157,7 @@ pub fn create(
     signer: &Signer,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Backup, String> {
-    let snapshot = engine.snapshot_with(dir, LABEL, progress).map_err(|e| e.to_string())?;
+    let snapshot = engine.snapshot_with(dir, LABEL, Encoding::Lz4, progress).map_err(|e| e.to_string())?;
     seal(snapshot, signer)
 }
 
@@ -171,8 +171,8 @@ pub fn create_offline(
     if !db_path.exists() {
         return Err(format!("there is no database at {}", db_path.display()));
     }
-    let snapshot =
-        snapshot::write_from_file(db_path, dir, LABEL, jiff::Timestamp::now(), progress).map_err(|e| e.to_string())?;
+    let snapshot = snapshot::write_from_file(db_path, dir, LABEL, jiff::Timestamp::now(), Encoding::Lz4, progress)
+        .map_err(|e| e.to_string())?;
     seal(snapshot, signer)
 }
 
@@ -201,7 +201,9 @@ pub fn list(dir: &Path) -> Vec<PathBuf> {
         .flatten()
         .map(|entry| entry.path())
         .filter(|path| {
-            path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".redb"))
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && (n.ends_with(".redb") || n.ends_with(".redb.lz4")))
         })
         .collect();
     // The names carry their UTC time with fixed widths, so name order is time order.

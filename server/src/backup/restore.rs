@@ -139,7 +139,7 @@ async fn bring_back(config: &Config, backup: &Path) -> Result<(u32, Counts), Str
     let db_path = config.database_path();
     let partial = config.data_dir.join(".mycorrhizal.redb.restoring");
     let (from, to) = (backup.to_path_buf(), partial.clone());
-    tokio::task::spawn_blocking(move || crate::ops::fs::copy_whole(&from, &to))
+    tokio::task::spawn_blocking(move || mycorrhizal_engine::snapshot::materialize(&from, &to, true))
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("cannot copy the backup into the data folder: {e}"))?;

@@ -155,6 +155,9 @@ pub struct Rates {
     /// `RATE_LIMIT_AUTH_BURST` (50) and `RATE_LIMIT_AUTH_INTERVAL_MS` (500), for the public auth routes.
     pub auth_burst: u64,
     pub auth_interval_ms: u64,
+    /// `RATE_LIMIT_DAV_BURST` (2500) and `RATE_LIMIT_DAV_INTERVAL_MS` (100), for CardDAV/CalDAV.
+    pub dav_burst: u64,
+    pub dav_interval_ms: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -356,6 +359,8 @@ impl Config {
             api_interval_ms: env.count("RATE_LIMIT_API_INTERVAL_MS", 600, 3_600_000).max(1),
             auth_burst: env.count("RATE_LIMIT_AUTH_BURST", 50, 1_000_000).max(1),
             auth_interval_ms: env.count("RATE_LIMIT_AUTH_INTERVAL_MS", 500, 3_600_000).max(1),
+            dav_burst: env.count("RATE_LIMIT_DAV_BURST", 2500, 1_000_000).max(1),
+            dav_interval_ms: env.count("RATE_LIMIT_DAV_INTERVAL_MS", 100, 3_600_000).max(1),
         };
         let features = Features {
             carddav_enabled: env.bool("CARDDAV_ENABLED", false),

@@ -41,17 +41,24 @@ use crate::auth::records::{Account, Scope};
 use crate::auth::{TOKEN_PREFIX, Via, accounts};
 use crate::state::AppState;
 
-/// The CardDAV request rate per client IP (wire-shapes: 1 per 100 ms, burst 2,500).
-pub const RATE: Rate = Rate { every: Duration::from_millis(100), burst: 2500.0 };
+/// The CardDAV request rate per client IP: `RATE_LIMIT_DAV_BURST` / `RATE_LIMIT_DAV_INTERVAL_MS`,
+/// by default wire-shapes' 1 per 100 ms with a burst of 2,500.
+pub fn rate(config: &crate::config::Config) -> Rate {
+    Rate { every: Duration::from_millis(config.rates.dav_interval_ms), burst: config.rates.dav_burst as f64 }
+}
 /// The largest request body a DAV route reads (a card with a 10 MB photo, base64).
 pub const MAX_BODY: usize = 16 * 1024 * 1024;
 /// How long a verified password is remembered, so a phone's sync (hundreds of requests, each
 /// with Basic credentials) costs one argon2 verification, not one per request.
 const REMEMBER: Duration = Duration::from_secs(15 * 60);
-/// DAV writes (PUT, DELETE) waiting on the writer at once, per collection type. Past it a write
+/// DAV writes (PUT, DELETE), cards and events together, waiting on the writer at once. Past it a write
 /// is answered 503 with `Retry-After` at once rather than queued behind a saturated writer until
 /// the client times out (and retries, adding to the queue).
 pub const WRITES_IN_FLIGHT: usize = 128;
+/// Changes queued for the engine's writer (from every front door and job) past which the writer
+/// counts as saturated: a DAV write is then answered 503 with `Retry-After` instead of joining
+/// the queue. Four full write batches.
+pub const WRITER_SATURATED: usize = 2048;
 const REALM: &str = "Basic realm=\"Mycorrhizal\", charset=\"UTF-8\"";
 
 /// Whether `path` is served by this front door (the rate limiter's CardDAV bucket).
@@ -110,7 +117,7 @@ async fn root(State((state, dav)): State<(AppState, Dav)>, request: Request, nex
     }
     let peer = crate::auth::client::socket_peer(request.extensions());
     let ip = client_ip(peer, request.headers(), &state.config.trusted_proxies);
-    if let Err(refusal) = state.auth.limits.take(format!("dav:ip:{ip}"), RATE) {
+    if let Err(refusal) = state.auth.limits.take(format!("dav:ip:{ip}"), rate(&state.config)) {
         return DavError::too_many(refusal.retry_after.as_secs().max(1)).into_response();
     }
     dav.carddav(state, request).await
@@ -202,12 +209,9 @@ impl Dav {
             Err(_) if request.method() == axum::http::Method::OPTIONS => return carddav::options(),
             Err(e) => return e.into_response(),
         };
-        let _permit = match request.method().as_str() {
-            "PUT" | "DELETE" => match self.writes.clone().try_acquire_owned() {
-                Ok(permit) => Some(permit),
-                Err(_) => return DavError::unavailable().into_response(),
-            },
-            _ => None,
+        let _permit = match self.write_permit(&state, request.method()) {
+            Ok(permit) => permit,
+            Err(refused) => return refused,
         };
         carddav::handle(state, user, request).await.unwrap_or_else(IntoResponse::into_response)
     }
@@ -220,7 +224,30 @@ impl Dav {
             Err(_) if request.method() == axum::http::Method::OPTIONS => return caldav::options(),
             Err(e) => return e.into_response(),
         };
+        let _permit = match self.write_permit(&state, request.method()) {
+            Ok(permit) => permit,
+            Err(refused) => return refused,
+        };
         caldav::handle(state, user, request).await.unwrap_or_else(IntoResponse::into_response)
+    }
+
+    /// For a write (PUT, DELETE): a place among the DAV writes in flight, or the 503 a client
+    /// retries on when those are all taken or the engine's writer is saturated.
+    fn write_permit(
+        &self,
+        state: &AppState,
+        method: &axum::http::Method,
+    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, Response> {
+        if !matches!(method.as_str(), "PUT" | "DELETE") {
+            return Ok(None);
+        }
+        if state.engine.queued_writes() >= WRITER_SATURATED {
+            return Err(DavError::unavailable().into_response());
+        }
+        match self.writes.clone().try_acquire_owned() {
+            Ok(permit) => Ok(Some(permit)),
+            Err(_) => Err(DavError::unavailable().into_response()),
+        }
     }
 
     fn digest(&self, identifier: &str, password: &str) -> [u8; 32] {

@@ -44,8 +44,8 @@ pub fn body_limit<S: Clone + Send + Sync + 'static>(
 /// for a path nobody serves.
 #[derive(Clone, Copy)]
 pub struct Doors {
-    /// `(bucket name, whether a path is the door's, its per-IP rate)`.
-    pub buckets: &'static [(&'static str, fn(&str) -> bool, Rate)],
+    /// `(bucket name, whether a path is the door's, its per-IP rate from the configuration)`.
+    pub buckets: &'static [(&'static str, fn(&str) -> bool, fn(&crate::config::Config) -> Rate)],
     /// For a browser's request of an unknown `path` (with its `Accept-Language`): the door's
     /// own "not found" page, or `None` for the JSON envelope.
     pub not_found_page: fn(&str, Option<&str>) -> Option<Response>,
@@ -71,7 +71,7 @@ async fn rate_limit(State((state, doors)): State<(AppState, Doors)>, request: Re
     let bucket = if path.starts_with("/api/") {
         Some(("api", state.auth.limits.api))
     } else {
-        doors.buckets.iter().find(|(_, owns, _)| owns(path)).map(|(name, _, rate)| (*name, *rate))
+        doors.buckets.iter().find(|(_, owns, _)| owns(path)).map(|(name, _, rate)| (*name, rate(&state.config)))
     };
     if let Some((name, rate)) = bucket {
         let peer = crate::auth::client::socket_peer(request.extensions());

@@ -77,13 +77,6 @@ pub fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> 
     Ok(())
 }
 
-/// Copies the file `from` to `to` and waits until the copy is on disk (not its name: rename it
-/// into place, then [`sync_dir`]).
-pub fn copy_whole(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::copy(from, to)?;
-    std::fs::File::open(to)?.sync_all()
-}
-
 /// Makes the names in `dir` (files created, renamed or removed there) durable.
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
