@@ -740,3 +740,76 @@ async fn with_two_way_caldav_an_activitys_event_edits_and_deletes_the_activity()
     assert_eq!(dav.send("DELETE", &event, &[], "").await.status, 204);
     assert_eq!(api.get(&format!("/api/v1/activities/{id}")).await.status(), 404);
 }
+
+/// A token whose removed members were purged after `DELETED_RETENTION_DAYS` can no longer be
+/// answered (their names are gone): 403 `valid-sync-token`, so the client syncs afresh. A token
+/// issued after those removals were reported still answers. In process, with a moved clock.
+#[tokio::test]
+async fn a_token_from_before_purged_removals_is_stale_and_a_later_one_is_not() {
+    use axum::body::Body;
+    use base64::Engine as _;
+    use jiff::Timestamp;
+    use mycorrhizal_engine::system::Trigger;
+    use tower::ServiceExt;
+
+    let app = crate::sessions::in_process(&[("CARDDAV_ENABLED", "true"), ("DELETED_RETENTION_DAYS", "30")]).await;
+    app.clock.set("2026-01-01T10:00:00Z".parse::<Timestamp>().unwrap());
+    let cookie = app.signed_in().await;
+    let mut ids = Vec::new();
+    for name in ["Gone", "Kept"] {
+        let (status, body, _) = app.call("POST", "/api/v1/contacts", Some(&cookie), json!({ "firstname": name })).await;
+        assert_eq!(status, 201, "{body}");
+        ids.push(body["contact"]["id"].as_u64().expect("id"));
+    }
+    let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("ada:{PASSWORD}")));
+    let sync = |token: String| {
+        let (state, basic) = (app.state.clone(), basic.clone());
+        async move {
+            let body = format!(
+                r#"<D:sync-collection xmlns:D="DAV:"><D:sync-token>{token}</D:sync-token><D:sync-level>1</D:sync-level><D:prop><D:getetag/></D:prop></D:sync-collection>"#
+            );
+            let request = axum::http::Request::builder()
+                .method("REPORT")
+                .uri("/carddav/1/contacts/")
+                .header("authorization", basic)
+                .header("content-type", "application/xml")
+                .body(Body::from(body))
+                .unwrap();
+            let response = mycorrhizal::app(state).oneshot(request).await.unwrap();
+            let status = response.status().as_u16();
+            let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
+            (status, String::from_utf8_lossy(&bytes).into_owned())
+        }
+    };
+    let (status, first) = sync(String::new()).await;
+    assert_eq!(status, 207, "{first}");
+    let before = sync_token(&first);
+
+    let (status, _, _) = app.call("DELETE", &format!("/api/v1/contacts/{}", ids[0]), Some(&cookie), json!({})).await;
+    assert_eq!(status, 200);
+    app.clock.set("2026-01-02T10:00:00Z".parse::<Timestamp>().unwrap());
+    let (status, next) = sync(before.clone()).await;
+    assert_eq!(status, 207, "{next}");
+    assert!(next.contains("404 Not Found"), "the removal is reported inside the window: {next}");
+    let after = sync_token(&next);
+
+    app.clock.set("2026-02-01T10:00:01Z".parse::<Timestamp>().unwrap());
+    mycorrhizal::jobs::purge_once(&app.state, Trigger::Manual).await;
+    assert!(
+        app.state
+            .engine
+            .user(mycorrhizal_engine::UserId(1))
+            .view()
+            .unwrap()
+            .get_any::<mycorrhizal::crm::contact::Contact>(ids[0])
+            .unwrap()
+            .is_none(),
+        "the tombstone was purged"
+    );
+    let (status, stale) = sync(before).await;
+    assert_eq!(status, 403, "{stale}");
+    assert!(stale.contains("valid-sync-token"), "{stale}");
+    let (status, fresh) = sync(after).await;
+    assert_eq!(status, 207, "a token issued after the removal was reported still answers: {fresh}");
+    assert!(!fresh.contains("404 Not Found"), "{fresh}");
+}
