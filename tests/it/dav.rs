@@ -813,3 +813,63 @@ async fn a_token_from_before_purged_removals_is_stale_and_a_later_one_is_not() {
     assert_eq!(status, 207, "a token issued after the removal was reported still answers: {fresh}");
     assert!(!fresh.contains("404 Not Found"), "{fresh}");
 }
+
+/// The kill -9 rule holds for DAV writes: every card answered 201 before the server was killed
+/// (SIGKILL, no shutdown) is there after a restart, with the content the client sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_card_acknowledged_before_a_kill_survives_it() {
+    let instance = Instance::new().with("CARDDAV_ENABLED", "true");
+    let mut server = instance.spawn();
+    let (_, dav) = account(&server, "ada").await;
+    let acked: std::sync::Arc<std::sync::Mutex<Vec<String>>> = std::sync::Arc::default();
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let (http, base, id, acked) = (dav.http.clone(), dav.base.clone(), dav.id, acked.clone());
+        writers.push(tokio::spawn(async move {
+            for n in 0.. {
+                let uid = format!("kill{w}x{n}");
+                let sent = http
+                    .put(format!("{base}/carddav/{id}/contacts/{uid}.vcf"))
+                    .basic_auth("ada", Some(PASSWORD))
+                    .header("Content-Type", "text/vcard; charset=utf-8")
+                    .body(card(&uid, &format!("Kill {w} {n}")))
+                    .send()
+                    .await;
+                match sent {
+                    Ok(answer) if answer.status() == 201 => acked.lock().expect("lock").push(uid),
+                    Ok(answer) if answer.status() == 503 => {
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await
+                    }
+                    // The server is gone: what was not answered was not promised.
+                    _ => break,
+                }
+            }
+        }));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while acked.lock().expect("lock").len() < 200 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    server.child.kill().expect("kill");
+    server.child.wait().expect("wait");
+    for w in writers {
+        w.await.expect("writer");
+    }
+    let acked = acked.lock().expect("lock").clone();
+    assert!(acked.len() >= 200, "only {} writes were acknowledged before the deadline", acked.len());
+    drop(server);
+
+    let server = instance.spawn();
+    let dav = Dav {
+        base: server.url(""),
+        http: server.client.clone(),
+        user: "ada".into(),
+        secret: PASSWORD.into(),
+        id: dav.id,
+    };
+    for uid in &acked {
+        let answer = dav.send("GET", &dav.card(uid), &[], "").await;
+        assert_eq!(answer.status, 200, "card {uid} was acknowledged before the kill");
+        assert!(answer.body.contains(&format!("UID:{uid}")), "{}", answer.body);
+    }
+}
