@@ -382,7 +382,15 @@ async fn every_flow_works_in_a_real_browser() {
     let report = std::fs::read_to_string(output.path()).unwrap_or_default();
     println!("{report}\nscreenshots and reports: {}", artifacts.display());
     assert!(status.success(), "the browser flows failed:\n{report}");
-    for shot in ["desktop-dashboard.png", "desktop-contact.png", "phone-dashboard.png", "phone-contact.png"] {
+    for shot in [
+        "desktop-dashboard.png",
+        "desktop-contact.png",
+        "phone-dashboard.png",
+        "phone-contact.png",
+        "desktop-household.png",
+        "phone-household.png",
+        "phone-contact-files.png",
+    ] {
         assert!(artifacts.join(shot).exists(), "{shot} was not saved");
     }
 }
