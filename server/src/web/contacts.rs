@@ -354,7 +354,7 @@ pub async fn render(
                         }
                     }
                 }
-                (super::network::add_form(&viewer, id))
+                (super::network::add_form(viewer, id))
                 p { a href="/network" { (t("network.title")) } }
             }
             @if !d.life_events.is_empty() {
@@ -362,7 +362,7 @@ pub async fn render(
                     h2 id="h-life" { (t("contact.life_events")) }
                     ul class="items" {
                         @for e in &d.life_events {
-                            li { (e.kind) @if !e.description.is_empty() { ": " (e.description) } " " span class="muted" { (partial(&viewer, c.date_format, &e.date)) } }
+                            li { (e.kind) @if !e.description.is_empty() { ": " (e.description) } " " span class="muted" { (partial(viewer, c.date_format, &e.date)) } }
                         }
                     }
                 }
