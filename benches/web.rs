@@ -132,6 +132,37 @@ fn main() {
             (0..100).map(|i| format!("/contacts?q=person{}%40&fragment=1", 1 + i * 997)).collect();
         let (lat, _) = client.time(&searches, 1).await;
         seed::report("search as you type (list fragment)", lat);
+        let broad: Vec<String> =
+            ["example", "first1", "last00", "person"].iter().map(|q| format!("/contacts?q={q}&fragment=1")).collect();
+        let (lat, _) = client.time(&broad, 25).await;
+        seed::report("search as you type, broad words", lat);
+
+        // The list fragment's domain call, old against new in one run, alternating: every match
+        // ranked and counted (as each keystroke did before) and the bounded count it asks now.
+        for (name, words) in [
+            ("narrow", (0..100).map(|i| format!("person{}@", 1 + i * 997)).collect::<Vec<_>>()),
+            (
+                "broad",
+                ["example", "first1", "last00", "person"].iter().cycle().take(100).map(|w| w.to_string()).collect(),
+            ),
+        ] {
+            let (mut exact, mut bounded) = (Vec::new(), Vec::new());
+            for word in &words {
+                for (counted, lat) in [(false, &mut exact), (true, &mut bounded)] {
+                    let params = mycorrhizal::crm::contact::list::ListParams {
+                        search: Some(word.clone()),
+                        limit: 50,
+                        ..Default::default()
+                    };
+                    let started = Instant::now();
+                    let page = mycorrhizal::crm::contact::list::list_counted(&user, params, counted).expect("list");
+                    lat.push(started.elapsed());
+                    assert!(!page.0.contacts.is_empty() || name == "narrow", "{word}");
+                }
+            }
+            seed::report(&format!("list call, {name}, every match counted"), exact);
+            seed::report(&format!("list call, {name}, bounded count"), bounded);
+        }
 
         let global: Vec<String> = (0..100).map(|i| format!("/search?q=First{}", 1 + i * 991)).collect();
         let (lat, _) = client.time(&global, 1).await;

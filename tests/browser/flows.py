@@ -399,6 +399,79 @@ def flow_photo_activities_notes_and_circles(browser):
     context.close()
 
 
+def flow_households_and_files(browser):
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "bob")
+    page.get_by_role("link", name="Households", exact=True).click()
+    expect(page.get_by_role("heading", name="Households", exact=True)).to_be_visible()
+    check_accessibility(page, "households")
+    page.get_by_label("Name", exact=True).fill("The Hamiltons")
+    page.get_by_label("Kind").select_option("family_unit")
+    page.get_by_label("Street").fill("1 Apollo Way")
+    page.get_by_label("City").fill("Boston")
+    page.get_by_role("button", name="Create household").click()
+    expect(page.get_by_role("heading", name="The Hamiltons")).to_be_visible()
+    expect(page.get_by_text("1 Apollo Way")).to_be_visible()
+    household = page.url.split("/households/")[1].split("?")[0]
+    # A member found by name; a name nobody has comes back with the field named and kept.
+    page.locator("summary", has_text="Add to the household").click()
+    page.get_by_label("Who").fill("Einstein")
+    page.locator("form[action$='/members'] button[type=submit]").click()
+    expect(page.get_by_role("alert")).to_contain_text("who")
+    expect(page.get_by_label("Who")).to_have_value("Einstein")
+    page.get_by_label("Who").fill("hamilton")
+    page.get_by_label("Role").fill("adult")
+    page.locator("form[action$='/members'] button[type=submit]").click()
+    expect(page.locator("#h-members + ul")).to_contain_text("Margaret Hamilton")
+    check_accessibility(page, "household")
+    shot(page, "desktop-household")
+
+    # The contact's page links the household, and keeps files: upload, download, delete.
+    page.locator("#h-members + ul").get_by_role("link", name="Margaret Hamilton").click()
+    expect(page.locator("#h-households ~ ul").first.get_by_role("link", name="The Hamiltons")).to_be_visible()
+    page.locator("summary", has_text="Add a file").click()
+    page.set_input_files("#attachment-file", files=[{"name": "apollo-notes.txt", "mimeType": "text/plain",
+                                                     "buffer": b"P00DOO: program alarm"}])
+    page.get_by_role("button", name="Upload file").click()
+    files = page.locator("#h-attachments ~ ul").first
+    expect(files.get_by_role("link", name="apollo-notes.txt")).to_be_visible()
+    with page.expect_download() as download:
+        files.get_by_role("link", name="apollo-notes.txt").click()
+    with open(download.value.path(), "rb") as got:
+        assert got.read() == b"P00DOO: program alarm"
+    check_accessibility(page, "contact-households-files")
+    # A life event with a date that is none: the page comes back with the form open and kept.
+    page.locator("summary", has_text="Add a life event").click()
+    page.get_by_label("Which event").fill("launched")
+    page.get_by_label("When").fill("31.02.1969")
+    page.locator("form[action$='/life-events'] button").click()
+    expect(page.get_by_role("alert")).to_contain_text("date")
+    expect(page.get_by_label("When")).to_have_value("31.02.1969")
+    expect(page.get_by_label("Which event")).to_have_value("launched")
+    files = page.locator("#h-attachments ~ ul").first
+    files.locator("li", has_text="apollo-notes.txt").get_by_role("button", name="Delete").click()
+    expect(page.get_by_text("Deleted.")).to_be_visible()
+    expect(page.get_by_role("link", name="apollo-notes.txt")).to_have_count(0)
+    contact_url = page.url.split("?")[0]
+
+    phone = watch(context.new_page())
+    phone.set_viewport_size(PHONE)
+    for name, path in [("households", "/households"), ("household", f"/households/{household}"),
+                       ("contact-files", contact_url.replace(BASE, ""))]:
+        phone.goto(f"{BASE}{path}")
+        shot(phone, f"phone-{name}")
+        width = phone.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], f"{name} is {width}px wide on a {PHONE['width']}px phone"
+
+    page.goto(f"{BASE}/households/{household}")
+    page.get_by_role("button", name="Delete household").click()
+    expect(page.get_by_text("Deleted.")).to_be_visible()
+    expect(page.get_by_text("No households yet.")).to_be_visible()
+    shot(page, "desktop-households")
+    context.close()
+
+
 def flow_second_factor_enrolment_and_sign_in(browser):
     context = new_context(browser)
     page = watch(context.new_page())
@@ -552,6 +625,7 @@ def main():
             ("create, edit and search without JavaScript", lambda: flow_without_javascript(browser)),
             ("vCard and CSV import with a duplicate updated", lambda: flow_import(browser)),
             ("photo, activities, notes and circles", lambda: flow_photo_activities_notes_and_circles(browser)),
+            ("households and files", lambda: flow_households_and_files(browser)),
             ("two-factor enrolment and sign-in", lambda: flow_second_factor_enrolment_and_sign_in(browser)),
             ("API tokens and password change", lambda: flow_tokens_and_password(browser)),
             ("administration", lambda: flow_admin(browser)),

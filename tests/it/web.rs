@@ -382,7 +382,15 @@ async fn every_flow_works_in_a_real_browser() {
     let report = std::fs::read_to_string(output.path()).unwrap_or_default();
     println!("{report}\nscreenshots and reports: {}", artifacts.display());
     assert!(status.success(), "the browser flows failed:\n{report}");
-    for shot in ["desktop-dashboard.png", "desktop-contact.png", "phone-dashboard.png", "phone-contact.png"] {
+    for shot in [
+        "desktop-dashboard.png",
+        "desktop-contact.png",
+        "phone-dashboard.png",
+        "phone-contact.png",
+        "desktop-household.png",
+        "phone-household.png",
+        "phone-contact-files.png",
+    ] {
         assert!(artifacts.join(shot).exists(), "{shot} was not saved");
     }
 }
@@ -488,4 +496,424 @@ async fn an_account_bundle_is_downloaded_and_brought_in_from_the_import_page() {
     assert!(done.text().await.unwrap().contains("2 records added"));
     assert_eq!(total(&bob).await, 2);
     assert_eq!(total(&ada).await, 2, "ada keeps hers");
+}
+
+impl Browser {
+    /// Posts a multipart form: `fields` as text parts (the CSRF token added unless named), and
+    /// one file part `file_field` named `file_name` of `content_type`.
+    async fn upload(
+        &self,
+        path: &str,
+        fields: &[(&str, &str)],
+        file_field: &str,
+        file_name: &str,
+        content_type: &str,
+        bytes: &[u8],
+    ) -> reqwest::Response {
+        let boundary = "web-upload-boundary-7300";
+        let mut body = Vec::new();
+        let mut all: Vec<(&str, &str)> = fields.to_vec();
+        if !fields.iter().any(|(k, _)| *k == "_csrf") {
+            all.push(("_csrf", &self.csrf));
+        }
+        for (name, value) in all {
+            body.extend_from_slice(
+                format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                    .as_bytes(),
+            );
+        }
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{file_field}\"; filename=\"{file_name}\"\r\nContent-Type: {content_type}\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        self.http
+            .post(format!("{}{path}", self.base))
+            .header("cookie", self.cookies())
+            .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+            .body(body)
+            .send()
+            .await
+            .expect("upload")
+    }
+}
+
+fn location(response: &reqwest::Response) -> String {
+    response.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+}
+
+/// The id in a `/households/<id>?...` location.
+fn household_of(location: &str) -> u64 {
+    location.trim_start_matches("/households/").split(['?', '#']).next().and_then(|s| s.parse().ok()).expect("id")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn households_are_kept_from_the_browser_with_their_members_and_suggested_address() {
+    let server = Instance::new().spawn();
+    let api = server.sign_up("ada").await;
+    let web = Browser::of(&server, &api).await;
+    let card = |first: &str, street: &str| {
+        json!({ "card": { "name": { "components": [{ "kind": "given", "value": first }, { "kind": "surname", "value": "Curie" }] },
+            "addresses": [{ "components": [{ "kind": "name", "value": street }, { "kind": "locality", "value": "Paris" },
+                { "kind": "postcode", "value": "75005" }, { "kind": "country", "value": "France" }] }] } })
+    };
+    let id_of = |v: Value| v["contact"]["id"].as_u64().expect("id");
+    let marie = id_of(api.post("/api/v1/contacts", card("Marie", "36 Quai de Béthune")).await.json().await.unwrap());
+    let pierre = id_of(api.post("/api/v1/contacts", card("Pierre", "36 Quai de Béthune")).await.json().await.unwrap());
+
+    // The list page and the nav link; a refused token or a blank name changes nothing.
+    let list = web.get("/households").await;
+    assert_eq!(list.status(), 200);
+    assert!(list.text().await.unwrap().contains("No households yet."));
+    let dashboard = web.get("/").await.text().await.unwrap();
+    assert!(dashboard.contains("href=\"/households\""));
+    let no_token = web.post("/households", &[("name", "Forged"), ("_csrf", "x".repeat(32).as_str())]).await;
+    assert_eq!(no_token.status(), 403);
+    let blank = web.post("/households", &[("name", "  "), ("type", "family_unit"), ("city", "Warsaw")]).await;
+    assert_eq!(blank.status(), 400);
+    let page = blank.text().await.unwrap();
+    assert!(page.contains("name: must be 1 to 200 characters"), "{page}");
+    assert!(page.contains("value=\"Warsaw\""), "what was typed is kept");
+    let households: Value = api.get("/api/v1/households").await.json().await.unwrap();
+    assert_eq!(households["total"], 0);
+
+    let created =
+        web.post("/households", &[("name", "The Curies"), ("type", "family_unit"), ("notes", "Lab upstairs")]).await;
+    assert_eq!(created.status(), 303);
+    let id = household_of(&location(&created));
+    let shown: Value = api.get(&format!("/api/v1/households/{id}")).await.json().await.unwrap();
+    assert_eq!(
+        (shown["household"]["name"].as_str(), shown["household"]["type"].as_str()),
+        (Some("The Curies"), Some("family_unit"))
+    );
+
+    // Members: by name from the household's page, and from a contact's page.
+    let added =
+        web.post(&format!("/households/{id}/members"), &[("who", "Marie"), ("role", "adult"), ("since", "1895")]).await;
+    assert_eq!(added.status(), 303, "{}", added.text().await.unwrap_or_default());
+    let nobody = web.post(&format!("/households/{id}/members"), &[("who", "Einstein"), ("role", "adult")]).await;
+    assert_eq!(nobody.status(), 400);
+    let page = nobody.text().await.unwrap();
+    assert!(page.contains("no contact matches") && page.contains("value=\"Einstein\""), "{page}");
+    let contact_page = web.get(&format!("/contacts/{pierre}")).await.text().await.unwrap();
+    assert!(contact_page.contains("Not in any household.") && contact_page.contains(&format!("value=\"{id}\"")));
+    let joined = web
+        .post(&format!("/contacts/{pierre}/households"), &[("household_id", &id.to_string()), ("role", "adult")])
+        .await;
+    assert_eq!(joined.status(), 303);
+    let twice = web.post(&format!("/contacts/{pierre}/households"), &[("household_id", &id.to_string())]).await;
+    assert_eq!(twice.status(), 409, "one membership per person and household");
+    assert!(twice.text().await.unwrap().contains("role=\"alert\""));
+    let contact_page = web.get(&format!("/contacts/{pierre}")).await.text().await.unwrap();
+    assert!(contact_page.contains(&format!("href=\"/households/{id}\"")), "the contact's page links the household");
+    let members: Value = api.get(&format!("/api/v1/households/{id}/members")).await.json().await.unwrap();
+    assert_eq!(members["total"], 2, "{members}");
+    assert_eq!(members["members"][0]["since"], "1895");
+
+    // Both members live at the same address: it is suggested, and used.
+    let page = web.get(&format!("/households/{id}")).await.text().await.unwrap();
+    assert!(page.contains("Members share the address") && page.contains("36 Quai de Béthune"), "{page}");
+    let hash = |name: &str| {
+        page.split(&format!("name=\"{name}\" value=\""))
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .expect(name)
+            .to_string()
+    };
+    let (address_hash, member_hash) = (hash("address_hash"), hash("member_hash"));
+    let forged = web
+        .post(&format!("/households/{id}/address"), &[("address_hash", &"0".repeat(64)), ("member_hash", &member_hash)])
+        .await;
+    assert_eq!(forged.status(), 404, "only an address the members give is written");
+    let used = web
+        .post(
+            &format!("/households/{id}/address"),
+            &[("address_hash", &address_hash), ("member_hash", &member_hash), ("back", &format!("/households/{id}"))],
+        )
+        .await;
+    assert_eq!(used.status(), 303);
+    assert_eq!(location(&used), format!("/households/{id}?notice=saved"));
+    let shown: Value = api.get(&format!("/api/v1/households/{id}")).await.json().await.unwrap();
+    assert_eq!(shown["household"]["address"]["street"], "36 Quai de Béthune", "{shown}");
+    assert_eq!(shown["household"]["notes"], "Lab upstairs");
+
+    // A household without an address is offered a member's; dismissed, it is not offered again.
+    let lab = web.post("/households", &[("name", "The Radium Institute"), ("type", "other")]).await;
+    let lab = household_of(&location(&lab));
+    let joined = web.post(&format!("/contacts/{marie}/households"), &[("household_id", &lab.to_string())]).await;
+    assert_eq!(joined.status(), 303);
+    let page = web.get("/households").await.text().await.unwrap();
+    assert!(page.contains("A member lives at") && page.contains("The Radium Institute"), "{page}");
+    let page_hashes = |page: &str| -> (String, String) {
+        let get = |name: &str| {
+            page.split(&format!("name=\"{name}\" value=\""))
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .expect(name)
+                .to_string()
+        };
+        (get("address_hash"), get("member_hash"))
+    };
+    let (a, m) = page_hashes(&page);
+    let dismissed = web
+        .post(
+            "/households/suggestions/dismiss",
+            &[("address_hash", &a), ("member_hash", &m), ("back", "https://evil.example/")],
+        )
+        .await;
+    assert_eq!(dismissed.status(), 303);
+    assert_eq!(location(&dismissed), "/households?notice=saved", "back only to a households page");
+    let page = web.get("/households").await.text().await.unwrap();
+    assert!(!page.contains("A member lives at"), "dismissed for good");
+
+    // Edit: a bad field comes back typed; a stale form is refused and shows the current version.
+    let long = "x".repeat(201);
+    let bad = web
+        .post(
+            &format!("/households/{id}"),
+            &[("name", "Curie family"), ("type", "family_unit"), ("city", long.as_str())],
+        )
+        .await;
+    assert_eq!(bad.status(), 400);
+    let page = bad.text().await.unwrap();
+    assert!(page.contains("address.city") && page.contains("value=\"Curie family\""), "{page}");
+    let stale =
+        web.post(&format!("/households/{id}"), &[("revision", "1"), ("name", "Stale"), ("type", "other")]).await;
+    assert_eq!(stale.status(), 409);
+    assert!(stale.text().await.unwrap().contains("value=\"Stale\""));
+    let current =
+        api.get(&format!("/api/v1/households/{id}")).await.json::<Value>().await.unwrap()["household"]["revision"]
+            .to_string();
+    let saved = web
+        .post(
+            &format!("/households/{id}"),
+            &[
+                ("revision", current.as_str()),
+                ("name", "Curie family"),
+                ("type", "family_unit"),
+                ("street", "36 Quai de Béthune"),
+                ("city", "Paris"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status(), 303);
+    let shown: Value = api.get(&format!("/api/v1/households/{id}")).await.json().await.unwrap();
+    assert_eq!(
+        (shown["household"]["name"].as_str(), shown["household"]["address"]["postal_code"].as_str()),
+        (Some("Curie family"), Some(""))
+    );
+
+    // Remove a member, then delete the household (its memberships go with it).
+    let member = members["members"][1]["id"].as_u64().expect("member id");
+    let removed = web.post(&format!("/households/{id}/members/{member}/delete"), &[]).await;
+    assert_eq!(removed.status(), 303);
+    let members: Value = api.get(&format!("/api/v1/households/{id}/members")).await.json().await.unwrap();
+    assert_eq!(members["total"], 1);
+    let deleted = web.post(&format!("/households/{id}/delete"), &[]).await;
+    assert_eq!(
+        (deleted.status(), location(&deleted).as_str()),
+        (reqwest::StatusCode::SEE_OTHER, "/households?notice=deleted")
+    );
+    assert_eq!(api.get(&format!("/api/v1/households/{id}")).await.status(), 404);
+    assert_eq!(web.get(&format!("/households/{id}")).await.status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn files_are_kept_with_a_contact_from_its_page() {
+    let server = Instance::new().with("ATTACHMENT_QUOTA_MB", "1").spawn();
+    let api = server.sign_up("ada").await;
+    let web = Browser::of(&server, &api).await;
+    let id = contact(&api, "Rosalind").await;
+    let page = web.get(&format!("/contacts/{id}")).await.text().await.unwrap();
+    assert!(page.contains("No files yet.") && page.contains(&format!("action=\"/contacts/{id}/attachments\"")));
+
+    let photo51 = b"%PDF-1.4 diffraction pattern".to_vec();
+    let forged = web
+        .upload(
+            &format!("/contacts/{id}/attachments"),
+            &[("_csrf", "nope")],
+            "file",
+            "x.pdf",
+            "application/pdf",
+            &photo51,
+        )
+        .await;
+    assert_eq!(forged.status(), 403);
+    let uploaded = web
+        .upload(&format!("/contacts/{id}/attachments"), &[], "file", "Photo 51.pdf", "application/pdf", &photo51)
+        .await;
+    assert_eq!(uploaded.status(), 303);
+    let listed: Value = api.get(&format!("/api/v1/contacts/{id}/attachments")).await.json().await.unwrap();
+    assert_eq!(listed["total"], 1, "{listed}");
+    let file = listed["attachments"][0]["id"].as_u64().expect("id");
+    assert_eq!(listed["attachments"][0]["original_name"], "Photo 51.pdf");
+    assert_eq!(listed["attachments"][0]["content_type"], "application/pdf");
+    let page = web.get(&format!("/contacts/{id}")).await.text().await.unwrap();
+    assert!(page.contains(&format!("href=\"/attachments/{file}\"")) && page.contains("Photo 51.pdf"), "{page}");
+
+    let download = web.get(&format!("/attachments/{file}")).await;
+    assert_eq!(download.status(), 200);
+    assert_eq!(download.headers()["content-type"], "application/pdf");
+    assert_eq!(download.headers()["content-disposition"], "inline; filename=\"Photo 51.pdf\"");
+    assert_eq!(download.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(download.bytes().await.unwrap().to_vec(), photo51);
+    // A type a browser could run is never shown inline.
+    let html = web
+        .upload(&format!("/contacts/{id}/attachments"), &[], "file", "x.html", "text/html", b"<script>1</script>")
+        .await;
+    assert_eq!(html.status(), 303);
+    let listed: Value = api.get(&format!("/api/v1/contacts/{id}/attachments")).await.json().await.unwrap();
+    let page_file = listed["attachments"][1]["id"].as_u64().expect("id");
+    let download = web.get(&format!("/attachments/{page_file}")).await;
+    assert!(download.headers()["content-disposition"].to_str().unwrap().starts_with("attachment;"));
+
+    // The API's rules: no file, and the account's quota (1 MB here), come back on the page.
+    let empty = web.upload(&format!("/contacts/{id}/attachments"), &[], "other", "", "text/plain", b"").await;
+    assert_eq!(empty.status(), 400);
+    assert!(empty.text().await.unwrap().contains("file: is required"));
+    let big = vec![7u8; 700 * 1024];
+    let first = web
+        .upload(&format!("/contacts/{id}/attachments"), &[], "file", "a.bin", "application/octet-stream", &big)
+        .await;
+    assert_eq!(first.status(), 303);
+    let over = web
+        .upload(&format!("/contacts/{id}/attachments"), &[], "file", "b.bin", "application/octet-stream", &big)
+        .await;
+    assert_eq!(over.status(), 400);
+    let page = over.text().await.unwrap();
+    assert!(page.contains("attachment quota") && page.contains("role=\"alert\""), "{page}");
+    let listed: Value = api.get(&format!("/api/v1/contacts/{id}/attachments")).await.json().await.unwrap();
+    assert_eq!(listed["total"], 3);
+
+    let deleted = web.post(&format!("/attachments/{file}/delete"), &[]).await;
+    assert_eq!(deleted.status(), 303);
+    assert_eq!(location(&deleted), format!("/contacts/{id}?notice=deleted#h-attachments"));
+    assert_eq!(web.get(&format!("/attachments/{file}")).await.status(), 404);
+    let listed: Value = api.get(&format!("/api/v1/contacts/{id}/attachments")).await.json().await.unwrap();
+    assert_eq!(listed["total"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_household_or_file_reaches_another_user() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    let secret = contact(&ada, "Hidden").await;
+    let household: Value =
+        ada.post("/api/v1/households", json!({ "name": "Secret house", "type": "other" })).await.json().await.unwrap();
+    let household = household["household"]["id"].as_u64().expect("id");
+    let member = ada.post(&format!("/api/v1/households/{household}/members"), json!({ "contact_id": secret })).await;
+    assert_eq!(member.status(), 201);
+    let member = member.json::<Value>().await.unwrap()["member"]["id"].as_u64().expect("member id");
+    let ada_web = Browser::of(&server, &ada).await;
+    let stored = ada_web
+        .upload(&format!("/contacts/{secret}/attachments"), &[], "file", "plan.txt", "text/plain", b"the plan")
+        .await;
+    assert_eq!(stored.status(), 303);
+    let files: Value = ada.get(&format!("/api/v1/contacts/{secret}/attachments")).await.json().await.unwrap();
+    let file = files["attachments"][0]["id"].as_u64().expect("file id");
+    let own = bob.post("/api/v1/contacts", json!({ "firstname": "Bobs" })).await.json::<Value>().await.unwrap()["contact"]["id"]
+        .as_u64()
+        .expect("id");
+
+    let web = Browser::of(&server, &bob).await;
+    for path in [format!("/households/{household}"), format!("/attachments/{file}")] {
+        assert_eq!(web.get(&path).await.status(), 404, "{path}");
+    }
+    let list = web.get("/households").await.text().await.unwrap();
+    assert!(!list.contains("Secret house"));
+    let page = web.get(&format!("/contacts/{own}")).await.text().await.unwrap();
+    assert!(!page.contains("Secret house") && !page.contains(&format!("href=\"/households/{household}\"")));
+
+    let h = household.to_string();
+    let zeros = "0".repeat(64);
+    let attempts: Vec<(String, Vec<(&str, &str)>)> = vec![
+        (format!("/households/{household}"), vec![("name", "Owned"), ("type", "other")]),
+        (format!("/households/{household}/members"), vec![("contact_id", "1"), ("who", "Bobs")]),
+        (format!("/households/{household}/members"), vec![("who", "Bobs")]),
+        (format!("/households/{household}/members/{member}/delete"), vec![]),
+        (format!("/households/{household}/address"), vec![("address_hash", &zeros), ("member_hash", &zeros)]),
+        (format!("/households/{household}/delete"), vec![]),
+        (format!("/contacts/{own}/households"), vec![("household_id", &h)]),
+        (format!("/contacts/{secret}/households"), vec![("household_id", &h)]),
+        (format!("/attachments/{file}/delete"), vec![]),
+    ];
+    for (path, fields) in attempts {
+        let response = web.post(&path, &fields).await;
+        assert_eq!(response.status(), 404, "POST {path}");
+    }
+    let upload =
+        web.upload(&format!("/contacts/{secret}/attachments"), &[], "file", "x.txt", "text/plain", b"planted").await;
+    assert_eq!(upload.status(), 404);
+
+    let still: Value = ada.get(&format!("/api/v1/households/{household}")).await.json().await.unwrap();
+    assert_eq!(still["household"]["name"], "Secret house");
+    assert_eq!(still["members"].as_array().map(Vec::len), Some(1), "{still}");
+    let files: Value = ada.get(&format!("/api/v1/contacts/{secret}/attachments")).await.json().await.unwrap();
+    assert_eq!(files["total"], 1);
+    assert_eq!(ada.get(&format!("/api/v1/attachments/{file}/download")).await.text().await.unwrap(), "the plan");
+    let bobs: Value = bob.get("/api/v1/households").await.json().await.unwrap();
+    assert_eq!(bobs["total"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_contact_pages_add_forms_come_back_with_what_was_typed() {
+    let server = Instance::new().spawn();
+    let api = server.sign_up("ada").await;
+    let web = Browser::of(&server, &api).await;
+    let id = contact(&api, "Lise").await;
+    let long = "y".repeat(2001);
+    let cases: Vec<(&str, Vec<(&str, &str)>, &str, &str)> = vec![
+        (
+            "reminders",
+            vec![("message", "Ask about fission"), ("remind_at", "2026-13-45"), ("recurrence", "yearly")],
+            "remind_at",
+            "value=\"Ask about fission\"",
+        ),
+        (
+            "activities",
+            vec![("title", "Walk in Kungälv"), ("date", "someday"), ("location", "Sweden")],
+            "date",
+            "value=\"Walk in Kungälv\"",
+        ),
+        (
+            "life-events",
+            vec![("type", "moved"), ("date", "31.02.1938"), ("description", "to Stockholm")],
+            "date",
+            "value=\"31.02.1938\"",
+        ),
+        (
+            "gifts",
+            vec![("description", "A Geiger counter"), ("status", "stolen"), ("occasion", "Nobel")],
+            "status",
+            "value=\"A Geiger counter\"",
+        ),
+        ("agenda", vec![("content", long.as_str())], "content", "maxlength=\"2000\" value=\"yyyy"),
+        ("notes", vec![("content", "   ")], "content", "id=\"note-error\""),
+    ];
+    for (path, fields, field, kept) in cases {
+        let response = web.post(&format!("/contacts/{id}/{path}"), &fields).await;
+        assert_eq!(response.status(), 400, "{path}");
+        let page = response.text().await.unwrap();
+        assert!(page.contains("<h1>Lise Example</h1>"), "{path}: the contact's page again");
+        assert!(
+            page.contains("role=\"alert\"") && page.contains(&format!("{field}:")),
+            "{path}: the field named\n{page}"
+        );
+        assert!(page.contains(kept), "{path}: what was typed is kept");
+        if !matches!(path, "notes" | "reminders") {
+            assert!(page.contains("<details open"), "{path}: the folded form is unfolded");
+        }
+    }
+    let detail: Value = api.get(&format!("/api/v1/contacts/{id}/detail")).await.json().await.unwrap();
+    for list in ["notes", "reminders", "activities", "life_events", "gifts", "agenda"] {
+        assert_eq!(detail[list].as_array().map(Vec::len).unwrap_or(0), 0, "{list}: {detail}");
+    }
+    // A good form saves.
+    let fine =
+        web.post(&format!("/contacts/{id}/gifts"), &[("description", "A Geiger counter"), ("status", "idea")]).await;
+    assert_eq!(fine.status(), 303);
 }

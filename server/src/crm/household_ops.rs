@@ -590,3 +590,46 @@ pub async fn dismiss(scope: &UserScope, input: DismissInput) -> Result<()> {
         })
         .await?)
 }
+
+/// Makes the address of one of household `id`'s current suggestions (named by its hashes, as a
+/// dismissal names it) the household's address. The suggestion is computed again here, so only
+/// an address the members' cards actually give can be written; a suggestion that no longer
+/// stands (a member moved, the household changed) is `NotFound`.
+pub async fn adopt_suggestion(
+    scope: &UserScope,
+    id: u64,
+    address_hash: &str,
+    member_hash: &str,
+) -> Result<Row<Household>> {
+    let reader = scope.clone();
+    let (address_hash, member_hash) = (address_hash.trim().to_lowercase(), member_hash.trim().to_lowercase());
+    let (revision, address) = tokio::task::spawn_blocking(move || -> Result<_> {
+        let v = reader.view()?;
+        let revision = v.get::<Household>(id)?.meta.revision;
+        let found = suggestions(&v, Some(id))?
+            .suggestions
+            .into_iter()
+            .find(|s| s.address_hash == address_hash && s.member_hash == member_hash)
+            .ok_or(Error::NotFound)?;
+        let a = found.address.ok_or(Error::NotFound)?;
+        let address = HouseholdAddress {
+            street: a.street,
+            city: a.city,
+            region: a.region,
+            postal_code: a.postal_code,
+            country: a.country,
+            full: a.full.unwrap_or_default(),
+        };
+        Ok((revision, address))
+    })
+    .await
+    .map_err(Error::internal)??;
+    Ok(scope
+        .write_async(move |tx| {
+            tx.update::<Household>(id, Precondition::Revision(revision), |h| {
+                h.address = address.clone();
+                Ok(())
+            })
+        })
+        .await?)
+}

@@ -13,9 +13,12 @@ use serde::Deserialize;
 use super::contact_form::{self, Values};
 use super::format;
 use super::home::contact_link;
-use super::page::{Form, PageResult, Viewer, WebError, encode, field_error, notice, page, page_with, see_other, shell};
+use super::page::{
+    Form, PageResult, Sent, Viewer, WebError, encode, field_error, notice, page, page_with, see_other, shell,
+};
+use crate::crm::attachments::{self, AttachmentView};
 use crate::crm::calendar::Recurrence;
-use crate::crm::contact::list::{ListParams, Sort};
+use crate::crm::contact::list::{Count, ListParams, Sort};
 use crate::crm::contact::ops::{self, Flag};
 use crate::crm::contact::view::{ContactPage, photo_url};
 use crate::crm::contact::{Contact, detail};
@@ -71,7 +74,7 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer, Query(q): Query
     let fragment = q.fragment.as_deref() == Some("1");
     let (list, circles, tags) = state
         .blocking(move |_| -> crate::crm::Result<_> {
-            let list = crate::crm::contact::list::list(&scope, params)?;
+            let list = crate::crm::contact::list::list_counted(&scope, params, true)?;
             if fragment {
                 return Ok((list, Vec::new(), Vec::new()));
             }
@@ -90,7 +93,7 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer, Query(q): Query
             base.push(format!("{key}={}", encode(v)));
         }
     }
-    let results = results(&viewer, &list, &base);
+    let results = results(&viewer, &list.0, list.1, &base);
     if fragment {
         return Ok(page(results));
     }
@@ -122,6 +125,7 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer, Query(q): Query
             div {
                 label for="sort" { (t("contacts.sort")) }
                 select id="sort" name="sort" {
+                    option value="" { (t("contacts.sort_best")) }
                     option value="name" selected[q.sort.as_deref() == Some("name")] { (t("contacts.sort_name")) }
                     option value="updated" selected[q.sort.as_deref() == Some("updated")] { (t("contacts.sort_updated")) }
                 }
@@ -135,11 +139,12 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer, Query(q): Query
     Ok(page(shell(&c, t("contacts.title"), notice(q.notice.as_deref()), main)))
 }
 
-fn results(viewer: &Viewer, list: &ContactPage, base: &[String]) -> Markup {
+fn results(viewer: &Viewer, list: &ContactPage, count: Count, base: &[String]) -> Markup {
     let t = |k| viewer.t(k);
     html! {
         p class="muted" {
-            @if list.total == 1 { (t("contacts.count_one")) }
+            @if count == Count::AtLeast { (viewer.lang.f("contacts.count_at_least", &[("count", &list.total.to_string())])) }
+            @else if list.total == 1 { (t("contacts.count_one")) }
             @else { (viewer.lang.f("contacts.count", &[("count", &list.total.to_string())])) }
         }
         @if list.contacts.is_empty() { p { (t("contacts.none")) } }
@@ -185,12 +190,39 @@ pub async fn show(
     Path(id): Path<u64>,
     Query(q): Query<ShowQuery>,
 ) -> PageResult {
+    render(&state, &viewer, id, notice(q.notice.as_deref()), None).await
+}
+
+/// A form of contact `id`'s page refused for `e`: the page again with that form open, what was
+/// typed kept and the error beside it when the form is at fault; the error page otherwise.
+pub async fn refused(
+    state: &AppState,
+    viewer: &Viewer,
+    id: u64,
+    form_name: &'static str,
+    form: Form,
+    e: ApiError,
+) -> PageResult {
+    match Sent::of(form_name, form, viewer.lang, &e) {
+        Some(sent) => render(state, viewer, id, None, Some(&sent)).await,
+        None => Err(e.into()),
+    }
+}
+
+/// Contact `id`'s page; `sent`: one of its forms sent back with its error.
+pub async fn render(
+    state: &AppState,
+    viewer: &Viewer,
+    id: u64,
+    notice_key: Option<&'static str>,
+    sent: Option<&Sent>,
+) -> PageResult {
     let (today, fields) = (viewer.today, viewer.user.account.custom_fields.clone());
-    let (d, photo) = state
+    let (d, photo, households, files) = state
         .read(&viewer.user, move |v| {
             let d = detail::detail(v, id, today, fields)?;
             let photo = photo_url(&v.get::<Contact>(id)?);
-            Ok((d, photo))
+            Ok((d, photo, super::households::of_contact(v, id)?, attachments::list(v, id)?))
         })
         .await?;
     let c = viewer.chrome();
@@ -263,16 +295,19 @@ pub async fn show(
                         }
                     }
                 }
+                @let sent_rem = Sent::to(sent, "reminder");
+                @let rem_date = if sent_rem.is_some() { Sent::value(sent_rem, "remind_at") } else { viewer.today.to_string() };
                 form method="post" action={ "/contacts/" (id) "/reminders" } class="stack" {
                     (c.csrf_field())
+                    (Sent::alert(sent_rem))
                     label for="reminder-message" { (t("reminders.message")) }
-                    input id="reminder-message" name="message" required maxlength="500";
+                    input id="reminder-message" name="message" required maxlength="500" value=(Sent::value(sent_rem, "message")) aria-invalid=[Sent::invalid(sent_rem, "message")];
                     div class="row" {
-                        div { label for="reminder-date" { (t("reminders.date")) } input id="reminder-date" name="remind_at" type="date" required value=(viewer.today.to_string()); }
+                        div { label for="reminder-date" { (t("reminders.date")) } input id="reminder-date" name="remind_at" type="date" required value=(rem_date) aria-invalid=[Sent::invalid(sent_rem, "remind_at")]; }
                         div {
                             label for="reminder-recurrence" { (t("reminders.recurrence")) }
-                            select id="reminder-recurrence" name="recurrence" {
-                                @for (value, r) in RECURRENCES { option value=(value) { (t(recurrence_key(r))) } }
+                            select id="reminder-recurrence" name="recurrence" aria-invalid=[Sent::invalid(sent_rem, "recurrence")] {
+                                @for (value, r) in RECURRENCES { option value=(value) selected[Sent::value(sent_rem, "recurrence") == value] { (t(recurrence_key(r))) } }
                             }
                         }
                     }
@@ -285,10 +320,12 @@ pub async fn show(
             }
             section class="card" aria-labelledby="h-notes" {
                 h2 id="h-notes" { (t("contact.notes")) }
+                @let sent_note = Sent::to(sent, "note");
                 form method="post" action={ "/contacts/" (id) "/notes" } class="stack" {
                     (c.csrf_field())
+                    (Sent::alert(sent_note))
                     label for="note-content" class="visually-hidden" { (t("notes.content")) }
-                    textarea id="note-content" name="content" rows="3" required maxlength="5000" placeholder=(t("notes.placeholder")) {}
+                    textarea id="note-content" name="content" rows="3" required maxlength="5000" placeholder=(t("notes.placeholder")) aria-invalid=[Sent::invalid(sent_note, "content")] { (Sent::value(sent_note, "content")) }
                     button type="submit" { (t("notes.add")) }
                 }
                 @for n in &d.notes {
@@ -297,7 +334,8 @@ pub async fn show(
             }
             section class="card" aria-labelledby="h-activities" {
                 h2 id="h-activities" { (t("contact.activities")) }
-                details { summary { (t("activity.log")) } (super::journal::activity_form(&viewer, &format!("/contacts/{id}/activities"), Some(id))) }
+                @let sent_act = Sent::to(sent, "activity");
+                details open[sent_act.is_some()] { summary { (t("activity.log")) } (super::journal::activity_form(viewer, &format!("/contacts/{id}/activities"), Some(id), sent_act)) }
                 @if d.activities.is_empty() { p class="muted" { (t("contact.no_activities")) } }
                 ul class="items" {
                     @for a in &d.activities {
@@ -316,7 +354,7 @@ pub async fn show(
                         }
                     }
                 }
-                (super::network::add_form(&viewer, id))
+                (super::network::add_form(viewer, id))
                 p { a href="/network" { (t("network.title")) } }
             }
             @if !d.life_events.is_empty() {
@@ -324,7 +362,7 @@ pub async fn show(
                     h2 id="h-life" { (t("contact.life_events")) }
                     ul class="items" {
                         @for e in &d.life_events {
-                            li { (e.kind) @if !e.description.is_empty() { ": " (e.description) } " " span class="muted" { (partial(&viewer, c.date_format, &e.date)) } }
+                            li { (e.kind) @if !e.description.is_empty() { ": " (e.description) } " " span class="muted" { (partial(viewer, c.date_format, &e.date)) } }
                         }
                     }
                 }
@@ -345,10 +383,45 @@ pub async fn show(
                     }
                 }
             }
-            (super::depth::forms(&viewer, id, super::cadence::contact_form(&viewer, id)))
+            (super::households::contact_section(viewer, id, &households, sent))
+            (attachments_section(viewer, id, &files, sent))
+            (super::depth::forms(viewer, id, sent, super::cadence::contact_form(viewer, id)))
         }
     };
-    Ok(page(shell(&c, &name, notice(q.notice.as_deref()), main)))
+    Ok(page_with(Sent::status(sent), shell(&c, &name, notice_key, main)))
+}
+
+/// The contact page's files: each to open or download, delete (after a confirmation), and the
+/// upload form (`crm::attachments`: at most 25 MB each, within the account's quota).
+fn attachments_section(viewer: &Viewer, id: u64, files: &[AttachmentView], sent: Option<&Sent>) -> Markup {
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    let sent = Sent::to(sent, "attachment");
+    html! {
+        section class="card" aria-labelledby="h-attachments" {
+            h2 id="h-attachments" { (t("attachment.title")) }
+            @if files.is_empty() { p class="muted" { (t("attachment.none")) } }
+            ul class="items" {
+                @for f in files {
+                    li {
+                        a href={ "/attachments/" (f.id) } download=(f.original_name) { (f.original_name) }
+                        " " span class="muted" { (format::size(f.size_bytes)) }
+                        (c.button_form(&format!("/attachments/{}/delete", f.id), t("attachment.delete"), "small secondary", Some(t("attachment.delete_confirm"))))
+                    }
+                }
+            }
+            details open[sent.is_some()] {
+                summary { (t("attachment.add")) }
+                form method="post" action={ "/contacts/" (id) "/attachments" } enctype="multipart/form-data" class="stack" {
+                    (c.csrf_field())
+                    (Sent::alert(sent))
+                    label for="attachment-file" { (t("attachment.file")) }
+                    input id="attachment-file" name="file" type="file" required aria-invalid=[Sent::invalid(sent, "file")];
+                    button type="submit" { (t("attachment.upload")) }
+                }
+            }
+        }
+    }
 }
 
 fn partial(viewer: &Viewer, format: &str, p: &mycorrhizal_codecs::dates::Partial) -> String {
@@ -502,8 +575,10 @@ pub async fn flags(State(state): State<AppState>, viewer: Viewer, Path(id): Path
 pub async fn add_note(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, form: Form) -> PageResult {
     let input = notes::NoteInput { content: form.get("content"), date: None, contact_id: Some(id) };
     let now = state.engine.clock().now();
-    notes::create(&state.scope(&viewer.user), Some(id), input, now).await?;
-    Ok(see_other(&format!("/contacts/{id}?notice=saved#h-notes")))
+    match notes::create(&state.scope(&viewer.user), Some(id), input, now).await {
+        Ok(_) => Ok(see_other(&format!("/contacts/{id}?notice=saved#h-notes"))),
+        Err(e) => refused(&state, &viewer, id, "note", form, e.into()).await,
+    }
 }
 
 pub async fn add_reminder(
@@ -520,8 +595,10 @@ pub async fn add_reminder(
         by_mail: None,
         reoccur_from_completion: None,
     };
-    reminders::create(&state.scope(&viewer.user), Some(id), input).await?;
-    Ok(see_other(&format!("/contacts/{id}?notice=saved#h-reminders")))
+    match reminders::create(&state.scope(&viewer.user), Some(id), input).await {
+        Ok(_) => Ok(see_other(&format!("/contacts/{id}?notice=saved#h-reminders"))),
+        Err(e) => refused(&state, &viewer, id, "reminder", form, e.into()).await,
+    }
 }
 
 /// Sets the contact's photo (`crm::pictures::store`: JPEG, PNG, GIF or WebP, told by content).
@@ -544,4 +621,101 @@ pub async fn photo(
     };
     crate::crm::pictures::store(&state.scope(&viewer.user), id, upload.bytes).await.map_err(ApiError::from)?;
     Ok(see_other(&format!("/contacts/{id}?notice=saved")))
+}
+
+/// Keeps a file with the contact (the multipart field `file`, read against the same 25 MB limit
+/// as the API, then `crm::attachments::store` with the account's quota).
+pub async fn upload_attachment(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    csrf: axum::Extension<super::page::Csrf>,
+    form: axum::extract::Multipart,
+) -> PageResult {
+    // Refused before the body is read when the contact is not the viewer's.
+    state.read(&viewer.user, move |v| Ok(v.get::<Contact>(id)?)).await?;
+    let upload = match super::page::Upload::read(form, &csrf.0, "file", attachments::MAX_ATTACHMENT).await {
+        Ok(upload) if upload.original_name.is_empty() && upload.bytes.is_empty() => {
+            let e = ApiError::validation("file", "is required");
+            return refused(&state, &viewer, id, "attachment", upload.fields, e).await;
+        }
+        Ok(upload) => upload,
+        Err(ApiError::PayloadTooLarge { .. }) => {
+            let e = ApiError::validation("file", "must be at most 25 MB");
+            return refused(&state, &viewer, id, "attachment", Form(Vec::new()), e).await;
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let file = attachments::NewFile {
+        name: if upload.original_name.is_empty() { "attachment".into() } else { upload.original_name.clone() },
+        content_type: upload.content_type.clone(),
+        bytes: upload.bytes,
+    };
+    let (scope, quota) = (state.scope(&viewer.user), state.config.attachment_quota_bytes);
+    match state.blocking(move |_| attachments::store(&scope, id, file, quota)).await? {
+        Ok(_) => Ok(see_other(&format!("/contacts/{id}?notice=saved#h-attachments"))),
+        Err(e) => refused(&state, &viewer, id, "attachment", upload.fields, e.into()).await,
+    }
+}
+
+/// An attachment's bytes, with the API's headers: its type, `inline` only for the types a
+/// browser shows safely, a cleaned file name, `nosniff` (and the page's CSP, which sandboxes
+/// nothing but keeps a shown file from running script).
+pub async fn download_attachment(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>) -> PageResult {
+    use axum::http::header::{CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE};
+    use axum::response::IntoResponse;
+    let scope = state.scope(&viewer.user);
+    let (row, bytes) = state.blocking(move |_| attachments::read(&scope, id)).await??;
+    let inline = attachments::INLINE.contains(&row.body.content_type.as_str());
+    let disposition = if inline { "inline" } else { "attachment" };
+    let headers = [
+        (CONTENT_TYPE, row.body.content_type.clone()),
+        (
+            CONTENT_DISPOSITION,
+            format!("{disposition}; filename=\"{}\"", attachments::clean_name(&row.body.original_name)),
+        ),
+        (CACHE_CONTROL, "private, no-cache".to_string()),
+    ];
+    Ok((headers, bytes).into_response())
+}
+
+/// Deletes an attachment (the page asks first), back to its contact's page.
+pub async fn delete_attachment(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    _form: Form,
+) -> PageResult {
+    let contact =
+        state.read(&viewer.user, move |v| Ok(v.get::<crate::crm::depth::Attachment>(id)?.body.contact_id)).await?;
+    attachments::delete(&state.scope(&viewer.user), id).await?;
+    Ok(see_other(&format!("/contacts/{contact}?notice=deleted#h-attachments")))
+}
+
+/// Adds contact `id` to the household the form names (from the contact's page).
+pub async fn join_household(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    form: Form,
+) -> PageResult {
+    let household = match form.get("household_id").parse::<u64>() {
+        Ok(h) => h,
+        Err(_) => {
+            let e = ApiError::validation("household_id", "choose a household");
+            return refused(&state, &viewer, id, "join", form, e).await;
+        }
+    };
+    let text = |name: &str| Some(form.get(name)).filter(|v| !v.is_empty());
+    let input = crate::crm::household_ops::MemberInput {
+        member_vcard_uid: None,
+        contact_id: Some(id),
+        role: text("role"),
+        since: text("since"),
+        until: None,
+    };
+    match crate::crm::household_ops::add_member(&state.scope(&viewer.user), household, input).await {
+        Ok(_) => Ok(see_other(&format!("/contacts/{id}?notice=saved#h-households"))),
+        Err(e) => refused(&state, &viewer, id, "join", form, e.into()).await,
+    }
 }

@@ -8,8 +8,9 @@ use mycorrhizal_codecs::dates::parse_rest_date;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::contacts::refused;
 use super::format;
-use super::page::{Form, PageResult, Viewer, WebError, page, see_other, shell};
+use super::page::{Form, PageResult, Sent, Viewer, page, see_other, shell};
 use crate::crm::depth_ops::{self, AgendaInput, GiftInput, LifeEventInput};
 use crate::crm::home;
 use crate::error::ApiError;
@@ -22,50 +23,55 @@ pub fn gift_status_key(status: &str) -> &'static str {
     GIFT_STATUSES.iter().find(|(s, _)| *s == status).map(|(_, k)| *k).unwrap_or("gift.idea")
 }
 
-/// The three add forms, folded away under their section headings.
-pub fn forms(viewer: &Viewer, id: u64, more: Markup) -> Markup {
+/// The three add forms, folded away under their section headings (the one `sent` back with its
+/// error unfolded, what was typed kept).
+pub fn forms(viewer: &Viewer, id: u64, sent: Option<&Sent>, more: Markup) -> Markup {
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
+    let (life, gift, agenda) = (Sent::to(sent, "life"), Sent::to(sent, "gift"), Sent::to(sent, "agenda"));
     html! {
         section class="card" aria-labelledby="h-add-more" {
             h2 id="h-add-more" { (t("depth.add_more")) }
-            details {
+            details open[life.is_some()] {
                 summary { (t("depth.add_life_event")) }
                 form method="post" action={ "/contacts/" (id) "/life-events" } class="stack" {
                     (c.csrf_field())
+                    (Sent::alert(life))
                     label for="life-type" { (t("depth.life_type")) }
-                    input id="life-type" name="type" required maxlength="100" list="life-types";
+                    input id="life-type" name="type" required maxlength="100" list="life-types" value=(Sent::value(life, "type")) aria-invalid=[Sent::invalid(life, "type")];
                     datalist id="life-types" { @for k in ["graduated", "married", "moved", "new_job", "child_born", "retired"] { option value=(k) {} } }
                     label for="life-date" { (t("depth.life_date")) }
-                    input id="life-date" name="date" placeholder="YYYY-MM-DD" aria-describedby="life-date-hint";
+                    input id="life-date" name="date" placeholder="YYYY-MM-DD" aria-describedby="life-date-hint" value=(Sent::value(life, "date")) aria-invalid=[Sent::invalid(life, "date")];
                     p class="hint" id="life-date-hint" { (t("depth.life_date_hint")) }
                     label for="life-description" { (t("activity.description")) }
-                    textarea id="life-description" name="description" rows="2" maxlength="2000" {}
+                    textarea id="life-description" name="description" rows="2" maxlength="2000" aria-invalid=[Sent::invalid(life, "description")] { (Sent::value(life, "description")) }
                     button type="submit" { (t("depth.add_life_event")) }
                 }
             }
-            details {
+            details open[gift.is_some()] {
                 summary { (t("depth.add_gift")) }
                 form method="post" action={ "/contacts/" (id) "/gifts" } class="stack" {
                     (c.csrf_field())
+                    (Sent::alert(gift))
                     label for="gift-description" { (t("depth.gift_description")) }
-                    input id="gift-description" name="description" required maxlength="2000";
+                    input id="gift-description" name="description" required maxlength="2000" value=(Sent::value(gift, "description")) aria-invalid=[Sent::invalid(gift, "description")];
                     div class="row" {
                         div {
                             label for="gift-status" { (t("depth.gift_status")) }
-                            select id="gift-status" name="status" { @for (s, k) in GIFT_STATUSES { option value=(s) { (t(k)) } } }
+                            select id="gift-status" name="status" aria-invalid=[Sent::invalid(gift, "status")] { @for (s, k) in GIFT_STATUSES { option value=(s) selected[Sent::value(gift, "status") == s] { (t(k)) } } }
                         }
-                        div { label for="gift-occasion" { (t("depth.gift_occasion")) } input id="gift-occasion" name="occasion" maxlength="200"; }
+                        div { label for="gift-occasion" { (t("depth.gift_occasion")) } input id="gift-occasion" name="occasion" maxlength="200" value=(Sent::value(gift, "occasion")) aria-invalid=[Sent::invalid(gift, "occasion")]; }
                     }
                     button type="submit" { (t("depth.add_gift")) }
                 }
             }
-            details {
+            details open[agenda.is_some()] {
                 summary { (t("depth.add_agenda")) }
                 form method="post" action={ "/contacts/" (id) "/agenda" } class="stack" {
                     (c.csrf_field())
+                    (Sent::alert(agenda))
                     label for="agenda-content" { (t("depth.agenda_content")) }
-                    input id="agenda-content" name="content" required maxlength="2000";
+                    input id="agenda-content" name="content" required maxlength="2000" value=(Sent::value(agenda, "content")) aria-invalid=[Sent::invalid(agenda, "content")];
                     button type="submit" { (t("depth.add_agenda")) }
                 }
             }
@@ -87,10 +93,12 @@ pub async fn add_life_event(
 ) -> PageResult {
     let text = form.get("date");
     let date = match text.as_str() {
-        "" => Default::default(),
-        t => parse_rest_date(t).ok_or_else(|| {
-            WebError::Api(ApiError::validation("date", "must be YYYY-MM-DD, or --MM-DD without a year"))
-        })?,
+        "" => Some(Default::default()),
+        t => parse_rest_date(t),
+    };
+    let Some(date) = date else {
+        let e = ApiError::validation("date", "must be YYYY-MM-DD, or --MM-DD without a year");
+        return refused(&state, &viewer, id, "life", form, e).await;
     };
     let input = LifeEventInput {
         entity_id: None,
@@ -103,8 +111,10 @@ pub async fn add_life_event(
         remind: false,
     };
     let (who, event) = input.record();
-    depth_ops::save(&state.scope(&viewer.user), None, who, event).await?;
-    Ok(back(id, "h-life"))
+    match depth_ops::save(&state.scope(&viewer.user), None, who, event).await {
+        Ok(_) => Ok(back(id, "h-life")),
+        Err(e) => refused(&state, &viewer, id, "life", form, e.into()).await,
+    }
 }
 
 pub async fn add_gift(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, form: Form) -> PageResult {
@@ -121,17 +131,24 @@ pub async fn add_gift(State(state): State<AppState>, viewer: Viewer, Path(id): P
         value_cents: None,
         currency: None,
     };
-    let (who, gift) = input.record()?;
-    depth_ops::save(&state.scope(&viewer.user), None, who, gift).await?;
-    Ok(back(id, "h-gifts"))
+    let saved = match input.record() {
+        Ok((who, gift)) => depth_ops::save(&state.scope(&viewer.user), None, who, gift).await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    match saved {
+        Ok(()) => Ok(back(id, "h-gifts")),
+        Err(e) => refused(&state, &viewer, id, "gift", form, e.into()).await,
+    }
 }
 
 pub async fn add_agenda(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, form: Form) -> PageResult {
     let input =
         AgendaInput { entity_id: None, contact_id: Some(id), content: form.get("content"), reference_url: None };
     let (who, item) = input.record();
-    depth_ops::save(&state.scope(&viewer.user), None, who, item).await?;
-    Ok(back(id, "h-agenda"))
+    match depth_ops::save(&state.scope(&viewer.user), None, who, item).await {
+        Ok(_) => Ok(back(id, "h-agenda")),
+        Err(e) => refused(&state, &viewer, id, "agenda", form, e.into()).await,
+    }
 }
 
 /// Ticks an agenda item off: discussed now.

@@ -58,6 +58,16 @@ pub fn rest_date(lang: Lang, format: &str, text: &str) -> String {
     }
 }
 
+/// A file size for people: `512 B`, `12 KB`, `3.4 MB`.
+pub fn size(bytes: u64) -> String {
+    const KB: u64 = 1024;
+    match bytes {
+        b if b < KB => format!("{b} B"),
+        b if b < KB * KB => format!("{} KB", b.div_ceil(KB)),
+        b => format!("{:.1} MB", b as f64 / (KB * KB) as f64),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

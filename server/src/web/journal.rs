@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::format;
 use super::home::contact_link;
-use super::page::{Form, PageResult, Viewer, encode, notice, page, see_other, shell};
+use super::page::{Form, PageResult, Sent, Viewer, encode, notice, page, see_other, shell};
 use crate::crm::cursor::DatedFilter;
 use crate::crm::{activities, notes};
 use crate::state::AppState;
@@ -92,7 +92,7 @@ pub async fn activities_page(State(state): State<AppState>, viewer: Viewer, Quer
     let zone = &state.config.reminder_timezone;
     let main = html! {
         h1 { (t("journal.activities_title")) }
-        (activity_form(&viewer, "/activities", None))
+        (activity_form(&viewer, "/activities", None, None))
         (filter_form(&viewer, "/activities", &q.q))
         @if list.activities.is_empty() { p class="muted" { (t("contact.no_activities")) } }
         ul class="items" {
@@ -112,22 +112,25 @@ pub async fn activities_page(State(state): State<AppState>, viewer: Viewer, Quer
     Ok(page(shell(&c, t("journal.activities_title"), notice(q.notice.as_deref()), main)))
 }
 
-/// The form that logs an activity, posting to `action` (about `contact` when given).
-pub fn activity_form(viewer: &Viewer, action: &str, contact: Option<u64>) -> Markup {
+/// The form that logs an activity, posting to `action` (about `contact` when given); `sent`:
+/// this form sent back with its error.
+pub fn activity_form(viewer: &Viewer, action: &str, contact: Option<u64>, sent: Option<&Sent>) -> Markup {
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
+    let date = if sent.is_some() { Sent::value(sent, "date") } else { viewer.today.to_string() };
     html! {
         form method="post" action=(action) class="stack" {
             (c.csrf_field())
+            (Sent::alert(sent))
             @if let Some(id) = contact { input type="hidden" name="contact_id" value=(id); }
             label for="activity-title" { (t("activity.title")) }
-            input id="activity-title" name="title" required maxlength="200" placeholder=(t("activity.placeholder"));
+            input id="activity-title" name="title" required maxlength="200" placeholder=(t("activity.placeholder")) value=(Sent::value(sent, "title")) aria-invalid=[Sent::invalid(sent, "title")];
             div class="row" {
-                div { label for="activity-date" { (t("activity.date")) } input id="activity-date" name="date" type="date" required value=(viewer.today.to_string()); }
-                div { label for="activity-location" { (t("activity.location")) } input id="activity-location" name="location" maxlength="300"; }
+                div { label for="activity-date" { (t("activity.date")) } input id="activity-date" name="date" type="date" required value=(date) aria-invalid=[Sent::invalid(sent, "date")]; }
+                div { label for="activity-location" { (t("activity.location")) } input id="activity-location" name="location" maxlength="300" value=(Sent::value(sent, "location")) aria-invalid=[Sent::invalid(sent, "location")]; }
             }
             label for="activity-description" { (t("activity.description")) }
-            textarea id="activity-description" name="description" rows="2" maxlength="2000" {}
+            textarea id="activity-description" name="description" rows="2" maxlength="2000" aria-invalid=[Sent::invalid(sent, "description")] { (Sent::value(sent, "description")) }
             button type="submit" { (t("activity.add")) }
         }
     }
@@ -158,6 +161,8 @@ pub async fn add_contact_activity(
     Path(id): Path<u64>,
     form: Form,
 ) -> PageResult {
-    activities::save(&state.scope(&viewer.user), None, activity_input(&form, vec![id])).await?;
-    Ok(see_other(&format!("/contacts/{id}?notice=saved#h-activities")))
+    match activities::save(&state.scope(&viewer.user), None, activity_input(&form, vec![id])).await {
+        Ok(_) => Ok(see_other(&format!("/contacts/{id}?notice=saved#h-activities"))),
+        Err(e) => super::contacts::refused(&state, &viewer, id, "activity", form, e.into()).await,
+    }
 }

@@ -20,6 +20,7 @@ mod depth;
 mod format;
 mod groups;
 mod home;
+mod households;
 pub mod i18n;
 mod import;
 mod journal;
@@ -64,6 +65,23 @@ pub fn router(state: &AppState) -> Router<AppState> {
             crate::http::body_limit(post(contacts::photo), crate::crm::pictures::MAX_PHOTO + 64 * 1024),
         )
         .route("/contacts/{id}/reminders", post(contacts::add_reminder))
+        .route("/contacts/{id}/households", post(contacts::join_household))
+        .route(
+            "/contacts/{id}/attachments",
+            crate::http::body_limit(
+                post(contacts::upload_attachment),
+                crate::crm::attachments::MAX_ATTACHMENT + 64 * 1024,
+            ),
+        )
+        .route("/attachments/{id}", get(contacts::download_attachment))
+        .route("/attachments/{id}/delete", post(contacts::delete_attachment))
+        .route("/households", get(households::index).post(households::create))
+        .route("/households/suggestions/dismiss", post(households::dismiss))
+        .route("/households/{id}", get(households::show).post(households::update))
+        .route("/households/{id}/delete", post(households::delete))
+        .route("/households/{id}/address", post(households::use_address))
+        .route("/households/{id}/members", post(households::add_member))
+        .route("/households/{id}/members/{member}/delete", post(households::remove_member))
         .route("/suggestions/{id}/accept", post(home::accept_suggestion))
         .route("/suggestions/{id}/dismiss", post(home::dismiss_suggestion))
         .route("/contacts/{id}/activities", post(journal::add_contact_activity))

@@ -202,7 +202,12 @@ impl FromRequest<AppState> for Form {
 /// as it streams) and the other fields as text. Its `_csrf` field must equal the request's CSRF
 /// cookie, as for [`Form`].
 pub struct Upload {
+    /// The file's name, lower-cased (for telling its format by extension).
     pub file_name: String,
+    /// The file's name as the browser sent it.
+    pub original_name: String,
+    /// The part's `Content-Type` (`application/octet-stream` when the browser sent none).
+    pub content_type: String,
     pub bytes: Vec<u8>,
     pub fields: Form,
 }
@@ -215,11 +220,13 @@ impl Upload {
         limit: usize,
     ) -> Result<Upload, ApiError> {
         let bad = |e: axum::extract::multipart::MultipartError| ApiError::invalid_input(file_field, e.body_text());
-        let (mut file_name, mut bytes, mut fields) = (String::new(), Vec::new(), Vec::new());
+        let (mut original_name, mut bytes, mut fields) = (String::new(), Vec::new(), Vec::new());
+        let mut content_type = String::new();
         while let Some(mut field) = form.next_field().await.map_err(bad)? {
             let name = field.name().unwrap_or("").to_string();
             if name == file_field {
-                file_name = field.file_name().unwrap_or("").to_lowercase();
+                original_name = field.file_name().unwrap_or("").to_string();
+                content_type = field.content_type().unwrap_or("application/octet-stream").to_string();
                 while let Some(chunk) = field.chunk().await.map_err(bad)? {
                     if bytes.len() + chunk.len() > limit {
                         return Err(ApiError::PayloadTooLarge { limit });
@@ -237,7 +244,8 @@ impl Upload {
                 "This form has expired or came from another site. Reload the page and try again.".into(),
             ));
         }
-        Ok(Upload { file_name, bytes, fields: Form(fields) })
+        let file_name = original_name.to_lowercase();
+        Ok(Upload { file_name, original_name, content_type, bytes, fields: Form(fields) })
     }
 }
 
@@ -263,6 +271,58 @@ impl Form {
 
     pub fn has(&self, name: &str) -> bool {
         self.0.iter().any(|(k, _)| k == name)
+    }
+}
+
+/// A form on a page sent back with a field error: which form (`form`, its name on the page),
+/// what was typed, and the error, so the page is shown again with that form open, its values
+/// kept and the error beside it.
+pub struct Sent {
+    pub form: &'static str,
+    pub fields: Form,
+    /// The field the error names (`""` when it names none).
+    pub field: String,
+    pub message: String,
+    pub status: StatusCode,
+}
+
+impl Sent {
+    /// The form sent back for `e`, when `e` is the form's fault (a field refused or a
+    /// duplicate); `None` for any other refusal (not found, forbidden, ...), which stays an
+    /// error page.
+    pub fn of(form: &'static str, fields: Form, lang: Lang, e: &ApiError) -> Option<Sent> {
+        let field = match e {
+            ApiError::Validation { field, .. } | ApiError::InvalidInput { field, .. } => field.clone(),
+            ApiError::AlreadyExists { field } => field.clone(),
+            _ => return None,
+        };
+        let (status, message) = field_error(lang, e);
+        Some(Sent { form, fields, field, message, status })
+    }
+
+    /// This sending, when it is of form `form`.
+    pub fn to<'a>(sent: Option<&'a Sent>, form: &str) -> Option<&'a Sent> {
+        sent.filter(|s| s.form == form)
+    }
+
+    /// What was typed into `name` ("" when nothing was).
+    pub fn value(sent: Option<&Sent>, name: &str) -> String {
+        sent.map(|s| s.fields.raw(name)).unwrap_or_default()
+    }
+
+    /// The status the page is answered with.
+    pub fn status(sent: Option<&Sent>) -> StatusCode {
+        sent.map(|s| s.status).unwrap_or(StatusCode::OK)
+    }
+
+    /// The error of a sent-back form, announced (`role=alert`); nothing otherwise.
+    pub fn alert(sent: Option<&Sent>) -> Markup {
+        html! { @if let Some(s) = sent { p class="error" role="alert" id={ (s.form) "-error" } { (s.message) } } }
+    }
+
+    /// `aria-invalid` for field `name` of a sent-back form.
+    pub fn invalid(sent: Option<&Sent>, name: &str) -> Option<&'static str> {
+        sent.filter(|s| s.field == name || s.field.ends_with(&format!(".{name}"))).map(|_| "true")
     }
 }
 
@@ -332,6 +392,7 @@ pub fn shell(c: &Chrome, title: &str, notice_key: Option<&'static str>, main: Ma
                         nav aria-label=(t("nav.label")) {
                             a href="/" { (t("nav.dashboard")) }
                             a href="/contacts" { (t("nav.contacts")) }
+                            a href="/households" { (t("nav.households")) }
                             a href="/reminders" { (t("nav.reminders")) }
                             a href="/activities" { (t("nav.activities")) }
                             a href="/notes" { (t("nav.notes")) }

@@ -2,7 +2,7 @@
 //! paging with a total, and the full-text filter through the search index (the same engine and
 //! rules as `/search`).
 
-use mycorrhizal_engine::{Plan, Row, SearchRequest, UPDATED_INDEX, UserScope, Walk};
+use mycorrhizal_engine::{Plan, Row, SEARCH_TOTAL_CAP, SearchRequest, UPDATED_INDEX, UserScope, Walk};
 
 use super::view::{ContactPage, ContactSummary};
 use super::{Contact, INDEX_ARCHIVED, INDEX_SORT_NAME};
@@ -37,8 +37,25 @@ pub struct ListParams {
     pub cursor: Option<String>,
 }
 
-/// One page of the user's contacts.
+/// How exact a page's `total` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    /// Every match counted.
+    Exact,
+    /// At least `total` match (a bounded count stopped there).
+    AtLeast,
+}
+
+/// One page of the user's contacts, with every match counted.
 pub fn list(scope: &UserScope, p: ListParams) -> Result<ContactPage> {
+    Ok(list_counted(scope, p, false)?.0)
+}
+
+/// One page of the user's contacts. With `bounded`, a search in relevance order (the common
+/// case of search as you type) asks the index only for the hits up to this page and counts the
+/// matches up to the engine's cap (`SEARCH_TOTAL_CAP`), answered as [`Count::AtLeast`] when it
+/// reached it, instead of ranking and counting every match on each keystroke.
+pub fn list_counted(scope: &UserScope, p: ListParams, bounded: bool) -> Result<(ContactPage, Count)> {
     let (index, default_desc) = match p.sort.unwrap_or(Sort::Updated) {
         Sort::Updated => (UPDATED_INDEX, true),
         Sort::Name => (INDEX_SORT_NAME, false),
@@ -60,7 +77,8 @@ pub fn list(scope: &UserScope, p: ListParams) -> Result<ContactPage> {
         let plan = Plan::parse(needle);
         let narrowed = favorites || circle.is_some() || tag.is_some();
         let sort = p.sort.is_some().then_some((index, descending));
-        return searched(scope, plan.as_ref(), sort, (include_archived, archived_only), &keep, narrowed, after, limit);
+        let archived = (include_archived, archived_only);
+        return searched(scope, plan.as_ref(), sort, archived, &keep, narrowed, after, limit, bounded);
     }
     let view = scope.view()?;
     let walk = Walk { index, from: "", to: None, after: after.as_ref().map(|(v, id)| (v.as_str(), *id)), descending };
@@ -81,7 +99,7 @@ pub fn list(scope: &UserScope, p: ListParams) -> Result<ContactPage> {
     };
     let next_cursor = page.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default();
     let contacts = page.rows.iter().map(ContactSummary::of).collect();
-    Ok(ContactPage { contacts, next_cursor, limit, total })
+    Ok((ContactPage { contacts, next_cursor, limit, total }, Count::Exact))
 }
 
 /// Cursor value of a page in relevance order (its id part is the offset).
@@ -99,31 +117,49 @@ fn searched(
     narrowed: bool,
     after: Option<(String, u64)>,
     limit: usize,
-) -> Result<ContactPage> {
+    bounded: bool,
+) -> Result<(ContactPage, Count)> {
     let page = |contacts: Vec<ContactSummary>, next_cursor: String, total: usize| ContactPage {
         contacts,
         next_cursor,
         limit,
         total: total as u64,
     };
-    let Some(plan) = plan else { return Ok(page(Vec::new(), String::new(), 0)) };
+    let Some(plan) = plan else { return Ok((page(Vec::new(), String::new(), 0), Count::Exact)) };
     let (include_archived, archived_only) = archived;
+    let offset = match (&after, sort) {
+        (Some((value, offset)), None) if value == RELEVANCE_CURSOR => *offset as usize,
+        (Some(_), None) => return Err(Error::bad_parameter("cursor", "belongs to another sort order")),
+        _ => 0,
+    };
+    // Only the relevance order of every match (no filter to apply after the index) can stop at
+    // this page's hits; a sort or a filter needs them all.
+    let pruned = bounded && sort.is_none() && !narrowed && !archived_only;
     let request = SearchRequest {
         plan,
         kinds: Some(&["contact"]),
         include_hidden: include_archived || archived_only,
         contacts: None,
-        limit: usize::MAX,
+        limit: if pruned { offset.saturating_add(limit) } else { usize::MAX },
         offset: 0,
     };
-    let hits = scope.search(&request)?.pop().map(|g| g.hits).unwrap_or_default();
+    let group = scope.search(&request)?.pop();
+    let counted = group.as_ref().map(|g| g.total).unwrap_or(0);
+    let hits = group.map(|g| g.hits).unwrap_or_default();
     let view = scope.view()?;
-    if sort.is_none() {
-        let offset = match &after {
-            None => 0,
-            Some((value, offset)) if value == RELEVANCE_CURSOR => *offset as usize,
-            Some(_) => return Err(Error::bad_parameter("cursor", "belongs to another sort order")),
+    if pruned {
+        let rows: Vec<Row<Contact>> =
+            hits.iter().skip(offset).take(limit).filter_map(|h| view.get::<Contact>(h.id).ok()).collect();
+        let total = counted.max(hits.len());
+        let count = if total >= SEARCH_TOTAL_CAP { Count::AtLeast } else { Count::Exact };
+        let next = if offset + limit < total {
+            encode_cursor(RELEVANCE_CURSOR, (offset + limit) as u64)
+        } else {
+            String::new()
         };
+        return Ok((page(rows.iter().map(ContactSummary::of).collect(), next, total), count));
+    }
+    if sort.is_none() {
         let (rows, total): (Vec<Row<Contact>>, usize) = if narrowed || archived_only {
             let rows: Vec<Row<Contact>> =
                 hits.iter().filter_map(|h| view.get::<Contact>(h.id).ok()).filter(|r| keep(r)).collect();
@@ -138,7 +174,7 @@ fn searched(
         } else {
             String::new()
         };
-        return Ok(page(rows.iter().map(ContactSummary::of).collect(), next, total));
+        return Ok((page(rows.iter().map(ContactSummary::of).collect(), next, total), Count::Exact));
     }
     let (index, descending) = sort.unwrap_or((UPDATED_INDEX, true));
     let value_of = |row: &Row<Contact>| {
@@ -174,5 +210,5 @@ fn searched(
         Some((v, r)) if start + limit < total => encode_cursor(v, r.id),
         _ => String::new(),
     };
-    Ok(page(slice.iter().map(|(_, r)| ContactSummary::of(r)).collect(), next, total))
+    Ok((page(slice.iter().map(|(_, r)| ContactSummary::of(r)).collect(), next, total), Count::Exact))
 }
