@@ -72,8 +72,10 @@ async fn write_any(client: &Client, method: reqwest::Method, path: &str, payload
 /// The `id` under `key` of a created record.
 async fn id_of(response: impl std::future::Future<Output = reqwest::Response>, key: &str) -> u64 {
     let response = response.await;
-    assert!(response.status().is_success(), "{}", response.status());
-    response.json::<Value>().await.expect("json")[key]["id"].as_u64().expect("id")
+    let status = response.status();
+    let body = response.json::<Value>().await.expect("json");
+    assert!(status.is_success(), "{status} {body}");
+    body[key]["id"].as_u64().expect("id")
 }
 
 async fn get(client: &Client, path: &str) -> Value {
@@ -351,7 +353,7 @@ async fn the_search_and_timeline_shapes_stay_as_reviewed() {
     let lunch = json!({ "title": "Compiler lunch", "description": "COBOL again", "location": "Arlington",
         "date": "2026-11-21", "contact_ids": [grace], "type": "meal" });
     post(&ada, "/api/v1/activities", lunch).await;
-    let reminder = json!({ "message": "Send the paper", "remind_at": "2026-12-01" });
+    let reminder = json!({ "message": "Send the paper", "remind_at": "2026-12-01", "recurrence": "once" });
     let reminder = id_of(ada.post(&format!("/api/v1/contacts/{grace}/reminders"), reminder), "reminder").await;
     post(&ada, &format!("/api/v1/reminders/{reminder}/complete"), json!({})).await;
     let gift = json!({ "contact_id": grace, "description": "A nanosecond of wire", "status": "given", "date": "2026-11-22" });
@@ -410,7 +412,7 @@ async fn the_account_token_and_admin_shapes_stay_as_reviewed() {
 
     let language = ada.send(reqwest::Method::PATCH, "/api/v1/users/language", json!({ "language": "de" })).await;
     insta::assert_json_snapshot!("language_updated", status_and_body(language, 200).await);
-    let format = json!({ "date_format": "DD.MM.YYYY" });
+    let format = json!({ "date_format": "iso" });
     let format = ada.send(reqwest::Method::PATCH, "/api/v1/users/date-format", format).await;
     insta::assert_json_snapshot!("date_format_updated", status_and_body(format, 200).await);
     insta::assert_json_snapshot!("two_factor_status", status_and_body(ada.get("/api/v1/users/2fa/status").await, 200).await);
