@@ -356,7 +356,8 @@ async fn the_search_and_timeline_shapes_stay_as_reviewed() {
     let reminder = json!({ "message": "Send the paper", "remind_at": "2026-12-01", "recurrence": "once" });
     let reminder = id_of(ada.post(&format!("/api/v1/contacts/{grace}/reminders"), reminder), "reminder").await;
     post(&ada, &format!("/api/v1/reminders/{reminder}/complete"), json!({})).await;
-    let gift = json!({ "contact_id": grace, "description": "A nanosecond of wire", "status": "given", "date": "2026-11-22" });
+    let gift =
+        json!({ "contact_id": grace, "description": "A nanosecond of wire", "status": "given", "date": "2026-11-22" });
     post(&ada, "/api/v1/gifts", gift).await;
     let graduated = json!({ "contact_id": grace, "type": "graduated", "date": { "year": 1934, "month": 6 }, "description": "Yale" });
     post(&ada, "/api/v1/life-events", graduated).await;
@@ -415,7 +416,10 @@ async fn the_account_token_and_admin_shapes_stay_as_reviewed() {
     let format = json!({ "date_format": "iso" });
     let format = ada.send(reqwest::Method::PATCH, "/api/v1/users/date-format", format).await;
     insta::assert_json_snapshot!("date_format_updated", status_and_body(format, 200).await);
-    insta::assert_json_snapshot!("two_factor_status", status_and_body(ada.get("/api/v1/users/2fa/status").await, 200).await);
+    insta::assert_json_snapshot!(
+        "two_factor_status",
+        status_and_body(ada.get("/api/v1/users/2fa/status").await, 200).await
+    );
     let setup = bob.post("/api/v1/users/2fa/setup", json!({})).await;
     insta::assert_json_snapshot!("two_factor_setup", status_and_body(setup, 200).await);
     let (secret, _) = crate::twofactor::enrol(&ada).await;
@@ -433,19 +437,24 @@ async fn the_account_token_and_admin_shapes_stay_as_reviewed() {
     let id = ada.get("/api/v1/api-tokens").await.json::<Value>().await.expect("json")["tokens"][0]["id"]
         .as_u64()
         .expect("token id");
-    let revoked = ada.request(reqwest::Method::DELETE, &format!("/api/v1/api-tokens/{id}")).send().await.expect("request");
+    let revoked =
+        ada.request(reqwest::Method::DELETE, &format!("/api/v1/api-tokens/{id}")).send().await.expect("request");
     insta::assert_json_snapshot!("api_token_revoked", status_and_body(revoked, 200).await);
     let all = bob.post("/api/v1/api-tokens/revoke-all", json!({})).await;
     insta::assert_json_snapshot!("api_tokens_revoked", status_and_body(all, 200).await);
 
-    insta::assert_json_snapshot!("admin_users", status_and_body(ada.get("/api/v1/admin/users?limit=1").await, 200).await);
+    insta::assert_json_snapshot!(
+        "admin_users",
+        status_and_body(ada.get("/api/v1/admin/users?limit=1").await, 200).await
+    );
     let reset = ada.post(&format!("/api/v1/admin/users/{}/reset-2fa", bob.id), json!({})).await;
     insta::assert_json_snapshot!("admin_two_factor_reset", status_and_body(reset, 200).await);
     let derived = ada.post("/api/v1/admin/contacts/rebuild-derived", json!({})).await;
     insta::assert_json_snapshot!("admin_derived_rebuilt", status_and_body(derived, 200).await);
     let rebuilt = ada.post("/api/v1/admin/search/rebuild", json!({})).await;
     insta::assert_json_snapshot!("admin_search_rebuilt", status_and_body(rebuilt, 200).await);
-    let deleted = ada.request(reqwest::Method::DELETE, &format!("/api/v1/admin/users/{}", bob.id)).send().await.expect("request");
+    let deleted =
+        ada.request(reqwest::Method::DELETE, &format!("/api/v1/admin/users/{}", bob.id)).send().await.expect("request");
     insta::assert_json_snapshot!("admin_user_deleted", status_and_body(deleted, 200).await);
     let out = ada.post("/api/v1/logout", json!({})).await;
     insta::assert_json_snapshot!("signed_out", status_and_body(out, 200).await);

@@ -83,6 +83,19 @@ pub fn used_bytes(view: &UserView) -> Result<u64> {
     Ok(view.list::<Attachment>()?.iter().map(|a| a.body.size_bytes).sum())
 }
 
+/// `{attachment}`: a file stored.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AttachmentStored {
+    pub attachment: AttachmentView,
+}
+
+/// `{total, attachments}`: a contact's files.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AttachmentList {
+    pub total: usize,
+    pub attachments: Vec<AttachmentView>,
+}
+
 /// Keeps `file` with contact `contact`: checks its size and the user's `quota`, then writes the
 /// row and its bytes in one commit. Blocking: call it off the async threads.
 pub fn store(scope: &UserScope, contact: u64, file: NewFile, quota: u64) -> Result<AttachmentView> {

@@ -5,7 +5,6 @@
 use jiff::Timestamp;
 use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::calendar::{date_range, instant};
@@ -40,9 +39,11 @@ impl NoteView {
     }
 }
 
-/// The view as a JSON object, for callers that add members (search hits, the timeline).
-pub fn view(row: &Row<Note>) -> Value {
-    json!(NoteView::of(row))
+/// `{message, note}`: a note created or replaced.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct NoteSaved {
+    pub message: String,
+    pub note: NoteView,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
