@@ -16,7 +16,7 @@ use crate::state::AppState;
 
 pub use crate::crm::attachments::MAX_ATTACHMENT;
 
-#[utoipa::path(post, path = "/api/v1/contacts/{id}/attachments", tag = "depth", params(("id" = u64, Path)), request_body(content = crate::api::import::FileUpload, content_type = "multipart/form-data", description = "Field `file`, at most 25 MB"), responses(
+#[utoipa::path(post, path = "/api/v1/contacts/{id}/attachments", tag = "depth", params(("id" = u64, Path)), request_body(content = crate::http::extract::FileUpload, content_type = "multipart/form-data", description = "Field `file`, at most 25 MB"), responses(
     (status = 201, description = "`{attachment}`"), (status = 400, description = "No file, too large, or over the quota"), (status = 404, description = "No such contact")))]
 pub async fn upload(
     State(state): State<AppState>,

@@ -17,6 +17,7 @@ use crate::crm::import::{
     self, CardFile, CsvUpload, Decision, ImportError, ImportResult, ImportRunList, Preview, SessionError, Source,
 };
 use crate::error::ApiError;
+use crate::http::extract::FileUpload;
 use crate::http::json::{Json, json_bytes};
 use crate::state::AppState;
 
@@ -92,15 +93,6 @@ pub struct ColumnMappingInput {
     /// Ties the parts of one multi-valued entry together (`email_label` and `email` of group 1).
     #[schema(required = false)]
     group: u32,
-}
-
-/// An uploaded file: the multipart field `file`.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct FileUpload {
-    /// The file; its name, when sent, must have the extension the route names.
-    #[schema(value_type = String, format = Binary)]
-    file: Vec<u8>,
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/preview", tag = "import", request_body = PreviewRequest,

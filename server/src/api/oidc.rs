@@ -143,7 +143,7 @@ pub async fn callback(
         }
     };
     let issuer = oidc.config.provider_url.trim_end_matches('/').to_string();
-    let (user_id, account) = match crate::auth::oidc::link(&state, &issuer, &identity).await? {
+    let (user_id, account) = match crate::auth::accounts::link_identity(&state, &issuer, &identity).await? {
         Ok(found) => found,
         Err(code) => return fail(code),
     };

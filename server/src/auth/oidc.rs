@@ -12,12 +12,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokio::sync::RwLock;
 
-use super::Error;
-use super::accounts::{self, NewAccount};
-use super::records::Account;
 use crate::config::Oidc;
 use crate::outbound;
-use crate::state::AppState;
 
 const DISCOVERY_TTL: Duration = Duration::from_secs(3600);
 
@@ -169,76 +165,6 @@ impl OidcClient {
             .map(|d| d.claims)
             .map_err(|e| format!("ID token: {e}"))
     }
-}
-
-/// Finds or creates the account for a verified identity (OIDC account linking): the account
-/// already linked to it; else the account with its email, when the provider verified the email (or
-/// `OIDC_TRUST_EMAIL`), now linked; else a new account when `OIDC_AUTO_PROVISION` is on.
-/// `Err(code)` names the login page's error.
-pub async fn link(
-    state: &AppState,
-    issuer: &str,
-    identity: &Identity,
-) -> Result<Result<(u64, Account), &'static str>, Error> {
-    let subject_key = format!("{issuer} {}", identity.sub);
-    let view = state.engine.global()?;
-    if let Some(found) = view.find::<Account>("oidc", &subject_key)? {
-        return Ok(Ok(found));
-    }
-    let email = identity.email.as_deref().map(|e| e.trim().to_lowercase()).filter(|e| !e.is_empty());
-    let email_usable = identity.email_verified == Some(true) || state.config.auth.oidc_trust_email;
-    if let Some(email) = email.as_deref().filter(|_| email_usable)
-        && let Some((id, _)) = view.find::<Account>("email", email)?
-    {
-        drop(view);
-        let (provider, subject) = (issuer.to_string(), identity.sub.clone());
-        let account = state
-            .engine
-            .write_async(move |tx| {
-                let mut account: Account = tx.global().get(id)?;
-                account.oidc_provider = Some(provider.clone());
-                account.oidc_subject = Some(subject.clone());
-                account.updated_at = tx.now();
-                tx.global().put(id, &account)?;
-                Ok(account)
-            })
-            .await?;
-        return Ok(Ok((id, account)));
-    }
-    drop(view);
-    if !state.config.auth.oidc_auto_provision {
-        return Ok(Err("oidc_no_account"));
-    }
-    let Some(email) = email else { return Ok(Err("oidc_no_email")) };
-    if !email_usable {
-        return Ok(Err("oidc_no_account"));
-    }
-    let base = identity
-        .preferred_username
-        .clone()
-        .or_else(|| email.split('@').next().map(str::to_string))
-        .unwrap_or_else(|| "user".into())
-        .to_lowercase()
-        .replace(['@', ' '], "-");
-    let base: String = base.chars().take(40).collect();
-    for attempt in 0..20 {
-        let username = if attempt == 0 { base.clone() } else { format!("{base}-{attempt}") };
-        let new = NewAccount {
-            username,
-            email: email.clone(),
-            password: None,
-            language: None,
-            oidc: Some((issuer.to_string(), identity.sub.clone())),
-            is_admin: false,
-        };
-        match accounts::create(state, new).await {
-            Ok(created) => return Ok(Ok(created)),
-            Err(Error::AlreadyExists { field }) if field == "username" => continue,
-            Err(Error::AlreadyExists { .. }) => return Ok(Err("oidc_no_account")),
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Err("oidc_error"))
 }
 
 #[cfg(test)]

@@ -73,10 +73,7 @@ pub struct NewFile {
     pub bytes: Vec<u8>,
 }
 
-/// The blob holding attachment `id`'s bytes (the integrity check looks for this name).
-pub fn blob_name(id: u64) -> String {
-    format!("attachment-{id}")
-}
+pub use super::depth::blob_name;
 
 /// Bytes attachment rows of this user already account for (live rows only).
 pub fn used_bytes(view: &UserView) -> Result<u64> {
