@@ -29,7 +29,8 @@ pub struct TimelineQuery {
     /// Page size, default 25, at most 100.
     pub limit: Option<String>,
     /// Only entries strictly before this instant (the previous page's `next_before`).
-    #[param(value_type = Option<crate::crm::schema::DayOrInstant>)]
+    /// Blank is the same as absent (the first page).
+    #[param(value_type = Option<crate::crm::schema::DayOrInstantOrBlank>)]
     pub before: Option<String>,
     /// Only entries of this type: `note`, `activity`, `reminder_completion`, `gift` or
     /// `life_event`.

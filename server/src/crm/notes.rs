@@ -61,6 +61,7 @@ pub struct NoteInput {
 impl NoteInput {
     /// The note this input makes about `contact`; `date` defaults to `fallback`.
     fn note(&self, contact: Option<u64>, fallback: Timestamp) -> Result<Note> {
+        super::records::check_id("contact_id", self.contact_id)?;
         let date = match self.date.as_deref() {
             Some(d) if !d.trim().is_empty() => instant("date", d)?,
             _ => fallback,

@@ -180,6 +180,7 @@ pub struct ReminderInput {
 
 impl ReminderInput {
     fn reminder(self, contact: Option<u64>) -> Result<Reminder> {
+        super::records::check_id("contact_id", self.contact_id)?;
         let recurrence = Recurrence::parse(self.recurrence.trim())
             .ok_or_else(|| Error::invalid("recurrence", format!("must be one of {}", Recurrence::ALL)))?;
         let contact_id = contact.or(self.contact_id).ok_or_else(|| Error::invalid("contact_id", "is required"))?;
