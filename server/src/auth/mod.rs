@@ -1,9 +1,10 @@
-//! Accounts and authentication: who is calling, and may they.
+//! Accounts and authentication, the accounts domain: who is calling, and may they.
 //!
 //! [`Auth`] holds the signing key, the password hasher, the unwrapped data key, the cookie
 //! policy and the limiters. Sessions are server-side rows named in the JWT (`sid`), so logging
-//! out or bumping the account's token version ends them for real. The extractors in [`extract`]
-//! are the one place a request becomes a user.
+//! out or bumping the account's token version ends them for real. Operations answer typed views
+//! ([`view`]) or [`Error`], never HTTP: the extractors that turn a request into a user
+//! (`http::caller`) and the sign-in gate (`http::gate`) are the front doors' plumbing.
 
 pub mod accounts;
 pub mod breach;
