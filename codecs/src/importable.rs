@@ -16,8 +16,8 @@ use serde_json::{Map, Value, json};
 
 use crate::card::{Card, CardError, MAX_TEXT, Name};
 use crate::dates::Partial;
-use crate::jscontact::{PASSTHROUGH_JSCONTACT_PROPS, PASSTHROUGH_VCARD_PROPS};
 use crate::record::NeutralRecord;
+use crate::record::{PASSTHROUGH_JSCONTACT_PROPS, PASSTHROUGH_VCARD_PROPS};
 
 /// The name of a card that has nothing to be named after (a photo, a birthday, a note only).
 pub const UNNAMED: &str = "Unnamed contact";

@@ -39,9 +39,7 @@ const ID_MAPS: &[&str] = &[
 /// Members (of the card or of an item) whose JSContact form is a set: a map of string to `true`.
 const SETS: &[&str] = &["contexts", "features", "keywords", "members"];
 
-/// Where the RFC 9555 `vCard` member's parts live in `passthrough`.
-pub const PASSTHROUGH_VCARD_PROPS: &str = "vCardProps";
-pub const PASSTHROUGH_JSCONTACT_PROPS: &str = "jsContactProps";
+pub use crate::record::{PASSTHROUGH_JSCONTACT_PROPS, PASSTHROUGH_VCARD_PROPS};
 const CONVERTED_POINTER: &str = "/vCard/convertedProperties";
 /// Vendor members (RFC 9553 §1.7.2 style) that carry the CRM envelope and gender through
 /// JSContact, and through vCard as `JSPROP`, so our own exports re-import without loss.

@@ -8,6 +8,11 @@ use serde_json::{Map, Value};
 
 use crate::card::Card;
 
+/// Where the RFC 9555 `vCard` member's parts live in `passthrough`.
+pub const PASSTHROUGH_VCARD_PROPS: &str = "vCardProps";
+/// Where JSContact members with no neutral home live in `passthrough`.
+pub const PASSTHROUGH_JSCONTACT_PROPS: &str = "jsContactProps";
+
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NeutralRecord {
     pub card: Card,

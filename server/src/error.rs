@@ -230,6 +230,27 @@ impl From<crate::crm::Error> for ApiError {
     }
 }
 
+impl From<crate::auth::Error> for ApiError {
+    fn from(e: crate::auth::Error) -> Self {
+        use crate::auth::Error as E;
+        match e {
+            E::Unauthorized(message) => ApiError::Unauthorized(message),
+            E::InvalidCredentials => ApiError::InvalidCredentials,
+            E::Forbidden(message) => ApiError::Forbidden(message),
+            E::ClientNotSupported(message) => ApiError::ClientNotSupported(message),
+            E::RateLimited { retry_after, locked } => ApiError::RateLimited { retry_after, locked },
+            E::Invalid { field, reason } => ApiError::Validation { field, reason },
+            E::BadParameter { field, reason } => ApiError::InvalidInput { field, reason },
+            E::AlreadyExists { field } => ApiError::AlreadyExists { field },
+            E::Conflict(message) => ApiError::Conflict(message),
+            E::NotFound => ApiError::NotFound,
+            E::Engine(e) => e.into(),
+            E::Crm(e) => e.into(),
+            E::Internal(detail) => ApiError::Internal(detail),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

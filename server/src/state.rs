@@ -10,7 +10,6 @@ use crate::auth::Auth;
 use crate::auth::breach::BreachCheck;
 use crate::auth::oidc::OidcClient;
 use crate::config::Config;
-use crate::error::ApiError;
 use crate::notify::email::Mailer;
 use crate::notify::outbox::{Outbox, Signal};
 use crate::notify::webhooks::OutboxHook;
@@ -101,7 +100,7 @@ impl AppState {
         &self,
         user: &crate::auth::AuthUser,
         work: impl FnOnce(&mycorrhizal_engine::UserView) -> crate::crm::Result<T> + Send + 'static,
-    ) -> Result<T, ApiError> {
+    ) -> crate::crm::Result<T> {
         let scope = self.scope(user);
         Ok(self.blocking(move |_| scope.view().map_err(crate::crm::Error::from).and_then(|v| work(&v))).await??)
     }
@@ -110,9 +109,9 @@ impl AppState {
     pub async fn blocking<T: Send + 'static>(
         &self,
         work: impl FnOnce(&Engine) -> T + Send + 'static,
-    ) -> Result<T, ApiError> {
+    ) -> crate::crm::Result<T> {
         let engine = self.engine.clone();
-        tokio::task::spawn_blocking(move || work(&engine)).await.map_err(ApiError::internal)
+        tokio::task::spawn_blocking(move || work(&engine)).await.map_err(crate::crm::Error::internal)
     }
 }
 

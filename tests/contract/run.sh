@@ -13,7 +13,8 @@ base="$1"
 credential="$2"
 shift 2
 st="${SCHEMATHESIS:-$(dirname "$0")/../../.venv/bin/st}"
-exec "$st" --config-file "$(dirname "$0")/schemathesis.toml" run "$base/api/v1/openapi.json" --url "$base" \
+# SCHEMATHESIS_CONFIG: the same file with the seeded records' ids bound (tests/it/contract.rs).
+exec "$st" --config-file "${SCHEMATHESIS_CONFIG:-$(dirname "$0")/schemathesis.toml}" run "$base/api/v1/openapi.json" --url "$base" \
   -H "$credential" \
   --exclude-path-regex '/(logout|api-tokens/revoke-all|api-tokens/\{id\}|api-tokens/\{id\}/rotate|admin/api-tokens/\{id\}|users/change-password|admin/users/\{id\}|users/2fa/(setup|confirm|disable)|password-reset/.*|proxy/image)$' \
   --seed 1 --no-color \

@@ -7,7 +7,7 @@
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use crate::helpers::{Client, Instance};
+use crate::helpers::{Client, Instance, PASSWORD};
 
 /// `value` with everything that differs from run to run replaced by a marker.
 fn redacted(value: Value) -> Value {
@@ -72,8 +72,10 @@ async fn write_any(client: &Client, method: reqwest::Method, path: &str, payload
 /// The `id` under `key` of a created record.
 async fn id_of(response: impl std::future::Future<Output = reqwest::Response>, key: &str) -> u64 {
     let response = response.await;
-    assert!(response.status().is_success(), "{}", response.status());
-    response.json::<Value>().await.expect("json")[key]["id"].as_u64().expect("id")
+    let status = response.status();
+    let body = response.json::<Value>().await.expect("json");
+    assert!(status.is_success(), "{status} {body}");
+    body[key]["id"].as_u64().expect("id")
 }
 
 async fn get(client: &Client, path: &str) -> Value {
@@ -332,4 +334,128 @@ async fn the_reach_out_suggestion_shapes_stay_as_reviewed() {
     insta::assert_json_snapshot!("reach_out_suggestion_dismissed", redacted(dismissed));
     let all = call("GET", "/api/v1/reach-out-suggestions?status=all".into(), json!({})).await;
     insta::assert_json_snapshot!("reach_out_suggestions_all", redacted(all));
+}
+
+/// Search results (every kind of hit: a contact matched in a field, one found through the
+/// relation the query names, a note, an activity; a query too short to run) and a contact's
+/// timeline (every kind of entry, paged and filtered).
+#[tokio::test]
+async fn the_search_and_timeline_shapes_stay_as_reviewed() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let hopper = json!({ "firstname": "Grace", "lastname": "Hopper", "email": "grace@example.org", "org": "US Navy" });
+    let grace = id_of(ada.post("/api/v1/contacts", hopper), "contact").await;
+    let mary = crate::crm::new_contact(&ada, "Mary", "Murray").await["id"].as_u64().expect("id");
+    let edge = json!({ "target_id": mary, "type": "sister" });
+    post(&ada, &format!("/api/v1/contacts/{grace}/relationships"), edge).await;
+    let note = json!({ "content": "Talked about COBOL compilers", "date": "2026-11-20" });
+    post(&ada, &format!("/api/v1/contacts/{grace}/notes"), note).await;
+    let lunch = json!({ "title": "Compiler lunch", "description": "COBOL again", "location": "Arlington",
+        "date": "2026-11-21", "contact_ids": [grace], "type": "meal" });
+    post(&ada, "/api/v1/activities", lunch).await;
+    let reminder = json!({ "message": "Send the paper", "remind_at": "2026-12-01", "recurrence": "once" });
+    let reminder = id_of(ada.post(&format!("/api/v1/contacts/{grace}/reminders"), reminder), "reminder").await;
+    post(&ada, &format!("/api/v1/reminders/{reminder}/complete"), json!({})).await;
+    let gift =
+        json!({ "contact_id": grace, "description": "A nanosecond of wire", "status": "given", "date": "2026-11-22" });
+    post(&ada, "/api/v1/gifts", gift).await;
+    let graduated = json!({ "contact_id": grace, "type": "graduated", "date": { "year": 1934, "month": 6 }, "description": "Yale" });
+    post(&ada, "/api/v1/life-events", graduated).await;
+
+    insta::assert_json_snapshot!("search_note_and_activity_hits", get(&ada, "/api/v1/search?q=cobol").await);
+    insta::assert_json_snapshot!("search_resolved_relation", get(&ada, "/api/v1/search?q=sister").await);
+    insta::assert_json_snapshot!("search_too_short", get(&ada, "/api/v1/search?q=g").await);
+    insta::assert_json_snapshot!("search_second_page", get(&ada, "/api/v1/search?q=grace&limit=1&offset=1").await);
+
+    insta::assert_json_snapshot!("timeline", get(&ada, &format!("/api/v1/contacts/{grace}/timeline")).await);
+    insta::assert_json_snapshot!(
+        "timeline_paged",
+        get(&ada, &format!("/api/v1/contacts/{grace}/timeline?limit=2")).await
+    );
+    insta::assert_json_snapshot!(
+        "timeline_of_one_type",
+        get(&ada, &format!("/api/v1/contacts/{grace}/timeline?type=life_event")).await
+    );
+}
+
+/// `value` redacted, with the secrets an account response shows once (tokens, TOTP secrets and
+/// their URLs, recovery codes) replaced by a marker.
+fn secrets_redacted(value: Value) -> Value {
+    match redacted(value) {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(key, v)| match key.as_str() {
+                    "token" | "secret" | "otpauth_url" => (key, json!("[secret]")),
+                    "recovery_codes" => (key, marker_of(&v, "[secret]")),
+                    _ => (key, v),
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+async fn status_and_body(response: reqwest::Response, status: u16) -> Value {
+    assert_eq!(response.status(), status, "{}", response.url());
+    secrets_redacted(response.json().await.expect("json"))
+}
+
+/// The account, token and admin responses.
+#[tokio::test]
+async fn the_account_token_and_admin_shapes_stay_as_reviewed() {
+    let server = Instance::new().spawn();
+    insta::assert_json_snapshot!("registered", status_and_body(server.register("ada", PASSWORD).await, 201).await);
+    insta::assert_json_snapshot!("signed_in", status_and_body(server.login("ada", PASSWORD).await, 200).await);
+    let ada = server.sign_in("ada", PASSWORD).await;
+    let bob = server.sign_up("bob").await;
+    let reset = server.post("/api/v1/password-reset/request", json!({ "email": "nobody@example.org" })).await;
+    insta::assert_json_snapshot!("password_reset_requested", status_and_body(reset, 200).await);
+
+    let language = ada.send(reqwest::Method::PATCH, "/api/v1/users/language", json!({ "language": "de" })).await;
+    insta::assert_json_snapshot!("language_updated", status_and_body(language, 200).await);
+    let format = json!({ "date_format": "iso" });
+    let format = ada.send(reqwest::Method::PATCH, "/api/v1/users/date-format", format).await;
+    insta::assert_json_snapshot!("date_format_updated", status_and_body(format, 200).await);
+    insta::assert_json_snapshot!(
+        "two_factor_status",
+        status_and_body(ada.get("/api/v1/users/2fa/status").await, 200).await
+    );
+    let setup = bob.post("/api/v1/users/2fa/setup", json!({})).await;
+    insta::assert_json_snapshot!("two_factor_setup", status_and_body(setup, 200).await);
+    let (secret, _) = crate::twofactor::enrol(&ada).await;
+    // A code of the next step: the one enrolment used may not be used again.
+    let code = crate::twofactor::code(&secret, crate::twofactor::now() + 30);
+    let regenerated = ada.post("/api/v1/users/2fa/recovery-codes/regenerate", json!({ "code": code })).await;
+    insta::assert_json_snapshot!("recovery_codes_regenerated", status_and_body(regenerated, 200).await);
+
+    let grant = ada.post("/api/v1/auth/device/grants", json!({ "label": "Phone" })).await;
+    insta::assert_json_snapshot!("device_grant_created", status_and_body(grant, 201).await);
+    let token = ada.post("/api/v1/api-tokens", json!({ "name": "script" })).await;
+    let token = status_and_body(token, 201).await;
+    insta::assert_json_snapshot!("api_token_created", token);
+    insta::assert_json_snapshot!("api_tokens", status_and_body(ada.get("/api/v1/api-tokens").await, 200).await);
+    let id = ada.get("/api/v1/api-tokens").await.json::<Value>().await.expect("json")["tokens"][0]["id"]
+        .as_u64()
+        .expect("token id");
+    let revoked =
+        ada.request(reqwest::Method::DELETE, &format!("/api/v1/api-tokens/{id}")).send().await.expect("request");
+    insta::assert_json_snapshot!("api_token_revoked", status_and_body(revoked, 200).await);
+    let all = bob.post("/api/v1/api-tokens/revoke-all", json!({})).await;
+    insta::assert_json_snapshot!("api_tokens_revoked", status_and_body(all, 200).await);
+
+    insta::assert_json_snapshot!(
+        "admin_users",
+        status_and_body(ada.get("/api/v1/admin/users?limit=1").await, 200).await
+    );
+    let reset = ada.post(&format!("/api/v1/admin/users/{}/reset-2fa", bob.id), json!({})).await;
+    insta::assert_json_snapshot!("admin_two_factor_reset", status_and_body(reset, 200).await);
+    let derived = ada.post("/api/v1/admin/contacts/rebuild-derived", json!({})).await;
+    insta::assert_json_snapshot!("admin_derived_rebuilt", status_and_body(derived, 200).await);
+    let rebuilt = ada.post("/api/v1/admin/search/rebuild", json!({})).await;
+    insta::assert_json_snapshot!("admin_search_rebuilt", status_and_body(rebuilt, 200).await);
+    let deleted =
+        ada.request(reqwest::Method::DELETE, &format!("/api/v1/admin/users/{}", bob.id)).send().await.expect("request");
+    insta::assert_json_snapshot!("admin_user_deleted", status_and_body(deleted, 200).await);
+    let out = ada.post("/api/v1/logout", json!({})).await;
+    insta::assert_json_snapshot!("signed_out", status_and_body(out, 200).await);
 }

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Client, Cred, Instance, PASSWORD, set_cookie};
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
 }
 
@@ -12,11 +12,11 @@ fn secret_bytes(base32: &str) -> Vec<u8> {
     totp_rs::Secret::Encoded(base32.to_string()).to_bytes().unwrap()
 }
 
-fn code(secret: &[u8], at: u64) -> String {
+pub(crate) fn code(secret: &[u8], at: u64) -> String {
     mycorrhizal::auth::totp::code_at(secret, at)
 }
 
-async fn enrol(client: &Client) -> (Vec<u8>, Vec<String>) {
+pub(crate) async fn enrol(client: &Client) -> (Vec<u8>, Vec<String>) {
     let setup: Value = client.post("/api/v1/users/2fa/setup", json!({})).await.json().await.unwrap();
     assert!(setup["otpauth_url"].as_str().unwrap().starts_with("otpauth://totp/"));
     let secret = secret_bytes(setup["secret"].as_str().unwrap());

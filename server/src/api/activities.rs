@@ -6,7 +6,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use mycorrhizal_engine::Row;
-use serde_json::json;
 
 use crate::auth::AuthUser;
 use crate::crm::activities::{self, ActivityPage, ActivityView};
@@ -40,10 +39,10 @@ pub async fn list_for_contact(
 
 /// The activity with its contacts named, read after the write.
 async fn shown(state: &AppState, user: &AuthUser, id: u64) -> Result<(Row<Activity>, ActivityView), ApiError> {
-    state.read(user, move |v| activities::get(v, id)).await
+    Ok(state.read(user, move |v| activities::get(v, id)).await?)
 }
 
-#[utoipa::path(post, path = "/api/v1/activities", tag = "activities", request_body = activities::ActivityInput, responses((status = 201, description = "`{message, activity}`"), (status = 404, description = "A contact is not yours")))]
+#[utoipa::path(post, path = "/api/v1/activities", tag = "activities", request_body = activities::ActivityInput, responses((status = 201, body = activities::ActivitySaved), (status = 404, description = "A contact is not yours")))]
 pub async fn create(
     State(state): State<AppState>,
     user: AuthUser,
@@ -51,7 +50,7 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let created = activities::save(&state.scope(&user), None, input).await?;
     let (row, activity) = shown(&state, &user, created.id).await?;
-    let body = json!({ "message": "Activity created", "activity": activity });
+    let body = activities::ActivitySaved { message: "Activity created".into(), activity };
     Ok(tagged(&row, None, StatusCode::CREATED, &body))
 }
 

@@ -6,15 +6,16 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::accounts::{self, NewAccount};
-use crate::auth::extract::AdminUser;
 use crate::auth::records::Account;
-use crate::auth::view::CurrentUser;
+use crate::auth::view::{CurrentUser, UserPage};
+use crate::crm::Message;
 use crate::error::ApiError;
+use crate::http::caller::AdminUser;
 use crate::http::json::Json;
+use crate::jobs::{DerivedRebuilt, SearchRebuilt};
 use crate::state::AppState;
 
 #[derive(Deserialize, IntoParams)]
@@ -26,17 +27,17 @@ pub struct PageQuery {
     pub limit: Option<usize>,
 }
 
-#[utoipa::path(get, path = "/api/v1/admin/users", tag = "admin", params(PageQuery), responses((status = 200, description = "`{users, total, page, limit}`"), (status = 403, description = "Not an admin session")))]
+#[utoipa::path(get, path = "/api/v1/admin/users", tag = "admin", params(PageQuery), responses((status = 200, body = UserPage), (status = 403, description = "Not an admin session")))]
 pub async fn list_users(
     State(state): State<AppState>,
     _admin: AdminUser,
     Query(q): Query<PageQuery>,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+) -> Result<axum::Json<UserPage>, ApiError> {
     let page = q.page.unwrap_or(1).max(1);
     let limit = q.limit.unwrap_or(25).clamp(1, 100);
     let (users, total) = accounts::page(&state, page, limit)?;
     let users: Vec<CurrentUser> = users.iter().map(|(id, a)| CurrentUser::from(*id, a)).collect();
-    Ok(axum::Json(json!({ "users": users, "total": total, "page": page, "limit": limit })))
+    Ok(axum::Json(UserPage { users, total, page, limit }))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -103,65 +104,56 @@ pub async fn patch_user(
 }
 
 #[utoipa::path(delete, path = "/api/v1/admin/users/{id}", tag = "admin", params(("id" = u64, Path)), responses(
-    (status = 200, description = "Deleted with all data"), (status = 404, description = "No such user"), (status = 409, description = "The last admin")))]
+    (status = 200, body = Message, description = "Deleted with all data"), (status = 404, description = "No such user"), (status = 409, description = "The last admin")))]
 pub async fn delete_user(
     State(state): State<AppState>,
     _admin: AdminUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+) -> Result<axum::Json<Message>, ApiError> {
     accounts::delete(&state, id).await?;
     tracing::info!(event = "account_deleted", component = "auth", user_id = id);
-    Ok(axum::Json(json!({ "message": "User deleted" })))
+    Ok(axum::Json(Message::new("User deleted")))
 }
 
-#[utoipa::path(post, path = "/api/v1/admin/users/{id}/reset-2fa", tag = "admin", params(("id" = u64, Path)), responses((status = 200, description = "Two-factor cleared"), (status = 404, description = "No such user")))]
+#[utoipa::path(post, path = "/api/v1/admin/users/{id}/reset-2fa", tag = "admin", params(("id" = u64, Path)), responses((status = 200, body = Message, description = "Two-factor cleared"), (status = 404, description = "No such user")))]
 pub async fn reset_2fa(
     State(state): State<AppState>,
     _admin: AdminUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+) -> Result<axum::Json<Message>, ApiError> {
     accounts::reset_second_factor(&state, id).await?;
-    Ok(axum::Json(json!({ "message": "Two-factor authentication reset; the user can enrol again" })))
+    Ok(axum::Json(Message::new("Two-factor authentication reset; the user can enrol again")))
 }
 
 /// Recomputes every contact's derived columns from its card (the save hook), writing only the
 /// rows whose projection changed; running it twice changes nothing the second time.
-#[utoipa::path(post, path = "/api/v1/admin/contacts/rebuild-derived", tag = "admin", responses((status = 200, description = "`{message, contacts_scanned, contacts_updated}`")))]
+#[utoipa::path(post, path = "/api/v1/admin/contacts/rebuild-derived", tag = "admin", responses((status = 200, body = DerivedRebuilt)))]
 pub async fn rebuild_derived(
     State(state): State<AppState>,
     _admin: AdminUser,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+) -> Result<axum::Json<DerivedRebuilt>, ApiError> {
     let (scanned, updated) = crate::jobs::rebuild_derived(&state).await?;
-    Ok(axum::Json(
-        json!({ "message": "Derived contact columns rebuilt", "contacts_scanned": scanned, "contacts_updated": updated }),
-    ))
+    Ok(axum::Json(DerivedRebuilt::of(scanned, updated)))
 }
 
 /// Rebuilds the full-text index from the database, aside from the live one, and swaps it in:
 /// searches see the old index until then, writes made meanwhile are carried over, and a failure
 /// leaves the old index serving. Synchronous. Recorded as job run `search_index_rebuild`.
 #[utoipa::path(post, path = "/api/v1/admin/search/rebuild", tag = "admin", responses(
-    (status = 200, description = "`{message, indexed: {contacts, notes, activities}}` (live rows, all users)"),
+    (status = 200, body = SearchRebuilt, description = "`{message, indexed: {contacts, notes, activities}}` (live rows, all users)"),
     (status = 409, description = "A rebuild is already in progress"), (status = 500, description = "The rebuild failed; the previous index is untouched")))]
 pub async fn rebuild_search(
     State(state): State<AppState>,
     _admin: AdminUser,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+) -> Result<axum::Json<SearchRebuilt>, ApiError> {
     let report = crate::jobs::rebuild_search(&state).await?;
-    let count = |kind: &str| report.indexed.iter().find(|(k, _)| *k == kind).map_or(0, |(_, n)| *n);
-    Ok(axum::Json(json!({
-        "message": "Search index rebuilt",
-        "indexed": { "contacts": count("contact"), "notes": count("note"), "activities": count("activity") },
-    })))
+    Ok(axum::Json(SearchRebuilt::of(&report)))
 }
 
 /// Runs the retention purge now (tombstones, audit events, expired credentials, system events,
 /// job runs and finished outbox rows past their windows), recorded as a `manual` job run.
-#[utoipa::path(post, path = "/api/v1/admin/trigger-purge", tag = "admin", responses((status = 200, description = "`{message}`: the purge ran (its outcome is the job run `retention_purge`)")))]
-pub async fn trigger_purge(
-    State(state): State<AppState>,
-    _admin: AdminUser,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+#[utoipa::path(post, path = "/api/v1/admin/trigger-purge", tag = "admin", responses((status = 200, body = Message, description = "`{message}`: the purge ran (its outcome is the job run `retention_purge`)")))]
+pub async fn trigger_purge(State(state): State<AppState>, _admin: AdminUser) -> Result<axum::Json<Message>, ApiError> {
     let run = crate::jobs::purge_once(&state, mycorrhizal_engine::system::Trigger::Manual).await;
     let message = match run.result {
         mycorrhizal_engine::system::JobResult::Success => {
@@ -169,5 +161,5 @@ pub async fn trigger_purge(
         }
         _ => format!("Purge ran and failed: {}", run.error.unwrap_or_default()),
     };
-    Ok(axum::Json(json!({ "message": message })))
+    Ok(axum::Json(Message { message }))
 }

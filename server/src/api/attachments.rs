@@ -6,17 +6,17 @@ use axum::extract::{Multipart, State};
 use axum::http::StatusCode;
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
 
 use crate::auth::AuthUser;
-use crate::crm::attachments::{self, INLINE, NewFile};
+use crate::crm::Message;
+use crate::crm::attachments::{self, AttachmentList, AttachmentStored, INLINE, NewFile};
 use crate::crm::contact::Contact;
 use crate::error::ApiError;
 use crate::state::AppState;
 
 pub use crate::crm::attachments::MAX_ATTACHMENT;
 
-#[utoipa::path(post, path = "/api/v1/contacts/{id}/attachments", tag = "depth", params(("id" = u64, Path)), request_body(content = crate::api::import::FileUpload, content_type = "multipart/form-data", description = "Field `file`, at most 25 MB"), responses(
+#[utoipa::path(post, path = "/api/v1/contacts/{id}/attachments", tag = "depth", params(("id" = u64, Path)), request_body(content = crate::http::extract::FileUpload, content_type = "multipart/form-data", description = "Field `file`, at most 25 MB"), responses(
     (status = 201, description = "`{attachment}`"), (status = 400, description = "No file, too large, or over the quota"), (status = 404, description = "No such contact")))]
 pub async fn upload(
     State(state): State<AppState>,
@@ -38,18 +38,17 @@ pub async fn upload(
     let file = file.ok_or_else(|| ApiError::validation("file", "is required"))?;
     let (scope, quota) = (state.scope(&user), state.config.attachment_quota_bytes);
     let attachment = state.blocking(move |_| attachments::store(&scope, id, file, quota)).await??;
-    Ok((StatusCode::CREATED, axum::Json(json!({ "attachment": attachment }))).into_response())
+    Ok((StatusCode::CREATED, axum::Json(AttachmentStored { attachment })).into_response())
 }
 
-#[utoipa::path(get, path = "/api/v1/contacts/{id}/attachments", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "`{attachments, total}`"), (status = 404, description = "No such contact")))]
+#[utoipa::path(get, path = "/api/v1/contacts/{id}/attachments", tag = "depth", params(("id" = u64, Path)), responses((status = 200, body = AttachmentList), (status = 404, description = "No such contact")))]
 pub async fn list(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
-    let items = state.read(&user, move |v| attachments::list(v, id)).await?;
-    let body = json!({ "total": items.len(), "attachments": items });
-    Ok(axum::Json(body))
+) -> Result<axum::Json<AttachmentList>, ApiError> {
+    let attachments = state.read(&user, move |v| attachments::list(v, id)).await?;
+    Ok(axum::Json(AttachmentList { total: attachments.len(), attachments }))
 }
 
 #[utoipa::path(get, path = "/api/v1/attachments/{id}/download", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The file"), (status = 404, description = "No such attachment")))]
@@ -69,12 +68,12 @@ pub async fn download(
     Ok((headers, bytes).into_response())
 }
 
-#[utoipa::path(delete, path = "/api/v1/attachments/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted, bytes removed"), (status = 404, description = "No such attachment")))]
+#[utoipa::path(delete, path = "/api/v1/attachments/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, body = Message, description = "Deleted, bytes removed"), (status = 404, description = "No such attachment")))]
 pub async fn delete(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<Message>, ApiError> {
     attachments::delete(&state.scope(&user), id).await?;
-    Ok(axum::Json(json!({ "message": "Attachment deleted" })))
+    Ok(axum::Json(Message::new("Attachment deleted")))
 }

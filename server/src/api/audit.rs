@@ -4,7 +4,6 @@ use crate::http::extract::Path;
 use axum::extract::State;
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
 
 use crate::auth::AuthUser;
 use crate::crm::audit;
@@ -22,13 +21,13 @@ pub async fn export(State(state): State<AppState>, user: AuthUser) -> Result<Res
 }
 
 #[utoipa::path(post, path = "/api/v1/audit/{id}/undo", tag = "audit", params(("id" = u64, Path)), responses(
-    (status = 200, description = "Reverted"), (status = 404, description = "No such event of yours"), (status = 409, description = "Not an update event, or the record changed since")))]
+    (status = 200, body = crate::crm::Message, description = "Reverted"), (status = 404, description = "No such event of yours"), (status = 409, description = "Not an update event, or the record changed since")))]
 pub async fn undo(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::crm::Message>, ApiError> {
     let event = state.read(&user, move |v| audit::event(v, id)).await?;
     audit::undo(&state.scope(&user), event).await?;
-    Ok(axum::Json(json!({ "message": "Change undone" })))
+    Ok(axum::Json(crate::crm::Message::new("Change undone")))
 }

@@ -5,27 +5,26 @@ use crate::http::extract::Path;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde_json::{Value, json};
 
 use crate::auth::AuthUser;
-use crate::crm::cadence::{self, PolicyInput, PolicyView};
+use crate::crm::cadence::{self, OverdueList, PolicyInput, PolicyList, PolicyView};
 use crate::crm::depth::CadencePolicy;
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
 use crate::state::AppState;
 
-#[utoipa::path(get, path = "/api/v1/cadence-policies", tag = "depth", responses((status = 200, description = "`{cadence_policies, total}`")))]
-pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
-    let policies = state.read(&user, cadence::list).await?;
-    Ok(axum::Json(json!({ "total": policies.len(), "cadence_policies": policies })))
+#[utoipa::path(get, path = "/api/v1/cadence-policies", tag = "depth", responses((status = 200, body = PolicyList)))]
+pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<PolicyList>, ApiError> {
+    let cadence_policies = state.read(&user, cadence::list).await?;
+    Ok(axum::Json(PolicyList { total: cadence_policies.len(), cadence_policies }))
 }
 
-#[utoipa::path(get, path = "/api/v1/cadence-policies/overdue", tag = "depth", responses((status = 200, description = "`{overdue: [{policy, health, contact_id, contact_name}]}`, most overdue first")))]
-pub async fn list_overdue(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
+#[utoipa::path(get, path = "/api/v1/cadence-policies/overdue", tag = "depth", responses((status = 200, body = OverdueList, description = "`{overdue: [{policy, health, contact_id, contact_name}]}`, most overdue first")))]
+pub async fn list_overdue(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<OverdueList>, ApiError> {
     let now = state.engine.clock().now();
-    let items = state.read(&user, move |v| cadence::overdue(v, now)).await?;
-    Ok(axum::Json(json!({ "overdue": items })))
+    let overdue = state.read(&user, move |v| cadence::overdue(v, now)).await?;
+    Ok(axum::Json(OverdueList { overdue }))
 }
 
 #[utoipa::path(post, path = "/api/v1/cadence-policies", tag = "depth", request_body = crate::crm::bodies::CadencePolicyBody, responses((status = 201, description = "The policy"), (status = 400, description = "Invalid, field named"), (status = 404, description = "No such contact")))]

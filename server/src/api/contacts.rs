@@ -8,13 +8,14 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
+use crate::crm::Message;
 use crate::crm::contact::list::{ListParams, Sort};
 use crate::crm::contact::ops::{ContactInput, Flag};
-use crate::crm::contact::view::ContactView;
+use crate::crm::contact::view::{BirthdayList, ContactCreated, ContactSummaries, ContactView};
 use crate::crm::contact::{detail, list as listing, ops, pick};
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
@@ -103,7 +104,7 @@ pub async fn list(
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts", tag = "contacts", request_body = ContactInput, responses(
-    (status = 201, description = "`{message, contact}`"), (status = 400, description = "Invalid, with the field named"),
+    (status = 201, body = ContactCreated), (status = 400, description = "Invalid, with the field named"),
     (status = 409, description = "A contact with this card UID exists")))]
 pub async fn create(
     State(state): State<AppState>,
@@ -111,7 +112,7 @@ pub async fn create(
     Json(input): Json<ContactInput>,
 ) -> Result<Response, ApiError> {
     let row = ops::create(&state.scope(&user), input).await?;
-    let body = json!({ "message": "Contact created", "contact": ContactView::of(&row, &[]) });
+    let body = ContactCreated { message: "Contact created".into(), contact: ContactView::of(&row, &[]) };
     Ok(tagged(&row, None, StatusCode::CREATED, &body))
 }
 
@@ -159,17 +160,17 @@ pub async fn update(
 }
 
 #[utoipa::path(delete, path = "/api/v1/contacts/{id}", tag = "contacts", params(("id" = u64, Path)), responses(
-    (status = 200, description = "Deleted (a tombstone is kept for sync; no undelete)"), (status = 404, description = "No such contact"),
+    (status = 200, body = Message, description = "Deleted (a tombstone is kept for sync; no undelete)"), (status = 404, description = "No such contact"),
     (status = 412, description = "If-Match is stale")))]
 pub async fn delete(
     State(state): State<AppState>,
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<Message>, ApiError> {
     let pre = if_match(&headers)?;
     ops::delete(&state.scope(&user), id, pre).await?;
-    Ok(axum::Json(json!({ "message": "Contact deleted" })))
+    Ok(axum::Json(Message::new("Contact deleted")))
 }
 
 async fn set_flag(state: &AppState, user: &AuthUser, id: u64, flag: Flag, on: bool) -> Result<Response, ApiError> {
@@ -216,10 +217,10 @@ pub async fn circles(State(state): State<AppState>, user: AuthUser) -> Result<ax
 }
 
 /// Five random active contacts (fewer when there are fewer).
-#[utoipa::path(get, path = "/api/v1/contacts/random", tag = "contacts", responses((status = 200, description = "`{contacts: [summary]}`")))]
-pub async fn random(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
+#[utoipa::path(get, path = "/api/v1/contacts/random", tag = "contacts", responses((status = 200, body = ContactSummaries)))]
+pub async fn random(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<ContactSummaries>, ApiError> {
     let contacts = state.read(&user, |v| pick::random_summaries(v, 5)).await?;
-    Ok(axum::Json(json!({ "contacts": contacts })))
+    Ok(axum::Json(ContactSummaries { contacts }))
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -232,16 +233,16 @@ pub struct BirthdayQuery {
 
 /// Upcoming birthdays from today (server clock and zone), soonest first. A year-less birthday
 /// recurs every year; 29 February falls on 1 March in other years; age only from full dates.
-#[utoipa::path(get, path = "/api/v1/contacts/birthdays", tag = "contacts", params(BirthdayQuery), responses((status = 200, description = "`{birthdays: [{type, contact_id, name, birthday, date, days_until, age?}]}`")))]
+#[utoipa::path(get, path = "/api/v1/contacts/birthdays", tag = "contacts", params(BirthdayQuery), responses((status = 200, body = BirthdayList, description = "`{birthdays: [{type, contact_id, name, birthday, date, days_until, age?}]}`")))]
 pub async fn birthdays(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<BirthdayQuery>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<BirthdayList>, ApiError> {
     let today = state.today();
     let end = pick::birthday_window(today, q.days)?;
-    let list = state.read(&user, move |v| pick::upcoming_birthdays(v, today, end, usize::MAX)).await?;
-    Ok(axum::Json(json!({ "birthdays": list })))
+    let birthdays = state.read(&user, move |v| pick::upcoming_birthdays(v, today, end, usize::MAX)).await?;
+    Ok(axum::Json(BirthdayList { birthdays }))
 }
 
 /// The contact and everything about it in one call; every collection is an array.

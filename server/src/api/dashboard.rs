@@ -3,7 +3,7 @@
 use crate::http::extract::{Path, Query};
 use axum::extract::State;
 use serde::Deserialize;
-use serde_json::Value;
+
 use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
@@ -29,7 +29,8 @@ pub struct TimelineQuery {
     /// Page size, default 25, at most 100.
     pub limit: Option<String>,
     /// Only entries strictly before this instant (the previous page's `next_before`).
-    #[param(value_type = Option<crate::crm::schema::DayOrInstant>)]
+    /// Blank is the same as absent (the first page).
+    #[param(value_type = Option<crate::crm::schema::DayOrInstantOrBlank>)]
     pub before: Option<String>,
     /// Only entries of this type: `note`, `activity`, `reminder_completion`, `gift` or
     /// `life_event`.
@@ -39,13 +40,13 @@ pub struct TimelineQuery {
 
 /// A contact's history, newest first, paged by `before` (a page ends only between instants).
 #[utoipa::path(get, path = "/api/v1/contacts/{id}/timeline", tag = "contacts", params(("id" = u64, Path), TimelineQuery), responses(
-    (status = 200, description = "`{timeline: [{type, date, item}], next_before}` (`next_before` empty on the last page)"), (status = 400, description = "A bad `before` or `type`, named"), (status = 404, description = "No such contact")))]
+    (status = 200, body = home::Timeline, description = "`{timeline: [{type, date, item}], next_before}` (`next_before` empty on the last page)"), (status = 400, description = "A bad `before` or `type`, named"), (status = 404, description = "No such contact")))]
 pub async fn timeline(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
     Query(q): Query<TimelineQuery>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<home::Timeline>, ApiError> {
     let limit = params::limit(q.limit.as_deref());
     let before = q.before.as_deref().filter(|b| !b.is_empty()).map(|b| instant("before", b)).transpose()?;
     let only = match q.r#type.as_deref().filter(|t| !t.is_empty()) {

@@ -62,12 +62,12 @@ async fn life_event(
     row: mycorrhizal_engine::Row<LifeEvent>,
 ) -> Result<(mycorrhizal_engine::Row<LifeEvent>, LifeEventView), ApiError> {
     let today = state.today();
-    state
+    Ok(state
         .read(user, move |v| {
             let view = LifeEventView::of(v, &row, today);
             Ok((row, view))
         })
-        .await
+        .await?)
 }
 
 #[utoipa::path(get, path = "/api/v1/life-events", tag = "depth", params(ListQuery), responses((status = 200, description = "`{life_events, next_cursor, limit}`", body = LifeEventPage), (status = 400, description = "Bad cursor or order, named"), (status = 404, description = "No such contact")))]
@@ -142,12 +142,12 @@ async fn gift(
     user: &AuthUser,
     row: mycorrhizal_engine::Row<Gift>,
 ) -> Result<(mycorrhizal_engine::Row<Gift>, GiftView), ApiError> {
-    state
+    Ok(state
         .read(user, move |v| {
             let view = GiftView::of(v, &row);
             Ok((row, view))
         })
-        .await
+        .await?)
 }
 
 #[utoipa::path(get, path = "/api/v1/gifts", tag = "depth", params(ListQuery), responses((status = 200, description = "`{gifts, next_cursor, limit}`", body = GiftPage), (status = 400, description = "Bad cursor or order, named"), (status = 404, description = "No such contact")))]
@@ -217,12 +217,12 @@ async fn agenda(
     user: &AuthUser,
     row: mycorrhizal_engine::Row<AgendaItem>,
 ) -> Result<(mycorrhizal_engine::Row<AgendaItem>, AgendaItemView), ApiError> {
-    state
+    Ok(state
         .read(user, move |v| {
             let view = AgendaItemView::of(v, &row);
             Ok((row, view))
         })
-        .await
+        .await?)
 }
 
 #[utoipa::path(get, path = "/api/v1/conversation-agenda", tag = "depth", params(ListQuery), responses((status = 200, description = "`{conversation_agenda, next_cursor, limit}`; per contact, open items first", body = AgendaPage), (status = 400, description = "Bad cursor or order, named"), (status = 404, description = "No such contact")))]

@@ -42,7 +42,7 @@ async fn member_shown(
     user: &AuthUser,
     row: mycorrhizal_engine::Row<HouseholdMember>,
 ) -> Result<(mycorrhizal_engine::Row<HouseholdMember>, MemberView), ApiError> {
-    state.read(user, move |v| Ok((row.clone(), MemberView::of(v, &row)))).await
+    Ok(state.read(user, move |v| Ok((row.clone(), MemberView::of(v, &row)))).await?)
 }
 
 // ---- households --------------------------------------------------------------------------

@@ -9,12 +9,15 @@ use axum::extract::{Multipart, State};
 use axum::response::Response;
 use mycorrhizal_codecs::csv::ColumnMapping;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::AuthUser;
-use crate::crm::import::{self, CardFile, Decision, ImportError, Preview, SessionError, Source};
+use crate::crm::import::{
+    self, CardFile, CsvUpload, Decision, ImportError, ImportResult, ImportRunList, Preview, SessionError, Source,
+};
 use crate::error::ApiError;
+use crate::http::extract::FileUpload;
 use crate::http::json::{Json, json_bytes};
 use crate::state::AppState;
 
@@ -52,7 +55,7 @@ fn preview_json(preview: &Preview<'_>) -> Result<Vec<u8>, ApiError> {
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/upload", tag = "import",
     request_body(content = FileUpload, content_type = "multipart/form-data", description = "Field `file`: a `.csv` file (UTF-8 with or without BOM, UTF-16 with BOM, or Windows-1252; comma, semicolon or tab separated), at most `IMPORT_MAX_CSV_MB` (20 MB)"),
-    responses((status = 200, description = "`{session_id, headers, suggested_mappings: [{csv_column, contact_field, group}], row_count, sample_data}`; Google, Outlook and Apple headers are recognised"),
+    responses((status = 200, body = CsvUpload, description = "`{session_id, headers, suggested_mappings: [{csv_column, contact_field, group}], row_count, sample_data}`; Google, Outlook and Apple headers are recognised"),
         (status = 400, description = "`INVALID_INPUT` naming `file`: missing, wrong extension, unreadable, or too many rows"),
         (status = 413, description = "Larger than the configured limit"),
         (status = 429, description = "32 previews already wait for their confirm; `Retry-After` says when the oldest expires")))]
@@ -60,12 +63,12 @@ pub async fn upload_csv(
     State(state): State<AppState>,
     user: AuthUser,
     form: Multipart,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<CsvUpload>, ApiError> {
     state.imports.check_room(user.id).map_err(session_error)?;
     let bytes = read_file(form, &[".csv", ".txt"], state.config.import.max_csv_bytes).await?;
     let (sessions, max_cards) = (state.imports.clone(), state.config.import.max_cards);
     let upload = state.blocking(move |_| import::upload_csv(&sessions, user.id, &bytes, max_cards)).await??;
-    Ok(axum::Json(json!(upload)))
+    Ok(axum::Json(upload))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -90,15 +93,6 @@ pub struct ColumnMappingInput {
     /// Ties the parts of one multi-valued entry together (`email_label` and `email` of group 1).
     #[schema(required = false)]
     group: u32,
-}
-
-/// An uploaded file: the multipart field `file`.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct FileUpload {
-    /// The file; its name, when sent, must have the extension the route names.
-    #[schema(value_type = String, format = Binary)]
-    file: Vec<u8>,
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/preview", tag = "import", request_body = PreviewRequest,
@@ -266,55 +260,44 @@ async fn confirm(
     user: AuthUser,
     req: ConfirmRequest,
     accepts: &[Source],
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<ImportResult>, ApiError> {
     let decisions: Vec<Decision> =
         req.actions.into_iter().map(|a| Decision { row_index: a.row_index, action: a.action }).collect();
     let scope = state.engine.user(user.id);
     let batch = state.config.import.batch_rows;
     let result = import::confirm(state.imports.clone(), scope, req.session_id, &decisions, accepts, batch).await?;
-    Ok(axum::Json(json!(result)))
+    Ok(axum::Json(result))
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/confirm", tag = "import", request_body = ConfirmRequest,
-    responses((status = 200, description = "`{total_processed, created, updated, skipped, error_count, errors}`; a repeated confirm within 15 minutes returns the first result and applies nothing"),
+    responses((status = 200, body = ImportResult, description = "`{total_processed, created, updated, skipped, error_count, errors}`; a repeated confirm within 15 minutes returns the first result and applies nothing"),
         (status = 400, description = "`INVALID_INPUT` naming `session`: a vCard, JSContact or records session (confirm it at /contacts/import/vcf/confirm) or a CSV session not yet previewed; or a bad action"),
         (status = 404, description = "Unknown, expired, lost in a restart, or another user's session")))]
 pub async fn confirm_csv(
     State(state): State<AppState>,
     user: AuthUser,
     Json(req): Json<ConfirmRequest>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<ImportResult>, ApiError> {
     confirm(state, user, req, &[Source::Csv]).await
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/vcf/confirm", tag = "import", request_body = ConfirmRequest,
-    responses((status = 200, description = "`{total_processed, created, updated, skipped, error_count, errors}`"),
+    responses((status = 200, body = ImportResult, description = "`{total_processed, created, updated, skipped, error_count, errors}`"),
         (status = 400, description = "`INVALID_INPUT` naming `session`: a CSV session (confirm it at /contacts/import/confirm); or a bad action"),
         (status = 404, description = "Unknown, expired, lost in a restart, or another user's session")))]
 pub async fn confirm_vcf(
     State(state): State<AppState>,
     user: AuthUser,
     Json(req): Json<ConfirmRequest>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<ImportResult>, ApiError> {
     confirm(state, user, req, &[Source::Vcf, Source::JsContact, Source::Records]).await
 }
 
 #[utoipa::path(get, path = "/api/v1/contacts/import/runs", tag = "import",
-    responses((status = 200, description = "`{import_runs: [{id, format, processed, created, updated, skipped, errors, created_at}]}`, newest first, the 50 most recent")))]
-pub async fn runs(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Value>, ApiError> {
+    responses((status = 200, body = ImportRunList, description = "`{import_runs: [{id, format, processed, created, updated, skipped, errors, created_at}]}`, newest first, the 50 most recent")))]
+pub async fn runs(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<ImportRunList>, ApiError> {
     let scope = state.engine.user(user.id);
-    let rows = state.blocking(move |_| import::recent_runs(&scope.view()?)).await??;
-    let runs: Vec<Value> = rows
-        .iter()
-        .map(|r| {
-            json!({
-                "id": r.id, "format": r.body.format, "processed": r.body.processed, "created": r.body.created,
-                "updated": r.body.updated, "skipped": r.body.skipped, "errors": r.body.errors,
-                "created_at": r.meta.created_at,
-            })
-        })
-        .collect();
-    Ok(axum::Json(json!({ "import_runs": runs })))
+    Ok(axum::Json(state.blocking(move |_| import::run_list(&scope.view()?)).await??))
 }
 
 /// Writes the multipart field `file` to a temporary file in `dir` (removed from the folder as

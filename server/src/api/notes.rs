@@ -5,10 +5,9 @@ use crate::http::extract::{Path, Query};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde_json::json;
 
 use crate::auth::AuthUser;
-use crate::crm::notes::{self, NoteInput, NotePage, NoteView};
+use crate::crm::notes::{self, NoteInput, NotePage, NoteSaved, NoteView};
 use crate::crm::records::Note;
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
@@ -38,10 +37,10 @@ pub async fn list_unassigned(
 }
 
 fn created(row: &mycorrhizal_engine::Row<Note>) -> Response {
-    tagged(row, None, StatusCode::CREATED, &json!({ "message": "Note created", "note": NoteView::of(row) }))
+    tagged(row, None, StatusCode::CREATED, &NoteSaved { message: "Note created".into(), note: NoteView::of(row) })
 }
 
-#[utoipa::path(post, path = "/api/v1/contacts/{id}/notes", tag = "notes", params(("id" = u64, Path)), request_body = NoteInput, responses((status = 201, description = "`{message, note}`"), (status = 404, description = "No such contact")))]
+#[utoipa::path(post, path = "/api/v1/contacts/{id}/notes", tag = "notes", params(("id" = u64, Path)), request_body = NoteInput, responses((status = 201, body = NoteSaved), (status = 404, description = "No such contact")))]
 pub async fn create_for_contact(
     State(state): State<AppState>,
     user: AuthUser,
@@ -51,7 +50,7 @@ pub async fn create_for_contact(
     Ok(created(&notes::create(&state.scope(&user), Some(id), input, state.engine.clock().now()).await?))
 }
 
-#[utoipa::path(post, path = "/api/v1/notes", tag = "notes", request_body = NoteInput, responses((status = 201, description = "`{message, note}`"), (status = 404, description = "`contact_id` is not your contact")))]
+#[utoipa::path(post, path = "/api/v1/notes", tag = "notes", request_body = NoteInput, responses((status = 201, body = NoteSaved), (status = 404, description = "`contact_id` is not your contact")))]
 pub async fn create(
     State(state): State<AppState>,
     user: AuthUser,
@@ -73,7 +72,7 @@ pub async fn get(
 }
 
 #[utoipa::path(put, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), request_body = NoteInput, responses(
-    (status = 200, description = "`{message, note}`"), (status = 404, description = "No such note, or contact not yours"), (status = 412, description = "If-Match is stale")))]
+    (status = 200, body = NoteSaved), (status = 404, description = "No such note, or contact not yours"), (status = 412, description = "If-Match is stale")))]
 pub async fn update(
     State(state): State<AppState>,
     user: AuthUser,
@@ -83,7 +82,7 @@ pub async fn update(
 ) -> Result<Response, ApiError> {
     let pre = if_match(&headers)?;
     let row = notes::update(&state.scope(&user), id, pre, input).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &json!({ "message": "Note updated", "note": NoteView::of(&row) })))
+    Ok(tagged(&row, None, StatusCode::OK, &NoteSaved { message: "Note updated".into(), note: NoteView::of(&row) }))
 }
 
 #[utoipa::path(delete, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such note"), (status = 412, description = "If-Match is stale")))]

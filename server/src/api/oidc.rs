@@ -14,30 +14,27 @@ use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{AppendHeaders, IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
 use utoipa::IntoParams;
 
-use crate::auth::accounts::{self, NewAccount};
-use crate::auth::oidc::Identity;
-use crate::auth::records::{Account, random_token};
+use crate::auth::records::random_token;
 use crate::auth::session;
 use crate::error::ApiError;
 use crate::state::AppState;
 
 const CALLBACK_PATH: &str = "/api/v1/auth/oidc/callback";
 
-#[utoipa::path(get, path = "/api/v1/auth/oidc/config", tag = "auth", responses((status = 200, description = "`{enabled, registration_disabled, provider_name?}`")))]
-pub async fn config(State(state): State<AppState>) -> axum::Json<serde_json::Value> {
+#[utoipa::path(get, path = "/api/v1/auth/oidc/config", tag = "auth", responses((status = 200, body = crate::auth::view::OidcConfig)))]
+pub async fn config(State(state): State<AppState>) -> axum::Json<crate::auth::view::OidcConfig> {
     let provider = state
         .oidc
         .as_ref()
         .and_then(|o| reqwest::Url::parse(&o.config.provider_url).ok())
         .and_then(|u| u.host_str().map(str::to_string));
-    axum::Json(json!({
-        "enabled": state.oidc.is_some(),
-        "registration_disabled": state.config.auth.disable_registration,
-        "provider_name": provider,
-    }))
+    axum::Json(crate::auth::view::OidcConfig {
+        enabled: state.oidc.is_some(),
+        registration_disabled: state.config.auth.disable_registration,
+        provider_name: provider,
+    })
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -146,7 +143,7 @@ pub async fn callback(
         }
     };
     let issuer = oidc.config.provider_url.trim_end_matches('/').to_string();
-    let (user_id, account) = match link(&state, &issuer, &identity).await? {
+    let (user_id, account) = match crate::auth::accounts::link_identity(&state, &issuer, &identity).await? {
         Ok(found) => found,
         Err(code) => return fail(code),
     };
@@ -157,71 +154,4 @@ pub async fn callback(
     tracing::info!(event = "oidc_login_succeeded", component = "auth", user_id);
     let location = if android { format!("mycorrhizal://oidc/callback?token={jwt}") } else { format!("{frontend}/") };
     Ok(redirect(&location, cookies))
-}
-
-/// Finds or creates the account for a verified identity; `Err(code)` for the login page.
-async fn link(
-    state: &AppState,
-    issuer: &str,
-    identity: &Identity,
-) -> Result<Result<(u64, Account), &'static str>, ApiError> {
-    let subject_key = format!("{issuer} {}", identity.sub);
-    let view = state.engine.global()?;
-    if let Some(found) = view.find::<Account>("oidc", &subject_key)? {
-        return Ok(Ok(found));
-    }
-    let email = identity.email.as_deref().map(|e| e.trim().to_lowercase()).filter(|e| !e.is_empty());
-    let email_usable = identity.email_verified == Some(true) || state.config.auth.oidc_trust_email;
-    if let Some(email) = email.as_deref().filter(|_| email_usable)
-        && let Some((id, _)) = view.find::<Account>("email", email)?
-    {
-        drop(view);
-        let (provider, subject) = (issuer.to_string(), identity.sub.clone());
-        let account = state
-            .engine
-            .write_async(move |tx| {
-                let mut account: Account = tx.global().get(id)?;
-                account.oidc_provider = Some(provider.clone());
-                account.oidc_subject = Some(subject.clone());
-                account.updated_at = tx.now();
-                tx.global().put(id, &account)?;
-                Ok(account)
-            })
-            .await?;
-        return Ok(Ok((id, account)));
-    }
-    drop(view);
-    if !state.config.auth.oidc_auto_provision {
-        return Ok(Err("oidc_no_account"));
-    }
-    let Some(email) = email else { return Ok(Err("oidc_no_email")) };
-    if !email_usable {
-        return Ok(Err("oidc_no_account"));
-    }
-    let base = identity
-        .preferred_username
-        .clone()
-        .or_else(|| email.split('@').next().map(str::to_string))
-        .unwrap_or_else(|| "user".into())
-        .to_lowercase()
-        .replace(['@', ' '], "-");
-    let base: String = base.chars().take(40).collect();
-    for attempt in 0..20 {
-        let username = if attempt == 0 { base.clone() } else { format!("{base}-{attempt}") };
-        let new = NewAccount {
-            username,
-            email: email.clone(),
-            password: None,
-            language: None,
-            oidc: Some((issuer.to_string(), identity.sub.clone())),
-            is_admin: false,
-        };
-        match accounts::create(state, new).await {
-            Ok(created) => return Ok(Ok(created)),
-            Err(ApiError::AlreadyExists { field }) if field == "username" => continue,
-            Err(ApiError::AlreadyExists { .. }) => return Ok(Err("oidc_no_account")),
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Err("oidc_error"))
 }

@@ -6,7 +6,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use mycorrhizal_engine::Row;
-use serde_json::{Value, json};
 
 use crate::auth::AuthUser;
 use crate::crm::records::Relationship;
@@ -70,14 +69,14 @@ pub async fn update(
 }
 
 #[utoipa::path(delete, path = "/api/v1/contacts/{id}/relationships/{rid}", tag = "relationships", params(("id" = u64, Path), ("rid" = u64, Path)), responses(
-    (status = 200, description = "Deleted"), (status = 404, description = "No such edge of this contact")))]
+    (status = 200, body = crate::crm::Message, description = "Deleted"), (status = 404, description = "No such edge of this contact")))]
 pub async fn delete(
     State(state): State<AppState>,
     user: AuthUser,
     Path((id, rid)): Path<(u64, u64)>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::crm::Message>, ApiError> {
     relationships::delete(&state.scope(&user), id, rid).await?;
-    Ok(axum::Json(json!({ "message": "Relationship deleted" })))
+    Ok(axum::Json(crate::crm::Message::new("Relationship deleted")))
 }
 
 /// The user's network: contacts joined by relationships, plus activities shared by two or more.

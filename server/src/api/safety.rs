@@ -5,8 +5,8 @@
 use axum::extract::State;
 use mycorrhizal_engine::system::Trigger;
 
-use crate::auth::extract::AdminUser;
 use crate::error::ApiError;
+use crate::http::caller::AdminUser;
 use crate::integrity::IntegrityReport;
 use crate::jobs::JobRunView;
 use crate::jobs::backups::{backup_once, drill_once, integrity_once};

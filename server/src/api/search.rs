@@ -3,11 +3,10 @@
 use crate::http::extract::Query;
 use axum::extract::State;
 use serde::Deserialize;
-use serde_json::Value;
 use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
-use crate::crm::search::{self, DEFAULT_LIMIT, MAX_LIMIT, SearchParams};
+use crate::crm::search::{self, DEFAULT_LIMIT, MAX_LIMIT, SearchParams, SearchResults};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -48,13 +47,13 @@ fn positive(raw: Option<&str>, name: &str, default: usize, max: usize) -> Result
 /// integers like every id here; a value that is not one (a UUID from another server, say) names
 /// no household of the caller's and gives 404, as an unknown or another user's household does.
 #[utoipa::path(get, path = "/api/v1/search", tag = "search", params(SearchQuery), responses(
-    (status = 200, description = "`{query, contacts, notes, activities, totals}`; `resolved_relation` when `q` names a relation. `totals` counts the matches per group exactly up to 1,000; 1,000 means 1,000 or more"),
+    (status = 200, body = SearchResults, description = "`{query, contacts, notes, activities, totals}`; `resolved_relation` when `q` names a relation. `totals` counts the matches per group exactly up to 1,000; 1,000 means 1,000 or more"),
     (status = 400, description = "`q` blank, or a bad `limit`/`offset`, named"), (status = 404, description = "Unknown household")))]
 pub async fn search(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<SearchQuery>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<SearchResults>, ApiError> {
     let limit = positive(q.limit.as_deref(), "limit", DEFAULT_LIMIT, MAX_LIMIT)?;
     let offset = match q.offset.as_deref() {
         None => 0,

@@ -5,13 +5,15 @@ use axum::extract::State;
 use axum::http::header::SET_COOKIE;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::auth::accounts;
 use crate::auth::second_factor::{self, CodeBody};
-use crate::auth::view::CurrentUser;
+use crate::auth::view::{
+    CurrentUser, DateFormatUpdated, LanguageUpdated, RecoveryCodes, TotpEnabled, TotpSetup, TwoFactorStatus,
+};
 use crate::auth::{AuthUser, Via};
+use crate::crm::Message;
 use crate::error::ApiError;
 use crate::http::json::Json;
 use crate::state::AppState;
@@ -29,14 +31,14 @@ pub struct ChangePasswordBody {
 
 /// Changes the password. Every other session ends; a session caller gets a fresh cookie.
 #[utoipa::path(post, path = "/api/v1/users/change-password", tag = "users", request_body = ChangePasswordBody, responses(
-    (status = 200, description = "Changed"), (status = 400, description = "Wrong current password or weak new one")))]
+    (status = 200, body = Message, description = "Changed"), (status = 400, description = "Wrong current password or weak new one")))]
 pub async fn change_password(
     State(state): State<AppState>,
     user: AuthUser,
     Json(body): Json<ChangePasswordBody>,
 ) -> Result<Response, ApiError> {
     let account = accounts::change_password(&state, &user, &body.current_password, body.new_password).await?;
-    let body = axum::Json(json!({ "message": "Password changed" }));
+    let body = axum::Json(Message::new("Password changed"));
     if matches!(user.via, Via::Session { .. }) {
         let (_, cookie) = state.auth.start_session(&state.engine, user.id.0, &account, false).await?;
         return Ok(([(SET_COOKIE, cookie)], body).into_response());
@@ -50,14 +52,14 @@ pub struct LanguageBody {
     pub language: String,
 }
 
-#[utoipa::path(patch, path = "/api/v1/users/language", tag = "users", request_body = LanguageBody, responses((status = 200, description = "`{message, language}`")))]
+#[utoipa::path(patch, path = "/api/v1/users/language", tag = "users", request_body = LanguageBody, responses((status = 200, body = LanguageUpdated)))]
 pub async fn set_language(
     State(state): State<AppState>,
     user: AuthUser,
     Json(body): Json<LanguageBody>,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+) -> Result<axum::Json<LanguageUpdated>, ApiError> {
     let language = accounts::set_language(&state, user.id.0, &body.language).await?;
-    Ok(axum::Json(json!({ "message": "Language updated", "language": language })))
+    Ok(axum::Json(LanguageUpdated { message: "Language updated".into(), language }))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -66,14 +68,14 @@ pub struct DateFormatBody {
     pub date_format: String,
 }
 
-#[utoipa::path(patch, path = "/api/v1/users/date-format", tag = "users", request_body = DateFormatBody, responses((status = 200, description = "`{message, date_format}`")))]
+#[utoipa::path(patch, path = "/api/v1/users/date-format", tag = "users", request_body = DateFormatBody, responses((status = 200, body = DateFormatUpdated)))]
 pub async fn set_date_format(
     State(state): State<AppState>,
     user: AuthUser,
     Json(body): Json<DateFormatBody>,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    let format = accounts::set_date_format(&state, user.id.0, &body.date_format).await?;
-    Ok(axum::Json(json!({ "message": "Date format updated", "date_format": format })))
+) -> Result<axum::Json<DateFormatUpdated>, ApiError> {
+    let date_format = accounts::set_date_format(&state, user.id.0, &body.date_format).await?;
+    Ok(axum::Json(DateFormatUpdated { message: "Date format updated".into(), date_format }))
 }
 
 #[derive(Deserialize, Serialize, ToSchema)]
@@ -95,75 +97,53 @@ pub async fn set_custom_fields(
     user: AuthUser,
     Json(body): Json<CustomFields>,
 ) -> Result<axum::Json<CustomFields>, ApiError> {
-    let mut names: Vec<String> = Vec::new();
-    for (i, name) in body.custom_fields.iter().enumerate() {
-        let name = name.trim();
-        if name.is_empty() || name.chars().count() > 50 {
-            return Err(ApiError::validation(format!("custom_fields[{i}]"), "must be 1 to 50 characters"));
-        }
-        if names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-            return Err(ApiError::validation(format!("custom_fields[{i}]"), "is listed twice"));
-        }
-        names.push(name.to_string());
-    }
-    if names.len() > 100 {
-        return Err(ApiError::validation("custom_fields", "at most 100 fields"));
-    }
-    let stored = names.clone();
-    accounts::update(&state, user.id.0, move |a| {
-        a.custom_fields = stored.clone();
-        Ok(())
-    })
-    .await?;
+    let names = accounts::set_custom_fields(&state, user.id.0, body.custom_fields).await?;
     Ok(axum::Json(CustomFields { custom_fields: names }))
 }
 
 /// Begins TOTP enrolment: a new secret, shown once, effective after `/users/2fa/confirm`.
 #[utoipa::path(post, path = "/api/v1/users/2fa/setup", tag = "users", responses(
-    (status = 200, description = "`{secret, otpauth_url}`"), (status = 403, description = "Single-sign-on account"), (status = 409, description = "Already enabled")))]
-pub async fn totp_setup(
-    State(state): State<AppState>,
-    user: AuthUser,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+    (status = 200, body = TotpSetup), (status = 403, description = "Single-sign-on account"), (status = 409, description = "Already enabled")))]
+pub async fn totp_setup(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<TotpSetup>, ApiError> {
     let (secret, otpauth_url) = second_factor::setup(&state, &user).await?;
-    Ok(axum::Json(json!({ "secret": secret, "otpauth_url": otpauth_url })))
+    Ok(axum::Json(TotpSetup { secret, otpauth_url }))
 }
 
 #[utoipa::path(post, path = "/api/v1/users/2fa/confirm", tag = "users", request_body = CodeBody, responses(
-    (status = 200, description = "`{message, recovery_codes}`, shown once"), (status = 400, description = "Wrong code"), (status = 409, description = "Not set up, or already on")))]
+    (status = 200, body = TotpEnabled, description = "`{message, recovery_codes}`, shown once"), (status = 400, description = "Wrong code"), (status = 409, description = "Not set up, or already on")))]
 pub async fn totp_confirm(
     State(state): State<AppState>,
     user: AuthUser,
     Json(body): Json<CodeBody>,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    let plain = second_factor::confirm(&state, &user, &body.code).await?;
-    Ok(axum::Json(json!({ "message": "Two-factor authentication enabled", "recovery_codes": plain })))
+) -> Result<axum::Json<TotpEnabled>, ApiError> {
+    let recovery_codes = second_factor::confirm(&state, &user, &body.code).await?;
+    Ok(axum::Json(TotpEnabled { message: "Two-factor authentication enabled".into(), recovery_codes }))
 }
 
 #[utoipa::path(post, path = "/api/v1/users/2fa/disable", tag = "users", request_body = CodeBody, responses(
-    (status = 200, description = "Disabled"), (status = 400, description = "Wrong code"), (status = 409, description = "Not enabled")))]
+    (status = 200, body = Message, description = "Disabled"), (status = 400, description = "Wrong code"), (status = 409, description = "Not enabled")))]
 pub async fn totp_disable(
     State(state): State<AppState>,
     user: AuthUser,
     Json(body): Json<CodeBody>,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+) -> Result<axum::Json<Message>, ApiError> {
     second_factor::disable(&state, &user, &body.code).await?;
-    Ok(axum::Json(json!({ "message": "Two-factor authentication disabled" })))
+    Ok(axum::Json(Message::new("Two-factor authentication disabled")))
 }
 
 /// New recovery codes; needs a live TOTP code (not a recovery code). The old set dies.
 #[utoipa::path(post, path = "/api/v1/users/2fa/recovery-codes/regenerate", tag = "users", request_body = CodeBody, responses(
-    (status = 200, description = "`{recovery_codes}`, shown once"), (status = 400, description = "Wrong code"), (status = 409, description = "Not enabled")))]
+    (status = 200, body = RecoveryCodes, description = "`{recovery_codes}`, shown once"), (status = 400, description = "Wrong code"), (status = 409, description = "Not enabled")))]
 pub async fn totp_regenerate(
     State(state): State<AppState>,
     user: AuthUser,
     Json(body): Json<CodeBody>,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
-    let plain = second_factor::regenerate(&state, &user, &body.code).await?;
-    Ok(axum::Json(json!({ "recovery_codes": plain })))
+) -> Result<axum::Json<RecoveryCodes>, ApiError> {
+    let recovery_codes = second_factor::regenerate(&state, &user, &body.code).await?;
+    Ok(axum::Json(RecoveryCodes { recovery_codes }))
 }
 
-#[utoipa::path(get, path = "/api/v1/users/2fa/status", tag = "users", responses((status = 200, description = "`{enabled}`")))]
-pub async fn totp_status(user: AuthUser) -> axum::Json<serde_json::Value> {
-    axum::Json(json!({ "enabled": user.account.totp.as_ref().is_some_and(|t| t.enabled) }))
+#[utoipa::path(get, path = "/api/v1/users/2fa/status", tag = "users", responses((status = 200, body = TwoFactorStatus)))]
+pub async fn totp_status(user: AuthUser) -> axum::Json<TwoFactorStatus> {
+    axum::Json(TwoFactorStatus { enabled: user.account.totp.as_ref().is_some_and(|t| t.enabled) })
 }

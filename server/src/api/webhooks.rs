@@ -4,7 +4,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
@@ -60,14 +59,14 @@ pub async fn update(
     Ok(axum::Json(webhooks::update(&state, user.id.0, id, input).await?))
 }
 
-#[utoipa::path(delete, path = "/api/v1/webhooks/{id}", tag = "webhooks", params(("id" = u64, Path)), responses((status = 200, description = "`{message}`"), (status = 404, description = "No such webhook of yours")))]
+#[utoipa::path(delete, path = "/api/v1/webhooks/{id}", tag = "webhooks", params(("id" = u64, Path)), responses((status = 200, body = crate::crm::Message), (status = 404, description = "No such webhook of yours")))]
 pub async fn delete(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<crate::crm::Message>, ApiError> {
     webhooks::delete(&state, user.id.0, id).await?;
-    Ok(axum::Json(json!({ "message": "Webhook deleted" })))
+    Ok(axum::Json(crate::crm::Message::new("Webhook deleted")))
 }
 
 #[utoipa::path(post, path = "/api/v1/webhooks/{id}/rotate-secret", tag = "webhooks", params(("id" = u64, Path)), responses(

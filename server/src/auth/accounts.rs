@@ -5,27 +5,27 @@
 use jiff::Timestamp;
 use mycorrhizal_engine::{Error as EngineError, UserId};
 
+use super::Error;
 use super::records::{Account, ApiToken, DeviceGrant, ResetToken, Session};
-use crate::error::ApiError;
 use crate::notify::outbox::{self, Target};
 use crate::state::AppState;
 
 pub const LANGUAGES: &[&str] = &["en", "de", "it", "es", "fr"];
 pub const DATE_FORMATS: &[&str] = &["eu", "us", "iso", "ca", "eu-hyphen", "us-mmm", "us-mmmm", "eu-mmm", "eu-mmmm"];
 
-pub fn normalize_username(raw: &str) -> Result<String, ApiError> {
+pub fn normalize_username(raw: &str) -> Result<String, Error> {
     let name = raw.trim().to_lowercase();
     let len = name.chars().count();
     if len == 0 || len > 50 {
-        return Err(ApiError::validation("username", "must be 1 to 50 characters"));
+        return Err(Error::validation("username", "must be 1 to 50 characters"));
     }
     if name.contains('@') || name.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err(ApiError::validation("username", "must not contain @, spaces or control characters"));
+        return Err(Error::validation("username", "must not contain @, spaces or control characters"));
     }
     Ok(name)
 }
 
-pub fn normalize_email(raw: &str) -> Result<String, ApiError> {
+pub fn normalize_email(raw: &str) -> Result<String, Error> {
     let email = raw.trim().to_lowercase();
     let valid = email.len() <= 254
         && email.split_once('@').is_some_and(|(local, domain)| {
@@ -33,16 +33,16 @@ pub fn normalize_email(raw: &str) -> Result<String, ApiError> {
         })
         && !email.chars().any(|c| c.is_whitespace() || c.is_control());
     if !valid {
-        return Err(ApiError::validation("email", "must be a valid email address"));
+        return Err(Error::validation("email", "must be a valid email address"));
     }
     Ok(email)
 }
 
-pub fn check_language(value: &str) -> Result<String, ApiError> {
+pub fn check_language(value: &str) -> Result<String, Error> {
     LANGUAGES
         .contains(&value)
         .then(|| value.to_string())
-        .ok_or_else(|| ApiError::invalid_input("language", format!("must be one of {}", LANGUAGES.join(", "))))
+        .ok_or_else(|| Error::invalid_input("language", format!("must be one of {}", LANGUAGES.join(", "))))
 }
 
 /// Validates a new password for `username`/`email`: the offline strength rule, then (when
@@ -53,14 +53,14 @@ pub async fn check_new_password(
     password: &str,
     username: &str,
     email: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), Error> {
     let local = email.split('@').next().unwrap_or("");
     let verdict = super::password::strength(password, &[username, local]);
     if !verdict.is_valid {
-        return Err(ApiError::validation(field, verdict.feedback));
+        return Err(Error::validation(field, verdict.feedback));
     }
     if state.config.features.hibp_check_enabled && state.breach_check.is_breached(password).await {
-        return Err(ApiError::validation(field, "This password appears in known data breaches; choose another"));
+        return Err(Error::validation(field, "This password appears in known data breaches; choose another"));
     }
     Ok(())
 }
@@ -77,7 +77,7 @@ pub struct NewAccount {
 }
 
 /// Creates an account. The first account of the instance is an admin.
-pub async fn create(state: &AppState, new: NewAccount) -> Result<(u64, Account), ApiError> {
+pub async fn create(state: &AppState, new: NewAccount) -> Result<(u64, Account), Error> {
     let username = normalize_username(&new.username)?;
     let email = normalize_email(&new.email)?;
     let language = match new.language.as_deref() {
@@ -87,7 +87,7 @@ pub async fn create(state: &AppState, new: NewAccount) -> Result<(u64, Account),
     let password_hash = match new.password {
         Some(password) => {
             check_new_password(state, "password", &password, &username, &email).await?;
-            Some(state.auth.hasher.hash(password).await.map_err(ApiError::internal)?)
+            Some(state.auth.hasher.hash(password).await.map_err(Error::internal)?)
         }
         None => None,
     };
@@ -125,13 +125,13 @@ pub async fn create(state: &AppState, new: NewAccount) -> Result<(u64, Account),
             account = created;
             Ok((id, account))
         }
-        Err(EngineError::Duplicate { index }) => Err(ApiError::AlreadyExists { field: index.to_string() }),
+        Err(EngineError::Duplicate { index }) => Err(Error::AlreadyExists { field: index.to_string() }),
         Err(e) => Err(e.into()),
     }
 }
 
 /// Finds an account by username or email (an identifier with `@` is an email).
-pub fn find(state: &AppState, identifier: &str) -> Result<Option<(u64, Account)>, ApiError> {
+pub fn find(state: &AppState, identifier: &str) -> Result<Option<(u64, Account)>, Error> {
     let identifier = identifier.trim().to_lowercase();
     let key = if identifier.contains('@') { "email" } else { "username" };
     Ok(state.engine.global()?.find::<Account>(key, &identifier)?)
@@ -145,8 +145,8 @@ pub async fn set_password(
     password: String,
     revoke_tokens: bool,
     notify: bool,
-) -> Result<Account, ApiError> {
-    let hash = state.auth.hasher.hash(password).await.map_err(ApiError::internal)?;
+) -> Result<Account, Error> {
+    let hash = state.auth.hasher.hash(password).await.map_err(Error::internal)?;
     let mail = if notify && state.mailer.is_configured() { Some(password_changed_mail(state, user_id)?) } else { None };
     let account = state
         .engine
@@ -177,7 +177,7 @@ pub async fn set_password(
 }
 
 /// The "your password was changed" notice, its text sealed for the outbox.
-fn password_changed_mail(state: &AppState, user_id: u64) -> Result<(String, Vec<u8>), ApiError> {
+fn password_changed_mail(state: &AppState, user_id: u64) -> Result<(String, Vec<u8>), Error> {
     let account: Account = state.engine.global()?.get(user_id)?;
     let text = format!(
         "Hello {},\n\nThe password of your Mycorrhizal account was just changed and every other session was signed out.\nIf this was not you, reset your password at once and tell your administrator.\n",
@@ -188,12 +188,12 @@ fn password_changed_mail(state: &AppState, user_id: u64) -> Result<(String, Vec<
 }
 
 /// Seals a mail's text for the outbox (it may hold a reset link).
-pub fn seal_mail(state: &AppState, user_id: u64, text: &str) -> Result<Vec<u8>, ApiError> {
+pub fn seal_mail(state: &AppState, user_id: u64, text: &str) -> Result<Vec<u8>, Error> {
     state
         .auth
         .data_key
         .encrypt(text.as_bytes(), &crate::notify::deliver::mail_binding(user_id))
-        .map_err(ApiError::internal)
+        .map_err(Error::internal)
 }
 
 pub(crate) fn end_sessions(tx: &mycorrhizal_engine::Tx<'_>, user_id: u64) -> mycorrhizal_engine::Result<()> {
@@ -227,13 +227,13 @@ fn other_admins(tx: &mycorrhizal_engine::Tx<'_>, user_id: u64) -> mycorrhizal_en
 }
 
 /// Sets the admin flag; the last admin cannot be demoted.
-pub async fn set_admin(state: &AppState, user_id: u64, is_admin: bool) -> Result<Account, ApiError> {
+pub async fn set_admin(state: &AppState, user_id: u64, is_admin: bool) -> Result<Account, Error> {
     let result = state
         .engine
         .write_async(move |tx| {
             let mut account: Account = tx.global().get(user_id)?;
             if account.is_admin && !is_admin && other_admins(tx, user_id)? == 0 {
-                return Ok(Err(ApiError::Conflict("The last admin cannot be demoted".into())));
+                return Ok(Err(Error::Conflict("The last admin cannot be demoted".into())));
             }
             account.is_admin = is_admin;
             account.updated_at = tx.now();
@@ -245,13 +245,13 @@ pub async fn set_admin(state: &AppState, user_id: u64, is_admin: bool) -> Result
 }
 
 /// Deletes an account with all its data, sessions, tokens and files. The last admin stays.
-pub async fn delete(state: &AppState, user_id: u64) -> Result<(), ApiError> {
+pub async fn delete(state: &AppState, user_id: u64) -> Result<(), Error> {
     let result = state
         .engine
         .write_async(move |tx| {
             let account: Account = tx.global().get(user_id)?;
             if account.is_admin && other_admins(tx, user_id)? == 0 {
-                return Ok(Err(ApiError::Conflict("The last admin cannot be deleted".into())));
+                return Ok(Err(Error::Conflict("The last admin cannot be deleted".into())));
             }
             end_sessions(tx, user_id)?;
             for (id, token) in tx.global().list::<ApiToken>()? {
@@ -277,7 +277,7 @@ pub async fn delete(state: &AppState, user_id: u64) -> Result<(), ApiError> {
     result?;
     let files = state.config.data_dir.join("users").join(user_id.to_string());
     if files.exists() {
-        std::fs::remove_dir_all(&files).map_err(ApiError::internal)?;
+        std::fs::remove_dir_all(&files).map_err(Error::internal)?;
     }
     Ok(())
 }
@@ -286,8 +286,8 @@ pub async fn delete(state: &AppState, user_id: u64) -> Result<(), ApiError> {
 pub async fn update(
     state: &AppState,
     user_id: u64,
-    change: impl Fn(&mut Account) -> Result<(), ApiError> + Send + 'static,
-) -> Result<Account, ApiError> {
+    change: impl Fn(&mut Account) -> Result<(), Error> + Send + 'static,
+) -> Result<Account, Error> {
     let outcome = state
         .engine
         .write_async(move |tx| {
@@ -304,7 +304,7 @@ pub async fn update(
 }
 
 /// Sets the account's language (one of [`LANGUAGES`]); returns the stored value.
-pub async fn set_language(state: &AppState, user_id: u64, language: &str) -> Result<String, ApiError> {
+pub async fn set_language(state: &AppState, user_id: u64, language: &str) -> Result<String, Error> {
     let language = check_language(language.trim())?;
     let stored = language.clone();
     update(state, user_id, move |a| {
@@ -315,11 +315,37 @@ pub async fn set_language(state: &AppState, user_id: u64, language: &str) -> Res
     Ok(language)
 }
 
+/// Replaces the user's custom contact field names: each 1 to 50 characters once trimmed, listed
+/// once ignoring ASCII case, at most 100. Returns the stored names.
+pub async fn set_custom_fields(state: &AppState, user_id: u64, given: Vec<String>) -> Result<Vec<String>, Error> {
+    let mut names: Vec<String> = Vec::new();
+    for (i, name) in given.iter().enumerate() {
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > 50 {
+            return Err(Error::validation(format!("custom_fields[{i}]"), "must be 1 to 50 characters"));
+        }
+        if names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            return Err(Error::validation(format!("custom_fields[{i}]"), "is listed twice"));
+        }
+        names.push(name.to_string());
+    }
+    if names.len() > 100 {
+        return Err(Error::validation("custom_fields", "at most 100 fields"));
+    }
+    let stored = names.clone();
+    update(state, user_id, move |a| {
+        a.custom_fields = stored.clone();
+        Ok(())
+    })
+    .await?;
+    Ok(names)
+}
+
 /// Sets the account's date format (one of [`DATE_FORMATS`]); returns the stored value.
-pub async fn set_date_format(state: &AppState, user_id: u64, format: &str) -> Result<String, ApiError> {
+pub async fn set_date_format(state: &AppState, user_id: u64, format: &str) -> Result<String, Error> {
     let format = format.trim().to_string();
     if !DATE_FORMATS.contains(&format.as_str()) {
-        return Err(ApiError::invalid_input("date_format", format!("must be one of {}", DATE_FORMATS.join(", "))));
+        return Err(Error::invalid_input("date_format", format!("must be one of {}", DATE_FORMATS.join(", "))));
     }
     let stored = format.clone();
     update(state, user_id, move |a| {
@@ -338,23 +364,23 @@ pub async fn change_password(
     user: &super::AuthUser,
     current: &str,
     new: String,
-) -> Result<Account, ApiError> {
+) -> Result<Account, Error> {
     let hash = user.account.password_hash.clone();
     if hash.is_none() {
-        return Err(ApiError::invalid_input("current_password", "this account signs in through single sign-on"));
+        return Err(Error::invalid_input("current_password", "this account signs in through single sign-on"));
     }
     if !state.auth.hasher.verify(current.to_string(), hash).await {
-        return Err(ApiError::invalid_input("current_password", "is incorrect"));
+        return Err(Error::invalid_input("current_password", "is incorrect"));
     }
     if current == new {
-        return Err(ApiError::invalid_input("new_password", "must differ from the current password"));
+        return Err(Error::invalid_input("new_password", "must differ from the current password"));
     }
     check_new_password(state, "new_password", &new, &user.account.username, &user.account.email).await?;
     set_password(state, user.id.0, new, false, true).await
 }
 
 /// One page (1-based) of every account, and how many there are.
-pub fn page(state: &AppState, page: usize, limit: usize) -> Result<(Vec<(u64, Account)>, usize), ApiError> {
+pub fn page(state: &AppState, page: usize, limit: usize) -> Result<(Vec<(u64, Account)>, usize), Error> {
     let all = state.engine.global()?.list::<Account>()?;
     let total = all.len();
     let page = all.into_iter().skip(page.saturating_sub(1).saturating_mul(limit)).take(limit).collect();
@@ -363,7 +389,7 @@ pub fn page(state: &AppState, page: usize, limit: usize) -> Result<(Vec<(u64, Ac
 
 /// An admin's password reset of account `id`: the strength rules apply, and every session and
 /// API token of the account ends.
-pub async fn reset_password(state: &AppState, id: u64, password: String) -> Result<Account, ApiError> {
+pub async fn reset_password(state: &AppState, id: u64, password: String) -> Result<Account, Error> {
     let account: Account = state.engine.global()?.get(id)?;
     check_new_password(state, "password", &password, &account.username, &account.email).await?;
     let account = set_password(state, id, password, true, false).await?;
@@ -372,7 +398,7 @@ pub async fn reset_password(state: &AppState, id: u64, password: String) -> Resu
 }
 
 /// Clears account `id`'s second factor (an admin's help for a lost phone); the user can enrol again.
-pub async fn reset_second_factor(state: &AppState, id: u64) -> Result<(), ApiError> {
+pub async fn reset_second_factor(state: &AppState, id: u64) -> Result<(), Error> {
     state
         .engine
         .write_async(move |tx| {
@@ -384,4 +410,74 @@ pub async fn reset_second_factor(state: &AppState, id: u64) -> Result<(), ApiErr
         })
         .await?;
     Ok(())
+}
+
+/// Finds or creates the account for a verified identity (OIDC account linking): the account
+/// already linked to it; else the account with its email, when the provider verified the email (or
+/// `OIDC_TRUST_EMAIL`), now linked; else a new account when `OIDC_AUTO_PROVISION` is on.
+/// `Err(code)` names the login page's error.
+pub async fn link_identity(
+    state: &AppState,
+    issuer: &str,
+    identity: &super::oidc::Identity,
+) -> Result<Result<(u64, Account), &'static str>, Error> {
+    let subject_key = format!("{issuer} {}", identity.sub);
+    let view = state.engine.global()?;
+    if let Some(found) = view.find::<Account>("oidc", &subject_key)? {
+        return Ok(Ok(found));
+    }
+    let email = identity.email.as_deref().map(|e| e.trim().to_lowercase()).filter(|e| !e.is_empty());
+    let email_usable = identity.email_verified == Some(true) || state.config.auth.oidc_trust_email;
+    if let Some(email) = email.as_deref().filter(|_| email_usable)
+        && let Some((id, _)) = view.find::<Account>("email", email)?
+    {
+        drop(view);
+        let (provider, subject) = (issuer.to_string(), identity.sub.clone());
+        let account = state
+            .engine
+            .write_async(move |tx| {
+                let mut account: Account = tx.global().get(id)?;
+                account.oidc_provider = Some(provider.clone());
+                account.oidc_subject = Some(subject.clone());
+                account.updated_at = tx.now();
+                tx.global().put(id, &account)?;
+                Ok(account)
+            })
+            .await?;
+        return Ok(Ok((id, account)));
+    }
+    drop(view);
+    if !state.config.auth.oidc_auto_provision {
+        return Ok(Err("oidc_no_account"));
+    }
+    let Some(email) = email else { return Ok(Err("oidc_no_email")) };
+    if !email_usable {
+        return Ok(Err("oidc_no_account"));
+    }
+    let base = identity
+        .preferred_username
+        .clone()
+        .or_else(|| email.split('@').next().map(str::to_string))
+        .unwrap_or_else(|| "user".into())
+        .to_lowercase()
+        .replace(['@', ' '], "-");
+    let base: String = base.chars().take(40).collect();
+    for attempt in 0..20 {
+        let username = if attempt == 0 { base.clone() } else { format!("{base}-{attempt}") };
+        let new = NewAccount {
+            username,
+            email: email.clone(),
+            password: None,
+            language: None,
+            oidc: Some((issuer.to_string(), identity.sub.clone())),
+            is_admin: false,
+        };
+        match create(state, new).await {
+            Ok(created) => return Ok(Ok(created)),
+            Err(Error::AlreadyExists { field }) if field == "username" => continue,
+            Err(Error::AlreadyExists { .. }) => return Ok(Err("oidc_no_account")),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Err("oidc_error"))
 }

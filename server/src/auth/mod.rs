@@ -1,15 +1,15 @@
-//! Accounts and authentication: who is calling, and may they.
+//! Accounts and authentication, the accounts domain: who is calling, and may they.
 //!
 //! [`Auth`] holds the signing key, the password hasher, the unwrapped data key, the cookie
 //! policy and the limiters. Sessions are server-side rows named in the JWT (`sid`), so logging
-//! out or bumping the account's token version ends them for real. The extractors in [`extract`]
-//! are the one place a request becomes a user.
+//! out or bumping the account's token version ends them for real. Operations answer typed views
+//! ([`view`]) or [`Error`], never HTTP: the extractors that turn a request into a user
+//! (`http::caller`) and the sign-in gate (`http::gate`) are the front doors' plumbing.
 
 pub mod accounts;
 pub mod breach;
-pub mod client;
-pub mod extract;
-pub mod gate;
+pub mod devices;
+pub mod error;
 pub mod keys;
 pub mod limits;
 pub mod oidc;
@@ -26,7 +26,7 @@ use jiff::{SignedDuration, Timestamp};
 use mycorrhizal_engine::{Engine, UserId};
 
 use crate::config::Config;
-use crate::error::ApiError;
+pub use error::Error;
 use records::{Account, ApiToken, Scope, Session, sha256_hex};
 use session::{Claims, CookiePolicy, Signer};
 
@@ -87,9 +87,9 @@ impl Auth {
         user_id: u64,
         account: &Account,
         sso: bool,
-    ) -> Result<(String, String), ApiError> {
+    ) -> Result<(String, String), Error> {
         let now = engine.clock().now();
-        let expires_at = now.checked_add(self.session_lifetime).map_err(ApiError::internal)?;
+        let expires_at = now.checked_add(self.session_lifetime).map_err(Error::internal)?;
         let session = Session { user_id, created_at: now, last_seen_at: now, expires_at, sso };
         // Ended sessions are swept by the daily retention purge, not on every sign-in.
         let sid = engine.write_async(move |tx| tx.global().insert(&session)).await?;
@@ -109,7 +109,7 @@ impl Auth {
     }
 
     /// Resolves a bearer value (cookie or header) to the caller.
-    pub async fn authenticate(&self, engine: &Engine, token: &str) -> Result<AuthUser, ApiError> {
+    pub async fn authenticate(&self, engine: &Engine, token: &str) -> Result<AuthUser, Error> {
         if token.starts_with(TOKEN_PREFIX) {
             self.authenticate_api_token(engine, token).await
         } else {
@@ -117,31 +117,31 @@ impl Auth {
         }
     }
 
-    async fn authenticate_session(&self, engine: &Engine, token: &str) -> Result<AuthUser, ApiError> {
+    async fn authenticate_session(&self, engine: &Engine, token: &str) -> Result<AuthUser, Error> {
         let claims = self
             .signer
             .verify(token, engine.clock().now().as_second())
-            .map_err(|e| ApiError::Unauthorized(e.message()))?;
+            .map_err(|e| Error::Unauthorized(e.message()))?;
         if claims.purpose.is_some() || !claims.authorized {
-            return Err(ApiError::Unauthorized("Invalid token"));
+            return Err(Error::Unauthorized("Invalid token"));
         }
-        let sid = claims.sid.ok_or(ApiError::Unauthorized("Invalid token"))?;
+        let sid = claims.sid.ok_or(Error::Unauthorized("Invalid token"))?;
         let view = engine.global()?;
-        let account: Account = view.get(claims.user_id).map_err(|_| ApiError::Unauthorized("Invalid token"))?;
+        let account: Account = view.get(claims.user_id).map_err(|_| Error::Unauthorized("Invalid token"))?;
         if account.token_version != claims.token_version {
-            return Err(ApiError::Unauthorized("Session expired, please sign in again"));
+            return Err(Error::Unauthorized("Session expired, please sign in again"));
         }
         let session: Session =
-            view.get(sid).map_err(|_| ApiError::Unauthorized("Session expired, please sign in again"))?;
+            view.get(sid).map_err(|_| Error::Unauthorized("Session expired, please sign in again"))?;
         drop(view);
         let now = engine.clock().now();
         if session.user_id != claims.user_id {
-            return Err(ApiError::Unauthorized("Invalid token"));
+            return Err(Error::Unauthorized("Invalid token"));
         }
         let idle_end = session.last_seen_at.checked_add(self.idle_timeout).unwrap_or(Timestamp::MAX);
         if now >= session.expires_at || now >= idle_end {
             let _ = engine.write_async(move |tx| tx.global().delete::<Session>(sid).map(|_| ())).await;
-            return Err(ApiError::Unauthorized("Session expired, please sign in again"));
+            return Err(Error::Unauthorized("Session expired, please sign in again"));
         }
         if now.duration_since(session.last_seen_at) > TOUCH_EVERY {
             let engine = engine.clone();
@@ -158,18 +158,18 @@ impl Auth {
         Ok(AuthUser { id: UserId(claims.user_id), account, via: Via::Session { sid } })
     }
 
-    async fn authenticate_api_token(&self, engine: &Engine, token: &str) -> Result<AuthUser, ApiError> {
+    async fn authenticate_api_token(&self, engine: &Engine, token: &str) -> Result<AuthUser, Error> {
         let view = engine.global()?;
         let (id, record) =
-            view.find::<ApiToken>("hash", &sha256_hex(token))?.ok_or(ApiError::Unauthorized("Invalid token"))?;
+            view.find::<ApiToken>("hash", &sha256_hex(token))?.ok_or(Error::Unauthorized("Invalid token"))?;
         let now = engine.clock().now();
         if record.revoked_at.is_some() {
-            return Err(ApiError::Unauthorized("Invalid token"));
+            return Err(Error::Unauthorized("Invalid token"));
         }
         if record.expires_at <= now {
-            return Err(ApiError::Unauthorized("Token expired"));
+            return Err(Error::Unauthorized("Token expired"));
         }
-        let account: Account = view.get(record.user_id).map_err(|_| ApiError::Unauthorized("Invalid token"))?;
+        let account: Account = view.get(record.user_id).map_err(|_| Error::Unauthorized("Invalid token"))?;
         drop(view);
         if record.last_used_at.is_none_or(|t| now.duration_since(t) > TOUCH_EVERY) {
             let engine = engine.clone();

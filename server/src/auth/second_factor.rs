@@ -4,10 +4,10 @@
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::Error;
 use super::keys::binding;
 use super::records::{Account, Totp};
 use super::{AuthUser, accounts, totp};
-use crate::error::ApiError;
 use crate::state::AppState;
 
 #[derive(Deserialize, ToSchema)]
@@ -27,14 +27,14 @@ pub async fn use_second_factor(
     user_id: u64,
     code: &str,
     allow_recovery: bool,
-) -> Result<Account, ApiError> {
+) -> Result<Account, Error> {
     let limits = &state.auth.limits;
     limits
         .check_totp(user_id)
-        .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: true })?;
+        .map_err(|r| Error::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: true })?;
     let code = code.trim().to_string();
     if code.is_empty() {
-        return Err(ApiError::invalid_input("code", "is required"));
+        return Err(Error::invalid_input("code", "is required"));
     }
     let key = state.auth.data_key.clone();
     let now = state.engine.clock().now().as_second().max(0) as u64;
@@ -76,7 +76,7 @@ pub async fn use_second_factor(
         }
         None => {
             limits.totp_failed(user_id);
-            Err(ApiError::invalid_input("code", "is not valid"))
+            Err(Error::invalid_input("code", "is not valid"))
         }
     }
 }
@@ -87,17 +87,17 @@ fn enabled(account: &Account) -> bool {
 
 /// A new TOTP secret for `user`, sealed in the account but not in force until [`confirm`].
 /// Returns the secret in base32 and its `otpauth://` URL (what a QR code carries).
-pub async fn setup(state: &AppState, user: &AuthUser) -> Result<(String, String), ApiError> {
+pub async fn setup(state: &AppState, user: &AuthUser) -> Result<(String, String), Error> {
     if enabled(&user.account) {
-        return Err(ApiError::Conflict("Two-factor authentication is already enabled".into()));
+        return Err(Error::Conflict("Two-factor authentication is already enabled".into()));
     }
     if user.account.oidc_subject.is_some() {
-        return Err(ApiError::Forbidden(
+        return Err(Error::Forbidden(
             "This account signs in through single sign-on; use the provider's two-factor settings".into(),
         ));
     }
     let secret = totp::new_secret();
-    let sealed = state.auth.data_key.encrypt(&secret, &sealed_binding(user.id.0)).map_err(ApiError::internal)?;
+    let sealed = state.auth.data_key.encrypt(&secret, &sealed_binding(user.id.0)).map_err(Error::internal)?;
     accounts::update(state, user.id.0, move |a| {
         a.totp = Some(Totp { sealed_secret: sealed.clone(), enabled: false, last_step: 0 });
         Ok(())
@@ -107,11 +107,11 @@ pub async fn setup(state: &AppState, user: &AuthUser) -> Result<(String, String)
 }
 
 /// Turns two-factor on with a first valid `code`; returns the recovery codes, shown once.
-pub async fn confirm(state: &AppState, user: &AuthUser, code: &str) -> Result<Vec<String>, ApiError> {
+pub async fn confirm(state: &AppState, user: &AuthUser, code: &str) -> Result<Vec<String>, Error> {
     match &user.account.totp {
         Some(t) if !t.enabled => {}
-        Some(_) => return Err(ApiError::Conflict("Two-factor authentication is already enabled".into())),
-        None => return Err(ApiError::Conflict("Run /users/2fa/setup first".into())),
+        Some(_) => return Err(Error::Conflict("Two-factor authentication is already enabled".into())),
+        None => return Err(Error::Conflict("Run /users/2fa/setup first".into())),
     }
     use_second_factor(state, user.id.0, code, false).await?;
     let (plain, hashes) = totp::recovery_codes();
@@ -127,9 +127,9 @@ pub async fn confirm(state: &AppState, user: &AuthUser, code: &str) -> Result<Ve
 }
 
 /// Turns two-factor off, given a valid code (TOTP or recovery).
-pub async fn disable(state: &AppState, user: &AuthUser, code: &str) -> Result<(), ApiError> {
+pub async fn disable(state: &AppState, user: &AuthUser, code: &str) -> Result<(), Error> {
     if !enabled(&user.account) {
-        return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
+        return Err(Error::Conflict("Two-factor authentication is not enabled".into()));
     }
     use_second_factor(state, user.id.0, code, true).await?;
     accounts::update(state, user.id.0, |a| {
@@ -142,9 +142,9 @@ pub async fn disable(state: &AppState, user: &AuthUser, code: &str) -> Result<()
 }
 
 /// New recovery codes for a live TOTP `code` (not a recovery code); the old set dies.
-pub async fn regenerate(state: &AppState, user: &AuthUser, code: &str) -> Result<Vec<String>, ApiError> {
+pub async fn regenerate(state: &AppState, user: &AuthUser, code: &str) -> Result<Vec<String>, Error> {
     if !enabled(&user.account) {
-        return Err(ApiError::Conflict("Two-factor authentication is not enabled".into()));
+        return Err(Error::Conflict("Two-factor authentication is not enabled".into()));
     }
     use_second_factor(state, user.id.0, code, false).await?;
     let (plain, hashes) = totp::recovery_codes();

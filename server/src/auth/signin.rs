@@ -9,11 +9,10 @@ use std::net::IpAddr;
 
 use axum::http::request::Parts;
 
-use super::extract::bearer;
+use super::Error;
 use super::records::{Account, ResetToken, random_token, sha256_hex};
 use super::session::{self, Claims};
 use super::{accounts, second_factor};
-use crate::error::ApiError;
 use crate::notify::outbox::{self, Target};
 use crate::state::AppState;
 
@@ -27,9 +26,9 @@ pub enum SignIn {
 
 /// Creates an account through self-service registration, refused while `DISABLE_REGISTRATION`
 /// is on. The first account of a fresh instance is its admin (`accounts::create`).
-pub async fn register(state: &AppState, new: accounts::NewAccount) -> Result<(u64, Account), ApiError> {
+pub async fn register(state: &AppState, new: accounts::NewAccount) -> Result<(u64, Account), Error> {
     if state.config.auth.disable_registration {
-        return Err(ApiError::Forbidden("Registration is disabled.".into()));
+        return Err(Error::Forbidden("Registration is disabled.".into()));
     }
     let (id, account) = accounts::create(state, new).await?;
     tracing::info!(event = "account_registered", component = "auth", user_id = id, is_admin = account.is_admin);
@@ -37,32 +36,27 @@ pub async fn register(state: &AppState, new: accounts::NewAccount) -> Result<(u6
 }
 
 /// Checks `identifier` (username or email) and `password` for a caller at `ip`.
-pub async fn with_password(
-    state: &AppState,
-    identifier: &str,
-    password: String,
-    ip: IpAddr,
-) -> Result<SignIn, ApiError> {
+pub async fn with_password(state: &AppState, identifier: &str, password: String, ip: IpAddr) -> Result<SignIn, Error> {
     let identifier = identifier.trim().to_lowercase();
     if identifier.is_empty() {
-        return Err(ApiError::invalid_input("identifier", "is required"));
+        return Err(Error::invalid_input("identifier", "is required"));
     }
     if password.is_empty() {
-        return Err(ApiError::invalid_input("password", "is required"));
+        return Err(Error::invalid_input("password", "is required"));
     }
     let limits = &state.auth.limits;
     limits
         .check_login(&identifier, ip)
-        .map_err(|r| ApiError::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: r.locked })?;
+        .map_err(|r| Error::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: r.locked })?;
     let found = accounts::find(state, &identifier)?;
     let hash = found.as_ref().and_then(|(_, a)| a.password_hash.clone());
     if !state.auth.hasher.verify(password, hash).await {
         limits.login_failed(&identifier, ip);
         tracing::info!(event = "login_failed", component = "auth", result = "failure");
-        return Err(ApiError::InvalidCredentials);
+        return Err(Error::InvalidCredentials);
     }
     let Some((id, account)) = found else {
-        return Err(ApiError::InvalidCredentials);
+        return Err(Error::InvalidCredentials);
     };
     limits.login_succeeded(&identifier, ip);
     if account.totp.as_ref().is_some_and(|t| t.enabled) {
@@ -99,27 +93,31 @@ pub fn cookie(parts: &Parts, name: &str) -> Option<String> {
         .find_map(|h| session::read_cookie(h, name).filter(|v| !v.is_empty()).map(str::to_string))
 }
 
+/// The credential a request presents: the session cookie, else an `Authorization: Bearer` value.
+fn presented_token(parts: &Parts) -> Option<String> {
+    cookie(parts, session::COOKIE).or_else(|| {
+        let value = parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+        value.strip_prefix("Bearer ").map(str::trim).filter(|t| !t.is_empty()).map(str::to_string)
+    })
+}
+
 /// Completes a sign-in waiting for its second factor with `code` (a TOTP code or a recovery
 /// code). Returns the account and the cookies to set (the session, and the pending one cleared).
-pub async fn with_second_factor(
-    state: &AppState,
-    parts: &Parts,
-    code: &str,
-) -> Result<(Account, Vec<String>), ApiError> {
+pub async fn with_second_factor(state: &AppState, parts: &Parts, code: &str) -> Result<(Account, Vec<String>), Error> {
     let pending = cookie(parts, session::PENDING_COOKIE)
-        .ok_or(ApiError::Unauthorized("No sign-in is waiting for a second factor"))?;
+        .ok_or(Error::Unauthorized("No sign-in is waiting for a second factor"))?;
     let claims = state
         .auth
         .signer
         .verify(&pending, state.engine.clock().now().as_second())
-        .map_err(|e| ApiError::Unauthorized(e.message()))?;
+        .map_err(|e| Error::Unauthorized(e.message()))?;
     if claims.purpose.as_deref() != Some("2fa") {
-        return Err(ApiError::Unauthorized("Invalid token"));
+        return Err(Error::Unauthorized("Invalid token"));
     }
     let user_id = claims.user_id;
-    let account: Account = state.engine.global()?.get(user_id).map_err(|_| ApiError::Unauthorized("Invalid token"))?;
+    let account: Account = state.engine.global()?.get(user_id).map_err(|_| Error::Unauthorized("Invalid token"))?;
     if account.token_version != claims.token_version || !account.totp.as_ref().is_some_and(|t| t.enabled) {
-        return Err(ApiError::Unauthorized("Session expired, please sign in again"));
+        return Err(Error::Unauthorized("Session expired, please sign in again"));
     }
     let account = second_factor::use_second_factor(state, user_id, code, true).await?;
     let (_, session_cookie) = state.auth.start_session(&state.engine, user_id, &account, false).await?;
@@ -131,7 +129,7 @@ pub async fn with_second_factor(
 /// sign-in cookie, and the provider's end-session URL for an SSO session whose provider has one.
 pub async fn sign_out(state: &AppState, parts: &Parts) -> (Vec<String>, Option<String>) {
     let mut ended = None;
-    if let Ok(token) = bearer(parts)
+    if let Some(token) = presented_token(parts)
         && let Ok(claims) = state.auth.signer.verify(&token, state.engine.clock().now().as_second())
         && let Some(sid) = claims.sid
     {
@@ -169,7 +167,7 @@ const RESET_LIFETIME: jiff::SignedDuration = jiff::SignedDuration::from_hours(1)
 
 /// Mails a single-use reset link (an hour) to the account with `email`, if there is one with a
 /// password. Answers the same whether or not it exists, so accounts cannot be enumerated.
-pub async fn request_reset(state: &AppState, email: &str) -> Result<(), ApiError> {
+pub async fn request_reset(state: &AppState, email: &str) -> Result<(), Error> {
     let email = accounts::normalize_email(email)?;
     if let Some((user_id, account)) = accounts::find(state, &email)?
         && account.password_hash.is_some()
@@ -179,7 +177,7 @@ pub async fn request_reset(state: &AppState, email: &str) -> Result<(), ApiError
         let reset = ResetToken {
             user_id,
             hash: sha256_hex(&token),
-            expires_at: now.checked_add(RESET_LIFETIME).map_err(ApiError::internal)?,
+            expires_at: now.checked_add(RESET_LIFETIME).map_err(Error::internal)?,
         };
         let link = match &state.config.auth.frontend_url {
             Some(base) => format!("{}/reset-password?token={token}", base.trim_end_matches('/')),
@@ -214,8 +212,8 @@ pub async fn request_reset(state: &AppState, email: &str) -> Result<(), ApiError
 
 /// Applies reset `token`: the new `password` (strength rules apply) with the effect of an admin
 /// reset: every session and API token of the account ends.
-pub async fn confirm_reset(state: &AppState, token: &str, password: String) -> Result<(), ApiError> {
-    let invalid = || ApiError::invalid_input("token", "is invalid or expired");
+pub async fn confirm_reset(state: &AppState, token: &str, password: String) -> Result<(), Error> {
+    let invalid = || Error::invalid_input("token", "is invalid or expired");
     if token.len() < 16 {
         return Err(invalid());
     }

@@ -7,9 +7,9 @@ use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::Error;
 use super::records::{ApiToken, Scope, random_token, sha256_hex};
 use super::{TOKEN_PREFIX, accounts};
-use crate::error::ApiError;
 use crate::state::AppState;
 
 #[derive(Deserialize, ToSchema)]
@@ -53,6 +53,28 @@ impl TokenView {
     }
 }
 
+/// A token as its creation (or rotation) answers it: the view and, shown only here, the
+/// plaintext `token`.
+#[derive(Serialize, ToSchema)]
+pub struct TokenCreated {
+    #[serde(flatten)]
+    pub view: TokenView,
+    /// The bearer secret (`mycorrhizal_...`); only its SHA-256 is kept.
+    pub token: String,
+}
+
+/// `{tokens}`: the caller's tokens, revoked and expired ones included.
+#[derive(Serialize, ToSchema)]
+pub struct TokenList {
+    pub tokens: Vec<TokenView>,
+}
+
+/// `{revoked}`: how many tokens a revoke-all ended.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokensRevoked {
+    pub revoked: u64,
+}
+
 /// A token just made: its view and the plaintext, which is never shown again.
 pub struct Minted {
     pub view: TokenView,
@@ -65,7 +87,7 @@ fn mint(
     scope: Scope,
     lifetime: SignedDuration,
     now: Timestamp,
-) -> Result<(ApiToken, String), ApiError> {
+) -> Result<(ApiToken, String), Error> {
     let plaintext = format!("{TOKEN_PREFIX}{}", random_token(32));
     let token = ApiToken {
         user_id,
@@ -74,21 +96,21 @@ fn mint(
         scope,
         created_at: now,
         last_used_at: None,
-        expires_at: now.checked_add(lifetime).map_err(ApiError::internal)?,
+        expires_at: now.checked_add(lifetime).map_err(Error::internal)?,
         revoked_at: None,
     };
     Ok((token, plaintext))
 }
 
 /// A new token of `user_id`, named 1 to 100 characters, expiring in 1 to 365 days (default 90).
-pub async fn create(state: &AppState, user_id: u64, new: NewToken) -> Result<Minted, ApiError> {
+pub async fn create(state: &AppState, user_id: u64, new: NewToken) -> Result<Minted, Error> {
     let name = new.name.trim().to_string();
     if name.is_empty() || name.chars().count() > 100 {
-        return Err(ApiError::validation("name", "must be 1 to 100 characters"));
+        return Err(Error::validation("name", "must be 1 to 100 characters"));
     }
     let days = new.expires_in_days.unwrap_or(90);
     if !(1..=365).contains(&days) {
-        return Err(ApiError::validation("expires_in_days", "must be 1 to 365"));
+        return Err(Error::validation("expires_in_days", "must be 1 to 365"));
     }
     let scope = new.scope.unwrap_or(Scope::Full);
     let (token, plaintext) =
@@ -99,7 +121,7 @@ pub async fn create(state: &AppState, user_id: u64, new: NewToken) -> Result<Min
 }
 
 /// Every token of `user_id`, revoked and expired ones included.
-pub fn list(state: &AppState, user_id: u64) -> Result<Vec<TokenView>, ApiError> {
+pub fn list(state: &AppState, user_id: u64) -> Result<Vec<TokenView>, Error> {
     Ok(state
         .engine
         .global()?
@@ -111,7 +133,7 @@ pub fn list(state: &AppState, user_id: u64) -> Result<Vec<TokenView>, ApiError> 
 }
 
 /// Revokes token `id` of `user_id` (idempotent).
-pub async fn revoke(state: &AppState, user_id: u64, id: u64) -> Result<(), ApiError> {
+pub async fn revoke(state: &AppState, user_id: u64, id: u64) -> Result<(), Error> {
     state
         .engine
         .write_async(move |tx| {
@@ -131,7 +153,7 @@ pub async fn revoke(state: &AppState, user_id: u64, id: u64) -> Result<(), ApiEr
 
 /// Replaces token `id` in one transaction: the old one dies at once, the new one has the same
 /// name, scope and lifetime.
-pub async fn rotate(state: &AppState, user_id: u64, id: u64) -> Result<Minted, ApiError> {
+pub async fn rotate(state: &AppState, user_id: u64, id: u64) -> Result<Minted, Error> {
     let now = state.engine.clock().now();
     let (new_id, token, plaintext) = state
         .engine
@@ -141,7 +163,7 @@ pub async fn rotate(state: &AppState, user_id: u64, id: u64) -> Result<Minted, A
                 return Err(mycorrhizal_engine::Error::NotFound);
             }
             if old.revoked_at.is_some() {
-                return Ok(Err(ApiError::Conflict("This token is revoked; create a new one".into())));
+                return Ok(Err(Error::Conflict("This token is revoked; create a new one".into())));
             }
             let lifetime = old.expires_at.duration_since(old.created_at);
             let (token, plaintext) = match mint(user_id, old.name.clone(), old.scope, lifetime, now) {
@@ -158,6 +180,6 @@ pub async fn rotate(state: &AppState, user_id: u64, id: u64) -> Result<Minted, A
 }
 
 /// Revokes every token of `user_id`; returns how many were live.
-pub async fn revoke_all(state: &AppState, user_id: u64) -> Result<u64, ApiError> {
+pub async fn revoke_all(state: &AppState, user_id: u64) -> Result<u64, Error> {
     Ok(state.engine.write_async(move |tx| accounts::revoke_tokens_of(tx, user_id, tx.now())).await?)
 }

@@ -4,7 +4,6 @@
 
 use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::calendar::{date_range, instant};
@@ -62,9 +61,11 @@ impl ActivityView {
     }
 }
 
-/// The view as a JSON object, for callers that add members; `contacts` named by the caller.
-pub fn view(row: &Row<Activity>, contacts: Vec<ContactName>) -> Value {
-    json!(ActivityView::of(row, contacts))
+/// `{message, activity}`: an activity created.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ActivitySaved {
+    pub message: String,
+    pub activity: ActivityView,
 }
 
 /// An activity with its contacts named.
@@ -77,11 +78,6 @@ pub fn named(v: &UserView, row: &Row<Activity>) -> ActivityView {
         .map(|c| ContactName { id: c.id, uid: c.body.uid.clone(), name: c.body.name() })
         .collect();
     ActivityView::of(row, contacts)
-}
-
-/// [`named`] as a JSON object, for callers that add members (search hits).
-pub fn with_contacts(v: &UserView, row: &Row<Activity>) -> Value {
-    json!(named(v, row))
 }
 
 /// The newest `limit` activities of a contact.

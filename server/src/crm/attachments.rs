@@ -73,14 +73,24 @@ pub struct NewFile {
     pub bytes: Vec<u8>,
 }
 
-/// The blob holding attachment `id`'s bytes (the integrity check looks for this name).
-pub fn blob_name(id: u64) -> String {
-    format!("attachment-{id}")
-}
+pub use super::depth::blob_name;
 
 /// Bytes attachment rows of this user already account for (live rows only).
 pub fn used_bytes(view: &UserView) -> Result<u64> {
     Ok(view.list::<Attachment>()?.iter().map(|a| a.body.size_bytes).sum())
+}
+
+/// `{attachment}`: a file stored.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AttachmentStored {
+    pub attachment: AttachmentView,
+}
+
+/// `{total, attachments}`: a contact's files.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AttachmentList {
+    pub total: usize,
+    pub attachments: Vec<AttachmentView>,
 }
 
 /// Keeps `file` with contact `contact`: checks its size and the user's `quota`, then writes the

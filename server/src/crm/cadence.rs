@@ -31,6 +31,19 @@ pub struct PolicyInput {
     pub qualifying_types: Vec<String>,
 }
 
+/// `{total, cadence_policies}`: every keep-in-touch policy of the user.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PolicyList {
+    pub total: usize,
+    pub cadence_policies: Vec<PolicyView>,
+}
+
+/// `{overdue}`: the contacts past their cadence, most overdue first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OverdueList {
+    pub overdue: Vec<Overdue>,
+}
+
 /// A policy as clients read it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct PolicyView {

@@ -169,6 +169,11 @@ impl Record for AgendaItem {
     }
 }
 
+/// The blob holding attachment `id`'s bytes (the integrity check looks for this name).
+pub fn blob_name(id: u64) -> String {
+    format!("attachment-{id}")
+}
+
 /// A file kept with a contact. The bytes are the blob `attachment-<id>` (`crm::attachments`); this
 /// row describes them.
 #[derive(Debug, Clone, Serialize, Deserialize)]

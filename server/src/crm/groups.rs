@@ -60,6 +60,25 @@ pub struct GroupCount {
     pub count: u64,
 }
 
+/// `{circles}`: every circle in use with its contact count.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CircleList {
+    pub circles: Vec<GroupCount>,
+}
+
+/// `{tags}`: every tag in use with its contact count.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TagList {
+    pub tags: Vec<GroupCount>,
+}
+
+/// `{message, contacts_updated}`: a circle or tag renamed or removed from every contact.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct GroupChanged {
+    pub message: String,
+    pub contacts_updated: u64,
+}
+
 /// Every name of `group` in use, A to Z, with its contact count.
 pub fn counts(v: &UserView, group: Group) -> Result<Vec<GroupCount>> {
     names(v, group)?

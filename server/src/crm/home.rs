@@ -5,17 +5,19 @@
 use jiff::Timestamp;
 use jiff::civil::Date;
 use mycorrhizal_engine::{UserView, Walk};
-use serde_json::{Value, json};
 
 use super::Result;
+use super::activities::ActivityView;
 use super::calendar;
 use super::contact::ops::require_contacts;
 use super::contact::pick::{random_summaries, upcoming_birthdays};
 use super::contact::view::{BirthdayView, ContactSummary};
 use super::contact::{Contact, INDEX_FAVORITE};
 use super::depth::{Gift, LifeEvent};
+use super::depth_ops::{GiftView, LifeEventView};
+use super::notes::NoteView;
 use super::records::{Activity, BY_CONTACT, Completion, Note, contact_range};
-use super::reminders::ReminderView;
+use super::reminders::{CompletionView, ReminderView};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -62,7 +64,8 @@ pub fn dashboard(v: &UserView, today: Date, now: Timestamp) -> Result<Dashboard>
 }
 
 /// The kinds of entry a timeline holds (its `type` member), to ask for one only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum TimelineType {
     Note,
     Activity,
@@ -84,39 +87,65 @@ impl TimelineType {
     }
 }
 
-fn entries(v: &UserView, contact: u64, only: Option<TimelineType>) -> Result<Vec<(Timestamp, Value)>> {
+/// What a timeline entry shows: the record as its own routes show it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum TimelineItem {
+    Note(NoteView),
+    Activity(ActivityView),
+    ReminderCompletion(CompletionView),
+    Gift(GiftView),
+    LifeEvent(LifeEventView),
+}
+
+/// One entry of a contact's history.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TimelineEntry {
+    /// Which kind of record `item` is.
+    #[serde(rename = "type")]
+    pub kind: TimelineType,
+    /// When it happened: a note's or activity's date, a completion's instant, a gift's date, a
+    /// life event's day at midnight UTC (its first month or day when the date has none).
+    #[schema(value_type = String)]
+    pub date: Timestamp,
+    pub item: TimelineItem,
+}
+
+/// A page of a contact's history, newest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Timeline {
+    pub timeline: Vec<TimelineEntry>,
+    /// Pass as `before` for the next page; empty on the last page.
+    pub next_before: String,
+}
+
+fn entries(v: &UserView, contact: u64, only: Option<TimelineType>) -> Result<Vec<TimelineEntry>> {
     let (from, to) = contact_range(contact);
     let walk = Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true };
     let wanted = |t: TimelineType| only.is_none_or(|o| o == t);
     let mut out = Vec::new();
     if wanted(TimelineType::Note) {
         for r in v.walk::<Note>(walk, usize::MAX, |_| true)?.rows {
-            out.push((
-                r.body.date,
-                json!({ "type": "note", "date": r.body.date, "item": crate::crm::notes::view(&r) }),
-            ));
+            let item = TimelineItem::Note(NoteView::of(&r));
+            out.push(TimelineEntry { kind: TimelineType::Note, date: r.body.date, item });
         }
     }
     if wanted(TimelineType::Activity) {
         for r in v.walk::<Activity>(walk, usize::MAX, |_| true)?.rows {
-            out.push((
-                r.body.date,
-                json!({ "type": "activity", "date": r.body.date, "item": crate::crm::activities::view(&r, Vec::new()) }),
-            ));
+            let item = TimelineItem::Activity(ActivityView::of(&r, Vec::new()));
+            out.push(TimelineEntry { kind: TimelineType::Activity, date: r.body.date, item });
         }
     }
     if wanted(TimelineType::ReminderCompletion) {
         for r in v.walk::<Completion>(walk, usize::MAX, |_| true)?.rows {
-            out.push((r.body.completed_at, json!({ "type": "reminder_completion", "date": r.body.completed_at, "item": crate::crm::reminders::completion_view(&r) })));
+            let item = TimelineItem::ReminderCompletion(CompletionView::of(&r));
+            out.push(TimelineEntry { kind: TimelineType::ReminderCompletion, date: r.body.completed_at, item });
         }
     }
     if wanted(TimelineType::Gift) {
         for r in v.walk::<Gift>(walk, usize::MAX, |g| g.body.date.is_some())?.rows {
             let date = r.body.date.unwrap_or(Timestamp::UNIX_EPOCH);
-            out.push((
-                date,
-                json!({ "type": "gift", "date": date, "item": crate::crm::depth_ops::GiftView::of(v, &r) }),
-            ));
+            out.push(TimelineEntry { kind: TimelineType::Gift, date, item: TimelineItem::Gift(GiftView::of(v, &r)) });
         }
     }
     // The timeline shows what happened; the next yearly occurrence is not its concern.
@@ -135,12 +164,10 @@ fn entries(v: &UserView, contact: u64, only: Option<TimelineType>) -> Result<Vec
             continue;
         };
         let date = calendar::midnight(day);
-        out.push((
-            date,
-            json!({ "type": "life_event", "date": date, "item": crate::crm::depth_ops::LifeEventView::of(v, &r, epoch) }),
-        ));
+        let item = TimelineItem::LifeEvent(LifeEventView::of(v, &r, epoch));
+        out.push(TimelineEntry { kind: TimelineType::LifeEvent, date, item });
     }
-    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.sort_by(|a, b| b.date.cmp(&a.date));
     Ok(out)
 }
 
@@ -152,19 +179,19 @@ pub fn timeline(
     before: Option<Timestamp>,
     limit: usize,
     only: Option<TimelineType>,
-) -> Result<Value> {
+) -> Result<Timeline> {
     require_contacts(v, &[id])?;
-    let all: Vec<(Timestamp, Value)> =
-        entries(v, id, only)?.into_iter().filter(|(d, _)| before.is_none_or(|b| *d < b)).collect();
+    let all: Vec<TimelineEntry> =
+        entries(v, id, only)?.into_iter().filter(|e| before.is_none_or(|b| e.date < b)).collect();
     // A page never ends between entries of the same instant: the next page starts strictly
     // before `next_before`, so entries sharing the last one's instant come on this page
     // (which may then hold a few more than `limit`).
     let mut cut = limit.min(all.len());
-    while cut > 0 && cut < all.len() && all[cut].0 == all[cut - 1].0 {
+    while cut > 0 && cut < all.len() && all[cut].date == all[cut - 1].date {
         cut += 1;
     }
     let more = all.len() > cut;
-    let page: Vec<(Timestamp, Value)> = all.into_iter().take(cut).collect();
-    let next = if more { page.last().map(|(d, _)| d.to_string()).unwrap_or_default() } else { String::new() };
-    Ok(json!({ "timeline": page.into_iter().map(|(_, v)| v).collect::<Vec<_>>(), "next_before": next }))
+    let page: Vec<TimelineEntry> = all.into_iter().take(cut).collect();
+    let next_before = if more { page.last().map(|e| e.date.to_string()).unwrap_or_default() } else { String::new() };
+    Ok(Timeline { timeline: page, next_before })
 }

@@ -184,7 +184,7 @@ pub fn cascade_contact(tx: &Tx<'_, '_>, id: u64) -> mycorrhizal_engine::Result<(
         }
         if entry.name == Attachment::KIND.name {
             for attachment in &touched {
-                tx.delete_blob(&super::attachments::blob_name(*attachment))?;
+                tx.delete_blob(&super::depth::blob_name(*attachment))?;
             }
         }
     }

@@ -1,9 +1,9 @@
 //! The CRM domain: the user-owned record types (contacts, notes, activities, reminders,
 //! completions, relationships, households), their validation and save hooks, and the calendar rules.
 //! This is the domain layer: one function per operation (create, edit, delete with its cascade,
-//! list, ...), typed input to typed output or [`Error`], no HTTP. Every front door (`api/`, and
-//! later the web pages and DAV) calls these functions; the rules live here and in the engine's
-//! write path. Nothing here imports a front door.
+//! list, ...), typed input to typed output or [`Error`], no HTTP. Every front door (`api/`,
+//! `web/`, `dav/`, the command line and jobs) calls these functions; the rules live here and in
+//! the engine's write path. Nothing here imports a front door.
 
 pub mod activities;
 pub mod attachments;

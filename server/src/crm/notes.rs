@@ -5,7 +5,6 @@
 use jiff::Timestamp;
 use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::calendar::{date_range, instant};
@@ -40,9 +39,11 @@ impl NoteView {
     }
 }
 
-/// The view as a JSON object, for callers that add members (search hits, the timeline).
-pub fn view(row: &Row<Note>) -> Value {
-    json!(NoteView::of(row))
+/// `{message, note}`: a note created or replaced.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct NoteSaved {
+    pub message: String,
+    pub note: NoteView,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -60,6 +61,7 @@ pub struct NoteInput {
 impl NoteInput {
     /// The note this input makes about `contact`; `date` defaults to `fallback`.
     fn note(&self, contact: Option<u64>, fallback: Timestamp) -> Result<Note> {
+        super::records::check_id("contact_id", self.contact_id)?;
         let date = match self.date.as_deref() {
             Some(d) if !d.trim().is_empty() => instant("date", d)?,
             _ => fallback,

@@ -245,3 +245,12 @@ impl Record for Relationship {
         vec![(BY_SOURCE, format!("{:020}", self.source)), (BY_TARGET, format!("{:020}", self.target))]
     }
 }
+
+/// An id a request names must be one the API document allows: at most `i64::MAX` (the largest
+/// integer every JSON client holds exactly), even where the route then ignores it.
+pub fn check_id(field: &str, id: Option<u64>) -> super::Result<()> {
+    match id {
+        Some(id) if id > i64::MAX as u64 => Err(super::Error::invalid(field, "must be at most 9223372036854775807")),
+        _ => Ok(()),
+    }
+}

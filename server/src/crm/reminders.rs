@@ -6,7 +6,6 @@ use jiff::Timestamp;
 use jiff::civil::Date;
 use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::calendar::{self, Recurrence, instant};
@@ -64,9 +63,34 @@ impl ReminderView {
     }
 }
 
-/// The view as a JSON object, for callers that add members.
-pub fn view(row: &Row<Reminder>, today: Option<Date>, contact_name: Option<String>) -> Value {
-    json!(ReminderView::of(row, today, contact_name))
+/// `{reminders}`: a list of reminders.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ReminderList {
+    pub reminders: Vec<ReminderView>,
+}
+
+/// `{message, reminder}`: a reminder created or replaced.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ReminderSaved {
+    pub message: String,
+    pub reminder: ReminderView,
+}
+
+/// `{message, reminder?, completion?}`: a reminder completed. `reminder` is the rescheduled one
+/// (absent for a one-off, which is done and removed); `completion` is absent when skipped.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ReminderCompleted {
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reminder: Option<ReminderView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion: Option<CompletionView>,
+}
+
+/// `{completions}`: a contact's completions, newest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CompletionList {
+    pub completions: Vec<CompletionView>,
 }
 
 /// A completion (a reminder done) as clients read it.
@@ -93,11 +117,6 @@ impl CompletionView {
             created_at: row.meta.created_at,
         }
     }
-}
-
-/// The view as a JSON object, for callers that add members (the timeline).
-pub fn completion_view(row: &Row<Completion>) -> Value {
-    json!(CompletionView::of(row))
 }
 
 /// A contact's reminders, soonest first.
@@ -161,6 +180,7 @@ pub struct ReminderInput {
 
 impl ReminderInput {
     fn reminder(self, contact: Option<u64>) -> Result<Reminder> {
+        super::records::check_id("contact_id", self.contact_id)?;
         let recurrence = Recurrence::parse(self.recurrence.trim())
             .ok_or_else(|| Error::invalid("recurrence", format!("must be one of {}", Recurrence::ALL)))?;
         let contact_id = contact.or(self.contact_id).ok_or_else(|| Error::invalid("contact_id", "is required"))?;
@@ -252,6 +272,23 @@ pub async fn complete(
             Ok((Some(row), completion))
         })
         .await?)
+}
+
+/// Completes reminder `id` (see [`complete`]) and answers as clients read it.
+pub async fn complete_view(scope: &UserScope, id: u64, today: Date, skip: bool) -> Result<ReminderCompleted> {
+    let (next, completion) = complete(scope, id, today, skip).await?;
+    let message = if next.is_some() { "Reminder completed and rescheduled" } else { "Reminder completed" };
+    Ok(ReminderCompleted {
+        message: message.into(),
+        reminder: next.as_ref().map(|row| ReminderView::of(row, Some(today), None)),
+        completion: completion.as_ref().map(CompletionView::of),
+    })
+}
+
+/// Deletes completion `id` (it leaves the timeline).
+pub async fn delete_completion(scope: &UserScope, id: u64) -> Result<()> {
+    scope.write_async(move |tx| tx.delete::<Completion>(id, Precondition::Any)).await?;
+    Ok(())
 }
 
 /// Every reminder, soonest first.

@@ -6,10 +6,13 @@ use std::collections::HashSet;
 
 use mycorrhizal_engine::search::Snippet;
 use mycorrhizal_engine::{Plan, Row, SearchRequest, UserScope, UserView};
-use serde_json::{Value, json};
+use serde::Serialize;
+use utoipa::ToSchema;
 
+use super::activities::ActivityView;
 use super::contact::Contact;
 use super::contact::view::ContactSummary;
+use super::notes::NoteView;
 use super::records::{Activity, KNOWN_RELATIONS, Note, Relationship, SYMMETRIC_RELATIONS, relation_token};
 use super::{Error, Result, households};
 
@@ -30,9 +33,95 @@ pub struct SearchParams {
     pub household: Option<u64>,
 }
 
-/// The grouped results, as `GET /search` answers them: `{query, contacts, notes, activities,
-/// totals}`, plus `resolved_relation` when the query names a relation.
-pub fn search(scope: &UserScope, p: SearchParams) -> Result<Value> {
+/// The grouped results of a search, as `GET /search` answers them and the search page shows them.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SearchResults {
+    /// The query as given.
+    pub query: String,
+    /// Contacts, best first; with `resolved_relation`, the contacts holding that relation follow.
+    pub contacts: Vec<ContactHit>,
+    pub notes: Vec<NoteHit>,
+    pub activities: Vec<ActivityHit>,
+    pub totals: SearchTotals,
+    /// The relation the query names ("sister" gives `sibling_of`), when it names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_relation: Option<String>,
+}
+
+/// Matches per group, counted exactly up to 1,000 (1,000 means 1,000 or more).
+#[derive(Debug, Clone, Copy, Default, Serialize, ToSchema)]
+pub struct SearchTotals {
+    pub contacts: usize,
+    pub notes: usize,
+    pub activities: usize,
+}
+
+/// Where a hit matched: a piece of text and the character ranges `[from, to)` the query matched.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct SnippetView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Vec<u64>>>)]
+    pub snippet_highlights: Option<Vec<(usize, usize)>>,
+}
+
+impl SnippetView {
+    fn of(snippet: Option<Snippet>) -> SnippetView {
+        match snippet {
+            Some(s) => SnippetView { snippet: Some(s.text), snippet_highlights: Some(s.highlights) },
+            None => SnippetView::default(),
+        }
+    }
+
+    /// The snippet text, empty when there is none.
+    pub fn text(&self) -> &str {
+        self.snippet.as_deref().unwrap_or("")
+    }
+
+    /// The matched character ranges.
+    pub fn highlights(&self) -> &[(usize, usize)] {
+        self.snippet_highlights.as_deref().unwrap_or(&[])
+    }
+}
+
+/// A contact found: its summary and, when a field other than its name matched, the snippet.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ContactHit {
+    #[serde(flatten)]
+    pub contact: ContactSummary,
+    #[serde(flatten)]
+    pub snippet: SnippetView,
+}
+
+/// A note found: the note, `ID` (as the Android client reads it), its contact's name and the
+/// snippet.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct NoteHit {
+    #[serde(flatten)]
+    pub note: NoteView,
+    #[serde(rename = "ID")]
+    pub legacy_id: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contact_name: Option<String>,
+    #[serde(flatten)]
+    pub snippet: SnippetView,
+}
+
+/// An activity found: the activity with its contacts named, `ID` and the snippet.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ActivityHit {
+    #[serde(flatten)]
+    pub activity: ActivityView,
+    #[serde(rename = "ID")]
+    pub legacy_id: u64,
+    #[serde(flatten)]
+    pub snippet: SnippetView,
+}
+
+/// The grouped results: three groups, each best first, with a snippet showing the match, and the
+/// contacts holding a relation the query names.
+pub fn search(scope: &UserScope, p: SearchParams) -> Result<SearchResults> {
     let SearchParams { text, limit, offset, household } = p;
     if text.trim().is_empty() {
         return Err(Error::bad_parameter("q", "must not be blank"));
@@ -41,35 +130,34 @@ pub fn search(scope: &UserScope, p: SearchParams) -> Result<Value> {
         None => None,
         Some(household) => Some(households::member_contacts(&scope.view()?, household)?),
     };
+    let mut out = SearchResults {
+        query: text.clone(),
+        contacts: Vec::new(),
+        notes: Vec::new(),
+        activities: Vec::new(),
+        totals: SearchTotals::default(),
+        resolved_relation: None,
+    };
     let plan = match Plan::parse(&text) {
         Some(plan) if text.trim().chars().count() >= 2 => plan,
-        _ => {
-            return Ok(json!({ "query": text, "contacts": [], "notes": [], "activities": [],
-                "totals": { "contacts": 0, "notes": 0, "activities": 0 } }));
-        }
+        _ => return Ok(out),
     };
     let contacts = members.as_deref();
     let request = SearchRequest { plan: &plan, kinds: None, include_hidden: false, contacts, limit, offset };
     let groups = scope.search(&request)?;
     let view = scope.view()?;
-    let mut out = json!({ "query": text, "contacts": [], "notes": [], "activities": [] });
-    let mut totals = serde_json::Map::new();
-    for group in &groups {
-        totals.insert(group.kind.to_string(), json!(group.total));
-    }
     let token = relation_token(&text);
     let relation = (KNOWN_RELATIONS.contains(&token.as_str()) && token != text.trim().to_lowercase()).then_some(token);
     for group in groups {
-        let mut items = Vec::new();
         match group.kind {
             "contact" => {
+                out.totals.contacts = group.total;
                 let mut seen = HashSet::new();
                 for hit in &group.hits {
                     let Ok(row) = view.get::<Contact>(hit.id) else { continue };
                     seen.insert(row.id);
-                    let mut item = json!(ContactSummary::of(&row));
-                    snippet_fields(&mut item, contact_snippet(&plan, &row.body));
-                    items.push(item);
+                    let snippet = SnippetView::of(contact_snippet(&plan, &row.body));
+                    out.contacts.push(ContactHit { contact: ContactSummary::of(&row), snippet });
                 }
                 if let Some(token) = &relation
                     && offset == 0
@@ -78,50 +166,36 @@ pub fn search(scope: &UserScope, p: SearchParams) -> Result<Value> {
                         .into_iter()
                         .filter(|id| members.as_ref().is_none_or(|m| m.contains(id)))
                     {
-                        if items.len() >= limit {
+                        if out.contacts.len() >= limit {
                             break;
                         }
                         let Ok(row) = view.get::<Contact>(id) else { continue };
                         if !row.body.archived && seen.insert(id) {
-                            items.push(json!(ContactSummary::of(&row)));
+                            let contact = ContactSummary::of(&row);
+                            out.contacts.push(ContactHit { contact, snippet: SnippetView::default() });
                         }
                     }
                 }
-                out["contacts"] = Value::Array(items);
             }
             "note" => {
+                out.totals.notes = group.total;
                 for hit in &group.hits {
                     let Ok(row) = view.get::<Note>(hit.id) else { continue };
-                    items.push(note_hit(&view, &plan, &row));
+                    out.notes.push(note_hit(&view, &plan, &row));
                 }
-                out["notes"] = Value::Array(items);
             }
             "activity" => {
+                out.totals.activities = group.total;
                 for hit in &group.hits {
                     let Ok(row) = view.get::<Activity>(hit.id) else { continue };
-                    items.push(activity_hit(&view, &plan, &row));
+                    out.activities.push(activity_hit(&view, &plan, &row));
                 }
-                out["activities"] = Value::Array(items);
             }
             _ => {}
         }
     }
-    out["totals"] = json!({
-        "contacts": totals.get("contact").cloned().unwrap_or(json!(0)),
-        "notes": totals.get("note").cloned().unwrap_or(json!(0)),
-        "activities": totals.get("activity").cloned().unwrap_or(json!(0)),
-    });
-    if let Some(token) = relation {
-        out["resolved_relation"] = json!(token);
-    }
+    out.resolved_relation = relation;
     Ok(out)
-}
-
-fn snippet_fields(value: &mut Value, snippet: Option<Snippet>) {
-    if let (Value::Object(map), Some(s)) = (value, snippet) {
-        map.insert("snippet".into(), json!(s.text));
-        map.insert("snippet_highlights".into(), json!(s.highlights));
-    }
 }
 
 /// The best snippet of a contact: from the first of its non-name texts that matches.
@@ -154,29 +228,28 @@ fn related_contacts(view: &UserView, token: &str) -> Result<Vec<u64>> {
     Ok(ids)
 }
 
-/// A note hit: the note's fields (`id`, and `ID` as the Android client reads it), the contact's
-/// name, and the snippet.
-fn note_hit(view: &UserView, plan: &Plan, row: &Row<Note>) -> Value {
-    let mut item = crate::crm::notes::view(row);
-    item["ID"] = json!(row.id);
-    if let Some(name) = row.body.contact_id.and_then(|c| contact_name(view, c)) {
-        item["contact_name"] = json!(name);
-    }
+/// A note hit: the note, its contact's name, and the snippet.
+fn note_hit(view: &UserView, plan: &Plan, row: &Row<Note>) -> NoteHit {
     let snippet = plan.snippet(&row.body.content, SNIPPET_CHARS);
-    snippet_fields(&mut item, snippet.or_else(|| first_chars(&row.body.content)));
-    item
+    NoteHit {
+        note: NoteView::of(row),
+        legacy_id: row.id,
+        contact_name: row.body.contact_id.and_then(|c| contact_name(view, c)),
+        snippet: SnippetView::of(snippet.or_else(|| first_chars(&row.body.content))),
+    }
 }
 
-fn activity_hit(view: &UserView, plan: &Plan, row: &Row<Activity>) -> Value {
+fn activity_hit(view: &UserView, plan: &Plan, row: &Row<Activity>) -> ActivityHit {
     let a = &row.body;
-    let mut item = crate::crm::activities::with_contacts(view, row);
-    item["ID"] = json!(row.id);
     let snippet = [a.description.as_str(), a.title.as_str(), a.location.as_str()]
         .into_iter()
         .find_map(|t| plan.snippet(t, SNIPPET_CHARS))
         .or_else(|| first_chars(&a.title));
-    snippet_fields(&mut item, snippet);
-    item
+    ActivityHit {
+        activity: crate::crm::activities::named(view, row),
+        legacy_id: row.id,
+        snippet: SnippetView::of(snippet),
+    }
 }
 
 /// The start of a text, for a hit matched only by typo or in another field.

@@ -35,10 +35,10 @@ use base64::Engine as _;
 use mycorrhizal_engine::UserId;
 use sha2::{Digest, Sha256};
 
-use crate::auth::client::client_ip;
 use crate::auth::limits::Rate;
 use crate::auth::records::{Account, Scope};
 use crate::auth::{TOKEN_PREFIX, Via, accounts};
+use crate::http::client::client_ip;
 use crate::state::AppState;
 
 /// The CardDAV request rate per client IP: `RATE_LIMIT_DAV_BURST` / `RATE_LIMIT_DAV_INTERVAL_MS`,
@@ -115,7 +115,7 @@ async fn root(State((state, dav)): State<(AppState, Dav)>, request: Request, nex
     if request.method().as_str() != "PROPFIND" || request.uri().path() != "/" {
         return next.run(request).await;
     }
-    let peer = crate::auth::client::socket_peer(request.extensions());
+    let peer = crate::http::client::socket_peer(request.extensions());
     let ip = client_ip(peer, request.headers(), &state.config.trusted_proxies);
     if let Err(refusal) = state.auth.limits.take(format!("dav:ip:{ip}"), rate(&state.config)) {
         return DavError::too_many(refusal.retry_after.as_secs().max(1)).into_response();
@@ -202,7 +202,7 @@ impl Dav {
     }
 
     async fn carddav(&self, state: AppState, request: Request) -> Response {
-        let peer = crate::auth::client::socket_peer(request.extensions());
+        let peer = crate::http::client::socket_peer(request.extensions());
         let headers = request.headers().clone();
         let user = match self.authenticate(&state, &headers, peer).await {
             Ok(user) => user,
@@ -217,7 +217,7 @@ impl Dav {
     }
 
     async fn caldav(&self, state: AppState, request: Request) -> Response {
-        let peer = crate::auth::client::socket_peer(request.extensions());
+        let peer = crate::http::client::socket_peer(request.extensions());
         let headers = request.headers().clone();
         let user = match self.authenticate(&state, &headers, peer).await {
             Ok(user) => user,
@@ -421,6 +421,12 @@ impl From<crate::crm::Error> for DavError {
 impl From<mycorrhizal_engine::Error> for DavError {
     fn from(e: mycorrhizal_engine::Error) -> Self {
         DavError::from(crate::crm::Error::from(e))
+    }
+}
+
+impl From<crate::auth::Error> for DavError {
+    fn from(e: crate::auth::Error) -> Self {
+        crate::error::ApiError::from(e).into()
     }
 }
 

@@ -36,3 +36,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
         }
     }
 }
+
+/// An uploaded file: the multipart field `file`.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct FileUpload {
+    /// The file; its name, when sent, must have the extension the route names.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+}

@@ -1,8 +1,11 @@
 //! HTTP plumbing: the router with its middleware stack, fallbacks that keep the error envelope
 //! for unknown paths and wrong methods, and the per-request log line.
 
+pub mod caller;
+pub mod client;
 pub mod conditional;
 pub mod extract;
+pub mod gate;
 pub mod json;
 pub mod params;
 pub mod request_id;
@@ -16,10 +19,10 @@ use axum::middleware::{self, Next};
 use axum::response::IntoResponse;
 use axum::response::Response;
 
-use crate::auth::client::client_ip;
 use crate::auth::limits::Rate;
 use crate::error::ApiError;
 use crate::state::AppState;
+use client::client_ip;
 
 /// Largest request body accepted anywhere (routes that take uploads raise their own).
 pub const BODY_LIMIT: usize = 10 * 1024 * 1024;
@@ -74,7 +77,7 @@ async fn rate_limit(State((state, doors)): State<(AppState, Doors)>, request: Re
         doors.buckets.iter().find(|(_, owns, _)| owns(path)).map(|(name, _, rate)| (*name, rate(&state.config)))
     };
     if let Some((name, rate)) = bucket {
-        let peer = crate::auth::client::socket_peer(request.extensions());
+        let peer = client::socket_peer(request.extensions());
         let ip = client_ip(peer, request.headers(), &state.config.trusted_proxies);
         if let Err(refusal) = state.auth.limits.take(format!("{name}:ip:{ip}"), rate) {
             return ApiError::RateLimited { retry_after: refusal.retry_after.as_secs().max(1), locked: false }

@@ -13,7 +13,6 @@ use crate::auth::records::{Account, DeviceGrant, ResetToken, Session};
 use crate::crm::contact::Contact;
 use crate::crm::reach_out::{self, ReachOutCursor, ReachOutSuggestion};
 use crate::crm::records::BY_CONTACT;
-use crate::error::ApiError;
 use crate::ops::events::{Event, emit};
 use crate::state::AppState;
 
@@ -495,9 +494,46 @@ fn expired_credentials(tx: &mut mycorrhizal_engine::Tx<'_>, now: jiff::Timestamp
     Ok(removed)
 }
 
+/// `{message, contacts_scanned, contacts_updated}`: the derived contact columns rebuilt.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct DerivedRebuilt {
+    pub message: String,
+    pub contacts_scanned: u64,
+    pub contacts_updated: u64,
+}
+
+impl DerivedRebuilt {
+    pub fn of(contacts_scanned: u64, contacts_updated: u64) -> DerivedRebuilt {
+        DerivedRebuilt { message: "Derived contact columns rebuilt".into(), contacts_scanned, contacts_updated }
+    }
+}
+
+/// `{message, indexed}`: the search index rebuilt, with the live rows indexed (all users).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct SearchRebuilt {
+    pub message: String,
+    pub indexed: IndexedCounts,
+}
+
+/// Rows indexed per searchable kind.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct IndexedCounts {
+    pub contacts: u64,
+    pub notes: u64,
+    pub activities: u64,
+}
+
+impl SearchRebuilt {
+    pub fn of(report: &mycorrhizal_engine::RebuildReport) -> SearchRebuilt {
+        let count = |kind: &str| report.indexed.iter().find(|(k, _)| *k == kind).map_or(0, |(_, n)| *n);
+        let indexed = IndexedCounts { contacts: count("contact"), notes: count("note"), activities: count("activity") };
+        SearchRebuilt { message: "Search index rebuilt".into(), indexed }
+    }
+}
+
 /// Rebuilds the full-text index from the database aside from the live one and swaps it in (the
 /// admin's on-demand job, from any front door), recorded as job run [`SEARCH_REBUILD`].
-pub async fn rebuild_search(state: &AppState) -> Result<mycorrhizal_engine::RebuildReport, ApiError> {
+pub async fn rebuild_search(state: &AppState) -> crate::crm::Result<mycorrhizal_engine::RebuildReport> {
     let started_at = state.engine.clock().now();
     let started = std::time::Instant::now();
     let correlation = format!("job:{SEARCH_REBUILD}:{}", uuid::Uuid::new_v4());
@@ -514,7 +550,7 @@ pub async fn rebuild_search(state: &AppState) -> Result<mycorrhizal_engine::Rebu
 }
 
 /// Recomputes every user's contacts' derived columns; returns `(scanned, updated)`.
-pub async fn rebuild_derived(state: &AppState) -> Result<(u64, u64), ApiError> {
+pub async fn rebuild_derived(state: &AppState) -> crate::crm::Result<(u64, u64)> {
     let users: Vec<u64> =
         state.blocking(|engine| engine.global()?.list::<Account>()).await??.into_iter().map(|(id, _)| id).collect();
     let (mut scanned, mut updated) = (0u64, 0u64);

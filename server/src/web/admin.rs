@@ -141,7 +141,8 @@ pub async fn index(State(state): State<AppState>, viewer: Viewer, Query(q): Quer
 }
 
 /// The page again with a form's error, or the error page for anything else.
-async fn refused(state: &AppState, viewer: &Viewer, e: ApiError) -> PageResult {
+async fn refused(state: &AppState, viewer: &Viewer, e: impl Into<ApiError>) -> PageResult {
+    let e: ApiError = e.into();
     match e {
         ApiError::Validation { .. }
         | ApiError::InvalidInput { .. }

@@ -11,9 +11,9 @@ use serde::Deserialize;
 
 use super::page::{Chrome, Form, Guest, PageResult, WebError, field_error, notice, page, page_with, see_other, shell};
 use crate::auth::accounts::NewAccount;
-use crate::auth::gate::AuthRate;
 use crate::auth::signin::{self, SignIn};
 use crate::error::ApiError;
+use crate::http::gate::AuthRate;
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
@@ -72,7 +72,9 @@ pub async fn login(
     let next = safe_next(Some(&form.get("next")));
     let identifier = form.get("identifier");
     let outcome = match rate {
-        Ok(rate) => signin::with_password(&state, &identifier, form.raw("password"), rate.ip).await,
+        Ok(rate) => {
+            signin::with_password(&state, &identifier, form.raw("password"), rate.ip).await.map_err(ApiError::from)
+        }
         Err(e) => Err(e),
     };
     match outcome {
@@ -131,7 +133,7 @@ pub async fn second_factor(
     let c = guest.chrome();
     let next = safe_next(Some(&form.get("next")));
     rate?;
-    match signin::with_second_factor(&state, &parts, &form.get("code")).await {
+    match signin::with_second_factor(&state, &parts, &form.get("code")).await.map_err(ApiError::from) {
         Ok((_, cookies)) => {
             let headers = AppendHeaders(cookies.into_iter().map(|c| (SET_COOKIE, c)).collect::<Vec<_>>());
             Ok((headers, see_other(&next)).into_response())
@@ -197,7 +199,7 @@ pub async fn register(
         oidc: None,
         is_admin: false,
     };
-    match signin::register(&state, new).await {
+    match signin::register(&state, new).await.map_err(ApiError::from) {
         Ok(_) => match signin::with_password(&state, &username, password, rate.ip).await? {
             SignIn::Session { cookie, .. } => {
                 Ok(([(SET_COOKIE, cookie)], see_other("/?notice=registered")).into_response())
@@ -258,7 +260,7 @@ pub async fn forgot(
 ) -> PageResult {
     let c = guest.chrome();
     rate?;
-    match signin::request_reset(&state, &form.get("email")).await {
+    match signin::request_reset(&state, &form.get("email")).await.map_err(ApiError::from) {
         Ok(()) => {
             let body = html! { section class="narrow" { h1 { (c.lang.t("reset.forgot_title")) } p role="status" { (c.lang.t("reset.sent")) } p { a href="/login" { (c.lang.t("login.title")) } } } };
             Ok(page(shell(&c, c.lang.t("reset.forgot_title"), None, body)))
@@ -313,7 +315,7 @@ pub async fn reset(
     let c = guest.chrome();
     rate?;
     let token = form.get("token");
-    match signin::confirm_reset(&state, &token, form.raw("password")).await {
+    match signin::confirm_reset(&state, &token, form.raw("password")).await.map_err(ApiError::from) {
         Ok(()) => Ok(see_other("/login?notice=password_reset")),
         Err(e @ (ApiError::Validation { .. } | ApiError::InvalidInput { .. })) => {
             let (status, message) = field_error(c.lang, &e);

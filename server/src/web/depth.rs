@@ -6,13 +6,12 @@ use axum::extract::{Path, Query, State};
 use maud::{Markup, html};
 use mycorrhizal_codecs::dates::parse_rest_date;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::contacts::refused;
 use super::format;
 use super::page::{Form, PageResult, Sent, Viewer, page, see_other, shell};
 use crate::crm::depth_ops::{self, AgendaInput, GiftInput, LifeEventInput};
-use crate::crm::home;
+use crate::crm::home::{self, TimelineItem, TimelineType};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -188,30 +187,22 @@ pub async fn timeline(
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
     let zone = &state.config.reminder_timezone;
-    let day = |v: &Value| {
-        v.as_str()
-            .and_then(|s| s.parse::<jiff::Timestamp>().ok())
-            .map(|ts| format::day_of(viewer.lang, c.date_format, ts, zone))
-            .unwrap_or_default()
-    };
-    let entries = body["timeline"].as_array().cloned().unwrap_or_default();
-    let next = body["next_before"].as_str().unwrap_or("").to_string();
+    let day = |ts: jiff::Timestamp| format::day_of(viewer.lang, c.date_format, ts, zone);
+    let (entries, next) = (body.timeline, body.next_before);
     let main = html! {
         h1 { (viewer.lang.f("depth.timeline_of", &[("name", &name)])) }
         p { a href={ "/contacts/" (id) } { (t("depth.back_to_contact")) } }
         @if entries.is_empty() { p class="muted" { (t("depth.timeline_empty")) } }
         ol class="timeline" {
             @for e in &entries {
-                @let item = &e["item"];
                 li {
-                    span class="muted" { (day(&e["date"])) " · " (t(entry_key(e["type"].as_str().unwrap_or("")))) } br;
-                    @match e["type"].as_str().unwrap_or("") {
-                        "note" => { span class="pre" { (item["content"].as_str().unwrap_or("")) } }
-                        "activity" => { strong { (item["title"].as_str().unwrap_or("")) } " " (item["description"].as_str().unwrap_or("")) }
-                        "reminder_completion" => { (item["message"].as_str().unwrap_or("")) }
-                        "gift" => { (item["description"].as_str().unwrap_or("")) " (" (t(gift_status_key(item["status"].as_str().unwrap_or("")))) ")" }
-                        "life_event" => { (item["type"].as_str().unwrap_or("")) " " (item["description"].as_str().unwrap_or("")) }
-                        _ => {}
+                    span class="muted" { (day(e.date)) " · " (t(entry_key(e.kind))) } br;
+                    @match &e.item {
+                        TimelineItem::Note(note) => { span class="pre" { (note.content) } }
+                        TimelineItem::Activity(a) => { strong { (a.title) } " " (a.description) }
+                        TimelineItem::ReminderCompletion(done) => { (done.message) }
+                        TimelineItem::Gift(gift) => { (gift.description) " (" (t(gift_status_key(&gift.status))) ")" }
+                        TimelineItem::LifeEvent(event) => { (event.kind) " " (event.description) }
                     }
                 }
             }
@@ -221,12 +212,12 @@ pub async fn timeline(
     Ok(page(shell(&c, &name, None, main)))
 }
 
-fn entry_key(kind: &str) -> &'static str {
+fn entry_key(kind: TimelineType) -> &'static str {
     match kind {
-        "note" => "depth.entry_note",
-        "activity" => "depth.entry_activity",
-        "reminder_completion" => "depth.entry_done",
-        "gift" => "depth.entry_gift",
-        _ => "depth.entry_life_event",
+        TimelineType::Note => "depth.entry_note",
+        TimelineType::Activity => "depth.entry_activity",
+        TimelineType::ReminderCompletion => "depth.entry_done",
+        TimelineType::Gift => "depth.entry_gift",
+        TimelineType::LifeEvent => "depth.entry_life_event",
     }
 }

@@ -53,6 +53,12 @@ impl From<crate::crm::Error> for WebError {
     }
 }
 
+impl From<crate::auth::Error> for WebError {
+    fn from(e: crate::auth::Error) -> Self {
+        WebError::Api(e.into())
+    }
+}
+
 impl IntoResponse for WebError {
     fn into_response(self) -> Response {
         match self {
@@ -121,7 +127,7 @@ impl FromRequestParts<AppState> for Viewer {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let next = parts.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
-        let user = match crate::auth::extract::authenticate(parts, state).await {
+        let user = match crate::http::caller::authenticate(parts, state).await {
             Ok(user) => user,
             Err(ApiError::Unauthorized(_)) => return Err(WebError::SignIn { next }),
             Err(e) => return Err(e.into()),

@@ -4,11 +4,10 @@
 use axum::extract::{Query, State};
 use maud::{Markup, html};
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::home::contact_link;
 use super::page::{PageResult, Viewer, page as html_page, shell};
-use crate::crm::search::{self, DEFAULT_LIMIT, SearchParams};
+use crate::crm::search::{self, DEFAULT_LIMIT, SearchParams, SnippetView};
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
@@ -34,11 +33,8 @@ pub fn highlighted(text: &str, highlights: &[(usize, usize)]) -> Markup {
     html! { @for (marked, piece) in &pieces { @if *marked { mark { (piece) } } @else { (piece) } } }
 }
 
-fn snippet(item: &Value) -> Markup {
-    let text = item["snippet"].as_str().unwrap_or("");
-    let highlights: Vec<(usize, usize)> =
-        serde_json::from_value(item["snippet_highlights"].clone()).unwrap_or_default();
-    html! { @if !text.is_empty() { span class="snippet" { (highlighted(text, &highlights)) } } }
+fn snippet(s: &SnippetView) -> Markup {
+    html! { @if !s.text().is_empty() { span class="snippet" { (highlighted(s.text(), s.highlights())) } } }
 }
 
 async fn results_page(state: AppState, viewer: Viewer, text: String) -> PageResult {
@@ -51,7 +47,6 @@ async fn results_page(state: AppState, viewer: Viewer, text: String) -> PageResu
         let params = SearchParams { text: text.clone(), limit: DEFAULT_LIMIT * 2, offset: 0, household: None };
         Some(state.blocking(move |_| search::search(&scope, params)).await??)
     };
-    let list = |r: &Value, key: &str| r[key].as_array().cloned().unwrap_or_default();
     let main = html! {
         h1 { (t("search.title")) }
         form method="get" action="/search" role="search" class="filters" {
@@ -59,37 +54,37 @@ async fn results_page(state: AppState, viewer: Viewer, text: String) -> PageResu
             button type="submit" { (t("search.submit")) }
         }
         @if let Some(r) = &results {
-            @let total = |k: &str| r["totals"][k].as_u64().unwrap_or(0);
-            @if total("contacts") + total("notes") + total("activities") == 0 { p { (t("search.none")) } }
-            @if total("contacts") > 0 {
+            @let totals = r.totals;
+            @if totals.contacts + totals.notes + totals.activities == 0 { p { (t("search.none")) } }
+            @if totals.contacts > 0 {
                 section aria-labelledby="h-contacts" {
-                    h2 id="h-contacts" { (t("search.contacts")) " (" (total("contacts")) ")" }
+                    h2 id="h-contacts" { (t("search.contacts")) " (" (totals.contacts) ")" }
                     ul class="items" {
-                        @for item in list(r, "contacts") {
-                            li { (contact_link(item["id"].as_u64().unwrap_or(0), item["fn"].as_str().unwrap_or(""))) " " (snippet(&item)) }
+                        @for hit in &r.contacts {
+                            li { (contact_link(hit.contact.id, &hit.contact.name)) " " (snippet(&hit.snippet)) }
                         }
                     }
                 }
             }
-            @if total("notes") > 0 {
+            @if totals.notes > 0 {
                 section aria-labelledby="h-notes" {
-                    h2 id="h-notes" { (t("search.notes")) " (" (total("notes")) ")" }
+                    h2 id="h-notes" { (t("search.notes")) " (" (totals.notes) ")" }
                     ul class="items" {
-                        @for item in list(r, "notes") {
+                        @for hit in &r.notes {
                             li {
-                                @if let (Some(id), Some(name)) = (item["contact_id"].as_u64(), item["contact_name"].as_str()) { (contact_link(id, name)) ": " }
-                                (snippet(&item))
+                                @if let (Some(id), Some(name)) = (hit.note.contact_id, &hit.contact_name) { (contact_link(id, name)) ": " }
+                                (snippet(&hit.snippet))
                             }
                         }
                     }
                 }
             }
-            @if total("activities") > 0 {
+            @if totals.activities > 0 {
                 section aria-labelledby="h-activities" {
-                    h2 id="h-activities" { (t("search.activities")) " (" (total("activities")) ")" }
+                    h2 id="h-activities" { (t("search.activities")) " (" (totals.activities) ")" }
                     ul class="items" {
-                        @for item in list(r, "activities") {
-                            li { strong { (item["title"].as_str().unwrap_or("")) } " " (snippet(&item)) }
+                        @for hit in &r.activities {
+                            li { strong { (hit.activity.title) } " " (snippet(&hit.snippet)) }
                         }
                     }
                 }

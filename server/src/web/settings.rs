@@ -250,7 +250,8 @@ async fn show(state: &AppState, viewer: &Viewer, status: StatusCode, extra: Extr
 }
 
 /// Shows the page again with `e` in `section` when the form was at fault, else the error page.
-async fn refused(state: &AppState, viewer: &Viewer, section: &'static str, e: ApiError) -> PageResult {
+async fn refused(state: &AppState, viewer: &Viewer, section: &'static str, e: impl Into<ApiError>) -> PageResult {
+    let e: ApiError = e.into();
     match e {
         ApiError::Validation { .. } | ApiError::InvalidInput { .. } | ApiError::Conflict(_) => {
             let (status, message) = field_error(viewer.lang, &e);

@@ -203,6 +203,25 @@ pub struct ContactPage {
     pub total: u64,
 }
 
+/// `{message, contact}`: a contact created.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ContactCreated {
+    pub message: String,
+    pub contact: ContactView,
+}
+
+/// `{contacts}`: a handful of contacts (the random pick).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ContactSummaries {
+    pub contacts: Vec<ContactSummary>,
+}
+
+/// `{birthdays}`: upcoming birthdays, soonest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BirthdayList {
+    pub birthdays: Vec<BirthdayView>,
+}
+
 /// An upcoming birthday.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct BirthdayView {

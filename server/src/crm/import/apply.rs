@@ -34,7 +34,7 @@ pub fn batch_rows(configured: usize, planned: usize) -> usize {
 }
 
 /// The summary a confirm returns (and returns again for a repeated confirm).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct ImportResult {
     pub total_processed: u64,
     pub created: u64,

@@ -30,7 +30,7 @@ pub use pictures::Picture;
 pub use prepare::{ORIGINAL_UID_POINTER, new_contact, stable_uid};
 pub use preview::{CardFile, CsvUpload, Preview, parsed_contact, preview_cards, preview_csv, preview_rows, upload_csv};
 pub use rows::{Categories, ImportRow, MAX_RECORDS, check_count, rows_of, rows_of_cards, rows_of_records};
-pub use runs::{ImportRun, RUNS_KEPT, recent_runs, record_run};
+pub use runs::{ImportRun, ImportRunList, ImportRunView, RUNS_KEPT, recent_runs, record_run, run_list};
 pub use sessions::{OPEN_SESSIONS_PER_USER, SESSION_LIFETIME, Session, SessionError, Sessions, Stage};
 
 /// Where a session's rows came from. The confirm endpoints accept families: CSV on

@@ -161,12 +161,14 @@ pub fn preview_cards<T>(
 
 /// A CSV upload, opened as a session waiting for its column mapping: the columns, the mapping
 /// suggested for them (Google, Outlook and Apple headers are recognised), and the first rows.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct CsvUpload {
     pub headers: Vec<String>,
     pub row_count: usize,
     pub sample_data: Vec<Vec<String>>,
     pub session_id: String,
+    /// `[{csv_column, contact_field, group}]`.
+    #[schema(value_type = Vec<Object>)]
     pub suggested_mappings: Vec<ColumnMapping>,
 }
 

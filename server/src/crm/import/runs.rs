@@ -44,6 +44,45 @@ pub fn record_run(tx: &TxUser<'_, '_>, run: ImportRun) -> mycorrhizal_engine::Re
     Ok(())
 }
 
+/// A finished import as clients read it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ImportRunView {
+    pub id: u64,
+    /// `csv`, `vcf`, `jscontact` or `records`.
+    pub format: String,
+    pub processed: u64,
+    pub created: u64,
+    pub updated: u64,
+    pub skipped: u64,
+    pub errors: u64,
+    #[schema(value_type = String)]
+    pub created_at: jiff::Timestamp,
+}
+
+/// `{import_runs}`: the kept import runs, newest first.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ImportRunList {
+    pub import_runs: Vec<ImportRunView>,
+}
+
+/// The user's kept import runs as clients read them, newest first.
+pub fn run_list(view: &UserView) -> mycorrhizal_engine::Result<ImportRunList> {
+    let import_runs = recent_runs(view)?
+        .into_iter()
+        .map(|r| ImportRunView {
+            id: r.id,
+            format: r.body.format,
+            processed: r.body.processed,
+            created: r.body.created,
+            updated: r.body.updated,
+            skipped: r.body.skipped,
+            errors: r.body.errors,
+            created_at: r.meta.created_at,
+        })
+        .collect();
+    Ok(ImportRunList { import_runs })
+}
+
 /// The user's kept import runs, newest first.
 pub fn recent_runs(view: &UserView) -> mycorrhizal_engine::Result<Vec<Row<ImportRun>>> {
     let mut rows = view.list::<ImportRun>()?;

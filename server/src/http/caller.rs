@@ -9,8 +9,8 @@ use axum::extract::FromRequestParts;
 use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::http::request::Parts;
 
-use super::records::Scope;
-use super::{AuthUser, Via, session};
+use crate::auth::records::Scope;
+use crate::auth::{AuthUser, Via, session};
 use crate::error::ApiError;
 use crate::state::AppState;
 

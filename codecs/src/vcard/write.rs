@@ -1,0 +1,149 @@
+//! Writing a neutral record as vCard 3.0 or 4.0 through calcard, and tidying what calcard writes
+//! (bookkeeping parameters, 3.0's classic forms, Apple's placeholder year).
+
+use super::*;
+
+/// Why a record could not be written as a vCard. Never silent: an export that met one would
+/// otherwise send an empty card in the person's place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteError(pub String);
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the card could not be written as a vCard: {}", self.0)
+    }
+}
+
+impl std::error::Error for WriteError {}
+
+/// The record as one vCard of `version`, CRLF line ends, folded at 75 octets. Photos given as
+/// `data:` URIs in the card's `media` are embedded.
+pub fn write(record: &NeutralRecord, version: Version) -> Result<String, WriteError> {
+    let js = jscontact::from_neutral(record);
+    let mut vcard = JSContact::<String, String>::parse(&jscontact::to_text_in_id_order(&js))
+        .map_err(|e| WriteError(format!("{e:?}")))?
+        .into_vcard()
+        .ok_or_else(|| WriteError("the card is not a JSContact object".into()))?;
+    tidy(&mut vcard, version);
+    time_zone_names(&mut vcard, record, version);
+    if version == Version::V3 {
+        label_as_property(&mut vcard);
+    }
+    let mut out = String::new();
+    let v = if version == Version::V3 { VCardVersion::V3_0 } else { VCardVersion::V4_0 };
+    vcard.write_to(&mut out, v).map_err(|e| WriteError(e.to_string()))?;
+    if version == Version::V4 {
+        out = out.replace(";base64\\,", ";base64,");
+    }
+    Ok(out)
+}
+
+/// calcard writes a `TZ` named by its zone (`Europe/Paris`) as the zone's current offset, which
+/// loses the zone (and its summer time). The card's own names are written back as text; an
+/// `Etc/GMT-1` is what reading `+01:00` gave, and stays an offset. The `TZ` properties come in
+/// the order of the addresses that hold only a time zone (as a `TZ` property reads).
+pub(super) fn time_zone_names(vcard: &mut VCard, record: &NeutralRecord, version: Version) {
+    let mut names = record
+        .card
+        .addresses
+        .iter()
+        .filter(|a| a.components.is_empty() && a.full.is_none())
+        .filter_map(|a| a.extra.get("timeZone").and_then(Value::as_str));
+    for entry in vcard.entries.iter_mut().filter(|e| e.name == VCardProperty::Tz) {
+        let Some(name) = names.next() else { break };
+        if name.starts_with("Etc/") || !name.contains('/') {
+            continue;
+        }
+        entry.values = vec![VCardValue::Text(name.to_string())];
+        entry.params.retain(|p| p.name != VCardParameterName::Value);
+        if version == Version::V3 {
+            entry.params.push(VCardParameter {
+                name: VCardParameterName::Value,
+                value: VCardParameterValue::ValueType(calcard::vcard::VCardValueType::Text),
+            });
+        }
+    }
+}
+
+/// Removes calcard's bookkeeping parameters, cuts `N` and `ADR` to their classic components for
+/// 3.0 (4.0 keeps RFC 9554's extended ones), and writes a year-less date Apple's way in 3.0.
+pub(super) fn tidy(vcard: &mut VCard, version: Version) {
+    for entry in &mut vcard.entries {
+        entry.params.retain(|p| !matches!(p.name, VCardParameterName::PropId | VCardParameterName::Jscomps));
+        redundant_extended_address(entry);
+        if version == Version::V3 {
+            classic_components(entry);
+            apple_year(entry);
+            pref_as_type(entry);
+        }
+    }
+}
+
+pub(super) fn joined(value: &VCardValue) -> String {
+    match value {
+        VCardValue::Text(t) => t.clone(),
+        VCardValue::Component(parts) => parts.join(","),
+        _ => String::new(),
+    }
+}
+
+/// calcard repeats an address's street in RFC 9554's extended components even when nothing
+/// else is there; such an `ADR` is written in its classic seven components, which every client
+/// reads and which read back to the same address.
+pub(super) fn redundant_extended_address(entry: &mut VCardEntry) {
+    if entry.name != VCardProperty::Adr || entry.values.len() <= 7 {
+        return;
+    }
+    let classic: Vec<String> = entry.values[..7].iter().map(joined).collect();
+    if entry.values[7..].iter().map(joined).all(|v| v.is_empty() || classic.contains(&v)) {
+        entry.values.truncate(7);
+    }
+}
+
+/// 3.0 has no `PREF` parameter: the most preferred entry (`PREF=1`) says `TYPE=pref`. Other
+/// ranks stay as `PREF=n`, which 3.0 readers ignore and this one reads back.
+pub(super) fn pref_as_type(entry: &mut VCardEntry) {
+    let before = entry.params.len();
+    entry.params.retain(|p| {
+        p.name != VCardParameterName::Pref
+            || !matches!(&p.value, VCardParameterValue::Integer(1))
+                && !matches!(&p.value, VCardParameterValue::Text(t) if t.trim() == "1")
+    });
+    if entry.params.len() != before {
+        entry.params.push(VCardParameter {
+            name: VCardParameterName::Type,
+            value: calcard::vcard::VCardParameterValue::Text("pref".into()),
+        });
+    }
+}
+
+pub(super) fn classic_components(entry: &mut VCardEntry) {
+    let keep = match entry.name {
+        VCardProperty::N => 5,
+        VCardProperty::Adr => 7,
+        _ => return,
+    };
+    entry.values.truncate(keep);
+}
+
+pub(super) fn apple_year(entry: &mut VCardEntry) {
+    if !matches!(entry.name, VCardProperty::Bday | VCardProperty::Anniversary) {
+        return;
+    }
+    let mut changed = false;
+    for value in &mut entry.values {
+        if let VCardValue::PartialDateTime(PartialDateTime {
+            year: year @ None, month: Some(_), day: Some(_), ..
+        }) = value
+        {
+            *year = Some(APPLE_NO_YEAR);
+            changed = true;
+        }
+    }
+    if changed {
+        entry.params.push(VCardParameter {
+            name: VCardParameterName::Other("X-APPLE-OMIT-YEAR".into()),
+            value: calcard::vcard::VCardParameterValue::Text(APPLE_NO_YEAR.to_string()),
+        });
+    }
+}
