@@ -112,8 +112,7 @@ pub struct PushSubscriptionInput {
     pub endpoint: String,
     pub keys: PushKeys,
     #[serde(rename = "expirationTime")]
-    #[schema(value_type = Option<f64>)]
-    pub expiration_time: Option<serde_json::Value>,
+    pub expiration_time: Option<f64>,
 }
 
 /// The server's VAPID public key, for `pushManager.subscribe({applicationServerKey})`.

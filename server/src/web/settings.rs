@@ -123,7 +123,7 @@ fn notifications(c: &super::page::Chrome<'_>, viewer: &Viewer, n: &Notify, extra
                     label { input type="checkbox" name="clear_token" value="1"; " " (t("notify.clear_token")) }
                 }
                 p class="hint" { (t("notify.token_hint")) }
-                button type="submit" { (t("settings.save")) }
+                button type="submit" { (t("notify.save_ntfy")) }
             }
             h3 { (t("notify.gotify")) }
             @if let Some(g) = &ch.gotify {
@@ -140,7 +140,7 @@ fn notifications(c: &super::page::Chrome<'_>, viewer: &Viewer, n: &Notify, extra
                         input id="gotify-token" name="token" type="password" autocomplete="off" maxlength="512" required[ch.gotify.is_none()]; }
                 }
                 p class="hint" { (t("notify.token_hint")) }
-                button type="submit" { (t("settings.save")) }
+                button type="submit" { (t("notify.save_gotify")) }
             }
             h3 { (t("notify.webpush")) }
             p class="hint" { (t("notify.webpush_hint")) }
