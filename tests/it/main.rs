@@ -9,6 +9,7 @@ mod backup;
 mod boot;
 mod bundle;
 mod calendar;
+mod channels;
 mod contract;
 mod crm;
 mod dav;

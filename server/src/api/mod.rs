@@ -20,6 +20,7 @@ pub mod households;
 pub mod ical;
 pub mod import;
 pub mod notes;
+pub mod notifications;
 pub mod oidc;
 pub mod photos;
 pub mod reach_out;
@@ -62,6 +63,7 @@ use crate::state::AppState;
         (name = "search", description = "Full-text search over your contacts, notes and activities"),
         (name = "import", description = "Import contacts from CSV, vCard 2.1/3.0/4.0, JSContact or a JSON batch of neutral records: upload, preview with duplicate detection, confirm row by row"),
         (name = "webhooks", description = "Signed deliveries of your events to your own receivers: CRUD, the secret shown once (rotatable), a test event, the delivery log and redelivery"),
+        (name = "notifications", description = "Your notification channels (email, an ntfy-style topic, a Gotify-style server, Web Push), each with a test; the server's VAPID key and your browsers' push subscriptions"),
         (name = "export", description = "Everything you keep, as streamed downloads: vCard 3.0/4.0 with photos, JSContact, and CSV"),
     )
 )]
@@ -214,6 +216,17 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(webhooks::test))
         .routes(routes!(webhooks::deliveries))
         .routes(routes!(webhooks::redeliver))
+        .routes(routes!(notifications::list))
+        .routes(routes!(notifications::set_email, notifications::clear_email))
+        .routes(routes!(notifications::test_email))
+        .routes(routes!(notifications::set_ntfy, notifications::clear_ntfy))
+        .routes(routes!(notifications::test_ntfy))
+        .routes(routes!(notifications::set_gotify, notifications::clear_gotify))
+        .routes(routes!(notifications::test_gotify))
+        .routes(routes!(notifications::test_webpush))
+        .routes(routes!(notifications::public_key))
+        .routes(routes!(notifications::list_subscriptions, notifications::subscribe))
+        .routes(routes!(notifications::unsubscribe))
         .routes(routes!(health::live))
         .routes(routes!(health::ready))
         .routes(routes!(health::health))

@@ -176,6 +176,10 @@ pub struct Features {
     pub oidc_block_private_urls: bool,
     pub update_check_enabled: bool,
     pub hibp_check_enabled: bool,
+    /// `VAPID_SUBJECT`: the contact in every Web Push request's VAPID JWT (`sub`), a `mailto:`
+    /// or `https:` URL. Default: `FRONTEND_URL` when set, otherwise `mailto:webpush@localhost`
+    /// (some push services refuse that; set it on a public instance).
+    pub vapid_subject: String,
 }
 
 #[derive(Clone)]
@@ -374,6 +378,7 @@ impl Config {
             oidc_block_private_urls: env.bool("OIDC_BLOCK_PRIVATE_URLS", false),
             update_check_enabled: env.bool("UPDATE_CHECK_ENABLED", false),
             hibp_check_enabled: env.bool("HIBP_CHECK_ENABLED", false),
+            vapid_subject: vapid_subject(&mut env),
         };
         let auth = auth(&mut env);
         if !env.errors.is_empty() {
@@ -520,6 +525,21 @@ fn email(env: &mut Env) -> Email {
             Email::Disabled
         }
         _ => Email::Disabled,
+    }
+}
+
+/// `VAPID_SUBJECT`, or `FRONTEND_URL`, or a placeholder contact.
+fn vapid_subject(env: &mut Env) -> String {
+    match env.string("VAPID_SUBJECT") {
+        Some(s) if s.starts_with("mailto:") || s.starts_with("https://") => s,
+        Some(_) => {
+            env.fail("VAPID_SUBJECT", "expected a mailto: or https: URL");
+            String::new()
+        }
+        None => env
+            .string("FRONTEND_URL")
+            .filter(|u| u.starts_with("https://"))
+            .unwrap_or_else(|| "mailto:webpush@localhost".to_string()),
     }
 }
 

@@ -1,11 +1,16 @@
 //! One delivery attempt of one outbox message, by target: a signed webhook POST, a mail through
-//! the instance's provider. Only the attempt: what its
-//! outcome changes is the outbox's business ([`super::outbox`]).
+//! the instance's provider, a channel's push (ntfy-style topic, Gotify-style server, one Web
+//! Push browser). Only the attempt: what its outcome changes is the outbox's business
+//! ([`super::outbox`]), except that a browser the push service says is gone (404, 410) is
+//! unregistered here. Push channels carry the correlation id only in events and logs, never in
+//! a header.
 
 use std::time::Duration;
 
+use super::channels::{self, Channel, ChannelConfig};
 use super::outbox::{Attempt, Message, Target, classify, retry_after};
 use super::webhooks::{self, SIGNATURE_HEADER, Webhook};
+use super::webpush::{self, PushSubscription};
 use crate::outbound;
 use crate::state::AppState;
 
@@ -14,6 +19,11 @@ pub async fn attempt(state: &AppState, message: &Message) -> Attempt {
     match &message.target {
         Target::Webhook { webhook_id, event, body } => webhook(state, message, *webhook_id, event, body).await,
         Target::Email { to, subject, text } => email(state, message.user_id, to, subject, text).await,
+        Target::Ntfy { title, text } => ntfy(state, message, title, text).await,
+        Target::Gotify { title, text } => gotify(state, message, title, text).await,
+        Target::WebPush { subscription_id, title, text } => {
+            web_push(state, message, *subscription_id, title, text).await
+        }
     }
 }
 
@@ -114,4 +124,182 @@ async fn email(state: &AppState, user: u64, to: &str, subject: &str, sealed: &[u
 /// What a queued mail's text is sealed to.
 pub fn mail_binding(user: u64) -> String {
     crate::auth::keys::binding("outbox", user, "text")
+}
+
+/// An attempt that cannot be made and will not become possible.
+fn permanent(error: impl Into<String>) -> Attempt {
+    Attempt::Permanent { status: None, error: error.into() }
+}
+
+fn retry(error: impl Into<String>) -> Attempt {
+    Attempt::Retry { status: None, error: error.into(), retry_after: None }
+}
+
+/// The user's channel configuration, read for an attempt.
+async fn config(state: &AppState, user: u64) -> Result<ChannelConfig, Attempt> {
+    match state.blocking(move |engine| engine.global()?.get::<ChannelConfig>(user)).await {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(mycorrhizal_engine::Error::NotFound)) => Ok(ChannelConfig::default()),
+        Ok(Err(e)) => Err(retry(e.to_string())),
+        Err(e) => Err(retry(e.to_string())),
+    }
+}
+
+/// A queued message's text in the clear.
+fn text_of(state: &AppState, user: u64, sealed: &[u8]) -> Result<String, Attempt> {
+    state
+        .auth
+        .data_key
+        .decrypt(sealed, &channels::text_binding(user))
+        .map(|t| String::from_utf8_lossy(&t).into_owned())
+        .ok_or_else(|| permanent("the message cannot be read (data key changed)"))
+}
+
+/// A channel's stored token in the clear.
+fn token_of(state: &AppState, user: u64, channel: Channel, sealed: &[u8]) -> Result<String, Attempt> {
+    state
+        .auth
+        .data_key
+        .decrypt(sealed, &channels::token_binding(user, channel))
+        .and_then(|t| String::from_utf8(t).ok())
+        .ok_or_else(|| permanent("the channel's token cannot be read (data key changed)"))
+}
+
+/// Parses a destination and refuses an internal literal when the guard is on (names are checked
+/// by the guarded client's resolver).
+fn destination(state: &AppState, url: &str) -> Result<reqwest::Url, Attempt> {
+    let url = reqwest::Url::parse(url).map_err(|e| permanent(format!("not a URL: {e}")))?;
+    outbound::check_literal(&url, state.config.features.webhook_block_private_urls)
+        .map_err(|e| permanent(format!("destination refused by the private-address guard: {e}")))?;
+    Ok(url)
+}
+
+fn logged(message: &Message, channel: &str, attempt: Attempt) -> Attempt {
+    tracing::info!(
+        event = "notification_attempt",
+        component = "notification",
+        channel,
+        correlation_id = message.correlation_id.as_deref().unwrap_or(""),
+        outcome = ?attempt,
+    );
+    attempt
+}
+
+async fn ntfy(state: &AppState, message: &Message, title: &str, sealed: &[u8]) -> Attempt {
+    let user = message.user_id;
+    let topic = match config(state, user).await {
+        Ok(c) => match c.ntfy {
+            Some(t) => t,
+            None => return permanent("the channel was removed"),
+        },
+        Err(a) => return a,
+    };
+    let text = match text_of(state, user, sealed) {
+        Ok(t) => t,
+        Err(a) => return a,
+    };
+    // ntfy's JSON publish goes to the server's root; the topic is a member of the body.
+    let url = match destination(state, &format!("{}/", topic.url.trim_end_matches('/'))) {
+        Ok(u) => u,
+        Err(a) => return a,
+    };
+    let body = serde_json::json!({ "topic": topic.topic, "title": title, "message": text });
+    let mut request = state.outbox.client.post(url).header("Idempotency-Key", &message.key).json(&body);
+    if let Some(sealed) = &topic.sealed_token {
+        match token_of(state, user, Channel::Ntfy, sealed) {
+            Ok(token) => request = request.bearer_auth(token),
+            Err(a) => return a,
+        }
+    }
+    logged(message, "ntfy", http_outcome(state, request.send().await))
+}
+
+async fn gotify(state: &AppState, message: &Message, title: &str, sealed: &[u8]) -> Attempt {
+    let user = message.user_id;
+    let server = match config(state, user).await {
+        Ok(c) => match c.gotify {
+            Some(g) => g,
+            None => return permanent("the channel was removed"),
+        },
+        Err(a) => return a,
+    };
+    let (text, token) =
+        match (text_of(state, user, sealed), token_of(state, user, Channel::Gotify, &server.sealed_token)) {
+            (Ok(t), Ok(k)) => (t, k),
+            (Err(a), _) | (_, Err(a)) => return a,
+        };
+    let url = match destination(state, &format!("{}/message", server.url.trim_end_matches('/'))) {
+        Ok(u) => u,
+        Err(a) => return a,
+    };
+    let body = serde_json::json!({ "title": title, "message": text, "priority": 5 });
+    let request =
+        state.outbox.client.post(url).header("X-Gotify-Key", token).header("Idempotency-Key", &message.key).json(&body);
+    logged(message, "gotify", http_outcome(state, request.send().await))
+}
+
+async fn web_push(state: &AppState, message: &Message, id: u64, title: &str, sealed: &[u8]) -> Attempt {
+    let user = message.user_id;
+    let sub = match state.blocking(move |engine| engine.global()?.get::<PushSubscription>(id)).await {
+        Ok(Ok(s)) if s.user_id == user => s,
+        Ok(Ok(_)) | Ok(Err(mycorrhizal_engine::Error::NotFound)) => {
+            return permanent("the browser's subscription was removed");
+        }
+        Ok(Err(e)) => return retry(e.to_string()),
+        Err(e) => return retry(e.to_string()),
+    };
+    let Some((p256dh, auth)) = webpush::keys_of(&state.auth.data_key, &sub) else {
+        return permanent("the subscription's keys cannot be read (data key changed)");
+    };
+    let text = match text_of(state, user, sealed) {
+        Ok(t) => t,
+        Err(a) => return a,
+    };
+    let url = match destination(state, &sub.endpoint) {
+        Ok(u) => u,
+        Err(a) => return a,
+    };
+    let key = match webpush::vapid_key(&state.engine, &state.auth.data_key).await {
+        Ok(k) => k,
+        Err(e) => return retry(e),
+    };
+    let body = match webpush::encrypt(&webpush::payload(title, &text), &p256dh, &auth) {
+        Ok(b) => b,
+        Err(e) => return permanent(e),
+    };
+    let now = state.engine.clock().now();
+    let request = state
+        .outbox
+        .client
+        .post(url.clone())
+        .header(
+            reqwest::header::AUTHORIZATION,
+            webpush::vapid_authorization(&key, &url, &state.config.features.vapid_subject, now),
+        )
+        .header("TTL", webpush::TTL_SECONDS.to_string())
+        .header("Urgency", "normal")
+        .header("Topic", webpush::topic(&message.key))
+        .header(reqwest::header::CONTENT_ENCODING, "aes128gcm")
+        .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+        .body(body);
+    let sent = request.send().await;
+    if let Ok(response) = &sent
+        && matches!(response.status().as_u16(), 404 | 410)
+    {
+        // The push service no longer knows this browser: unregister it for good.
+        let status = response.status().as_u16();
+        let removed = state.engine.write_async(move |tx| webpush::remove_in(tx, user, id)).await;
+        if let Err(e) = removed {
+            tracing::error!(event = "push_unsubscribe_failed", component = "notification", error = %e);
+        }
+        return logged(
+            message,
+            "webpush",
+            Attempt::Permanent {
+                status: Some(status),
+                error: format!("the push service answered {status}: the browser is gone, its subscription was removed"),
+            },
+        );
+    }
+    logged(message, "webpush", http_outcome(state, sent))
 }

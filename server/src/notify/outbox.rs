@@ -18,7 +18,7 @@
 //! that exhausts its attempts fails too, with an `integration_failed` (webhook) or
 //! `notification_failed` (channel, mail) system event. Finished rows are purged after
 //! `WEBHOOK_DELIVERY_RETENTION_DAYS` by the retention job; a delivered mail's text is dropped at
-//! once (it may hold a reset link).
+//! once (it may hold a reset link), and so is a channel message's.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -64,6 +64,13 @@ pub enum Target {
     /// Mail through the instance's provider. `text` is sealed with the data key (a reset link is
     /// a credential) and emptied once delivered.
     Email { to: String, subject: String, text: Vec<u8> },
+    /// The user's ntfy-style topic, as configured when the attempt is made. `text` is sealed
+    /// with the data key like a mail's, and emptied once delivered.
+    Ntfy { title: String, text: Vec<u8> },
+    /// The user's Gotify-style server, as configured when the attempt is made.
+    Gotify { title: String, text: Vec<u8> },
+    /// One registered browser of the user (`notify::webpush`).
+    WebPush { subscription_id: u64, title: String, text: Vec<u8> },
 }
 
 impl Target {
@@ -71,6 +78,20 @@ impl Target {
         match self {
             Target::Webhook { .. } => "webhook",
             Target::Email { .. } => "email",
+            Target::Ntfy { .. } => "ntfy",
+            Target::Gotify { .. } => "gotify",
+            Target::WebPush { .. } => "webpush",
+        }
+    }
+
+    /// Drops a delivered message's sealed text (kept only while it may still be sent).
+    fn forget_text(&mut self) {
+        match self {
+            Target::Webhook { .. } => {}
+            Target::Email { text, .. }
+            | Target::Ntfy { text, .. }
+            | Target::Gotify { text, .. }
+            | Target::WebPush { text, .. } => text.clear(),
         }
     }
 }
@@ -333,10 +354,8 @@ async fn record(state: &AppState, outcomes: Vec<(u64, Attempt)>) {
                 let mut done = |m: &mut Message, status: Status| {
                     m.status = status;
                     m.finished_at = Some(now);
-                    if status == Status::Delivered
-                        && let Target::Email { text, .. } = &mut m.target
-                    {
-                        text.clear();
+                    if status == Status::Delivered {
+                        m.target.forget_text();
                     }
                     finished.push(Finished {
                         channel: m.target.channel_name(),

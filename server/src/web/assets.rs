@@ -69,3 +69,13 @@ mod tests {
         assert_ne!(url("app.js"), "/assets/app.js");
     }
 }
+
+/// `GET /sw.js`: the Web Push service worker. Served at the root (not hashed) so its scope is the
+/// whole site and the browser's update check finds it under the same name; always revalidated.
+pub async fn service_worker() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")],
+        include_bytes!("static/sw.js").as_slice(),
+    )
+        .into_response()
+}

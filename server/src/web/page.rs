@@ -368,6 +368,7 @@ const NOTICES: &[(&str, &str)] = &[
     ("preferences", "notice.preferences"),
     ("password", "notice.password"),
     ("password_reset", "notice.password_reset"),
+    ("test_queued", "notice.test_queued"),
 ];
 
 pub fn notice(key: Option<&str>) -> Option<&'static str> {

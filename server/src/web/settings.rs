@@ -1,6 +1,9 @@
 //! Settings: the account, language and date format, password, two-factor enrolment (the QR code
 //! drawn as SVG, recovery codes shown once), and API tokens (create with scope, rotate, revoke,
-//! revoke all). Every change is an operation of `auth` that the JSON API calls too.
+//! revoke all), and notification channels (email on or off, an ntfy-style topic, a Gotify-style
+//! server, each with "send a test"; Web Push: the browsers registered, and a subscribe button the
+//! script shows where the browser can). Every change is an operation of `auth` or
+//! `notify::channels` that the JSON API calls too.
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -17,6 +20,8 @@ use crate::auth::records::Scope;
 use crate::auth::tokens::{self, NewToken, TokenView};
 use crate::auth::{Via, second_factor};
 use crate::error::ApiError;
+use crate::notify::channels::{self, Channel, ChannelsView, EmailInput, GotifyInput, NtfyInput};
+use crate::notify::webpush::{self, PushSubscriptionList};
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
@@ -62,10 +67,109 @@ fn qr_image(text: &str) -> Option<String> {
     Some(format!("data:image/svg+xml;base64,{}", base64::engine::general_purpose::STANDARD.encode(svg)))
 }
 
+/// The caller's channels and registered browsers.
+struct Notify {
+    channels: ChannelsView,
+    browsers: PushSubscriptionList,
+}
+
+fn notify_of(state: &AppState, user: u64) -> Result<Notify, ApiError> {
+    Ok(Notify { channels: channels::list(state, user)?, browsers: webpush::list(state, user)? })
+}
+
+/// The host of a push endpoint, to tell browsers apart without showing the capability URL.
+fn endpoint_host(endpoint: &str) -> String {
+    reqwest::Url::parse(endpoint).ok().and_then(|u| u.host_str().map(str::to_string)).unwrap_or_default()
+}
+
+fn notifications(c: &super::page::Chrome<'_>, viewer: &Viewer, n: &Notify, extra: &Extra) -> Markup {
+    let t = |k| viewer.t(k);
+    let ch = &n.channels;
+    html! {
+        section class="card wide" aria-labelledby="h-notify" {
+            h2 id="h-notify" { (t("notify.title")) }
+            p class="hint" { (t("notify.hint")) }
+            (section_error(extra, "notify"))
+            h3 { (t("notify.email")) }
+            @if !ch.email.available {
+                p class="muted" { (t("notify.email_unavailable")) }
+            } @else {
+                p { (if ch.email.enabled { t("notify.email_on") } else { t("notify.email_off") }) }
+                form method="post" action="/settings/notifications/email" class="inline" {
+                    (c.csrf_field())
+                    input type="hidden" name="enabled" value=(if ch.email.enabled { "false" } else { "true" });
+                    button type="submit" { (if ch.email.enabled { t("notify.turn_off") } else { t("notify.turn_on") }) }
+                }
+                @if ch.email.enabled { (c.button_form("/settings/notifications/email/test", t("notify.send_test"), "", None)) }
+            }
+            h3 { (t("notify.ntfy")) }
+            @if let Some(ntfy) = &ch.ntfy {
+                p { (t("notify.sends_to")) " " code { (ntfy.url) } " · " code { (ntfy.topic) }
+                    @if ntfy.token_set { " · " (t("notify.token_set")) } }
+                (c.button_form("/settings/notifications/ntfy/test", t("notify.send_test"), "", None))
+                (c.button_form("/settings/notifications/ntfy/delete", t("notify.remove"), "danger", Some(t("notify.remove_confirm"))))
+            }
+            form method="post" action="/settings/notifications/ntfy" class="stack" {
+                (c.csrf_field())
+                div class="row" {
+                    div { label for="ntfy-url" { (t("notify.server_url")) }
+                        input id="ntfy-url" name="url" type="url" required maxlength="2000" placeholder="https://ntfy.sh" value=[ch.ntfy.as_ref().map(|x| x.url.as_str())]; }
+                    div { label for="ntfy-topic" { (t("notify.topic")) }
+                        input id="ntfy-topic" name="topic" required maxlength="64" pattern=r"[A-Za-z0-9_\-]{1,64}" value=[ch.ntfy.as_ref().map(|x| x.topic.as_str())]; }
+                    div { label for="ntfy-token" { (t("notify.token_optional")) }
+                        input id="ntfy-token" name="token" type="password" autocomplete="off" maxlength="512"; }
+                }
+                @if ch.ntfy.as_ref().is_some_and(|x| x.token_set) {
+                    label { input type="checkbox" name="clear_token" value="1"; " " (t("notify.clear_token")) }
+                }
+                p class="hint" { (t("notify.token_hint")) }
+                button type="submit" { (t("notify.save_ntfy")) }
+            }
+            h3 { (t("notify.gotify")) }
+            @if let Some(g) = &ch.gotify {
+                p { (t("notify.sends_to")) " " code { (g.url) } " · " (t("notify.token_set")) }
+                (c.button_form("/settings/notifications/gotify/test", t("notify.send_test"), "", None))
+                (c.button_form("/settings/notifications/gotify/delete", t("notify.remove"), "danger", Some(t("notify.remove_confirm"))))
+            }
+            form method="post" action="/settings/notifications/gotify" class="stack" {
+                (c.csrf_field())
+                div class="row" {
+                    div { label for="gotify-url" { (t("notify.server_url")) }
+                        input id="gotify-url" name="url" type="url" required maxlength="2000" placeholder="https://gotify.example.org" value=[ch.gotify.as_ref().map(|x| x.url.as_str())]; }
+                    div { label for="gotify-token" { (t("notify.app_token")) }
+                        input id="gotify-token" name="token" type="password" autocomplete="off" maxlength="512" required[ch.gotify.is_none()]; }
+                }
+                p class="hint" { (t("notify.token_hint")) }
+                button type="submit" { (t("notify.save_gotify")) }
+            }
+            h3 { (t("notify.webpush")) }
+            p class="hint" { (t("notify.webpush_hint")) }
+            @if n.browsers.subscriptions.is_empty() {
+                p class="muted" { (t("notify.no_browsers")) }
+            } @else {
+                ul {
+                    @for b in &n.browsers.subscriptions {
+                        li { (endpoint_host(&b.endpoint)) " "
+                            (c.button_form(&format!("/settings/notifications/push/{}/delete", b.id), t("notify.remove"), "small danger", None)) }
+                    }
+                }
+                (c.button_form("/settings/notifications/webpush/test", t("notify.send_test"), "", None))
+            }
+            div id="webpush" hidden data-key-url="/api/v1/notifications/webpush/public-key"
+                data-subscribe-url="/api/v1/notifications/push-subscriptions" data-worker="/sw.js"
+                data-failed=(t("notify.webpush_failed")) data-denied=(t("notify.webpush_denied")) {
+                button type="button" id="webpush-subscribe" class="primary" { (t("notify.webpush_subscribe")) }
+                p id="webpush-status" role="status" {}
+            }
+        }
+    }
+}
+
 fn render(
     viewer: &Viewer,
     tokens: &[TokenView],
     feed_on: bool,
+    notify: &Notify,
     extra: &Extra,
     notice_key: Option<&'static str>,
 ) -> Markup {
@@ -187,6 +291,7 @@ fn render(
             (c.button_form("/settings/feed", if feed_on { t("feed.rotate") } else { t("feed.create") }, "", None))
             @if feed_on { (c.button_form("/settings/feed/revoke", t("feed.revoke"), "danger", Some(t("feed.revoke_confirm")))) }
         }
+        (notifications(&c, viewer, notify, extra))
         section class="card wide" aria-labelledby="h-tokens" {
             h2 id="h-tokens" { (t("settings.tokens")) }
             p class="hint" { (t("settings.tokens_hint")) }
@@ -246,7 +351,8 @@ fn render(
 async fn show(state: &AppState, viewer: &Viewer, status: StatusCode, extra: Extra) -> PageResult {
     let list = tokens::list(state, viewer.user.id.0)?;
     let feed_on = state.read(&viewer.user, crate::crm::feed::enabled).await?;
-    Ok(page_with(status, render(viewer, &list, feed_on, &extra, None)))
+    let notify = notify_of(state, viewer.user.id.0)?;
+    Ok(page_with(status, render(viewer, &list, feed_on, &notify, &extra, None)))
 }
 
 /// Shows the page again with `e` in `section` when the form was at fault, else the error page.
@@ -264,7 +370,8 @@ async fn refused(state: &AppState, viewer: &Viewer, section: &'static str, e: im
 pub async fn page(State(state): State<AppState>, viewer: Viewer, Query(q): Query<SettingsQuery>) -> PageResult {
     let list = tokens::list(&state, viewer.user.id.0)?;
     let feed_on = state.read(&viewer.user, crate::crm::feed::enabled).await?;
-    Ok(html_page(render(&viewer, &list, feed_on, &Extra::default(), notice(q.notice.as_deref()))))
+    let notify = notify_of(&state, viewer.user.id.0)?;
+    Ok(html_page(render(&viewer, &list, feed_on, &notify, &Extra::default(), notice(q.notice.as_deref()))))
 }
 
 pub async fn preferences(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
@@ -413,4 +520,87 @@ pub async fn feed(
 pub async fn feed_revoke(State(state): State<AppState>, viewer: Viewer, _form: Form) -> PageResult {
     crate::crm::feed::revoke(&state.scope(&viewer.user)).await?;
     Ok(see_other("/settings?notice=saved#h-feed"))
+}
+
+fn saved_notify() -> PageResult {
+    Ok(see_other("/settings?notice=saved#h-notify"))
+}
+
+pub async fn notify_email(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
+    let input = EmailInput { enabled: form.get("enabled") == "true" };
+    match channels::set_email(&state, viewer.user.id.0, input).await {
+        Ok(_) => saved_notify(),
+        Err(e) => refused(&state, &viewer, "notify", e.into()).await,
+    }
+}
+
+pub async fn notify_ntfy(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
+    // An empty token field keeps the stored token; the box removes it.
+    let token = match (form.get("token"), form.has("clear_token")) {
+        (_, true) => Some(String::new()),
+        (t, false) if t.is_empty() => None,
+        (t, false) => Some(t),
+    };
+    let input = NtfyInput { url: form.get("url"), topic: form.get("topic"), token };
+    match channels::set_ntfy(&state, viewer.user.id.0, input).await {
+        Ok(_) => saved_notify(),
+        Err(e) => refused(&state, &viewer, "notify", e.into()).await,
+    }
+}
+
+pub async fn notify_gotify(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
+    let token = Some(form.get("token")).filter(|t| !t.is_empty());
+    let input = GotifyInput { url: form.get("url"), token };
+    match channels::set_gotify(&state, viewer.user.id.0, input).await {
+        Ok(_) => saved_notify(),
+        Err(e) => refused(&state, &viewer, "notify", e.into()).await,
+    }
+}
+
+fn channel_of(name: &str) -> Option<Channel> {
+    match name {
+        "email" => Some(Channel::Email),
+        "ntfy" => Some(Channel::Ntfy),
+        "gotify" => Some(Channel::Gotify),
+        "webpush" => Some(Channel::Webpush),
+        _ => None,
+    }
+}
+
+pub async fn notify_remove(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(name): Path<String>,
+    _form: Form,
+) -> PageResult {
+    let channel = channel_of(&name).ok_or(ApiError::NotFound)?;
+    match channels::clear(&state, viewer.user.id.0, channel).await {
+        Ok(_) | Err(crate::crm::Error::NotFound) => Ok(see_other("/settings?notice=deleted#h-notify")),
+        Err(e) => Err(ApiError::from(e).into()),
+    }
+}
+
+pub async fn notify_test(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(name): Path<String>,
+    _form: Form,
+) -> PageResult {
+    let channel = channel_of(&name).ok_or(ApiError::NotFound)?;
+    match channels::send_test(&state, viewer.user.id.0, channel).await {
+        Ok(_) => Ok(see_other("/settings?notice=test_queued#h-notify")),
+        Err(e) => refused(&state, &viewer, "notify", e.into()).await,
+    }
+}
+
+pub async fn notify_unsubscribe(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    _form: Form,
+) -> PageResult {
+    match webpush::unsubscribe(&state, viewer.user.id.0, id).await {
+        Ok(()) | Err(crate::crm::Error::NotFound) => Ok(see_other("/settings?notice=deleted#h-notify")),
+        Err(e) => Err(ApiError::from(e).into()),
+    }
 }

@@ -57,4 +57,44 @@
       set.appendChild(copy);
     });
   });
+  // Web Push: where the browser can, show the subscribe button of the settings page. A click
+  // asks for permission, registers the service worker (/sw.js), subscribes with the server's
+  // VAPID key and registers the subscription; the page then reloads to list this browser.
+  var push = document.getElementById("webpush");
+  if (push && "serviceWorker" in navigator && "PushManager" in window && window.fetch) {
+    var status = document.getElementById("webpush-status");
+    var fail = function (key) {
+      return function () { status.textContent = push.getAttribute(key); };
+    };
+    var b64 = function (text) {
+      var raw = atob((text + "===".slice((text.length + 3) % 4)).replace(/-/g, "+").replace(/_/g, "/"));
+      var out = new Uint8Array(raw.length);
+      for (var i = 0; i < raw.length; i++) out[i] = raw.charCodeAt(i);
+      return out;
+    };
+    push.hidden = false;
+    document.getElementById("webpush-subscribe").addEventListener("click", function () {
+      Notification.requestPermission().then(function (permission) {
+        if (permission !== "granted") return fail("data-denied")();
+        return Promise.all([
+          navigator.serviceWorker.register(push.getAttribute("data-worker")).then(function () {
+            return navigator.serviceWorker.ready;
+          }),
+          fetch(push.getAttribute("data-key-url"), { credentials: "same-origin" }).then(function (r) { return r.json(); })
+        ]).then(function (both) {
+          return both[0].pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: b64(both[1].public_key) });
+        }).then(function (subscription) {
+          return fetch(push.getAttribute("data-subscribe-url"), {
+            method: "POST",
+            credentials: "same-origin",
+            headers: { "Content-Type": "application/json" },
+            body: JSON.stringify(subscription.toJSON())
+          });
+        }).then(function (response) {
+          if (!response.ok) return fail("data-failed")();
+          window.location.reload();
+        });
+      }).catch(fail("data-failed"));
+    });
+  }
 })();
