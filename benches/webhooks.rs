@@ -3,7 +3,9 @@
 //! `contact.created`, against the same run with none; and how long until the 30,000 deliveries
 //! reached a loopback receiver (the outbox worker running as in the server). The two variants
 //! alternate in one process, `BENCH_ROUNDS` times (default 3), each on a fresh database; the
-//! report gives medians and ranges. `BENCH_WRITES` changes the 10,000.
+//! report gives medians and ranges. `BENCH_WRITES` changes the 10,000. A third variant queues
+//! the same deliveries with the worker off, to tell the write path's own cost from the
+//! worker's competition.
 
 #[allow(dead_code)]
 mod seed;
@@ -37,7 +39,7 @@ async fn receiver() -> (String, Arc<AtomicU64>) {
 }
 
 /// One run: returns (writes per second, seconds until every delivery arrived).
-async fn run(writes: u64, hooks: u64) -> (f64, Option<f64>) {
+async fn run(writes: u64, hooks: u64, worker: bool) -> (f64, Option<f64>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (engine, state) = seed::open(dir.path()).await;
     let (url, count) = receiver().await;
@@ -50,7 +52,9 @@ async fn run(writes: u64, hooks: u64) -> (f64, Option<f64>) {
         };
         webhooks::create(&state, 1, input).await.expect("webhook");
     }
-    tokio::spawn(mycorrhizal::notify::outbox::run(state.clone()));
+    if worker {
+        tokio::spawn(mycorrhizal::notify::outbox::run(state.clone()));
+    }
     let user = engine.user(UserId(1));
     let started = Instant::now();
     let mut callers = tokio::task::JoinSet::new();
@@ -68,7 +72,7 @@ async fn run(writes: u64, hooks: u64) -> (f64, Option<f64>) {
     let wrote = started.elapsed().as_secs_f64();
     let expected = writes * hooks;
     let mut delivered = None;
-    if hooks > 0 {
+    if hooks > 0 && worker {
         let limit = Instant::now() + Duration::from_secs(180);
         while Instant::now() < limit {
             if count.load(Ordering::Relaxed) >= expected {
@@ -95,10 +99,13 @@ fn main() {
     let rounds = seed::setting("ROUNDS", 3);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.block_on(async move {
-        let (mut plain, mut hooked, mut delivered) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut plain, mut hooked, mut delivered, mut idle) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for round in 1..=rounds {
-            let (without, _) = run(writes, 0).await;
-            let (with, all) = run(writes, 3).await;
+            let (without, _) = run(writes, 0, true).await;
+            let (with, all) = run(writes, 3, true).await;
+            let (queued_only, _) = run(writes, 3, false).await;
+            println!("round {round}: with 3 webhooks and no delivery worker {queued_only:.0}/s");
+            idle.push(queued_only);
             println!(
                 "round {round}: {writes} creates without webhooks {without:.0}/s; with 3 webhooks {with:.0}/s, {} deliveries all received after {}",
                 writes * 3,
@@ -118,6 +125,8 @@ fn main() {
         let (p, h) = (median(&mut plain.clone()), median(&mut hooked.clone()));
         println!("without webhooks: median {p:.0}/s (range {}/s)", range(&plain));
         println!("with 3 webhooks:  median {h:.0}/s (range {}/s), {:+.1}% against without", range(&hooked), (h / p - 1.0) * 100.0);
+        let q = median(&mut idle.clone());
+        println!("with 3 webhooks, worker off (the write path's own cost): median {q:.0}/s (range {}/s), {:+.1}% against without", range(&idle), (q / p - 1.0) * 100.0);
         if !delivered.is_empty() {
             let d = median(&mut delivered.clone());
             println!("all {} deliveries received: median {d:.1} s after the first write (range {:.1}-{:.1} s)", writes * 3,

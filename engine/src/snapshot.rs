@@ -6,7 +6,7 @@
 //! The copy is written in key order (redb packs an ascending load into full pages) without a
 //! sync per commit; the finished file is synced once. A snapshot is stored in one of two
 //! [`Encoding`]s: the redb file itself (pre-migration snapshots, restorable by copying the file
-//! back), or that file as one standard LZ4 frame (operator backups: a disk writes a third of the
+//! back), or that file as one standard LZ4 frame (operator backups: a disk writes a fraction of the
 //! bytes, and `lz4 -d` gives the redb file back without this program). The digest is of the
 //! stored bytes, so checking it never needs the copy decoded.
 //!

@@ -16,6 +16,7 @@ mod dav;
 mod dav_clients;
 mod depth;
 mod derived;
+mod digest;
 mod health;
 mod helpers;
 mod households;

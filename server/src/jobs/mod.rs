@@ -17,6 +17,7 @@ use crate::ops::events::{Event, emit};
 use crate::state::AppState;
 
 pub mod backups;
+pub mod digest;
 
 pub const PURGE: &str = "retention_purge";
 /// The on-demand full-text index rebuild (`POST /admin/search/rebuild`).
@@ -35,10 +36,12 @@ const AUDIT_BATCH: usize = 500;
 /// events, overdue contacts are still re-evaluated this often.
 const REACH_OUT_REEVALUATE_HOURS: i64 = 24;
 
-/// Starts the scheduler: the outbox's delivery worker; the purge runs once at start-up and then
-/// daily; the reach-out scan runs once at start-up and then hourly.
+/// Starts the scheduler: the outbox's delivery worker; the daily digest at `REMINDER_TIME`
+/// ([`digest`]); the purge runs once at start-up and then daily; the reach-out scan runs once at
+/// start-up and then hourly.
 pub fn start(state: AppState) {
     backups::start(&state);
+    digest::start(&state);
     tokio::spawn(crate::notify::outbox::run(state.clone()));
     let purge_state = state.clone();
     tokio::spawn(async move {
@@ -165,8 +168,9 @@ where
     let correlation = format!("job:{name}:{}", uuid::Uuid::new_v4());
     let started_at = state.engine.clock().now();
     let started = Instant::now();
-    // Spawned so that a panic inside the job is caught as a join error, not a crash.
-    let outcome = match tokio::spawn(work).await {
+    // Spawned so that a panic inside the job is caught as a join error, not a crash; within its
+    // correlation id, so what it writes and queues (outbox rows, system events) carries it.
+    let outcome = match tokio::spawn(crate::http::request_id::within(correlation.clone(), work)).await {
         Ok(outcome) => outcome,
         Err(panic) => {
             let mut event = Event::error("scheduler", "job_failed", format!("{name} panicked: {panic}"));

@@ -2,9 +2,9 @@
 //! change of a user record into outbox rows inside the change's own transaction.
 //!
 //! Events: `<kind>.created`, `<kind>.updated`, `<kind>.deleted` for every user record kind (the
-//! registry `crm::kinds::all`), plus `test` (sent on request to one webhook). The digest's
-//! `reminder.triggered`, `birthday.occurred` and `cadence.overdue` join [`DOMAIN_EVENTS`] when
-//! the daily digest exists to emit them (through [`publish`]).
+//! registry `crm::kinds::all`), plus `test` (sent on request to one webhook) and the daily
+//! digest's `reminder.triggered`, `birthday.occurred` and `cadence.overdue` (queued by
+//! `notify::digest` through [`publish`], in the digest's transaction).
 //!
 //! A delivery POSTs the envelope `{id, event, timestamp, data}` (`id` is the event's idempotency
 //! key, the same on every attempt and redelivery; `timestamp` the instant of the cause; `data` a
@@ -34,7 +34,7 @@ use crate::crm::{Error, Result};
 use crate::state::AppState;
 
 /// Events that do not come from a record change.
-pub const DOMAIN_EVENTS: [&str; 1] = ["test"];
+pub const DOMAIN_EVENTS: [&str; 4] = ["test", "reminder.triggered", "birthday.occurred", "cadence.overdue"];
 /// Most webhooks one user may have.
 pub const MAX_WEBHOOKS: usize = 20;
 /// A `map:` table, like every map table (snapshots and checks know a table's layout by its prefix).
@@ -601,7 +601,9 @@ mod tests {
     #[test]
     fn every_record_kind_has_its_three_events() {
         let names = event_names();
-        for e in ["contact.created", "contact.updated", "contact.deleted", "reminder.deleted", "test"] {
+        for e in
+            ["contact.created", "contact.deleted", "reminder.deleted", "test", "reminder.triggered", "cadence.overdue"]
+        {
             assert!(names.contains(&e.to_string()), "{e}");
         }
     }
