@@ -168,14 +168,14 @@ pub async fn trigger_purge(State(state): State<AppState>, _admin: AdminUser) -> 
 /// `manual`): each user with something due today whose digest for today has not gone out gets it
 /// (queued on the outbox); a user already sent today's digest gets nothing new.
 #[utoipa::path(post, path = "/api/v1/admin/trigger-reminders", tag = "admin", responses(
-    (status = 200, description = "`{message}`: the digest ran (how many digests it queued)"),
+    (status = 200, body = Message, description = "`{message}`: the digest ran (how many digests it queued)"),
     (status = 401, description = "Not signed in"),
     (status = 403, description = "Not an admin session"),
     (status = 500, description = "The run failed (its job run says why)")))]
 pub async fn trigger_reminders(
     State(state): State<AppState>,
     _admin: AdminUser,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+) -> Result<axum::Json<Message>, ApiError> {
     let run = crate::jobs::digest::digest_once(&state, mycorrhizal_engine::system::Trigger::Manual).await;
     match run.result {
         mycorrhizal_engine::system::JobResult::Failure => {
@@ -184,7 +184,7 @@ pub async fn trigger_reminders(
         _ => {
             let queued = run.items_processed.unwrap_or(0);
             let noun = if queued == 1 { "digest" } else { "digests" };
-            Ok(axum::Json(json!({ "message": format!("Reminders sent: {queued} {noun} queued") })))
+            Ok(axum::Json(Message { message: format!("Reminders sent: {queued} {noun} queued") }))
         }
     }
 }

@@ -236,7 +236,17 @@ mod tests {
             identifier_threshold: identifiers,
             throttle_seconds: 300,
         };
-        Limits::new(spray, &Rates { api_burst: 1000, api_interval_ms: 600, auth_burst: 50, auth_interval_ms: 500 })
+        Limits::new(
+            spray,
+            &Rates {
+                api_burst: 1000,
+                api_interval_ms: 600,
+                auth_burst: 50,
+                auth_interval_ms: 500,
+                dav_burst: 2500,
+                dav_interval_ms: 100,
+            },
+        )
     }
 
     fn ip(n: u8) -> IpAddr {

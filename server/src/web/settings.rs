@@ -530,7 +530,7 @@ pub async fn notify_email(State(state): State<AppState>, viewer: Viewer, form: F
     let input = EmailInput { enabled: form.get("enabled") == "true" };
     match channels::set_email(&state, viewer.user.id.0, input).await {
         Ok(_) => saved_notify(),
-        Err(e) => refused(&state, &viewer, "notify", e.into()).await,
+        Err(e) => refused(&state, &viewer, "notify", e).await,
     }
 }
 
@@ -544,7 +544,7 @@ pub async fn notify_ntfy(State(state): State<AppState>, viewer: Viewer, form: Fo
     let input = NtfyInput { url: form.get("url"), topic: form.get("topic"), token };
     match channels::set_ntfy(&state, viewer.user.id.0, input).await {
         Ok(_) => saved_notify(),
-        Err(e) => refused(&state, &viewer, "notify", e.into()).await,
+        Err(e) => refused(&state, &viewer, "notify", e).await,
     }
 }
 
@@ -553,7 +553,7 @@ pub async fn notify_gotify(State(state): State<AppState>, viewer: Viewer, form: 
     let input = GotifyInput { url: form.get("url"), token };
     match channels::set_gotify(&state, viewer.user.id.0, input).await {
         Ok(_) => saved_notify(),
-        Err(e) => refused(&state, &viewer, "notify", e.into()).await,
+        Err(e) => refused(&state, &viewer, "notify", e).await,
     }
 }
 
@@ -589,7 +589,7 @@ pub async fn notify_test(
     let channel = channel_of(&name).ok_or(ApiError::NotFound)?;
     match channels::send_test(&state, viewer.user.id.0, channel).await {
         Ok(_) => Ok(see_other("/settings?notice=test_queued#h-notify")),
-        Err(e) => refused(&state, &viewer, "notify", e.into()).await,
+        Err(e) => refused(&state, &viewer, "notify", e).await,
     }
 }
 
