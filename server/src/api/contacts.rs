@@ -124,7 +124,8 @@ pub struct GetQuery {
 }
 
 #[utoipa::path(get, path = "/api/v1/contacts/{id}", tag = "contacts", params(("id" = u64, Path), GetQuery), responses(
-    (status = 200, description = "The contact, with `ETag`", body = ContactView), (status = 304, description = "If-None-Match matched"), (status = 404, description = "No such contact")))]
+    (status = 200, description = "The contact (a `ContactView`), with `ETag`. With `fields`, only the listed top-level members and `id`, `uid`, `etag` and `revision`: a projection, so the document promises an object and nothing more", body = Object),
+    (status = 304, description = "If-None-Match matched"), (status = 404, description = "No such contact")))]
 pub async fn get(
     State(state): State<AppState>,
     user: AuthUser,
