@@ -7,7 +7,6 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
-use crate::crm::calendar::instant;
 use crate::crm::home;
 use crate::error::ApiError;
 use crate::http::params::{self};
@@ -48,7 +47,7 @@ pub async fn timeline(
     Query(q): Query<TimelineQuery>,
 ) -> Result<axum::Json<home::Timeline>, ApiError> {
     let limit = params::limit(q.limit.as_deref());
-    let before = q.before.as_deref().filter(|b| !b.is_empty()).map(|b| instant("before", b)).transpose()?;
+    let before = crate::crm::calendar::instant_or_blank("before", q.before.as_deref())?;
     let only = match q.r#type.as_deref().filter(|t| !t.is_empty()) {
         None => None,
         Some(t) => Some(home::TimelineType::parse(t).ok_or_else(|| {

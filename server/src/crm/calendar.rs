@@ -99,6 +99,12 @@ pub fn instant(field: &str, text: &str) -> Result<jiff::Timestamp, crate::crm::E
     })
 }
 
+/// An optional [`instant`]: absent or blank (whitespace only, as the document's pattern
+/// allows) is none.
+pub fn instant_or_blank(field: &str, text: Option<&str>) -> Result<Option<jiff::Timestamp>, crate::crm::Error> {
+    text.filter(|t| !t.trim().is_empty()).map(|t| instant(field, t)).transpose()
+}
+
 /// `fromDate`/`toDate` (inclusive `YYYY-MM-DD`) as a half-open microsecond range.
 pub fn date_range(from: Option<&str>, to: Option<&str>) -> Result<(i64, i64), crate::crm::Error> {
     let day = |field: &str, text: &str| {
@@ -132,6 +138,18 @@ mod tests {
         assert_eq!(next_yearly(12, 31, date(2026, 12, 31)), Some(date(2026, 12, 31)), "today counts");
         assert_eq!(next_yearly(1, 1, date(2026, 12, 31)), Some(date(2027, 1, 1)), "across the year end");
         assert_eq!(next_yearly(4, 31, date(2026, 1, 1)), None);
+    }
+
+    #[test]
+    fn a_blank_instant_is_none_whatever_its_whitespace() {
+        assert_eq!(instant_or_blank("before", None).unwrap(), None);
+        assert_eq!(instant_or_blank("before", Some("")).unwrap(), None);
+        assert_eq!(instant_or_blank("before", Some("\u{205f}\u{2028}\u{85}\u{a0}")).unwrap(), None);
+        assert_eq!(
+            instant_or_blank("before", Some(" 2026-11-22 ")).unwrap(),
+            Some("2026-11-22T00:00:00Z".parse().unwrap())
+        );
+        assert!(instant_or_blank("before", Some("soon")).is_err());
     }
 
     #[test]

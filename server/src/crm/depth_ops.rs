@@ -8,7 +8,6 @@ use mycorrhizal_engine::{Invalid, Precondition, Record, Row, TxUser, UPDATED_IND
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::calendar::instant;
 use super::contact::INDEX_UID;
 use super::cursor::{decode_cursor, encode_cursor};
 use super::records::{Activity, BY_CONTACT};
@@ -409,8 +408,7 @@ impl GiftInput {
     /// The contact it names and the gift (its contact set by [`save`]).
     pub fn record(self) -> Result<(ContactRef, Gift)> {
         let who = ContactRef { entity_id: self.entity_id, contact_id: self.contact_id };
-        let date: Option<Timestamp> =
-            self.date.as_deref().filter(|d| !d.trim().is_empty()).map(|d| instant("date", d)).transpose()?;
+        let date = crate::crm::calendar::instant_or_blank("date", self.date.as_deref())?;
         let gift = Gift {
             contact_id: 0,
             status: self.status.unwrap_or_else(|| "idea".into()),

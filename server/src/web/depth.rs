@@ -172,12 +172,7 @@ pub async fn timeline(
     Path(id): Path<u64>,
     Query(q): Query<TimelineQuery>,
 ) -> PageResult {
-    let before = q
-        .before
-        .as_deref()
-        .filter(|b| !b.is_empty())
-        .map(|b| crate::crm::calendar::instant("before", b))
-        .transpose()?;
+    let before = crate::crm::calendar::instant_or_blank("before", q.before.as_deref())?;
     let (name, body) = state
         .read(&viewer.user, move |v| {
             let name = v.get::<crate::crm::contact::Contact>(id)?.body.name();
