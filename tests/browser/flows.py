@@ -424,6 +424,12 @@ def flow_households_and_files(browser):
     page.get_by_label("Role").fill("adult")
     page.locator("form[action$='/members'] button[type=submit]").click()
     expect(page.locator("#h-members + ul")).to_contain_text("Margaret Hamilton")
+    # Her role and dates are changed in place.
+    page.locator("#h-members + ul summary", has_text="Edit role and dates").click()
+    member_form = page.locator("#h-members + ul form.stack")
+    member_form.get_by_label("Until").fill("1969")
+    member_form.get_by_role("button", name="Save").click()
+    expect(page.locator("#h-members + ul")).to_contain_text("until 1969")
     check_accessibility(page, "household")
     shot(page, "desktop-household")
 

@@ -13,7 +13,8 @@ use super::home::contact_link;
 use super::page::{Form, PageResult, Sent, Viewer, WebError, encode, notice, page, page_with, see_other, shell};
 use crate::crm::contact::list::ListParams;
 use crate::crm::household_ops::{
-    self, AddressInput, AddressSuggestion, HouseholdFilter, HouseholdInput, HouseholdView, MemberInput, MemberView,
+    self, AddressInput, AddressSuggestion, HouseholdFilter, HouseholdInput, HouseholdView, MemberEdit, MemberInput,
+    MemberView,
 };
 use crate::crm::households::HOUSEHOLD_TYPES;
 use crate::error::ApiError;
@@ -323,6 +324,7 @@ async fn household_page(
                                 }
                             }
                             (c.button_form(&format!("/households/{id}/members/{}/delete", m.id), t("household.remove_member"), "small secondary", Some(t("household.remove_member_confirm"))))
+                            (member_edit_form(viewer, id, m, sent))
                         }
                     }
                 }
@@ -333,10 +335,12 @@ async fn household_page(
                         (Sent::alert(member))
                         label for="member-who" { (t("household.who")) }
                         input id="member-who" name="who" required autocomplete="off" placeholder=(t("relationship.other_hint")) value=(Sent::value(member, "who")) aria-invalid=[Sent::invalid(member, "who")];
-                        (role_fields(viewer, member))
+                        (role_fields(viewer, "member", ["role", "since", "until"].map(|f| Sent::value(member, f)), false, member))
                         button type="submit" { (t("household.add_member")) }
                     }
                 }
+                // The roles offered in every membership form of the page.
+                datalist id="household-roles" { @for r in ROLES { option value=(r) {} } }
             }
             @if !suggestions.suggestions.is_empty() {
                 section class="card" aria-labelledby="h-suggestions" {
@@ -350,20 +354,52 @@ async fn household_page(
     Ok(page_with(status, shell(&c, &h.name, notice_key, main)))
 }
 
-/// The role and since fields of a membership form.
-fn role_fields(viewer: &Viewer, sent: Option<&Sent>) -> Markup {
+/// The role, since and (when `until` is given) until fields of a membership form, their ids
+/// under `prefix`, holding `values` (role, since, until).
+fn role_fields(viewer: &Viewer, prefix: &str, values: [String; 3], until: bool, sent: Option<&Sent>) -> Markup {
     let t = |k| viewer.t(k);
-    let id = |s: &str| format!("{}-{s}", sent.map(|s| s.form).unwrap_or("member"));
+    let id = |s: &str| format!("{prefix}-{s}");
+    let [role, since, until_value] = values;
     html! {
         div class="row" {
             div {
                 label for=(id("role")) { (t("household.role")) }
-                input id=(id("role")) name="role" maxlength="100" list="household-roles" value=(Sent::value(sent, "role")) aria-invalid=[Sent::invalid(sent, "role")];
-                datalist id="household-roles" { @for r in ROLES { option value=(r) {} } }
+                input id=(id("role")) name="role" maxlength="100" list="household-roles" value=(role) aria-invalid=[Sent::invalid(sent, "role")];
             }
             div {
                 label for=(id("since")) { (t("household.since_label")) }
-                input id=(id("since")) name="since" maxlength="100" placeholder="2019" value=(Sent::value(sent, "since")) aria-invalid=[Sent::invalid(sent, "since")];
+                input id=(id("since")) name="since" maxlength="100" placeholder="2019" value=(since) aria-invalid=[Sent::invalid(sent, "since")];
+            }
+            @if until {
+                div {
+                    label for=(id("until")) { (t("household.until_label")) }
+                    input id=(id("until")) name="until" maxlength="100" value=(until_value) aria-invalid=[Sent::invalid(sent, "until")];
+                }
+            }
+        }
+    }
+}
+
+/// A member's role and dates, editable: open with the error (or the conflict) when this
+/// member's form was sent back, its values as typed; otherwise closed, holding the stored ones.
+fn member_edit_form(viewer: &Viewer, household: u64, m: &MemberView, sent: Option<&Sent>) -> Markup {
+    let c = viewer.chrome();
+    let mine = Sent::to(sent, "member_edit").filter(|s| s.fields.get("member") == m.id.to_string());
+    let values = match mine {
+        Some(s) => ["role", "since", "until"].map(|f| s.fields.raw(f)),
+        None => [m.role.clone(), m.since.clone(), m.until.clone()],
+    };
+    html! {
+        details open[mine.is_some()] {
+            summary { (viewer.t("household.edit_member")) }
+            form method="post" action={ "/households/" (household) "/members/" (m.id) } class="stack" {
+                (c.csrf_field())
+                input type="hidden" name="member" value=(m.id);
+                // After a conflict, saving again saves over the version now shown.
+                input type="hidden" name="revision" value=(m.stamp.revision);
+                (Sent::alert(mine))
+                (role_fields(viewer, &format!("member-{}", m.id), values, true, mine))
+                button type="submit" { (viewer.t("contact.save")) }
             }
         }
     }
@@ -492,6 +528,37 @@ pub async fn add_member(State(state): State<AppState>, viewer: Viewer, Path(id):
     }
 }
 
+/// Changes a member's role and dates (all three fields sent; blank clears one).
+pub async fn edit_member(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path((id, member)): Path<(u64, u64)>,
+    form: Form,
+) -> PageResult {
+    let pre = match form.get("revision").parse::<u64>() {
+        Ok(r) if r > 0 => Precondition::Revision(r),
+        _ => Precondition::Any,
+    };
+    let edit =
+        MemberEdit { role: Some(form.get("role")), since: Some(form.get("since")), until: Some(form.get("until")) };
+    let outcome = household_ops::edit_member(&state.scope(&viewer.user), id, member.to_string(), pre, edit).await;
+    let sent = match outcome.map_err(ApiError::from) {
+        Ok(_) => return Ok(see_other(&format!("/households/{id}?notice=saved#h-members"))),
+        Err(ApiError::PreconditionFailed { .. }) => Sent {
+            form: "member_edit",
+            fields: form,
+            field: String::new(),
+            message: viewer.t("household.member_conflict").to_string(),
+            status: StatusCode::CONFLICT,
+        },
+        Err(e) => match Sent::of("member_edit", form, viewer.lang, &e) {
+            Some(sent) => sent,
+            None => return Err(e.into()),
+        },
+    };
+    household_page(&state, &viewer, id, None, Some(&sent), false).await
+}
+
 pub async fn remove_member(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -587,7 +654,8 @@ pub fn contact_section(viewer: &Viewer, id: u64, h: &ContactHouseholds, sent: Op
                         select id="join-household" name="household_id" required {
                             @for x in &joinable { option value=(x.id) selected[Sent::value(sent, "household_id") == x.id.to_string()] { (x.name) } }
                         }
-                        (role_fields(viewer, sent))
+                        datalist id="household-roles" { @for r in ROLES { option value=(r) {} } }
+                        (role_fields(viewer, "join", ["role", "since", "until"].map(|f| Sent::value(sent, f)), false, sent))
                         button type="submit" { (t("household.add_member")) }
                     }
                 }

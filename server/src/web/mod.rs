@@ -81,6 +81,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/households/{id}/delete", post(households::delete))
         .route("/households/{id}/address", post(households::use_address))
         .route("/households/{id}/members", post(households::add_member))
+        .route("/households/{id}/members/{member}", post(households::edit_member))
         .route("/households/{id}/members/{member}/delete", post(households::remove_member))
         .route("/suggestions/{id}/accept", post(home::accept_suggestion))
         .route("/suggestions/{id}/dismiss", post(home::dismiss_suggestion))
