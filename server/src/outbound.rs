@@ -90,6 +90,98 @@ pub fn check_literal(url: &Url, block_internal: bool) -> Result<(), String> {
     }
 }
 
+/// The shape of a receiver's URL that the API document states (`url` of webhooks and channels,
+/// a push subscription's `endpoint`): http(s), a host name whose last label starts with a letter
+/// or a dotted IPv4 address, an optional port 1-65535, and a path of RFC 3986 path characters.
+/// No IPv6 literal, no credentials, no fragment. [`documented_shape`] accepts exactly this.
+pub const URL_SHAPE: &str = concat!(
+    r"^https?://((([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)",
+    r"|((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3}))",
+    r"(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?",
+    r"(/[A-Za-z0-9._~!$&'()*+,;=:@%-]*)*$"
+);
+
+/// [`URL_SHAPE`] with a query allowed (webhooks: some receivers take their key in one).
+pub const URL_SHAPE_WITH_QUERY: &str = concat!(
+    r"^https?://((([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)",
+    r"|((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3}))",
+    r"(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?",
+    r"(/[A-Za-z0-9._~!$&'()*+,;=:@%-]*)*(\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$"
+);
+
+/// The document's schema of a receiver URL ([`URL_SHAPE`], at most 2000 characters).
+pub fn url_schema() -> utoipa::openapi::Object {
+    shaped(URL_SHAPE)
+}
+
+/// The document's schema of a webhook's URL ([`URL_SHAPE_WITH_QUERY`]).
+pub fn url_with_query_schema() -> utoipa::openapi::Object {
+    shaped(URL_SHAPE_WITH_QUERY)
+}
+
+fn shaped(pattern: &str) -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .max_length(Some(2000))
+        .pattern(Some(pattern))
+        .build()
+}
+
+/// What a URL of another shape is told.
+pub const SHAPE_REFUSED: &str = "must be an http or https URL of at most 2000 characters: a host name or IPv4 address, an \
+     optional port, and a path (no spaces, credentials or fragment)";
+
+/// Whether `url` has the documented shape ([`URL_SHAPE`], or [`URL_SHAPE_WITH_QUERY`] when
+/// `query`), checked by hand so that the document and the check cannot disagree: what the
+/// document allows is accepted, and nothing else.
+pub fn documented_shape(url: &str, query: bool) -> bool {
+    let Some(rest) = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://")) else {
+        return false;
+    };
+    let (rest, query_part) = match rest.split_once('?') {
+        Some((before, after)) if query => (before, Some(after)),
+        Some(_) => return false,
+        None => (rest, None),
+    };
+    let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+    let (host, port) = authority.split_once(':').map_or((authority, None), |(h, p)| (h, Some(p)));
+    let pchar = |b: u8| b.is_ascii_alphanumeric() || b"._~!$&'()*+,;=:@%-".contains(&b);
+    let port_ok = port.is_none_or(|p| {
+        !p.starts_with('0') && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok()
+    });
+    (ipv4_shape(host) || name_shape(host))
+        && port_ok
+        && path.bytes().all(|b| b == b'/' || pchar(b))
+        && query_part.is_none_or(|q| q.bytes().all(|b| b == b'/' || b == b'?' || pchar(b)))
+}
+
+/// Four decimal octets 0-255 without leading zeros.
+fn ipv4_shape(host: &str) -> bool {
+    let octets: Vec<&str> = host.split('.').collect();
+    octets.len() == 4
+        && octets.iter().all(|o| {
+            !o.is_empty()
+                && o.len() <= 3
+                && o.bytes().all(|b| b.is_ascii_digit())
+                && (o.len() == 1 || !o.starts_with('0'))
+                && o.parse::<u8>().is_ok()
+        })
+}
+
+/// Dot-separated labels of 1-63 letters, digits and inner hyphens, the last starting with a
+/// letter (so that no name reads as an IPv4 number).
+fn name_shape(host: &str) -> bool {
+    let labels: Vec<&str> = host.split('.').collect();
+    let label_ok = |l: &str| {
+        let b = l.as_bytes();
+        (1..=63).contains(&b.len())
+            && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
+            && b[0] != b'-'
+            && b[b.len() - 1] != b'-'
+    };
+    labels.iter().all(|l| label_ok(l)) && labels.last().is_some_and(|l| l.as_bytes()[0].is_ascii_alphabetic())
+}
+
 /// Checks that `url` is http(s) and, when `block_internal`, that its host is or resolves only to
 /// public addresses. An early answer for forms; the connection itself is guarded by
 /// [`guarded_client`].
@@ -187,6 +279,55 @@ pub fn guarded_client(block_internal: bool, timeout: Duration) -> Result<reqwest
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_receiver_url_is_accepted_exactly_when_the_documented_shape_allows_it() {
+        use super::documented_shape as shape;
+        for ok in [
+            "https://ntfy.sh",
+            "https://ntfy.sh/",
+            "http://192.168.1.5:8080",
+            "http://127.0.0.1:39793/hook",
+            "https://Push.Example.org:65535/ntfy/v1",
+            "https://a",
+            "https://m/MQ~O/Nt////590~8zZQ~KETA03aHFRHv/y/50Bny*",
+            "https://fcm.googleapis.com/fcm/send/dXJ1bDox:APA91bH-x_y%20z",
+        ] {
+            assert!(shape(ok, false), "{ok}");
+        }
+        for refused in [
+            " https://ntfy.sh",
+            "https://ntfy.sh ",
+            "ftp://ntfy.sh",
+            "HTTPS://ntfy.sh",
+            "https://-ntfy.sh",
+            "https://ntfy-.sh",
+            "https://ntfy..sh",
+            "https://ntfy.sh.",
+            "https://ntfy.1sh",
+            "https://999",
+            "https://256.1.1.1",
+            "https://01.1.1.1",
+            "https://1.1.1",
+            "https://ntfy.sh:0",
+            "https://ntfy.sh:08080",
+            "https://ntfy.sh:65536",
+            "https://ntfy.sh:",
+            "https://",
+            "https://user@ntfy.sh",
+            "https://[::1]/",
+            "https://ntfy.sh/é",
+            "https://ntfy.sh/a b",
+            "https://ntfy.sh/#top",
+            "https://ntfy.sh?x=1",
+        ] {
+            assert!(!shape(refused, false), "{refused}");
+        }
+        assert!(shape("https://hooks.example.org/in?key=abc&x=/y?", true));
+        assert!(!shape("https://hooks.example.org/in?key=a b", true));
+        assert!(shape(&format!("https://{}.org", "a".repeat(63)), false));
+        assert!(!shape(&format!("https://{}.org", "a".repeat(64)), false));
+    }
+
     use super::*;
 
     #[test]

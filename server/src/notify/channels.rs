@@ -203,10 +203,7 @@ pub struct EmailInput {
 #[serde(deny_unknown_fields)]
 pub struct NtfyInput {
     /// The server's base URL, http or https (`https://ntfy.sh`).
-    #[schema(
-        max_length = 2000,
-        pattern = r"^https?://[a-z0-9]([a-z0-9.-]{0,60}[a-z0-9])?(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]*){0,8}$"
-    )]
+    #[schema(schema_with = crate::outbound::url_schema)]
     pub url: String,
     /// Letters, digits, `_` and `-`, 1 to 64.
     #[schema(pattern = r"^[A-Za-z0-9_-]{1,64}$")]
@@ -221,10 +218,7 @@ pub struct NtfyInput {
 #[serde(deny_unknown_fields)]
 pub struct GotifyInput {
     /// The server's base URL, http or https; messages go to `{url}/message`.
-    #[schema(
-        max_length = 2000,
-        pattern = r"^https?://[a-z0-9]([a-z0-9.-]{0,60}[a-z0-9])?(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]*){0,8}$"
-    )]
+    #[schema(schema_with = crate::outbound::url_schema)]
     pub url: String,
     /// The application token sent as `X-Gotify-Key`: visible ASCII, 1 to 512 (required the
     /// first time and when the server changes).
@@ -263,10 +257,10 @@ fn view(config: &ChannelConfig, mail: bool) -> ChannelsView {
 /// Checks a channel's server URL: http(s), at most 2000 characters, and (when
 /// `WEBHOOK_BLOCK_PRIVATE_URLS`) not a private or internal destination.
 pub async fn check_url(state: &AppState, field: &str, url: &str) -> Result<String> {
-    let url = url.trim().trim_end_matches('/');
-    if url.is_empty() || url.len() > 2000 {
-        return Err(Error::invalid(field, "must be an http or https URL of at most 2000 characters"));
+    if url.len() > 2000 || !crate::outbound::documented_shape(url, false) {
+        return Err(Error::invalid(field, crate::outbound::SHAPE_REFUSED));
     }
+    let url = url.trim_end_matches('/');
     let parsed = crate::outbound::check(url, state.config.features.webhook_block_private_urls)
         .await
         .map_err(|reason| Error::invalid(field, reason))?;

@@ -122,10 +122,7 @@ pub struct WebhookList {
 #[serde(deny_unknown_fields)]
 pub struct WebhookInput {
     /// http or https receiver URL (required on create).
-    #[schema(
-        max_length = 2000,
-        pattern = r"^https?://[a-z0-9]([a-z0-9.-]{0,60}[a-z0-9])?(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]*){0,8}$"
-    )]
+    #[schema(schema_with = crate::outbound::url_with_query_schema)]
     pub url: Option<String>,
     /// Events to receive (see `GET /webhooks/events`); at least one (required on create).
     #[schema(value_type = Option<Vec<EventName>>, min_items = 1)]
@@ -227,9 +224,8 @@ fn new_secret() -> String {
 }
 
 async fn check_url(state: &AppState, url: &str) -> Result<String> {
-    let url = url.trim();
-    if url.is_empty() || url.len() > 2000 {
-        return Err(Error::invalid("url", "must be an http or https URL of at most 2000 characters"));
+    if url.len() > 2000 || !crate::outbound::documented_shape(url, true) {
+        return Err(Error::invalid("url", crate::outbound::SHAPE_REFUSED));
     }
     crate::outbound::check(url, state.config.features.webhook_block_private_urls)
         .await

@@ -105,10 +105,7 @@ pub struct PushKeys {
 #[serde(deny_unknown_fields)]
 pub struct PushSubscriptionInput {
     /// The push service's URL for this browser, http or https.
-    #[schema(
-        max_length = 2000,
-        pattern = r"^https?://[a-z0-9]([a-z0-9.-]{0,60}[a-z0-9])?(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]*){0,8}$"
-    )]
+    #[schema(schema_with = crate::outbound::url_schema)]
     pub endpoint: String,
     pub keys: PushKeys,
     #[serde(rename = "expirationTime")]
@@ -297,15 +294,12 @@ pub async fn subscribe(
     user: u64,
     input: PushSubscriptionInput,
 ) -> Result<(PushSubscriptionView, bool)> {
-    let endpoint = input.endpoint.trim().to_string();
-    if endpoint.is_empty() || endpoint.len() > 2000 {
-        return Err(Error::invalid("endpoint", "must be an http or https URL of at most 2000 characters"));
+    let endpoint = input.endpoint;
+    if endpoint.len() > 2000 || !crate::outbound::documented_shape(&endpoint, false) {
+        return Err(Error::invalid("endpoint", crate::outbound::SHAPE_REFUSED));
     }
     let parsed =
         reqwest::Url::parse(&endpoint).map_err(|e| Error::invalid("endpoint", format!("is not a URL: {e}")))?;
-    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-        return Err(Error::invalid("endpoint", "must be an http or https URL"));
-    }
     // A push service's name is resolved (and checked) at every delivery by the guarded client;
     // here an internal literal is refused at once.
     crate::outbound::check_literal(&parsed, state.config.features.webhook_block_private_urls)
