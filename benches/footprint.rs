@@ -1,0 +1,301 @@
+//! Footprint benchmark over HTTP (issue #27 items 3 and 4): the real release binary in a process
+//! of its own, on a loopback port, driven by one keep-alive client. For each `DB_CACHE_MB` in
+//! `BENCH_CACHES` (default `64,1024`: today's default beside redb's own, the footprint before
+//! the knob), side by side in one run:
+//!
+//! 1. a vCard file of `BENCH_CONTACTS` cards (default 100000; the import bench's generator, 10%
+//!    with a photo) is uploaded, previewed and confirmed with every row's suggested action;
+//! 2. for `BENCH_TRAIL_SECS` (default 60) from the confirm's answer, while the search index takes
+//!    the imported cards in the background, one client searches without pause (a first name,
+//!    a city, a word of the cards' notes in turn) and every search is timed;
+//! 3. then the settled workload: gets of one contact, lists of 50 by name, searches and creates;
+//! 4. the server's resident memory from `/proc/<pid>/status`: `VmRSS` (and what of it is the
+//!    heap, `RssAnon`, and what is mapped files such as the search index, `RssFile`) and the
+//!    peak `VmHWM`.
+//!
+//! Every time is from sending the request to holding the whole answer. The server runs with
+//! `LOG_LEVEL=warn`; the harness's memory is not the server's.
+//!
+//! Run: `cargo bench -p mycorrhizal --bench footprint`.
+
+mod cards;
+#[allow(dead_code)] // the footprint bench takes only its settings
+mod seed;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const PASSWORD: &str = "lichen-moss-fern-42";
+
+/// A running server process and a signed-in client of it.
+struct Server {
+    child: Child,
+    http: reqwest::Client,
+    base: String,
+    cookie: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    async fn start(cache_mb: u64) -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mycorrhizal"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("DATA_DIR", dir.path().join("data"))
+            .env("BIND_ADDR", "127.0.0.1:0")
+            .env("LOG_LEVEL", "warn")
+            .env("DB_CACHE_MB", cache_mb.to_string())
+            .env("RATE_LIMIT_API_BURST", "10000000")
+            .env("RATE_LIMIT_API_INTERVAL_MS", "1")
+            .env("IMPORT_MAX_FILE_MB", "1024")
+            .env("IMPORT_MAX_CARDS", "10000000")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the server");
+        // The address from the `listening` line; the rest of its output is drained.
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line)
+                    && v["event"] == "listening"
+                {
+                    let _ = tx.send(v["addr"].as_str().unwrap_or_default().to_string());
+                }
+            }
+        });
+        let addr = rx.recv_timeout(Duration::from_secs(60)).expect("the server listens");
+        let base = format!("http://{addr}");
+        let http = reqwest::Client::builder().pool_max_idle_per_host(2).build().expect("client");
+        let register = json!({ "username": "bench", "email": "bench@example.org", "password": PASSWORD });
+        let created = http.post(format!("{base}/api/v1/register")).json(&register).send().await.expect("register");
+        assert_eq!(created.status(), 201);
+        let login = json!({ "identifier": "bench", "password": PASSWORD });
+        let signed_in = http.post(format!("{base}/api/v1/login")).json(&login).send().await.expect("login");
+        let cookie = signed_in
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find_map(|c| {
+                c.strip_prefix("auth_token=").map(|r| format!("auth_token={}", r.split(';').next().unwrap_or("")))
+            })
+            .expect("session cookie");
+        Server { child, http, base, cookie, _dir: dir }
+    }
+
+    /// One request: its status, its body, and the time to the body's last byte.
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (u16, axum::body::Bytes, Duration) {
+        let started = Instant::now();
+        let mut request = self.http.request(method, format!("{}{path}", self.base)).header("cookie", &self.cookie);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.expect("body");
+        (status, bytes, started.elapsed())
+    }
+
+    /// Upload, preview and confirm of `file`, every row with its suggested action; the number
+    /// of contacts created.
+    async fn import(&self, file: Vec<u8>) -> u64 {
+        let boundary = "footprint-boundary";
+        let mut body =
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"contacts.vcf\"\r\n\r\n")
+                .into_bytes();
+        body.extend_from_slice(&file);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let started = Instant::now();
+        let response = self
+            .http
+            .post(format!("{}/api/v1/contacts/import/vcf/upload", self.base))
+            .header("cookie", &self.cookie)
+            .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+            .body(body)
+            .send()
+            .await
+            .expect("upload");
+        assert_eq!(response.status(), 200);
+        let preview: Value = response.json().await.expect("preview");
+        let previewed = started.elapsed();
+        let actions: Vec<Value> = preview["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| json!({ "row_index": r["row_index"], "action": r["suggested_action"] }))
+            .collect();
+        let confirm = json!({ "session_id": preview["session_id"], "actions": actions });
+        drop(preview);
+        let started = Instant::now();
+        let (status, answer, _) =
+            self.call(reqwest::Method::POST, "/api/v1/contacts/import/vcf/confirm", Some(&confirm)).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+        let answer: Value = serde_json::from_slice(&answer).expect("confirm answer");
+        println!(
+            "  import: upload+preview {:.1} s, confirm {:.1} s, {} created",
+            previewed.as_secs_f64(),
+            started.elapsed().as_secs_f64(),
+            answer["created"]
+        );
+        answer["created"].as_u64().expect("created")
+    }
+
+    /// `VmRSS`, `RssAnon`, `RssFile` and `VmHWM` of the server process, in MB.
+    fn memory(&self) -> [f64; 4] {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        ["VmRSS:", "RssAnon:", "RssFile:", "VmHWM:"].map(|key| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|kb| kb.parse::<f64>().ok())
+                .unwrap_or(0.0)
+                / 1024.0
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The queries of a search loop, in turn: a first name, a city and a word of the cards' notes
+/// (each matching thousands of the imported people).
+fn query(i: usize) -> String {
+    let mut rng = cards::Rng(0x2545_F491_4F6C_DD1D ^ (i as u64 + 1));
+    let list = [cards::FIRST, cards::CITIES, cards::WORDS][i % 3];
+    let word = rng.pick(list);
+    url_encode(word)
+}
+
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect()
+}
+
+/// p50, p99 and the largest, in ms.
+fn percentiles(mut lat: Vec<Duration>) -> (usize, f64, f64, f64) {
+    lat.sort();
+    let at = |p: f64| lat[((lat.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1000.0;
+    (lat.len(), at(0.5), at(0.99), lat.last().map(|d| d.as_secs_f64() * 1000.0).unwrap_or(0.0))
+}
+
+struct Figures {
+    cache_mb: u64,
+    rows: Vec<(&'static str, (usize, f64, f64, f64))>,
+    memory: [f64; 4],
+}
+
+async fn run(cache_mb: u64, contacts: u64, trail: Duration) -> Figures {
+    println!("DB_CACHE_MB={cache_mb}:");
+    let server = Server::start(cache_mb).await;
+    let created = server.import(cards::file(contacts as usize, 0)).await;
+    let mut rows = Vec::new();
+
+    // Searches while the index trails the confirm.
+    let started = Instant::now();
+    let mut lat = Vec::new();
+    let mut i = 0;
+    while started.elapsed() < trail {
+        let (status, _, took) =
+            server.call(reqwest::Method::GET, &format!("/api/v1/search?q={}", query(i)), None).await;
+        assert_eq!(status, 200);
+        lat.push(took);
+        i += 1;
+    }
+    rows.push(("search, the minute after the confirm", percentiles(lat)));
+
+    let mut rng = cards::Rng(0x9E37_79B9_7F4A_7C15);
+    let mut lat = Vec::new();
+    for _ in 0..2_000 {
+        let id = 1 + rng.next() % created;
+        let (status, _, took) = server.call(reqwest::Method::GET, &format!("/api/v1/contacts/{id}"), None).await;
+        assert_eq!(status, 200, "contact {id}");
+        lat.push(took);
+    }
+    rows.push(("get one contact", percentiles(lat)));
+    let mut lat = Vec::new();
+    for _ in 0..200 {
+        let (status, _, took) = server.call(reqwest::Method::GET, "/api/v1/contacts?sort=name&limit=50", None).await;
+        assert_eq!(status, 200);
+        lat.push(took);
+    }
+    rows.push(("list 50 by name", percentiles(lat)));
+    let mut lat = Vec::new();
+    for i in 0..2_000 {
+        let (status, _, took) =
+            server.call(reqwest::Method::GET, &format!("/api/v1/search?q={}", query(i)), None).await;
+        assert_eq!(status, 200);
+        lat.push(took);
+    }
+    rows.push(("search, settled", percentiles(lat)));
+    let mut lat = Vec::new();
+    for n in 0..2_000 {
+        let body = json!({ "firstname": format!("Later{n}"), "lastname": "Footprint" });
+        let (status, _, took) = server.call(reqwest::Method::POST, "/api/v1/contacts", Some(&body)).await;
+        assert_eq!(status, 201);
+        lat.push(took);
+    }
+    rows.push(("create one contact", percentiles(lat)));
+    Figures { cache_mb, rows, memory: server.memory() }
+}
+
+fn main() {
+    let contacts = seed::setting("CONTACTS", 100_000);
+    let trail = Duration::from_secs(seed::setting("TRAIL_SECS", 60));
+    let caches: Vec<u64> = std::env::var("BENCH_CACHES")
+        .unwrap_or_else(|_| "64,1024".into())
+        .split(',')
+        .map(|c| c.trim().parse().expect("BENCH_CACHES: numbers of MB"))
+        .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let figures: Vec<Figures> = runtime.block_on(async {
+        let mut out = Vec::new();
+        for cache in caches {
+            out.push(run(cache, contacts, trail).await);
+        }
+        out
+    });
+
+    println!();
+    print!("| {contacts} contacts, one client over loopback | ");
+    for f in &figures {
+        print!("DB_CACHE_MB={} n / p50 / p99 / max ms | ", f.cache_mb);
+    }
+    println!();
+    println!("|---|{}", "---:|".repeat(figures.len()));
+    for (row, (name, _)) in figures[0].rows.iter().enumerate() {
+        print!("| {name} | ");
+        for f in &figures {
+            let (n, p50, p99, max) = f.rows[row].1;
+            print!("{n} / {p50:.3} / {p99:.3} / {max:.1} | ");
+        }
+        println!();
+    }
+    for (i, name) in
+        ["resident (VmRSS) after", "  of it heap (RssAnon)", "  of it mapped files (RssFile)", "peak (VmHWM)"]
+            .iter()
+            .enumerate()
+    {
+        print!("| {name} | ");
+        for f in &figures {
+            print!("{:.0} MB | ", f.memory[i]);
+        }
+        println!();
+    }
+}
