@@ -111,20 +111,17 @@ pub const URL_SHAPE_WITH_QUERY: &str = concat!(
 
 /// The document's schema of a receiver URL ([`URL_SHAPE`], at most 2000 characters).
 pub fn url_schema() -> utoipa::openapi::Object {
-    shaped(URL_SHAPE)
+    shaped(URL_SHAPE, utoipa::openapi::Type::String.into())
 }
 
-/// The document's schema of a webhook's URL ([`URL_SHAPE_WITH_QUERY`]).
+/// The document's schema of a webhook's URL ([`URL_SHAPE_WITH_QUERY`]), null allowed (an edit
+/// that leaves the URL as it is).
 pub fn url_with_query_schema() -> utoipa::openapi::Object {
-    shaped(URL_SHAPE_WITH_QUERY)
+    shaped(URL_SHAPE_WITH_QUERY, [utoipa::openapi::Type::String, utoipa::openapi::Type::Null].into_iter().collect())
 }
 
-fn shaped(pattern: &str) -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::Type::String)
-        .max_length(Some(2000))
-        .pattern(Some(pattern))
-        .build()
+fn shaped(pattern: &str, ty: utoipa::openapi::schema::SchemaType) -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new().schema_type(ty).max_length(Some(2000)).pattern(Some(pattern)).build()
 }
 
 /// What a URL of another shape is told.
