@@ -28,8 +28,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const PASSWORD: &str = "lichen-moss-fern-42";
-
 /// A running server process and a signed-in client of it.
 struct Server {
     child: Child,
@@ -72,20 +70,7 @@ impl Server {
         let addr = rx.recv_timeout(Duration::from_secs(60)).expect("the server listens");
         let base = format!("http://{addr}");
         let http = reqwest::Client::builder().pool_max_idle_per_host(2).build().expect("client");
-        let register = json!({ "username": "bench", "email": "bench@example.org", "password": PASSWORD });
-        let created = http.post(format!("{base}/api/v1/register")).json(&register).send().await.expect("register");
-        assert_eq!(created.status(), 201);
-        let login = json!({ "identifier": "bench", "password": PASSWORD });
-        let signed_in = http.post(format!("{base}/api/v1/login")).json(&login).send().await.expect("login");
-        let cookie = signed_in
-            .headers()
-            .get_all("set-cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .find_map(|c| {
-                c.strip_prefix("auth_token=").map(|r| format!("auth_token={}", r.split(';').next().unwrap_or("")))
-            })
-            .expect("session cookie");
+        let cookie = seed::sign_in_over_http(&http, &base).await;
         Server { child, http, base, cookie, _dir: dir }
     }
 

@@ -142,3 +142,23 @@ pub fn report_memory(when: &str) {
     let (now, peak) = memory();
     println!("resident memory {when}: {now:.0} MB (peak {peak:.0} MB)");
 }
+
+/// Registers user `bench` on the server at `base` and signs in: the session's `Cookie` value.
+#[allow(dead_code)] // the in-process benches sign in through the router
+pub async fn sign_in_over_http(http: &reqwest::Client, base: &str) -> String {
+    let password = "lichen-moss-fern-42";
+    let register = json!({ "username": "bench", "email": "bench@example.org", "password": password });
+    let created = http.post(format!("{base}/api/v1/register")).json(&register).send().await.expect("register");
+    assert_eq!(created.status(), 201);
+    let login = json!({ "identifier": "bench", "password": password });
+    let signed_in = http.post(format!("{base}/api/v1/login")).json(&login).send().await.expect("login");
+    signed_in
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|c| {
+            c.strip_prefix("auth_token=").map(|r| format!("auth_token={}", r.split(';').next().unwrap_or("")))
+        })
+        .expect("session cookie")
+}

@@ -69,21 +69,7 @@ fn main() {
             let _ = stopped.await;
         }));
         let http = reqwest::Client::builder().pool_max_idle_per_host(4).build().expect("client");
-        let register =
-            serde_json::json!({ "username": "bench", "email": "bench@example.org", "password": "lichen-moss-fern-42" });
-        let created = http.post(format!("{base}/api/v1/register")).json(&register).send().await.expect("register");
-        assert_eq!(created.status(), 201);
-        let login = serde_json::json!({ "identifier": "bench", "password": "lichen-moss-fern-42" });
-        let signed_in = http.post(format!("{base}/api/v1/login")).json(&login).send().await.expect("login");
-        let cookie = signed_in
-            .headers()
-            .get_all("set-cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .find_map(|c| {
-                c.strip_prefix("auth_token=").map(|r| format!("auth_token={}", r.split(';').next().unwrap_or("")))
-            })
-            .expect("session cookie");
+        let cookie = seed::sign_in_over_http(&http, &base).await;
         let client = Client { http, base, cookie };
 
         let user = engine.user(UserId(1));
