@@ -10,9 +10,9 @@ use std::net::IpAddr;
 use axum::http::request::Parts;
 
 use super::Error;
+use super::oidc::OidcClient;
 use super::records::{Account, ResetToken, random_token, sha256_hex};
 use super::session::{self, Claims};
-use super::oidc::OidcClient;
 use super::{accounts, second_factor};
 use crate::notify::outbox::{self, Target};
 use crate::state::AppState;
@@ -49,7 +49,7 @@ pub async fn with_password(state: &AppState, identifier: &str, password: String,
     limits
         .check_login(&identifier, ip)
         .map_err(|r| Error::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: r.locked })?;
-    let found = accounts::find(state, &identifier)?;
+    let found = accounts::find(state, &identifier).await?;
     let hash = found.as_ref().and_then(|(_, a)| a.password_hash.clone());
     if !state.auth.hasher.verify(password, hash).await {
         limits.login_failed(&identifier, ip);
@@ -116,7 +116,8 @@ pub async fn with_second_factor(state: &AppState, parts: &Parts, code: &str) -> 
         return Err(Error::Unauthorized("Invalid token"));
     }
     let user_id = claims.user_id;
-    let account: Account = state.engine.global()?.get(user_id).map_err(|_| Error::Unauthorized("Invalid token"))?;
+    let account: Account =
+        accounts::read(state, move |view| view.get(user_id).map_err(|_| Error::Unauthorized("Invalid token"))).await?;
     if account.token_version != claims.token_version || !account.totp.as_ref().is_some_and(|t| t.enabled) {
         return Err(Error::Unauthorized("Session expired, please sign in again"));
     }
@@ -248,7 +249,7 @@ const RESET_LIFETIME: jiff::SignedDuration = jiff::SignedDuration::from_hours(1)
 /// password. Answers the same whether or not it exists, so accounts cannot be enumerated.
 pub async fn request_reset(state: &AppState, email: &str) -> Result<(), Error> {
     let email = accounts::normalize_email(email)?;
-    if let Some((user_id, account)) = accounts::find(state, &email)?
+    if let Some((user_id, account)) = accounts::find(state, &email).await?
         && account.password_hash.is_some()
     {
         let token = random_token(32);
@@ -297,20 +298,24 @@ pub async fn confirm_reset(state: &AppState, token: &str, password: String) -> R
         return Err(invalid());
     }
     let hash = sha256_hex(token.trim());
-    let (token_id, reset) = state.engine.global()?.find::<ResetToken>("hash", &hash)?.ok_or_else(invalid)?;
     let now = state.engine.clock().now();
-    if reset.expires_at <= now {
-        return Err(invalid());
-    }
-    let account: Account = state.engine.global()?.get(reset.user_id).map_err(|_| invalid())?;
+    let (token_id, user_id, account) = accounts::read(state, move |view| {
+        let (token_id, reset) = view.find::<ResetToken>("hash", &hash)?.ok_or_else(invalid)?;
+        if reset.expires_at <= now {
+            return Err(invalid());
+        }
+        let account: Account = view.get(reset.user_id).map_err(|_| invalid())?;
+        Ok((token_id, reset.user_id, account))
+    })
+    .await?;
     accounts::check_new_password(state, "password", &password, &account.username, &account.email).await?;
     // Claim the token first: of two concurrent confirms, one wins.
     let claimed = state.engine.write_async(move |tx| tx.global().delete::<ResetToken>(token_id)).await;
     if claimed.is_err() {
         return Err(invalid());
     }
-    accounts::set_password(state, reset.user_id, password, true, true).await?;
-    tracing::info!(event = "password_reset_completed", component = "auth", user_id = reset.user_id);
+    accounts::set_password(state, user_id, password, true, true).await?;
+    tracing::info!(event = "password_reset_completed", component = "auth", user_id);
     Ok(())
 }
 

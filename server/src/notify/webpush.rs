@@ -143,7 +143,10 @@ fn random_secret() -> std::result::Result<SecretKey, String> {
 
 /// The server's VAPID key, created and stored (sealed) on first use.
 pub async fn vapid_key(engine: &Engine, data_key: &DataKey) -> std::result::Result<SecretKey, String> {
-    let stored = engine.global().map_err(|e| e.to_string())?.map_get(KEY_TABLE, KEY_NAME).map_err(|e| e.to_string())?;
+    let stored = crate::crm::blocking(engine, |engine| engine.global()?.map_get(KEY_TABLE, KEY_NAME))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
     let sealed = match stored {
         Some(sealed) => sealed,
         None => {
