@@ -75,11 +75,11 @@ struct Notify {
 
 async fn notify_of(state: &AppState, user: u64) -> Result<Notify, ApiError> {
     let s = state.clone();
-    Ok(state
+    state
         .blocking(move |_| -> Result<Notify, ApiError> {
             Ok(Notify { channels: channels::list(&s, user)?, browsers: webpush::list(&s, user)? })
         })
-        .await??)
+        .await?
 }
 
 /// The host of a push endpoint, to tell browsers apart without showing the capability URL.
