@@ -21,7 +21,8 @@ use mycorrhizal::config::{Config, Env};
 use mycorrhizal::crm::calendar::{self, Recurrence};
 use mycorrhizal::crm::contact::ops::ContactInput;
 use mycorrhizal::crm::records::Reminder;
-use mycorrhizal::notify::webhooks::{self, WebhookInput};
+use mycorrhizal::notify::webhook_ops as webhooks;
+use mycorrhizal::notify::webhooks::WebhookInput;
 use mycorrhizal_engine::system::{JobResult, Trigger};
 use mycorrhizal_engine::{Engine, UserId};
 

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mycorrhizal::notify::webhooks::{self, WebhookInput};
+use mycorrhizal::notify::webhook_ops as webhooks;
+use mycorrhizal::notify::webhooks::WebhookInput;
 use mycorrhizal_engine::UserId;
 
 const CALLERS: u64 = 16;
@@ -53,7 +54,7 @@ async fn run(writes: u64, hooks: u64, worker: bool) -> (f64, Option<f64>) {
         webhooks::create(&state, 1, input).await.expect("webhook");
     }
     if worker {
-        tokio::spawn(mycorrhizal::notify::outbox::run(state.clone()));
+        tokio::spawn(mycorrhizal::notify::worker::run(state.clone()));
     }
     let user = engine.user(UserId(1));
     let started = Instant::now();

@@ -110,8 +110,7 @@ impl AppState {
         &self,
         work: impl FnOnce(&Engine) -> T + Send + 'static,
     ) -> crate::crm::Result<T> {
-        let engine = self.engine.clone();
-        tokio::task::spawn_blocking(move || work(&engine)).await.map_err(crate::crm::Error::internal)
+        crate::crm::blocking(&self.engine, work).await
     }
 }
 

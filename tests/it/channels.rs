@@ -14,7 +14,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use jiff::SignedDuration;
 use mycorrhizal::notify::channels::{self, ChannelConfig, Notification, Senders, TopicChannel};
-use mycorrhizal::notify::outbox::deliver_once;
+use mycorrhizal::notify::worker::deliver_once;
 use mycorrhizal_engine::Clock;
 use p256::elliptic_curve::sec1::ToEncodedPoint;
 use serde_json::{Value, json};

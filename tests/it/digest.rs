@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use mycorrhizal::jobs::digest::digest_once;
-use mycorrhizal::notify::outbox::deliver_once;
+use mycorrhizal::notify::worker::deliver_once;
 use mycorrhizal_engine::Clock;
 use mycorrhizal_engine::system::{JobResult, JobRun, Trigger};
 use serde_json::{Value, json};

@@ -11,7 +11,7 @@ use axum::body::Body;
 use axum::http::Request;
 use hmac::{Hmac, Mac};
 use jiff::{SignedDuration, Timestamp};
-use mycorrhizal::notify::outbox::deliver_once;
+use mycorrhizal::notify::worker::deliver_once;
 use mycorrhizal_engine::Clock;
 use serde_json::{Value, json};
 use sha2::Sha256;

@@ -9,7 +9,6 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::accounts::{self, NewAccount};
-use crate::auth::records::Account;
 use crate::auth::view::{CurrentUser, UserPage};
 use crate::crm::Message;
 use crate::error::ApiError;
@@ -35,7 +34,7 @@ pub async fn list_users(
 ) -> Result<axum::Json<UserPage>, ApiError> {
     let page = q.page.unwrap_or(1).max(1);
     let limit = q.limit.unwrap_or(25).clamp(1, 100);
-    let (users, total) = accounts::page(&state, page, limit)?;
+    let (users, total) = accounts::page(&state, page, limit).await?;
     let users: Vec<CurrentUser> = users.iter().map(|(id, a)| CurrentUser::from(*id, a)).collect();
     Ok(axum::Json(UserPage { users, total, page, limit }))
 }
@@ -74,7 +73,7 @@ pub async fn get_user(
     _admin: AdminUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<CurrentUser>, ApiError> {
-    let account: Account = state.engine.global()?.get(id)?;
+    let account = accounts::get(&state, id).await?;
     Ok(axum::Json(CurrentUser::from(id, &account)))
 }
 
@@ -93,7 +92,7 @@ pub async fn patch_user(
     Path(id): Path<u64>,
     Json(body): Json<PatchUserBody>,
 ) -> Result<axum::Json<CurrentUser>, ApiError> {
-    let mut account: Account = state.engine.global()?.get(id)?;
+    let mut account = accounts::get(&state, id).await?;
     if let Some(password) = body.password {
         account = accounts::reset_password(&state, id, password).await?;
     }

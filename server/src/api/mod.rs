@@ -43,7 +43,7 @@ use crate::state::AppState;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Mycorrhizal API", description = "Self-hosted personal CRM. JSON under /api/v1; health probes at the root."),
-    components(schemas(crate::error::ErrorBody, crate::crm::schema::Day, crate::crm::schema::DayOrBlank, crate::crm::schema::DayOrInstant, crate::crm::schema::DayOrInstantOrBlank, health::Live, health::Ready, health::ReadyChecks, health::Check, health::Health, health::DatabaseHealth)),
+    components(schemas(crate::error::ErrorBody, crate::crm::schema::Day, crate::crm::schema::DayOrBlank, crate::crm::schema::DayOrInstant, crate::crm::schema::DayOrInstantOrBlank, crate::ops::health::Live, crate::ops::health::Ready, crate::ops::health::ReadyChecks, crate::ops::health::Check, crate::ops::health::Health, crate::ops::health::DatabaseHealth)),
     tags(
         (name = "health", description = "Unauthenticated, unversioned probes"),
         (name = "meta", description = "The API's own description"),

@@ -2,7 +2,9 @@
 //! (redirect to the provider) and `/auth/oidc/callback` (the redirect target). Without OIDC
 //! configured, login and callback answer 404.
 //!
-//! Linking order on the callback: (a) an account already linked to this provider subject; (b) an
+//! The callback's rules (the state check, the code exchange, linking or provisioning the account,
+//! the session) are `auth::signin::with_provider`; this file turns its outcome into cookies and a
+//! redirect. Linking order on the callback: (a) an account already linked to this provider subject; (b) an
 //! account with the same verified email (an unverified email counts only with
 //! `OIDC_TRUST_EMAIL`), which is then linked and keeps its password; (c) a new password-less account
 //! when `OIDC_AUTO_PROVISION` is on. Otherwise the user is sent back with an error code.
@@ -17,7 +19,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::auth::records::random_token;
-use crate::auth::session;
+use crate::auth::signin::{self, PROVIDER_COOKIES, ProviderReturn, ProviderSignIn};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -99,59 +101,18 @@ pub async fn callback(
     Query(query): Query<CallbackQuery>,
 ) -> Result<Response, ApiError> {
     let oidc = state.oidc.clone().ok_or(ApiError::FeatureDisabled("Single sign-on is not configured"))?;
-    let cookie = |name: &str| {
-        parts
-            .headers
-            .get_all(axum::http::header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .find_map(|h| session::read_cookie(h, name).map(str::to_string))
-    };
-    let android = cookie("oidc_client").as_deref() == Some("android");
-    let frontend = state.config.auth.frontend_url.clone().unwrap_or_default();
-    let frontend = frontend.trim_end_matches('/').to_string();
-    let clear: Vec<String> = ["oidc_state", "oidc_nonce", "oidc_pkce", "oidc_client"]
-        .iter()
-        .map(|n| short_cookie(&state, n, "", 0, false))
-        .collect();
-    let fail = |code: &str| {
-        tracing::info!(event = "oidc_login_failed", component = "auth", reason = code);
-        let location = if android {
-            format!("mycorrhizal://oidc/callback?error={code}")
-        } else {
-            format!("{frontend}/login?error={code}")
-        };
-        Ok(redirect(&location, clear.clone()))
-    };
-    if query.error.is_some() {
-        return fail("oidc_denied");
-    }
-    let (Some(code), Some(returned_state)) = (query.code, query.state) else { return fail("oidc_error") };
-    let (Some(expected_state), Some(nonce), Some(verifier)) =
-        (cookie("oidc_state"), cookie("oidc_nonce"), cookie("oidc_pkce"))
-    else {
-        return fail("oidc_error");
-    };
-    if returned_state != expected_state {
-        return fail("oidc_error");
-    }
-    let (identity, id_token) = match oidc.finish(&code, &verifier, &nonce).await {
-        Ok(found) => found,
-        Err(e) => {
-            tracing::warn!(event = "oidc_failed", component = "auth", error = %e);
-            return fail("oidc_error");
+    let android = signin::cookie(&parts, "oidc_client").as_deref() == Some("android");
+    let back = ProviderReturn { code: query.code, state: query.state, error: query.error };
+    let outcome = signin::with_provider(&state, &oidc, &parts, back).await?;
+    let mut cookies: Vec<String> = PROVIDER_COOKIES.iter().map(|n| short_cookie(&state, n, "", 0, false)).collect();
+    let frontend = state.config.auth.frontend_url.as_deref().unwrap_or_default().trim_end_matches('/');
+    let location = match outcome {
+        ProviderSignIn::Refused(code) if android => format!("mycorrhizal://oidc/callback?error={code}"),
+        ProviderSignIn::Refused(code) => format!("{frontend}/login?error={code}"),
+        ProviderSignIn::Session { token, cookies: set, .. } => {
+            cookies.extend(set);
+            if android { format!("mycorrhizal://oidc/callback?token={token}") } else { format!("{frontend}/") }
         }
     };
-    let issuer = oidc.config.provider_url.trim_end_matches('/').to_string();
-    let (user_id, account) = match crate::auth::accounts::link_identity(&state, &issuer, &identity).await? {
-        Ok(found) => found,
-        Err(code) => return fail(code),
-    };
-    let (jwt, session_cookie) = state.auth.start_session(&state.engine, user_id, &account, true).await?;
-    let mut cookies = clear.clone();
-    cookies.push(session_cookie);
-    cookies.push(state.auth.cookies.cookie("id_token", &id_token, state.auth.session_lifetime.as_secs()));
-    tracing::info!(event = "oidc_login_succeeded", component = "auth", user_id);
-    let location = if android { format!("mycorrhizal://oidc/callback?token={jwt}") } else { format!("{frontend}/") };
     Ok(redirect(&location, cookies))
 }

@@ -3,8 +3,6 @@
 //! the right content type; and the image proxy for upload previews, which only reaches public
 //! addresses, only accepts image content and caps size and time.
 
-use std::time::Duration;
-
 use crate::http::extract::{Path, Query};
 use axum::extract::{Multipart, State};
 use axum::http::StatusCode;
@@ -19,6 +17,7 @@ use crate::crm::contact::view::ContactView;
 use crate::crm::pictures::{self, PictureError};
 use crate::error::ApiError;
 use crate::http::conditional::tagged;
+use crate::outbound::image::{self, FetchError};
 use crate::state::AppState;
 
 /// The upload limit the route table sets (the rule is the domain's).
@@ -106,28 +105,10 @@ pub async fn proxy(
     _user: AuthUser,
     Query(q): Query<ProxyQuery>,
 ) -> Result<Response, ApiError> {
-    let url = q.url.filter(|u| !u.trim().is_empty()).ok_or_else(|| ApiError::invalid_input("url", "is required"))?;
-    let url = crate::outbound::check(&url, true).await.map_err(|reason| ApiError::validation("url", reason))?;
-    let mut response = state
-        .http
-        .get(url)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .map_err(|_| ApiError::External("The image could not be fetched".into()))?;
-    if !response.status().is_success() {
-        return Err(ApiError::External(format!("The image server answered {}", response.status())));
-    }
-    let mut bytes = Vec::new();
-    while let Some(chunk) =
-        response.chunk().await.map_err(|_| ApiError::External("The image download failed".into()))?
-    {
-        bytes.extend_from_slice(&chunk);
-        if bytes.len() > MAX_PHOTO {
-            return Err(ApiError::validation("url", "the image is larger than 10 MB"));
-        }
-    }
-    let (mime, _) =
-        pictures::sniff(&bytes).ok_or_else(|| ApiError::validation("url", "is not a JPEG, PNG, GIF or WebP image"))?;
-    Ok(([(CONTENT_TYPE, mime), (CONTENT_DISPOSITION, "inline")], bytes).into_response())
+    let image = image::fetch(&state.http, q.url.as_deref()).await.map_err(|e| match e {
+        FetchError::Missing => ApiError::invalid_input("url", "is required"),
+        FetchError::Refused(reason) => ApiError::validation("url", reason),
+        FetchError::Remote(message) => ApiError::External(message),
+    })?;
+    Ok(([(CONTENT_TYPE, image.mime), (CONTENT_DISPOSITION, "inline")], image.bytes).into_response())
 }

@@ -24,7 +24,7 @@ async fn create_for(state: &AppState, user: &AuthUser, body: NewToken) -> Result
 }
 
 async fn list_for(state: &AppState, user_id: u64) -> Result<axum::Json<TokenList>, ApiError> {
-    Ok(axum::Json(TokenList { tokens: tokens::list(state, user_id)? }))
+    Ok(axum::Json(TokenList { tokens: tokens::list(state, user_id).await? }))
 }
 
 /// Revokes the caller's token `id`; another user's id is not found.

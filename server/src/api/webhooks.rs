@@ -10,8 +10,9 @@ use crate::auth::AuthUser;
 use crate::error::ApiError;
 use crate::http::extract::{Path, Query};
 use crate::http::json::Json;
+use crate::notify::webhook_ops as webhooks;
 use crate::notify::webhooks::{
-    self, DeliveryList, DeliveryView, EventList, WebhookInput, WebhookList, WebhookView, WebhookWithSecret,
+    DeliveryList, DeliveryView, EventList, WebhookInput, WebhookList, WebhookView, WebhookWithSecret,
 };
 use crate::state::AppState;
 

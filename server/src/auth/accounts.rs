@@ -3,7 +3,7 @@
 //! cannot be demoted or deleted, and deleting an account with all its data.
 
 use jiff::Timestamp;
-use mycorrhizal_engine::{Error as EngineError, UserId};
+use mycorrhizal_engine::{Error as EngineError, GlobalView, UserId};
 
 use super::Error;
 use super::records::{Account, ApiToken, DeviceGrant, ResetToken, Session};
@@ -130,11 +130,25 @@ pub async fn create(state: &AppState, new: NewAccount) -> Result<(u64, Account),
     }
 }
 
+/// Reads the accounts' tables on the blocking pool (`AppState::blocking`), in one read
+/// transaction: no redb read on an async worker.
+pub async fn read<T: Send + 'static>(
+    state: &AppState,
+    work: impl FnOnce(&GlobalView) -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    state.blocking(move |engine| work(&engine.global()?)).await?
+}
+
+/// Account `id`.
+pub async fn get(state: &AppState, id: u64) -> Result<Account, Error> {
+    read(state, move |view| Ok(view.get(id)?)).await
+}
+
 /// Finds an account by username or email (an identifier with `@` is an email).
-pub fn find(state: &AppState, identifier: &str) -> Result<Option<(u64, Account)>, Error> {
+pub async fn find(state: &AppState, identifier: &str) -> Result<Option<(u64, Account)>, Error> {
     let identifier = identifier.trim().to_lowercase();
     let key = if identifier.contains('@') { "email" } else { "username" };
-    Ok(state.engine.global()?.find::<Account>(key, &identifier)?)
+    read(state, move |view| Ok(view.find::<Account>(key, &identifier)?)).await
 }
 
 /// Sets a new password: bumps the token version (every session ends) and, for an admin or
@@ -147,7 +161,8 @@ pub async fn set_password(
     notify: bool,
 ) -> Result<Account, Error> {
     let hash = state.auth.hasher.hash(password).await.map_err(Error::internal)?;
-    let mail = if notify && state.mailer.is_configured() { Some(password_changed_mail(state, user_id)?) } else { None };
+    let mail =
+        if notify && state.mailer.is_configured() { Some(password_changed_mail(state, user_id).await?) } else { None };
     let account = state
         .engine
         .write_async(move |tx| {
@@ -177,8 +192,8 @@ pub async fn set_password(
 }
 
 /// The "your password was changed" notice, its text sealed for the outbox.
-fn password_changed_mail(state: &AppState, user_id: u64) -> Result<(String, Vec<u8>), Error> {
-    let account: Account = state.engine.global()?.get(user_id)?;
+async fn password_changed_mail(state: &AppState, user_id: u64) -> Result<(String, Vec<u8>), Error> {
+    let account: Account = read(state, move |view| Ok(view.get(user_id)?)).await?;
     let text = format!(
         "Hello {},\n\nThe password of your Mycorrhizal account was just changed and every other session was signed out.\nIf this was not you, reset your password at once and tell your administrator.\n",
         account.username
@@ -380,8 +395,8 @@ pub async fn change_password(
 }
 
 /// One page (1-based) of every account, and how many there are.
-pub fn page(state: &AppState, page: usize, limit: usize) -> Result<(Vec<(u64, Account)>, usize), Error> {
-    let all = state.engine.global()?.list::<Account>()?;
+pub async fn page(state: &AppState, page: usize, limit: usize) -> Result<(Vec<(u64, Account)>, usize), Error> {
+    let all = read(state, |view| Ok(view.list::<Account>()?)).await?;
     let total = all.len();
     let page = all.into_iter().skip(page.saturating_sub(1).saturating_mul(limit)).take(limit).collect();
     Ok((page, total))
@@ -390,7 +405,7 @@ pub fn page(state: &AppState, page: usize, limit: usize) -> Result<(Vec<(u64, Ac
 /// An admin's password reset of account `id`: the strength rules apply, and every session and
 /// API token of the account ends.
 pub async fn reset_password(state: &AppState, id: u64, password: String) -> Result<Account, Error> {
-    let account: Account = state.engine.global()?.get(id)?;
+    let account: Account = read(state, move |view| Ok(view.get(id)?)).await?;
     check_new_password(state, "password", &password, &account.username, &account.email).await?;
     let account = set_password(state, id, password, true, false).await?;
     tracing::info!(event = "admin_password_reset", component = "auth", user_id = id);
@@ -422,16 +437,22 @@ pub async fn link_identity(
     identity: &super::oidc::Identity,
 ) -> Result<Result<(u64, Account), &'static str>, Error> {
     let subject_key = format!("{issuer} {}", identity.sub);
-    let view = state.engine.global()?;
-    if let Some(found) = view.find::<Account>("oidc", &subject_key)? {
-        return Ok(Ok(found));
-    }
     let email = identity.email.as_deref().map(|e| e.trim().to_lowercase()).filter(|e| !e.is_empty());
     let email_usable = identity.email_verified == Some(true) || state.config.auth.oidc_trust_email;
-    if let Some(email) = email.as_deref().filter(|_| email_usable)
-        && let Some((id, _)) = view.find::<Account>("email", email)?
-    {
-        drop(view);
+    let by_email = email.clone().filter(|_| email_usable);
+    let (linked, same_email) = read(state, move |view| {
+        let linked = view.find::<Account>("oidc", &subject_key)?;
+        let same_email = match (&linked, by_email) {
+            (None, Some(email)) => view.find::<Account>("email", &email)?.map(|(id, _)| id),
+            _ => None,
+        };
+        Ok((linked, same_email))
+    })
+    .await?;
+    if let Some(found) = linked {
+        return Ok(Ok(found));
+    }
+    if let Some(id) = same_email {
         let (provider, subject) = (issuer.to_string(), identity.sub.clone());
         let account = state
             .engine
@@ -446,7 +467,6 @@ pub async fn link_identity(
             .await?;
         return Ok(Ok((id, account)));
     }
-    drop(view);
     if !state.config.auth.oidc_auto_provision {
         return Ok(Err("oidc_no_account"));
     }

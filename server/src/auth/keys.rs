@@ -142,10 +142,7 @@ impl DataKey {
 
     /// Unwraps the stored data key with `master`, creating and storing one on first start.
     pub async fn load_or_create(engine: &Engine, master: &MasterKey) -> Result<DataKey, String> {
-        let view = engine.global().map_err(|e| e.to_string())?;
-        let stored = view.map_get(TABLE, WRAPPED).map_err(|e| e.to_string())?;
-        let source = view.map_get(TABLE, SOURCE).map_err(|e| e.to_string())?;
-        drop(view);
+        let (stored, source) = stored(engine).await?;
         match stored {
             Some(wrapped) => {
                 let raw = open(&master.cipher(), &wrapped, WRAPPED.as_bytes())
@@ -162,6 +159,17 @@ impl DataKey {
             }
         }
     }
+}
+
+/// The wrapped data key and the tag of the master key that wrapped it, read on the blocking pool.
+async fn stored(engine: &Engine) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>), String> {
+    crate::crm::blocking(engine, |engine| -> mycorrhizal_engine::Result<_> {
+        let view = engine.global()?;
+        Ok((view.map_get(TABLE, WRAPPED)?, view.map_get(TABLE, SOURCE)?))
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())
 }
 
 fn unwrap_failure(source: Option<&[u8]>) -> String {
@@ -189,10 +197,8 @@ async fn store_wrapped(engine: &Engine, master: &MasterKey, raw: &[u8; 32]) -> R
 /// Re-wraps the data key from `old` to `new`. The data key itself, and so every encrypted
 /// field, is unchanged.
 pub async fn rewrap(engine: &Engine, old: &MasterKey, new: &MasterKey) -> Result<(), String> {
-    let view = engine.global().map_err(|e| e.to_string())?;
-    let wrapped = view.map_get(TABLE, WRAPPED).map_err(|e| e.to_string())?.ok_or("no data key has been created yet")?;
-    let source = view.map_get(TABLE, SOURCE).map_err(|e| e.to_string())?;
-    drop(view);
+    let (wrapped, source) = stored(engine).await?;
+    let wrapped = wrapped.ok_or("no data key has been created yet")?;
     let raw = open(&old.cipher(), &wrapped, WRAPPED.as_bytes()).ok_or_else(|| unwrap_failure(source.as_deref()))?;
     let raw: [u8; 32] = raw.try_into().map_err(|_| "stored data key has a bad length".to_string())?;
     store_wrapped(engine, new, &raw).await

@@ -126,14 +126,19 @@ impl Auth {
             return Err(Error::Unauthorized("Invalid token"));
         }
         let sid = claims.sid.ok_or(Error::Unauthorized("Invalid token"))?;
-        let view = engine.global()?;
-        let account: Account = view.get(claims.user_id).map_err(|_| Error::Unauthorized("Invalid token"))?;
-        if account.token_version != claims.token_version {
-            return Err(Error::Unauthorized("Session expired, please sign in again"));
-        }
-        let session: Session =
-            view.get(sid).map_err(|_| Error::Unauthorized("Session expired, please sign in again"))?;
-        drop(view);
+        let (user_id, token_version) = (claims.user_id, claims.token_version);
+        // One hop to the blocking pool for both reads: this runs on every request.
+        let (account, session) = crate::crm::blocking(engine, move |engine| -> Result<(Account, Session), Error> {
+            let view = engine.global()?;
+            let account: Account = view.get(user_id).map_err(|_| Error::Unauthorized("Invalid token"))?;
+            if account.token_version != token_version {
+                return Err(Error::Unauthorized("Session expired, please sign in again"));
+            }
+            let session: Session =
+                view.get(sid).map_err(|_| Error::Unauthorized("Session expired, please sign in again"))?;
+            Ok((account, session))
+        })
+        .await??;
         let now = engine.clock().now();
         if session.user_id != claims.user_id {
             return Err(Error::Unauthorized("Invalid token"));
@@ -159,18 +164,22 @@ impl Auth {
     }
 
     async fn authenticate_api_token(&self, engine: &Engine, token: &str) -> Result<AuthUser, Error> {
-        let view = engine.global()?;
-        let (id, record) =
-            view.find::<ApiToken>("hash", &sha256_hex(token))?.ok_or(Error::Unauthorized("Invalid token"))?;
+        let hash = sha256_hex(token);
         let now = engine.clock().now();
-        if record.revoked_at.is_some() {
-            return Err(Error::Unauthorized("Invalid token"));
-        }
-        if record.expires_at <= now {
-            return Err(Error::Unauthorized("Token expired"));
-        }
-        let account: Account = view.get(record.user_id).map_err(|_| Error::Unauthorized("Invalid token"))?;
-        drop(view);
+        // One hop to the blocking pool for both reads: this runs on every request.
+        let (id, record, account) = crate::crm::blocking(engine, move |engine| -> Result<_, Error> {
+            let view = engine.global()?;
+            let (id, record) = view.find::<ApiToken>("hash", &hash)?.ok_or(Error::Unauthorized("Invalid token"))?;
+            if record.revoked_at.is_some() {
+                return Err(Error::Unauthorized("Invalid token"));
+            }
+            if record.expires_at <= now {
+                return Err(Error::Unauthorized("Token expired"));
+            }
+            let account: Account = view.get(record.user_id).map_err(|_| Error::Unauthorized("Invalid token"))?;
+            Ok((id, record, account))
+        })
+        .await??;
         if record.last_used_at.is_none_or(|t| now.duration_since(t) > TOUCH_EVERY) {
             let engine = engine.clone();
             tokio::spawn(async move {

@@ -10,6 +10,7 @@ use std::net::IpAddr;
 use axum::http::request::Parts;
 
 use super::Error;
+use super::oidc::OidcClient;
 use super::records::{Account, ResetToken, random_token, sha256_hex};
 use super::session::{self, Claims};
 use super::{accounts, second_factor};
@@ -48,7 +49,7 @@ pub async fn with_password(state: &AppState, identifier: &str, password: String,
     limits
         .check_login(&identifier, ip)
         .map_err(|r| Error::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: r.locked })?;
-    let found = accounts::find(state, &identifier)?;
+    let found = accounts::find(state, &identifier).await?;
     let hash = found.as_ref().and_then(|(_, a)| a.password_hash.clone());
     if !state.auth.hasher.verify(password, hash).await {
         limits.login_failed(&identifier, ip);
@@ -115,7 +116,8 @@ pub async fn with_second_factor(state: &AppState, parts: &Parts, code: &str) -> 
         return Err(Error::Unauthorized("Invalid token"));
     }
     let user_id = claims.user_id;
-    let account: Account = state.engine.global()?.get(user_id).map_err(|_| Error::Unauthorized("Invalid token"))?;
+    let account: Account =
+        accounts::read(state, move |view| view.get(user_id).map_err(|_| Error::Unauthorized("Invalid token"))).await?;
     if account.token_version != claims.token_version || !account.totp.as_ref().is_some_and(|t| t.enabled) {
         return Err(Error::Unauthorized("Session expired, please sign in again"));
     }
@@ -162,6 +164,84 @@ async fn sso_logout_url(state: &AppState, oidc: &super::oidc::OidcClient, parts:
     Some(url.to_string())
 }
 
+/// What the provider's redirect brings back to the single sign-on callback.
+pub struct ProviderReturn {
+    pub code: Option<String>,
+    pub state: Option<String>,
+    /// Set when the provider (or the user there) declined.
+    pub error: Option<String>,
+}
+
+/// How a single sign-on callback ended.
+pub enum ProviderSignIn {
+    /// Signed in: the session's JWT (the native client's deep link carries it) and the cookies
+    /// to set (the session, the ID token kept for the provider's sign-out).
+    Session { user_id: u64, token: String, cookies: Vec<String> },
+    /// Back to the login page with this code: `oidc_denied`, `oidc_error`, `oidc_no_account` or
+    /// `oidc_no_email`.
+    Refused(&'static str),
+}
+
+/// The cookies the login step sets (`state`, `nonce`, the PKCE verifier, the client kind) and
+/// the callback clears whatever happens.
+pub const PROVIDER_COOKIES: [&str; 4] = ["oidc_state", "oidc_nonce", "oidc_pkce", "oidc_client"];
+
+/// Completes a single sign-on: checks the provider's return against the state the login step
+/// kept in the request's cookies, exchanges the code and verifies the ID token, finds, links or
+/// provisions the account (`accounts::link_identity`), and starts an SSO session.
+pub async fn with_provider(
+    state: &AppState,
+    oidc: &OidcClient,
+    parts: &Parts,
+    back: ProviderReturn,
+) -> Result<ProviderSignIn, Error> {
+    let (code, nonce, verifier) = match returned(back, |name| cookie(parts, name)) {
+        Ok(found) => found,
+        Err(reason) => return Ok(refused(reason)),
+    };
+    let (identity, id_token) = match oidc.finish(&code, &verifier, &nonce).await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!(event = "oidc_failed", component = "auth", error = %e);
+            return Ok(refused("oidc_error"));
+        }
+    };
+    let issuer = oidc.config.provider_url.trim_end_matches('/');
+    let (user_id, account) = match accounts::link_identity(state, issuer, &identity).await? {
+        Ok(found) => found,
+        Err(reason) => return Ok(refused(reason)),
+    };
+    let (token, session_cookie) = state.auth.start_session(&state.engine, user_id, &account, true).await?;
+    let id_cookie = state.auth.cookies.cookie("id_token", &id_token, state.auth.session_lifetime.as_secs());
+    tracing::info!(event = "oidc_login_succeeded", component = "auth", user_id);
+    Ok(ProviderSignIn::Session { user_id, token, cookies: vec![session_cookie, id_cookie] })
+}
+
+fn refused(reason: &'static str) -> ProviderSignIn {
+    tracing::info!(event = "oidc_login_failed", component = "auth", reason);
+    ProviderSignIn::Refused(reason)
+}
+
+/// The code to exchange, with the nonce and PKCE verifier `kept` for it; or why the return is
+/// refused: the provider declined, a part is missing, or `state` is not the one the login kept.
+fn returned(
+    back: ProviderReturn,
+    kept: impl Fn(&str) -> Option<String>,
+) -> Result<(String, String, String), &'static str> {
+    if back.error.is_some() {
+        return Err("oidc_denied");
+    }
+    let (Some(code), Some(returned_state)) = (back.code, back.state) else { return Err("oidc_error") };
+    let (Some(expected), Some(nonce), Some(verifier)) = (kept("oidc_state"), kept("oidc_nonce"), kept("oidc_pkce"))
+    else {
+        return Err("oidc_error");
+    };
+    if returned_state != expected {
+        return Err("oidc_error");
+    }
+    Ok((code, nonce, verifier))
+}
+
 /// How long a password-reset link works.
 const RESET_LIFETIME: jiff::SignedDuration = jiff::SignedDuration::from_hours(1);
 
@@ -169,7 +249,7 @@ const RESET_LIFETIME: jiff::SignedDuration = jiff::SignedDuration::from_hours(1)
 /// password. Answers the same whether or not it exists, so accounts cannot be enumerated.
 pub async fn request_reset(state: &AppState, email: &str) -> Result<(), Error> {
     let email = accounts::normalize_email(email)?;
-    if let Some((user_id, account)) = accounts::find(state, &email)?
+    if let Some((user_id, account)) = accounts::find(state, &email).await?
         && account.password_hash.is_some()
     {
         let token = random_token(32);
@@ -218,19 +298,61 @@ pub async fn confirm_reset(state: &AppState, token: &str, password: String) -> R
         return Err(invalid());
     }
     let hash = sha256_hex(token.trim());
-    let (token_id, reset) = state.engine.global()?.find::<ResetToken>("hash", &hash)?.ok_or_else(invalid)?;
     let now = state.engine.clock().now();
-    if reset.expires_at <= now {
-        return Err(invalid());
-    }
-    let account: Account = state.engine.global()?.get(reset.user_id).map_err(|_| invalid())?;
+    let (token_id, user_id, account) = accounts::read(state, move |view| {
+        let (token_id, reset) = view.find::<ResetToken>("hash", &hash)?.ok_or_else(invalid)?;
+        if reset.expires_at <= now {
+            return Err(invalid());
+        }
+        let account: Account = view.get(reset.user_id).map_err(|_| invalid())?;
+        Ok((token_id, reset.user_id, account))
+    })
+    .await?;
     accounts::check_new_password(state, "password", &password, &account.username, &account.email).await?;
     // Claim the token first: of two concurrent confirms, one wins.
     let claimed = state.engine.write_async(move |tx| tx.global().delete::<ResetToken>(token_id)).await;
     if claimed.is_err() {
         return Err(invalid());
     }
-    accounts::set_password(state, reset.user_id, password, true, true).await?;
-    tracing::info!(event = "password_reset_completed", component = "auth", user_id = reset.user_id);
+    accounts::set_password(state, user_id, password, true, true).await?;
+    tracing::info!(event = "password_reset_completed", component = "auth", user_id);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn back(code: Option<&str>, state: Option<&str>, error: Option<&str>) -> ProviderReturn {
+        ProviderReturn {
+            code: code.map(str::to_string),
+            state: state.map(str::to_string),
+            error: error.map(str::to_string),
+        }
+    }
+
+    fn kept(name: &str) -> Option<String> {
+        match name {
+            "oidc_state" => Some("s1".into()),
+            "oidc_nonce" => Some("n1".into()),
+            "oidc_pkce" => Some("v1".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_return_matching_the_kept_state_hands_back_code_nonce_and_verifier() {
+        let found = returned(back(Some("c"), Some("s1"), None), kept);
+        assert_eq!(found, Ok(("c".into(), "n1".into(), "v1".into())));
+    }
+
+    #[test]
+    fn a_declined_incomplete_or_forged_return_is_refused() {
+        assert_eq!(returned(back(Some("c"), Some("s1"), Some("access_denied")), kept), Err("oidc_denied"));
+        assert_eq!(returned(back(None, Some("s1"), None), kept), Err("oidc_error"));
+        assert_eq!(returned(back(Some("c"), None, None), kept), Err("oidc_error"));
+        assert_eq!(returned(back(Some("c"), Some("other"), None), kept), Err("oidc_error"));
+        let nothing_kept = |_: &str| None;
+        assert_eq!(returned(back(Some("c"), Some("s1"), None), nothing_kept), Err("oidc_error"));
+    }
 }

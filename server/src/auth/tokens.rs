@@ -121,15 +121,9 @@ pub async fn create(state: &AppState, user_id: u64, new: NewToken) -> Result<Min
 }
 
 /// Every token of `user_id`, revoked and expired ones included.
-pub fn list(state: &AppState, user_id: u64) -> Result<Vec<TokenView>, Error> {
-    Ok(state
-        .engine
-        .global()?
-        .list::<ApiToken>()?
-        .iter()
-        .filter(|(_, t)| t.user_id == user_id)
-        .map(|(id, t)| TokenView::from(*id, t))
-        .collect())
+pub async fn list(state: &AppState, user_id: u64) -> Result<Vec<TokenView>, Error> {
+    let tokens = super::accounts::read(state, |view| Ok(view.list::<ApiToken>()?)).await?;
+    Ok(tokens.iter().filter(|(_, t)| t.user_id == user_id).map(|(id, t)| TokenView::from(*id, t)).collect())
 }
 
 /// Revokes token `id` of `user_id` (idempotent).

@@ -39,6 +39,17 @@ pub mod suggestions;
 
 pub use error::{Error, Result};
 
+/// Runs blocking engine work (redb reads, snapshots) on the blocking pool, never on an async
+/// worker. The one way off them: `AppState::blocking` and `AppState::read` wrap it, and what
+/// holds only an engine (authenticating a request) calls it directly.
+pub async fn blocking<T: Send + 'static>(
+    engine: &mycorrhizal_engine::Engine,
+    work: impl FnOnce(&mycorrhizal_engine::Engine) -> T + Send + 'static,
+) -> Result<T> {
+    let engine = engine.clone();
+    tokio::task::spawn_blocking(move || work(&engine)).await.map_err(Error::internal)
+}
+
 /// What every stored record's view carries about its version: `revision`, `etag` (unquoted) and
 /// when it was created and last updated. Views flatten it into their own members.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]

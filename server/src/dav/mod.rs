@@ -285,7 +285,7 @@ impl Dav {
             };
         }
         let key = self.digest(&identifier, &password);
-        let found = accounts::find(state, &identifier).map_err(|_| DavError::unavailable())?;
+        let found = accounts::find(state, &identifier).await.map_err(|_| DavError::unavailable())?;
         if let Some((id, account)) = &found
             && let Some(known) = self.recall(&key)
             && known.user == *id

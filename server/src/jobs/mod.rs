@@ -42,7 +42,7 @@ const REACH_OUT_REEVALUATE_HOURS: i64 = 24;
 pub fn start(state: AppState) {
     backups::start(&state);
     digest::start(&state);
-    tokio::spawn(crate::notify::outbox::run(state.clone()));
+    tokio::spawn(crate::notify::worker::run(state.clone()));
     let purge_state = state.clone();
     tokio::spawn(async move {
         let mut trigger = Trigger::Initial;

@@ -27,6 +27,7 @@
 use jiff::Timestamp;
 use mycorrhizal_engine::{GlobalRecord, Tx, global_tables};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::outbox::{self, Target};
@@ -87,7 +88,7 @@ pub struct ChannelConfig {
     pub email: Option<bool>,
     pub ntfy: Option<TopicChannel>,
     pub gotify: Option<GotifyChannel>,
-    /// The ids of the user's Web Push subscriptions (`super::webpush::PushSubscription`).
+    /// The ids of the user's Web Push subscriptions (`PushSubscription`).
     pub push: Vec<u64>,
 }
 
@@ -112,6 +113,29 @@ pub struct GotifyChannel {
     /// The application token sealed with the data key.
     pub sealed_token: Vec<u8>,
     pub updated_at: Timestamp,
+}
+
+/// One browser's push subscription, as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PushSubscription {
+    pub user_id: u64,
+    pub endpoint: String,
+    /// `p256dh` (65 bytes) then `auth` (16 bytes), sealed with the data key.
+    pub sealed_keys: Vec<u8>,
+    pub created_at: Timestamp,
+}
+
+impl GlobalRecord for PushSubscription {
+    global_tables!("push_subscriptions");
+
+    fn unique_keys(&self) -> Vec<(&'static str, String)> {
+        // The endpoint is a capability: the unique index holds its digest only.
+        vec![("endpoint", endpoint_digest(&self.endpoint))]
+    }
+}
+
+pub(super) fn endpoint_digest(endpoint: &str) -> String {
+    hex::encode(Sha256::digest(endpoint.as_bytes()))
 }
 
 /// The configuration of `user` (the default when they never saved one).
@@ -404,7 +428,7 @@ pub async fn clear(state: &AppState, user: u64, channel: Channel) -> Result<Chan
                 Channel::Webpush => {
                     let ids = std::mem::take(&mut c.push);
                     for id in &ids {
-                        tx.global().remove::<super::webpush::PushSubscription>(*id)?;
+                        tx.global().remove::<PushSubscription>(*id)?;
                     }
                     !ids.is_empty()
                 }

@@ -7,10 +7,11 @@
 
 use std::time::Duration;
 
+use super::channels::PushSubscription;
 use super::channels::{self, Channel, ChannelConfig};
 use super::outbox::{Attempt, Message, Target, classify, retry_after};
 use super::webhooks::{self, SIGNATURE_HEADER, Webhook};
-use super::webpush::{self, PushSubscription};
+use super::webpush;
 use crate::outbound;
 use crate::state::AppState;
 
@@ -76,7 +77,7 @@ async fn webhook(state: &AppState, message: &Message, webhook_id: u64, event: &s
     if !hook.active {
         return Attempt::Permanent { status: None, error: "the webhook is paused".into() };
     }
-    let Some(secret) = webhooks::secret_of(state, &hook) else {
+    let Some(secret) = webhooks::secret_of(&state.auth.data_key, &hook) else {
         return Attempt::Permanent { status: None, error: "the webhook's secret cannot be read".into() };
     };
     let url = match reqwest::Url::parse(&hook.url) {

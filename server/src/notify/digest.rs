@@ -349,7 +349,8 @@ fn overdue_data(o: &Overdue) -> Value {
 pub async fn run(state: &AppState, window: Window) -> Result<Report> {
     let senders = Senders::of(state);
     let zone = state.config.reminder_timezone.clone();
-    let users: Vec<u64> = state.engine.global()?.list::<Account>()?.into_iter().map(|(id, _)| id).collect();
+    let users: Vec<u64> =
+        state.blocking(|engine| engine.global()?.list::<Account>()).await??.into_iter().map(|(id, _)| id).collect();
     let mut total = Report::default();
     for batch in users.chunks(BATCH_USERS) {
         let (batch, zone_) = (batch.to_vec(), zone.clone());

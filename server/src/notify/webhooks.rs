@@ -17,6 +17,9 @@
 //! needs it back. Which users have webhooks is kept in memory ([`OutboxHook`]): a user without
 //! any costs a write one hash lookup; the subscriptions themselves (`map:webhook_subs`) are read
 //! inside the transaction, so a webhook created or removed is seen by the very next write.
+//!
+//! The records, the signature, [`publish`] and the hook are here; the operations a front door
+//! calls (create, list, rotate, test, redeliver, ...) are `webhook_ops`.
 
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
@@ -30,15 +33,14 @@ use sha2::Sha256;
 use utoipa::ToSchema;
 
 use super::outbox::{self, Message, Signal, Status, Target};
-use crate::crm::{Error, Result};
-use crate::state::AppState;
+use crate::auth::keys::DataKey;
 
 /// Events that do not come from a record change.
 pub const DOMAIN_EVENTS: [&str; 4] = ["test", "reminder.triggered", "birthday.occurred", "cadence.overdue"];
 /// Most webhooks one user may have.
 pub const MAX_WEBHOOKS: usize = 20;
 /// A `map:` table, like every map table (snapshots and checks know a table's layout by its prefix).
-const SUBS_TABLE: &str = "map:webhook_subs";
+pub(super) const SUBS_TABLE: &str = "map:webhook_subs";
 pub const SIGNATURE_HEADER: &str = "X-Mycorrhizal-Signature";
 
 /// A webhook, as stored.
@@ -61,8 +63,8 @@ impl GlobalRecord for Webhook {
 
 /// One user's subscriptions, read inside every write of that user that may need them.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Subscriptions {
-    hooks: Vec<(u64, Vec<String>)>,
+pub(super) struct Subscriptions {
+    pub(super) hooks: Vec<(u64, Vec<String>)>,
 }
 
 /// Every event a webhook may subscribe to.
@@ -90,7 +92,7 @@ pub struct WebhookView {
 }
 
 impl WebhookView {
-    fn of(id: u64, w: &Webhook) -> WebhookView {
+    pub(super) fn of(id: u64, w: &Webhook) -> WebhookView {
         WebhookView {
             id,
             url: w.url.clone(),
@@ -175,7 +177,7 @@ pub struct DeliveryView {
 }
 
 impl DeliveryView {
-    fn of(id: u64, m: &Message) -> Option<DeliveryView> {
+    pub(super) fn of(id: u64, m: &Message) -> Option<DeliveryView> {
         let Target::Webhook { event, .. } = &m.target else { return None };
         Some(DeliveryView {
             id,
@@ -209,265 +211,14 @@ pub fn signature(secret: &str, timestamp: i64, body: &str) -> String {
     format!("t={timestamp},v1={}", hex::encode(mac.finalize().into_bytes()))
 }
 
-fn binding(user: u64) -> String {
+pub(super) fn binding(user: u64) -> String {
     crate::auth::keys::binding("webhooks", user, "secret")
 }
 
 /// The webhook's secret in the clear, for signing.
-pub fn secret_of(state: &AppState, webhook: &Webhook) -> Option<String> {
-    let plain = state.auth.data_key.decrypt(&webhook.sealed_secret, &binding(webhook.user_id))?;
+pub fn secret_of(data_key: &DataKey, webhook: &Webhook) -> Option<String> {
+    let plain = data_key.decrypt(&webhook.sealed_secret, &binding(webhook.user_id))?;
     String::from_utf8(plain).ok()
-}
-
-fn new_secret() -> String {
-    format!("whsec_{}", crate::auth::records::random_token(32))
-}
-
-async fn check_url(state: &AppState, url: &str) -> Result<String> {
-    if url.len() > 2000 || !crate::outbound::documented_shape(url, true) {
-        return Err(Error::invalid("url", crate::outbound::SHAPE_REFUSED));
-    }
-    crate::outbound::check(url, state.config.features.webhook_block_private_urls)
-        .await
-        .map_err(|reason| Error::invalid("url", reason))?;
-    Ok(url.to_string())
-}
-
-fn check_events(events: &[String]) -> Result<Vec<String>> {
-    let known = event_names();
-    if events.is_empty() {
-        return Err(Error::invalid("events", "must name at least one event"));
-    }
-    let mut out: Vec<String> = Vec::new();
-    for e in events {
-        if !known.contains(e) {
-            return Err(Error::invalid("events", format!("{e:?} is not an event (see GET /webhooks/events)")));
-        }
-        if !out.contains(e) {
-            out.push(e.clone());
-        }
-    }
-    Ok(out)
-}
-
-fn check_description(description: Option<&str>) -> Result<String> {
-    let d = description.unwrap_or("").trim();
-    if d.chars().count() > 200 {
-        return Err(Error::invalid("description", "must be at most 200 characters"));
-    }
-    Ok(d.to_string())
-}
-
-/// Rewrites `user`'s subscription list from their webhooks, inside `tx`.
-fn write_subscriptions(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<()> {
-    let hooks = tx
-        .global()
-        .list::<Webhook>()?
-        .into_iter()
-        .filter(|(_, w)| w.user_id == user && w.active)
-        .map(|(id, w)| (id, w.events))
-        .collect();
-    let subs = Subscriptions { hooks };
-    tx.global().map_put(SUBS_TABLE, &user.to_string(), &postcard_bytes(&subs))
-}
-
-fn postcard_bytes<T: Serialize>(value: &T) -> Vec<u8> {
-    mycorrhizal_engine::codec::encode(value)
-}
-
-fn owned(tx: &Tx<'_>, user: u64, id: u64) -> mycorrhizal_engine::Result<Option<Webhook>> {
-    match tx.global().get::<Webhook>(id) {
-        Ok(w) if w.user_id == user => Ok(Some(w)),
-        Ok(_) | Err(mycorrhizal_engine::Error::NotFound) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Every event a webhook may subscribe to.
-pub fn events() -> EventList {
-    EventList { events: event_names() }
-}
-
-/// Creates a webhook for `user`; the answer shows the secret, once.
-pub async fn create(state: &AppState, user: u64, input: WebhookInput) -> Result<WebhookWithSecret> {
-    let url = check_url(state, input.url.as_deref().ok_or_else(|| Error::invalid("url", "is required"))?).await?;
-    let events = check_events(input.events.as_deref().ok_or_else(|| Error::invalid("events", "is required"))?)?;
-    let description = check_description(input.description.as_deref())?;
-    let secret = new_secret();
-    let sealed_secret = state.auth.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::Internal)?;
-    // Told before the write: the set may hold a user without webhooks, never the reverse.
-    state.hook.subscribe(user);
-    let active = input.active.unwrap_or(true);
-    let created = state
-        .engine
-        .write_async(move |tx| {
-            let count = tx.global().list::<Webhook>()?.iter().filter(|(_, w)| w.user_id == user).count();
-            if count >= MAX_WEBHOOKS {
-                return Ok(Err(Error::Conflict(format!("at most {MAX_WEBHOOKS} webhooks per user"))));
-            }
-            let now = tx.now();
-            let webhook = Webhook {
-                user_id: user,
-                url: url.clone(),
-                events: events.clone(),
-                description: description.clone(),
-                active,
-                sealed_secret: sealed_secret.clone(),
-                created_at: now,
-                updated_at: now,
-            };
-            let id = tx.global().insert(&webhook)?;
-            write_subscriptions(tx, user)?;
-            Ok(Ok(WebhookView::of(id, &webhook)))
-        })
-        .await??;
-    Ok(WebhookWithSecret { webhook: created, secret })
-}
-
-pub fn list(state: &AppState, user: u64) -> Result<WebhookList> {
-    let rows = state.engine.global()?.list::<Webhook>()?;
-    let webhooks = rows.iter().filter(|(_, w)| w.user_id == user).map(|(id, w)| WebhookView::of(*id, w)).collect();
-    Ok(WebhookList { webhooks })
-}
-
-pub fn get(state: &AppState, user: u64, id: u64) -> Result<WebhookView> {
-    match state.engine.global()?.get::<Webhook>(id) {
-        Ok(w) if w.user_id == user => Ok(WebhookView::of(id, &w)),
-        Ok(_) | Err(mycorrhizal_engine::Error::NotFound) => Err(Error::NotFound),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Changes the named fields of the caller's webhook `id`.
-pub async fn update(state: &AppState, user: u64, id: u64, input: WebhookInput) -> Result<WebhookView> {
-    let url = match input.url.as_deref() {
-        Some(url) => Some(check_url(state, url).await?),
-        None => None,
-    };
-    let events = input.events.as_deref().map(check_events).transpose()?;
-    let description = input.description.as_deref().map(|d| check_description(Some(d))).transpose()?;
-    let active = input.active;
-    state
-        .engine
-        .write_async(move |tx| {
-            let Some(mut w) = owned(tx, user, id)? else { return Ok(Err(Error::NotFound)) };
-            if let Some(url) = &url {
-                w.url = url.clone();
-            }
-            if let Some(events) = &events {
-                w.events = events.clone();
-            }
-            if let Some(d) = &description {
-                w.description = d.clone();
-            }
-            if let Some(active) = active {
-                w.active = active;
-            }
-            w.updated_at = tx.now();
-            tx.global().put(id, &w)?;
-            write_subscriptions(tx, user)?;
-            Ok(Ok(WebhookView::of(id, &w)))
-        })
-        .await?
-}
-
-/// Deletes the caller's webhook `id`; its pending deliveries then fail ("the webhook was
-/// deleted"), its log goes with retention.
-pub async fn delete(state: &AppState, user: u64, id: u64) -> Result<()> {
-    state
-        .engine
-        .write_async(move |tx| {
-            if owned(tx, user, id)?.is_none() {
-                return Ok(Err(Error::NotFound));
-            }
-            tx.global().delete::<Webhook>(id)?;
-            write_subscriptions(tx, user)?;
-            Ok(Ok(()))
-        })
-        .await?
-}
-
-/// A new secret for webhook `id`, shown once; the old one stops signing at once.
-pub async fn rotate_secret(state: &AppState, user: u64, id: u64) -> Result<WebhookWithSecret> {
-    let secret = new_secret();
-    let sealed = state.auth.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::Internal)?;
-    let view = state
-        .engine
-        .write_async(move |tx| {
-            let Some(mut w) = owned(tx, user, id)? else { return Ok(Err(Error::NotFound)) };
-            w.sealed_secret = sealed.clone();
-            w.updated_at = tx.now();
-            tx.global().put(id, &w)?;
-            Ok(Ok(WebhookView::of(id, &w)))
-        })
-        .await??;
-    Ok(WebhookWithSecret { webhook: view, secret })
-}
-
-/// Queues a `test` event to webhook `id` (whatever it subscribes to).
-pub async fn send_test(state: &AppState, user: u64, id: u64) -> Result<DeliveryView> {
-    let delivery = state
-        .engine
-        .write_async(move |tx| {
-            if owned(tx, user, id)?.is_none() {
-                return Ok(Err(Error::NotFound));
-            }
-            let key = uuid::Uuid::new_v4().to_string();
-            let body = envelope(&key, "test", tx.now(), json!({ "message": "This is a test delivery." }));
-            let mid =
-                outbox::enqueue(tx, user, Target::Webhook { webhook_id: id, event: "test".into(), body }, Some(key))?;
-            let m: Message = tx.global().get(mid)?;
-            Ok(DeliveryView::of(mid, &m).ok_or(Error::NotFound))
-        })
-        .await??;
-    state.outbox.signal.wake();
-    Ok(delivery)
-}
-
-/// The delivery log of the caller's webhook `id`, newest first, at most `limit`.
-pub fn deliveries(state: &AppState, user: u64, id: u64, limit: usize) -> Result<DeliveryList> {
-    get(state, user, id)?;
-    let mut deliveries: Vec<DeliveryView> = state
-        .engine
-        .global()?
-        .list::<Message>()?
-        .iter()
-        .filter(|(_, m)| {
-            m.user_id == user && matches!(m.target, Target::Webhook { webhook_id, .. } if webhook_id == id)
-        })
-        .filter_map(|(mid, m)| DeliveryView::of(*mid, m))
-        .collect();
-    deliveries.reverse();
-    deliveries.truncate(limit);
-    Ok(DeliveryList { deliveries })
-}
-
-/// Delivers delivery `delivery` of webhook `id` again, as a new delivery with the same envelope
-/// (same event id: a receiver that saw it may recognise it).
-pub async fn redeliver(state: &AppState, user: u64, id: u64, delivery: u64) -> Result<DeliveryView> {
-    let view = state
-        .engine
-        .write_async(move |tx| {
-            if owned(tx, user, id)?.is_none() {
-                return Ok(Err(Error::NotFound));
-            }
-            let old: Message = match tx.global().get(delivery) {
-                Ok(m) => m,
-                Err(mycorrhizal_engine::Error::NotFound) => return Ok(Err(Error::NotFound)),
-                Err(e) => return Err(e),
-            };
-            let Target::Webhook { webhook_id, event, body } = &old.target else { return Ok(Err(Error::NotFound)) };
-            if old.user_id != user || *webhook_id != id {
-                return Ok(Err(Error::NotFound));
-            }
-            let target = Target::Webhook { webhook_id: id, event: event.clone(), body: body.clone() };
-            let mid = outbox::enqueue(tx, user, target, Some(old.key.clone()))?;
-            let m: Message = tx.global().get(mid)?;
-            Ok(DeliveryView::of(mid, &m).ok_or(Error::NotFound))
-        })
-        .await??;
-    state.outbox.signal.wake();
-    Ok(view)
 }
 
 /// The envelope's JSON text.

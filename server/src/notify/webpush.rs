@@ -22,7 +22,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use hkdf::Hkdf;
 use jiff::Timestamp;
-use mycorrhizal_engine::{Engine, GlobalRecord, global_tables};
+use mycorrhizal_engine::Engine;
 use p256::ecdsa::signature::Signer;
 use p256::ecdsa::{Signature, SigningKey};
 use p256::elliptic_curve::sec1::ToEncodedPoint;
@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use super::channels::config_of;
+use super::channels::{PushSubscription, config_of, endpoint_digest};
 use crate::auth::keys::DataKey;
 use crate::crm::{Error, Result};
 use crate::state::AppState;
@@ -46,29 +46,6 @@ const MAX_BODY: usize = 3000;
 pub const MAX_SUBSCRIPTIONS: usize = 20;
 /// How long a push service keeps an undelivered message (a day: the digest is daily).
 pub const TTL_SECONDS: u32 = 86_400;
-
-/// One browser's push subscription, as stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PushSubscription {
-    pub user_id: u64,
-    pub endpoint: String,
-    /// `p256dh` (65 bytes) then `auth` (16 bytes), sealed with the data key.
-    pub sealed_keys: Vec<u8>,
-    pub created_at: Timestamp,
-}
-
-impl GlobalRecord for PushSubscription {
-    global_tables!("push_subscriptions");
-
-    fn unique_keys(&self) -> Vec<(&'static str, String)> {
-        // The endpoint is a capability: the unique index holds its digest only.
-        vec![("endpoint", endpoint_digest(&self.endpoint))]
-    }
-}
-
-fn endpoint_digest(endpoint: &str) -> String {
-    hex::encode(Sha256::digest(endpoint.as_bytes()))
-}
 
 fn keys_binding(user: u64) -> String {
     crate::auth::keys::binding("push_subscriptions", user, "keys")
@@ -140,7 +117,10 @@ fn random_secret() -> std::result::Result<SecretKey, String> {
 
 /// The server's VAPID key, created and stored (sealed) on first use.
 pub async fn vapid_key(engine: &Engine, data_key: &DataKey) -> std::result::Result<SecretKey, String> {
-    let stored = engine.global().map_err(|e| e.to_string())?.map_get(KEY_TABLE, KEY_NAME).map_err(|e| e.to_string())?;
+    let stored = crate::crm::blocking(engine, |engine| engine.global()?.map_get(KEY_TABLE, KEY_NAME))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
     let sealed = match stored {
         Some(sealed) => sealed,
         None => {

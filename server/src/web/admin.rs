@@ -129,14 +129,14 @@ async fn show(
     result: Option<&str>,
     notice_key: Option<&'static str>,
 ) -> PageResult {
-    let (users, total) = accounts::page(state, page_no, PAGE)?;
+    let (users, total) = accounts::page(state, page_no, PAGE).await?;
     Ok(page_with(status, render(viewer, &users, total, page_no, error, result, notice_key)))
 }
 
 pub async fn index(State(state): State<AppState>, viewer: Viewer, Query(q): Query<AdminQuery>) -> PageResult {
     admin(&viewer)?;
     let page_no = q.page.unwrap_or(1).max(1);
-    let (users, total) = accounts::page(&state, page_no, PAGE)?;
+    let (users, total) = accounts::page(&state, page_no, PAGE).await?;
     Ok(page(render(&viewer, &users, total, page_no, None, None, notice(q.notice.as_deref()))))
 }
 
@@ -178,7 +178,7 @@ pub async fn toggle_admin(
     _form: Form,
 ) -> PageResult {
     admin(&viewer)?;
-    let account: Account = state.engine.global().map_err(ApiError::from)?.get(id).map_err(ApiError::from)?;
+    let account = accounts::get(&state, id).await.map_err(ApiError::from)?;
     match accounts::set_admin(&state, id, !account.is_admin).await {
         Ok(_) => Ok(see_other("/admin?notice=saved")),
         Err(e) => refused(&state, &viewer, e).await,

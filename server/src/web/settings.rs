@@ -73,8 +73,13 @@ struct Notify {
     browsers: PushSubscriptionList,
 }
 
-fn notify_of(state: &AppState, user: u64) -> Result<Notify, ApiError> {
-    Ok(Notify { channels: channels::list(state, user)?, browsers: webpush::list(state, user)? })
+async fn notify_of(state: &AppState, user: u64) -> Result<Notify, ApiError> {
+    let s = state.clone();
+    state
+        .blocking(move |_| -> Result<Notify, ApiError> {
+            Ok(Notify { channels: channels::list(&s, user)?, browsers: webpush::list(&s, user)? })
+        })
+        .await?
 }
 
 /// The host of a push endpoint, to tell browsers apart without showing the capability URL.
@@ -349,9 +354,9 @@ fn render(
 }
 
 async fn show(state: &AppState, viewer: &Viewer, status: StatusCode, extra: Extra) -> PageResult {
-    let list = tokens::list(state, viewer.user.id.0)?;
+    let list = tokens::list(state, viewer.user.id.0).await?;
     let feed_on = state.read(&viewer.user, crate::crm::feed::enabled).await?;
-    let notify = notify_of(state, viewer.user.id.0)?;
+    let notify = notify_of(state, viewer.user.id.0).await?;
     Ok(page_with(status, render(viewer, &list, feed_on, &notify, &extra, None)))
 }
 
@@ -368,9 +373,9 @@ async fn refused(state: &AppState, viewer: &Viewer, section: &'static str, e: im
 }
 
 pub async fn page(State(state): State<AppState>, viewer: Viewer, Query(q): Query<SettingsQuery>) -> PageResult {
-    let list = tokens::list(&state, viewer.user.id.0)?;
+    let list = tokens::list(&state, viewer.user.id.0).await?;
     let feed_on = state.read(&viewer.user, crate::crm::feed::enabled).await?;
-    let notify = notify_of(&state, viewer.user.id.0)?;
+    let notify = notify_of(&state, viewer.user.id.0).await?;
     Ok(html_page(render(&viewer, &list, feed_on, &notify, &Extra::default(), notice(q.notice.as_deref()))))
 }
 
@@ -440,7 +445,7 @@ pub async fn recovery_codes(State(state): State<AppState>, viewer: Viewer, form:
 }
 
 async fn refreshed(state: &AppState, viewer: &Viewer) -> Result<crate::auth::AuthUser, ApiError> {
-    let account = state.engine.global()?.get(viewer.user.id.0)?;
+    let account = crate::auth::accounts::get(state, viewer.user.id.0).await?;
     Ok(crate::auth::AuthUser { account, ..viewer.user.clone() })
 }
 

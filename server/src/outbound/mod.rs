@@ -8,6 +8,10 @@
 //! so the connection goes to an address that was checked (no second lookup). An IP literal never
 //! reaches a resolver, so it is checked before the request ([`check_literal`]); a redirect is
 //! followed (at most three) only to a public literal or a name the same resolver will check.
+//!
+//! [`image`] fetches a user-named image for an upload preview under those rules.
+
+pub mod image;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

@@ -1,0 +1,266 @@
+//! The webhook operations a front door calls: create (the secret shown once), list, get, update,
+//! delete, rotate the secret, send a test event, the delivery log and redelivery. The records,
+//! the signature and the change hook are `webhooks`.
+
+use mycorrhizal_engine::Tx;
+use serde::Serialize;
+use serde_json::json;
+
+use super::outbox::{self, Message, Target};
+use super::webhooks::{
+    DeliveryList, DeliveryView, EventList, MAX_WEBHOOKS, SUBS_TABLE, Subscriptions, Webhook, WebhookInput, WebhookList,
+    WebhookView, WebhookWithSecret, binding, envelope, event_names,
+};
+use crate::crm::{Error, Result};
+use crate::state::AppState;
+
+fn new_secret() -> String {
+    format!("whsec_{}", crate::auth::records::random_token(32))
+}
+
+async fn check_url(state: &AppState, url: &str) -> Result<String> {
+    if url.len() > 2000 || !crate::outbound::documented_shape(url, true) {
+        return Err(Error::invalid("url", crate::outbound::SHAPE_REFUSED));
+    }
+    crate::outbound::check(url, state.config.features.webhook_block_private_urls)
+        .await
+        .map_err(|reason| Error::invalid("url", reason))?;
+    Ok(url.to_string())
+}
+
+fn check_events(events: &[String]) -> Result<Vec<String>> {
+    let known = event_names();
+    if events.is_empty() {
+        return Err(Error::invalid("events", "must name at least one event"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for e in events {
+        if !known.contains(e) {
+            return Err(Error::invalid("events", format!("{e:?} is not an event (see GET /webhooks/events)")));
+        }
+        if !out.contains(e) {
+            out.push(e.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn check_description(description: Option<&str>) -> Result<String> {
+    let d = description.unwrap_or("").trim();
+    if d.chars().count() > 200 {
+        return Err(Error::invalid("description", "must be at most 200 characters"));
+    }
+    Ok(d.to_string())
+}
+
+/// Rewrites `user`'s subscription list from their webhooks, inside `tx`.
+fn write_subscriptions(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<()> {
+    let hooks = tx
+        .global()
+        .list::<Webhook>()?
+        .into_iter()
+        .filter(|(_, w)| w.user_id == user && w.active)
+        .map(|(id, w)| (id, w.events))
+        .collect();
+    let subs = Subscriptions { hooks };
+    tx.global().map_put(SUBS_TABLE, &user.to_string(), &postcard_bytes(&subs))
+}
+
+fn postcard_bytes<T: Serialize>(value: &T) -> Vec<u8> {
+    mycorrhizal_engine::codec::encode(value)
+}
+
+fn owned(tx: &Tx<'_>, user: u64, id: u64) -> mycorrhizal_engine::Result<Option<Webhook>> {
+    match tx.global().get::<Webhook>(id) {
+        Ok(w) if w.user_id == user => Ok(Some(w)),
+        Ok(_) | Err(mycorrhizal_engine::Error::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Every event a webhook may subscribe to.
+pub fn events() -> EventList {
+    EventList { events: event_names() }
+}
+
+/// Creates a webhook for `user`; the answer shows the secret, once.
+pub async fn create(state: &AppState, user: u64, input: WebhookInput) -> Result<WebhookWithSecret> {
+    let url = check_url(state, input.url.as_deref().ok_or_else(|| Error::invalid("url", "is required"))?).await?;
+    let events = check_events(input.events.as_deref().ok_or_else(|| Error::invalid("events", "is required"))?)?;
+    let description = check_description(input.description.as_deref())?;
+    let secret = new_secret();
+    let sealed_secret = state.auth.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::Internal)?;
+    // Told before the write: the set may hold a user without webhooks, never the reverse.
+    state.hook.subscribe(user);
+    let active = input.active.unwrap_or(true);
+    let created = state
+        .engine
+        .write_async(move |tx| {
+            let count = tx.global().list::<Webhook>()?.iter().filter(|(_, w)| w.user_id == user).count();
+            if count >= MAX_WEBHOOKS {
+                return Ok(Err(Error::Conflict(format!("at most {MAX_WEBHOOKS} webhooks per user"))));
+            }
+            let now = tx.now();
+            let webhook = Webhook {
+                user_id: user,
+                url: url.clone(),
+                events: events.clone(),
+                description: description.clone(),
+                active,
+                sealed_secret: sealed_secret.clone(),
+                created_at: now,
+                updated_at: now,
+            };
+            let id = tx.global().insert(&webhook)?;
+            write_subscriptions(tx, user)?;
+            Ok(Ok(WebhookView::of(id, &webhook)))
+        })
+        .await??;
+    Ok(WebhookWithSecret { webhook: created, secret })
+}
+
+pub fn list(state: &AppState, user: u64) -> Result<WebhookList> {
+    let rows = state.engine.global()?.list::<Webhook>()?;
+    let webhooks = rows.iter().filter(|(_, w)| w.user_id == user).map(|(id, w)| WebhookView::of(*id, w)).collect();
+    Ok(WebhookList { webhooks })
+}
+
+pub fn get(state: &AppState, user: u64, id: u64) -> Result<WebhookView> {
+    match state.engine.global()?.get::<Webhook>(id) {
+        Ok(w) if w.user_id == user => Ok(WebhookView::of(id, &w)),
+        Ok(_) | Err(mycorrhizal_engine::Error::NotFound) => Err(Error::NotFound),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Changes the named fields of the caller's webhook `id`.
+pub async fn update(state: &AppState, user: u64, id: u64, input: WebhookInput) -> Result<WebhookView> {
+    let url = match input.url.as_deref() {
+        Some(url) => Some(check_url(state, url).await?),
+        None => None,
+    };
+    let events = input.events.as_deref().map(check_events).transpose()?;
+    let description = input.description.as_deref().map(|d| check_description(Some(d))).transpose()?;
+    let active = input.active;
+    state
+        .engine
+        .write_async(move |tx| {
+            let Some(mut w) = owned(tx, user, id)? else { return Ok(Err(Error::NotFound)) };
+            if let Some(url) = &url {
+                w.url = url.clone();
+            }
+            if let Some(events) = &events {
+                w.events = events.clone();
+            }
+            if let Some(d) = &description {
+                w.description = d.clone();
+            }
+            if let Some(active) = active {
+                w.active = active;
+            }
+            w.updated_at = tx.now();
+            tx.global().put(id, &w)?;
+            write_subscriptions(tx, user)?;
+            Ok(Ok(WebhookView::of(id, &w)))
+        })
+        .await?
+}
+
+/// Deletes the caller's webhook `id`; its pending deliveries then fail ("the webhook was
+/// deleted"), its log goes with retention.
+pub async fn delete(state: &AppState, user: u64, id: u64) -> Result<()> {
+    state
+        .engine
+        .write_async(move |tx| {
+            if owned(tx, user, id)?.is_none() {
+                return Ok(Err(Error::NotFound));
+            }
+            tx.global().delete::<Webhook>(id)?;
+            write_subscriptions(tx, user)?;
+            Ok(Ok(()))
+        })
+        .await?
+}
+
+/// A new secret for webhook `id`, shown once; the old one stops signing at once.
+pub async fn rotate_secret(state: &AppState, user: u64, id: u64) -> Result<WebhookWithSecret> {
+    let secret = new_secret();
+    let sealed = state.auth.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::Internal)?;
+    let view = state
+        .engine
+        .write_async(move |tx| {
+            let Some(mut w) = owned(tx, user, id)? else { return Ok(Err(Error::NotFound)) };
+            w.sealed_secret = sealed.clone();
+            w.updated_at = tx.now();
+            tx.global().put(id, &w)?;
+            Ok(Ok(WebhookView::of(id, &w)))
+        })
+        .await??;
+    Ok(WebhookWithSecret { webhook: view, secret })
+}
+
+/// Queues a `test` event to webhook `id` (whatever it subscribes to).
+pub async fn send_test(state: &AppState, user: u64, id: u64) -> Result<DeliveryView> {
+    let delivery = state
+        .engine
+        .write_async(move |tx| {
+            if owned(tx, user, id)?.is_none() {
+                return Ok(Err(Error::NotFound));
+            }
+            let key = uuid::Uuid::new_v4().to_string();
+            let body = envelope(&key, "test", tx.now(), json!({ "message": "This is a test delivery." }));
+            let mid =
+                outbox::enqueue(tx, user, Target::Webhook { webhook_id: id, event: "test".into(), body }, Some(key))?;
+            let m: Message = tx.global().get(mid)?;
+            Ok(DeliveryView::of(mid, &m).ok_or(Error::NotFound))
+        })
+        .await??;
+    state.outbox.signal.wake();
+    Ok(delivery)
+}
+
+/// The delivery log of the caller's webhook `id`, newest first, at most `limit`.
+pub fn deliveries(state: &AppState, user: u64, id: u64, limit: usize) -> Result<DeliveryList> {
+    get(state, user, id)?;
+    let mut deliveries: Vec<DeliveryView> = state
+        .engine
+        .global()?
+        .list::<Message>()?
+        .iter()
+        .filter(|(_, m)| {
+            m.user_id == user && matches!(m.target, Target::Webhook { webhook_id, .. } if webhook_id == id)
+        })
+        .filter_map(|(mid, m)| DeliveryView::of(*mid, m))
+        .collect();
+    deliveries.reverse();
+    deliveries.truncate(limit);
+    Ok(DeliveryList { deliveries })
+}
+
+/// Delivers delivery `delivery` of webhook `id` again, as a new delivery with the same envelope
+/// (same event id: a receiver that saw it may recognise it).
+pub async fn redeliver(state: &AppState, user: u64, id: u64, delivery: u64) -> Result<DeliveryView> {
+    let view = state
+        .engine
+        .write_async(move |tx| {
+            if owned(tx, user, id)?.is_none() {
+                return Ok(Err(Error::NotFound));
+            }
+            let old: Message = match tx.global().get(delivery) {
+                Ok(m) => m,
+                Err(mycorrhizal_engine::Error::NotFound) => return Ok(Err(Error::NotFound)),
+                Err(e) => return Err(e),
+            };
+            let Target::Webhook { webhook_id, event, body } = &old.target else { return Ok(Err(Error::NotFound)) };
+            if old.user_id != user || *webhook_id != id {
+                return Ok(Err(Error::NotFound));
+            }
+            let target = Target::Webhook { webhook_id: id, event: event.clone(), body: body.clone() };
+            let mid = outbox::enqueue(tx, user, target, Some(old.key.clone()))?;
+            let m: Message = tx.global().get(mid)?;
+            Ok(DeliveryView::of(mid, &m).ok_or(Error::NotFound))
+        })
+        .await??;
+    state.outbox.signal.wake();
+    Ok(view)
+}
