@@ -571,3 +571,76 @@ async fn another_user_can_neither_see_change_delete_nor_test_my_channels() {
     assert_eq!(listed["subscriptions"].as_array().unwrap().len(), 1);
     assert_eq!(app.call("DELETE", &path, Some(&ada), json!({})).await.0, 204);
 }
+
+#[tokio::test]
+async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_and_queued_messages() {
+    use mycorrhizal::notify::outbox::{Message, Pending};
+    use mycorrhizal::notify::webhooks::Webhook;
+    use mycorrhizal::notify::webpush::PushSubscription;
+    use mycorrhizal_engine::system::Trigger;
+
+    let app = in_process(&[]).await;
+    app.clock.set("2026-03-10T08:00:00Z".parse().expect("an instant"));
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let bob = sign_up(&app, "bob").await;
+    let (ada_id, bob_id) = (user_id(&app, &ada).await, user_id(&app, &bob).await);
+    for (who, topic) in [(&ada, "ada"), (&bob, "bob")] {
+        let body = json!({ "url": receiver.base, "topic": topic, "token": format!("tk_{topic}") });
+        assert_eq!(app.call("PUT", "/api/v1/notifications/channels/ntfy", Some(who), body).await.0, 200);
+    }
+    let (p256dh, auth, _) = browser_keys();
+    let subscription =
+        json!({ "endpoint": format!("{}/push/bob", receiver.base), "keys": { "p256dh": p256dh, "auth": auth } });
+    assert_eq!(app.call("POST", "/api/v1/notifications/push-subscriptions", Some(&bob), subscription).await.0, 201);
+    let hook =
+        json!({ "url": format!("{}/hook/bob", receiver.base), "events": ["contact.created", "birthday.occurred"] });
+    assert_eq!(app.call("POST", "/api/v1/webhooks", Some(&bob), hook).await.0, 201);
+    // Bob's birthday contact queues a webhook delivery; the digest queues his channels' messages,
+    // two webhook events' worth and his day marker.
+    let friend = json!({ "firstname": "Fern", "birthday": "1980-03-10" });
+    assert_eq!(app.call("POST", "/api/v1/contacts", Some(&bob), friend).await.0, 201);
+    let run = mycorrhizal::jobs::digest::digest_once(&app.state, Trigger::Manual).await;
+    assert_eq!(run.items_processed, Some(1), "{run:?}");
+    assert_eq!(app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&ada), json!({})).await.0, 202);
+
+    let bobs = |app: &InProcess| {
+        let g = app.state.engine.global().expect("a read");
+        let messages: Vec<u64> = g
+            .list::<Message>()
+            .expect("outbox")
+            .into_iter()
+            .filter(|(_, m)| m.user_id == bob_id)
+            .map(|(id, _)| id)
+            .collect();
+        let pending = g.list::<Pending>().expect("pending").into_iter().filter(|(id, _)| messages.contains(id)).count();
+        (
+            g.get::<ChannelConfig>(bob_id).is_ok(),
+            g.list::<PushSubscription>().expect("subs").iter().filter(|(_, s)| s.user_id == bob_id).count(),
+            g.list::<Webhook>().expect("hooks").iter().filter(|(_, w)| w.user_id == bob_id).count(),
+            g.map_get("map:digest_days", &bob_id.to_string()).expect("marker").is_some(),
+            g.map_get("map:webhook_subs", &bob_id.to_string()).expect("subs").is_some(),
+            messages.len(),
+            pending,
+        )
+    };
+    let before = bobs(&app);
+    assert_eq!((before.0, before.1, before.2, before.3, before.4), (true, 1, 1, true, true), "{before:?}");
+    assert_eq!(before.5, 4, "contact.created, birthday.occurred, ntfy and webpush: {before:?}");
+    assert_eq!(before.6, 4, "all pending: {before:?}");
+
+    let (status, body, _) = app.call("DELETE", &format!("/api/v1/admin/users/{bob_id}"), Some(&ada), json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(bobs(&app), (false, 0, 0, false, false, 0, 0), "nothing of Bob's notification state is left");
+    let raw = format!("{:?}", app.state.engine.global().expect("a read").list::<Message>().expect("outbox"));
+    assert!(!raw.contains("/hook/bob") && !raw.contains("Fern"), "no copy of Bob's records stays queued");
+
+    // Only Ada's test goes out, now and after every retry would have come due.
+    assert_eq!(deliver_once(&app.state).await, 1);
+    advance(&app, 24 * 3600);
+    assert_eq!(deliver_once(&app.state).await, 0);
+    let got = receiver.received();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].json()["topic"], "ada");
+    assert!(app.state.engine.global().expect("a read").get::<ChannelConfig>(ada_id).is_ok(), "Ada's channels stay");
+}

@@ -131,6 +131,11 @@ fn read_config(state: &AppState, user: u64) -> Result<ChannelConfig> {
     }
 }
 
+/// Removes `user`'s configuration (an account's deletion). Returns how many rows went.
+pub(crate) fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
+    Ok(u64::from(tx.global().remove::<ChannelConfig>(user)?))
+}
+
 /// What a channel token is sealed to.
 pub fn token_binding(user: u64, channel: Channel) -> String {
     crate::auth::keys::binding("notify_channels", user, channel.name())

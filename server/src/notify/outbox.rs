@@ -441,6 +441,22 @@ pub async fn run(state: AppState) {
     }
 }
 
+/// Removes every message of `user`, pending or finished, with its pending side (an account's
+/// deletion). An attempt already under way finds its row gone and records nothing. Returns how
+/// many messages went.
+pub fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
+    let g = tx.global();
+    let mut removed = 0;
+    for (id, m) in g.list::<Message>()? {
+        if m.user_id == user {
+            g.delete::<Message>(id)?;
+            g.remove::<Pending>(id)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Removes finished messages created before `cutoff`. Returns how many.
 pub async fn purge(engine: &Engine, cutoff: Timestamp) -> mycorrhizal_engine::Result<u64> {
     engine

@@ -275,6 +275,20 @@ fn write_subscriptions(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<()>
     tx.global().map_put(SUBS_TABLE, &user.to_string(), &postcard_bytes(&subs))
 }
 
+/// Removes every webhook of `user` and their subscription list (an account's deletion; their
+/// deliveries go with `outbox::remove_user`). Returns how many rows went.
+pub(crate) fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
+    let mut removed = 0;
+    for (id, w) in tx.global().list::<Webhook>()? {
+        if w.user_id == user {
+            tx.global().delete::<Webhook>(id)?;
+            removed += 1;
+        }
+    }
+    removed += u64::from(tx.global().map_remove(SUBS_TABLE, &user.to_string())?);
+    Ok(removed)
+}
+
 fn postcard_bytes<T: Serialize>(value: &T) -> Vec<u8> {
     mycorrhizal_engine::codec::encode(value)
 }
