@@ -87,6 +87,10 @@ impl Receiver {
 async fn sign_up(app: &InProcess, name: &str) -> String {
     let register = json!({ "username": name, "email": format!("{name}@example.org"), "password": PASSWORD });
     assert_eq!(app.call("POST", "/api/v1/register", None, register).await.0, 201);
+    sign_in(app, name).await
+}
+
+async fn sign_in(app: &InProcess, name: &str) -> String {
     let (status, _, cookie) =
         app.call("POST", "/api/v1/login", None, json!({ "identifier": name, "password": PASSWORD })).await;
     assert_eq!(status, 200);
@@ -643,4 +647,85 @@ async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_a
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0].json()["topic"], "ada");
     assert!(app.state.engine.global().expect("a read").get::<ChannelConfig>(ada_id).is_ok(), "Ada's channels stay");
+}
+
+/// The `notification_<channel>` checks of `GET /admin/diagnostics`, by name.
+async fn notification_checks(app: &InProcess, admin: &str) -> Vec<(String, String, String)> {
+    let (status, body, _) = app.call("GET", "/api/v1/admin/diagnostics", Some(admin), json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let checks = body["checks"].as_array().expect("checks");
+    let summary = &body["summary"];
+    let count = |s: &str| checks.iter().filter(|c| c["status"] == s).count() as u64;
+    assert_eq!(
+        (summary["ok"].as_u64(), summary["warnings"].as_u64(), summary["errors"].as_u64()),
+        (Some(count("ok")), Some(count("warning")), Some(count("error"))),
+        "{body}"
+    );
+    for name in ["database", "migrations", "filesystem", "disk_space", "version"] {
+        assert!(checks.iter().any(|c| c["name"] == name), "{name} in {body}");
+    }
+    checks
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap_or("").starts_with("notification_"))
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+            (s("name"), s("status"), s("message"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn diagnostics_show_each_channel_in_use_failing_once_its_messages_fail_in_a_row() {
+    let app = in_process(&[]).await;
+    let ntfy = Receiver::start().await;
+    let gotify = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let bob = sign_up(&app, "bob").await;
+    assert_eq!(app.call("GET", "/api/v1/admin/diagnostics", Some(&bob), json!({})).await.0, 403, "admins only");
+    assert!(notification_checks(&app, &ada).await.is_empty(), "no channel in use, no mail provider");
+
+    let ntfy_body = json!({ "url": ntfy.base, "topic": "t", "token": "tk_diagsecret" });
+    app.call("PUT", "/api/v1/notifications/channels/ntfy", Some(&bob), ntfy_body).await;
+    app.call(
+        "PUT",
+        "/api/v1/notifications/channels/gotify",
+        Some(&ada),
+        json!({ "url": gotify.base, "token": "gk_diag" }),
+    )
+    .await;
+    let checks = notification_checks(&app, &ada).await;
+    let names: Vec<(&str, &str)> = checks.iter().map(|(n, s, _)| (n.as_str(), s.as_str())).collect();
+    assert_eq!(names, [("notification_ntfy", "ok"), ("notification_gotify", "ok")], "{checks:?}");
+
+    // Both receivers answer 500 to every attempt of three messages each: all retries spent.
+    ntfy.then(&[500; 24]);
+    gotify.then(&[500; 24]);
+    for _ in 0..3 {
+        app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&bob), json!({})).await;
+        app.call("POST", "/api/v1/notifications/channels/gotify/test", Some(&ada), json!({})).await;
+    }
+    for _ in 0..mycorrhizal::notify::outbox::MAX_ATTEMPTS {
+        assert_eq!(deliver_once(&app.state).await, 6);
+        advance(&app, 7 * 3600);
+    }
+    assert_eq!(deliver_once(&app.state).await, 0, "given up");
+    assert_eq!((ntfy.received().len(), gotify.received().len()), (24, 24));
+    // Days went by: fresh sessions.
+    let (ada, bob) = (sign_in(&app, "ada").await, sign_in(&app, "bob").await);
+    let checks = notification_checks(&app, &ada).await;
+    for (name, status, message) in &checks {
+        assert_eq!(status, "error", "{name}: {message}");
+        assert!(message.starts_with("3 messages in a row failed since "), "{message}");
+        for secret in [ntfy.base.as_str(), gotify.base.as_str(), "tk_diagsecret", "gk_diag", "500"] {
+            assert!(!message.contains(secret), "{message} echoes {secret}");
+        }
+    }
+    assert_eq!(checks.len(), 2);
+
+    // The topic recovers: one delivered message makes its check ok; Gotify still fails.
+    app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&bob), json!({})).await;
+    assert_eq!(deliver_once(&app.state).await, 1);
+    let checks = notification_checks(&app, &ada).await;
+    let by_name = |n: &str| checks.iter().find(|c| c.0 == n).map(|c| c.1.clone()).expect("a check");
+    assert_eq!((by_name("notification_ntfy"), by_name("notification_gotify")), ("ok".into(), "error".into()));
 }

@@ -131,6 +131,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(safety::integrity_check))
         .routes(routes!(admin::trigger_purge))
         .routes(routes!(admin::trigger_reminders))
+        .routes(routes!(admin::diagnostics))
         .routes(routes!(search::search))
         .routes(routes!(contacts::list, contacts::create))
         .routes(routes!(contacts::circles))

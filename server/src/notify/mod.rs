@@ -2,7 +2,8 @@
 //! email, signed webhook deliveries (`webhooks`), one attempt of each (`deliver`), and a user's
 //! notification channels (`channels`), which every notification is fanned out to, the Web Push
 //! pieces (`webpush`: VAPID key, browser subscriptions, RFC 8291 encryption), and the daily
-//! digest (`digest`), the notification the scheduler sends each day.
+//! digest (`digest`), the notification the scheduler sends each day; each channel's health from
+//! its delivery events (`health`).
 //!
 //! [`remove_user`] is what an account's deletion removes on this side, in the deletion's own
 //! transaction.
@@ -11,6 +12,7 @@ pub mod channels;
 pub mod deliver;
 pub mod digest;
 pub mod email;
+pub mod health;
 pub mod outbox;
 pub mod webhooks;
 pub mod webpush;
