@@ -6,7 +6,7 @@
 //! Checks made: `database` (reads, accepts writes), `migrations` (schema version),
 //! `filesystem` (data folder writable), `disk_space` (warning at `ALERT_DISK_USAGE_PERCENT`,
 //! error from 99%), `version`, and one `notification_<channel>` per channel in use (email with a
-//! mail provider, ntfy / gotify / webpush once a user set one up):
+//! mail provider, FCM with a service account, ntfy / gotify / webpush once a user set one up):
 //! `ok` while its last finished message was delivered (or none finished yet), `warning` after
 //! failures in a row, `error` once they reach `ALERT_NOTIFY_FAILURE_THRESHOLD` (with 0, a streak
 //! stays a warning). The spec's `config`, `backup`, `integration_<system>` and
@@ -68,6 +68,7 @@ pub async fn sweep(state: &AppState) -> Result<Diagnostics> {
     let disk_threshold = f64::from(state.config.alerts.disk_usage_percent);
     let notify_threshold = state.config.alerts.notify_failure_threshold;
     let mail = state.mailer.is_configured();
+    let fcm = state.fcm.is_some();
     let checks = state
         .blocking(move |engine| -> Result<Vec<DiagnosticCheck>> {
             let mut checks = vec![database(engine), migrations(engine)];
@@ -77,7 +78,7 @@ pub async fn sweep(state: &AppState) -> Result<Diagnostics> {
             });
             checks.push(disk_space(fs::usage_percent(&data_dir), disk_threshold));
             checks.push(check("version", CheckStatus::Ok, crate::build_info::VERSION));
-            let channels = health::in_use(engine, mail)?;
+            let channels = health::in_use(engine, mail, fcm)?;
             for h in health::of(engine, &channels)? {
                 checks.push(notification(&h, notify_threshold));
             }

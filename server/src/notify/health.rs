@@ -21,7 +21,7 @@ const LOOK_BACK: usize = 2000;
 /// One channel's recent delivery outcomes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChannelHealth {
-    /// `email`, `ntfy`, `gotify` or `webpush`.
+    /// `email`, `ntfy`, `gotify`, `webpush` or `fcm`.
     pub channel: &'static str,
     /// Failures since the last success (all of them when there was none).
     pub consecutive_failures: u64,
@@ -43,9 +43,9 @@ impl ChannelHealth {
     }
 }
 
-/// The channels this instance uses: email when it has a mail provider, and each
-/// user-configured channel some user has set up.
-pub fn in_use(engine: &Engine, mail: bool) -> mycorrhizal_engine::Result<Vec<&'static str>> {
+/// The channels this instance uses: email when it has a mail provider, FCM when it has a
+/// service account, and each user-configured channel some user has set up.
+pub fn in_use(engine: &Engine, mail: bool, fcm: bool) -> mycorrhizal_engine::Result<Vec<&'static str>> {
     let configs = engine.global()?.list::<ChannelConfig>()?;
     let mut channels = Vec::new();
     if mail {
@@ -59,6 +59,9 @@ pub fn in_use(engine: &Engine, mail: bool) -> mycorrhizal_engine::Result<Vec<&'s
     }
     if configs.iter().any(|(_, c)| !c.push.is_empty()) {
         channels.push("webpush");
+    }
+    if fcm {
+        channels.push("fcm");
     }
     Ok(channels)
 }

@@ -71,6 +71,8 @@ pub enum Target {
     Gotify { title: String, text: Vec<u8> },
     /// One registered browser of the user (`notify::webpush`).
     WebPush { subscription_id: u64, title: String, text: Vec<u8> },
+    /// One registered mobile device of the user, through FCM (`notify::fcm`).
+    Fcm { device_id: u64, title: String, text: Vec<u8> },
 }
 
 impl Target {
@@ -81,6 +83,7 @@ impl Target {
             Target::Ntfy { .. } => "ntfy",
             Target::Gotify { .. } => "gotify",
             Target::WebPush { .. } => "webpush",
+            Target::Fcm { .. } => "fcm",
         }
     }
 
@@ -91,7 +94,8 @@ impl Target {
             Target::Email { text, .. }
             | Target::Ntfy { text, .. }
             | Target::Gotify { text, .. }
-            | Target::WebPush { text, .. } => text.clear(),
+            | Target::WebPush { text, .. }
+            | Target::Fcm { text, .. } => text.clear(),
         }
     }
 }
