@@ -63,6 +63,53 @@ pub fn is_internal(ip: IpAddr) -> bool {
     }
 }
 
+/// Checks that `url` has the shape the API documents for a receiver URL (the `pattern` of the
+/// webhook, ntfy, Gotify and push-endpoint fields): http or https, a lower-case
+/// host name or IPv4 literal of 1 to 62 characters, an optional port 1 to 65535, at most eight
+/// path segments of unreserved characters; no query, fragment, credentials or IPv6 literal. The
+/// server refuses what its document refuses, so a client reading the document is never surprised.
+pub fn check_shape(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or("must start with http:// or https://")?;
+    let (host, mut rest) = rest.split_at(rest.find([':', '/']).unwrap_or(rest.len()));
+    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let b = host.as_bytes();
+    let host_ok = (1..=62).contains(&b.len())
+        && b.iter().all(|c| alnum(c) || *c == b'.' || *c == b'-')
+        && b.first().is_some_and(alnum)
+        && b.last().is_some_and(alnum);
+    if !host_ok {
+        return Err("must name its host in lower-case letters, digits, '.' and '-' (no IPv6 literal)".into());
+    }
+    if let Some(after) = rest.strip_prefix(':') {
+        let (port, tail) = after.split_at(after.find('/').unwrap_or(after.len()));
+        let ok = (1..=5).contains(&port.len())
+            && !port.starts_with('0')
+            && port.bytes().all(|c| c.is_ascii_digit())
+            && port.parse::<u32>().is_ok_and(|p| p <= 65_535);
+        if !ok {
+            return Err("must have a port from 1 to 65535, if any".into());
+        }
+        rest = tail;
+    }
+    if let Some(path) = rest.strip_prefix('/') {
+        let segments: Vec<&str> = path.split('/').collect();
+        let ok = segments.len() <= 8
+            && segments
+                .iter()
+                .all(|s| s.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'~' | b'-')));
+        if !ok {
+            return Err(
+                "must have at most 8 path segments of letters, digits, '.', '_', '~' and '-', and no query or fragment"
+                    .into(),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Parses `url` and checks it is http(s) with a host.
 fn parse(url: &str) -> Result<Url, String> {
     let parsed = Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
@@ -188,6 +235,39 @@ pub fn guarded_client(block_internal: bool, timeout: Duration) -> Result<reqwest
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn receiver_urls_have_the_documented_shape() {
+        for good in [
+            "https://ntfy.sh",
+            "http://127.0.0.1:65535/",
+            "https://hooks.example.org:8443/a/b.c/d_e/f~g/h-i",
+            "http://a",
+            "https://x/1/2/3/4/5/6/7/8",
+        ] {
+            assert_eq!(check_shape(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "https://m/MQ~O/Nt////590~8zZQ~KETA03aHFRHv/y/50Bny*",
+            " https://ntfy.sh",
+            "https://ntfy.sh ",
+            "ftp://ntfy.sh",
+            "https://Ntfy.sh",
+            "http://[::1]:9",
+            "https://ntfy.sh:0",
+            "https://ntfy.sh:65536",
+            "https://ntfy.sh:08080",
+            "https://ntfy.sh:",
+            "https://-ntfy.sh",
+            "https://ntfy.sh/a?b=c",
+            "https://ntfy.sh/#top",
+            "https://user:pw@ntfy.sh",
+            "https://x/1/2/3/4/5/6/7/8/9",
+            "https://",
+        ] {
+            assert!(check_shape(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn internal_ranges_are_recognised() {

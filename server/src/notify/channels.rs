@@ -226,7 +226,7 @@ pub struct NtfyInput {
     /// The server's base URL, http or https (`https://ntfy.sh`).
     #[schema(
         max_length = 2000,
-        pattern = r"^https?://[a-z0-9]([a-z0-9.-]{0,60}[a-z0-9])?(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]*){0,8}$"
+        pattern = r"^https?://[a-z0-9]([a-z0-9.-]{0,60}[a-z0-9])?(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~-]*){0,8}$"
     )]
     pub url: String,
     /// Letters, digits, `_` and `-`, 1 to 64.
@@ -244,7 +244,7 @@ pub struct GotifyInput {
     /// The server's base URL, http or https; messages go to `{url}/message`.
     #[schema(
         max_length = 2000,
-        pattern = r"^https?://[a-z0-9]([a-z0-9.-]{0,60}[a-z0-9])?(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]*){0,8}$"
+        pattern = r"^https?://[a-z0-9]([a-z0-9.-]{0,60}[a-z0-9])?(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~-]*){0,8}$"
     )]
     pub url: String,
     /// The application token sent as `X-Gotify-Key`: visible ASCII, 1 to 512 (required the
@@ -298,6 +298,7 @@ async fn answer(state: &AppState, user: u64, config: ChannelConfig) -> Result<Ch
 /// Checks a channel's server URL: http(s), at most 2000 characters, and (when
 /// `WEBHOOK_BLOCK_PRIVATE_URLS`) not a private or internal destination.
 pub async fn check_url(state: &AppState, field: &str, url: &str) -> Result<String> {
+    crate::outbound::check_shape(url).map_err(|reason| Error::invalid(field, reason))?;
     let url = url.trim().trim_end_matches('/');
     if url.is_empty() || url.len() > 2000 {
         return Err(Error::invalid(field, "must be an http or https URL of at most 2000 characters"));

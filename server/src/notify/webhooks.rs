@@ -124,7 +124,7 @@ pub struct WebhookInput {
     /// http or https receiver URL (required on create).
     #[schema(
         max_length = 2000,
-        pattern = r"^https?://[a-z0-9]([a-z0-9.-]{0,60}[a-z0-9])?(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]*){0,8}$"
+        pattern = r"^https?://[a-z0-9]([a-z0-9.-]{0,60}[a-z0-9])?(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~-]*){0,8}$"
     )]
     pub url: Option<String>,
     /// Events to receive (see `GET /webhooks/events`); at least one (required on create).
@@ -227,6 +227,7 @@ fn new_secret() -> String {
 }
 
 async fn check_url(state: &AppState, url: &str) -> Result<String> {
+    crate::outbound::check_shape(url).map_err(|reason| Error::invalid("url", reason))?;
     let url = url.trim();
     if url.is_empty() || url.len() > 2000 {
         return Err(Error::invalid("url", "must be an http or https URL of at most 2000 characters"));

@@ -107,7 +107,7 @@ pub struct PushSubscriptionInput {
     /// The push service's URL for this browser, http or https.
     #[schema(
         max_length = 2000,
-        pattern = r"^https?://[a-z0-9]([a-z0-9.-]{0,60}[a-z0-9])?(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]*){0,8}$"
+        pattern = r"^https?://[a-z0-9]([a-z0-9.-]{0,60}[a-z0-9])?(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~-]*){0,8}$"
     )]
     pub endpoint: String,
     pub keys: PushKeys,
@@ -297,6 +297,7 @@ pub async fn subscribe(
     user: u64,
     input: PushSubscriptionInput,
 ) -> Result<(PushSubscriptionView, bool)> {
+    crate::outbound::check_shape(&input.endpoint).map_err(|reason| Error::invalid("endpoint", reason))?;
     let endpoint = input.endpoint.trim().to_string();
     if endpoint.is_empty() || endpoint.len() > 2000 {
         return Err(Error::invalid("endpoint", "must be an http or https URL of at most 2000 characters"));
