@@ -137,6 +137,11 @@ impl TxGlobal<'_, '_> {
         Ok(())
     }
 
+    /// Removes a value of a `map:<name>` table; whether there was one.
+    pub fn map_remove(&self, table: &str, key: &str) -> Result<bool> {
+        Ok(self.tx.txn().open_table(tables::map_table(map_name(table)?))?.remove(key)?.is_some())
+    }
+
     fn store<R: GlobalRecord>(&self, id: u64, old: Option<&R>, body: &R) -> Result<()> {
         let txn = self.tx.txn();
         let mut unique = txn.open_table(tables::map_table(R::UNIQUE_TABLE))?;

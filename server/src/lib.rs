@@ -13,6 +13,7 @@ pub mod cli;
 pub mod config;
 pub mod crm;
 pub mod dav;
+pub mod diagnostics;
 pub mod error;
 pub mod http;
 pub mod import_cli;

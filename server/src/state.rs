@@ -32,6 +32,8 @@ pub struct AppState {
     pub outbox: Outbox,
     /// The engine's change hook: webhook deliveries queued inside each write's transaction.
     pub hook: Arc<OutboxHook>,
+    /// Mobile push, when `FCM_SERVICE_ACCOUNT_FILE` is configured (its access token cached).
+    pub fcm: Option<Arc<crate::notify::fcm::FcmClient>>,
 }
 
 impl AppState {
@@ -70,7 +72,12 @@ impl AppState {
         let timeout = Duration::from_secs(config.features.webhook_timeout_seconds);
         let client = crate::outbound::guarded_client(config.features.webhook_block_private_urls, timeout)?;
         let outbox = Outbox { signal, client };
+        let fcm = match config.fcm.clone() {
+            Some(account) => Some(Arc::new(crate::notify::fcm::FcmClient::new(account)?)),
+            None => None,
+        };
         Ok(AppState {
+            fcm,
             outbox,
             hook,
             engine,

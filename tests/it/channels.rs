@@ -87,6 +87,10 @@ impl Receiver {
 async fn sign_up(app: &InProcess, name: &str) -> String {
     let register = json!({ "username": name, "email": format!("{name}@example.org"), "password": PASSWORD });
     assert_eq!(app.call("POST", "/api/v1/register", None, register).await.0, 201);
+    sign_in(app, name).await
+}
+
+async fn sign_in(app: &InProcess, name: &str) -> String {
     let (status, _, cookie) =
         app.call("POST", "/api/v1/login", None, json!({ "identifier": name, "password": PASSWORD })).await;
     assert_eq!(status, 200);
@@ -570,4 +574,158 @@ async fn another_user_can_neither_see_change_delete_nor_test_my_channels() {
     let (_, listed, _) = app.call("GET", "/api/v1/notifications/push-subscriptions", Some(&ada), json!({})).await;
     assert_eq!(listed["subscriptions"].as_array().unwrap().len(), 1);
     assert_eq!(app.call("DELETE", &path, Some(&ada), json!({})).await.0, 204);
+}
+
+#[tokio::test]
+async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_and_queued_messages() {
+    use mycorrhizal::notify::channels::PushSubscription;
+    use mycorrhizal::notify::outbox::{Message, Pending};
+    use mycorrhizal::notify::webhooks::Webhook;
+    use mycorrhizal_engine::system::Trigger;
+
+    let app = in_process(&[]).await;
+    app.clock.set("2026-03-10T08:00:00Z".parse().expect("an instant"));
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let bob = sign_up(&app, "bob").await;
+    let (ada_id, bob_id) = (user_id(&app, &ada).await, user_id(&app, &bob).await);
+    for (who, topic) in [(&ada, "ada"), (&bob, "bob")] {
+        let body = json!({ "url": receiver.base, "topic": topic, "token": format!("tk_{topic}") });
+        assert_eq!(app.call("PUT", "/api/v1/notifications/channels/ntfy", Some(who), body).await.0, 200);
+    }
+    let (p256dh, auth, _) = browser_keys();
+    let subscription =
+        json!({ "endpoint": format!("{}/push/bob", receiver.base), "keys": { "p256dh": p256dh, "auth": auth } });
+    assert_eq!(app.call("POST", "/api/v1/notifications/push-subscriptions", Some(&bob), subscription).await.0, 201);
+    let hook =
+        json!({ "url": format!("{}/hook/bob", receiver.base), "events": ["contact.created", "birthday.occurred"] });
+    assert_eq!(app.call("POST", "/api/v1/webhooks", Some(&bob), hook).await.0, 201);
+    // Bob's birthday contact queues a webhook delivery; the digest queues his channels' messages,
+    // two webhook events' worth and his day marker.
+    let friend = json!({ "firstname": "Fern", "birthday": "1980-03-10" });
+    assert_eq!(app.call("POST", "/api/v1/contacts", Some(&bob), friend).await.0, 201);
+    let run = mycorrhizal::jobs::digest::digest_once(&app.state, Trigger::Manual).await;
+    assert_eq!(run.items_processed, Some(1), "{run:?}");
+    assert_eq!(app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&ada), json!({})).await.0, 202);
+
+    let bobs = |app: &InProcess| {
+        let g = app.state.engine.global().expect("a read");
+        let messages: Vec<u64> = g
+            .list::<Message>()
+            .expect("outbox")
+            .into_iter()
+            .filter(|(_, m)| m.user_id == bob_id)
+            .map(|(id, _)| id)
+            .collect();
+        let pending = g.list::<Pending>().expect("pending").into_iter().filter(|(id, _)| messages.contains(id)).count();
+        (
+            g.get::<ChannelConfig>(bob_id).is_ok(),
+            g.list::<PushSubscription>().expect("subs").iter().filter(|(_, s)| s.user_id == bob_id).count(),
+            g.list::<Webhook>().expect("hooks").iter().filter(|(_, w)| w.user_id == bob_id).count(),
+            g.map_get("map:digest_days", &bob_id.to_string()).expect("marker").is_some(),
+            g.map_get("map:webhook_subs", &bob_id.to_string()).expect("subs").is_some(),
+            messages.len(),
+            pending,
+        )
+    };
+    let before = bobs(&app);
+    assert_eq!((before.0, before.1, before.2, before.3, before.4), (true, 1, 1, true, true), "{before:?}");
+    assert_eq!(before.5, 4, "contact.created, birthday.occurred, ntfy and webpush: {before:?}");
+    assert_eq!(before.6, 4, "all pending: {before:?}");
+
+    let (status, body, _) = app.call("DELETE", &format!("/api/v1/admin/users/{bob_id}"), Some(&ada), json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(bobs(&app), (false, 0, 0, false, false, 0, 0), "nothing of Bob's notification state is left");
+    let raw = format!("{:?}", app.state.engine.global().expect("a read").list::<Message>().expect("outbox"));
+    assert!(!raw.contains("/hook/bob") && !raw.contains("Fern"), "no copy of Bob's records stays queued");
+
+    // Only Ada's test goes out, now and after every retry would have come due.
+    assert_eq!(deliver_once(&app.state).await, 1);
+    advance(&app, 24 * 3600);
+    assert_eq!(deliver_once(&app.state).await, 0);
+    let got = receiver.received();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].json()["topic"], "ada");
+    assert!(app.state.engine.global().expect("a read").get::<ChannelConfig>(ada_id).is_ok(), "Ada's channels stay");
+}
+
+/// The `notification_<channel>` checks of `GET /admin/diagnostics`, by name.
+async fn notification_checks(app: &InProcess, admin: &str) -> Vec<(String, String, String)> {
+    let (status, body, _) = app.call("GET", "/api/v1/admin/diagnostics", Some(admin), json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let checks = body["checks"].as_array().expect("checks");
+    let summary = &body["summary"];
+    let count = |s: &str| checks.iter().filter(|c| c["status"] == s).count() as u64;
+    assert_eq!(
+        (summary["ok"].as_u64(), summary["warnings"].as_u64(), summary["errors"].as_u64()),
+        (Some(count("ok")), Some(count("warning")), Some(count("error"))),
+        "{body}"
+    );
+    for name in ["database", "migrations", "filesystem", "disk_space", "version"] {
+        assert!(checks.iter().any(|c| c["name"] == name), "{name} in {body}");
+    }
+    checks
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap_or("").starts_with("notification_"))
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+            (s("name"), s("status"), s("message"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn diagnostics_show_each_channel_in_use_failing_once_its_messages_fail_in_a_row() {
+    let app = in_process(&[]).await;
+    let ntfy = Receiver::start().await;
+    let gotify = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let bob = sign_up(&app, "bob").await;
+    assert_eq!(app.call("GET", "/api/v1/admin/diagnostics", Some(&bob), json!({})).await.0, 403, "admins only");
+    assert!(notification_checks(&app, &ada).await.is_empty(), "no channel in use, no mail provider");
+
+    let ntfy_body = json!({ "url": ntfy.base, "topic": "t", "token": "tk_diagsecret" });
+    app.call("PUT", "/api/v1/notifications/channels/ntfy", Some(&bob), ntfy_body).await;
+    app.call(
+        "PUT",
+        "/api/v1/notifications/channels/gotify",
+        Some(&ada),
+        json!({ "url": gotify.base, "token": "gk_diag" }),
+    )
+    .await;
+    let checks = notification_checks(&app, &ada).await;
+    let names: Vec<(&str, &str)> = checks.iter().map(|(n, s, _)| (n.as_str(), s.as_str())).collect();
+    assert_eq!(names, [("notification_ntfy", "ok"), ("notification_gotify", "ok")], "{checks:?}");
+
+    // Both receivers answer 500 to every attempt of three messages each: all retries spent.
+    ntfy.then(&[500; 24]);
+    gotify.then(&[500; 24]);
+    for _ in 0..3 {
+        app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&bob), json!({})).await;
+        app.call("POST", "/api/v1/notifications/channels/gotify/test", Some(&ada), json!({})).await;
+    }
+    for _ in 0..mycorrhizal::notify::outbox::MAX_ATTEMPTS {
+        assert_eq!(deliver_once(&app.state).await, 6);
+        advance(&app, 7 * 3600);
+    }
+    assert_eq!(deliver_once(&app.state).await, 0, "given up");
+    assert_eq!((ntfy.received().len(), gotify.received().len()), (24, 24));
+    // Days went by: fresh sessions.
+    let (ada, bob) = (sign_in(&app, "ada").await, sign_in(&app, "bob").await);
+    let checks = notification_checks(&app, &ada).await;
+    for (name, status, message) in &checks {
+        assert_eq!(status, "error", "{name}: {message}");
+        assert!(message.starts_with("3 messages in a row failed since "), "{message}");
+        for secret in [ntfy.base.as_str(), gotify.base.as_str(), "tk_diagsecret", "gk_diag", "500"] {
+            assert!(!message.contains(secret), "{message} echoes {secret}");
+        }
+    }
+    assert_eq!(checks.len(), 2);
+
+    // The topic recovers: one delivered message makes its check ok; Gotify still fails.
+    app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&bob), json!({})).await;
+    assert_eq!(deliver_once(&app.state).await, 1);
+    let checks = notification_checks(&app, &ada).await;
+    let by_name = |n: &str| checks.iter().find(|c| c.0 == n).map(|c| c.1.clone()).expect("a check");
+    assert_eq!((by_name("notification_ntfy"), by_name("notification_gotify")), ("ok".into(), "error".into()));
 }

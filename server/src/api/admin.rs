@@ -1,5 +1,6 @@
 //! Admin user management (admin session only; API tokens refused): list, create (when
-//! registration is closed), get, patch (admin flag, password reset), delete, reset two-factor.
+//! registration is closed), get, patch (admin flag, password reset), delete, reset two-factor;
+//! the maintenance triggers and the diagnostics checklist.
 
 use crate::http::extract::{Path, Query};
 use axum::extract::State;
@@ -11,6 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::accounts::{self, NewAccount};
 use crate::auth::view::{CurrentUser, UserPage};
 use crate::crm::Message;
+use crate::diagnostics::Diagnostics;
 use crate::error::ApiError;
 use crate::http::caller::AdminUser;
 use crate::http::json::Json;
@@ -186,4 +188,18 @@ pub async fn trigger_reminders(
             Ok(axum::Json(Message { message: format!("Reminders sent: {queued} {noun} queued") }))
         }
     }
+}
+
+/// The one-pass diagnostics checklist: database, migrations, filesystem, disk space, version and
+/// one `notification_<channel>` per channel in use. Always 200 for an admin; configuration
+/// values are never echoed.
+#[utoipa::path(get, path = "/api/v1/admin/diagnostics", tag = "admin", responses(
+    (status = 200, body = Diagnostics, description = "The checklist with its summary (the worst status, and how many checks are ok, warnings and errors)"),
+    (status = 401, description = "Not signed in"),
+    (status = 403, description = "Not an admin session")))]
+pub async fn diagnostics(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+) -> Result<axum::Json<Diagnostics>, ApiError> {
+    Ok(axum::Json(crate::diagnostics::sweep(&state).await?))
 }

@@ -63,7 +63,7 @@ use crate::state::AppState;
         (name = "search", description = "Full-text search over your contacts, notes and activities"),
         (name = "import", description = "Import contacts from CSV, vCard 2.1/3.0/4.0, JSContact or a JSON batch of neutral records: upload, preview with duplicate detection, confirm row by row"),
         (name = "webhooks", description = "Signed deliveries of your events to your own receivers: CRUD, the secret shown once (rotatable), a test event, the delivery log and redelivery"),
-        (name = "notifications", description = "Your notification channels (email, an ntfy-style topic, a Gotify-style server, Web Push), each with a test; the server's VAPID key and your browsers' push subscriptions"),
+        (name = "notifications", description = "Your notification channels (email, an ntfy-style topic, a Gotify-style server, Web Push, mobile push through FCM), each with a test; the server's VAPID key, your browsers' push subscriptions and your phones' FCM registrations"),
         (name = "export", description = "Everything you keep, as streamed downloads: vCard 3.0/4.0 with photos, JSContact, and CSV"),
     )
 )]
@@ -131,6 +131,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(safety::integrity_check))
         .routes(routes!(admin::trigger_purge))
         .routes(routes!(admin::trigger_reminders))
+        .routes(routes!(admin::diagnostics))
         .routes(routes!(search::search))
         .routes(routes!(contacts::list, contacts::create))
         .routes(routes!(contacts::circles))
@@ -228,6 +229,9 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(notifications::public_key))
         .routes(routes!(notifications::list_subscriptions, notifications::subscribe))
         .routes(routes!(notifications::unsubscribe))
+        .routes(routes!(notifications::test_fcm))
+        .routes(routes!(notifications::list_devices, notifications::register_device))
+        .routes(routes!(notifications::unregister_device))
         .routes(routes!(health::live))
         .routes(routes!(health::ready))
         .routes(routes!(health::health))

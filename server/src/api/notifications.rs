@@ -10,6 +10,7 @@ use crate::error::ApiError;
 use crate::http::extract::Path;
 use crate::http::json::Json;
 use crate::notify::channels::{self, Channel, ChannelsView, EmailInput, GotifyInput, NtfyInput, Queued};
+use crate::notify::fcm::{self, FcmDeviceInput, FcmDeviceList, FcmDeviceView};
 use crate::notify::webpush::{self, PushSubscriptionInput, PushSubscriptionList, PushSubscriptionView, VapidKeyView};
 use crate::state::AppState;
 
@@ -152,5 +153,51 @@ pub async fn unsubscribe(
     Path(id): Path<u64>,
 ) -> Result<StatusCode, ApiError> {
     webpush::unsubscribe(&state, user.id.0, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/api/v1/notifications/channels/fcm/test", tag = "notifications", responses(
+    (status = 202, description = "A test notification queued to each of your mobile devices", body = Queued),
+    (status = 404, description = "No device is registered, or the instance has no FCM service account")))]
+pub async fn test_fcm(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<(StatusCode, axum::Json<Queued>), ApiError> {
+    Ok((StatusCode::ACCEPTED, axum::Json(channels::send_test(&state, user.id.0, Channel::Fcm).await?)))
+}
+
+#[utoipa::path(get, path = "/api/v1/notifications/fcm-devices", tag = "notifications", responses(
+    (status = 200, description = "Your mobile devices registered for push (never their tokens)", body = FcmDeviceList)))]
+pub async fn list_devices(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<axum::Json<FcmDeviceList>, ApiError> {
+    let (s, user_id) = (state.clone(), user.id.0);
+    Ok(axum::Json(state.blocking(move |_| fcm::list(&s, user_id)).await??))
+}
+
+#[utoipa::path(post, path = "/api/v1/notifications/fcm-devices", tag = "notifications", request_body = FcmDeviceInput, responses(
+    (status = 201, description = "The device registered", body = FcmDeviceView),
+    (status = 200, description = "The token was registered already: its name replaced (and it is yours now)", body = FcmDeviceView),
+    (status = 400, description = "Invalid token or name; field named"),
+    (status = 409, description = "The instance has no FCM service account, or you have the most devices allowed (20)")))]
+pub async fn register_device(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(input): Json<FcmDeviceInput>,
+) -> Result<(StatusCode, axum::Json<FcmDeviceView>), ApiError> {
+    let (view, new) = fcm::register(&state, user.id.0, input).await?;
+    Ok((if new { StatusCode::CREATED } else { StatusCode::OK }, axum::Json(view)))
+}
+
+#[utoipa::path(delete, path = "/api/v1/notifications/fcm-devices/{id}", tag = "notifications", params(("id" = u64, Path)), responses(
+    (status = 204, description = "The device unregistered"),
+    (status = 404, description = "No such device of yours")))]
+pub async fn unregister_device(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<u64>,
+) -> Result<StatusCode, ApiError> {
+    fcm::unregister(&state, user.id.0, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -259,7 +259,8 @@ pub async fn set_admin(state: &AppState, user_id: u64, is_admin: bool) -> Result
     result
 }
 
-/// Deletes an account with all its data, sessions, tokens and files. The last admin stays.
+/// Deletes an account with all its data, sessions, tokens, notification state (channels,
+/// browsers, webhooks, queued messages) and files. The last admin stays.
 pub async fn delete(state: &AppState, user_id: u64) -> Result<(), Error> {
     let result = state
         .engine
@@ -284,6 +285,9 @@ pub async fn delete(state: &AppState, user_id: u64) -> Result<(), Error> {
                     tx.global().delete::<ResetToken>(id)?;
                 }
             }
+            // Channels, browsers, webhooks and every queued message: nothing is sent for an
+            // account once it is gone.
+            crate::notify::remove_user(tx, user_id)?;
             tx.purge_user(UserId(user_id))?;
             tx.global().delete::<Account>(user_id)?;
             Ok(Ok(()))

@@ -2,9 +2,11 @@
 //! validated whole at boot. Every variable of the spec's configuration table is parsed here, even
 //! where its feature lands later, so a typo fails at boot naming the variable.
 //!
-//! It does not read files except the persisted JWT secret (see [`secret`]).
+//! It does not read files except the persisted JWT secret (see [`secret`]) and the FCM service
+//! account (see [`fcm`]).
 
 mod env;
+pub mod fcm;
 pub mod secret;
 pub mod values;
 
@@ -59,6 +61,8 @@ pub struct Config {
     pub rates: Rates,
     pub features: Features,
     pub auth: Auth,
+    /// `FCM_SERVICE_ACCOUNT_FILE` (and `FCM_API_URL`): mobile push, when configured.
+    pub fcm: Option<fcm::Fcm>,
 }
 
 /// Upload limits of the import endpoints, and how many rows a confirm writes per transaction.
@@ -381,6 +385,7 @@ impl Config {
             vapid_subject: vapid_subject(&mut env),
         };
         let auth = auth(&mut env);
+        let fcm = fcm::load(&mut env);
         if !env.errors.is_empty() {
             return Err(env.errors);
         }
@@ -409,6 +414,7 @@ impl Config {
             rates,
             features,
             auth,
+            fcm,
         })
     }
 

@@ -16,6 +16,8 @@
 //! - `gotify`: a Gotify-style server. A POST of `{"title", "message", "priority"}` to
 //!   `{url}/message` with the application token in `X-Gotify-Key`.
 //! - `webpush`: every browser the user registered (`super::webpush`).
+//! - `fcm`: every mobile device the user registered, when the instance has an FCM service
+//!   account (`super::fcm`).
 //!
 //! Tokens are sealed with the data key and never shown again (a view says only whether one is
 //! set). Their destinations go through the private-address guard: at save ([`check_url`]) and at
@@ -52,11 +54,13 @@ pub struct Senders {
     pub data_key: DataKey,
     /// The instance has an email provider (SMTP or the email API).
     pub mail: bool,
+    /// The instance has an FCM service account (mobile push).
+    pub fcm: bool,
 }
 
 impl Senders {
     pub fn of(state: &crate::state::AppState) -> Senders {
-        Senders { data_key: state.auth.data_key.clone(), mail: state.mailer.is_configured() }
+        Senders { data_key: state.auth.data_key.clone(), mail: state.mailer.is_configured(), fcm: state.fcm.is_some() }
     }
 }
 
@@ -68,6 +72,7 @@ pub enum Channel {
     Ntfy,
     Gotify,
     Webpush,
+    Fcm,
 }
 
 impl Channel {
@@ -77,6 +82,7 @@ impl Channel {
             Channel::Ntfy => "ntfy",
             Channel::Gotify => "gotify",
             Channel::Webpush => "webpush",
+            Channel::Fcm => "fcm",
         }
     }
 }
@@ -155,6 +161,11 @@ fn read_config(state: &AppState, user: u64) -> Result<ChannelConfig> {
     }
 }
 
+/// Removes `user`'s configuration (an account's deletion). Returns how many rows went.
+pub(crate) fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
+    Ok(u64::from(tx.global().remove::<ChannelConfig>(user)?))
+}
+
 /// What a channel token is sealed to.
 pub fn token_binding(user: u64, channel: Channel) -> String {
     crate::auth::keys::binding("notify_channels", user, channel.name())
@@ -204,6 +215,15 @@ pub struct WebPushView {
     pub subscriptions: usize,
 }
 
+/// Mobile push through FCM.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FcmView {
+    /// The instance has an FCM service account; without one nothing is sent to phones.
+    pub available: bool,
+    /// Devices registered (see `/notifications/fcm-devices`).
+    pub devices: usize,
+}
+
 /// Every channel of the caller and its state.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ChannelsView {
@@ -213,6 +233,7 @@ pub struct ChannelsView {
     /// Absent when not configured.
     pub gotify: Option<GotifyView>,
     pub webpush: WebPushView,
+    pub fcm: FcmView,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -257,8 +278,9 @@ pub struct Queued {
     pub queued: Vec<String>,
 }
 
-fn view(config: &ChannelConfig, mail: bool) -> ChannelsView {
+fn view(config: &ChannelConfig, mail: bool, fcm: FcmView) -> ChannelsView {
     ChannelsView {
+        fcm,
         email: EmailView { available: mail, enabled: mail && config.email.unwrap_or(true) },
         ntfy: config.ntfy.as_ref().map(|t| NtfyView {
             url: t.url.clone(),
@@ -273,6 +295,19 @@ fn view(config: &ChannelConfig, mail: bool) -> ChannelsView {
         }),
         webpush: WebPushView { subscriptions: config.push.len() },
     }
+}
+
+/// The view of `config` with what the instance offers and `user`'s mobile devices (reads the
+/// database: on the blocking pool).
+fn view_of(state: &AppState, user: u64, config: &ChannelConfig) -> Result<ChannelsView> {
+    let devices = super::fcm::list(state, user)?.devices.len();
+    Ok(view(config, state.mailer.is_configured(), FcmView { available: state.fcm.is_some(), devices }))
+}
+
+/// [`view_of`] from an async operation.
+async fn answer(state: &AppState, user: u64, config: ChannelConfig) -> Result<ChannelsView> {
+    let s = state.clone();
+    state.blocking(move |_| view_of(&s, user, &config)).await?
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -327,7 +362,7 @@ fn origin(url: &str) -> Option<String> {
 
 /// The caller's channels.
 pub fn list(state: &AppState, user: u64) -> Result<ChannelsView> {
-    Ok(view(&read_config(state, user)?, state.mailer.is_configured()))
+    view_of(state, user, &read_config(state, user)?)
 }
 
 /// Turns the email channel on or off. Turning it on needs a mail provider.
@@ -345,7 +380,7 @@ pub async fn set_email(state: &AppState, user: u64, input: EmailInput) -> Result
             Ok(c)
         })
         .await?;
-    Ok(view(&config, mail))
+    answer(state, user, config).await
 }
 
 /// Sets the ntfy-style topic.
@@ -359,7 +394,6 @@ pub async fn set_ntfy(state: &AppState, user: u64, input: NtfyInput) -> Result<C
         ),
         _ => None,
     };
-    let mail = state.mailer.is_configured();
     let config = state
         .engine
         .write_async(move |tx| {
@@ -375,7 +409,7 @@ pub async fn set_ntfy(state: &AppState, user: u64, input: NtfyInput) -> Result<C
             Ok(c)
         })
         .await?;
-    Ok(view(&config, mail))
+    answer(state, user, config).await
 }
 
 /// Sets the Gotify-style server.
@@ -392,7 +426,6 @@ pub async fn set_gotify(state: &AppState, user: u64, input: GotifyInput) -> Resu
         ),
         None => None,
     };
-    let mail = state.mailer.is_configured();
     let config = state
         .engine
         .write_async(move |tx| {
@@ -407,13 +440,12 @@ pub async fn set_gotify(state: &AppState, user: u64, input: GotifyInput) -> Resu
             Ok(Ok(c))
         })
         .await??;
-    Ok(view(&config, mail))
+    answer(state, user, config).await
 }
 
 /// Removes a channel's configuration (email: turns it off; Web Push: every browser). Its
 /// pending messages then fail ("the channel was removed").
 pub async fn clear(state: &AppState, user: u64, channel: Channel) -> Result<ChannelsView> {
-    let mail = state.mailer.is_configured();
     let config = state
         .engine
         .write_async(move |tx| {
@@ -425,6 +457,7 @@ pub async fn clear(state: &AppState, user: u64, channel: Channel) -> Result<Chan
                 }
                 Channel::Ntfy => c.ntfy.take().is_some(),
                 Channel::Gotify => c.gotify.take().is_some(),
+                Channel::Fcm => super::fcm::remove_user(tx, user)? > 0,
                 Channel::Webpush => {
                     let ids = std::mem::take(&mut c.push);
                     for id in &ids {
@@ -440,7 +473,7 @@ pub async fn clear(state: &AppState, user: u64, channel: Channel) -> Result<Chan
             Ok(Ok(c))
         })
         .await??;
-    Ok(view(&config, mail))
+    answer(state, user, config).await
 }
 
 /// Queues a test notification to one of the caller's channels (404 when it is not set up).
@@ -516,6 +549,13 @@ fn queue(
             let target = Target::WebPush { subscription_id: *id, title: subject.clone(), text: seal()? };
             outbox::enqueue(tx, user, target, Some(format!("{key}:webpush:{id}")))?;
             queued.push("webpush");
+        }
+    }
+    if wanted(Channel::Fcm) && senders.fcm {
+        for id in super::fcm::devices_of(tx, user)? {
+            let target = Target::Fcm { device_id: id, title: subject.clone(), text: seal()? };
+            outbox::enqueue(tx, user, target, Some(format!("{key}:fcm:{id}")))?;
+            queued.push("fcm");
         }
     }
     Ok(queued)

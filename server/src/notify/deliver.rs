@@ -1,14 +1,15 @@
 //! One delivery attempt of one outbox message, by target: a signed webhook POST, a mail through
 //! the instance's provider, a channel's push (ntfy-style topic, Gotify-style server, one Web
-//! Push browser). Only the attempt: what its outcome changes is the outbox's business
-//! ([`super::outbox`]), except that a browser the push service says is gone (404, 410) is
-//! unregistered here. Push channels carry the correlation id only in events and logs, never in
+//! Push browser, one FCM device). Only the attempt: what its outcome changes is the outbox's
+//! business ([`super::outbox`]), except that a browser the push service says is gone (404, 410)
+//! and a device FCM says is unregistered are removed here. Push channels carry the correlation id only in events and logs, never in
 //! a header.
 
 use std::time::Duration;
 
 use super::channels::PushSubscription;
 use super::channels::{self, Channel, ChannelConfig};
+use super::fcm::{self, FcmDevice};
 use super::outbox::{Attempt, Message, Target, classify, retry_after};
 use super::webhooks::{self, SIGNATURE_HEADER, Webhook};
 use super::webpush;
@@ -25,6 +26,7 @@ pub async fn attempt(state: &AppState, message: &Message) -> Attempt {
         Target::WebPush { subscription_id, title, text } => {
             web_push(state, message, *subscription_id, title, text).await
         }
+        Target::Fcm { device_id, title, text } => fcm(state, message, *device_id, title, text).await,
     }
 }
 
@@ -303,4 +305,58 @@ async fn web_push(state: &AppState, message: &Message, id: u64, title: &str, sea
         );
     }
     logged(message, "webpush", http_outcome(state, sent))
+}
+
+async fn fcm(state: &AppState, message: &Message, id: u64, title: &str, sealed: &[u8]) -> Attempt {
+    let user = message.user_id;
+    let Some(client) = state.fcm.clone() else {
+        return permanent("mobile push is not configured (no FCM service account)");
+    };
+    let device = match state.blocking(move |engine| engine.global()?.get::<FcmDevice>(id)).await {
+        Ok(Ok(d)) if d.user_id == user => d,
+        Ok(Ok(_)) | Ok(Err(mycorrhizal_engine::Error::NotFound)) => return permanent("the device was removed"),
+        Ok(Err(e)) => return retry(e.to_string()),
+        Err(e) => return retry(e.to_string()),
+    };
+    let text = match text_of(state, user, sealed) {
+        Ok(t) => t,
+        Err(a) => return a,
+    };
+    let now = state.engine.clock().now();
+    let token = match client.access_token(&state.http, now).await {
+        Ok(t) => t,
+        Err(e) => return logged(message, "fcm", retry(e)),
+    };
+    let body = fcm::message(&device.token, title, &text, &message.key);
+    let sent = state.http.post(client.send_url()).bearer_auth(token).json(&body).send().await;
+    let response = match sent {
+        Ok(r) => r,
+        Err(e) => return logged(message, "fcm", http_outcome(state, Err(e))),
+    };
+    let status = response.status().as_u16();
+    let wait = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| retry_after(v, now));
+    let answer = if status >= 300 { response.text().await.unwrap_or_default() } else { String::new() };
+    let attempt = if status < 300 {
+        Attempt::Delivered { status: Some(status) }
+    } else if fcm::unregistered(status, &answer) {
+        // The app was uninstalled or its token replaced: unregister the device for good.
+        if let Err(e) = state.engine.write_async(move |tx| fcm::remove_in(tx, user, id)).await {
+            tracing::error!(event = "fcm_unregister_failed", component = "notification", error = %e);
+        }
+        Attempt::Permanent {
+            status: Some(status),
+            error: format!("FCM answered {status} UNREGISTERED: the device is gone, it was removed"),
+        }
+    } else if status == 401 {
+        // The access token was refused: the next attempt asks for a new one.
+        client.forget_token().await;
+        Attempt::Retry { status: Some(status), error: "FCM refused the access token".into(), retry_after: wait }
+    } else {
+        classify(status, wait)
+    };
+    logged(message, "fcm", attempt)
 }

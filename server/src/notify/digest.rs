@@ -264,6 +264,11 @@ pub fn notification(d: &Digest, window: Window) -> Notification {
     Notification { subject, text }
 }
 
+/// Forgets `user`'s day marker (an account's deletion). Returns how many rows went.
+pub(crate) fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
+    Ok(u64::from(tx.global().map_remove(SENT_TABLE, &user.to_string())?))
+}
+
 /// The last day `user`'s digest was queued.
 fn last_day(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<Option<Date>> {
     let stored = tx.global().map_get(SENT_TABLE, &user.to_string())?;

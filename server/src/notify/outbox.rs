@@ -61,6 +61,8 @@ pub enum Target {
     Gotify { title: String, text: Vec<u8> },
     /// One registered browser of the user (`notify::webpush`).
     WebPush { subscription_id: u64, title: String, text: Vec<u8> },
+    /// One registered mobile device of the user, through FCM (`notify::fcm`).
+    Fcm { device_id: u64, title: String, text: Vec<u8> },
 }
 
 impl Target {
@@ -71,6 +73,7 @@ impl Target {
             Target::Ntfy { .. } => "ntfy",
             Target::Gotify { .. } => "gotify",
             Target::WebPush { .. } => "webpush",
+            Target::Fcm { .. } => "fcm",
         }
     }
 
@@ -81,7 +84,8 @@ impl Target {
             Target::Email { text, .. }
             | Target::Ntfy { text, .. }
             | Target::Gotify { text, .. }
-            | Target::WebPush { text, .. } => text.clear(),
+            | Target::WebPush { text, .. }
+            | Target::Fcm { text, .. } => text.clear(),
         }
     }
 }
@@ -253,6 +257,22 @@ pub struct Outbox {
     pub signal: Arc<Signal>,
     /// The client for user-supplied destinations, guarded when `WEBHOOK_BLOCK_PRIVATE_URLS`.
     pub client: reqwest::Client,
+}
+
+/// Removes every message of `user`, pending or finished, with its pending side (an account's
+/// deletion). An attempt already under way finds its row gone and records nothing. Returns how
+/// many messages went.
+pub fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
+    let g = tx.global();
+    let mut removed = 0;
+    for (id, m) in g.list::<Message>()? {
+        if m.user_id == user {
+            g.delete::<Message>(id)?;
+            g.remove::<Pending>(id)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 /// Removes finished messages created before `cutoff`. Returns how many.

@@ -221,6 +221,20 @@ pub fn secret_of(data_key: &DataKey, webhook: &Webhook) -> Option<String> {
     String::from_utf8(plain).ok()
 }
 
+/// Removes every webhook of `user` and their subscription list (an account's deletion; their
+/// deliveries go with `outbox::remove_user`). Returns how many rows went.
+pub(crate) fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
+    let mut removed = 0;
+    for (id, w) in tx.global().list::<Webhook>()? {
+        if w.user_id == user {
+            tx.global().delete::<Webhook>(id)?;
+            removed += 1;
+        }
+    }
+    removed += u64::from(tx.global().map_remove(SUBS_TABLE, &user.to_string())?);
+    Ok(removed)
+}
+
 /// The envelope's JSON text.
 pub fn envelope(key: &str, event: &str, at: Timestamp, data: Value) -> String {
     json!({ "id": key, "event": event, "timestamp": at, "data": data }).to_string()

@@ -362,6 +362,19 @@ pub fn remove_in(tx: &mycorrhizal_engine::Tx<'_>, user: u64, id: u64) -> mycorrh
     Ok(true)
 }
 
+/// Removes every browser `user` registered (an account's deletion; the configuration that lists
+/// them goes with `channels::remove_user`). Returns how many.
+pub(crate) fn remove_user(tx: &mycorrhizal_engine::Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
+    let mut removed = 0;
+    for (id, s) in tx.global().list::<PushSubscription>()? {
+        if s.user_id == user {
+            tx.global().delete::<PushSubscription>(id)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Removes the caller's subscription `id` (404 when it is not theirs).
 pub async fn unsubscribe(state: &AppState, user: u64, id: u64) -> Result<()> {
     let removed = state.engine.write_async(move |tx| remove_in(tx, user, id)).await?;
