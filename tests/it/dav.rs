@@ -741,6 +741,144 @@ async fn with_two_way_caldav_an_activitys_event_edits_and_deletes_the_activity()
     assert_eq!(api.get(&format!("/api/v1/activities/{id}")).await.status(), 404);
 }
 
+/// With two-way CalDAV a client's new event (Thunderbird's and DAVx5's `<uuid>.ics` with
+/// `If-None-Match: *`) becomes an activity, served back under the client's href with its UID,
+/// found by sync and calendar-query, then edited and deleted through that href. Another user
+/// can neither see it nor write into the calendar.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_two_way_caldav_a_clients_new_event_becomes_an_activity_under_its_own_href() {
+    let server = Instance::new().with("CALDAV_ENABLED", "true").with("CALDAV_TWO_WAY_ENABLED", "true").spawn();
+    let (api, dav) = account(&server, "ada").await;
+    let calendar = format!("/caldav/{}/calendar/", dav.id);
+    let sync = |token: String| {
+        let dav = dav.clone();
+        let calendar = calendar.clone();
+        async move {
+            let body = format!(
+                r#"<D:sync-collection xmlns:D="DAV:"><D:sync-token>{token}</D:sync-token><D:sync-level>1</D:sync-level><D:prop><D:getetag/></D:prop></D:sync-collection>"#
+            );
+            dav.send("REPORT", &calendar, &[], &body).await
+        }
+    };
+    let first = sync(String::new()).await;
+    let uid = "5C6F0E42-1B7A-4F0B-9D2E-6A1B2C3D4E5F@thunderbird.example";
+    let href = format!("{calendar}tb-5c6f0e42.ics");
+    let event = |summary: &str, start: &str| {
+        format!(
+            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Mozilla.org/NONSGML Mozilla Calendar V1.1//EN\r\nBEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20260301T090000Z\r\nSUMMARY:{summary}\r\nLOCATION:Café Lumière\r\nDESCRIPTION:Bring the seed catalogue\r\nDTSTART:{start}\r\nDTEND:20260310T180000Z\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+        )
+    };
+    let privileges = dav.propfind(&calendar, "0", "<D:current-user-privilege-set/>").await;
+    assert!(privileges.body.contains("<D:bind/>"), "{}", privileges.body);
+
+    let type_ics = ("Content-Type", "text/calendar; charset=utf-8");
+    let guarded =
+        dav.send("PUT", &href, &[type_ics, ("If-Match", "\"a-1-1\"")], &event("Seed swap", "20260310T170000Z")).await;
+    assert_eq!(guarded.status, 412, "If-Match on a resource that is not there: {}", guarded.body);
+    let made =
+        dav.send("PUT", &href, &[type_ics, ("If-None-Match", "*")], &event("Seed swap", "20260310T170000Z")).await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let etag = made.etag();
+    let again =
+        dav.send("PUT", &href, &[type_ics, ("If-None-Match", "*")], &event("Seed swap", "20260310T170000Z")).await;
+    assert_eq!(again.status, 412, "it exists now");
+
+    let got = dav.send("GET", &href, &[], "").await;
+    assert_eq!(got.status, 200);
+    assert_eq!(got.etag(), etag);
+    assert!(got.body.contains(&format!("UID:{uid}\r\n")), "{}", got.body);
+    assert!(got.body.contains("SUMMARY:Seed swap"), "{}", got.body);
+    assert!(got.body.contains("DTSTART:20260310T170000Z"), "{}", got.body);
+    assert!(got.body.contains("Café Lumière"), "{}", got.body);
+
+    let listed: serde_json::Value = api.get("/api/v1/activities").await.json().await.unwrap();
+    let activities = listed["activities"].as_array().expect("activities");
+    assert_eq!(activities.len(), 1, "{listed}");
+    assert_eq!(activities[0]["title"], "Seed swap");
+    assert_eq!(activities[0]["uuid"], uid);
+    assert_eq!(activities[0]["description"], "Bring the seed catalogue");
+    let id = activities[0]["id"].as_u64().expect("id");
+    assert_eq!(
+        dav.send("GET", &format!("{calendar}activity-{id}.ics"), &[], "").await.status,
+        404,
+        "served under the client's href only"
+    );
+
+    let changes = sync(sync_token(&first.body)).await;
+    assert_eq!(etags(&changes.body), vec![(href.clone(), etag.clone())], "{}", changes.body);
+    let query = format!(
+        r#"<C:calendar-query xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><D:prop><D:getetag/><C:calendar-data/></D:prop><C:filter><C:comp-filter name="VCALENDAR"><C:comp-filter name="VEVENT"><C:time-range start="20260310T000000Z" end="20260311T000000Z"/></C:comp-filter></C:comp-filter></C:filter></C:calendar-query>"#
+    );
+    let found = dav.send("REPORT", &calendar, &[("Depth", "1")], &query).await;
+    assert_eq!(hrefs(&found.body), vec![href.clone()], "{}", found.body);
+    assert!(found.body.contains(uid), "{}", found.body);
+    let multiget = format!(
+        r#"<C:calendar-multiget xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><D:prop><D:getetag/></D:prop><D:href>{href}</D:href></C:calendar-multiget>"#
+    );
+    assert_eq!(etags(&dav.send("REPORT", &calendar, &[], &multiget).await.body), vec![(href.clone(), etag.clone())]);
+
+    // The same UID under another href is the RFC's no-uid-conflict.
+    let twin = dav.send("PUT", &format!("{calendar}other.ics"), &[type_ics], &event("Twin", "20260310T170000Z")).await;
+    assert_eq!(twin.status, 409, "{}", twin.body);
+    assert!(twin.body.contains("<CAL:no-uid-conflict/>"), "{}", twin.body);
+    assert!(twin.body.contains(&href), "names the holder: {}", twin.body);
+    // A name of the server's own form, or an unreadable body, is refused.
+    let reserved =
+        dav.send("PUT", &format!("{calendar}activity-999.ics"), &[type_ics], &event("X", "20260310T170000Z")).await;
+    assert_eq!(reserved.status, 403, "{}", reserved.body);
+    let garbage =
+        dav.send("PUT", &format!("{calendar}new.ics"), &[type_ics], "BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n").await;
+    assert_eq!(garbage.status, 403);
+    assert!(garbage.body.contains("<CAL:valid-calendar-data/>"), "{}", garbage.body);
+
+    let other = server.sign_up("bob").await;
+    let as_bob = Dav { user: "bob".into(), id: other.id, ..dav.clone() };
+    assert_eq!(as_bob.send("GET", &href, &[], "").await.status, 404);
+    let intruding =
+        as_bob.send("PUT", &format!("{calendar}bob.ics"), &[type_ics], &event("Bob's", "20260310T170000Z")).await;
+    assert_eq!(intruding.status, 404, "not bob's calendar");
+    let bobs_calendar = format!("/caldav/{}/calendar/", other.id);
+    let own = as_bob
+        .send("PUT", &format!("{bobs_calendar}tb-5c6f0e42.ics"), &[type_ics], &event("Bob's own", "20260310T170000Z"))
+        .await;
+    assert_eq!(own.status, 201, "the same name and UID in bob's own calendar are his: {}", own.body);
+    let bobs = as_bob.propfind(&bobs_calendar, "1", "<D:getetag/>").await;
+    assert_eq!(etags(&bobs.body).len(), 1, "{}", bobs.body);
+    assert_eq!(dav.send("GET", &href, &[], "").await.body, got.body, "ada's event is untouched");
+
+    let moved = got
+        .body
+        .replace("SUMMARY:Seed swap", "SUMMARY:Seed swap and soup")
+        .replace("DTSTART:20260310T170000Z", "DTSTART:20260311T100000Z");
+    let stale = dav.send("PUT", &href, &[type_ics, ("If-Match", "\"a-1-999\"")], &moved).await;
+    assert_eq!(stale.status, 412);
+    let edited = dav.send("PUT", &href, &[type_ics, ("If-Match", &etag)], &moved).await;
+    assert_eq!(edited.status, 204, "{}", edited.body);
+    assert_ne!(edited.etag(), etag);
+    let activity: serde_json::Value = api.get(&format!("/api/v1/activities/{id}")).await.json().await.unwrap();
+    assert_eq!(activity["title"], "Seed swap and soup", "{activity}");
+    assert!(activity["date"].as_str().unwrap().starts_with("2026-03-11T10:00:00"), "{activity}");
+    // An edit through the API keeps the href and UID.
+    let put = api
+        .send(
+            Method::PUT,
+            &format!("/api/v1/activities/{id}"),
+            json!({ "title": "Soup", "date": "2026-03-11T10:00:00Z" }),
+        )
+        .await;
+    assert_eq!(put.status(), 200);
+    let after_api = dav.send("GET", &href, &[], "").await;
+    assert!(after_api.body.contains("SUMMARY:Soup") && after_api.body.contains(uid), "{}", after_api.body);
+
+    let before_delete = sync(String::new()).await;
+    assert_eq!(dav.send("DELETE", &href, &[], "").await.status, 204);
+    assert_eq!(api.get(&format!("/api/v1/activities/{id}")).await.status(), 404);
+    assert_eq!(dav.send("GET", &href, &[], "").await.status, 404);
+    assert_eq!(dav.send("DELETE", &href, &[], "").await.status, 404);
+    let gone = sync(sync_token(&before_delete.body)).await;
+    assert!(gone.body.contains(&format!("{href}</D:href><D:status>HTTP/1.1 404")), "{}", gone.body);
+}
+
 /// A token whose removed members were purged after `DELETED_RETENTION_DAYS` can no longer be
 /// answered (their names are gone): 403 `valid-sync-token`, so the client syncs afresh. A token
 /// issued after those removals were reported still answers. In process, with a moved clock.
