@@ -271,6 +271,71 @@ async fn a_card_keeps_its_exact_name_uid_and_photo() {
     assert!(got.body.contains("UID:someone@example.org"), "{}", got.body);
 }
 
+/// The photo (base64) of the card `text` reads as: its `PHOTO` line, unfolded, after the
+/// last `,` (a 4.0 data URI) or `:`.
+fn photo_bytes(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let unfolded = text.replace("\r\n ", "");
+    let line = unfolded.lines().find(|l| l.starts_with("PHOTO")).expect("a PHOTO line");
+    let data = line.rsplit([',', ':']).next().expect("photo data");
+    base64::engine::general_purpose::STANDARD.decode(data).expect("base64 photo")
+}
+
+/// A photo the picture store does not take (a BMP; a JPEG past its 10 MB) is not dropped: the
+/// card reads back with the same bytes, and another picture the contact had is gone. A card
+/// past the book's max-resource-size is refused with that precondition and not stored.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_photo_the_picture_store_does_not_take_reads_back_as_sent() {
+    use base64::Engine as _;
+    let server = server().await;
+    let (api, dav) = account(&server, "ada").await;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let with_photo = |uid: &str, line: &str| {
+        format!("BEGIN:VCARD\r\nVERSION:3.0\r\nUID:{uid}\r\nFN:Ada Byron\r\nN:Byron;Ada;;;\r\n{line}\r\nEND:VCARD\r\n")
+    };
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    assert_eq!(dav.put("bmp", &with_photo("bmp", &format!("PHOTO;ENCODING=b;TYPE=PNG:{png}")), &[]).await.status, 201);
+    let listed: serde_json::Value = api.get("/api/v1/contacts").await.json().await.unwrap();
+    let id = listed["contacts"][0]["id"].as_u64().expect("id");
+    assert_eq!(
+        api.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.status(),
+        200,
+        "the PNG is its picture"
+    );
+
+    let mut bmp = b"BM".to_vec();
+    bmp.extend((0..4000u32).map(|i| (i * 7 % 251) as u8));
+    let put = dav.put("bmp", &with_photo("bmp", &format!("PHOTO;ENCODING=b;TYPE=BMP:{}", b64(&bmp))), &[]).await;
+    assert_eq!(put.status, 204, "{}", put.body);
+    let got = dav.send("GET", &dav.card("bmp"), &[("Accept", "text/vcard; version=3.0")], "").await;
+    assert_eq!(photo_bytes(&got.body), bmp, "{}", got.body);
+    let got4 = dav.send("GET", &dav.card("bmp"), &[], "").await;
+    assert_eq!(photo_bytes(&got4.body), bmp, "{}", got4.body);
+    assert_eq!(api.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.status(), 404, "the PNG was replaced");
+
+    let mut big = vec![0xFF, 0xD8, 0xFF, 0xE0];
+    big.extend((0..(10 * 1024 * 1024 + 4096) as u32).map(|i| (i % 253) as u8));
+    // A 14 MB card takes the unoptimised test build a while to read and write.
+    let patient = Dav {
+        http: reqwest::Client::builder().timeout(std::time::Duration::from_secs(300)).build().expect("client"),
+        ..dav.clone()
+    };
+    let put = patient.put("big", &with_photo("big", &format!("PHOTO;ENCODING=b;TYPE=JPEG:{}", b64(&big))), &[]).await;
+    assert_eq!(put.status, 201, "{}", put.body);
+    let got = patient.send("GET", &patient.card("big"), &[], "").await;
+    assert_eq!(got.status, 200);
+    assert!(photo_bytes(&got.body) == big, "the 10 MB JPEG reads back byte for byte");
+
+    let huge =
+        vec![0xFF, 0xD8, 0xFF, 0xE0].into_iter().chain(std::iter::repeat_n(7u8, 13 * 1024 * 1024)).collect::<Vec<_>>();
+    let alone = Dav { http: reqwest::Client::new(), ..dav.clone() };
+    let refused =
+        alone.put("huge", &with_photo("huge", &format!("PHOTO;ENCODING=b;TYPE=JPEG:{}", b64(&huge))), &[]).await;
+    assert_eq!(refused.status, 413);
+    assert!(refused.body.contains("<C:max-resource-size/>"), "{}", refused.body);
+    assert_eq!(dav.send("GET", &dav.card("huge"), &[], "").await.status, 404, "not stored");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn multiget_and_query_answer_the_cards_asked_for() {
     let server = server().await;

@@ -77,7 +77,10 @@ pub fn card_text(view: Option<&UserView>, row: &Row<Contact>, version: Version) 
 }
 
 /// A card that arrived in a request body: its record and its inline photo (taken off the card;
-/// it is stored as the contact's picture).
+/// it is stored as the contact's picture). A photo the picture store does not take (a type it
+/// does not know, such as HEIC or BMP, or one past `pictures::MAX_PHOTO`) stays in the card as
+/// the client sent it, so the card reads back with it; the request body's own limit (the book's
+/// `max-resource-size`) bounds it.
 #[derive(Debug, Clone)]
 pub struct Incoming {
     record: NeutralRecord,
@@ -95,7 +98,18 @@ pub fn parse(bytes: &[u8]) -> std::result::Result<Incoming, String> {
         Item::Problem(p) => Err(p.reason),
         Item::Record { record, .. } => {
             let mut record = *record;
-            let photo = vcard::take_photo(&mut record.card).filter(|p| pictures::keeps(&p.bytes));
+            let media = record.card.extra.get("media").cloned();
+            let photo = match vcard::take_photo(&mut record.card) {
+                Some(photo) if pictures::keeps(&photo.bytes) => Some(photo),
+                Some(_) => {
+                    // Back as it came (its media entry untouched).
+                    if let Some(media) = media {
+                        record.card.extra.insert("media".into(), media);
+                    }
+                    None
+                }
+                None => None,
+            };
             Ok(Incoming { record, photo })
         }
     }
