@@ -177,7 +177,7 @@ pub async fn put(
         (None, PutCondition { if_match: Some(_), .. }) => return Err(PutError::Precondition),
         _ => {}
     }
-    let Incoming { record, photo } = incoming;
+    let Incoming { record, mut photo } = incoming;
     let card_uid = record.card.uid.as_deref().map(str::trim).filter(|u| !u.is_empty()).map(str::to_string);
     let (row, created) = match existing {
         Some(current) => {
@@ -194,7 +194,13 @@ pub async fn put(
             let uid = card_uid.unwrap_or_else(|| name.to_string());
             let stored = if stored_uid(&uid) == stored_uid(name) { stored_uid(&uid) } else { stored_uid(name) };
             let input = input_of(record, &stored, &uid, false);
-            match ops::create(scope, input).await {
+            // The picture is stored in the contact's own commit.
+            let picture = photo.take().map(|p| std::sync::Arc::new(p.bytes));
+            let created = ops::create_then(scope, input, move |tx, row| match &picture {
+                Some(bytes) => pictures::put_in(tx, row.id, bytes),
+                None => Ok(row),
+            });
+            match created.await {
                 Ok(row) => (row, true),
                 Err(Error::Engine(mycorrhizal_engine::Error::Duplicate { .. })) => {
                     let reader = scope.clone();
@@ -211,7 +217,11 @@ pub async fn put(
             }
         }
     };
-    Ok((set_picture(scope, row, photo).await?, created))
+    if created {
+        // Its picture, if any, came in the same commit.
+        return Ok((row, true));
+    }
+    Ok((set_picture(scope, row, photo).await?, false))
 }
 
 /// The operations' input for a card stored under UID `stored` whose own UID is `own`. A card
