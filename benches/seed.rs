@@ -102,6 +102,7 @@ pub async fn notes_and_activities(user: &UserScope, notes: u64, contacts: u64) {
                     contact_ids: vec![contact],
                     kind: "meal".into(),
                     external_ref: String::new(),
+                    dav_name: String::new(),
                 })?;
             }
             Ok(())

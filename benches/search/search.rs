@@ -444,6 +444,7 @@ fn activity(rng: &mut Rng, contacts: u64, n: u64) -> Activity {
         contact_ids: vec![1 + rng.next() % contacts],
         kind: "meal".into(),
         external_ref: String::new(),
+        dav_name: String::new(),
     }
 }
 

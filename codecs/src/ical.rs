@@ -169,6 +169,8 @@ pub enum Start {
 /// What the server reads back from a client's event: its text and when it starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Incoming {
+    /// The event's `UID` (empty when it has none).
+    pub uid: String,
     pub summary: String,
     pub description: String,
     pub location: String,
@@ -208,6 +210,7 @@ pub fn read_event(text: &str) -> Result<Incoming, String> {
         }
     };
     Ok(Incoming {
+        uid: text_of(ICalendarProperty::Uid).trim().to_string(),
         summary: text_of(ICalendarProperty::Summary),
         description: text_of(ICalendarProperty::Description),
         location: text_of(ICalendarProperty::Location),
@@ -282,6 +285,7 @@ mod tests {
         let local = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:x\r\nDTSTART;TZID=Europe/Paris:20260304T130000\r\nSUMMARY:Dinner\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
         let read = read_event(local).expect("read");
         assert_eq!(read.start, Start::Local { at: utc(2026, 3, 4, 13), tzid: Some("Europe/Paris".into()) });
+        assert_eq!(read.uid, "x");
         let tricky =
             Event { summary: "a\\b;c,d\ne ünï 🍄".into(), description: " lead and trail ".into(), ..event.clone() };
         let read = read_event(&write(&tricky)).expect("read");

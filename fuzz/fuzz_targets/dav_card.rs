@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
         && let Ok(event) = mycorrhizal_codecs::ical::read_event(text)
     {
         let written = mycorrhizal_codecs::ical::write(&mycorrhizal_codecs::ical::Event {
-            uid: "fuzz".into(),
+            uid: event.uid.clone(),
             summary: event.summary.clone(),
             description: event.description.clone(),
             location: event.location.clone(),
@@ -23,7 +23,10 @@ fuzz_target!(|data: &[u8]| {
             stamp: stamp(),
         });
         let again = mycorrhizal_codecs::ical::read_event(&written).expect("our own event reads back");
-        assert_eq!((again.summary, again.description, again.location), (event.summary, event.description, event.location));
+        assert_eq!(
+            (again.uid, again.summary, again.description, again.location),
+            (event.uid.trim().to_string(), event.summary, event.description, event.location)
+        );
     }
     if let Ok(text) = std::str::from_utf8(data)
         && let Some(token) = Token::parse(text)

@@ -271,6 +271,71 @@ async fn a_card_keeps_its_exact_name_uid_and_photo() {
     assert!(got.body.contains("UID:someone@example.org"), "{}", got.body);
 }
 
+/// The photo (base64) of the card `text` reads as: its `PHOTO` line, unfolded, after the
+/// last `,` (a 4.0 data URI) or `:`.
+fn photo_bytes(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let unfolded = text.replace("\r\n ", "");
+    let line = unfolded.lines().find(|l| l.starts_with("PHOTO")).expect("a PHOTO line");
+    let data = line.rsplit([',', ':']).next().expect("photo data");
+    base64::engine::general_purpose::STANDARD.decode(data).expect("base64 photo")
+}
+
+/// A photo the picture store does not take (a BMP; a JPEG past its 10 MB) is not dropped: the
+/// card reads back with the same bytes, and another picture the contact had is gone. A card
+/// past the book's max-resource-size is refused with that precondition and not stored.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_photo_the_picture_store_does_not_take_reads_back_as_sent() {
+    use base64::Engine as _;
+    let server = server().await;
+    let (api, dav) = account(&server, "ada").await;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let with_photo = |uid: &str, line: &str| {
+        format!("BEGIN:VCARD\r\nVERSION:3.0\r\nUID:{uid}\r\nFN:Ada Byron\r\nN:Byron;Ada;;;\r\n{line}\r\nEND:VCARD\r\n")
+    };
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    assert_eq!(dav.put("bmp", &with_photo("bmp", &format!("PHOTO;ENCODING=b;TYPE=PNG:{png}")), &[]).await.status, 201);
+    let listed: serde_json::Value = api.get("/api/v1/contacts").await.json().await.unwrap();
+    let id = listed["contacts"][0]["id"].as_u64().expect("id");
+    assert_eq!(
+        api.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.status(),
+        200,
+        "the PNG is its picture"
+    );
+
+    let mut bmp = b"BM".to_vec();
+    bmp.extend((0..4000u32).map(|i| (i * 7 % 251) as u8));
+    let put = dav.put("bmp", &with_photo("bmp", &format!("PHOTO;ENCODING=b;TYPE=BMP:{}", b64(&bmp))), &[]).await;
+    assert_eq!(put.status, 204, "{}", put.body);
+    let got = dav.send("GET", &dav.card("bmp"), &[("Accept", "text/vcard; version=3.0")], "").await;
+    assert_eq!(photo_bytes(&got.body), bmp, "{}", got.body);
+    let got4 = dav.send("GET", &dav.card("bmp"), &[], "").await;
+    assert_eq!(photo_bytes(&got4.body), bmp, "{}", got4.body);
+    assert_eq!(api.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.status(), 404, "the PNG was replaced");
+
+    let mut big = vec![0xFF, 0xD8, 0xFF, 0xE0];
+    big.extend((0..(10 * 1024 * 1024 + 4096) as u32).map(|i| (i % 253) as u8));
+    // A 14 MB card takes the unoptimised test build a while to read and write.
+    let patient = Dav {
+        http: reqwest::Client::builder().timeout(std::time::Duration::from_secs(300)).build().expect("client"),
+        ..dav.clone()
+    };
+    let put = patient.put("big", &with_photo("big", &format!("PHOTO;ENCODING=b;TYPE=JPEG:{}", b64(&big))), &[]).await;
+    assert_eq!(put.status, 201, "{}", put.body);
+    let got = patient.send("GET", &patient.card("big"), &[], "").await;
+    assert_eq!(got.status, 200);
+    assert!(photo_bytes(&got.body) == big, "the 10 MB JPEG reads back byte for byte");
+
+    let huge =
+        vec![0xFF, 0xD8, 0xFF, 0xE0].into_iter().chain(std::iter::repeat_n(7u8, 13 * 1024 * 1024)).collect::<Vec<_>>();
+    let alone = Dav { http: reqwest::Client::new(), ..dav.clone() };
+    let refused =
+        alone.put("huge", &with_photo("huge", &format!("PHOTO;ENCODING=b;TYPE=JPEG:{}", b64(&huge))), &[]).await;
+    assert_eq!(refused.status, 413);
+    assert!(refused.body.contains("<C:max-resource-size/>"), "{}", refused.body);
+    assert_eq!(dav.send("GET", &dav.card("huge"), &[], "").await.status, 404, "not stored");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn multiget_and_query_answer_the_cards_asked_for() {
     let server = server().await;
@@ -739,6 +804,144 @@ async fn with_two_way_caldav_an_activitys_event_edits_and_deletes_the_activity()
 
     assert_eq!(dav.send("DELETE", &event, &[], "").await.status, 204);
     assert_eq!(api.get(&format!("/api/v1/activities/{id}")).await.status(), 404);
+}
+
+/// With two-way CalDAV a client's new event (Thunderbird's and DAVx5's `<uuid>.ics` with
+/// `If-None-Match: *`) becomes an activity, served back under the client's href with its UID,
+/// found by sync and calendar-query, then edited and deleted through that href. Another user
+/// can neither see it nor write into the calendar.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_two_way_caldav_a_clients_new_event_becomes_an_activity_under_its_own_href() {
+    let server = Instance::new().with("CALDAV_ENABLED", "true").with("CALDAV_TWO_WAY_ENABLED", "true").spawn();
+    let (api, dav) = account(&server, "ada").await;
+    let calendar = format!("/caldav/{}/calendar/", dav.id);
+    let sync = |token: String| {
+        let dav = dav.clone();
+        let calendar = calendar.clone();
+        async move {
+            let body = format!(
+                r#"<D:sync-collection xmlns:D="DAV:"><D:sync-token>{token}</D:sync-token><D:sync-level>1</D:sync-level><D:prop><D:getetag/></D:prop></D:sync-collection>"#
+            );
+            dav.send("REPORT", &calendar, &[], &body).await
+        }
+    };
+    let first = sync(String::new()).await;
+    let uid = "5C6F0E42-1B7A-4F0B-9D2E-6A1B2C3D4E5F@thunderbird.example";
+    let href = format!("{calendar}tb-5c6f0e42.ics");
+    let event = |summary: &str, start: &str| {
+        format!(
+            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Mozilla.org/NONSGML Mozilla Calendar V1.1//EN\r\nBEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20260301T090000Z\r\nSUMMARY:{summary}\r\nLOCATION:Café Lumière\r\nDESCRIPTION:Bring the seed catalogue\r\nDTSTART:{start}\r\nDTEND:20260310T180000Z\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+        )
+    };
+    let privileges = dav.propfind(&calendar, "0", "<D:current-user-privilege-set/>").await;
+    assert!(privileges.body.contains("<D:bind/>"), "{}", privileges.body);
+
+    let type_ics = ("Content-Type", "text/calendar; charset=utf-8");
+    let guarded =
+        dav.send("PUT", &href, &[type_ics, ("If-Match", "\"a-1-1\"")], &event("Seed swap", "20260310T170000Z")).await;
+    assert_eq!(guarded.status, 412, "If-Match on a resource that is not there: {}", guarded.body);
+    let made =
+        dav.send("PUT", &href, &[type_ics, ("If-None-Match", "*")], &event("Seed swap", "20260310T170000Z")).await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let etag = made.etag();
+    let again =
+        dav.send("PUT", &href, &[type_ics, ("If-None-Match", "*")], &event("Seed swap", "20260310T170000Z")).await;
+    assert_eq!(again.status, 412, "it exists now");
+
+    let got = dav.send("GET", &href, &[], "").await;
+    assert_eq!(got.status, 200);
+    assert_eq!(got.etag(), etag);
+    assert!(got.body.contains(&format!("UID:{uid}\r\n")), "{}", got.body);
+    assert!(got.body.contains("SUMMARY:Seed swap"), "{}", got.body);
+    assert!(got.body.contains("DTSTART:20260310T170000Z"), "{}", got.body);
+    assert!(got.body.contains("Café Lumière"), "{}", got.body);
+
+    let listed: serde_json::Value = api.get("/api/v1/activities").await.json().await.unwrap();
+    let activities = listed["activities"].as_array().expect("activities");
+    assert_eq!(activities.len(), 1, "{listed}");
+    assert_eq!(activities[0]["title"], "Seed swap");
+    assert_eq!(activities[0]["uuid"], uid);
+    assert_eq!(activities[0]["description"], "Bring the seed catalogue");
+    let id = activities[0]["id"].as_u64().expect("id");
+    assert_eq!(
+        dav.send("GET", &format!("{calendar}activity-{id}.ics"), &[], "").await.status,
+        404,
+        "served under the client's href only"
+    );
+
+    let changes = sync(sync_token(&first.body)).await;
+    assert_eq!(etags(&changes.body), vec![(href.clone(), etag.clone())], "{}", changes.body);
+    let query = format!(
+        r#"<C:calendar-query xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><D:prop><D:getetag/><C:calendar-data/></D:prop><C:filter><C:comp-filter name="VCALENDAR"><C:comp-filter name="VEVENT"><C:time-range start="20260310T000000Z" end="20260311T000000Z"/></C:comp-filter></C:comp-filter></C:filter></C:calendar-query>"#
+    );
+    let found = dav.send("REPORT", &calendar, &[("Depth", "1")], &query).await;
+    assert_eq!(hrefs(&found.body), vec![href.clone()], "{}", found.body);
+    assert!(found.body.contains(uid), "{}", found.body);
+    let multiget = format!(
+        r#"<C:calendar-multiget xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><D:prop><D:getetag/></D:prop><D:href>{href}</D:href></C:calendar-multiget>"#
+    );
+    assert_eq!(etags(&dav.send("REPORT", &calendar, &[], &multiget).await.body), vec![(href.clone(), etag.clone())]);
+
+    // The same UID under another href is the RFC's no-uid-conflict.
+    let twin = dav.send("PUT", &format!("{calendar}other.ics"), &[type_ics], &event("Twin", "20260310T170000Z")).await;
+    assert_eq!(twin.status, 409, "{}", twin.body);
+    assert!(twin.body.contains("<CAL:no-uid-conflict/>"), "{}", twin.body);
+    assert!(twin.body.contains(&href), "names the holder: {}", twin.body);
+    // A name of the server's own form, or an unreadable body, is refused.
+    let reserved =
+        dav.send("PUT", &format!("{calendar}activity-999.ics"), &[type_ics], &event("X", "20260310T170000Z")).await;
+    assert_eq!(reserved.status, 403, "{}", reserved.body);
+    let garbage =
+        dav.send("PUT", &format!("{calendar}new.ics"), &[type_ics], "BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n").await;
+    assert_eq!(garbage.status, 403);
+    assert!(garbage.body.contains("<CAL:valid-calendar-data/>"), "{}", garbage.body);
+
+    let other = server.sign_up("bob").await;
+    let as_bob = Dav { user: "bob".into(), id: other.id, ..dav.clone() };
+    assert_eq!(as_bob.send("GET", &href, &[], "").await.status, 404);
+    let intruding =
+        as_bob.send("PUT", &format!("{calendar}bob.ics"), &[type_ics], &event("Bob's", "20260310T170000Z")).await;
+    assert_eq!(intruding.status, 404, "not bob's calendar");
+    let bobs_calendar = format!("/caldav/{}/calendar/", other.id);
+    let own = as_bob
+        .send("PUT", &format!("{bobs_calendar}tb-5c6f0e42.ics"), &[type_ics], &event("Bob's own", "20260310T170000Z"))
+        .await;
+    assert_eq!(own.status, 201, "the same name and UID in bob's own calendar are his: {}", own.body);
+    let bobs = as_bob.propfind(&bobs_calendar, "1", "<D:getetag/>").await;
+    assert_eq!(etags(&bobs.body).len(), 1, "{}", bobs.body);
+    assert_eq!(dav.send("GET", &href, &[], "").await.body, got.body, "ada's event is untouched");
+
+    let moved = got
+        .body
+        .replace("SUMMARY:Seed swap", "SUMMARY:Seed swap and soup")
+        .replace("DTSTART:20260310T170000Z", "DTSTART:20260311T100000Z");
+    let stale = dav.send("PUT", &href, &[type_ics, ("If-Match", "\"a-1-999\"")], &moved).await;
+    assert_eq!(stale.status, 412);
+    let edited = dav.send("PUT", &href, &[type_ics, ("If-Match", &etag)], &moved).await;
+    assert_eq!(edited.status, 204, "{}", edited.body);
+    assert_ne!(edited.etag(), etag);
+    let activity: serde_json::Value = api.get(&format!("/api/v1/activities/{id}")).await.json().await.unwrap();
+    assert_eq!(activity["title"], "Seed swap and soup", "{activity}");
+    assert!(activity["date"].as_str().unwrap().starts_with("2026-03-11T10:00:00"), "{activity}");
+    // An edit through the API keeps the href and UID.
+    let put = api
+        .send(
+            Method::PUT,
+            &format!("/api/v1/activities/{id}"),
+            json!({ "title": "Soup", "date": "2026-03-11T10:00:00Z" }),
+        )
+        .await;
+    assert_eq!(put.status(), 200);
+    let after_api = dav.send("GET", &href, &[], "").await;
+    assert!(after_api.body.contains("SUMMARY:Soup") && after_api.body.contains(uid), "{}", after_api.body);
+
+    let before_delete = sync(String::new()).await;
+    assert_eq!(dav.send("DELETE", &href, &[], "").await.status, 204);
+    assert_eq!(api.get(&format!("/api/v1/activities/{id}")).await.status(), 404);
+    assert_eq!(dav.send("GET", &href, &[], "").await.status, 404);
+    assert_eq!(dav.send("DELETE", &href, &[], "").await.status, 404);
+    let gone = sync(sync_token(&before_delete.body)).await;
+    assert!(gone.body.contains(&format!("{href}</D:href><D:status>HTTP/1.1 404")), "{}", gone.body);
 }
 
 /// A token whose removed members were purged after `DELETED_RETENTION_DAYS` can no longer be

@@ -164,7 +164,8 @@ async fn vdirsyncer_syncs_the_address_book_both_ways_and_a_resync_changes_nothin
 
 /// python-caldav, run as a script: `phase` `first` discovers the calendar from the server root,
 /// lists, searches July 2031 and 1-2 March 2027, multigets every event and takes a sync token;
-/// `again <token>` asks what changed since. Prints one JSON object.
+/// `again <token>` asks what changed since; `create <token>` saves a new event (`save_event`,
+/// two-way CalDAV), finds it by its UID and asks what changed since. Prints one JSON object.
 const CALDAV_SCRIPT: &str = r#"
 import datetime, json, sys
 import caldav
@@ -187,6 +188,14 @@ if phase == "first":
     out["multiget"] = sorted(summary(e) for e in got)
     updates = cal.objects_by_sync_token(load_objects=True)
     out["token"] = str(updates.sync_token)
+elif phase == "create":
+    made = cal.save_event("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//python-caldav//EN\r\nBEGIN:VEVENT\r\nUID:picnic-1\r\nDTSTAMP:20260401T090000Z\r\nDTSTART:20260501T180000Z\r\nDTEND:20260501T190000Z\r\nSUMMARY:Picnic\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
+    out["url"] = str(made.url)
+    found = cal.event_by_uid("picnic-1")
+    out["found"] = summary(found)
+    out["found_url"] = str(found.url)
+    updates = cal.objects_by_sync_token(sync_token=sys.argv[5], load_objects=True)
+    out["changed"] = sorted(summary(o) for o in updates if o.data)
 else:
     updates = cal.objects_by_sync_token(sync_token=sys.argv[5], load_objects=True)
     changed = [o for o in updates if o.data]
@@ -204,7 +213,11 @@ fn python_caldav(script: &Path, args: &[&str]) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn python_caldav_discovers_searches_multigets_and_syncs_the_calendar() {
-    let server = Instance::new().with("CARDDAV_ENABLED", "true").with("CALDAV_ENABLED", "true").spawn();
+    let server = Instance::new()
+        .with("CARDDAV_ENABLED", "true")
+        .with("CALDAV_ENABLED", "true")
+        .with("CALDAV_TWO_WAY_ENABLED", "true")
+        .spawn();
     let api = server.sign_up("ada").await;
     let mut ids = Vec::new();
     for (name, birthday) in [("Ada Lovelace", "--07-14"), ("Leap Day", "1996-02-29")] {
@@ -249,6 +262,20 @@ async fn python_caldav_discovers_searches_multigets_and_syncs_the_calendar() {
     let again = python_caldav(&script, &[&url, "ada", PASSWORD, "again", &token]);
     assert_eq!(again["changed"], json!(["Dinner"]), "{again}");
     assert_ne!(again["token"], first["token"]);
+
+    // Two-way: a new event saved by the client becomes an activity, found again by its UID at
+    // the href the client chose.
+    let token = again["token"].as_str().expect("token").to_string();
+    let created = python_caldav(&script, &[&url, "ada", PASSWORD, "create", &token]);
+    assert_eq!(created["found"], "Picnic", "{created}");
+    assert!(created["url"].as_str().expect("url").ends_with("/picnic-1.ics"), "{created}");
+    assert_eq!(created["found_url"], created["url"], "{created}");
+    assert_eq!(created["changed"], json!(["Picnic"]), "{created}");
+    let listed: serde_json::Value = api.get("/api/v1/activities").await.json().await.expect("activities");
+    let picnic = listed["activities"].as_array().expect("list").iter().find(|a| a["title"] == "Picnic").cloned();
+    let picnic = picnic.expect("the event is an activity");
+    assert_eq!(picnic["uuid"], "picnic-1");
+    assert!(picnic["date"].as_str().expect("date").starts_with("2026-05-01T18:00:00"), "{picnic}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -292,6 +319,9 @@ async fn vdirsyncer_syncs_two_way_calendar_events_with_activities_and_a_resync_c
     std::fs::write(path, text.replace("SUMMARY:Local Edit", "SUMMARY:Local Edited")).expect("edit");
     let (path, _) = events.iter().find(|(_, t)| t.contains("SUMMARY:Local Delete")).expect("local delete");
     std::fs::remove_file(path).expect("delete");
+    let made_here = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//khal//EN\r\nBEGIN:VEVENT\r\nUID:local-new-1\r\nDTSTAMP:20260301T090000Z\r\nDTSTART:20260305T120000Z\r\nDTEND:20260305T130000Z\r\nSUMMARY:Local New\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+    let collection = path.parent().expect("collection folder");
+    std::fs::write(collection.join("local-new-1.ics"), made_here).expect("new event");
     let edited = api
         .send(
             reqwest::Method::PUT,
@@ -314,9 +344,9 @@ async fn vdirsyncer_syncs_two_way_calendar_events_with_activities_and_a_resync_c
         .map(|a| a["title"].as_str().unwrap_or("").to_string())
         .collect();
     titles.sort();
-    assert_eq!(titles, vec!["Local Edited", "Server Edited"], "{out}");
+    assert_eq!(titles, vec!["Local Edited", "Local New", "Server Edited"], "{out}");
     let events = local_files(&local, "ics");
-    assert_eq!(events.len(), 2, "{out}");
+    assert_eq!(events.len(), 3, "{out}");
     assert!(events.iter().any(|(_, t)| t.contains("SUMMARY:Server Edited")), "{events:?}");
 
     let (ok, out) = vdirsyncer(&config, &["sync"]);

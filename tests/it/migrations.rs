@@ -124,3 +124,58 @@ async fn contacts_written_before_the_favourite_and_phone_indexes_are_backfilled_
     assert_eq!(events.len(), 1);
     assert!(events[0].detail.as_deref().unwrap_or("").contains("\"kind\":\"contact\""), "{:?}", events[0].detail);
 }
+
+/// Activities stored before they carried a calendar resource name (schema 4) read after the
+/// step-5 migration, with an empty name (served as `activity-<id>.ics`, as before).
+#[test]
+fn stored_activities_of_the_old_shape_gain_an_empty_calendar_name() {
+    use mycorrhizal_engine::{Engine, Kind, Options, Record, UserId, kind};
+    #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+    struct OldShape {
+        uuid: String,
+        title: String,
+        description: String,
+        location: String,
+        date: jiff::Timestamp,
+        contact_ids: Vec<u64>,
+        kind: String,
+        external_ref: String,
+    }
+    impl Record for OldShape {
+        const KIND: Kind = kind!("activity", soft_delete);
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db.redb");
+    let mut before = mycorrhizal::crm::migrations();
+    before.retain(|m| m.version <= 4);
+    let (engine, _) = Engine::open(&path, Options { migrations: before, ..Options::default() }).expect("open");
+    assert_eq!(engine.schema_version(), 4);
+    let stored = OldShape {
+        uuid: "u-1".into(),
+        title: "Lunch".into(),
+        description: "d".into(),
+        location: "Lyon".into(),
+        date: "2026-03-04T12:00:00Z".parse().expect("instant"),
+        contact_ids: vec![],
+        kind: "meal".into(),
+        external_ref: "x".into(),
+    };
+    let id = engine.user(UserId(1)).write(move |tx| Ok(tx.create(stored.clone())?.id)).expect("write");
+    engine.shutdown();
+    drop(engine);
+
+    let options = Options {
+        migrations: mycorrhizal::crm::migrations(),
+        pre_migration_dir: Some(dir.path().join("pre")),
+        ..Options::default()
+    };
+    let (engine, report) = Engine::open(&path, options).expect("reopen");
+    assert_eq!((report.from, report.to), (4, mycorrhizal::crm::schema_version()));
+    let row = engine.user(UserId(1)).view().expect("view").get::<mycorrhizal::crm::records::Activity>(id).expect("row");
+    assert_eq!((row.body.uuid.as_str(), row.body.title.as_str(), row.body.kind.as_str()), ("u-1", "Lunch", "meal"));
+    assert_eq!(
+        (row.body.location.as_str(), row.body.external_ref.as_str(), row.body.dav_name.as_str()),
+        ("Lyon", "x", "")
+    );
+    engine.shutdown();
+}

@@ -10,7 +10,7 @@ use super::calendar::{date_range, instant};
 use super::contact::Contact;
 use super::contact::ops::require_contacts;
 use super::cursor::{DatedFilter, decode_cursor, encode_cursor};
-use super::records::{Activity, BY_CONTACT, BY_DATE};
+use super::records::{Activity, BY_CONTACT, BY_DATE, BY_UID};
 use super::{Error, Result};
 
 /// A contact an activity names, as the activity shows it.
@@ -124,6 +124,7 @@ impl ActivityInput {
             contact_ids: self.contact_ids,
             kind: self.kind.unwrap_or_default(),
             external_ref: self.external_ref.unwrap_or_default(),
+            dav_name: String::new(),
         })
     }
 }
@@ -131,7 +132,35 @@ impl ActivityInput {
 /// Creates an activity (with `id`: replaces activity `id` under `pre`, keeping its uuid). Every
 /// contact it names must be the user's; the checks and the write are one transaction.
 pub async fn save(scope: &UserScope, id: Option<(u64, Precondition)>, input: ActivityInput) -> Result<Row<Activity>> {
-    let activity = input.activity(uuid::Uuid::new_v4().to_string())?;
+    let saved = save_as(scope, id, input, None).await?;
+    saved.map_err(|holder| Error::Conflict(format!("the UID is in use by {holder}")))
+}
+
+/// How a calendar client named the event of an activity it creates (two-way CalDAV): its
+/// resource name (`<name>.ics`, unique per user) and its event UID (kept as the activity's uuid).
+#[derive(Debug, Clone)]
+pub struct EventName {
+    pub name: String,
+    pub uid: String,
+}
+
+/// [`save`], where a new activity may take a calendar client's [`EventName`]. A replacement keeps
+/// the stored uuid and resource name whatever it is given. `Ok(Err(holder))` when the UID is
+/// already another activity's, `holder` naming that activity's resource; a resource name already
+/// taken is the engine's `Duplicate`.
+pub async fn save_as(
+    scope: &UserScope,
+    id: Option<(u64, Precondition)>,
+    input: ActivityInput,
+    event: Option<EventName>,
+) -> Result<std::result::Result<Row<Activity>, String>> {
+    let mut activity = match &event {
+        Some(event) => input.activity(event.uid.clone())?,
+        None => input.activity(uuid::Uuid::new_v4().to_string())?,
+    };
+    if let (Some(event), None) = (&event, id) {
+        activity.dav_name = event.name.clone();
+    }
     Ok(scope
         .write_async(move |tx| {
             for contact in &activity.contact_ids {
@@ -141,14 +170,33 @@ pub async fn save(scope: &UserScope, id: Option<(u64, Precondition)>, input: Act
                 Some((id, pre)) => {
                     let activity = activity.clone();
                     tx.update::<Activity>(id, pre, move |current| {
-                        *current = Activity { uuid: std::mem::take(&mut current.uuid), ..activity };
+                        *current = Activity {
+                            uuid: std::mem::take(&mut current.uuid),
+                            dav_name: std::mem::take(&mut current.dav_name),
+                            ..activity
+                        };
                         Ok(())
                     })
+                    .map(Ok)
                 }
-                None => tx.create(activity.clone()),
+                None => {
+                    if event.is_some()
+                        && let Some(holder) = tx.find::<Activity>(BY_UID, &activity.uuid)?.first()
+                    {
+                        let holder = tx.get::<Activity>(*holder)?;
+                        return Ok(Err(resource_name(holder.id, &holder.body)));
+                    }
+                    tx.create(activity.clone()).map(Ok)
+                }
             }
         })
         .await?)
+}
+
+/// The calendar resource name of activity `id` (with `.ics`): the one a calendar client created
+/// it under, else `activity-<id>.ics`.
+pub fn resource_name(id: u64, activity: &Activity) -> String {
+    if activity.dav_name.is_empty() { format!("activity-{id}.ics") } else { activity.dav_name.clone() }
 }
 
 /// One page of activities.

@@ -77,7 +77,10 @@ pub fn card_text(view: Option<&UserView>, row: &Row<Contact>, version: Version) 
 }
 
 /// A card that arrived in a request body: its record and its inline photo (taken off the card;
-/// it is stored as the contact's picture).
+/// it is stored as the contact's picture). A photo the picture store does not take (a type it
+/// does not know, such as HEIC or BMP, or one past `pictures::MAX_PHOTO`) stays in the card as
+/// the client sent it, so the card reads back with it; the request body's own limit (the book's
+/// `max-resource-size`) bounds it.
 #[derive(Debug, Clone)]
 pub struct Incoming {
     record: NeutralRecord,
@@ -95,7 +98,18 @@ pub fn parse(bytes: &[u8]) -> std::result::Result<Incoming, String> {
         Item::Problem(p) => Err(p.reason),
         Item::Record { record, .. } => {
             let mut record = *record;
-            let photo = vcard::take_photo(&mut record.card).filter(|p| pictures::keeps(&p.bytes));
+            let media = record.card.extra.get("media").cloned();
+            let photo = match vcard::take_photo(&mut record.card) {
+                Some(photo) if pictures::keeps(&photo.bytes) => Some(photo),
+                Some(_) => {
+                    // Back as it came (its media entry untouched).
+                    if let Some(media) = media {
+                        record.card.extra.insert("media".into(), media);
+                    }
+                    None
+                }
+                None => None,
+            };
             Ok(Incoming { record, photo })
         }
     }
@@ -163,7 +177,7 @@ pub async fn put(
         (None, PutCondition { if_match: Some(_), .. }) => return Err(PutError::Precondition),
         _ => {}
     }
-    let Incoming { record, photo } = incoming;
+    let Incoming { record, mut photo } = incoming;
     let card_uid = record.card.uid.as_deref().map(str::trim).filter(|u| !u.is_empty()).map(str::to_string);
     let (row, created) = match existing {
         Some(current) => {
@@ -180,7 +194,13 @@ pub async fn put(
             let uid = card_uid.unwrap_or_else(|| name.to_string());
             let stored = if stored_uid(&uid) == stored_uid(name) { stored_uid(&uid) } else { stored_uid(name) };
             let input = input_of(record, &stored, &uid, false);
-            match ops::create(scope, input).await {
+            // The picture is stored in the contact's own commit.
+            let picture = photo.take().map(|p| std::sync::Arc::new(p.bytes));
+            let created = ops::create_then(scope, input, move |tx, row| match &picture {
+                Some(bytes) => pictures::put_in(tx, row.id, bytes),
+                None => Ok(row),
+            });
+            match created.await {
                 Ok(row) => (row, true),
                 Err(Error::Engine(mycorrhizal_engine::Error::Duplicate { .. })) => {
                     let reader = scope.clone();
@@ -197,7 +217,11 @@ pub async fn put(
             }
         }
     };
-    Ok((set_picture(scope, row, photo).await?, created))
+    if created {
+        // Its picture, if any, came in the same commit.
+        return Ok((row, true));
+    }
+    Ok((set_picture(scope, row, photo).await?, false))
 }
 
 /// The operations' input for a card stored under UID `stored` whose own UID is `own`. A card

@@ -13,7 +13,7 @@ use super::Result;
 use super::calendar::in_year;
 use super::contact::Contact;
 use super::depth::LifeEvent;
-use super::records::Activity;
+use super::records::{Activity, BY_DAV_NAME};
 
 /// The year a yearly date without one starts in (a leap year, so 29 February has a first day).
 const NO_YEAR: i16 = 2000;
@@ -123,6 +123,9 @@ fn midnight(date: Date) -> Option<Timestamp> {
 #[derive(Debug, Clone)]
 pub struct CalendarEvent {
     pub source: Source,
+    /// The resource name it is served under, with `.ics`: `activity-<id>.ics` and the like, or
+    /// the name a calendar client created an activity's event under.
+    pub name: String,
     /// Strong, from the source row's revision.
     pub etag: String,
     pub span: Span,
@@ -231,6 +234,7 @@ fn activity(view: &UserView, row: &Row<Activity>) -> Result<CalendarEvent> {
     }
     Ok(CalendarEvent {
         source: Source::Activity(row.id),
+        name: super::activities::resource_name(row.id, &row.body),
         etag: etag('a', row),
         span: Span::Timed { start: a.date, end },
         event,
@@ -248,7 +252,7 @@ fn life_event(view: &UserView, row: &Row<LifeEvent>) -> Result<Option<CalendarEv
     let mut event = base(format!("{}@mycorrhizal", source.name()), summary, row.meta.updated_at, when);
     event.description = e.description.clone();
     event.categories = vec!["life event".into()];
-    Ok(Some(CalendarEvent { source, etag: etag('l', row), span, event }))
+    Ok(Some(CalendarEvent { name: format!("{}.ics", source.name()), source, etag: etag('l', row), span, event }))
 }
 
 fn birthday(row: &Row<Contact>) -> Option<CalendarEvent> {
@@ -259,7 +263,33 @@ fn birthday(row: &Row<Contact>) -> Option<CalendarEvent> {
     let summary = format!("{}'s birthday", row.body.name());
     let mut event = base(format!("{}@mycorrhizal", source.name()), summary, row.meta.updated_at, when);
     event.categories = vec!["birthday".into()];
-    Some(CalendarEvent { source, etag: etag('b', row), span, event })
+    Some(CalendarEvent { name: format!("{}.ics", source.name()), source, etag: etag('b', row), span, event })
+}
+
+/// The event served under resource name `name` (with or without `.ics`), if any: a name of the
+/// server's own (`activity-<id>`, ...) or one a calendar client created an activity under (one
+/// index lookup).
+pub fn find(view: &UserView, name: &str) -> Result<Option<CalendarEvent>> {
+    let full = if name.ends_with(".ics") { name.to_string() } else { format!("{name}.ics") };
+    let found = match Source::parse(name) {
+        Some(source) => event(view, source)?,
+        None => match view.find::<Activity>(BY_DAV_NAME, &full)?.first() {
+            Some(id) => event(view, Source::Activity(*id))?,
+            None => None,
+        },
+    };
+    Ok(found.filter(|e| e.name == full))
+}
+
+/// The resource name `source` was served under, read off its tombstone when it is gone (for a
+/// sync's removed members).
+pub fn removed_name(view: &UserView, source: Source) -> Result<String> {
+    if let Source::Activity(id) = source
+        && let Some(row) = view.get_any::<Activity>(id)?
+    {
+        return Ok(super::activities::resource_name(id, &row.body));
+    }
+    Ok(format!("{}.ics", source.name()))
 }
 
 /// Every event of the user, in source order.
@@ -346,6 +376,62 @@ pub async fn edit_activity(
         external_ref: Some(a.external_ref),
     };
     super::activities::save(scope, Some((id, pre)), input).await
+}
+
+/// Why a calendar client's new event did not become an activity.
+#[derive(Debug, thiserror::Error)]
+pub enum NewEventError {
+    /// Its UID is already the event of the activity served under this name (`no-uid-conflict`).
+    #[error("the UID is in use by {0}")]
+    UidConflict(String),
+    /// Its resource name was taken meanwhile (the client's `If-None-Match: *` fails).
+    #[error("the resource exists")]
+    Exists,
+    #[error(transparent)]
+    Other(#[from] super::Error),
+}
+
+/// Whether `name` can name a client's new event: a path segment of letters, digits and
+/// `_ . - + @ ~ =`, ending in `.ics`, and not of the server's own `activity-<id>` form.
+pub fn new_name_allowed(name: &str) -> bool {
+    name.len() <= 255
+        && name.len() > 4
+        && name.ends_with(".ics")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'+' | b'@' | b'~' | b'='))
+        && Source::parse(name).is_none()
+}
+
+/// A calendar client's new event (two-way CalDAV) becomes an activity through
+/// `activities::save_as`, the JSON API's create: its title, description, place and start, no
+/// contacts; it keeps the client's resource `name` (with `.ics`, see [`new_name_allowed`]) and
+/// event UID (the name when it has none), so it is served back as it was written.
+pub async fn create_activity(
+    scope: &mycorrhizal_engine::UserScope,
+    name: &str,
+    incoming: ical::Incoming,
+) -> std::result::Result<Row<Activity>, NewEventError> {
+    let uid = if incoming.uid.is_empty() { name.trim_end_matches(".ics").to_string() } else { incoming.uid };
+    if uid.chars().count() > 255 {
+        return Err(super::Error::invalid("UID", "at most 255 characters").into());
+    }
+    let input = super::activities::ActivityInput {
+        title: incoming.summary,
+        description: Some(incoming.description),
+        location: Some(incoming.location),
+        date: start_of(&incoming.start)?.to_string(),
+        contact_ids: Vec::new(),
+        kind: None,
+        external_ref: None,
+    };
+    let event = super::activities::EventName { name: name.to_string(), uid };
+    match super::activities::save_as(scope, None, input, Some(event)).await {
+        Ok(Ok(row)) => Ok(row),
+        Ok(Err(holder)) => Err(NewEventError::UidConflict(holder)),
+        Err(super::Error::Engine(mycorrhizal_engine::Error::Duplicate { .. })) => Err(NewEventError::Exists),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]

@@ -115,5 +115,10 @@ pub fn migrations() -> Vec<mycorrhizal_engine::Migration> {
         name: "reach-out cursors in a map: table (snapshots could not copy them)",
         run: reach_out::migrate_cursor_table,
     });
+    steps.push(mycorrhizal_engine::Migration {
+        version: 5,
+        name: "activities carry the calendar resource name a CalDAV client created them under",
+        run: records::migrate_activity_names,
+    });
     steps
 }

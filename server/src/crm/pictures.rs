@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use mycorrhizal_engine::{Engine, Precondition, Row, UserId, UserScope};
+use mycorrhizal_engine::{Engine, Precondition, Row, TxUser, UserId, UserScope};
 
 use super::contact::Contact;
 
@@ -59,23 +59,27 @@ where
     if bytes.as_ref().len() > MAX_PHOTO {
         return Err(PictureError::TooLarge);
     }
-    let (_, ext) = sniff(bytes.as_ref()).ok_or(PictureError::NotAnImage)?;
-    let name = format!("{id}.{ext}");
+    sniff(bytes.as_ref()).ok_or(PictureError::NotAnImage)?;
     let bytes = std::sync::Arc::new(bytes);
-    let row = scope
-        .write_async(move |tx| {
-            tx.put_blob(&name, (*bytes).as_ref())?;
-            let mut previous = String::new();
-            let row = tx.update::<Contact>(id, Precondition::Any, |c| {
-                previous = std::mem::replace(&mut c.photo, name.clone());
-                Ok(())
-            })?;
-            if !previous.is_empty() && previous != name {
-                tx.delete_blob(&previous)?;
-            }
-            Ok(row)
-        })
-        .await?;
+    let row = scope.write_async(move |tx| put_in(tx, id, (*bytes).as_ref())).await?;
+    Ok(row)
+}
+
+/// [`store`] inside the caller's write transaction, for bytes the caller checked with
+/// [`keeps`] (a card created with its photo stores both in one commit). Bytes that are not a
+/// picture we keep change nothing.
+pub fn put_in(tx: &TxUser<'_, '_>, id: u64, bytes: &[u8]) -> mycorrhizal_engine::Result<Row<Contact>> {
+    let Some((_, ext)) = sniff(bytes).filter(|_| bytes.len() <= MAX_PHOTO) else { return tx.get::<Contact>(id) };
+    let name = format!("{id}.{ext}");
+    tx.put_blob(&name, bytes)?;
+    let mut previous = String::new();
+    let row = tx.update::<Contact>(id, Precondition::Any, |c| {
+        previous = std::mem::replace(&mut c.photo, name.clone());
+        Ok(())
+    })?;
+    if !previous.is_empty() && previous != name {
+        tx.delete_blob(&previous)?;
+    }
     Ok(row)
 }
 

@@ -12,6 +12,10 @@ use super::calendar::Recurrence;
 
 pub const BY_CONTACT: &str = "contact";
 pub const BY_DATE: &str = "date";
+/// An activity's calendar resource name, when a calendar client created it (unique per user).
+pub const BY_DAV_NAME: &str = "dav_name";
+/// An activity's event UID (its `uuid`).
+pub const BY_UID: &str = "uid";
 
 /// `{contact:020}{micros:020}`.
 pub fn contact_time(contact: u64, at: Timestamp) -> String {
@@ -77,10 +81,43 @@ pub struct Activity {
     /// Open vocabulary (`call`, `meal`, ...).
     pub kind: String,
     pub external_ref: String,
+    /// The resource name (`<name>.ics`, as the client wrote it) a calendar client created this
+    /// activity's event under; empty for an activity made anywhere else (served as
+    /// `activity-<id>.ics`). Its `uuid` is then the client's event UID.
+    #[serde(default)]
+    pub dav_name: String,
+}
+
+/// An activity as stored before schema version 5 (no `dav_name`); migration 5 converts it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ActivityV4 {
+    pub uuid: String,
+    pub title: String,
+    pub description: String,
+    pub location: String,
+    pub date: Timestamp,
+    pub contact_ids: Vec<u64>,
+    pub kind: String,
+    pub external_ref: String,
+}
+
+impl From<ActivityV4> for Activity {
+    fn from(a: ActivityV4) -> Activity {
+        let ActivityV4 { uuid, title, description, location, date, contact_ids, kind, external_ref } = a;
+        Activity { uuid, title, description, location, date, contact_ids, kind, external_ref, dav_name: String::new() }
+    }
+}
+
+/// Migration step 5: stored activities gain `dav_name` (empty).
+pub fn migrate_activity_names(txn: &mycorrhizal_engine::migrate::MigrationTx<'_>) -> mycorrhizal_engine::Result<()> {
+    mycorrhizal_engine::migrate::convert_rows::<ActivityV4, Activity>(txn, From::from).map(|_| ())
 }
 
 impl Record for Activity {
     const KIND: Kind = kind!("activity", soft_delete);
+    /// 1: the `dav_name` and `uid` entries.
+    const INDEX_VERSION: u32 = 1;
+    const UNIQUE: &'static [&'static str] = &[BY_DAV_NAME];
 
     fn validate(&self) -> Result<(), Invalid> {
         length("title", &self.title, 1, 200)?;
@@ -97,6 +134,10 @@ impl Record for Activity {
     fn index_entries(&self) -> Vec<(&'static str, String)> {
         let mut entries: Vec<_> = self.contact_ids.iter().map(|c| (BY_CONTACT, contact_time(*c, self.date))).collect();
         entries.push((BY_DATE, micros(self.date)));
+        entries.push((BY_UID, self.uuid.clone()));
+        if !self.dav_name.is_empty() {
+            entries.push((BY_DAV_NAME, self.dav_name.clone()));
+        }
         entries
     }
 

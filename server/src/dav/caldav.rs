@@ -1,8 +1,11 @@
-//! The CalDAV methods (RFC 4791), read-only: the user's dates (`crm::events`) as one calendar.
+//! The CalDAV methods (RFC 4791): the user's dates (`crm::events`) as one calendar.
 //! OPTIONS, PROPFIND on every resource, GET/HEAD of an event, and the calendar's REPORTs
 //! (calendar-multiget, calendar-query with a time-range, sync-collection). Writes are refused
 //! with 403 and `D:need-privileges`: the calendar is a view of activities, life events and
-//! birthdays, which are edited where they live.
+//! birthdays, which are edited where they live. With `CALDAV_TWO_WAY_ENABLED`, an activity's
+//! event may be changed (PUT) and deleted, and a client's new event (a PUT under a name the
+//! calendar does not hold) becomes an activity kept under that name and UID; life events and
+//! birthdays stay read-only.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -47,8 +50,8 @@ fn calendar_href(user: &DavUser) -> String {
     format!("/caldav/{}/calendar/", user.id.0)
 }
 
-fn event_href(user: &DavUser, source: Source) -> String {
-    format!("/caldav/{}/calendar/{}.ics", user.id.0, source.name())
+fn event_href(user: &DavUser, event: &CalendarEvent) -> String {
+    format!("/caldav/{}/calendar/{}", user.id.0, event.name)
 }
 
 pub fn options() -> Response {
@@ -67,12 +70,19 @@ pub async fn handle(state: AppState, user: DavUser, request: Request) -> Result<
             get(&state, user, name, &parts.headers, parts.method == Method::HEAD).await
         }
         ("PUT" | "DELETE", Target::Event(name)) if state.config.features.caldav_two_way_enabled => {
-            match Source::parse(&name) {
-                Some(Source::Activity(id)) if parts.method == Method::PUT => {
+            let name = percent_decode(&name);
+            let found = {
+                let name = name.clone();
+                reading(&state, &user, move |view| Ok(events::find(view, &name)?.map(|e| e.source))).await?
+            };
+            match (found, Source::parse(&name)) {
+                (Some(Source::Activity(id)), _) if parts.method == Method::PUT => {
                     put(&state, user, id, &parts.headers, &body).await
                 }
-                Some(Source::Activity(id)) => delete(&state, user, id, &parts.headers).await,
-                _ => Err(read_only()),
+                (Some(Source::Activity(id)), _) => delete(&state, user, id, &parts.headers).await,
+                (Some(_), _) | (None, Some(_)) => Err(read_only()),
+                (None, None) if parts.method == Method::PUT => create(&state, user, &name, &parts.headers, &body).await,
+                (None, None) => Err(DavError::not_found()),
             }
         }
         ("PUT" | "DELETE" | "PROPPATCH" | "MKCOL" | "MKCALENDAR" | "MOVE" | "COPY", _) => Err(read_only()),
@@ -100,13 +110,56 @@ fn precondition(headers: &HeaderMap) -> Result<mycorrhizal_engine::Precondition,
     crate::http::conditional::if_match(headers).map_err(|_| DavError::precondition_failed())
 }
 
+fn invalid(reason: Option<String>) -> DavError {
+    DavError::condition(StatusCode::FORBIDDEN, "CAL:valid-calendar-data", reason)
+}
+
+/// The event of a PUT body (`valid-calendar-data` when there is none).
+fn incoming(body: &[u8]) -> Result<mycorrhizal_codecs::ical::Incoming, DavError> {
+    let text = std::str::from_utf8(body).map_err(|_| invalid(Some("the body is not UTF-8".into())))?;
+    mycorrhizal_codecs::ical::read_event(text).map_err(|reason| invalid(Some(reason)))
+}
+
+/// Two-way CalDAV: a client's new event (a name the calendar does not hold) becomes an activity,
+/// served back under that name with the client's UID. `If-Match` cannot hold (nothing is there).
+async fn create(
+    state: &AppState,
+    user: DavUser,
+    name: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, DavError> {
+    if headers.get(axum::http::header::IF_MATCH).is_some() {
+        return Err(DavError::precondition_failed());
+    }
+    if !events::new_name_allowed(name) {
+        return Err(DavError::condition(
+            StatusCode::FORBIDDEN,
+            "D:need-privileges",
+            Some("a new event's name is letters, digits and _.-+@~= ending in .ics".into()),
+        ));
+    }
+    let incoming = incoming(body)?;
+    let row = events::create_activity(&state.engine.user(user.id), name, incoming).await.map_err(|e| match e {
+        events::NewEventError::Exists => DavError::precondition_failed(),
+        events::NewEventError::UidConflict(holder) => DavError::condition(
+            StatusCode::CONFLICT,
+            "CAL:no-uid-conflict",
+            Some(format!("the UID is in use by {}{holder}", calendar_href(&user))),
+        ),
+        events::NewEventError::Other(crate::crm::Error::Invalid { field, reason }) => {
+            invalid(Some(format!("{field}: {reason}")))
+        }
+        events::NewEventError::Other(other) => other.into(),
+    })?;
+    let etag = format!("\"a-{}-{}\"", row.id, row.meta.revision);
+    Ok((StatusCode::CREATED, [(ETAG, etag)]).into_response())
+}
+
 /// Two-way CalDAV: a client's edit of an activity's event changes the activity.
 async fn put(state: &AppState, user: DavUser, id: u64, headers: &HeaderMap, body: &[u8]) -> Result<Response, DavError> {
     let pre = precondition(headers)?;
-    let invalid =
-        |reason: Option<String>| DavError::condition(StatusCode::FORBIDDEN, "CAL:valid-calendar-data", reason);
-    let text = std::str::from_utf8(body).map_err(|_| invalid(Some("the body is not UTF-8".into())))?;
-    let incoming = mycorrhizal_codecs::ical::read_event(text).map_err(|reason| invalid(Some(reason)))?;
+    let incoming = incoming(body)?;
     let row = events::edit_activity(&state.engine.user(user.id), id, pre, incoming).await.map_err(|e| match e {
         crate::crm::Error::Invalid { field, reason } => invalid(Some(format!("{field}: {reason}"))),
         other => other.into(),
@@ -128,8 +181,8 @@ fn all(names: &[(&str, &str)]) -> Vec<Prop> {
 
 const READ_ONLY: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
 
-/// Two-way: events may be changed and removed (an activity's), none added.
-const WRITE_CONTENT: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:write-content/></D:privilege><D:privilege><D:unbind/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
+/// Two-way: events may be added (as activities), and an activity's changed and removed.
+const WRITE_CONTENT: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:write-content/></D:privilege><D:privilege><D:bind/></D:privilege><D:privilege><D:unbind/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
 
 /// A property of the calendar collection.
 fn calendar_value(prop: &PropName, token: &str, user: &DavUser) -> Option<String> {
@@ -165,7 +218,7 @@ fn event_value(prop: &Prop, event: &CalendarEvent) -> Option<String> {
 
 fn respond_event(out: &mut Multistatus, user: &DavUser, event: &CalendarEvent, request: &Propfind) {
     let names = all(&[(DAV, "resourcetype"), (DAV, "getetag"), (DAV, "getcontenttype")]);
-    respond(out, &event_href(user, event.source), names, request, &|p| event_value(p, event));
+    respond(out, &event_href(user, event), names, request, &|p| event_value(p, event));
 }
 
 fn respond_calendar(
@@ -233,7 +286,7 @@ async fn propfind(
                 }
             }
             Target::Event(name) => {
-                let event = Source::parse(&name).map(|s| events::event(view, s)).transpose()?.flatten();
+                let event = events::find(view, &percent_decode(&name))?;
                 respond_event(&mut out, &user, &event.ok_or_else(DavError::not_found)?, &request);
             }
         }
@@ -250,11 +303,9 @@ async fn get(
     headers: &HeaderMap,
     head: bool,
 ) -> Result<Response, DavError> {
-    let event = reading(state, &user, move |view| {
-        let source = Source::parse(&name).ok_or_else(DavError::not_found)?;
-        events::event(view, source)?.ok_or_else(DavError::not_found)
-    })
-    .await?;
+    let event =
+        reading(state, &user, move |view| events::find(view, &percent_decode(&name))?.ok_or_else(DavError::not_found))
+            .await?;
     if crate::http::conditional::not_modified(headers, &event.etag) {
         return Ok((StatusCode::NOT_MODIFIED, [(ETAG, event.etag)]).into_response());
     }
@@ -285,13 +336,14 @@ fn range(range: Option<TimeRange>) -> Result<(Option<Timestamp>, Option<Timestam
     Ok((range.start.as_deref().map(instant).transpose()?, range.end.as_deref().map(instant).transpose()?))
 }
 
-fn source_in(href: &str, user: &DavUser) -> Option<Source> {
+/// The event name an href of a multiget points at, when it is in this user's calendar.
+fn name_in(href: &str, user: &DavUser) -> Option<String> {
     let path = match href.find("://") {
         Some(i) => &href[href[i + 3..].find('/').map(|j| i + 3 + j)?..],
         None => href,
     };
     match target(&percent_decode(path), user)? {
-        Target::Event(name) => Source::parse(&name),
+        Target::Event(name) => Some(name),
         _ => None,
     }
 }
@@ -304,7 +356,7 @@ async fn report(state: &AppState, user: DavUser, body: &[u8]) -> Result<Response
             Report::CalendarMultiget { props, hrefs } => {
                 let request = Propfind::Prop(props);
                 for href in hrefs {
-                    match source_in(&href, &user).map(|s| events::event(view, s)).transpose()?.flatten() {
+                    match name_in(&href, &user).map(|name| events::find(view, &name)).transpose()?.flatten() {
                         Some(event) => respond_event(&mut out, &user, &event, &request),
                         None => out.status(&href, 404, "Not Found"),
                     }
@@ -326,7 +378,7 @@ async fn report(state: &AppState, user: DavUser, body: &[u8]) -> Result<Response
                     respond_event(&mut out, &user, event, &request);
                 }
                 for name in &page.removed {
-                    out.status(&format!("{}{name}.ics", calendar_href(&user)), 404, "Not Found");
+                    out.status(&format!("{}{name}", calendar_href(&user)), 404, "Not Found");
                 }
                 if page.truncated {
                     out.status(&calendar_href(&user), 507, "Insufficient Storage");

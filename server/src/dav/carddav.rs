@@ -56,7 +56,11 @@ pub fn options() -> Response {
 pub async fn handle(state: AppState, user: DavUser, request: Request) -> Result<Response, DavError> {
     let (parts, body) = request.into_parts();
     let target = target(parts.uri.path(), &user).ok_or_else(DavError::not_found)?;
-    let body = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| DavError::too_large())?;
+    let too_large = match (&parts.method, &target) {
+        (&Method::PUT, Target::Card(_)) => DavError::resource_too_large("C:max-resource-size"),
+        _ => DavError::too_large(),
+    };
+    let body = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| too_large)?;
     let headers = &parts.headers;
     match (parts.method.as_str(), target) {
         ("OPTIONS", _) => Ok(options()),

@@ -376,6 +376,12 @@ impl DavError {
         }
     }
 
+    /// A resource past [`MAX_BODY`] (the collection's `max-resource-size`): 413 naming the
+    /// RFC's precondition `element` (`C:max-resource-size`, `CAL:max-resource-size`).
+    pub fn resource_too_large(element: &'static str) -> DavError {
+        DavError { precondition: Some(element), ..DavError::too_large() }
+    }
+
     pub fn precondition_failed() -> DavError {
         DavError::new(StatusCode::PRECONDITION_FAILED)
     }

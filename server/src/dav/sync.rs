@@ -210,7 +210,7 @@ impl Members for Calendar {
         let source = Source::of_key(key);
         Ok(match events::event(view, source)? {
             Some(event) => Resolved::Live(event),
-            None => Resolved::Removed(source.name()),
+            None => Resolved::Removed(events::removed_name(view, source)?),
         })
     }
 }

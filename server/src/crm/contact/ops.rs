@@ -5,7 +5,7 @@
 
 use mycorrhizal_codecs::card::Card;
 use mycorrhizal_codecs::projection::{FlatInput, apply_flat};
-use mycorrhizal_engine::{Invalid, Precondition, Row, TxUser, UserScope, UserView};
+use mycorrhizal_engine::{Invalid, Precondition, Prepared, Row, TxUser, UserScope, UserView};
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -56,6 +56,12 @@ impl ContactInput {
     /// old one whole; flat fields apply onto whichever card results; what the input leaves out
     /// (picture, archive flag, uid) is kept.
     pub fn apply(self, existing: Option<&Contact>) -> std::result::Result<Contact, Invalid> {
+        self.apply_parsed(existing).map(|(contact, _)| contact)
+    }
+
+    /// [`ContactInput::apply`], with the card the contact's text was written from (so preparing
+    /// it need not read the text again: [`Contact::prepare_parsed`]).
+    pub fn apply_parsed(self, existing: Option<&Contact>) -> std::result::Result<(Contact, Card), Invalid> {
         let mut card = match self.card {
             Some(value) => parse_card(value)?,
             None => existing.map(Contact::parsed_card).unwrap_or_default(),
@@ -72,7 +78,7 @@ impl ContactInput {
             None if self.flat.birthday.is_empty() => existing.map(|c| c.legacy_birthday.clone()).unwrap_or_default(),
             None => String::new(),
         };
-        Ok(Contact {
+        let contact = Contact {
             uid,
             card: serde_json::to_string(&card).map_err(|e| Invalid::new("card", e.to_string()))?,
             crm: object("crm", self.crm, existing.map(|c| c.crm.as_str()))?,
@@ -85,14 +91,36 @@ impl ContactInput {
             flat: Default::default(),
             circles: Vec::new(),
             tags: Vec::new(),
-        })
+        };
+        Ok((contact, card))
     }
 }
 
 /// Creates a contact from `input` (409 material: a card UID the user already has).
+///
+/// The contact is prepared here, on the caller's thread (its derived columns from the card in
+/// hand, its validation and the audit trail's field list), so the single writer only stores it:
+/// under bulk writes (a phone's first CardDAV sync of thousands of cards) the writer is the one
+/// serial stage, and this work used to run in it for every card.
 pub async fn create(scope: &UserScope, input: ContactInput) -> Result<Row<Contact>> {
-    let contact = input.apply(None)?;
-    Ok(scope.write_async(move |tx| tx.create(contact.clone())).await?)
+    create_then(scope, input, |_, row| Ok(row)).await
+}
+
+/// [`create`], then `then` on the new row in the same transaction (a card's picture stored with
+/// the contact: one commit, one revision's worth of writer time, not two).
+pub async fn create_then(
+    scope: &UserScope,
+    input: ContactInput,
+    then: impl Fn(&TxUser<'_, '_>, Row<Contact>) -> mycorrhizal_engine::Result<Row<Contact>> + Send + 'static,
+) -> Result<Row<Contact>> {
+    let (contact, card) = input.apply_parsed(None)?;
+    let prepared = Prepared::with(contact, |c| c.prepare_parsed(card))?;
+    Ok(scope
+        .write_async(move |tx| {
+            let row = tx.create_prepared(prepared.clone())?;
+            then(tx, row)
+        })
+        .await?)
 }
 
 /// Applies `input` over the stored contact `id`, read and written in one write transaction:
