@@ -33,7 +33,7 @@ pub struct AppState {
     /// The engine's change hook: webhook deliveries queued inside each write's transaction.
     pub hook: Arc<OutboxHook>,
     /// Mobile push, when `FCM_SERVICE_ACCOUNT_FILE` is configured (its access token cached).
-    pub fcm: Option<Arc<crate::notify::fcm::FcmClient>>,
+    pub fcm: Option<Arc<crate::notify::fcm_client::FcmClient>>,
 }
 
 impl AppState {
@@ -73,7 +73,7 @@ impl AppState {
         let client = crate::outbound::guarded_client(config.features.webhook_block_private_urls, timeout)?;
         let outbox = Outbox { signal, client };
         let fcm = match config.fcm.clone() {
-            Some(account) => Some(Arc::new(crate::notify::fcm::FcmClient::new(account)?)),
+            Some(account) => Some(Arc::new(crate::notify::fcm_client::FcmClient::new(account)?)),
             None => None,
         };
         Ok(AppState {

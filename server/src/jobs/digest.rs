@@ -94,8 +94,13 @@ pub fn window(last: Option<Date>, day: Date) -> Window {
     Window { from, day }
 }
 
-fn last_day(state: &AppState) -> Result<Option<Date>, String> {
-    let stored = state.engine.global().and_then(|g| g.map_get(JOB_DAYS, DIGEST)).map_err(|e| e.to_string())?;
+/// The last day a digest was queued for, read on the blocking pool.
+async fn last_day(state: &AppState) -> Result<Option<Date>, String> {
+    let stored = state
+        .blocking(|engine| engine.global().and_then(|g| g.map_get(JOB_DAYS, DIGEST)))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
     Ok(stored.and_then(|b| String::from_utf8(b).ok()).and_then(|t| t.parse().ok()))
 }
 
@@ -106,7 +111,7 @@ pub async fn digest_once(state: &AppState, trigger: Trigger) -> JobRun {
     let work = async move {
         let (at, zone) = (state_.config.reminder_time, state_.config.reminder_timezone.clone());
         let now = state_.engine.clock().now();
-        let last = last_day(&state_)?;
+        let last = last_day(&state_).await?;
         let day = match trigger {
             Trigger::Manual => calendar::today(now, &zone),
             _ => match due_day(last, now, at, &zone) {
@@ -143,7 +148,7 @@ pub fn start(state: &AppState) {
         loop {
             let (at, zone) = (state.config.reminder_time, state.config.reminder_timezone.clone());
             let now = state.engine.clock().now();
-            match last_day(&state) {
+            match last_day(&state).await {
                 Ok(last) if due_day(last, now, at, &zone).is_some() => {
                     digest_once(&state, trigger).await;
                 }

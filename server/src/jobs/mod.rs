@@ -239,16 +239,7 @@ pub async fn purge_once(state: &AppState, trigger: Trigger) -> JobRun {
         let mut removed = 0;
         let tombstones = days(retention.deleted_days)?;
         let audit_cutoff = days(AUDIT_RETENTION_DAYS)?;
-        let users: Vec<u64> = state_
-            .engine
-            .global()
-            .map_err(|e| e.to_string())?
-            .list::<Account>()
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
-        for user in users {
+        for user in account_ids(&state_).await.map_err(|e| e.to_string())? {
             removed += state_
                 .engine
                 .user(UserId(user))
@@ -316,7 +307,7 @@ pub async fn reach_out_once(state: &AppState, trigger: Trigger) -> JobRun {
     let state_ = state.clone();
     let work = async move {
         let mut changed = 0;
-        for user in account_ids(&state_)? {
+        for user in account_ids(&state_).await.map_err(|e| e.to_string())? {
             let now = state_.engine.clock().now();
             let planned =
                 state_.blocking(move |engine| plan_reach_out(engine, user, now)).await.map_err(|e| e.to_string())??;
@@ -337,8 +328,9 @@ pub async fn reach_out_once(state: &AppState, trigger: Trigger) -> JobRun {
     record(state, REACH_OUT, trigger, work).await
 }
 
-fn account_ids(state: &AppState) -> Result<Vec<u64>, String> {
-    let accounts = state.engine.global().map_err(|e| e.to_string())?.list::<Account>().map_err(|e| e.to_string())?;
+/// Every account's id, read on the blocking pool.
+async fn account_ids(state: &AppState) -> crate::crm::Result<Vec<u64>> {
+    let accounts = state.blocking(|engine| engine.global()?.list::<Account>()).await??;
     Ok(accounts.into_iter().map(|(id, _)| id).collect())
 }
 
@@ -555,10 +547,8 @@ pub async fn rebuild_search(state: &AppState) -> crate::crm::Result<mycorrhizal_
 
 /// Recomputes every user's contacts' derived columns; returns `(scanned, updated)`.
 pub async fn rebuild_derived(state: &AppState) -> crate::crm::Result<(u64, u64)> {
-    let users: Vec<u64> =
-        state.blocking(|engine| engine.global()?.list::<Account>()).await??.into_iter().map(|(id, _)| id).collect();
     let (mut scanned, mut updated) = (0u64, 0u64);
-    for user in users {
+    for user in account_ids(state).await? {
         let rebuilt = crate::crm::contact::ops::rebuild_derived(&state.engine.user(UserId(user))).await?;
         scanned += rebuilt.scanned;
         updated += rebuilt.updated;

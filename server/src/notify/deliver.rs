@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::channels::PushSubscription;
 use super::channels::{self, Channel, ChannelConfig};
 use super::fcm::{self, FcmDevice};
+use super::fcm_client;
 use super::outbox::{Attempt, Message, Target, classify, retry_after};
 use super::webhooks::{self, SIGNATURE_HEADER, Webhook};
 use super::webpush;
@@ -327,7 +328,7 @@ async fn fcm(state: &AppState, message: &Message, id: u64, title: &str, sealed: 
         Ok(t) => t,
         Err(e) => return logged(message, "fcm", retry(e)),
     };
-    let body = fcm::message(&device.token, title, &text, &message.key);
+    let body = fcm_client::message(&device.token, title, &text, &message.key);
     let sent = state.http.post(client.send_url()).bearer_auth(token).json(&body).send().await;
     let response = match sent {
         Ok(r) => r,
@@ -342,7 +343,7 @@ async fn fcm(state: &AppState, message: &Message, id: u64, title: &str, sealed: 
     let answer = if status >= 300 { response.text().await.unwrap_or_default() } else { String::new() };
     let attempt = if status < 300 {
         Attempt::Delivered { status: Some(status) }
-    } else if fcm::unregistered(status, &answer) {
+    } else if fcm_client::unregistered(status, &answer) {
         // The app was uninstalled or its token replaced: unregister the device for good.
         if let Err(e) = state.engine.write_async(move |tx| fcm::remove_in(tx, user, id)).await {
             tracing::error!(event = "fcm_unregister_failed", component = "notification", error = %e);

@@ -1,6 +1,6 @@
 //! Mobile push through Firebase Cloud Messaging's HTTP v1 API, when the instance has a service
-//! account (`FCM_SERVICE_ACCOUNT_FILE`): the access token, one send, and the devices each user
-//! registered.
+//! account (`FCM_SERVICE_ACCOUNT_FILE`): the access token and one send (`fcm_client`, which
+//! `state` holds), and the devices each user registered (here).
 //!
 //! - **Access token** (OAuth 2.0 JWT-bearer grant, RFC 7523): an RS256 JWT signed with the
 //!   account's private key (`iss` the account's address, `scope` firebase.messaging, `aud` its
@@ -20,133 +20,19 @@
 //! What it does not do: queueing (`channels::fan_out`) and the attempt's outcome (`deliver`,
 //! `outbox`).
 
-use jiff::{SignedDuration, Timestamp};
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use jiff::Timestamp;
 use mycorrhizal_engine::{GlobalRecord, Tx, global_tables};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use crate::config::fcm::Fcm;
 use crate::crm::{Error, Result};
 use crate::state::AppState;
 
-/// The OAuth scope a send needs.
-pub const SCOPE: &str = "https://www.googleapis.com/auth/firebase.messaging";
 /// `map:` table: user id -> the ids of their devices (postcard `Vec<u64>`).
 const DEVICES_TABLE: &str = "map:fcm_devices";
 /// Most devices one user may register.
 pub const MAX_DEVICES: usize = 20;
-/// How long before its expiry a cached access token is renewed.
-const RENEW_BEFORE: SignedDuration = SignedDuration::from_secs(300);
-/// Most bytes of a notification's body (FCM's whole message is at most 4 KB).
-const MAX_BODY: usize = 3000;
-
-// ---------------------------------------------------------------------------------------------
-// The client: access token and one send
-
-/// The configured account, its signing key and the cached access token.
-pub struct FcmClient {
-    config: Fcm,
-    key: EncodingKey,
-    /// A tokio lock: held across the token request, so concurrent sends make one request.
-    token: tokio::sync::Mutex<Option<(String, Timestamp)>>,
-}
-
-#[derive(Serialize)]
-struct Claims<'a> {
-    iss: &'a str,
-    scope: &'a str,
-    aud: &'a str,
-    iat: i64,
-    exp: i64,
-}
-
-#[derive(Deserialize)]
-struct TokenAnswer {
-    access_token: String,
-    expires_in: Option<i64>,
-}
-
-impl FcmClient {
-    pub fn new(config: Fcm) -> std::result::Result<FcmClient, String> {
-        let key = EncodingKey::from_rsa_pem(config.private_key.expose().as_bytes())
-            .map_err(|_| "the FCM private key is not an RSA key in PEM".to_string())?;
-        Ok(FcmClient { config, key, token: tokio::sync::Mutex::new(None) })
-    }
-
-    /// The JWT-bearer grant's assertion, issued at `now`.
-    pub fn assertion(&self, now: Timestamp) -> std::result::Result<String, String> {
-        let mut header = Header::new(Algorithm::RS256);
-        header.kid = self.config.private_key_id.clone();
-        let claims = Claims {
-            iss: &self.config.client_email,
-            scope: SCOPE,
-            aud: &self.config.token_uri,
-            iat: now.as_second(),
-            exp: now.as_second() + 3600,
-        };
-        jsonwebtoken::encode(&header, &claims, &self.key).map_err(|e| format!("cannot sign the FCM assertion: {e}"))
-    }
-
-    /// An access token valid at `now`: the cached one, or a new one from the token endpoint.
-    pub async fn access_token(&self, http: &reqwest::Client, now: Timestamp) -> std::result::Result<String, String> {
-        let mut cached = self.token.lock().await;
-        if let Some((token, renew_at)) = cached.as_ref()
-            && now < *renew_at
-        {
-            return Ok(token.clone());
-        }
-        let assertion = self.assertion(now)?;
-        let form = [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion.as_str())];
-        let response = http
-            .post(&self.config.token_uri)
-            .form(&form)
-            .send()
-            .await
-            .map_err(|e| format!("cannot reach the FCM token endpoint: {e}"))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(format!("the FCM token endpoint answered {}", status.as_u16()));
-        }
-        let answer: TokenAnswer =
-            response.json().await.map_err(|_| "the FCM token endpoint's answer is not a token".to_string())?;
-        let lifetime = SignedDuration::from_secs(answer.expires_in.unwrap_or(3600).clamp(60, 86_400));
-        let renew_at = now.checked_add(lifetime - RENEW_BEFORE).unwrap_or(now);
-        *cached = Some((answer.access_token.clone(), renew_at));
-        Ok(answer.access_token)
-    }
-
-    /// Forgets the cached token (FCM refused it).
-    pub async fn forget_token(&self) {
-        *self.token.lock().await = None;
-    }
-
-    /// `{FCM_API_URL}/v1/projects/{project_id}/messages:send`.
-    pub fn send_url(&self) -> String {
-        format!("{}/v1/projects/{}/messages:send", self.config.api_url, self.config.project_id)
-    }
-}
-
-/// The send body for one device.
-pub fn message(token: &str, title: &str, text: &str, key: &str) -> serde_json::Value {
-    let mut end = text.len().min(MAX_BODY);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    serde_json::json!({
-        "message": {
-            "token": token,
-            "notification": { "title": title, "body": &text[..end] },
-            "data": { "idempotency_key": key },
-        }
-    })
-}
-
-/// Whether FCM's answer says the token no longer names an installed app.
-pub fn unregistered(status: u16, body: &str) -> bool {
-    status == 404 || body.contains("\"UNREGISTERED\"")
-}
 
 // ---------------------------------------------------------------------------------------------
 // Devices

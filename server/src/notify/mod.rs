@@ -14,6 +14,7 @@ pub mod deliver;
 pub mod digest;
 pub mod email;
 pub mod fcm;
+pub mod fcm_client;
 pub mod health;
 pub mod outbox;
 pub mod webhook_ops;

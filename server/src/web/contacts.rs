@@ -335,7 +335,7 @@ pub async fn render(
             section class="card" aria-labelledby="h-activities" {
                 h2 id="h-activities" { (t("contact.activities")) }
                 @let sent_act = Sent::to(sent, "activity");
-                details open[sent_act.is_some()] { summary { (t("activity.log")) } (super::journal::activity_form(viewer, &format!("/contacts/{id}/activities"), Some(id), sent_act)) }
+                details open[sent_act.is_some()] { summary { (t("activity.log")) } (super::record_forms::activity_form(viewer, &format!("/contacts/{id}/activities"), Some(id), sent_act)) }
                 @if d.activities.is_empty() { p class="muted" { (t("contact.no_activities")) } }
                 ul class="items" {
                     @for a in &d.activities {
@@ -370,7 +370,7 @@ pub async fn render(
             @if !d.gifts.is_empty() {
                 section class="card" aria-labelledby="h-gifts" {
                     h2 id="h-gifts" { (t("contact.gifts")) }
-                    ul class="items" { @for g in &d.gifts { li { (g.description) " " span class="muted" { (t(super::depth::gift_status_key(&g.status))) @if !g.occasion.is_empty() { " · " (g.occasion) } } } } }
+                    ul class="items" { @for g in &d.gifts { li { (g.description) " " span class="muted" { (t(super::record_forms::gift_status_key(&g.status))) @if !g.occasion.is_empty() { " · " (g.occasion) } } } } }
                 }
             }
             @if !d.agenda.is_empty() {
@@ -385,7 +385,7 @@ pub async fn render(
             }
             (super::households::contact_section(viewer, id, &households, sent))
             (attachments_section(viewer, id, &files, sent))
-            (super::depth::forms(viewer, id, sent, super::cadence::contact_form(viewer, id)))
+            (super::record_forms::depth_forms(viewer, id, sent, super::cadence::contact_form(viewer, id)))
         }
     };
     Ok(page_with(Sent::status(sent), shell(&c, &name, notice_key, main)))

@@ -3,82 +3,18 @@
 //! (`crm::depth_ops`, `crm::home::timeline`, the API's own operations).
 
 use axum::extract::{Path, Query, State};
-use maud::{Markup, html};
+use maud::html;
 use mycorrhizal_codecs::dates::parse_rest_date;
 use serde::Deserialize;
 
 use super::contacts::refused;
 use super::format;
-use super::page::{Form, PageResult, Sent, Viewer, page, see_other, shell};
+use super::page::{Form, PageResult, Viewer, page, see_other, shell};
+use super::record_forms::gift_status_key;
 use crate::crm::depth_ops::{self, AgendaInput, GiftInput, LifeEventInput};
 use crate::crm::home::{self, TimelineItem, TimelineType};
 use crate::error::ApiError;
 use crate::state::AppState;
-
-const GIFT_STATUSES: [(&str, &str); 4] =
-    [("idea", "gift.idea"), ("purchased", "gift.purchased"), ("given", "gift.given"), ("received", "gift.received")];
-
-pub fn gift_status_key(status: &str) -> &'static str {
-    GIFT_STATUSES.iter().find(|(s, _)| *s == status).map(|(_, k)| *k).unwrap_or("gift.idea")
-}
-
-/// The three add forms, folded away under their section headings (the one `sent` back with its
-/// error unfolded, what was typed kept).
-pub fn forms(viewer: &Viewer, id: u64, sent: Option<&Sent>, more: Markup) -> Markup {
-    let c = viewer.chrome();
-    let t = |k| viewer.t(k);
-    let (life, gift, agenda) = (Sent::to(sent, "life"), Sent::to(sent, "gift"), Sent::to(sent, "agenda"));
-    html! {
-        section class="card" aria-labelledby="h-add-more" {
-            h2 id="h-add-more" { (t("depth.add_more")) }
-            details open[life.is_some()] {
-                summary { (t("depth.add_life_event")) }
-                form method="post" action={ "/contacts/" (id) "/life-events" } class="stack" {
-                    (c.csrf_field())
-                    (Sent::alert(life))
-                    label for="life-type" { (t("depth.life_type")) }
-                    input id="life-type" name="type" required maxlength="100" list="life-types" value=(Sent::value(life, "type")) aria-invalid=[Sent::invalid(life, "type")];
-                    datalist id="life-types" { @for k in ["graduated", "married", "moved", "new_job", "child_born", "retired"] { option value=(k) {} } }
-                    label for="life-date" { (t("depth.life_date")) }
-                    input id="life-date" name="date" placeholder="YYYY-MM-DD" aria-describedby="life-date-hint" value=(Sent::value(life, "date")) aria-invalid=[Sent::invalid(life, "date")];
-                    p class="hint" id="life-date-hint" { (t("depth.life_date_hint")) }
-                    label for="life-description" { (t("activity.description")) }
-                    textarea id="life-description" name="description" rows="2" maxlength="2000" aria-invalid=[Sent::invalid(life, "description")] { (Sent::value(life, "description")) }
-                    button type="submit" { (t("depth.add_life_event")) }
-                }
-            }
-            details open[gift.is_some()] {
-                summary { (t("depth.add_gift")) }
-                form method="post" action={ "/contacts/" (id) "/gifts" } class="stack" {
-                    (c.csrf_field())
-                    (Sent::alert(gift))
-                    label for="gift-description" { (t("depth.gift_description")) }
-                    input id="gift-description" name="description" required maxlength="2000" value=(Sent::value(gift, "description")) aria-invalid=[Sent::invalid(gift, "description")];
-                    div class="row" {
-                        div {
-                            label for="gift-status" { (t("depth.gift_status")) }
-                            select id="gift-status" name="status" aria-invalid=[Sent::invalid(gift, "status")] { @for (s, k) in GIFT_STATUSES { option value=(s) selected[Sent::value(gift, "status") == s] { (t(k)) } } }
-                        }
-                        div { label for="gift-occasion" { (t("depth.gift_occasion")) } input id="gift-occasion" name="occasion" maxlength="200" value=(Sent::value(gift, "occasion")) aria-invalid=[Sent::invalid(gift, "occasion")]; }
-                    }
-                    button type="submit" { (t("depth.add_gift")) }
-                }
-            }
-            details open[agenda.is_some()] {
-                summary { (t("depth.add_agenda")) }
-                form method="post" action={ "/contacts/" (id) "/agenda" } class="stack" {
-                    (c.csrf_field())
-                    (Sent::alert(agenda))
-                    label for="agenda-content" { (t("depth.agenda_content")) }
-                    input id="agenda-content" name="content" required maxlength="2000" value=(Sent::value(agenda, "content")) aria-invalid=[Sent::invalid(agenda, "content")];
-                    button type="submit" { (t("depth.add_agenda")) }
-                }
-            }
-            (more)
-            p { a href={ "/contacts/" (id) "/timeline" } { (t("depth.timeline")) } }
-        }
-    }
-}
 
 fn back(id: u64, anchor: &str) -> axum::response::Response {
     see_other(&format!("/contacts/{id}?notice=saved#{anchor}"))

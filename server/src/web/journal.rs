@@ -9,7 +9,8 @@ use serde::Deserialize;
 
 use super::format;
 use super::home::contact_link;
-use super::page::{Form, PageResult, Sent, Viewer, encode, notice, page, see_other, shell};
+use super::page::{Form, PageResult, Viewer, encode, notice, page, see_other, shell};
+use super::record_forms::activity_form;
 use crate::crm::cursor::DatedFilter;
 use crate::crm::{activities, notes};
 use crate::state::AppState;
@@ -110,30 +111,6 @@ pub async fn activities_page(State(state): State<AppState>, viewer: Viewer, Quer
         (next_link(&viewer, "/activities", &q.q, &list.next_cursor))
     };
     Ok(page(shell(&c, t("journal.activities_title"), notice(q.notice.as_deref()), main)))
-}
-
-/// The form that logs an activity, posting to `action` (about `contact` when given); `sent`:
-/// this form sent back with its error.
-pub fn activity_form(viewer: &Viewer, action: &str, contact: Option<u64>, sent: Option<&Sent>) -> Markup {
-    let c = viewer.chrome();
-    let t = |k| viewer.t(k);
-    let date = if sent.is_some() { Sent::value(sent, "date") } else { viewer.today.to_string() };
-    html! {
-        form method="post" action=(action) class="stack" {
-            (c.csrf_field())
-            (Sent::alert(sent))
-            @if let Some(id) = contact { input type="hidden" name="contact_id" value=(id); }
-            label for="activity-title" { (t("activity.title")) }
-            input id="activity-title" name="title" required maxlength="200" placeholder=(t("activity.placeholder")) value=(Sent::value(sent, "title")) aria-invalid=[Sent::invalid(sent, "title")];
-            div class="row" {
-                div { label for="activity-date" { (t("activity.date")) } input id="activity-date" name="date" type="date" required value=(date) aria-invalid=[Sent::invalid(sent, "date")]; }
-                div { label for="activity-location" { (t("activity.location")) } input id="activity-location" name="location" maxlength="300" value=(Sent::value(sent, "location")) aria-invalid=[Sent::invalid(sent, "location")]; }
-            }
-            label for="activity-description" { (t("activity.description")) }
-            textarea id="activity-description" name="description" rows="2" maxlength="2000" aria-invalid=[Sent::invalid(sent, "description")] { (Sent::value(sent, "description")) }
-            button type="submit" { (t("activity.add")) }
-        }
-    }
 }
 
 fn activity_input(form: &Form, contact_ids: Vec<u64>) -> activities::ActivityInput {

@@ -26,6 +26,7 @@ mod import;
 mod journal;
 mod network;
 mod page;
+mod record_forms;
 mod reminders;
 mod search;
 mod settings;
