@@ -377,3 +377,23 @@ pub(super) fn label_as_property(vcard: &mut VCard) {
     }
     vcard.entries = out;
 }
+
+/// calcard (0.3) reads a `TZ` offset as a whole-hour `Etc/GMT` zone, so `+05:30` (India) or
+/// `+05:45` (Nepal) would lose its minutes. Such an offset is handed over as the text it is
+/// (`+05:30`), which the record keeps as the address's time zone and a write gives back
+/// unchanged; whole-hour offsets keep calcard's reading.
+pub(super) fn offsets_with_minutes_as_text(vcard: &mut VCard) {
+    for entry in vcard.entries.iter_mut().filter(|e| e.name == VCardProperty::Tz) {
+        let text = match entry.values.as_slice() {
+            [VCardValue::PartialDateTime(v)] if v.has_zone() && v.tz_minute.unwrap_or(0) != 0 => format!(
+                "{}{:02}:{:02}",
+                if v.tz_minus { '-' } else { '+' },
+                v.tz_hour.unwrap_or(0),
+                v.tz_minute.unwrap_or(0)
+            ),
+            _ => continue,
+        };
+        entry.values = vec![VCardValue::Text(text)];
+        entry.params.retain(|p| p.name != VCardParameterName::Value);
+    }
+}

@@ -71,12 +71,40 @@ pub(super) fn tidy(vcard: &mut VCard, version: Version) {
     for entry in &mut vcard.entries {
         entry.params.retain(|p| !matches!(p.name, VCardParameterName::PropId | VCardParameterName::Jscomps));
         redundant_extended_address(entry);
+        if version == Version::V4 {
+            utc_offset_v4(entry);
+        }
         if version == Version::V3 {
             classic_components(entry);
             apple_year(entry);
             pref_as_type(entry);
         }
     }
+}
+
+/// A `TZ` offset kept as text (`+05:30`, see `repair::offsets_with_minutes_as_text`) is written
+/// in 4.0 as RFC 6350's `utc-offset` value, `TZ;VALUE=utc-offset:+0530` (3.0's `TZ:+05:30` is
+/// already its own default form).
+fn utc_offset_v4(entry: &mut VCardEntry) {
+    if entry.name != VCardProperty::Tz {
+        return;
+    }
+    let [VCardValue::Text(text)] = entry.values.as_slice() else { return };
+    let b = text.as_bytes();
+    let offset = b.len() == 6
+        && matches!(b[0], b'+' | b'-')
+        && b[3] == b':'
+        && [1, 2, 4, 5].iter().all(|&i| b[i].is_ascii_digit());
+    if !offset {
+        return;
+    }
+    let basic = text.replace(':', "");
+    entry.values = vec![VCardValue::Text(basic)];
+    entry.params.retain(|p| p.name != VCardParameterName::Value);
+    entry.params.push(VCardParameter {
+        name: VCardParameterName::Value,
+        value: VCardParameterValue::ValueType(calcard::vcard::VCardValueType::UtcOffset),
+    });
 }
 
 pub(super) fn joined(value: &VCardValue) -> String {
