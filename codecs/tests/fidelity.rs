@@ -281,6 +281,20 @@ fn every_property_of_the_exporter_corpus_comes_back_in_3_0_and_4_0() {
                 // 2.1 comes back as the version asked for: no quoted-printable, and in 4.0 no
                 // `LABEL` property (4.0 has the `ADR` parameter only).
                 let upper = written.to_uppercase();
+                // No line carries a control character (binary goes back encoded).
+                assert!(
+                    !written.chars().any(|c| c.is_control() && !matches!(c, '\r' | '\n' | '\t')),
+                    "{file} card {}: {written:?}",
+                    n + 1
+                );
+                // A 3.0 card encodes a vendor property's binary as 3.0 does, not as a 4.0 URI.
+                if version == Version::V3 {
+                    assert!(
+                        !upper.lines().any(|l| l.starts_with("X-") && l.contains(":DATA:")),
+                        "{file} card {}: {written}",
+                        n + 1
+                    );
+                }
                 assert!(!upper.contains("QUOTED-PRINTABLE"), "{file} card {}: {written}", n + 1);
                 if version == Version::V4 {
                     assert!(!upper.lines().any(|l| l.starts_with("LABEL")), "{file} card {}: {written}", n + 1);

@@ -133,6 +133,7 @@ pub(super) fn parse_block(index: usize, block: &Block<'_>) -> Item {
     diagnostics.extend(drop_forms_in_the_default_language(&mut vcard));
     labels_onto_addresses(&mut vcard);
     offsets_with_minutes_as_text(&mut vcard);
+    control_text_as_binary(&mut vcard);
     order_as_calcard_will(&mut vcard);
     let js = vcard.into_jscontact::<String, String>();
     let mut value = serde_json::to_value(&js).unwrap_or_else(|_| json!({}));

@@ -397,3 +397,20 @@ pub(super) fn offsets_with_minutes_as_text(vcard: &mut VCard) {
         entry.params.retain(|p| p.name != VCardParameterName::Value);
     }
 }
+
+/// A vendor property sent base64-encoded whose bytes happen to be valid UTF-8 (calcard then
+/// reads them as text) holds control characters no vCard line may carry; written back as text
+/// they would break the card. Such a value is kept as the binary it was sent as, so a write
+/// encodes it again (3.0's `ENCODING=b`, 4.0's `data:` URI).
+pub(super) fn control_text_as_binary(vcard: &mut VCard) {
+    for entry in vcard.entries.iter_mut().filter(|e| matches!(e.name, VCardProperty::Other(_))) {
+        for value in &mut entry.values {
+            if let VCardValue::Text(text) = value
+                && text.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+            {
+                let data = std::mem::take(text).into_bytes();
+                *value = VCardValue::Binary(calcard::common::Data { content_type: None, data });
+            }
+        }
+    }
+}

@@ -71,6 +71,7 @@ pub(super) fn tidy(vcard: &mut VCard, version: Version) {
     for entry in &mut vcard.entries {
         entry.params.retain(|p| !matches!(p.name, VCardParameterName::PropId | VCardParameterName::Jscomps));
         redundant_extended_address(entry);
+        vendor_binary(entry);
         if version == Version::V4 {
             utc_offset_v4(entry);
         }
@@ -80,6 +81,23 @@ pub(super) fn tidy(vcard: &mut VCard, version: Version) {
             pref_as_type(entry);
         }
     }
+}
+
+/// A vendor property's inline binary (Outlook's `X-MS-CARDPICTURE`, a 2.1 `ENCODING=BASE64`
+/// value) is carried as a `data:` URI; it is written as binary again, so 3.0 gives it back as
+/// `ENCODING=b` (as the exporter wrote it) and 4.0 as a `data:` URI.
+fn vendor_binary(entry: &mut VCardEntry) {
+    if !matches!(entry.name, VCardProperty::Other(_)) {
+        return;
+    }
+    let [VCardValue::Text(text)] = entry.values.as_slice() else { return };
+    let Some((head, data)) = text.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,")) else {
+        return;
+    };
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data.trim()) else { return };
+    let content_type = Some(head.to_string()).filter(|h| !h.is_empty());
+    entry.values = vec![VCardValue::Binary(calcard::common::Data { content_type, data: bytes })];
+    entry.params.retain(|p| p.name != VCardParameterName::Value);
 }
 
 /// A `TZ` offset kept as text (`+05:30`, see `repair::offsets_with_minutes_as_text`) is written
