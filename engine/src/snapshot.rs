@@ -681,7 +681,8 @@ fn copy<K: Key + 'static, V: Value + 'static>(
     Ok(rows)
 }
 
-fn digest(path: &Path) -> Result<(String, u64)> {
+/// The SHA-256 (hex) and size of the file at `path`, as a manifest records them.
+pub fn digest(path: &Path) -> Result<(String, u64)> {
     let mut file = File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
