@@ -15,6 +15,7 @@ pub mod check;
 pub mod clock;
 pub mod codec;
 mod error;
+mod frame;
 pub mod global;
 mod meta;
 pub mod migrate;

@@ -40,7 +40,7 @@ pub const MANIFEST_FORMAT: &str = "mycorrhizal-snapshot/1";
 /// a few megabytes of dirty pages; the copy streams through it.
 const COPY_CACHE_BYTES: usize = 64 << 20;
 /// The first bytes of an LZ4 frame (magic number 0x184D2204, little-endian).
-const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4D, 0x18];
+pub(crate) const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4D, 0x18];
 
 /// How a snapshot's file is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -393,17 +393,91 @@ impl StorageBackend for Unsynced {
     }
 }
 
+/// The LZ4 block size of the frames written: small enough that checking a backup, which reads
+/// a few pages here and there, decodes little; large enough to compress as well as bigger ones.
+const FRAME_BLOCK: usize = 256 << 10;
+/// Blocks compressed per round, split across the threads.
+const ROUND_BLOCKS: usize = 32;
+
 /// Encodes the redb file at `from` as one LZ4 frame at `to`, synced; returns the encoded bytes'
-/// SHA-256 and size, taken as they are written.
+/// SHA-256 and size, taken as they are written. The frame is the standard one (`lz4 -d` reads
+/// it) with independent 256 KB blocks and no content checksum (the manifest's SHA-256 covers
+/// the stored bytes); its blocks are compressed on up to two threads, written in order.
 fn encode(from: &Path, to: &Path) -> Result<(String, u64)> {
-    let info = lz4_flex::frame::FrameInfo::new().block_size(lz4_flex::frame::BlockSize::Max4MB).content_checksum(true);
-    let sink = Hashing { inner: BufWriter::with_capacity(1 << 20, File::create(to)?), hasher: Sha256::new(), size: 0 };
-    let mut frame = lz4_flex::frame::FrameEncoder::with_frame_info(info, sink);
-    io::copy(&mut BufReader::with_capacity(1 << 20, File::open(from)?), &mut frame)?;
-    let sink = frame.finish().map_err(io_other)?;
+    let info = lz4_flex::frame::FrameInfo::new()
+        .block_size(lz4_flex::frame::BlockSize::Max256KB)
+        .block_mode(lz4_flex::frame::BlockMode::Independent);
+    // The frame's header as lz4_flex writes it: the frame of no bytes, less its end mark.
+    let mut header = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new()).finish().map_err(io_other)?;
+    if !header.starts_with(&LZ4_MAGIC) || !header.ends_with(&[0, 0, 0, 0]) {
+        return Err(io_other("unexpected LZ4 frame header"));
+    }
+    header.truncate(header.len() - 4);
+    let mut sink =
+        Hashing { inner: BufWriter::with_capacity(1 << 20, File::create(to)?), hasher: Sha256::new(), size: 0 };
+    sink.write_all(&header)?;
+    let mut source = BufReader::with_capacity(1 << 20, File::open(from)?);
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 2);
+    let mut input = vec![0u8; FRAME_BLOCK * ROUND_BLOCKS];
+    let bound = lz4_flex::block::get_maximum_output_size(FRAME_BLOCK);
+    let mut outputs: Vec<Vec<u8>> = (0..ROUND_BLOCKS).map(|_| vec![0u8; bound]).collect();
+    loop {
+        let filled = fill(&mut source, &mut input)?;
+        if filled == 0 {
+            break;
+        }
+        let blocks: Vec<&[u8]> = input[..filled].chunks(FRAME_BLOCK).collect();
+        let outputs = &mut outputs[..blocks.len()];
+        let per_thread = blocks.len().div_ceil(threads);
+        let sizes: Vec<usize> = std::thread::scope(|scope| {
+            let work: Vec<_> = blocks
+                .chunks(per_thread)
+                .zip(outputs.chunks_mut(per_thread))
+                .map(|(blocks, outputs)| {
+                    scope.spawn(move || {
+                        blocks
+                            .iter()
+                            .zip(outputs.iter_mut())
+                            .map(|(block, out)| lz4_flex::block::compress_into(block, out).unwrap_or(usize::MAX))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            work.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
+        });
+        if sizes.len() != blocks.len() {
+            return Err(io_other("an LZ4 compression thread failed"));
+        }
+        for ((block, out), size) in blocks.iter().zip(outputs.iter()).zip(sizes) {
+            // A block that does not shrink is stored as it is (the size's high bit says so).
+            if size < block.len() {
+                sink.write_all(&(size as u32).to_le_bytes())?;
+                sink.write_all(&out[..size])?;
+            } else {
+                sink.write_all(&(block.len() as u32 | 0x8000_0000).to_le_bytes())?;
+                sink.write_all(block)?;
+            }
+        }
+    }
+    // The end mark.
+    sink.write_all(&[0, 0, 0, 0])?;
     let file = sink.inner.into_inner().map_err(|e| Error::Io(e.into_error()))?;
     file.sync_all()?;
     Ok((hex::encode(sink.hasher.finalize()), sink.size))
+}
+
+/// Reads into `buf` until it is full or the input ends; returns how much it holds.
+fn fill(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 /// A writer that hashes and counts what passes through it.
@@ -455,15 +529,41 @@ pub fn store_manifest(path: &Path, manifest: &Manifest) -> Result<()> {
 
 /// Checks the snapshot file at `path` against `manifest` (see [`verify`]).
 pub fn verify_against(path: &Path, manifest: &Manifest) -> Result<()> {
-    let (sha256, size) = digest(path)?;
+    let encoding = Encoding::of_file(path)?;
+    // An LZ4 snapshot is read once here, hashing it and noting its blocks; the checks below then
+    // decode only the blocks they touch, with no decoded copy on disk.
+    let index = match encoding {
+        Encoding::Lz4 => Some(crate::frame::FrameIndex::scan(path)?),
+        Encoding::Redb => None,
+    };
+    let (sha256, size) = match &index {
+        Some(index) => (index.sha256.clone(), index.size),
+        None => digest(path)?,
+    };
     if sha256 != manifest.sha256 || size != manifest.size {
         return Err(Error::SnapshotInvalid("file digest does not match the manifest".into()));
     }
-    let encoding = Encoding::of_file(path)?;
     if encoding.name() != manifest.encoding {
         return Err(Error::SnapshotInvalid("the file's encoding differs from the manifest's".into()));
     }
-    let (db, _scratch) = open_snapshot(path, encoding)?;
+    let pages = match &index {
+        Some(index) => {
+            index.pages(path).map_err(|e| Error::SnapshotInvalid(format!("the LZ4 frame does not decode: {e}")))?
+        }
+        None => None,
+    };
+    let (db, _scratch) = match pages {
+        Some(pages) => {
+            let db = Database::builder()
+                .set_cache_size(crate::SIDE_CACHE_BYTES)
+                .open_read_only_with_backend(pages)
+                .map_err(|e| Error::SnapshotInvalid(format!("redb cannot open the snapshot: {e}")))?;
+            (db, None)
+        }
+        // A frame this reader cannot address block by block (none this program writes) is
+        // decoded whole into a scratch file.
+        None => open_snapshot(path, encoding)?,
+    };
     let read = db.begin_read()?;
     let version = meta::read_version(&read)?;
     if version != manifest.schema_version {
@@ -581,7 +681,8 @@ fn copy<K: Key + 'static, V: Value + 'static>(
     Ok(rows)
 }
 
-fn digest(path: &Path) -> Result<(String, u64)> {
+/// The SHA-256 (hex) and size of the file at `path`, as a manifest records them.
+pub fn digest(path: &Path) -> Result<(String, u64)> {
     let mut file = File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
@@ -608,4 +709,95 @@ fn write_durably(path: &Path, bytes: &[u8]) -> Result<()> {
 
 fn io_other(e: impl std::fmt::Display) -> Error {
     Error::Io(std::io::Error::other(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A database of 400 blobs of 12 KB each (pseudo-random, so LZ4 cannot shrink them): a file
+    /// of many frame blocks.
+    fn database(dir: &Path) -> Database {
+        let db = Database::create(dir.join("live.redb")).unwrap();
+        let write = db.begin_write().unwrap();
+        {
+            let mut blobs = write.open_table(BLOBS).unwrap();
+            let mut noise = 0x9E37_79B9_7F4A_7C15u64;
+            for id in 0..400u64 {
+                let bytes: Vec<u8> = (0..12_000)
+                    .map(|_| {
+                        noise ^= noise << 13;
+                        noise ^= noise >> 7;
+                        noise ^= noise << 17;
+                        (noise >> 24) as u8
+                    })
+                    .collect();
+                blobs.insert((1, format!("{id}.jpg").as_str()), bytes.as_slice()).unwrap();
+            }
+        }
+        write.commit().unwrap();
+        db
+    }
+
+    fn now() -> Timestamp {
+        Timestamp::from_second(1_800_000_000).unwrap()
+    }
+
+    #[test]
+    fn an_lz4_snapshot_verifies_block_by_block_and_decodes_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = database(dir.path());
+        let snapshot = write(&db, &dir.path().join("out"), "t", now(), Encoding::Lz4, &mut |_| {}).unwrap();
+        assert_eq!(snapshot.manifest.tables.get("blobs"), Some(&400));
+        // Many blocks, each independent: the check reads it without decoding it to disk.
+        let index = crate::frame::FrameIndex::scan(&snapshot.path).unwrap();
+        assert!(index.pages(&snapshot.path).unwrap().is_some(), "random access is possible");
+        verify(&snapshot.path).unwrap();
+        // Decoded whole (a restore), it is the same database.
+        let decoded = dir.path().join("decoded.redb");
+        materialize(&snapshot.path, &decoded, true).unwrap();
+        let copy = Database::builder().open_read_only(&decoded).unwrap();
+        let read = copy.begin_read().unwrap();
+        let (original, restored) = (db.begin_read().unwrap(), read);
+        let (a, b) = (original.open_table(BLOBS).unwrap(), restored.open_table(BLOBS).unwrap());
+        assert_eq!(a.len().unwrap(), b.len().unwrap());
+        for (x, y) in a.iter().unwrap().zip(b.iter().unwrap()) {
+            let ((xk, xv), (yk, yv)) = (x.unwrap(), y.unwrap());
+            assert_eq!((xk.value(), xv.value()), (yk.value(), yv.value()));
+        }
+    }
+
+    #[test]
+    fn a_snapshot_in_the_earlier_frame_form_still_verifies() {
+        // Before: one frame of 4 MB blocks with a content checksum, written by lz4_flex's encoder.
+        let dir = tempfile::tempdir().unwrap();
+        let db = database(dir.path());
+        let plain = write(&db, &dir.path().join("plain"), "t", now(), Encoding::Redb, &mut |_| {}).unwrap();
+        let old = dir.path().join("old.redb.lz4");
+        let info =
+            lz4_flex::frame::FrameInfo::new().block_size(lz4_flex::frame::BlockSize::Max4MB).content_checksum(true);
+        let mut frame = lz4_flex::frame::FrameEncoder::with_frame_info(info, File::create(&old).unwrap());
+        io::copy(&mut File::open(&plain.path).unwrap(), &mut frame).unwrap();
+        frame.finish().unwrap();
+        let (sha256, size) = digest(&old).unwrap();
+        let manifest =
+            Manifest { file: "old.redb.lz4".into(), sha256, size, encoding: Some("lz4".into()), ..plain.manifest };
+        store_manifest(&old, &manifest).unwrap();
+        verify(&old).unwrap();
+    }
+
+    #[test]
+    fn a_changed_byte_fails_the_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = database(dir.path());
+        let snapshot = write(&db, &dir.path().join("out"), "t", now(), Encoding::Lz4, &mut |_| {}).unwrap();
+        let mut bytes = fs::read(&snapshot.path).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x01;
+        fs::write(&snapshot.path, &bytes).unwrap();
+        let refused = verify(&snapshot.path).unwrap_err();
+        assert!(refused.to_string().contains("digest"), "{refused}");
+    }
 }
