@@ -212,6 +212,23 @@ impl GlobalView {
         }
     }
 
+    /// Rows in id order, each passed to `visit` until it answers false: reads only as far as the
+    /// caller needs, and keeps none of the rows it passed over.
+    pub fn scan<R: GlobalRecord>(&self, mut visit: impl FnMut(u64, R) -> bool) -> Result<()> {
+        let table = match self.txn.open_table(tables::system_table(R::TABLE)) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        for entry in table.iter()? {
+            let (k, v) = entry?;
+            if !visit(k.value(), codec::decode(R::TABLE, v.value())?) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     pub fn list<R: GlobalRecord>(&self) -> Result<Vec<(u64, R)>> {
         let table = match self.txn.open_table(tables::system_table(R::TABLE)) {
             Ok(t) => t,

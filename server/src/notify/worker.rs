@@ -1,10 +1,17 @@
 //! The outbox's delivery worker: each round takes what is due from `sys:outbox_pending`, delivers
 //! each lane's messages in order (lanes side by side, `deliver::attempt` for one attempt) and
-//! records the outcomes with the retry schedule of `outbox`. The rows, their schedule and
-//! `enqueue` are `outbox`'s; this file is the only part that needs the running server's state.
+//! records every outcome of the round in one write, with the retry schedule of `outbox`. The
+//! rows, their schedule and `enqueue` are `outbox`'s; this file is the only part that needs the
+//! running server's state.
+//!
+//! The worker gives way to the user's writes: a delivery may wait a little, a write must not.
+//! Before a round it waits (up to [`MAX_DEFER`]) while the engine's writer has changes queued,
+//! and inside a round a lane stops early (after [`MIN_PER_LANE`] messages) when writes queue up;
+//! what it left is the next round's. Tests step rounds with [`deliver_once`], which never gives
+//! way.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use mycorrhizal_engine::Engine;
@@ -20,48 +27,103 @@ const LANE_BATCH: usize = 200;
 const LANES_AT_ONCE: usize = 32;
 /// How long the worker sleeps when nothing is due and nothing woke it.
 const IDLE: Duration = Duration::from_secs(5);
+/// The longest a round waits for the writer's queue to empty: under writes that never pause,
+/// deliveries still go, a few per lane every so often.
+const MAX_DEFER: Duration = Duration::from_millis(500);
+/// How often the writer's queue is looked at while giving way.
+const DEFER_POLL: Duration = Duration::from_millis(5);
+/// Messages a lane delivers in a round before it gives way to queued writes.
+const MIN_PER_LANE: usize = 16;
+
+/// Whether a round gives way to the user's writes.
+#[derive(Clone, Copy, PartialEq)]
+enum Pace {
+    /// Everything due (up to the round's bounds): tests and on-demand steps.
+    Full,
+    /// The running worker: a lane stops early when writes are queued.
+    Yielding,
+}
 
 /// Delivers everything due now: each lane's messages in order, lanes side by side. Returns how
 /// many attempts were made. The step the worker repeats, and what tests call instead of waiting.
 pub async fn deliver_once(state: &AppState) -> usize {
+    round(state, Pace::Full).await
+}
+
+async fn round(state: &AppState, pace: Pace) -> usize {
     let now = state.engine.clock().now();
-    let pending = match state.blocking(|engine| engine.global()?.list::<Pending>()).await {
-        Ok(Ok(rows)) => rows,
+    let due = match state.blocking(move |engine| due_lanes(engine, now)).await {
+        Ok(Ok(lanes)) => lanes,
         Ok(Err(e)) => {
             tracing::error!(event = "outbox_read_failed", component = "notification", error = %e);
             return 0;
         }
         Err(_) => return 0,
     };
-    // Lanes in the order of their oldest message; each lane's ids ascending.
-    let mut lanes: BTreeMap<String, Vec<(u64, Timestamp)>> = BTreeMap::new();
-    for (id, p) in pending {
-        lanes.entry(p.lane).or_default().push((id, p.due));
-    }
-    let mut due: Vec<Vec<u64>> = lanes
-        .into_values()
-        .filter(|ids| ids.first().is_some_and(|(_, at)| *at <= now))
-        .map(|ids| ids.into_iter().take_while(|(_, at)| *at <= now).take(LANE_BATCH).map(|(id, _)| id).collect())
-        .collect();
-    due.sort_by_key(|ids: &Vec<u64>| ids.first().copied().unwrap_or(u64::MAX));
-    due.truncate(LANES_AT_ONCE);
     let mut work = tokio::task::JoinSet::new();
     for ids in due {
         let state = state.clone();
-        work.spawn(async move { deliver_lane(&state, ids).await });
+        work.spawn(async move { deliver_lane(&state, ids, pace).await });
     }
-    let mut attempts = 0;
+    let mut outcomes = Vec::new();
     while let Some(done) = work.join_next().await {
-        attempts += done.unwrap_or(0);
+        outcomes.extend(done.unwrap_or_default());
     }
+    let attempts = outcomes.len();
+    record(state, outcomes).await;
     attempts
 }
 
-/// Delivers a lane's messages one after the other until one is not delivered, then records every
-/// outcome in one write.
-async fn deliver_lane(state: &AppState, ids: Vec<u64>) -> usize {
+/// The lanes due now, in the order of their oldest message, at most [`LANES_AT_ONCE`], each with
+/// its due messages in id order up to its first one not yet due (at most [`LANE_BATCH`]).
+/// Reads `sys:outbox_pending` in id order and stops as soon as nothing further could join the
+/// round (every lane slot taken, each taken lane full or held back), so a backlog of due
+/// messages is not read whole every round.
+fn due_lanes(engine: &Engine, now: Timestamp) -> mycorrhizal_engine::Result<Vec<Vec<u64>>> {
+    // A lane seen so far: Some(i) while it still takes messages (due[i]), None once it is full,
+    // held back behind a message not yet due, or left for a later round.
+    let mut seen: HashMap<String, Option<usize>> = HashMap::new();
+    let mut due: Vec<Vec<u64>> = Vec::new();
+    let mut open = 0usize;
+    engine.global()?.scan::<Pending>(|id, p| {
+        match seen.get(&p.lane).copied() {
+            Some(None) => {}
+            Some(Some(i)) => {
+                if p.due <= now {
+                    due[i].push(id);
+                }
+                if p.due > now || due[i].len() >= LANE_BATCH {
+                    open -= 1;
+                    seen.insert(p.lane, None);
+                }
+            }
+            None => {
+                if p.due <= now && due.len() < LANES_AT_ONCE {
+                    due.push(vec![id]);
+                    if LANE_BATCH > 1 {
+                        open += 1;
+                        seen.insert(p.lane, Some(due.len() - 1));
+                    } else {
+                        seen.insert(p.lane, None);
+                    }
+                } else {
+                    seen.insert(p.lane, None);
+                }
+            }
+        }
+        due.len() < LANES_AT_ONCE || open > 0
+    })?;
+    Ok(due)
+}
+
+/// Delivers a lane's messages one after the other until one is not delivered (or, when giving
+/// way, writes are queued); returns the outcomes for the round's write.
+async fn deliver_lane(state: &AppState, ids: Vec<u64>, pace: Pace) -> Vec<(u64, Attempt)> {
     let mut outcomes = Vec::new();
     for id in ids {
+        if pace == Pace::Yielding && outcomes.len() >= MIN_PER_LANE && state.engine.queued_writes() > 0 {
+            break;
+        }
         let Ok(Ok(message)) = state.blocking(move |engine| engine.global()?.get::<Message>(id)).await else {
             continue;
         };
@@ -75,9 +137,7 @@ async fn deliver_lane(state: &AppState, ids: Vec<u64>) -> usize {
             break;
         }
     }
-    let count = outcomes.len();
-    record(state, outcomes).await;
-    count
+    outcomes
 }
 
 /// What an attempt's outcome changes, for the system events emitted after the write.
@@ -89,7 +149,8 @@ struct Finished {
     delivered: bool,
 }
 
-/// Writes the outcomes of one lane's attempts in one transaction.
+/// Writes the outcomes of a round's attempts (every lane's) in one transaction: one write per
+/// round, not one per lane, beside the user's writes on the single writer.
 async fn record(state: &AppState, outcomes: Vec<(u64, Attempt)>) {
     if outcomes.is_empty() {
         return;
@@ -184,13 +245,23 @@ async fn report(engine: &Engine, f: Finished) {
     emit(engine, event).await;
 }
 
+/// Waits while the engine's writer has changes queued, at most [`MAX_DEFER`].
+async fn give_way(engine: &Engine) {
+    let until = Instant::now() + MAX_DEFER;
+    while engine.queued_writes() > 0 && Instant::now() < until {
+        tokio::time::sleep(DEFER_POLL).await;
+    }
+}
+
 /// The worker: delivers what is due, again at once while there was work, otherwise when woken
-/// or after a few seconds (retries come due by time alone).
+/// or after a few seconds (retries come due by time alone); each round first gives way to
+/// queued writes.
 pub async fn run(state: AppState) {
     let signal = state.outbox.signal.clone();
     loop {
         let wait = signal.notify.notified();
-        let attempts = deliver_once(&state).await;
+        give_way(&state.engine).await;
+        let attempts = round(&state, Pace::Yielding).await;
         if attempts == 0 {
             let _ = tokio::time::timeout(IDLE, wait).await;
         }
