@@ -88,3 +88,40 @@ fn blobs_are_per_user_go_with_their_user_and_are_in_snapshots() {
     assert!(deleted);
     assert!(!db.engine.user(UserId(2)).write(|tx| tx.delete_blob("a.jpg")).unwrap(), "already gone");
 }
+
+#[test]
+fn a_global_scan_visits_rows_in_id_order_and_stops_when_told() {
+    let db = fresh();
+    let empty = db.engine.global().unwrap();
+    let mut seen = 0;
+    empty
+        .scan::<Member>(|_, _| {
+            seen += 1;
+            true
+        })
+        .unwrap();
+    assert_eq!(seen, 0, "a table never written is empty, not an error");
+    drop(empty);
+    let mut ids = Vec::new();
+    for n in ["c", "a", "d", "b"] {
+        let m = member(n, &format!("{n}@example.org"));
+        ids.push(db.engine.write(move |tx| tx.global().insert(&m)).unwrap());
+    }
+    let view = db.engine.global().unwrap();
+    let mut all = Vec::new();
+    view.scan::<Member>(|id, m| {
+        all.push((id, m.name));
+        true
+    })
+    .unwrap();
+    let names: Vec<&str> = all.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(names, ["c", "a", "d", "b"], "insertion ids ascend, so id order is insertion order");
+    assert_eq!(all.iter().map(|(id, _)| *id).collect::<Vec<_>>(), ids);
+    let mut first_two = Vec::new();
+    view.scan::<Member>(|id, _| {
+        first_two.push(id);
+        first_two.len() < 2
+    })
+    .unwrap();
+    assert_eq!(first_two, ids[..2], "the scan stops at the first false");
+}
