@@ -18,6 +18,9 @@ use std::sync::Mutex;
 use redb::StorageBackend;
 use sha2::{Digest, Sha256};
 
+/// The first bytes of an LZ4 frame (magic number 0x184D2204, little-endian).
+pub(crate) const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4D, 0x18];
+
 /// One block: where its stored bytes are in the file, how many, and whether they are stored
 /// without compression.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +81,7 @@ impl FrameIndex {
 /// The frame's header and block positions, or `None` when it is not one this reader handles.
 fn layout(reader: &mut Hashed<impl Read>) -> io::Result<Option<Layout>> {
     let mut head = [0u8; 6];
-    if read_full(reader, &mut head)? < head.len() || head[..4] != super::snapshot::LZ4_MAGIC {
+    if read_full(reader, &mut head)? < head.len() || head[..4] != LZ4_MAGIC {
         return Ok(None);
     }
     let (flg, bd) = (head[4], head[5]);
@@ -124,7 +127,8 @@ fn layout(reader: &mut Hashed<impl Read>) -> io::Result<Option<Layout>> {
     Ok(Some(Layout { block_size, blocks }))
 }
 
-fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+/// Reads into `buf` until it is full or the input ends; returns how much it holds.
+pub(crate) fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
         match reader.read(&mut buf[filled..]) {

@@ -39,8 +39,6 @@ pub const MANIFEST_FORMAT: &str = "mycorrhizal-snapshot/1";
 /// The page cache of the copy being written: enough for the right-hand edge of every table and
 /// a few megabytes of dirty pages; the copy streams through it.
 const COPY_CACHE_BYTES: usize = 64 << 20;
-/// The first bytes of an LZ4 frame (magic number 0x184D2204, little-endian).
-pub(crate) const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4D, 0x18];
 
 /// How a snapshot's file is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +70,7 @@ impl Encoding {
         let mut magic = [0u8; 4];
         let mut file = File::open(path)?;
         let n = file.read(&mut magic)?;
-        Ok(if n == 4 && magic == LZ4_MAGIC { Encoding::Lz4 } else { Encoding::Redb })
+        Ok(if n == 4 && magic == crate::frame::LZ4_MAGIC { Encoding::Lz4 } else { Encoding::Redb })
     }
 }
 
@@ -409,7 +407,7 @@ fn encode(from: &Path, to: &Path) -> Result<(String, u64)> {
         .block_mode(lz4_flex::frame::BlockMode::Independent);
     // The frame's header as lz4_flex writes it: the frame of no bytes, less its end mark.
     let mut header = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new()).finish().map_err(io_other)?;
-    if !header.starts_with(&LZ4_MAGIC) || !header.ends_with(&[0, 0, 0, 0]) {
+    if !header.starts_with(&crate::frame::LZ4_MAGIC) || !header.ends_with(&[0, 0, 0, 0]) {
         return Err(io_other("unexpected LZ4 frame header"));
     }
     header.truncate(header.len() - 4);
@@ -422,7 +420,7 @@ fn encode(from: &Path, to: &Path) -> Result<(String, u64)> {
     let bound = lz4_flex::block::get_maximum_output_size(FRAME_BLOCK);
     let mut outputs: Vec<Vec<u8>> = (0..ROUND_BLOCKS).map(|_| vec![0u8; bound]).collect();
     loop {
-        let filled = fill(&mut source, &mut input)?;
+        let filled = crate::frame::read_full(&mut source, &mut input)?;
         if filled == 0 {
             break;
         }
@@ -464,20 +462,6 @@ fn encode(from: &Path, to: &Path) -> Result<(String, u64)> {
     let file = sink.inner.into_inner().map_err(|e| Error::Io(e.into_error()))?;
     file.sync_all()?;
     Ok((hex::encode(sink.hasher.finalize()), sink.size))
-}
-
-/// Reads into `buf` until it is full or the input ends; returns how much it holds.
-fn fill(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match reader.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 /// A writer that hashes and counts what passes through it.
