@@ -154,4 +154,28 @@ mod tests {
         assert!(unfolded.contains("PHOTO;ENCODING=b;TYPE=PNG:iVBOR"), "{v3}");
         assert!(!v3.contains("PROP-ID") && !v3.contains("JSCOMPS"));
     }
+
+    #[test]
+    fn a_vendor_data_uri_survives_both_versions_and_reads_back_the_same() {
+        // Binary without a media type (what reading ENCODING=b gives) goes back as 3.0's
+        // ENCODING=b. A URI naming its type, or holding plain text (ENCODING=b of text reads
+        // back as text), stays the URI it was.
+        for (uri, encoded) in
+            [("data:;base64,/9j/4AAQ", true), ("data:image/jpeg;base64,/9j/4AAQ", false), ("data:;base64,YWJj", false)]
+        {
+            let file = format!("BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Ann\r\nX-BLOB:{uri}\r\nEND:VCARD\r\n");
+            let record = records(file.as_bytes()).remove(0);
+            for version in [Version::V3, Version::V4] {
+                let written = write(&record, version).expect("written");
+                let unfolded = String::from_utf8(unfold(written.as_bytes())).unwrap();
+                if version == Version::V3 && encoded {
+                    assert!(unfolded.contains("X-BLOB;ENCODING=b:/9j/4AAQ"), "{written}");
+                } else {
+                    // Text (3.0 escapes its `;` and `,`), never re-encoded.
+                    assert!(unfolded.contains("X-BLOB:data:") && !unfolded.contains("ENCODING"), "{written}");
+                }
+                assert_eq!(records(written.as_bytes()).remove(0).passthrough, record.passthrough, "{written}");
+            }
+        }
+    }
 }

@@ -83,9 +83,9 @@ pub(super) fn tidy(vcard: &mut VCard, version: Version) {
     }
 }
 
-/// A vendor property's inline binary (Outlook's `X-MS-CARDPICTURE`, a 2.1 `ENCODING=BASE64`
-/// value) is carried as a `data:` URI; it is written as binary again, so 3.0 gives it back as
-/// `ENCODING=b` (as the exporter wrote it) and 4.0 as a `data:` URI.
+/// A vendor property's inline binary read from `ENCODING=b` or `ENCODING=BASE64` (Outlook's
+/// `X-MS-CARDPICTURE`) is carried as a `data:` URI without a media type; it is written as binary
+/// again, so 3.0 gives it back as `ENCODING=b` (as the exporter wrote it) and 4.0 as that URI.
 fn vendor_binary(entry: &mut VCardEntry) {
     if !matches!(entry.name, VCardProperty::Other(_)) {
         return;
@@ -95,8 +95,17 @@ fn vendor_binary(entry: &mut VCardEntry) {
         return;
     };
     let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data.trim()) else { return };
-    let content_type = Some(head.to_string()).filter(|h| !h.is_empty());
-    entry.values = vec![VCardValue::Binary(calcard::common::Data { content_type, data: bytes })];
+    // Only what reading `ENCODING=b` gives back as binary (bytes that are not text, or text with
+    // control characters, `repair::control_text_as_binary`): anything else would read back as
+    // plain text, another value than this URI, and the card would change on a round trip.
+    let reads_as_binary = std::str::from_utf8(&bytes)
+        .map_or(true, |t| t.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')));
+    // A URI naming its media type came as a URI (3.0's ENCODING=b has no place for the type on
+    // a vendor property, and reads back without one): it stays the URI it was.
+    if !reads_as_binary || !head.is_empty() {
+        return;
+    }
+    entry.values = vec![VCardValue::Binary(calcard::common::Data { content_type: None, data: bytes })];
     entry.params.retain(|p| p.name != VCardParameterName::Value);
 }
 
