@@ -11,10 +11,11 @@
 //! 3. then the settled workload: gets of one contact, lists of 50 by name, searches and creates;
 //! 4. the server's resident memory from `/proc/<pid>/status`: `VmRSS` (and what of it is the
 //!    heap, `RssAnon`, and what is mapped files such as the search index, `RssFile`) and the
-//!    peak `VmHWM`.
+//!    peak `VmHWM`; then again after five seconds at rest (one `/health` probe a second).
 //!
 //! Every time is from sending the request to holding the whole answer. The server runs with
-//! `LOG_LEVEL=warn`; the harness's memory is not the server's.
+//! `LOG_LEVEL=warn`; the harness's memory is not the server's. `BENCH_RESTART=1` restarts the
+//! server on the same data before step 3, to tell what serving holds from what the import left.
 //!
 //! Run: `cargo bench -p mycorrhizal --bench footprint`.
 
@@ -33,6 +34,8 @@ struct Server {
     http: reqwest::Client,
     base: String,
     cookie: String,
+    port: u16,
+    cache_mb: u64,
     _dir: tempfile::TempDir,
 }
 
@@ -42,7 +45,16 @@ impl Server {
         // A free loopback port, chosen here: at `LOG_LEVEL=warn` the server does not print
         // where it listens (that line is `info`).
         let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-        let child = Command::new(env!("CARGO_BIN_EXE_mycorrhizal"))
+        let child = Self::spawn(&dir, port, cache_mb);
+        let base = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::builder().pool_max_idle_per_host(2).build().expect("client");
+        Self::wait_ready(&http, &base).await;
+        let cookie = seed::sign_in_over_http(&http, &base).await;
+        Server { child, http, base, cookie, port, cache_mb, _dir: dir }
+    }
+
+    fn spawn(dir: &tempfile::TempDir, port: u16, cache_mb: u64) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_mycorrhizal"))
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("DATA_DIR", dir.path().join("data"))
@@ -53,19 +65,30 @@ impl Server {
             .env("RATE_LIMIT_API_INTERVAL_MS", "1")
             .env("IMPORT_MAX_FILE_MB", "1024")
             .env("IMPORT_MAX_CARDS", "10000000")
+            // The other memory knobs pass through, to compare footprints: the search writer's
+            // budget, and mimalloc's own options (`MIMALLOC_PURGE_DELAY`, ...).
+            .envs(std::env::vars().filter(|(k, _)| k == "SEARCH_WRITER_MB" || k.starts_with("MIMALLOC_")))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start the server");
-        let base = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::builder().pool_max_idle_per_host(2).build().expect("client");
+            .expect("start the server")
+    }
+
+    async fn wait_ready(http: &reqwest::Client, base: &str) {
         let ready = Instant::now();
         while !http.get(format!("{base}/health")).send().await.is_ok_and(|r| r.status().is_success()) {
             assert!(ready.elapsed() < Duration::from_secs(60), "the server answers /health within a minute");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let cookie = seed::sign_in_over_http(&http, &base).await;
-        Server { child, http, base, cookie, _dir: dir }
+    }
+
+    /// Stops the process (as a deploy or a reboot would) and starts it again on the same data;
+    /// the session cookie stays valid, sessions being stored.
+    async fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = Self::spawn(&self._dir, self.port, self.cache_mb);
+        Self::wait_ready(&self.http, &self.base).await;
     }
 
     /// One request: its status, its body, and the time to the body's last byte.
@@ -178,11 +201,14 @@ struct Figures {
     cache_mb: u64,
     rows: Vec<(&'static str, (usize, f64, f64, f64))>,
     memory: [f64; 4],
+    /// The same, after five seconds at rest (one `/health` probe a second, as a container's
+    /// health check or a monitor sends): what the process keeps once the burst is over.
+    rest: [f64; 4],
 }
 
-async fn run(cache_mb: u64, contacts: u64, trail: Duration) -> Figures {
+async fn run(cache_mb: u64, contacts: u64, trail: Duration, restart: bool) -> Figures {
     println!("DB_CACHE_MB={cache_mb}:");
-    let server = Server::start(cache_mb).await;
+    let mut server = Server::start(cache_mb).await;
     let created = server.import(cards::file(contacts as usize, 0)).await;
     let mut rows = Vec::new();
 
@@ -198,6 +224,11 @@ async fn run(cache_mb: u64, contacts: u64, trail: Duration) -> Figures {
         i += 1;
     }
     rows.push(("search, the minute after the confirm", percentiles(lat)));
+    if restart {
+        // The settled workload on a fresh process: what serving 100k contacts holds, apart
+        // from what the import left behind.
+        server.restart().await;
+    }
 
     let mut rng = cards::Rng(0x9E37_79B9_7F4A_7C15);
     let mut lat = Vec::new();
@@ -231,12 +262,19 @@ async fn run(cache_mb: u64, contacts: u64, trail: Duration) -> Figures {
         lat.push(took);
     }
     rows.push(("create one contact", percentiles(lat)));
-    Figures { cache_mb, rows, memory: server.memory() }
+    let memory = server.memory();
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (status, _, _) = server.call(reqwest::Method::GET, "/health", None).await;
+        assert_eq!(status, 200);
+    }
+    Figures { cache_mb, rows, memory, rest: server.memory() }
 }
 
 fn main() {
     let contacts = seed::setting("CONTACTS", 100_000);
     let trail = Duration::from_secs(seed::setting("TRAIL_SECS", 60));
+    let restart = seed::setting("RESTART", 0) == 1;
     let caches: Vec<u64> = std::env::var("BENCH_CACHES")
         .unwrap_or_else(|_| "64,1024".into())
         .split(',')
@@ -246,7 +284,7 @@ fn main() {
     let figures: Vec<Figures> = runtime.block_on(async {
         let mut out = Vec::new();
         for cache in caches {
-            out.push(run(cache, contacts, trail).await);
+            out.push(run(cache, contacts, trail, restart).await);
         }
         out
     });
@@ -274,6 +312,15 @@ fn main() {
         print!("| {name} | ");
         for f in &figures {
             print!("{:.0} MB | ", f.memory[i]);
+        }
+        println!();
+    }
+    for (i, name) in
+        ["resident (VmRSS) 5 s at rest", "  of it heap (RssAnon)", "  of it mapped files (RssFile)"].iter().enumerate()
+    {
+        print!("| {name} | ");
+        for f in &figures {
+            print!("{:.0} MB | ", f.rest[i]);
         }
         println!();
     }
