@@ -3,6 +3,7 @@
 //! Start-up order is fixed: config -> open database -> pre-migration snapshot -> migrations ->
 //! bind the listener. Nothing listens while migrations run.
 
+pub mod allocator;
 pub mod api;
 pub mod auth;
 pub mod backup;

@@ -158,10 +158,15 @@ fn load_config() -> Option<Config> {
 }
 
 fn serve() -> ExitCode {
+    // First, before any thread or allocation of note: the allocator's options (re-executes).
+    let unsettled = mycorrhizal::allocator::settle();
     let Some(config) = load_config() else {
         return ExitCode::from(2);
     };
     telemetry::init(&config.log_level, config.log_pretty);
+    if let Some(reason) = unsettled {
+        tracing::warn!(event = "allocator_defaults", component = "app", error = %reason);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
