@@ -158,17 +158,49 @@ fn respond_card(
     let value = |prop: &Prop| {
         if prop.name.is(CARDDAV, "address-data") { card(prop) } else { props::value(resource, &prop.name, user) }
     };
-    respond(out, href, props::all(resource), request, &value);
+    // The resource's own list only answers `allprop` and `propname` (not asked per card of a
+    // 10,000-card listing otherwise).
+    let all = if matches!(request, Propfind::Prop(_)) { Vec::new() } else { props::all(resource) };
+    respond(out, href, all, request, &value);
 }
 
-/// The card element of `row` for an `address-data` property.
-fn address_data(view: &UserView, row: &Row<Contact>, prop: &Prop, headers: &HeaderMap) -> Option<String> {
-    match cards::card_text(Some(view), row, version(headers, prop.version.as_deref())) {
-        Ok(text) => Some(xml::text("C:address-data", &text)),
-        Err(e) => {
-            tracing::error!(event = "dav_card_unwritable", component = "dav", contact = row.id, error = %e);
-            None
-        }
+/// The vCards of `rows`, in order, when `request` asks for `address-data` (in the version its
+/// first `address-data` asks, else the client's): written together by `cards::card_texts`,
+/// which shares them out across the cores. Empty when no card is asked; `None` for a card that
+/// could not be written (logged; its `address-data` is then reported missing).
+fn card_texts(view: &UserView, rows: &[&Row<Contact>], request: &Propfind, headers: &HeaderMap) -> Vec<Option<String>> {
+    let Propfind::Prop(props) = request else { return Vec::new() };
+    let Some(prop) = props.iter().find(|p| p.name.is(CARDDAV, "address-data")) else { return Vec::new() };
+    let version = version(headers, prop.version.as_deref());
+    cards::card_texts(view, rows, version)
+        .into_iter()
+        .zip(rows)
+        .map(|(text, row)| match text {
+            Ok(text) => Some(text),
+            Err(e) => {
+                tracing::error!(event = "dav_card_unwritable", component = "dav", contact = row.id, error = %e);
+                None
+            }
+        })
+        .collect()
+}
+
+/// The responses of `rows` for `request`, in order, their cards written together
+/// ([`card_texts`]).
+fn card_responses(
+    out: &mut Multistatus,
+    view: &UserView,
+    rows: &[&Row<Contact>],
+    request: &Propfind,
+    user: &DavUser,
+    headers: &HeaderMap,
+) {
+    let mut texts = card_texts(view, rows, request, headers).into_iter();
+    for &row in rows {
+        let text = texts.next().flatten();
+        let href = props::card_href(user, &cards::name_of(&row.body));
+        let card = |_: &Prop| text.as_deref().map(|t| xml::text("C:address-data", t));
+        respond_card(out, &href, &Resource::Card { row }, request, user, &card);
     }
 }
 
@@ -218,18 +250,14 @@ async fn propfind(
                     &none,
                 );
                 if depth > 0 {
-                    for row in view.list::<Contact>()? {
-                        let href = props::card_href(&user, &cards::name_of(&row.body));
-                        let card = |p: &Prop| address_data(view, &row, p, &headers);
-                        respond_card(&mut out, &href, &Resource::Card { row: &row }, &request, &user, &card);
-                    }
+                    let rows = view.list::<Contact>()?;
+                    let rows: Vec<&Row<Contact>> = rows.iter().collect();
+                    card_responses(&mut out, view, &rows, &request, &user, &headers);
                 }
             }
             Target::Card(name) => {
                 let row = cards::find(view, &name)?.ok_or_else(DavError::not_found)?;
-                let href = props::card_href(&user, &cards::name_of(&row.body));
-                let card = |p: &Prop| address_data(view, &row, p, &headers);
-                respond_card(&mut out, &href, &Resource::Card { row: &row }, &request, &user, &card);
+                card_responses(&mut out, view, &[&row], &request, &user, &headers);
             }
         }
         Ok(out.finish(None))
@@ -288,12 +316,8 @@ async fn put(
         return Err(DavError::condition(StatusCode::FORBIDDEN, "C:supported-address-data", Some(detail)));
     }
     let condition = condition(headers)?;
-    let incoming = tokio::task::spawn_blocking(move || cards::parse(&body))
-        .await
-        .map_err(DavError::internal)?
-        .map_err(|reason| DavError::condition(StatusCode::FORBIDDEN, "C:valid-address-data", Some(reason)))?;
     let scope = state.engine.user(user.id);
-    let (row, created) = cards::put(&scope, &name, incoming, condition).await.map_err(|e| match e {
+    let (row, created) = cards::put(&scope, &name, body, condition).await.map_err(|e| match e {
         PutError::Precondition => DavError::precondition_failed(),
         PutError::UidConflict(holder) => DavError::condition(
             StatusCode::CONFLICT,
@@ -360,44 +384,60 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
     let headers = headers.clone();
     let body = reading(state, &user.clone(), move |view| {
         let mut out = Multistatus::new();
-        let card_response = |out: &mut Multistatus, row: &Row<Contact>, props: &[Prop]| {
-            let href = props::card_href(&user, &cards::name_of(&row.body));
-            let card = |p: &Prop| address_data(view, row, p, &headers);
-            respond_card(out, &href, &Resource::Card { row }, &Propfind::Prop(props.to_vec()), &user, &card);
-        };
         let token = match report {
             Report::AddressbookMultiget { props, hrefs } => {
+                let request = Propfind::Prop(props);
+                let mut found = Vec::with_capacity(hrefs.len());
                 for href in hrefs {
-                    match name_in(&href, &user).map(|name| cards::find(view, &name)).transpose()?.flatten() {
-                        Some(row) => card_response(&mut out, &row, &props),
-                        None => out.status(&href, 404, "Not Found"),
+                    let row = name_in(&href, &user).map(|name| cards::find(view, &name)).transpose()?.flatten();
+                    found.push((href, row));
+                }
+                // The cards are written together (across the cores), then answered in the
+                // order of the request's hrefs.
+                let rows: Vec<&Row<Contact>> = found.iter().filter_map(|(_, row)| row.as_ref()).collect();
+                let mut texts = card_texts(view, &rows, &request, &headers).into_iter();
+                for (href, row) in &found {
+                    match row {
+                        Some(row) => {
+                            let text = texts.next().flatten();
+                            let href = props::card_href(&user, &cards::name_of(&row.body));
+                            let card = |_: &Prop| text.as_deref().map(|t| xml::text("C:address-data", t));
+                            respond_card(&mut out, &href, &Resource::Card { row }, &request, &user, &card);
+                        }
+                        None => out.status(href, 404, "Not Found"),
                     }
                 }
                 None
             }
             Report::AddressbookQuery { props, filter, limit } => {
-                let mut matched = 0usize;
-                for row in view.list::<Contact>()? {
+                let request = Propfind::Prop(props);
+                let all = view.list::<Contact>()?;
+                let mut matched: Vec<&Row<Contact>> = Vec::new();
+                let mut truncated = false;
+                for row in &all {
                     if !filter.props.is_empty() {
-                        let text = cards::card_text(None, &row, Version::V4)?;
+                        let text = cards::card_text(None, row, Version::V4)?;
                         if !super::query::matches(&filter, &text) {
                             continue;
                         }
                     }
-                    if limit.is_some_and(|n| matched >= n) {
-                        out.status(&props::book_href(&user), 507, "Insufficient Storage");
+                    if limit.is_some_and(|n| matched.len() >= n) {
+                        truncated = true;
                         break;
                     }
-                    matched += 1;
-                    card_response(&mut out, &row, &props);
+                    matched.push(row);
+                }
+                card_responses(&mut out, view, &matched, &request, &user, &headers);
+                if truncated {
+                    out.status(&props::book_href(&user), 507, "Insufficient Storage");
                 }
                 None
             }
             Report::SyncCollection { token, props, limit } => {
+                let request = Propfind::Prop(props);
                 let page = sync::walk(&sync::Book, view, Some(token.as_str()), limit).map_err(sync_error)?;
-                for row in &page.changed {
-                    card_response(&mut out, row, &props);
-                }
+                let rows: Vec<&Row<Contact>> = page.changed.iter().collect();
+                card_responses(&mut out, view, &rows, &request, &user, &headers);
                 for name in &page.removed {
                     out.status(&props::card_href(&user, name), 404, "Not Found");
                 }

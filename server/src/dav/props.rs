@@ -62,12 +62,15 @@ pub fn all(resource: &Resource<'_>) -> Vec<Prop> {
 /// The value of `prop` on `resource` (the whole property element), or `None` (404). A card's
 /// `address-data` is the caller's (it needs the card written).
 pub fn value(resource: &Resource<'_>, prop: &PropName, user: &DavUser) -> Option<PropXml> {
-    let principal = principal_href(user);
+    // Written only for the properties that hold it (not for each card's getetag of a listing).
+    let principal = || principal_href(user);
     let common = match (prop.ns.as_str(), prop.name.as_str()) {
-        (DAV, "current-user-principal") => Some(xml::href_prop("D:current-user-principal", &principal)),
-        (DAV, "principal-URL") => Some(xml::href_prop("D:principal-URL", &principal)),
-        (DAV, "owner") => Some(xml::href_prop("D:owner", &principal)),
-        (CARDDAV, "addressbook-home-set") if user.carddav => Some(xml::href_prop("C:addressbook-home-set", &principal)),
+        (DAV, "current-user-principal") => Some(xml::href_prop("D:current-user-principal", &principal())),
+        (DAV, "principal-URL") => Some(xml::href_prop("D:principal-URL", &principal())),
+        (DAV, "owner") => Some(xml::href_prop("D:owner", &principal())),
+        (CARDDAV, "addressbook-home-set") if user.carddav => {
+            Some(xml::href_prop("C:addressbook-home-set", &principal()))
+        }
         (CALDAV, "calendar-home-set") if user.caldav => {
             Some(xml::href_prop("CAL:calendar-home-set", &calendar_home_href(user)))
         }
