@@ -21,7 +21,7 @@ use mycorrhizal_engine::{Precondition, Prepared, Row, UserScope, UserView};
 use serde_json::{Map, Value};
 
 use super::contact::ops::{self, ContactInput};
-use super::contact::{Contact, INDEX_UID};
+use super::contact::{Contact, ContactHead, INDEX_UID};
 use super::export::{Selection, record_of};
 use super::import::{ORIGINAL_UID_POINTER, stable_uid};
 use super::{Error, Result, pictures};
@@ -40,21 +40,35 @@ fn stored_uid(uid: &str) -> String {
 
 /// The card's own UID, kept when the stored one had to differ.
 fn original_uid(contact: &Contact) -> Option<String> {
+    original_uid_in(&contact.passthrough)
+}
+
+/// [`original_uid`] of a stored passthrough text.
+fn original_uid_in(passthrough: &str) -> Option<String> {
     // The passthrough is stored as serde_json writes it (keys unescaped), so a text without the
     // pointer's key holds no original UID: most contacts, found without parsing their JSON (a
     // multiget of 1,000 cards asks this twice per card).
-    if !contact.passthrough.contains(&format!("\"{ORIGINAL_UID_POINTER}\"")) {
+    if !passthrough.contains(&format!("\"{ORIGINAL_UID_POINTER}\"")) {
         return None;
     }
-    let passthrough: Value = serde_json::from_str(&contact.passthrough).ok()?;
+    let passthrough: Value = serde_json::from_str(passthrough).ok()?;
     passthrough.get("jsContactProps")?.get(ORIGINAL_UID_POINTER)?.as_str().map(str::to_string)
 }
 
 /// The name contact `contact` is served under (without `.vcf`).
 pub fn name_of(contact: &Contact) -> String {
-    match original_uid(contact) {
-        Some(original) if href_safe(&original) && stored_uid(&original) == contact.uid => original,
-        _ => contact.uid.clone(),
+    served_name(&contact.uid, &contact.passthrough)
+}
+
+/// [`name_of`] a contact read as its head (a listing of the whole book).
+pub fn head_name(head: &ContactHead) -> String {
+    served_name(&head.uid, &head.passthrough)
+}
+
+fn served_name(uid: &str, passthrough: &str) -> String {
+    match original_uid_in(passthrough) {
+        Some(original) if href_safe(&original) && stored_uid(&original) == uid => original,
+        _ => uid.to_string(),
     }
 }
 
@@ -279,7 +293,12 @@ pub async fn put(
 
 /// [`put`]'s blocking part: the card read, the contact under `name` found, the preconditions and
 /// the UID rule checked, and a new contact prepared (validated, its derived columns made).
-fn plan_put(scope: &UserScope, name: &str, body: &[u8], condition: PutCondition) -> std::result::Result<Plan, PutError> {
+fn plan_put(
+    scope: &UserScope,
+    name: &str,
+    body: &[u8],
+    condition: PutCondition,
+) -> std::result::Result<Plan, PutError> {
     let Incoming { record, photo } = parse(body).map_err(PutError::Invalid)?;
     let existing = find(&scope.view()?, name)?;
     match (&existing, condition) {

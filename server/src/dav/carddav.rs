@@ -15,7 +15,7 @@ use super::sync::{self, SyncError};
 use super::xml::{self, CARDDAV, Multistatus, Prop, PropName, Propfind, Report};
 use super::{DavError, DavUser, MAX_BODY};
 use crate::crm::cards::{self, PutCondition, PutError};
-use crate::crm::contact::Contact;
+use crate::crm::contact::{Contact, ContactHead};
 use crate::http::conditional;
 use crate::state::AppState;
 
@@ -200,8 +200,20 @@ fn card_responses(
         let text = texts.next().flatten();
         let href = props::card_href(user, &cards::name_of(&row.body));
         let card = |_: &Prop| text.as_deref().map(|t| xml::text("C:address-data", t));
-        respond_card(out, &href, &Resource::Card { row }, request, user, &card);
+        respond_card(out, &href, &Resource::Card { id: row.id, meta: &row.meta }, request, user, &card);
     }
+}
+
+/// Whether `request` asks for the cards themselves (`address-data`), which a listing must then
+/// read whole; otherwise it reads heads ([`head_response`]).
+fn asks_cards(request: &Propfind) -> bool {
+    matches!(request, Propfind::Prop(props) if props.iter().any(|p| p.name.is(CARDDAV, "address-data")))
+}
+
+/// The response of a card read as its head, for a request that asks no card ([`asks_cards`]).
+fn head_response(out: &mut Multistatus, head: &Row<ContactHead>, request: &Propfind, user: &DavUser) {
+    let href = props::card_href(user, &cards::head_name(&head.body));
+    respond_card(out, &href, &Resource::Card { id: head.id, meta: &head.meta }, request, user, &|_: &Prop| None);
 }
 
 async fn propfind(
@@ -249,10 +261,14 @@ async fn propfind(
                     &user,
                     &none,
                 );
-                if depth > 0 {
+                if depth > 0 && asks_cards(&request) {
                     let rows = view.list::<Contact>()?;
                     let rows: Vec<&Row<Contact>> = rows.iter().collect();
                     card_responses(&mut out, view, &rows, &request, &user, &headers);
+                } else if depth > 0 {
+                    for head in view.list_heads::<Contact, ContactHead>()? {
+                        head_response(&mut out, &head, &request, &user);
+                    }
                 }
             }
             Target::Card(name) => {
@@ -402,7 +418,8 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                             let text = texts.next().flatten();
                             let href = props::card_href(&user, &cards::name_of(&row.body));
                             let card = |_: &Prop| text.as_deref().map(|t| xml::text("C:address-data", t));
-                            respond_card(&mut out, &href, &Resource::Card { row }, &request, &user, &card);
+                            let resource = Resource::Card { id: row.id, meta: &row.meta };
+                            respond_card(&mut out, &href, &resource, &request, &user, &card);
                         }
                         None => out.status(href, 404, "Not Found"),
                     }
@@ -435,16 +452,26 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
             }
             Report::SyncCollection { token, props, limit } => {
                 let request = Propfind::Prop(props);
-                let page = sync::walk(&sync::Book, view, Some(token.as_str()), limit).map_err(sync_error)?;
-                let rows: Vec<&Row<Contact>> = page.changed.iter().collect();
-                card_responses(&mut out, view, &rows, &request, &user, &headers);
-                for name in &page.removed {
+                let token = Some(token.as_str());
+                let (removed, truncated, next) = if asks_cards(&request) {
+                    let page = sync::walk(&sync::Book, view, token, limit).map_err(sync_error)?;
+                    let rows: Vec<&Row<Contact>> = page.changed.iter().collect();
+                    card_responses(&mut out, view, &rows, &request, &user, &headers);
+                    (page.removed, page.truncated, page.next)
+                } else {
+                    let page = sync::walk(&sync::BookHeads, view, token, limit).map_err(sync_error)?;
+                    for head in &page.changed {
+                        head_response(&mut out, head, &request, &user);
+                    }
+                    (page.removed, page.truncated, page.next)
+                };
+                for name in &removed {
                     out.status(&props::card_href(&user, name), 404, "Not Found");
                 }
-                if page.truncated {
+                if truncated {
                     out.status(&props::book_href(&user), 507, "Insufficient Storage");
                 }
-                Some(page.next.to_string())
+                Some(next.to_string())
             }
             Report::CalendarMultiget { .. } | Report::CalendarQuery { .. } => {
                 return Err(DavError::condition(StatusCode::FORBIDDEN, "D:supported-report", None));
