@@ -13,13 +13,15 @@
 //! whose stored UID derives from the name (the card's UID is kept for export), so the name still
 //! finds it.
 
+use std::sync::Arc;
+
 use mycorrhizal_codecs::record::{Item, NeutralRecord};
 use mycorrhizal_codecs::vcard::{self, Photo, Version};
-use mycorrhizal_engine::{Precondition, Row, UserScope, UserView};
+use mycorrhizal_engine::{Precondition, Prepared, Row, UserScope, UserView};
 use serde_json::{Map, Value};
 
 use super::contact::ops::{self, ContactInput};
-use super::contact::{Contact, INDEX_UID};
+use super::contact::{Contact, ContactHead, INDEX_UID};
 use super::export::{Selection, record_of};
 use super::import::{ORIGINAL_UID_POINTER, stable_uid};
 use super::{Error, Result, pictures};
@@ -38,21 +40,35 @@ fn stored_uid(uid: &str) -> String {
 
 /// The card's own UID, kept when the stored one had to differ.
 fn original_uid(contact: &Contact) -> Option<String> {
+    original_uid_in(&contact.passthrough)
+}
+
+/// [`original_uid`] of a stored passthrough text.
+fn original_uid_in(passthrough: &str) -> Option<String> {
     // The passthrough is stored as serde_json writes it (keys unescaped), so a text without the
     // pointer's key holds no original UID: most contacts, found without parsing their JSON (a
     // multiget of 1,000 cards asks this twice per card).
-    if !contact.passthrough.contains(&format!("\"{ORIGINAL_UID_POINTER}\"")) {
+    if !passthrough.contains(&format!("\"{ORIGINAL_UID_POINTER}\"")) {
         return None;
     }
-    let passthrough: Value = serde_json::from_str(&contact.passthrough).ok()?;
+    let passthrough: Value = serde_json::from_str(passthrough).ok()?;
     passthrough.get("jsContactProps")?.get(ORIGINAL_UID_POINTER)?.as_str().map(str::to_string)
 }
 
 /// The name contact `contact` is served under (without `.vcf`).
 pub fn name_of(contact: &Contact) -> String {
-    match original_uid(contact) {
-        Some(original) if href_safe(&original) && stored_uid(&original) == contact.uid => original,
-        _ => contact.uid.clone(),
+    served_name(&contact.uid, &contact.passthrough)
+}
+
+/// [`name_of`] a contact read as its head (a listing of the whole book).
+pub fn head_name(head: &ContactHead) -> String {
+    served_name(&head.uid, &head.passthrough)
+}
+
+fn served_name(uid: &str, passthrough: &str) -> String {
+    match original_uid_in(passthrough) {
+        Some(original) if href_safe(&original) && stored_uid(&original) == uid => original,
+        _ => uid.to_string(),
     }
 }
 
@@ -80,6 +96,59 @@ pub fn card_text(view: Option<&UserView>, row: &Row<Contact>, version: Version) 
     };
     let record = record_of(row, picture, &Selection::default());
     vcard::write(&record, version).map_err(Error::internal)
+}
+
+/// Cards per thread below which [`card_texts`] writes on the calling thread alone (a thread
+/// costs more than a few cards).
+const CARDS_PER_THREAD: usize = 64;
+
+/// The machine's cores, asked once (on Linux the answer reads the cgroup files).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// [`card_text`] of each of `rows`, in order, pictures inline: the cards of an address-data
+/// answer (a multiget of 1,000 hrefs, a first sync). The pictures are read from `view` (the
+/// request's one read transaction) first; the cards, which need nothing more, are then written
+/// on up to one thread per core (scoped threads, each a run of consecutive rows), since writing
+/// them is most of such an answer's time.
+pub fn card_texts(view: &UserView, rows: &[&Row<Contact>], version: Version) -> Vec<Result<String>> {
+    let pictures = rows.iter().map(|row| match row.body.photo.as_str() {
+        "" => Ok(None),
+        name => view.blob(name).map_err(Error::from),
+    });
+    let mut jobs: Vec<(&Row<Contact>, Result<Option<Vec<u8>>>)> = rows.iter().copied().zip(pictures).collect();
+    let write = move |(row, picture): (&Row<Contact>, Result<Option<Vec<u8>>>)| -> Result<String> {
+        vcard::write(&record_of(row, picture?, &Selection::default()), version).map_err(Error::internal)
+    };
+    let threads = cores().min(jobs.len() / CARDS_PER_THREAD).max(1);
+    if threads == 1 {
+        return jobs.into_iter().map(write).collect();
+    }
+    let per_thread = jobs.len().div_ceil(threads);
+    let mut runs = Vec::with_capacity(threads);
+    while jobs.len() > per_thread {
+        let rest = jobs.split_off(per_thread);
+        runs.push(std::mem::replace(&mut jobs, rest));
+    }
+    runs.push(jobs);
+    let mut runs = runs.into_iter();
+    let first = runs.next().unwrap_or_default();
+    std::thread::scope(|scope| {
+        let others: Vec<_> =
+            runs.map(|run| scope.spawn(move || run.into_iter().map(write).collect::<Vec<_>>())).collect();
+        // The first run on this thread, while the others write theirs.
+        let mut out: Vec<Result<String>> = first.into_iter().map(write).collect();
+        for other in others {
+            match other.join() {
+                Ok(texts) => out.extend(texts),
+                // A panic in the writer is a bug; let it surface as it would on one thread.
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
 }
 
 /// A card that arrived in a request body: its record and its inline photo (taken off the card;
@@ -140,7 +209,7 @@ pub enum PutError {
     /// resource it replaces; the other resource's name.
     #[error("the UID is in use by {0}")]
     UidConflict(String),
-    /// The card breaks a rule of the contact record.
+    /// The body is not one vCard, or the card breaks a rule of the contact record.
     #[error("{0}")]
     Invalid(String),
     #[error(transparent)]
@@ -165,49 +234,46 @@ impl From<mycorrhizal_engine::Error> for PutError {
     }
 }
 
-/// Stores `incoming` as the contact served under `name`: an update of the contact found there
-/// (through `ops::update`, inside its write transaction), else a new contact (`ops::create`);
-/// then its picture. Returns the stored row and whether it was created.
+/// What a PUT does, decided off the async threads from one read view.
+enum Plan {
+    /// An edit of contact `id` (then its picture).
+    Update { id: u64, pre: Precondition, input: ContactInput, photo: Option<Photo> },
+    /// A new contact, prepared, with its picture; `stored` is its stored UID.
+    Create { prepared: Prepared<Contact>, picture: Option<Arc<Vec<u8>>>, stored: String },
+}
+
+/// Stores the card in `body` as the contact served under `name`: an update of the contact found
+/// there (through `ops::update`, inside its write transaction), else a new contact (`ops::create`'s
+/// two halves); then its picture. Returns the stored row and whether it was created. A body
+/// that is not one vCard is [`PutError::Invalid`].
+///
+/// Everything before the write (reading the card, finding the contact, preparing a new one) is
+/// one blocking task, so a PUT crosses threads once before the writer, not once per step: under
+/// a phone's first sync the writer's batches are as large as the PUTs that reach it in time.
 pub async fn put(
     scope: &UserScope,
     name: &str,
-    incoming: Incoming,
+    body: impl AsRef<[u8]> + Send + 'static,
     condition: PutCondition,
 ) -> std::result::Result<(Row<Contact>, bool), PutError> {
     let reader = scope.clone();
     let wanted = name.to_string();
-    let existing =
-        tokio::task::spawn_blocking(move || find(&reader.view()?, &wanted)).await.map_err(Error::internal)??;
-    match (&existing, condition) {
-        (Some(_), PutCondition { if_none_match: true, .. }) => return Err(PutError::Precondition),
-        (None, PutCondition { if_match: Some(_), .. }) => return Err(PutError::Precondition),
-        _ => {}
-    }
-    let Incoming { record, mut photo } = incoming;
-    let card_uid = record.card.uid.as_deref().map(str::trim).filter(|u| !u.is_empty()).map(str::to_string);
-    let (row, created) = match existing {
-        Some(current) => {
-            let original = original_uid(&current.body);
-            let uid = card_uid.unwrap_or_else(|| original.clone().unwrap_or_else(|| current.body.uid.clone()));
-            if stored_uid(&uid) != current.body.uid && original.as_deref() != Some(uid.as_str()) {
-                return Err(PutError::UidConflict(name_of(&current.body)));
-            }
-            let input = input_of(record, &current.body.uid, &uid, true);
-            let pre = condition.if_match.unwrap_or(Precondition::Any);
-            (ops::update(scope, current.id, pre, input).await?, false)
+    let plan = tokio::task::spawn_blocking(move || plan_put(&reader, &wanted, body.as_ref(), condition))
+        .await
+        .map_err(Error::internal)??;
+    match plan {
+        Plan::Update { id, pre, input, photo } => {
+            let row = ops::update(scope, id, pre, input).await?;
+            Ok((set_picture(scope, row, photo).await?, false))
         }
-        None => {
-            let uid = card_uid.unwrap_or_else(|| name.to_string());
-            let stored = if stored_uid(&uid) == stored_uid(name) { stored_uid(&uid) } else { stored_uid(name) };
-            let input = input_of(record, &stored, &uid, false);
+        Plan::Create { prepared, picture, stored } => {
             // The picture is stored in the contact's own commit.
-            let picture = photo.take().map(|p| std::sync::Arc::new(p.bytes));
-            let created = ops::create_then(scope, input, move |tx, row| match &picture {
+            let created = ops::create_prepared_then(scope, prepared, move |tx, row| match &picture {
                 Some(bytes) => pictures::put_in(tx, row.id, bytes),
                 None => Ok(row),
             });
             match created.await {
-                Ok(row) => (row, true),
+                Ok(row) => Ok((row, true)),
                 Err(Error::Engine(mycorrhizal_engine::Error::Duplicate { .. })) => {
                     let reader = scope.clone();
                     let holder = tokio::task::spawn_blocking(move || -> Result<Option<String>> {
@@ -217,17 +283,48 @@ pub async fn put(
                     })
                     .await
                     .map_err(Error::internal)??;
-                    return Err(PutError::UidConflict(holder.unwrap_or_default()));
+                    Err(PutError::UidConflict(holder.unwrap_or_default()))
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => Err(e.into()),
             }
         }
-    };
-    if created {
-        // Its picture, if any, came in the same commit.
-        return Ok((row, true));
     }
-    Ok((set_picture(scope, row, photo).await?, false))
+}
+
+/// [`put`]'s blocking part: the card read, the contact under `name` found, the preconditions and
+/// the UID rule checked, and a new contact prepared (validated, its derived columns made).
+fn plan_put(
+    scope: &UserScope,
+    name: &str,
+    body: &[u8],
+    condition: PutCondition,
+) -> std::result::Result<Plan, PutError> {
+    let Incoming { record, photo } = parse(body).map_err(PutError::Invalid)?;
+    let existing = find(&scope.view()?, name)?;
+    match (&existing, condition) {
+        (Some(_), PutCondition { if_none_match: true, .. }) => return Err(PutError::Precondition),
+        (None, PutCondition { if_match: Some(_), .. }) => return Err(PutError::Precondition),
+        _ => {}
+    }
+    let card_uid = record.card.uid.as_deref().map(str::trim).filter(|u| !u.is_empty()).map(str::to_string);
+    match existing {
+        Some(current) => {
+            let original = original_uid(&current.body);
+            let uid = card_uid.unwrap_or_else(|| original.clone().unwrap_or_else(|| current.body.uid.clone()));
+            if stored_uid(&uid) != current.body.uid && original.as_deref() != Some(uid.as_str()) {
+                return Err(PutError::UidConflict(name_of(&current.body)));
+            }
+            let input = input_of(record, &current.body.uid, &uid, true);
+            let pre = condition.if_match.unwrap_or(Precondition::Any);
+            Ok(Plan::Update { id: current.id, pre, input, photo })
+        }
+        None => {
+            let uid = card_uid.unwrap_or_else(|| name.to_string());
+            let stored = if stored_uid(&uid) == stored_uid(name) { stored_uid(&uid) } else { stored_uid(name) };
+            let prepared = ops::prepare_create(input_of(record, &stored, &uid, false))?;
+            Ok(Plan::Create { prepared, picture: photo.map(|p| Arc::new(p.bytes)), stored })
+        }
+    }
 }
 
 /// The operations' input for a card stored under UID `stored` whose own UID is `own`. A card
@@ -244,7 +341,9 @@ fn input_of(record: NeutralRecord, stored: &str, own: &str, update: bool) -> Con
     }
     ContactInput {
         gender: (!gender.is_empty() || !update).then_some(gender),
-        card: Some(serde_json::to_value(&card).unwrap_or_default()),
+        // The card as read, typed: no round trip through a JSON value.
+        card: None,
+        typed_card: Some(card),
         crm: (!crm.is_empty() || !update).then_some(Value::Object(crm)),
         passthrough: Some(Value::Object(passthrough)),
         is_favorite: None,

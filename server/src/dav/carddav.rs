@@ -15,7 +15,7 @@ use super::sync::{self, SyncError};
 use super::xml::{self, CARDDAV, Multistatus, Prop, PropName, Propfind, Report};
 use super::{DavError, DavUser, MAX_BODY};
 use crate::crm::cards::{self, PutCondition, PutError};
-use crate::crm::contact::Contact;
+use crate::crm::contact::{Contact, ContactHead};
 use crate::http::conditional;
 use crate::state::AppState;
 
@@ -158,18 +158,62 @@ fn respond_card(
     let value = |prop: &Prop| {
         if prop.name.is(CARDDAV, "address-data") { card(prop) } else { props::value(resource, &prop.name, user) }
     };
-    respond(out, href, props::all(resource), request, &value);
+    // The resource's own list only answers `allprop` and `propname` (not asked per card of a
+    // 10,000-card listing otherwise).
+    let all = if matches!(request, Propfind::Prop(_)) { Vec::new() } else { props::all(resource) };
+    respond(out, href, all, request, &value);
 }
 
-/// The card element of `row` for an `address-data` property.
-fn address_data(view: &UserView, row: &Row<Contact>, prop: &Prop, headers: &HeaderMap) -> Option<String> {
-    match cards::card_text(Some(view), row, version(headers, prop.version.as_deref())) {
-        Ok(text) => Some(xml::text("C:address-data", &text)),
-        Err(e) => {
-            tracing::error!(event = "dav_card_unwritable", component = "dav", contact = row.id, error = %e);
-            None
-        }
+/// The vCards of `rows`, in order, when `request` asks for `address-data` (in the version its
+/// first `address-data` asks, else the client's): written together by `cards::card_texts`,
+/// which shares them out across the cores. Empty when no card is asked; `None` for a card that
+/// could not be written (logged; its `address-data` is then reported missing).
+fn card_texts(view: &UserView, rows: &[&Row<Contact>], request: &Propfind, headers: &HeaderMap) -> Vec<Option<String>> {
+    let Propfind::Prop(props) = request else { return Vec::new() };
+    let Some(prop) = props.iter().find(|p| p.name.is(CARDDAV, "address-data")) else { return Vec::new() };
+    let version = version(headers, prop.version.as_deref());
+    cards::card_texts(view, rows, version)
+        .into_iter()
+        .zip(rows)
+        .map(|(text, row)| match text {
+            Ok(text) => Some(text),
+            Err(e) => {
+                tracing::error!(event = "dav_card_unwritable", component = "dav", contact = row.id, error = %e);
+                None
+            }
+        })
+        .collect()
+}
+
+/// The responses of `rows` for `request`, in order, their cards written together
+/// ([`card_texts`]).
+fn card_responses(
+    out: &mut Multistatus,
+    view: &UserView,
+    rows: &[&Row<Contact>],
+    request: &Propfind,
+    user: &DavUser,
+    headers: &HeaderMap,
+) {
+    let mut texts = card_texts(view, rows, request, headers).into_iter();
+    for &row in rows {
+        let text = texts.next().flatten();
+        let href = props::card_href(user, &cards::name_of(&row.body));
+        let card = |_: &Prop| text.as_deref().map(|t| xml::text("C:address-data", t));
+        respond_card(out, &href, &Resource::Card { id: row.id, meta: &row.meta }, request, user, &card);
     }
+}
+
+/// Whether `request` asks for the cards themselves (`address-data`), which a listing must then
+/// read whole; otherwise it reads heads ([`head_response`]).
+fn asks_cards(request: &Propfind) -> bool {
+    matches!(request, Propfind::Prop(props) if props.iter().any(|p| p.name.is(CARDDAV, "address-data")))
+}
+
+/// The response of a card read as its head, for a request that asks no card ([`asks_cards`]).
+fn head_response(out: &mut Multistatus, head: &Row<ContactHead>, request: &Propfind, user: &DavUser) {
+    let href = props::card_href(user, &cards::head_name(&head.body));
+    respond_card(out, &href, &Resource::Card { id: head.id, meta: &head.meta }, request, user, &|_: &Prop| None);
 }
 
 async fn propfind(
@@ -217,19 +261,19 @@ async fn propfind(
                     &user,
                     &none,
                 );
-                if depth > 0 {
-                    for row in view.list::<Contact>()? {
-                        let href = props::card_href(&user, &cards::name_of(&row.body));
-                        let card = |p: &Prop| address_data(view, &row, p, &headers);
-                        respond_card(&mut out, &href, &Resource::Card { row: &row }, &request, &user, &card);
+                if depth > 0 && asks_cards(&request) {
+                    let rows = view.list::<Contact>()?;
+                    let rows: Vec<&Row<Contact>> = rows.iter().collect();
+                    card_responses(&mut out, view, &rows, &request, &user, &headers);
+                } else if depth > 0 {
+                    for head in view.list_heads::<Contact, ContactHead>()? {
+                        head_response(&mut out, &head, &request, &user);
                     }
                 }
             }
             Target::Card(name) => {
                 let row = cards::find(view, &name)?.ok_or_else(DavError::not_found)?;
-                let href = props::card_href(&user, &cards::name_of(&row.body));
-                let card = |p: &Prop| address_data(view, &row, p, &headers);
-                respond_card(&mut out, &href, &Resource::Card { row: &row }, &request, &user, &card);
+                card_responses(&mut out, view, &[&row], &request, &user, &headers);
             }
         }
         Ok(out.finish(None))
@@ -288,12 +332,8 @@ async fn put(
         return Err(DavError::condition(StatusCode::FORBIDDEN, "C:supported-address-data", Some(detail)));
     }
     let condition = condition(headers)?;
-    let incoming = tokio::task::spawn_blocking(move || cards::parse(&body))
-        .await
-        .map_err(DavError::internal)?
-        .map_err(|reason| DavError::condition(StatusCode::FORBIDDEN, "C:valid-address-data", Some(reason)))?;
     let scope = state.engine.user(user.id);
-    let (row, created) = cards::put(&scope, &name, incoming, condition).await.map_err(|e| match e {
+    let (row, created) = cards::put(&scope, &name, body, condition).await.map_err(|e| match e {
         PutError::Precondition => DavError::precondition_failed(),
         PutError::UidConflict(holder) => DavError::condition(
             StatusCode::CONFLICT,
@@ -360,51 +400,78 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
     let headers = headers.clone();
     let body = reading(state, &user.clone(), move |view| {
         let mut out = Multistatus::new();
-        let card_response = |out: &mut Multistatus, row: &Row<Contact>, props: &[Prop]| {
-            let href = props::card_href(&user, &cards::name_of(&row.body));
-            let card = |p: &Prop| address_data(view, row, p, &headers);
-            respond_card(out, &href, &Resource::Card { row }, &Propfind::Prop(props.to_vec()), &user, &card);
-        };
         let token = match report {
             Report::AddressbookMultiget { props, hrefs } => {
+                let request = Propfind::Prop(props);
+                let mut found = Vec::with_capacity(hrefs.len());
                 for href in hrefs {
-                    match name_in(&href, &user).map(|name| cards::find(view, &name)).transpose()?.flatten() {
-                        Some(row) => card_response(&mut out, &row, &props),
-                        None => out.status(&href, 404, "Not Found"),
+                    let row = name_in(&href, &user).map(|name| cards::find(view, &name)).transpose()?.flatten();
+                    found.push((href, row));
+                }
+                // The cards are written together (across the cores), then answered in the
+                // order of the request's hrefs.
+                let rows: Vec<&Row<Contact>> = found.iter().filter_map(|(_, row)| row.as_ref()).collect();
+                let mut texts = card_texts(view, &rows, &request, &headers).into_iter();
+                for (href, row) in &found {
+                    match row {
+                        Some(row) => {
+                            let text = texts.next().flatten();
+                            let href = props::card_href(&user, &cards::name_of(&row.body));
+                            let card = |_: &Prop| text.as_deref().map(|t| xml::text("C:address-data", t));
+                            let resource = Resource::Card { id: row.id, meta: &row.meta };
+                            respond_card(&mut out, &href, &resource, &request, &user, &card);
+                        }
+                        None => out.status(href, 404, "Not Found"),
                     }
                 }
                 None
             }
             Report::AddressbookQuery { props, filter, limit } => {
-                let mut matched = 0usize;
-                for row in view.list::<Contact>()? {
+                let request = Propfind::Prop(props);
+                let all = view.list::<Contact>()?;
+                let mut matched: Vec<&Row<Contact>> = Vec::new();
+                let mut truncated = false;
+                for row in &all {
                     if !filter.props.is_empty() {
-                        let text = cards::card_text(None, &row, Version::V4)?;
+                        let text = cards::card_text(None, row, Version::V4)?;
                         if !super::query::matches(&filter, &text) {
                             continue;
                         }
                     }
-                    if limit.is_some_and(|n| matched >= n) {
-                        out.status(&props::book_href(&user), 507, "Insufficient Storage");
+                    if limit.is_some_and(|n| matched.len() >= n) {
+                        truncated = true;
                         break;
                     }
-                    matched += 1;
-                    card_response(&mut out, &row, &props);
+                    matched.push(row);
+                }
+                card_responses(&mut out, view, &matched, &request, &user, &headers);
+                if truncated {
+                    out.status(&props::book_href(&user), 507, "Insufficient Storage");
                 }
                 None
             }
             Report::SyncCollection { token, props, limit } => {
-                let page = sync::walk(&sync::Book, view, Some(token.as_str()), limit).map_err(sync_error)?;
-                for row in &page.changed {
-                    card_response(&mut out, row, &props);
-                }
-                for name in &page.removed {
+                let request = Propfind::Prop(props);
+                let token = Some(token.as_str());
+                let (removed, truncated, next) = if asks_cards(&request) {
+                    let page = sync::walk(&sync::Book, view, token, limit).map_err(sync_error)?;
+                    let rows: Vec<&Row<Contact>> = page.changed.iter().collect();
+                    card_responses(&mut out, view, &rows, &request, &user, &headers);
+                    (page.removed, page.truncated, page.next)
+                } else {
+                    let page = sync::walk(&sync::BookHeads, view, token, limit).map_err(sync_error)?;
+                    for head in &page.changed {
+                        head_response(&mut out, head, &request, &user);
+                    }
+                    (page.removed, page.truncated, page.next)
+                };
+                for name in &removed {
                     out.status(&props::card_href(&user, name), 404, "Not Found");
                 }
-                if page.truncated {
+                if truncated {
                     out.status(&props::book_href(&user), 507, "Insufficient Storage");
                 }
-                Some(page.next.to_string())
+                Some(next.to_string())
             }
             Report::CalendarMultiget { .. } | Report::CalendarQuery { .. } => {
                 return Err(DavError::condition(StatusCode::FORBIDDEN, "D:supported-report", None));

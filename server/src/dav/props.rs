@@ -2,18 +2,24 @@
 //! address book home), the address book and a card. A property a resource does not have is
 //! reported 404 in its propstat; `allprop` is the list each resource gives unasked.
 
-use mycorrhizal_engine::Row;
+use mycorrhizal_engine::{Meta, Row};
 
 use super::xml::{self, CALDAV, CALSERVER, CARDDAV, DAV, Prop, PropName, PropXml};
 use super::{DavUser, MAX_BODY};
-use crate::crm::contact::Contact;
 
 /// The resources of the CardDAV tree.
 pub enum Resource<'a> {
     Root,
     Principal,
-    Book { token: &'a str },
-    Card { row: &'a Row<Contact> },
+    Book {
+        token: &'a str,
+    },
+    /// A card: its row's id and metadata (all its properties need; its `address-data` is the
+    /// caller's).
+    Card {
+        id: u64,
+        meta: &'a Meta,
+    },
 }
 
 /// The principal: the CardDAV one when CardDAV is served, else the CalDAV one.
@@ -62,12 +68,15 @@ pub fn all(resource: &Resource<'_>) -> Vec<Prop> {
 /// The value of `prop` on `resource` (the whole property element), or `None` (404). A card's
 /// `address-data` is the caller's (it needs the card written).
 pub fn value(resource: &Resource<'_>, prop: &PropName, user: &DavUser) -> Option<PropXml> {
-    let principal = principal_href(user);
+    // Written only for the properties that hold it (not for each card's getetag of a listing).
+    let principal = || principal_href(user);
     let common = match (prop.ns.as_str(), prop.name.as_str()) {
-        (DAV, "current-user-principal") => Some(xml::href_prop("D:current-user-principal", &principal)),
-        (DAV, "principal-URL") => Some(xml::href_prop("D:principal-URL", &principal)),
-        (DAV, "owner") => Some(xml::href_prop("D:owner", &principal)),
-        (CARDDAV, "addressbook-home-set") if user.carddav => Some(xml::href_prop("C:addressbook-home-set", &principal)),
+        (DAV, "current-user-principal") => Some(xml::href_prop("D:current-user-principal", &principal())),
+        (DAV, "principal-URL") => Some(xml::href_prop("D:principal-URL", &principal())),
+        (DAV, "owner") => Some(xml::href_prop("D:owner", &principal())),
+        (CARDDAV, "addressbook-home-set") if user.carddav => {
+            Some(xml::href_prop("C:addressbook-home-set", &principal()))
+        }
         (CALDAV, "calendar-home-set") if user.caldav => {
             Some(xml::href_prop("CAL:calendar-home-set", &calendar_home_href(user)))
         }
@@ -106,12 +115,12 @@ pub fn value(resource: &Resource<'_>, prop: &PropName, user: &DavUser) -> Option
             ),
             _ => None,
         },
-        Resource::Card { row } => match (prop.ns.as_str(), prop.name.as_str()) {
+        Resource::Card { id, meta } => match (prop.ns.as_str(), prop.name.as_str()) {
             (DAV, "resourcetype") => Some("<D:resourcetype/>".into()),
-            (DAV, "getetag") => Some(xml::text("D:getetag", &row.etag())),
+            (DAV, "getetag") => Some(xml::text("D:getetag", &Row { id: *id, meta: **meta, body: () }.etag())),
             (DAV, "getcontenttype") => Some(xml::text("D:getcontenttype", "text/vcard; charset=utf-8")),
             (DAV, "getlastmodified") => {
-                let at = row.meta.updated_at.strftime("%a, %d %b %Y %H:%M:%S GMT").to_string();
+                let at = meta.updated_at.strftime("%a, %d %b %Y %H:%M:%S GMT").to_string();
                 Some(xml::text("D:getlastmodified", &at))
             }
             _ => common,

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use mycorrhizal_engine::{Change, Record, Row, UserView};
 
 use crate::crm::cards;
-use crate::crm::contact::Contact;
+use crate::crm::contact::{Contact, ContactHead};
 use crate::crm::events::{self, CalendarEvent, Source};
 
 const PREFIX: &str = "urn:mycorrhizal:sync:";
@@ -186,6 +186,30 @@ impl Members for Book {
             Some(row) if !row.is_deleted() => Resolved::Live(row),
             Some(row) => Resolved::Removed(cards::name_of(&row.body)),
             None => Resolved::Stale,
+        })
+    }
+}
+
+/// The address book for a sync that asks no card (`getetag` and the like): its members read as
+/// heads, so a first sync of ten thousand cards decodes no card.
+pub struct BookHeads;
+
+impl Members for BookHeads {
+    type Member = Row<ContactHead>;
+
+    fn all(&self, view: &UserView) -> Result<Vec<(u64, Row<ContactHead>)>, SyncError> {
+        Ok(view.list_heads::<Contact, ContactHead>()?.into_iter().map(|r| (r.id, r)).collect())
+    }
+
+    fn of_change(&self, change: &Change) -> Option<u64> {
+        Book.of_change(change)
+    }
+
+    fn resolve(&self, view: &UserView, key: u64) -> Result<Resolved<Row<ContactHead>>, SyncError> {
+        Ok(match Book.resolve(view, key)? {
+            Resolved::Live(Row { id, meta, body }) => Resolved::Live(Row { id, meta, body: body.into() }),
+            Resolved::Removed(name) => Resolved::Removed(name),
+            Resolved::Stale => Resolved::Stale,
         })
     }
 }

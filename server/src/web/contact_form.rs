@@ -224,6 +224,7 @@ impl Values {
         Ok(ContactInput {
             gender: None,
             card: Some(serde_json::to_value(&card).map_err(ApiError::internal)?),
+            typed_card: None,
             crm: Some(crm),
             passthrough: None,
             is_favorite: Some(self.favorite),

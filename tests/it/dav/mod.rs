@@ -369,6 +369,49 @@ async fn multiget_and_query_answer_the_cards_asked_for() {
     assert_eq!(unsupported.status, 400);
 }
 
+/// A multiget large enough to be written on several threads answers every href in the order
+/// asked, each with its own card (a photo inline among them), and a missing one in its place.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_multiget_answers_every_card_in_the_order_asked() {
+    let server = server().await;
+    let (_, dav) = account(&server, "ada").await;
+    put_many(&dav, "m", 300).await;
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    let pictured = format!(
+        "BEGIN:VCARD\r\nVERSION:3.0\r\nUID:pictured\r\nFN:Pictured Person\r\nN:Person;Pictured;;;\r\nPHOTO;ENCODING=b;TYPE=PNG:{png}\r\nEND:VCARD\r\n"
+    );
+    assert_eq!(dav.put("pictured", &pictured, &[]).await.status, 201);
+    // Newest first, the pictured card in the middle, one missing card after it.
+    let mut names: Vec<String> = (0..300).rev().map(|n| format!("m{n}")).collect();
+    names.insert(150, "pictured".into());
+    names.insert(151, "missing".into());
+    let hrefs_asked: String = names.iter().map(|n| format!("<D:href>{}</D:href>", dav.card(n))).collect();
+    let body = format!(
+        r#"<C:addressbook-multiget xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:carddav"><D:prop><D:getetag/><C:address-data/></D:prop>{hrefs_asked}</C:addressbook-multiget>"#
+    );
+    let answer = dav.send("REPORT", &dav.book(), &[("Depth", "1")], &body).await;
+    assert_eq!(answer.status, 207, "{}", answer.body);
+    let responses: Vec<&str> = answer.body.split("<D:response>").skip(1).collect();
+    assert_eq!(responses.len(), names.len());
+    for (name, response) in names.iter().zip(&responses) {
+        assert!(response.starts_with(&format!("<D:href>{}</D:href>", dav.card(name))), "{name}: {response}");
+        match name.as_str() {
+            "missing" => assert!(response.contains("HTTP/1.1 404 Not Found"), "{response}"),
+            "pictured" => {
+                let card = response.split("<C:address-data>").nth(1).expect("address-data");
+                assert!(card.contains("FN:Pictured Person"), "{card}");
+                assert!(card.replace("\r\n ", "").contains(png.trim_end_matches('=')), "{card}");
+            }
+            name => {
+                let n = name.trim_start_matches('m');
+                let card = response.split("<C:address-data>").nth(1).expect("address-data");
+                assert!(card.contains(&format!("UID:{name}\r\n")), "{name}: {card}");
+                assert!(card.contains(&format!("FN:Person {n}\r\n")), "{name}: {card}");
+            }
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn sync_collection_reports_changes_removals_and_refuses_stale_tokens() {
     let server = server().await;

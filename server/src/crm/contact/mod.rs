@@ -12,9 +12,10 @@ pub mod view;
 
 use mycorrhizal_codecs::card::Card;
 use mycorrhizal_codecs::projection::{Flat, project};
-use mycorrhizal_engine::{Invalid, Kind, Record, SearchDoc, kind};
+use mycorrhizal_engine::{Head, Invalid, Kind, Record, SearchDoc, Skipped, kind};
 use serde::{Deserialize, Serialize};
 
+/// A contact. The order of the first four fields is also [`ContactHead`]'s.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Contact {
     /// vCard UID (UUID v4), unique per user.
@@ -40,6 +41,27 @@ pub struct Contact {
     pub circles: Vec<String>,
     /// Derived by the save hook from the card's `keywords`.
     pub tags: Vec<String>,
+}
+
+/// The first fields of a stored contact, read without the rest ([`UserView::list_heads`]): its
+/// stored UID and passthrough, which give the name CardDAV serves it under, for a listing of a
+/// whole address book that needs only names and ETags.
+///
+/// [`UserView::list_heads`]: mycorrhizal_engine::UserView::list_heads
+#[derive(Debug, Clone, Deserialize)]
+pub struct ContactHead {
+    pub uid: String,
+    _card: Skipped,
+    _crm: Skipped,
+    pub passthrough: String,
+}
+
+impl Head<Contact> for ContactHead {}
+
+impl From<Contact> for ContactHead {
+    fn from(contact: Contact) -> Self {
+        ContactHead { uid: contact.uid, _card: Skipped, _crm: Skipped, passthrough: contact.passthrough }
+    }
 }
 
 pub const INDEX_SORT_NAME: &str = "sort_name";
@@ -243,4 +265,32 @@ fn uuid_shape(text: &str) -> Option<()> {
             .enumerate()
             .all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() }))
     .then_some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use mycorrhizal_engine::{Meta, Row, codec};
+
+    use super::*;
+
+    /// The head reads a stored contact's UID and passthrough as the whole row does (the first
+    /// fields of `Contact`, in order).
+    #[test]
+    fn the_head_reads_what_the_contact_holds() {
+        let mut contact = crate::crm::import::new_contact(
+            serde_json::from_value(serde_json::json!({ "card": { "name": { "full": "Ada Lovelace" }, "notes": [{ "note": "x".repeat(3000) }] } }))
+                .expect("record"),
+            false,
+        )
+        .expect("contact")
+        .0;
+        contact.passthrough = r#"{"jsContactProps":{"x":"y"}}"#.into();
+        contact.crm = r#"{"circles":["Friends"]}"#.into();
+        let now = jiff::Timestamp::from_second(1_700_000_000).expect("instant");
+        let meta = Meta { revision: 2, created_at: now, updated_at: now, deleted_at: None };
+        let bytes = codec::encode(&Row { id: 7, meta, body: contact.clone() });
+        let head: Row<ContactHead> = codec::decode("rec:contact", &bytes).expect("the head reads");
+        assert_eq!((head.id, head.meta), (7, meta));
+        assert_eq!((head.body.uid, head.body.passthrough), (contact.uid, contact.passthrough));
+    }
 }

@@ -20,6 +20,10 @@ pub struct ContactInput {
     pub gender: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub card: Option<Value>,
+    /// A card a front door has read already (a CardDAV PUT's vCard), taken instead of `card`
+    /// without a round trip through a JSON value. Never part of a request body.
+    #[serde(skip)]
+    pub typed_card: Option<Card>,
     #[schema(value_type = Option<Object>)]
     pub crm: Option<Value>,
     #[schema(value_type = Option<Object>)]
@@ -62,9 +66,10 @@ impl ContactInput {
     /// [`ContactInput::apply`], with the card the contact's text was written from (so preparing
     /// it need not read the text again: [`Contact::prepare_parsed`]).
     pub fn apply_parsed(self, existing: Option<&Contact>) -> std::result::Result<(Contact, Card), Invalid> {
-        let mut card = match self.card {
-            Some(value) => parse_card(value)?,
-            None => existing.map(Contact::parsed_card).unwrap_or_default(),
+        let mut card = match (self.typed_card, self.card) {
+            (Some(card), _) => card,
+            (None, Some(value)) => parse_card(value)?,
+            (None, None) => existing.map(Contact::parsed_card).unwrap_or_default(),
         };
         let legacy = apply_flat(&mut card, &self.flat).map_err(|e| Invalid::new(e.field, e.reason))?;
         let uid = existing
@@ -113,8 +118,24 @@ pub async fn create_then(
     input: ContactInput,
     then: impl Fn(&TxUser<'_, '_>, Row<Contact>) -> mycorrhizal_engine::Result<Row<Contact>> + Send + 'static,
 ) -> Result<Row<Contact>> {
+    create_prepared_then(scope, prepare_create(input)?, then).await
+}
+
+/// [`create`]'s first half, which needs no transaction: the contact `input` makes, validated,
+/// with its derived columns and audit list (for a caller already off the async threads, such
+/// as a CardDAV PUT that read its card there).
+pub fn prepare_create(input: ContactInput) -> Result<Prepared<Contact>> {
     let (contact, card) = input.apply_parsed(None)?;
-    let prepared = Prepared::with(contact, |c| c.prepare_parsed(card))?;
+    Ok(Prepared::with(contact, |c| c.prepare_parsed(card))?)
+}
+
+/// [`create_then`]'s second half: stores a contact from [`prepare_create`], then `then` on the
+/// new row in the same transaction.
+pub async fn create_prepared_then(
+    scope: &UserScope,
+    prepared: Prepared<Contact>,
+    then: impl Fn(&TxUser<'_, '_>, Row<Contact>) -> mycorrhizal_engine::Result<Row<Contact>> + Send + 'static,
+) -> Result<Row<Contact>> {
     Ok(scope
         .write_async(move |tx| {
             let row = tx.create_prepared(prepared.clone())?;
