@@ -1,7 +1,7 @@
 //! Webhook fan-out against the write path: 10,000 contact creations (through the domain
 //! operation, 16 callers at a time, durable group commits) with 3 webhooks subscribed to
 //! `contact.created`, against the same run with none; and how long until the 30,000 deliveries
-//! reached a loopback receiver (the outbox worker running as in the server). The two variants
+//! reached a loopback receiver (the outbox worker running as in the server: `worker::start`). The two variants
 //! alternate in one process, `BENCH_ROUNDS` times (default 3), each on a fresh database; the
 //! report gives medians and ranges. `BENCH_WRITES` changes the 10,000. A third variant queues
 //! the same deliveries with the worker off, to tell the write path's own cost from the
@@ -53,9 +53,9 @@ async fn run(writes: u64, hooks: u64, worker: bool) -> (f64, Option<f64>) {
         };
         webhooks::create(&state, 1, input).await.expect("webhook");
     }
-    if worker {
-        tokio::spawn(mycorrhizal::notify::worker::run(state.clone()));
-    }
+    // As the server starts it: its own thread and runtime at background priority; stopped when
+    // the run ends.
+    let running = worker.then(|| mycorrhizal::notify::worker::start(state.clone()));
     let user = engine.user(UserId(1));
     let started = Instant::now();
     let mut callers = tokio::task::JoinSet::new();
@@ -86,6 +86,7 @@ async fn run(writes: u64, hooks: u64, worker: bool) -> (f64, Option<f64>) {
             println!("  only {} of {expected} deliveries within 180 s", count.load(Ordering::Relaxed));
         }
     }
+    drop(running);
     engine.shutdown();
     (writes as f64 / wrote, delivered)
 }

@@ -204,6 +204,23 @@ impl GlobalView {
         }
     }
 
+    /// Entries of a `map:<name>` table from key `from` on, in key order, each passed to `visit`
+    /// until it answers false: a seek, then only as far as the caller needs.
+    pub fn map_scan(&self, table: &str, from: &str, mut visit: impl FnMut(&str, &[u8]) -> bool) -> Result<()> {
+        let table = match self.txn.open_table(tables::map_table(map_name(table)?)) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        for entry in table.range::<&str>(from..)? {
+            let (k, v) = entry?;
+            if !visit(k.value(), v.value()) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Looks up by unique key and reads the row.
     pub fn find<R: GlobalRecord>(&self, name: &str, value: &str) -> Result<Option<(u64, R)>> {
         match self.lookup::<R>(name, value)? {

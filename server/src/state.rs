@@ -41,6 +41,8 @@ impl AppState {
     /// when an index backfill fails or the data key cannot be unwrapped.
     pub async fn build(engine: Engine, config: Config) -> Result<AppState, String> {
         ensure_indexes(&engine).await?;
+        // A pending side written by an earlier version moves to the outbox's index by lane.
+        crate::notify::outbox::adopt_pending(&engine).await.map_err(|e| format!("cannot read the outbox: {e}"))?;
         let auth = Auth::new(&engine, &config).await?;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))

@@ -579,7 +579,7 @@ async fn another_user_can_neither_see_change_delete_nor_test_my_channels() {
 #[tokio::test]
 async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_and_queued_messages() {
     use mycorrhizal::notify::channels::PushSubscription;
-    use mycorrhizal::notify::outbox::{Message, Pending};
+    use mycorrhizal::notify::outbox::{Envelope, Message};
     use mycorrhizal::notify::webhooks::Webhook;
     use mycorrhizal_engine::system::Trigger;
 
@@ -617,7 +617,11 @@ async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_a
             .filter(|(_, m)| m.user_id == bob_id)
             .map(|(id, _)| id)
             .collect();
-        let pending = g.list::<Pending>().expect("pending").into_iter().filter(|(id, _)| messages.contains(id)).count();
+        let pending = mycorrhizal::notify::outbox::pending_ids(&g)
+            .expect("pending")
+            .iter()
+            .filter(|id| messages.contains(id))
+            .count();
         (
             g.get::<ChannelConfig>(bob_id).is_ok(),
             g.list::<PushSubscription>().expect("subs").iter().filter(|(_, s)| s.user_id == bob_id).count(),
@@ -632,12 +636,16 @@ async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_a
     assert_eq!((before.0, before.1, before.2, before.3, before.4), (true, 1, 1, true, true), "{before:?}");
     assert_eq!(before.5, 4, "contact.created, birthday.occurred, ntfy and webpush: {before:?}");
     assert_eq!(before.6, 4, "all pending: {before:?}");
+    let envelopes = app.state.engine.global().expect("a read").list::<Envelope>().expect("envelopes");
+    assert!(format!("{envelopes:?}").contains("Fern"), "the webhook events' envelopes: {envelopes:?}");
 
     let (status, body, _) = app.call("DELETE", &format!("/api/v1/admin/users/{bob_id}"), Some(&ada), json!({})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(bobs(&app), (false, 0, 0, false, false, 0, 0), "nothing of Bob's notification state is left");
     let raw = format!("{:?}", app.state.engine.global().expect("a read").list::<Message>().expect("outbox"));
     assert!(!raw.contains("/hook/bob") && !raw.contains("Fern"), "no copy of Bob's records stays queued");
+    let envelopes = app.state.engine.global().expect("a read").list::<Envelope>().expect("envelopes");
+    assert!(!format!("{envelopes:?}").contains("Fern"), "nor in a stored envelope: {envelopes:?}");
 
     // Only Ada's test goes out, now and after every retry would have come due.
     assert_eq!(deliver_once(&app.state).await, 1);

@@ -465,4 +465,77 @@ async fn finished_deliveries_are_purged_after_the_retention_window_and_pending_o
     let stuck = deliveries(&app, &ada, stuck_hook).await;
     assert_eq!(stuck.len(), 1, "a pending delivery is never purged");
     assert_eq!(stuck[0]["status"], "pending");
+
+    // The event's envelope is stored once for both deliveries: purging the delivered one kept it
+    // for the pending one, which still goes out whole; it goes with its last delivery.
+    let envelopes = |app: &InProcess| {
+        app.state.engine.global().expect("a read").list::<mycorrhizal::notify::outbox::Envelope>().expect("envelopes")
+    };
+    assert_eq!(envelopes(&app).len(), 1, "one envelope for the event's two deliveries");
+    assert_eq!(deliver_once(&app.state).await, 1, "the pending one is delivered");
+    let got = down.received();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[1].body, got[0].body, "with the whole envelope");
+    assert_eq!(got[1].json()["data"]["kind"], "contact");
+    advance(&app, 31 * 86_400);
+    let ada = login(&app, "ada").await;
+    let (status, body) = call(&app, "POST", "/api/v1/admin/trigger-purge", &ada, json!({}), "purge").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(deliveries(&app, &ada, stuck_hook).await.is_empty());
+    assert!(envelopes(&app).is_empty(), "the envelope went with its last delivery");
+}
+
+#[tokio::test]
+async fn a_delivery_queued_by_an_earlier_version_is_still_made_whole_and_in_order() {
+    use mycorrhizal::notify::outbox::{self, Message, Pending, Status, Target};
+    use mycorrhizal::notify::webhooks::Webhook;
+
+    let app = in_process(&[]).await;
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let (hook, secret) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
+    let user = app.state.engine.global().expect("a read").get::<Webhook>(hook).expect("the webhook").user_id;
+    // As an earlier version queued it: the envelope inside the row, the pending side keyed by id.
+    let body =
+        r#"{"data":{"legacy":true},"event":"contact.created","id":"k-legacy","timestamp":"2026-01-01T00:00:00Z"}"#;
+    let now = app.clock.now();
+    let legacy = Message {
+        user_id: user,
+        key: "k-legacy".into(),
+        target: Target::Webhook { webhook_id: hook, event: "contact.created".into(), body: body.into() },
+        correlation_id: None,
+        status: Status::Pending,
+        attempts: 0,
+        next_attempt_at: now,
+        last_attempt_at: None,
+        last_status: None,
+        last_error: None,
+        created_at: now,
+        finished_at: None,
+    };
+    app.state
+        .engine
+        .write_async(move |tx| {
+            let id = tx.global().insert(&legacy)?;
+            tx.global().insert_at(id, &Pending { lane: format!("webhook:{hook}"), due: now })
+        })
+        .await
+        .expect("the earlier version's rows");
+    // A contact queued after it, by this version, goes after it.
+    contact(&app, &ada, "Later").await;
+
+    assert_eq!(outbox::adopt_pending(&app.state.engine).await.expect("adopted"), 1);
+    assert!(app.state.engine.global().expect("a read").list::<Pending>().expect("legacy").is_empty());
+    assert_eq!(outbox::adopt_pending(&app.state.engine).await.expect("nothing left"), 0);
+    assert_eq!(deliver_once(&app.state).await, 2);
+    let got = receiver.received();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0].body, body, "the row's own envelope");
+    assert_eq!(got[0].header("idempotency-key"), "k-legacy");
+    assert!(verify(&secret, &got[0].header("x-mycorrhizal-signature"), &got[0].body, now.as_second()));
+    assert_eq!(got[1].json()["data"]["flat"]["firstname"], "Later", "then the newer one: {}", got[1].body);
+    let log = deliveries(&app, &ada, hook).await;
+    assert_eq!(log.len(), 2);
+    assert!(log.iter().all(|d| d["status"] == "delivered" && d["event"] == "contact.created"), "{log:?}");
+    assert_eq!(deliver_once(&app.state).await, 0, "delivered once");
 }

@@ -42,7 +42,12 @@ const REACH_OUT_REEVALUATE_HOURS: i64 = 24;
 pub fn start(state: AppState) {
     backups::start(&state);
     digest::start(&state);
-    tokio::spawn(crate::notify::worker::run(state.clone()));
+    // The worker runs on its own thread at background priority, as long as this runtime does.
+    let worker = crate::notify::worker::start(state.clone());
+    tokio::spawn(async move {
+        let _worker = worker;
+        std::future::pending::<()>().await
+    });
     let purge_state = state.clone();
     tokio::spawn(async move {
         let mut trigger = Trigger::Initial;

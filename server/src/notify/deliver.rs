@@ -11,7 +11,7 @@ use super::channels::PushSubscription;
 use super::channels::{self, Channel, ChannelConfig};
 use super::fcm::{self, FcmDevice};
 use super::fcm_client;
-use super::outbox::{Attempt, Message, Target, classify, retry_after};
+use super::outbox::{self, Attempt, Message, Target, classify, retry_after};
 use super::webhooks::{self, SIGNATURE_HEADER, Webhook};
 use super::webpush;
 use crate::outbound;
@@ -28,6 +28,21 @@ pub async fn attempt(state: &AppState, message: &Message) -> Attempt {
             web_push(state, message, *subscription_id, title, text).await
         }
         Target::Fcm { device_id, title, text } => fcm(state, message, *device_id, title, text).await,
+        Target::WebhookEvent { .. } => {
+            // The worker reads the envelope with the row; a caller that did not is served here.
+            let row = message.clone();
+            match state.blocking(move |engine| outbox::with_envelope(&engine.global()?, row)).await {
+                Ok(Ok(Some(loaded))) => match &loaded.target {
+                    Target::Webhook { webhook_id, event, body } => {
+                        webhook(state, &loaded, *webhook_id, event, body).await
+                    }
+                    _ => permanent("the event's envelope cannot be read"),
+                },
+                Ok(Ok(None)) => permanent("the event's envelope is gone"),
+                Ok(Err(e)) => retry(e.to_string()),
+                Err(e) => retry(e.to_string()),
+            }
+        }
     }
 }
 

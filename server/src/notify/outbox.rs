@@ -5,10 +5,21 @@
 //! a kill is simply made again (at least once; every message carries the same idempotency key on
 //! every attempt). The retry schedule is in the row, so it survives restarts.
 //!
-//! Pending rows also have a small entry in `sys:outbox_pending` (same id): the lane they are
-//! delivered in and when they are due. Messages of one lane (one webhook) go in id order, one at
-//! a time: a lane whose oldest message waits for a retry holds the later ones back. Mails and
-//! channel pushes each have a lane of their own.
+//! A webhook event's envelope (the JSON body every delivery of the event POSTs) is stored once,
+//! in `sys:outbox_envelopes` ([`Envelope`]), however many webhooks subscribe to the event: the
+//! deliveries' rows ([`Target::WebhookEvent`]) are small and name it. It counts the rows that
+//! name it and goes with the last of them (retention, an account's deletion), so a finished
+//! delivery can still be redelivered until it is purged. Rows written before envelopes were
+//! shared ([`Target::Webhook`], the body in the row) are still read and delivered.
+//!
+//! Pending rows also have a small entry in `map:outbox_due` ([`DUE_TABLE`]), keyed by the lane
+//! they are delivered in and their id, holding when they are due: a lane's pending messages are
+//! one run of keys in id order, so a round seeks to each lane's oldest and reads only what it
+//! delivers, however large the backlog (see `worker`). Messages of one lane (one webhook) go in
+//! id order, one at a time: a lane whose oldest message waits for a retry holds the later ones
+//! back. Mails and channel pushes each have a lane of their own. (Before this index the pending
+//! side was `sys:outbox_pending`, [`Pending`], keyed by id only; [`adopt_pending`] moves such
+//! rows over at start.)
 //!
 //! Retries: after a failed attempt n the next comes [`BACKOFF`]\[n-1\] later (30 s, 2 min, 10 min,
 //! 30 min, 1 h, 3 h, 6 h: eight attempts in about 11 hours), or after the receiver's `Retry-After`
@@ -48,8 +59,10 @@ const RETRY_AFTER_MAX: Duration = Duration::from_secs(6 * 3600);
 /// Where a message goes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Target {
-    /// A webhook delivery: the envelope's JSON text, fixed at the cause (a copy of the entity),
-    /// signed at each attempt with the webhook's current secret.
+    /// A webhook delivery holding its envelope's JSON text, fixed at the cause (a copy of the
+    /// entity), signed at each attempt with the webhook's current secret. Rows written before
+    /// envelopes were stored once per event ([`Target::WebhookEvent`]); still read and delivered,
+    /// and how the worker hands a delivery its envelope in memory.
     Webhook { webhook_id: u64, event: String, body: String },
     /// Mail through the instance's provider. `text` is sealed with the data key (a reset link is
     /// a credential) and emptied once delivered.
@@ -63,12 +76,15 @@ pub enum Target {
     WebPush { subscription_id: u64, title: String, text: Vec<u8> },
     /// One registered mobile device of the user, through FCM (`notify::fcm`).
     Fcm { device_id: u64, title: String, text: Vec<u8> },
+    /// A webhook delivery of an event whose envelope is stored once for all its deliveries:
+    /// [`Envelope`] row `envelope`. (Last of the variants: rows are postcard, which numbers them.)
+    WebhookEvent { webhook_id: u64, event: String, envelope: u64 },
 }
 
 impl Target {
     pub fn channel_name(&self) -> &'static str {
         match self {
-            Target::Webhook { .. } => "webhook",
+            Target::Webhook { .. } | Target::WebhookEvent { .. } => "webhook",
             Target::Email { .. } => "email",
             Target::Ntfy { .. } => "ntfy",
             Target::Gotify { .. } => "gotify",
@@ -78,9 +94,27 @@ impl Target {
     }
 
     /// Drops a delivered message's sealed text (kept only while it may still be sent).
+    /// The webhook and event of a webhook delivery, whichever way its envelope is stored.
+    pub fn webhook(&self) -> Option<(u64, &str)> {
+        match self {
+            Target::Webhook { webhook_id, event, .. } | Target::WebhookEvent { webhook_id, event, .. } => {
+                Some((*webhook_id, event))
+            }
+            _ => None,
+        }
+    }
+
+    /// The stored envelope this delivery names, if it names one.
+    pub fn envelope(&self) -> Option<u64> {
+        match self {
+            Target::WebhookEvent { envelope, .. } => Some(*envelope),
+            _ => None,
+        }
+    }
+
     pub(super) fn forget_text(&mut self) {
         match self {
-            Target::Webhook { .. } => {}
+            Target::Webhook { .. } | Target::WebhookEvent { .. } => {}
             Target::Email { text, .. }
             | Target::Ntfy { text, .. }
             | Target::Gotify { text, .. }
@@ -133,7 +167,20 @@ impl GlobalRecord for Message {
     global_tables!("outbox");
 }
 
-/// The pending side of a message (same id): its lane and when it is due.
+/// A webhook event's envelope JSON text, stored once for every delivery of the event.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The messages naming it ([`Target::WebhookEvent`]); it is removed with the last of them.
+    pub refs: u32,
+    pub body: String,
+}
+
+impl GlobalRecord for Envelope {
+    global_tables!("outbox_envelopes");
+}
+
+/// The pending side as earlier versions kept it (`sys:outbox_pending`, same id as the message):
+/// its lane and when it is due. Only read, by [`adopt_pending`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Pending {
     pub lane: String,
@@ -144,14 +191,81 @@ impl GlobalRecord for Pending {
     global_tables!("outbox_pending");
 }
 
+/// The pending side: `<lane>\0<message id, 20 digits>` -> when it is due (microseconds since
+/// the epoch, 8 bytes little-endian). Keys sort by lane, then by id within a lane.
+pub const DUE_TABLE: &str = "map:outbox_due";
+
+/// The lane message `id` is delivered in: its webhook's (deliveries of one webhook go in order),
+/// or its own.
+pub fn lane_of(id: u64, target: &Target) -> String {
+    match target.webhook() {
+        Some((webhook_id, _)) => format!("webhook:{webhook_id}"),
+        None => format!("own:{id}"),
+    }
+}
+
+fn due_key(lane: &str, id: u64) -> String {
+    format!("{lane}\u{0}{id:020}")
+}
+
+/// A pending-side entry: (lane, message id, due), `None` for a key of another shape.
+pub(super) fn due_entry<'k>(key: &'k str, value: &[u8]) -> Option<(&'k str, u64, Timestamp)> {
+    let (lane, id) = key.rsplit_once('\u{0}')?;
+    let micros = i64::from_le_bytes(value.try_into().ok()?);
+    Some((lane, id.parse().ok()?, Timestamp::from_microsecond(micros).ok()?))
+}
+
+/// Marks message `id` (of lane `lane`) pending, due `at`.
+pub(super) fn set_due(tx: &Tx<'_>, lane: &str, id: u64, at: Timestamp) -> mycorrhizal_engine::Result<()> {
+    tx.global().map_put(DUE_TABLE, &due_key(lane, id), &at.as_microsecond().to_le_bytes())
+}
+
+/// Message `id` is no longer pending.
+pub(super) fn clear_due(tx: &Tx<'_>, lane: &str, id: u64) -> mycorrhizal_engine::Result<bool> {
+    tx.global().map_remove(DUE_TABLE, &due_key(lane, id))
+}
+
+/// The ids of every pending message, by lane then id.
+pub fn pending_ids(view: &mycorrhizal_engine::GlobalView) -> mycorrhizal_engine::Result<Vec<u64>> {
+    let mut ids = Vec::new();
+    view.map_scan(DUE_TABLE, "", |key, value| {
+        if let Some((_, id, _)) = due_entry(key, value) {
+            ids.push(id);
+        }
+        true
+    })?;
+    Ok(ids)
+}
+
+/// Moves a pending side written by an earlier version (`sys:outbox_pending`) into
+/// [`DUE_TABLE`], in one write; nothing when there is none. Run at start, before the worker.
+/// Returns how many rows moved.
+pub async fn adopt_pending(engine: &Engine) -> mycorrhizal_engine::Result<u64> {
+    let reader = engine.clone();
+    let legacy = tokio::task::spawn_blocking(move || reader.global()?.list::<Pending>())
+        .await
+        .map_err(|e| mycorrhizal_engine::Error::CommitFailed(e.to_string()))??;
+    if legacy.is_empty() {
+        return Ok(0);
+    }
+    engine
+        .write_async(move |tx| {
+            let mut moved = 0;
+            for (id, p) in &legacy {
+                if tx.global().remove::<Pending>(*id)? {
+                    set_due(tx, &p.lane, *id, p.due)?;
+                    moved += 1;
+                }
+            }
+            Ok(moved)
+        })
+        .await
+}
+
 /// Writes `target` as a pending message of `user` in transaction `tx` (the cause's own), due now.
 /// Returns the message id.
 pub fn enqueue(tx: &Tx<'_>, user: u64, target: Target, key: Option<String>) -> mycorrhizal_engine::Result<u64> {
     let now = tx.now();
-    let lane = match &target {
-        Target::Webhook { webhook_id, .. } => format!("webhook:{webhook_id}"),
-        _ => String::new(),
-    };
     let message = Message {
         user_id: user,
         key: key.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
@@ -167,9 +281,87 @@ pub fn enqueue(tx: &Tx<'_>, user: u64, target: Target, key: Option<String>) -> m
         finished_at: None,
     };
     let id = tx.global().insert(&message)?;
-    let lane = if lane.is_empty() { format!("own:{id}") } else { lane };
-    tx.global().insert_at(id, &Pending { lane, due: now })?;
+    set_due(tx, &lane_of(id, &message.target), id, now)?;
     Ok(id)
+}
+
+/// Queues one delivery of event `event` (envelope `body`, idempotency key `key`) to each of
+/// `webhooks`, in `tx` (the cause's transaction): the envelope is stored once, each delivery's
+/// row names it. Returns the messages' ids.
+pub fn enqueue_event(
+    tx: &Tx<'_>,
+    user: u64,
+    webhooks: &[u64],
+    event: &str,
+    key: &str,
+    body: String,
+) -> mycorrhizal_engine::Result<Vec<u64>> {
+    if webhooks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let refs = u32::try_from(webhooks.len()).unwrap_or(u32::MAX);
+    let envelope = tx.global().insert(&Envelope { refs, body })?;
+    webhooks
+        .iter()
+        .map(|webhook_id| {
+            let target = Target::WebhookEvent { webhook_id: *webhook_id, event: event.to_string(), envelope };
+            enqueue(tx, user, target, Some(key.to_string()))
+        })
+        .collect()
+}
+
+/// One more message names envelope `id` (a redelivery).
+pub fn share_envelope(tx: &Tx<'_>, id: u64) -> mycorrhizal_engine::Result<()> {
+    let mut envelope: Envelope = tx.global().get(id)?;
+    envelope.refs = envelope.refs.saturating_add(1);
+    tx.global().put(id, &envelope)
+}
+
+/// Envelopes named by messages being removed, with how many of their messages go.
+#[derive(Default)]
+struct Released(std::collections::HashMap<u64, u32>);
+
+impl Released {
+    fn add(&mut self, target: &Target) {
+        if let Some(id) = target.envelope() {
+            *self.0.entry(id).or_default() += 1;
+        }
+    }
+
+    /// Lowers each envelope's count; removes the ones no message names any more.
+    fn apply(self, tx: &Tx<'_>) -> mycorrhizal_engine::Result<()> {
+        let g = tx.global();
+        for (id, gone) in self.0 {
+            let mut envelope: Envelope = match g.get(id) {
+                Ok(e) => e,
+                Err(mycorrhizal_engine::Error::NotFound) => continue,
+                Err(e) => return Err(e),
+            };
+            if envelope.refs <= gone {
+                g.delete::<Envelope>(id)?;
+            } else {
+                envelope.refs -= gone;
+                g.put(id, &envelope)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `message` with its webhook envelope in the row (read from `view` when it is stored once for
+/// the event), as a delivery attempt takes it. `None` when the envelope is gone.
+pub fn with_envelope(
+    view: &mycorrhizal_engine::GlobalView,
+    message: Message,
+) -> mycorrhizal_engine::Result<Option<Message>> {
+    let Target::WebhookEvent { webhook_id, event, envelope } = &message.target else { return Ok(Some(message)) };
+    let body = match view.get::<Envelope>(*envelope) {
+        Ok(e) => e.body,
+        Err(mycorrhizal_engine::Error::NotFound) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let target = Target::Webhook { webhook_id: *webhook_id, event: event.clone(), body };
+    Ok(Some(Message { target, ..message }))
 }
 
 /// Wakes the delivery worker (after a commit that enqueued something).
@@ -259,34 +451,41 @@ pub struct Outbox {
     pub client: reqwest::Client,
 }
 
-/// Removes every message of `user`, pending or finished, with its pending side (an account's
-/// deletion). An attempt already under way finds its row gone and records nothing. Returns how
+/// Removes every message of `user`, pending or finished, with its pending side and its envelope
+/// (an account's deletion; an envelope is one user's). An attempt already under way finds its row gone and records nothing. Returns how
 /// many messages went.
 pub fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
     let g = tx.global();
     let mut removed = 0;
+    let mut released = Released::default();
     for (id, m) in g.list::<Message>()? {
         if m.user_id == user {
             g.delete::<Message>(id)?;
-            g.remove::<Pending>(id)?;
+            clear_due(tx, &lane_of(id, &m.target), id)?;
+            released.add(&m.target);
             removed += 1;
         }
     }
+    released.apply(tx)?;
     Ok(removed)
 }
 
-/// Removes finished messages created before `cutoff`. Returns how many.
+/// Removes finished messages created before `cutoff`, and the envelopes no message names any
+/// more. Returns how many messages.
 pub async fn purge(engine: &Engine, cutoff: Timestamp) -> mycorrhizal_engine::Result<u64> {
     engine
         .write_async(move |tx| {
             let g = tx.global();
             let mut removed = 0;
+            let mut released = Released::default();
             for (id, m) in g.list::<Message>()? {
                 if m.status != Status::Pending && m.created_at < cutoff {
                     g.delete::<Message>(id)?;
+                    released.add(&m.target);
                     removed += 1;
                 }
             }
+            released.apply(tx)?;
             Ok(removed)
         })
         .await

@@ -209,8 +209,8 @@ pub async fn send_test(state: &AppState, user: u64, id: u64) -> Result<DeliveryV
             }
             let key = uuid::Uuid::new_v4().to_string();
             let body = envelope(&key, "test", tx.now(), json!({ "message": "This is a test delivery." }));
-            let mid =
-                outbox::enqueue(tx, user, Target::Webhook { webhook_id: id, event: "test".into(), body }, Some(key))?;
+            let queued = outbox::enqueue_event(tx, user, &[id], "test", &key, body)?;
+            let [mid] = queued[..] else { return Ok(Err(Error::NotFound)) };
             let m: Message = tx.global().get(mid)?;
             Ok(DeliveryView::of(mid, &m).ok_or(Error::NotFound))
         })
@@ -227,9 +227,7 @@ pub fn deliveries(state: &AppState, user: u64, id: u64, limit: usize) -> Result<
         .global()?
         .list::<Message>()?
         .iter()
-        .filter(|(_, m)| {
-            m.user_id == user && matches!(m.target, Target::Webhook { webhook_id, .. } if webhook_id == id)
-        })
+        .filter(|(_, m)| m.user_id == user && m.target.webhook().is_some_and(|(webhook_id, _)| webhook_id == id))
         .filter_map(|(mid, m)| DeliveryView::of(*mid, m))
         .collect();
     deliveries.reverse();
@@ -251,11 +249,24 @@ pub async fn redeliver(state: &AppState, user: u64, id: u64, delivery: u64) -> R
                 Err(mycorrhizal_engine::Error::NotFound) => return Ok(Err(Error::NotFound)),
                 Err(e) => return Err(e),
             };
-            let Target::Webhook { webhook_id, event, body } = &old.target else { return Ok(Err(Error::NotFound)) };
-            if old.user_id != user || *webhook_id != id {
+            let Some((webhook_id, _)) = old.target.webhook() else { return Ok(Err(Error::NotFound)) };
+            if old.user_id != user || webhook_id != id {
                 return Ok(Err(Error::NotFound));
             }
-            let target = Target::Webhook { webhook_id: id, event: event.clone(), body: body.clone() };
+            // The same envelope: one more delivery names the stored one (or, for a row that
+            // holds its own, a copy of it).
+            if let Some(envelope) = old.target.envelope() {
+                outbox::share_envelope(tx, envelope)?;
+            }
+            let target = match &old.target {
+                Target::WebhookEvent { event, envelope, .. } => {
+                    Target::WebhookEvent { webhook_id: id, event: event.clone(), envelope: *envelope }
+                }
+                Target::Webhook { event, body, .. } => {
+                    Target::Webhook { webhook_id: id, event: event.clone(), body: body.clone() }
+                }
+                _ => return Ok(Err(Error::NotFound)),
+            };
             let mid = outbox::enqueue(tx, user, target, Some(old.key.clone()))?;
             let m: Message = tx.global().get(mid)?;
             Ok(DeliveryView::of(mid, &m).ok_or(Error::NotFound))

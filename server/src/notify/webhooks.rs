@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use utoipa::ToSchema;
 
-use super::outbox::{self, Message, Signal, Status, Target};
+use super::outbox::{self, Message, Signal, Status};
 use crate::auth::keys::DataKey;
 
 /// Events that do not come from a record change.
@@ -178,10 +178,10 @@ pub struct DeliveryView {
 
 impl DeliveryView {
     pub(super) fn of(id: u64, m: &Message) -> Option<DeliveryView> {
-        let Target::Webhook { event, .. } = &m.target else { return None };
+        let (_, event) = m.target.webhook()?;
         Some(DeliveryView {
             id,
-            event: event.clone(),
+            event: event.to_string(),
             event_id: m.key.clone(),
             status: m.status.as_str().to_string(),
             will_retry: m.status == Status::Pending,
@@ -241,7 +241,8 @@ pub fn envelope(key: &str, event: &str, at: Timestamp, data: Value) -> String {
 }
 
 /// Queues `event` with `data` to each of `user`'s active webhooks subscribed to it, inside `tx`
-/// (the cause's transaction). Returns how many deliveries were queued.
+/// (the cause's transaction): the envelope once, a small row per webhook naming it
+/// (`outbox::enqueue_event`). Returns how many deliveries were queued.
 pub fn publish(tx: &Tx<'_>, user: u64, event: &str, data: &dyn Fn() -> Value) -> mycorrhizal_engine::Result<usize> {
     let Some(bytes) = tx.global().map_get(SUBS_TABLE, &user.to_string())? else { return Ok(0) };
     let subs: Subscriptions = mycorrhizal_engine::codec::decode(SUBS_TABLE, &bytes)?;
@@ -252,11 +253,7 @@ pub fn publish(tx: &Tx<'_>, user: u64, event: &str, data: &dyn Fn() -> Value) ->
     }
     let key = uuid::Uuid::new_v4().to_string();
     let body = envelope(&key, event, tx.now(), data());
-    for webhook_id in &targets {
-        let target = Target::Webhook { webhook_id: *webhook_id, event: event.to_string(), body: body.clone() };
-        outbox::enqueue(tx, user, target, Some(key.clone()))?;
-    }
-    Ok(targets.len())
+    Ok(outbox::enqueue_event(tx, user, &targets, event, &key, body)?.len())
 }
 
 /// A record's stored body as the `data` of its event: the row's fields, with the contact's

@@ -1,4 +1,5 @@
-//! The outbox's delivery worker: each round takes what is due from `sys:outbox_pending`, delivers
+//! The outbox's delivery worker: each round takes what is due from the pending side
+//! (`outbox::DUE_TABLE`), delivers
 //! each lane's messages in order (lanes side by side, `deliver::attempt` for one attempt) and
 //! records every outcome of the round in one write, with the retry schedule of `outbox`. The
 //! rows, their schedule and `enqueue` are `outbox`'s; this file is the only part that needs the
@@ -10,14 +11,13 @@
 //! what it left is the next round's. Tests step rounds with [`deliver_once`], which never gives
 //! way.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use mycorrhizal_engine::Engine;
 
 use super::deliver;
-use super::outbox::{Attempt, Message, Pending, Status, next_attempt};
+use super::outbox::{self, Attempt, Message, Status, next_attempt};
 use crate::ops::events::{Event, emit};
 use crate::state::AppState;
 
@@ -76,43 +76,49 @@ async fn round(state: &AppState, pace: Pace) -> usize {
 
 /// The lanes due now, in the order of their oldest message, at most [`LANES_AT_ONCE`], each with
 /// its due messages in id order up to its first one not yet due (at most [`LANE_BATCH`]).
-/// Reads `sys:outbox_pending` in id order and stops as soon as nothing further could join the
-/// round (every lane slot taken, each taken lane full or held back), so a backlog of due
-/// messages is not read whole every round.
+/// Reads the pending side by lane (`outbox::DUE_TABLE`): one seek per lane to its oldest
+/// message, then, for each lane taken, only the messages it delivers; a backlog is never read
+/// whole.
 fn due_lanes(engine: &Engine, now: Timestamp) -> mycorrhizal_engine::Result<Vec<Vec<u64>>> {
-    // A lane seen so far: Some(i) while it still takes messages (due[i]), None once it is full,
-    // held back behind a message not yet due, or left for a later round.
-    let mut seen: HashMap<String, Option<usize>> = HashMap::new();
-    let mut due: Vec<Vec<u64>> = Vec::new();
-    let mut open = 0usize;
-    engine.global()?.scan::<Pending>(|id, p| {
-        match seen.get(&p.lane).copied() {
-            Some(None) => {}
-            Some(Some(i)) => {
-                if p.due <= now {
-                    due[i].push(id);
-                }
-                if p.due > now || due[i].len() >= LANE_BATCH {
-                    open -= 1;
-                    seen.insert(p.lane, None);
-                }
+    let view = engine.global()?;
+    // Each lane's oldest pending message: (id, lane, due).
+    let mut heads: Vec<(u64, String, Timestamp)> = Vec::new();
+    let mut from = String::new();
+    loop {
+        let mut next: Option<Result<(u64, String, Timestamp), String>> = None;
+        view.map_scan(outbox::DUE_TABLE, &from, |key, value| {
+            next = Some(match outbox::due_entry(key, value) {
+                Some((lane, id, due)) => Ok((id, lane.to_string(), due)),
+                None => Err(key.to_string()),
+            });
+            false
+        })?;
+        match next {
+            None => break,
+            Some(Ok(head)) => {
+                // Past the lane's last key: `\0` ends a lane's name in every key, `\u{1}` sorts after.
+                from = format!("{}\u{1}", head.1);
+                heads.push(head);
             }
-            None => {
-                if p.due <= now && due.len() < LANES_AT_ONCE {
-                    due.push(vec![id]);
-                    if LANE_BATCH > 1 {
-                        open += 1;
-                        seen.insert(p.lane, Some(due.len() - 1));
-                    } else {
-                        seen.insert(p.lane, None);
-                    }
-                } else {
-                    seen.insert(p.lane, None);
-                }
+            Some(Err(key)) => {
+                tracing::error!(event = "outbox_entry_unreadable", component = "notification", key = %key.escape_debug());
+                from = format!("{key}\u{0}");
             }
         }
-        due.len() < LANES_AT_ONCE || open > 0
-    })?;
+    }
+    heads.sort_unstable_by_key(|(id, _, _)| *id);
+    let mut due = Vec::new();
+    for (_, lane, _) in heads.into_iter().filter(|(_, _, at)| *at <= now).take(LANES_AT_ONCE) {
+        let mut ids = Vec::new();
+        view.map_scan(outbox::DUE_TABLE, &format!("{lane}\u{0}"), |key, value| match outbox::due_entry(key, value) {
+            Some((l, id, at)) if l == lane && at <= now => {
+                ids.push(id);
+                ids.len() < LANE_BATCH
+            }
+            _ => false,
+        })?;
+        due.push(ids);
+    }
     Ok(due)
 }
 
@@ -124,12 +130,26 @@ async fn deliver_lane(state: &AppState, ids: Vec<u64>, pace: Pace) -> Vec<(u64, 
         if pace == Pace::Yielding && outcomes.len() >= MIN_PER_LANE && state.engine.queued_writes() > 0 {
             break;
         }
-        let Ok(Ok(message)) = state.blocking(move |engine| engine.global()?.get::<Message>(id)).await else {
-            continue;
+        // The row and, for a webhook event, its envelope, in one read: `Some(None)` is a pending
+        // delivery whose envelope is gone (it can never be made).
+        let read = state
+            .blocking(move |engine| -> mycorrhizal_engine::Result<Option<Option<Message>>> {
+                let view = engine.global()?;
+                let message = view.get::<Message>(id)?;
+                if message.status != Status::Pending {
+                    return Ok(None);
+                }
+                outbox::with_envelope(&view, message).map(Some)
+            })
+            .await;
+        let message = match read {
+            Ok(Ok(Some(Some(message)))) => message,
+            Ok(Ok(Some(None))) => {
+                outcomes.push((id, Attempt::Permanent { status: None, error: "the event's envelope is gone".into() }));
+                break;
+            }
+            _ => continue,
         };
-        if message.status != Status::Pending {
-            continue;
-        }
         let attempt = deliver::attempt(state, &message).await;
         let stop = !matches!(attempt, Attempt::Delivered { .. });
         outcomes.push((id, attempt));
@@ -182,18 +202,19 @@ async fn record(state: &AppState, outcomes: Vec<(u64, Attempt)>) {
                         delivered: status == Status::Delivered,
                     });
                 };
+                let lane = outbox::lane_of(*id, &m.target);
                 match attempt {
                     Attempt::Delivered { status } => {
                         m.last_status = *status;
                         m.last_error = None;
                         done(&mut m, Status::Delivered);
-                        g.remove::<Pending>(*id)?;
+                        outbox::clear_due(tx, &lane, *id)?;
                     }
                     Attempt::Permanent { status, error } => {
                         m.last_status = *status;
                         m.last_error = Some(format!("{error}; will not retry"));
                         done(&mut m, Status::Failed);
-                        g.remove::<Pending>(*id)?;
+                        outbox::clear_due(tx, &lane, *id)?;
                     }
                     Attempt::Retry { status, error, retry_after } => {
                         m.last_status = *status;
@@ -201,15 +222,13 @@ async fn record(state: &AppState, outcomes: Vec<(u64, Attempt)>) {
                             Some(at) => {
                                 m.last_error = Some(error.clone());
                                 m.next_attempt_at = at;
-                                let mut p: Pending = g.get(*id)?;
-                                p.due = at;
-                                g.put(*id, &p)?;
+                                outbox::set_due(tx, &lane, *id, at)?;
                             }
                             None => {
                                 m.last_error =
                                     Some(format!("{error}; gave up after {} attempts, will not retry", m.attempts));
                                 done(&mut m, Status::Failed);
-                                g.remove::<Pending>(*id)?;
+                                outbox::clear_due(tx, &lane, *id)?;
                             }
                         }
                     }
@@ -251,6 +270,63 @@ async fn give_way(engine: &Engine) {
     while engine.queued_writes() > 0 && Instant::now() < until {
         tokio::time::sleep(DEFER_POLL).await;
     }
+}
+
+/// How much lower than the rest of the server the delivery worker's threads run: a nice value
+/// added to the server's (Linux keeps it per thread). Like the search indexer's: a delivery may
+/// wait a little, a request must not; when the cores are idle the worker gets them all.
+const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (at most to 19, the lowest). Where
+/// that is refused, the thread keeps its priority: deliveries are then as fast as before.
+fn background_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let me = Some(rustix::thread::gettid());
+        let now = rustix::process::getpriority_process(me).unwrap_or(0);
+        if let Err(e) = rustix::process::setpriority_process(me, (now + BACKGROUND_NICE).min(19)) {
+            tracing::debug!(event = "outbox_priority_unchanged", component = "notification", error = %e);
+        }
+    }
+}
+
+/// The running worker ([`start`]): dropping it stops the worker (at its next await).
+#[must_use = "dropping it stops the worker"]
+pub struct Running {
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+/// Starts the worker ([`run`]) on a thread of its own, with a runtime of its own, at background
+/// priority ([`BACKGROUND_NICE`], its blocking-pool threads too): its HTTP work, its reads of the
+/// outbox and the signing compete with the user's requests only for what they leave. Outcomes
+/// are still written by the engine's one writer. Where no thread can be made, it runs on the
+/// caller's runtime instead.
+pub fn start(state: AppState) -> Running {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new().name("outbox-worker".into());
+    let worker = state.clone();
+    let spawned = thread.spawn(move || {
+        background_priority();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .thread_name("outbox-blocking")
+            .on_thread_start(background_priority)
+            .build();
+        match runtime {
+            Ok(runtime) => runtime.block_on(async move {
+                tokio::select! {
+                    _ = run(worker) => {}
+                    _ = stopped => {}
+                }
+            }),
+            Err(e) => tracing::error!(event = "outbox_worker_failed", component = "notification", error = %e),
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::error!(event = "outbox_worker_thread_failed", component = "notification", error = %e);
+        tokio::spawn(run(state));
+    }
+    Running { _stop: stop }
 }
 
 /// The worker: delivers what is due, again at once while there was work, otherwise when woken
