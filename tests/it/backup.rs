@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mycorrhizal::backup;
 use serde_json::Value;
 
 use crate::crm::new_contact;
@@ -20,7 +21,7 @@ fn backups_in(dir: &Path) -> Vec<PathBuf> {
         .map(|d| {
             d.flatten()
                 .map(|e| e.path())
-                .filter(|p| p.to_str().is_some_and(|p| p.ends_with(".redb") || p.ends_with(".redb.lz4")))
+                .filter(|p| p.to_str().is_some_and(|p| backup::BACKUP_EXTENSIONS.iter().any(|e| p.ends_with(e))))
                 .collect()
         })
         .unwrap_or_default();
@@ -193,6 +194,70 @@ async fn restore_is_refused_while_the_server_runs_and_keeps_what_it_replaces() {
     assert_eq!(ada.get(&format!("/api/v1/contacts/{after}")).await.status(), 404, "rolled back to the backup");
     let list: Value = ada.get("/api/v1/contacts").await.json().await.expect("list");
     assert_eq!(list["total"], 1, "{list}");
+}
+
+#[tokio::test]
+async fn a_backup_in_the_earlier_redb_frame_form_still_verifies_and_restores() {
+    let instance = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let id = new_contact(&ada, "Ottoline", "Oldform").await["id"].as_u64().expect("id");
+    assert!(server.terminate().success());
+    // Written as builds before the record stream wrote backups: the database copied into a redb
+    // file stored as one LZ4 frame (manifest format 1), then signed.
+    let out = instance.dir.path().join("old-form");
+    let snapshot = mycorrhizal_engine::snapshot::write_from_file(
+        &instance.database(),
+        &out,
+        backup::LABEL,
+        jiff::Timestamp::now(),
+        mycorrhizal_engine::snapshot::Encoding::Lz4,
+        &mut |_| {},
+    )
+    .expect("an old-form backup");
+    assert!(snapshot.path.display().to_string().ends_with(".redb.lz4"));
+    assert_eq!(snapshot.manifest.format, mycorrhizal_engine::snapshot::MANIFEST_FORMAT);
+    let config =
+        mycorrhizal::config::Config::load(mycorrhizal::config::Env::from_map(instance.env.clone())).expect("config");
+    backup::sign_existing(&snapshot.path, &backup::Signer::from_config(&config).expect("signer")).expect("sign");
+
+    let (status, output) = instance.run_args(&["verify", &snapshot.path.display().to_string()]);
+    assert_eq!(code(status), 0, "{output}");
+    let target = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let (status, output) = target.run_args(&["restore", &snapshot.path.display().to_string()]);
+    assert_eq!(code(status), 0, "{output}");
+    let server = target.spawn();
+    let ada = server.sign_in("ada", PASSWORD).await;
+    assert_eq!(ada.get(&format!("/api/v1/contacts/{id}")).await.status(), 200);
+    let found: Value = ada.get("/api/v1/search?q=Oldform").await.json().await.expect("search");
+    assert_eq!(found["totals"]["contacts"], 1, "{found}");
+}
+
+#[tokio::test]
+async fn a_backup_is_a_record_stream_that_a_changed_record_cannot_pass() {
+    let instance = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    new_contact(&ada, "Stream", "Keeper").await;
+    assert!(server.terminate().success());
+    let (status, output) = instance.run_args(&["backup"]);
+    assert_eq!(code(status), 0, "{output}");
+    let backup = backups_in(&instance.data_dir().join("backups")).pop().expect("a backup");
+    assert!(backup.display().to_string().ends_with(".rows.lz4"), "{}", backup.display());
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(manifest_of(&backup)).expect("manifest")).expect("json");
+    assert_eq!(manifest["format"], "mycorrhizal-snapshot/2", "{manifest}");
+    assert_eq!(manifest["encoding"], "rows-lz4", "{manifest}");
+    // The file is a standard LZ4 frame of the record stream.
+    let mut stream = Vec::new();
+    std::io::Read::read_to_end(
+        &mut lz4_flex::frame::FrameDecoder::new(std::fs::File::open(&backup).expect("open")),
+        &mut stream,
+    )
+    .expect("decodes");
+    let summary = mycorrhizal_engine::rows::check_bytes(&stream).expect("a well-formed stream");
+    assert_eq!(summary.tables.get("rec:contact"), Some(&1));
+    assert_eq!(serde_json::to_value(&summary.tables).expect("json"), manifest["tables"]);
 }
 
 #[tokio::test]
