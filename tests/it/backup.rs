@@ -360,6 +360,92 @@ async fn the_integrity_check_finds_an_edited_audit_event() {
     assert!(failures(&report).contains(&("audit_chain.broken_users".into(), 1)), "{report}");
 }
 
+/// The receiver's requests for `event`, waiting (bounded) for the delivery worker to send
+/// `expected` of them.
+async fn deliveries_of(receiver: &crate::webhooks::Receiver, event: &str, expected: usize) -> Vec<Value> {
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got =
+            receiver.got.lock().expect("lock").iter().map(|r| r.json()).filter(|body| body["event"] == event).collect();
+        if got.len() >= expected {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    got
+}
+
+#[tokio::test]
+async fn a_failed_integrity_pass_and_a_failed_drill_reach_the_admins_webhooks() {
+    let receiver = crate::webhooks::Receiver::start().await;
+    let instance = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let backups = instance.dir.path().join("backups");
+    let instance = instance.with("BACKUP_DIR", &backups.display().to_string());
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    let events = ["db.integrity_check_failed", "db.restore_drill_failed"];
+    let listed: Value = bob.get("/api/v1/webhooks/events").await.json().await.expect("events");
+    assert!(events.iter().all(|e| listed["events"].as_array().expect("list").contains(&Value::from(*e))), "{listed}");
+    // Instance events are for admins: anyone else's subscription is refused, naming the field.
+    for event in events {
+        let refused = bob.post("/api/v1/webhooks", serde_json::json!({ "url": receiver.url, "events": [event] })).await;
+        assert_eq!(refused.status(), 400, "{event}");
+        let body: Value = refused.json().await.expect("error");
+        assert_eq!(body["details"]["field"], "events", "{body}");
+    }
+    let made =
+        bob.post("/api/v1/webhooks", serde_json::json!({ "url": receiver.url, "events": ["contact.created"] })).await;
+    assert_eq!(made.status(), 201);
+    let made = made.json::<Value>().await.expect("webhook");
+    let widened = bob
+        .send(
+            reqwest::Method::PATCH,
+            &format!("/api/v1/webhooks/{}", made["id"]),
+            serde_json::json!({ "events": ["db.restore_drill_failed"] }),
+        )
+        .await;
+    assert_eq!(widened.status(), 400, "an update may not add one either");
+    let made = ada.post("/api/v1/webhooks", serde_json::json!({ "url": receiver.url, "events": events })).await;
+    assert_eq!(made.status(), 201);
+    new_contact(&ada, "Audit", "Trail").await;
+    assert!(server.terminate().success());
+
+    mycorrhizal_engine::audit::tamper_for_tests(&instance.database(), ada.id).expect("edit an audit event");
+    let server = instance.spawn();
+    let report = integrity(&server).await;
+    assert_eq!(report["status"], "failed", "{report}");
+    // One delivery per pass that did not pass, naming it and nothing else.
+    let failed: Vec<Value> = report["passes"]
+        .as_array()
+        .expect("passes")
+        .iter()
+        .filter(|p| p["status"] != "ok")
+        .map(|p| serde_json::json!({ "kind": p["name"] }))
+        .collect();
+    assert!(failed.contains(&serde_json::json!({ "kind": "audit_chain" })), "{report}");
+    let delivered = deliveries_of(&receiver, "db.integrity_check_failed", failed.len()).await;
+    let data: Vec<Value> = delivered.iter().map(|d| d["data"].clone()).collect();
+    assert_eq!(data, failed, "{delivered:?}");
+
+    let ada = server.sign_in("ada", PASSWORD).await;
+    let run: Value = ada.post("/api/v1/admin/trigger-backup", serde_json::json!({})).await.json().await.expect("run");
+    assert_eq!(run["result"], "success", "{run}");
+    let backup = backups_in(&backups).pop().expect("a backup");
+    let mut bytes = std::fs::read(&backup).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(&backup, bytes).expect("write");
+    let run: Value =
+        ada.post("/api/v1/admin/trigger-restore-drill", serde_json::json!({})).await.json().await.expect("run");
+    assert_eq!(run["result"], "failure", "{run}");
+    let delivered = deliveries_of(&receiver, "db.restore_drill_failed", 1).await;
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert_eq!(delivered[0]["data"], serde_json::json!({}), "nothing beyond the event: {delivered:?}");
+    let all = receiver.got.lock().expect("lock").len();
+    assert_eq!(all, failed.len() + 1, "bob's webhook heard nothing of the instance");
+}
+
 #[tokio::test]
 async fn the_healthcheck_command_asks_the_server_on_its_bind_address() {
     let instance = Instance::new();
