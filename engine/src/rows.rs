@@ -252,7 +252,7 @@ pub(crate) fn write(
             put_len(out, value.len() as u64)?;
             out.write_all(value)?;
             written += 1;
-            if written % PROGRESS_EVERY == 0 {
+            if written.is_multiple_of(PROGRESS_EVERY) {
                 progress(written, rows_total);
             }
             Ok(())
@@ -278,11 +278,14 @@ pub(crate) fn write(
     Ok(counts)
 }
 
+/// What [`scan`] hands each row to: its key and value as stored.
+type EachRow<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
+
 /// Hands every row of the table `name` (key type `K`, value type `V`) to `each` as stored bytes.
 fn scan<K: Key + 'static, V: Value + 'static>(
     read: &ReadTransaction,
     name: &str,
-    each: &mut dyn FnMut(&[u8], &[u8]) -> Result<()>,
+    each: &mut EachRow<'_>,
 ) -> Result<u64> {
     let table = read.open_table(TableDefinition::<Raw<K>, Raw<V>>::new(name))?;
     let mut rows = 0;
