@@ -246,3 +246,218 @@ impl StorageBackend for FramePages {
         Err(read_only())
     }
 }
+
+/// The header of the frames this program writes: lz4_flex's own (a standard frame of
+/// independent 256 KB blocks, no content checksum), taken from the frame of no bytes less its
+/// end mark.
+pub(crate) fn header() -> io::Result<Vec<u8>> {
+    let info = lz4_flex::frame::FrameInfo::new()
+        .block_size(lz4_flex::frame::BlockSize::Max256KB)
+        .block_mode(lz4_flex::frame::BlockMode::Independent);
+    let mut header =
+        lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new()).finish().map_err(io::Error::other)?;
+    if !header.starts_with(&LZ4_MAGIC) || !header.ends_with(&[0, 0, 0, 0]) {
+        return Err(io::Error::other("unexpected LZ4 frame header"));
+    }
+    header.truncate(header.len() - 4);
+    Ok(header)
+}
+
+/// The block size of the frames written (the header's `Max256KB`).
+pub(crate) const BLOCK: usize = 256 << 10;
+
+/// A block handed to the compressing threads, by its place in the frame.
+type Job = (u64, Vec<u8>);
+/// A block compressed: its place, its bytes, and what to store (`None`: the bytes themselves,
+/// as they did not shrink).
+type Done = (u64, Vec<u8>, Option<Vec<u8>>);
+
+/// Writes one LZ4 frame (the standard format: `lz4 -d` reads it) to a file while the caller
+/// produces its content: each full 256 KB block goes to one of up to two compressing threads, and
+/// a writing thread stores the blocks in order, hashing the stored bytes as they pass, so
+/// reading the content, compressing it and writing it overlap. [`FrameWriter::finish`] writes
+/// the end mark, syncs the file and returns the stored bytes' SHA-256 and size.
+pub(crate) struct FrameWriter {
+    block: Vec<u8>,
+    next: u64,
+    work: Option<std::sync::mpsc::SyncSender<Job>>,
+    /// Blocks the writing thread is done with, for reuse.
+    spare: std::sync::mpsc::Receiver<Vec<u8>>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    sink: Option<std::thread::JoinHandle<io::Result<(String, u64)>>>,
+}
+
+impl FrameWriter {
+    pub fn create(path: &Path) -> io::Result<FrameWriter> {
+        use std::sync::mpsc::{channel, sync_channel};
+        let mut file = std::io::BufWriter::with_capacity(1 << 20, File::create(path)?);
+        let header = header()?;
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 2);
+        let (work, jobs) = sync_channel::<Job>(2 * threads);
+        let jobs = std::sync::Arc::new(Mutex::new(jobs));
+        let (done, finished) = channel::<Done>();
+        let (give_back, spare) = channel::<Vec<u8>>();
+        let workers = (0..threads)
+            .map(|i| {
+                let (jobs, done) = (jobs.clone(), done.clone());
+                std::thread::Builder::new().name(format!("backup-lz4-{i}")).spawn(move || {
+                    let bound = lz4_flex::block::get_maximum_output_size(BLOCK);
+                    loop {
+                        let job = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let Ok((at, block)) = job else { break };
+                        let mut out = vec![0u8; bound];
+                        let stored = match lz4_flex::block::compress_into(&block, &mut out) {
+                            Ok(n) if n < block.len() => {
+                                out.truncate(n);
+                                Some(out)
+                            }
+                            _ => None,
+                        };
+                        if done.send((at, block, stored)).is_err() {
+                            break;
+                        }
+                    }
+                })
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        drop(done);
+        let sink = std::thread::Builder::new().name("backup-write".into()).spawn(move || {
+            let mut hasher = Sha256::new();
+            let mut size = 0u64;
+            let mut put = |file: &mut std::io::BufWriter<File>, bytes: &[u8]| -> io::Result<()> {
+                use std::io::Write;
+                file.write_all(bytes)?;
+                hasher.update(bytes);
+                size += bytes.len() as u64;
+                Ok(())
+            };
+            put(&mut file, &header)?;
+            let mut waiting = std::collections::BTreeMap::new();
+            let mut expected = 0u64;
+            for (at, block, stored) in finished {
+                waiting.insert(at, (block, stored));
+                while let Some((block, stored)) = waiting.remove(&expected) {
+                    // A block that does not shrink is stored as it is (the size's high bit says so).
+                    match &stored {
+                        Some(out) => {
+                            put(&mut file, &(out.len() as u32).to_le_bytes())?;
+                            put(&mut file, out)?;
+                        }
+                        None => {
+                            put(&mut file, &(block.len() as u32 | 0x8000_0000).to_le_bytes())?;
+                            put(&mut file, &block)?;
+                        }
+                    }
+                    let _ = give_back.send(block);
+                    expected += 1;
+                }
+            }
+            if !waiting.is_empty() {
+                return Err(io::Error::other("an LZ4 compression thread stopped"));
+            }
+            // The end mark.
+            put(&mut file, &[0, 0, 0, 0])?;
+            let file = file.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()?;
+            Ok((hex::encode(hasher.finalize()), size))
+        })?;
+        Ok(FrameWriter {
+            block: Vec::with_capacity(BLOCK),
+            next: 0,
+            work: Some(work),
+            spare,
+            workers,
+            sink: Some(sink),
+        })
+    }
+
+    /// Hands the full current block to the compressing threads.
+    fn send(&mut self) -> io::Result<()> {
+        let fresh = self.spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(BLOCK));
+        let block = std::mem::replace(&mut self.block, fresh);
+        self.block.clear();
+        let sent = self.work.as_ref().map(|w| w.send((self.next, block)).is_ok()).unwrap_or(false);
+        self.next += 1;
+        if sent {
+            Ok(())
+        } else {
+            Err(self.stop().err().unwrap_or_else(|| io::Error::other("the backup writer stopped")))
+        }
+    }
+
+    /// Stops the threads; the writing thread's outcome.
+    fn stop(&mut self) -> io::Result<(String, u64)> {
+        self.work = None;
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+        match self.sink.take() {
+            Some(sink) => sink.join().unwrap_or_else(|_| Err(io::Error::other("the backup writer panicked"))),
+            None => Err(io::Error::other("the backup writer stopped")),
+        }
+    }
+
+    /// Writes the last block and the end mark, syncs the file; the stored bytes' SHA-256 (hex)
+    /// and size.
+    pub fn finish(mut self) -> io::Result<(String, u64)> {
+        if !self.block.is_empty() {
+            self.send()?;
+        }
+        self.stop()
+    }
+}
+
+impl std::io::Write for FrameWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = (BLOCK - self.block.len()).min(buf.len());
+        self.block.extend_from_slice(&buf[..n]);
+        if self.block.len() == BLOCK {
+            self.send()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for FrameWriter {
+    fn drop(&mut self) {
+        // Dropped unfinished (an error on the way): the threads end with their channels.
+        self.work = None;
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+        if let Some(sink) = self.sink.take() {
+            let _ = sink.join();
+        }
+    }
+}
+
+/// Reads an LZ4 frame file's decoded content while hashing its stored bytes: the digest of the
+/// whole file once [`Decoded::finish`] has read what the decoder left.
+pub(crate) struct Decoded {
+    decoder: std::io::BufReader<lz4_flex::frame::FrameDecoder<Hashed<BufReader<File>>>>,
+}
+
+impl Decoded {
+    pub fn open(path: &Path) -> io::Result<Decoded> {
+        let hashed =
+            Hashed { inner: BufReader::with_capacity(1 << 20, File::open(path)?), hasher: Sha256::new(), at: 0 };
+        Ok(Decoded { decoder: std::io::BufReader::with_capacity(1 << 16, lz4_flex::frame::FrameDecoder::new(hashed)) })
+    }
+
+    /// Hashes whatever of the file is still unread; its SHA-256 (hex) and size.
+    pub fn finish(self) -> io::Result<(String, u64)> {
+        let mut hashed = self.decoder.into_inner().into_inner();
+        io::copy(&mut hashed, &mut io::sink())?;
+        Ok((hex::encode(hashed.hasher.finalize()), hashed.at))
+    }
+}
+
+impl Read for Decoded {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.decoder.read(buf)
+    }
+}

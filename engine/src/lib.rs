@@ -22,6 +22,8 @@ pub mod migrate;
 mod read;
 pub mod record;
 pub mod reindex;
+pub mod restore;
+pub mod rows;
 pub mod search;
 pub mod snapshot;
 pub mod system;

@@ -47,7 +47,7 @@ pub enum Command {
     /// count. Exit codes: 0 good, 1 not good (altered, unsigned, mismatched), 2 no such backup or
     /// bad configuration, 3 no manifest (accepted only with BACKUP_ALLOW_UNSIGNED=1).
     Verify {
-        /// The backup's `.redb` file.
+        /// The backup file (`.rows.lz4`; earlier builds' `.redb.lz4` and `.redb` too).
         backup: std::path::PathBuf,
     },
     /// Roll the whole instance back to a backup. The server must be stopped. Verifies first,
@@ -55,7 +55,7 @@ pub enum Command {
     /// does, rebuilds the search index and the derived contact columns. Exit codes as for
     /// verify, plus 4 while the server runs.
     Restore {
-        /// The backup's `.redb` file.
+        /// The backup file (`.rows.lz4`; earlier builds' `.redb.lz4` and `.redb` too).
         backup: std::path::PathBuf,
     },
     /// Ask the server on BIND_ADDR whether it is ready (GET /health/ready); exit 0 when it is.

@@ -68,12 +68,9 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
         );
     }
     let path = config.database_path();
-    let mut search = SearchOptions::new(config.data_dir.join("search"), crm::search_sources());
-    search.commit_interval = std::time::Duration::from_millis(config.search_commit_interval_ms);
-    search.writer_memory = config.search_writer_bytes;
     let options = Options {
         pre_migration_dir: Some(config.pre_migration_dir.clone()),
-        search: Some(search),
+        search: Some(search_options(config)),
         migrations: crm::migrations(),
         cache_bytes: config.db_cache_bytes,
         ..Options::default()
@@ -98,6 +95,15 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
     }
     adopt_files(&engine, &config.data_dir).await;
     Ok(engine)
+}
+
+/// How the server runs its search index (`DATA_DIR/search`, the searchable kinds, the commit
+/// interval and writer memory the configuration sets).
+pub fn search_options(config: &Config) -> SearchOptions {
+    let mut search = SearchOptions::new(config.data_dir.join("search"), crm::search_sources());
+    search.commit_interval = std::time::Duration::from_millis(config.search_commit_interval_ms);
+    search.writer_memory = config.search_writer_bytes;
+    search
 }
 
 /// Moves contact pictures and attachments an earlier version kept as files into the database

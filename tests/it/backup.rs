@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mycorrhizal::backup;
 use serde_json::Value;
 
 use crate::crm::new_contact;
@@ -20,7 +21,7 @@ fn backups_in(dir: &Path) -> Vec<PathBuf> {
         .map(|d| {
             d.flatten()
                 .map(|e| e.path())
-                .filter(|p| p.to_str().is_some_and(|p| p.ends_with(".redb") || p.ends_with(".redb.lz4")))
+                .filter(|p| p.to_str().is_some_and(|p| backup::BACKUP_EXTENSIONS.iter().any(|e| p.ends_with(e))))
                 .collect()
         })
         .unwrap_or_default();
@@ -196,6 +197,70 @@ async fn restore_is_refused_while_the_server_runs_and_keeps_what_it_replaces() {
 }
 
 #[tokio::test]
+async fn a_backup_in_the_earlier_redb_frame_form_still_verifies_and_restores() {
+    let instance = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let id = new_contact(&ada, "Ottoline", "Oldform").await["id"].as_u64().expect("id");
+    assert!(server.terminate().success());
+    // Written as builds before the record stream wrote backups: the database copied into a redb
+    // file stored as one LZ4 frame (manifest format 1), then signed.
+    let out = instance.dir.path().join("old-form");
+    let snapshot = mycorrhizal_engine::snapshot::write_from_file(
+        &instance.database(),
+        &out,
+        backup::LABEL,
+        jiff::Timestamp::now(),
+        mycorrhizal_engine::snapshot::Encoding::Lz4,
+        &mut |_| {},
+    )
+    .expect("an old-form backup");
+    assert!(snapshot.path.display().to_string().ends_with(".redb.lz4"));
+    assert_eq!(snapshot.manifest.format, mycorrhizal_engine::snapshot::MANIFEST_FORMAT);
+    let config =
+        mycorrhizal::config::Config::load(mycorrhizal::config::Env::from_map(instance.env.clone())).expect("config");
+    backup::sign_existing(&snapshot.path, &backup::Signer::from_config(&config).expect("signer")).expect("sign");
+
+    let (status, output) = instance.run_args(&["verify", &snapshot.path.display().to_string()]);
+    assert_eq!(code(status), 0, "{output}");
+    let target = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let (status, output) = target.run_args(&["restore", &snapshot.path.display().to_string()]);
+    assert_eq!(code(status), 0, "{output}");
+    let server = target.spawn();
+    let ada = server.sign_in("ada", PASSWORD).await;
+    assert_eq!(ada.get(&format!("/api/v1/contacts/{id}")).await.status(), 200);
+    let found: Value = ada.get("/api/v1/search?q=Oldform").await.json().await.expect("search");
+    assert_eq!(found["totals"]["contacts"], 1, "{found}");
+}
+
+#[tokio::test]
+async fn a_backup_is_a_record_stream_that_a_changed_record_cannot_pass() {
+    let instance = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    new_contact(&ada, "Stream", "Keeper").await;
+    assert!(server.terminate().success());
+    let (status, output) = instance.run_args(&["backup"]);
+    assert_eq!(code(status), 0, "{output}");
+    let backup = backups_in(&instance.data_dir().join("backups")).pop().expect("a backup");
+    assert!(backup.display().to_string().ends_with(".rows.lz4"), "{}", backup.display());
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(manifest_of(&backup)).expect("manifest")).expect("json");
+    assert_eq!(manifest["format"], "mycorrhizal-snapshot/2", "{manifest}");
+    assert_eq!(manifest["encoding"], "rows-lz4", "{manifest}");
+    // The file is a standard LZ4 frame of the record stream.
+    let mut stream = Vec::new();
+    std::io::Read::read_to_end(
+        &mut lz4_flex::frame::FrameDecoder::new(std::fs::File::open(&backup).expect("open")),
+        &mut stream,
+    )
+    .expect("decodes");
+    let summary = mycorrhizal_engine::rows::check_bytes(&stream).expect("a well-formed stream");
+    assert_eq!(summary.tables.get("rec:contact"), Some(&1));
+    assert_eq!(serde_json::to_value(&summary.tables).expect("json"), manifest["tables"]);
+}
+
+#[tokio::test]
 async fn the_restore_drill_passes_on_a_good_backup_and_fails_on_an_altered_one() {
     let instance = Instance::new().with("JWT_SECRET_KEY", KEY);
     let backups = instance.dir.path().join("backups");
@@ -293,6 +358,92 @@ async fn the_integrity_check_finds_an_edited_audit_event() {
     let report = integrity(&server).await;
     assert_eq!(report["status"], "failed", "{report}");
     assert!(failures(&report).contains(&("audit_chain.broken_users".into(), 1)), "{report}");
+}
+
+/// The receiver's requests for `event`, waiting (bounded) for the delivery worker to send
+/// `expected` of them.
+async fn deliveries_of(receiver: &crate::webhooks::Receiver, event: &str, expected: usize) -> Vec<Value> {
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got =
+            receiver.got.lock().expect("lock").iter().map(|r| r.json()).filter(|body| body["event"] == event).collect();
+        if got.len() >= expected {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    got
+}
+
+#[tokio::test]
+async fn a_failed_integrity_pass_and_a_failed_drill_reach_the_admins_webhooks() {
+    let receiver = crate::webhooks::Receiver::start().await;
+    let instance = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let backups = instance.dir.path().join("backups");
+    let instance = instance.with("BACKUP_DIR", &backups.display().to_string());
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    let events = ["db.integrity_check_failed", "db.restore_drill_failed"];
+    let listed: Value = bob.get("/api/v1/webhooks/events").await.json().await.expect("events");
+    assert!(events.iter().all(|e| listed["events"].as_array().expect("list").contains(&Value::from(*e))), "{listed}");
+    // Instance events are for admins: anyone else's subscription is refused, naming the field.
+    for event in events {
+        let refused = bob.post("/api/v1/webhooks", serde_json::json!({ "url": receiver.url, "events": [event] })).await;
+        assert_eq!(refused.status(), 400, "{event}");
+        let body: Value = refused.json().await.expect("error");
+        assert_eq!(body["details"]["field"], "events", "{body}");
+    }
+    let made =
+        bob.post("/api/v1/webhooks", serde_json::json!({ "url": receiver.url, "events": ["contact.created"] })).await;
+    assert_eq!(made.status(), 201);
+    let made = made.json::<Value>().await.expect("webhook");
+    let widened = bob
+        .send(
+            reqwest::Method::PATCH,
+            &format!("/api/v1/webhooks/{}", made["id"]),
+            serde_json::json!({ "events": ["db.restore_drill_failed"] }),
+        )
+        .await;
+    assert_eq!(widened.status(), 400, "an update may not add one either");
+    let made = ada.post("/api/v1/webhooks", serde_json::json!({ "url": receiver.url, "events": events })).await;
+    assert_eq!(made.status(), 201);
+    new_contact(&ada, "Audit", "Trail").await;
+    assert!(server.terminate().success());
+
+    mycorrhizal_engine::audit::tamper_for_tests(&instance.database(), ada.id).expect("edit an audit event");
+    let server = instance.spawn();
+    let report = integrity(&server).await;
+    assert_eq!(report["status"], "failed", "{report}");
+    // One delivery per pass that did not pass, naming it and nothing else.
+    let failed: Vec<Value> = report["passes"]
+        .as_array()
+        .expect("passes")
+        .iter()
+        .filter(|p| p["status"] != "ok")
+        .map(|p| serde_json::json!({ "kind": p["name"] }))
+        .collect();
+    assert!(failed.contains(&serde_json::json!({ "kind": "audit_chain" })), "{report}");
+    let delivered = deliveries_of(&receiver, "db.integrity_check_failed", failed.len()).await;
+    let data: Vec<Value> = delivered.iter().map(|d| d["data"].clone()).collect();
+    assert_eq!(data, failed, "{delivered:?}");
+
+    let ada = server.sign_in("ada", PASSWORD).await;
+    let run: Value = ada.post("/api/v1/admin/trigger-backup", serde_json::json!({})).await.json().await.expect("run");
+    assert_eq!(run["result"], "success", "{run}");
+    let backup = backups_in(&backups).pop().expect("a backup");
+    let mut bytes = std::fs::read(&backup).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(&backup, bytes).expect("write");
+    let run: Value =
+        ada.post("/api/v1/admin/trigger-restore-drill", serde_json::json!({})).await.json().await.expect("run");
+    assert_eq!(run["result"], "failure", "{run}");
+    let delivered = deliveries_of(&receiver, "db.restore_drill_failed", 1).await;
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert_eq!(delivered[0]["data"], serde_json::json!({}), "nothing beyond the event: {delivered:?}");
+    let all = receiver.got.lock().expect("lock").len();
+    assert_eq!(all, failed.len() + 1, "bob's webhook heard nothing of the instance");
 }
 
 #[tokio::test]

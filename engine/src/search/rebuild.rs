@@ -4,7 +4,8 @@
 //! which catches it up with the writes made while it was built, commits, points `CURRENT` at it
 //! and swaps readers over: searches use the old generation until that instant.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use redb::ReadableDatabase;
@@ -12,9 +13,11 @@ use tantivy::{Index, IndexWriter};
 
 use super::feed::seqs_of;
 use super::generation::{self, Built, live_of, payload_json};
+use super::handle::SearchOptions;
 use super::indexer::Indexer;
-use super::schema;
-use super::shared::Shared;
+use super::schema::{self, Fields};
+use super::shared::{Shared, document};
+use super::source::Source;
 use crate::Result;
 
 /// The least memory tantivy gives one indexing thread.
@@ -26,15 +29,7 @@ impl Shared {
         std::fs::create_dir_all(dir)?;
         let index = Index::create_in_dir(dir, self.schema.clone())?;
         schema::register_tokenizers(&index);
-        // The writer's memory is the budget of all its threads together (tantivy needs 15 MB a
-        // thread): a small budget builds on fewer threads rather than past it.
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, 4)
-            .min(self.memory / MIN_THREAD_MEMORY)
-            .max(1);
-        let mut writer: IndexWriter = index.writer_with_num_threads(threads, self.memory.max(MIN_THREAD_MEMORY))?;
+        let mut writer = build_writer(&index, self.memory)?;
         // No merging while building: the segments are merged into one once, after the swap.
         writer.set_merge_policy(Box::new(tantivy::merge_policy::NoMergePolicy));
         let txn = self.db.begin_read()?;
@@ -57,6 +52,80 @@ impl Shared {
         writer.wait_merging_threads()?;
         let live = live_of(index, dir.to_path_buf())?;
         Ok((Built { live, applied }, counts))
+    }
+}
+
+/// The writer of a build: the memory is the budget of all its threads together (tantivy needs
+/// 15 MB a thread), so a small budget builds on fewer threads rather than past it.
+fn build_writer(index: &Index, memory: usize) -> Result<IndexWriter> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 4)
+        .min(memory / MIN_THREAD_MEMORY)
+        .max(1);
+    Ok(index.writer_with_num_threads(threads, memory.max(MIN_THREAD_MEMORY))?)
+}
+
+/// A generation built from rows handed over one at a time, for a restore that builds the
+/// database from a backup's record stream: the index is built while the database is, from the
+/// same rows, instead of from the finished database afterwards. [`FromRows::finish`] commits it
+/// with the database's change-feed sequences as applied, merges it into one segment and makes it
+/// current, so opening the engine over the restored database finds it up to date.
+pub struct FromRows {
+    root: PathBuf,
+    dir: PathBuf,
+    index: Index,
+    writer: IndexWriter,
+    fields: Fields,
+    sources: Vec<Source>,
+    documents: u64,
+}
+
+impl FromRows {
+    /// Starts a generation in `options.dir` (which should hold none yet).
+    pub fn start(options: &SearchOptions) -> Result<FromRows> {
+        let (schema, fields) = schema::build();
+        let root = options.dir.clone();
+        let dir = root.join(generation::generation_name());
+        std::fs::create_dir_all(&dir)?;
+        let index = Index::create_in_dir(&dir, schema)?;
+        schema::register_tokenizers(&index);
+        let writer = build_writer(&index, options.writer_memory.max(MIN_THREAD_MEMORY))?;
+        writer.set_merge_policy(Box::new(tantivy::merge_policy::NoMergePolicy));
+        Ok(FromRows { root, dir, index, writer, fields, sources: options.sources.clone(), documents: 0 })
+    }
+
+    /// The code of the searchable kind whose record table is `table`, if any.
+    pub fn code_of(&self, table: &str) -> Option<u64> {
+        self.sources.iter().position(|s| s.records == table).map(|i| i as u64 + 1)
+    }
+
+    /// Indexes `user`'s stored row `bytes` of the kind `code` (nothing when it is deleted or not
+    /// searchable).
+    pub fn add(&mut self, code: u64, user: u64, bytes: &[u8]) -> Result<()> {
+        let Some(source) = self.sources.get((code as usize).wrapping_sub(1)) else { return Ok(()) };
+        if let Some((id, doc)) = (source.from_row)(bytes)? {
+            self.writer.add_document(document(&self.fields, &self.sources, user, code, id, &doc))?;
+            self.documents += 1;
+        }
+        Ok(())
+    }
+
+    /// Commits with `seqs` (every user's last change-feed sequence in the restored database) as
+    /// applied, merges the segments into one and points `CURRENT` at the generation. Returns the
+    /// documents indexed.
+    pub fn finish(mut self, seqs: &HashMap<u64, u64>) -> Result<u64> {
+        let mut prepared = self.writer.prepare_commit()?;
+        prepared.set_payload(&payload_json(seqs)?);
+        prepared.commit()?;
+        let segments = self.index.searchable_segment_ids()?;
+        if segments.len() > 1 {
+            self.writer.merge(&segments).wait()?;
+        }
+        self.writer.wait_merging_threads()?;
+        generation::set_current(&self.root, &self.dir)?;
+        Ok(self.documents)
     }
 }
 

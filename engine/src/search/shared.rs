@@ -56,6 +56,40 @@ pub(super) struct Shared {
     pub keys: Mutex<HashMap<tantivy::index::SegmentId, Column<u64>>>,
 }
 
+/// The contacts a row of the kind `code` belongs to: its own, plus its own id for a contact.
+pub(super) fn contacts_of(sources: &[Source], code: u64, id: u64, doc: &SearchDoc) -> Vec<u64> {
+    let mut contacts = doc.contacts.clone();
+    if sources[code as usize - 1].contact {
+        contacts.push(id);
+    }
+    contacts
+}
+
+/// The index document of `user`'s row `id` of the kind `code`.
+pub(super) fn document(
+    f: &Fields,
+    sources: &[Source],
+    user: u64,
+    code: u64,
+    id: u64,
+    doc: &SearchDoc,
+) -> TantivyDocument {
+    let mut d = TantivyDocument::default();
+    d.add_u64(f.user, user);
+    d.add_u64(f.key, schema::key(code, id));
+    for c in contacts_of(sources, code, id, doc) {
+        d.add_u64(f.contact, c);
+    }
+    // The scoping tokenizers read the scope from the head of the text (see `schema`).
+    let scope = schema::scope(user, code, doc.hidden);
+    for (text, words, grams) in [(&doc.title, f.title, f.title_grams), (&doc.body, f.body, f.body_grams)] {
+        let scoped = schema::scoped_text(&scope, text);
+        d.add_text(grams, &scoped);
+        d.add_text(words, scoped);
+    }
+    d
+}
+
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -67,29 +101,11 @@ impl Shared {
 
     /// The contacts a row belongs to: its own, plus its own id for a contact.
     pub fn contacts_of(&self, code: u64, id: u64, doc: &SearchDoc) -> Vec<u64> {
-        let mut contacts = doc.contacts.clone();
-        if self.sources[code as usize - 1].contact {
-            contacts.push(id);
-        }
-        contacts
+        contacts_of(&self.sources, code, id, doc)
     }
 
     pub fn document(&self, user: u64, code: u64, id: u64, doc: &SearchDoc) -> TantivyDocument {
-        let f = &self.fields;
-        let mut d = TantivyDocument::default();
-        d.add_u64(f.user, user);
-        d.add_u64(f.key, schema::key(code, id));
-        for c in self.contacts_of(code, id, doc) {
-            d.add_u64(f.contact, c);
-        }
-        // The scoping tokenizers read the scope from the head of the text (see `schema`).
-        let scope = schema::scope(user, code, doc.hidden);
-        for (text, words, grams) in [(&doc.title, f.title, f.title_grams), (&doc.body, f.body, f.body_grams)] {
-            let scoped = schema::scoped_text(&scope, text);
-            d.add_text(grams, &scoped);
-            d.add_text(words, scoped);
-        }
-        d
+        document(&self.fields, &self.sources, user, code, id, doc)
     }
 
     /// Commits with the applied sequences as payload, makes the commit visible to readers, then

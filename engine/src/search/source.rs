@@ -10,6 +10,7 @@ use crate::{Error, Result, codec, read, tables};
 
 type LoadFn = fn(&ReadTransaction, u64, u64) -> Result<Option<SearchDoc>>;
 type ScanFn = fn(&ReadTransaction, &mut dyn FnMut(u64, u64, SearchDoc) -> Result<()>) -> Result<()>;
+type RowFn = fn(&[u8]) -> Result<Option<(u64, SearchDoc)>>;
 
 /// A searchable record kind. Build with [`Source::of`].
 #[derive(Clone, Copy)]
@@ -21,11 +22,28 @@ pub struct Source {
     pub(super) scan: ScanFn,
     /// Rows of this kind are contacts: each belongs to itself (for `SearchRequest::contacts`).
     pub(super) contact: bool,
+    /// The kind's record table (`rec:<kind>`).
+    pub(super) records: &'static str,
+    /// A stored row of the kind (its encoded bytes) as `(id, document)`, or `None` when it is
+    /// deleted or not searchable: for a build from a backup's rows.
+    pub(super) from_row: RowFn,
 }
 
 impl Source {
     pub fn of<R: Record>() -> Source {
-        Source { kind: R::KIND.name, load: load_doc::<R>, scan: scan_docs::<R>, contact: false }
+        Source {
+            kind: R::KIND.name,
+            load: load_doc::<R>,
+            scan: scan_docs::<R>,
+            contact: false,
+            records: R::KIND.records,
+            from_row: row_doc::<R>,
+        }
+    }
+
+    /// The kind's record table (`rec:<kind>`).
+    pub fn records(&self) -> &'static str {
+        self.records
     }
 
     /// Marks the kind as the contact kind: a row is among the rows of the contacts it names.
@@ -45,6 +63,14 @@ fn load_doc<R: Record>(txn: &ReadTransaction, user: u64, id: u64) -> Result<Opti
         Err(Error::NotFound) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+fn row_doc<R: Record>(bytes: &[u8]) -> Result<Option<(u64, SearchDoc)>> {
+    let row: Row<R> = codec::decode(R::KIND.records, bytes)?;
+    if row.is_deleted() {
+        return Ok(None);
+    }
+    Ok(row.body.search_doc().map(|doc| (row.id, doc)))
 }
 
 fn scan_docs<R: Record>(txn: &ReadTransaction, f: &mut dyn FnMut(u64, u64, SearchDoc) -> Result<()>) -> Result<()> {

@@ -1,10 +1,10 @@
 //! Operator backups: the backup set, its signature, and checking one.
 //!
-//! A backup is one consistent snapshot of the database (`mycorrhizal-<UTC time>.redb`, written by
-//! the engine inside one read transaction; contact pictures and attachments are rows of it) and
-//! its `.manifest.json` beside it: format, schema version, the build, when, the file's SHA-256
-//! and size, every table's row count, live rows per user and record kind, and each user's audit
-//! chain head. The manifest is signed with HMAC-SHA256 under a key derived from the at-rest key
+//! A backup is one consistent snapshot of the database (`mycorrhizal-<UTC time>.rows.lz4`, the
+//! engine's record stream of every row, read inside one read transaction; contact pictures and
+//! attachments are rows of it) and its `.manifest.json` beside it: format, schema version, the
+//! build, when, the file's SHA-256 and size, every table's row count, live rows per user and
+//! record kind, and each user's audit chain head. The manifest is signed with HMAC-SHA256 under a key derived from the at-rest key
 //! environment (`DATA_ENCRYPTION_KEY` / `DATA_ENCRYPTION_KEY_FILE`, else `JWT_SECRET_KEY`), so
 //! verifying needs that same environment, and an altered manifest or file is refused.
 //!
@@ -29,8 +29,10 @@ use crate::auth::keys::MasterKey;
 use crate::config::Config;
 use crate::ops::events::{Event, emit};
 
-/// Backup files are `<LABEL>-<UTC time>.redb`.
+/// Backup files are `<LABEL>-<UTC time>.rows.lz4` (earlier builds wrote `.redb.lz4` and `.redb`).
 pub const LABEL: &str = "mycorrhizal";
+/// The endings of backup files, this build's first.
+pub const BACKUP_EXTENSIONS: [&str; 3] = [".rows.lz4", ".redb.lz4", ".redb"];
 const SCHEME: &str = "hmac-sha256";
 const PURPOSE: &[u8] = b"mycorrhizal backup manifest signature v1";
 
@@ -157,7 +159,7 @@ pub fn create(
     signer: &Signer,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Backup, String> {
-    let snapshot = engine.snapshot_with(dir, LABEL, Encoding::Lz4, progress).map_err(|e| e.to_string())?;
+    let snapshot = engine.snapshot_with(dir, LABEL, Encoding::Rows, progress).map_err(|e| e.to_string())?;
     seal(snapshot, signer)
 }
 
@@ -171,7 +173,7 @@ pub fn create_offline(
     if !db_path.exists() {
         return Err(format!("there is no database at {}", db_path.display()));
     }
-    let snapshot = snapshot::write_from_file(db_path, dir, LABEL, jiff::Timestamp::now(), Encoding::Lz4, progress)
+    let snapshot = snapshot::write_from_file(db_path, dir, LABEL, jiff::Timestamp::now(), Encoding::Rows, progress)
         .map_err(|e| e.to_string())?;
     seal(snapshot, signer)
 }
@@ -203,7 +205,7 @@ pub fn list(dir: &Path) -> Vec<PathBuf> {
         .filter(|path| {
             path.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&prefix) && (n.ends_with(".redb") || n.ends_with(".redb.lz4")))
+                .is_some_and(|n| n.starts_with(&prefix) && BACKUP_EXTENSIONS.iter().any(|e| n.ends_with(e)))
         })
         .collect();
     // The names carry their UTC time with fixed widths, so name order is time order.

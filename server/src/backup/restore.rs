@@ -2,15 +2,18 @@
 //!
 //! In order: verify the backup (signature, digest, counts); refuse a schema newer than this
 //! build; refuse while a server holds the data folder; move the current database and search
-//! index aside into `DATA_DIR/replaced-<UTC time>/`; copy the backup into place (written aside,
-//! fsynced, renamed); open it as start-up does (older schemas migrate behind their own
-//! pre-migration snapshot; the search index, absent now, is rebuilt from the restored rows);
+//! index aside into `DATA_DIR/replaced-<UTC time>/`; put the backup's database in place (built
+//! from its record stream aside, fsynced, renamed; for a backup of this build's schema the
+//! search index is built from the same rows at the same time; older backups are decoded); open
+//! it as start-up does (older schemas migrate behind their own pre-migration snapshot; a search
+//! index still absent is rebuilt from the restored rows);
 //! rebuild the derived contact columns; check every user's audit chain. Any failure puts the
 //! replaced files back. The replaced data stays aside afterwards (the path is reported) for the
 //! operator to remove once satisfied: a restore of the wrong backup must not cost the data it
 //! replaced.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use mycorrhizal_engine::UserId;
 
@@ -31,6 +34,8 @@ pub struct Restored {
     pub contacts_scanned: u64,
     pub contacts_updated: u64,
     pub users: usize,
+    /// How long each step took, in order (for the operator's output and the bench).
+    pub steps: Vec<(&'static str, std::time::Duration)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,9 +77,11 @@ pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreErro
     let signer = Signer::from_config(config).map_err(RestoreError::Io)?;
     let allow_unsigned = config.integrity.backup_allow_unsigned;
     let path = backup.to_path_buf();
+    let started = Instant::now();
     let verified = tokio::task::spawn_blocking(move || super::verify(&path, &signer, allow_unsigned))
         .await
         .map_err(|e| RestoreError::Io(e.to_string()))??;
+    let mut steps = vec![("verify", started.elapsed())];
     let supported = crate::crm::schema_version();
     if verified.schema_version > supported {
         return Err(RestoreError::NewerSchema { backup: verified.schema_version, supported });
@@ -84,7 +91,7 @@ pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreErro
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
     let aside = data_dir.join(format!("replaced-{stamp}"));
     let moved = move_aside(&data_dir, &db_path, &aside).map_err(|e| RestoreError::Io(e.to_string()))?;
-    match bring_back(config, &verified.path).await {
+    match bring_back(config, &verified.path, verified.schema_version, &mut steps).await {
         Ok((schema_version, counts)) => Ok(Restored {
             backup: verified,
             schema_version,
@@ -93,6 +100,7 @@ pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreErro
             contacts_scanned: counts.contacts_scanned,
             contacts_updated: counts.contacts_updated,
             users: counts.users,
+            steps,
         }),
         Err(reason) => {
             let _ = std::fs::remove_file(&db_path);
@@ -134,27 +142,50 @@ struct Counts {
     users: usize,
 }
 
-/// Copies the backup into place and opens it as start-up does.
-async fn bring_back(config: &Config, backup: &Path) -> Result<(u32, Counts), String> {
+/// Puts the backup's database in place (built from its record stream, with the search index when
+/// its schema is this build's; or decoded) and opens it as start-up does.
+async fn bring_back(
+    config: &Config,
+    backup: &Path,
+    schema_version: u32,
+    steps: &mut Vec<(&'static str, std::time::Duration)>,
+) -> Result<(u32, Counts), String> {
     let db_path = config.database_path();
+    let started = Instant::now();
     let partial = config.data_dir.join(".mycorrhizal.redb.restoring");
+    // A backup of this build's schema gets its search index built from its rows while the
+    // database is built (a record stream); an older one is migrated at open, and indexed then.
+    let search = (schema_version == crate::crm::schema_version()).then(|| crate::search_options(config));
     let (from, to) = (backup.to_path_buf(), partial.clone());
-    tokio::task::spawn_blocking(move || mycorrhizal_engine::snapshot::materialize(&from, &to, true))
+    let placed = tokio::task::spawn_blocking(move || mycorrhizal_engine::restore::restore(&from, &to, search.as_ref()))
         .await
         .map_err(|e| e.to_string())?
-        .map_err(|e| format!("cannot copy the backup into the data folder: {e}"))?;
+        .map_err(|e| format!("cannot put the backup's database in place: {e}"))?;
     std::fs::rename(&partial, &db_path).map_err(|e| e.to_string())?;
     crate::ops::fs::sync_dir(&config.data_dir).map_err(|e| e.to_string())?;
+    let indexed = placed.search_documents.is_some();
+    steps.push((if indexed { "database and search index built" } else { "database in place" }, started.elapsed()));
 
+    let started = Instant::now();
     let engine = crate::open_engine(config).await.map_err(|e| format!("{e:#}"))?;
-    let outcome = finish(engine.clone(), config.clone()).await;
+    steps.push((if indexed { "open" } else { "open (search index rebuilt)" }, started.elapsed()));
+    let outcome = finish(engine.clone(), config.clone(), steps).await;
+    let started = Instant::now();
     engine.shutdown();
+    steps.push(("shutdown", started.elapsed()));
     outcome
 }
 
-async fn finish(engine: mycorrhizal_engine::Engine, config: Config) -> Result<(u32, Counts), String> {
+async fn finish(
+    engine: mycorrhizal_engine::Engine,
+    config: Config,
+    steps: &mut Vec<(&'static str, std::time::Duration)>,
+) -> Result<(u32, Counts), String> {
+    let started = Instant::now();
     let state = AppState::build(engine.clone(), config).await?;
     let (contacts_scanned, contacts_updated) = crate::jobs::rebuild_derived(&state).await.map_err(|e| e.to_string())?;
+    steps.push(("derived columns", started.elapsed()));
+    let started = Instant::now();
     let users = state
         .blocking(|engine| {
             let users = engine.global()?.list::<Account>()?;
@@ -167,6 +198,7 @@ async fn finish(engine: mycorrhizal_engine::Engine, config: Config) -> Result<(u
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("the restored data does not check: {e}"))?;
+    steps.push(("audit chains, search flush", started.elapsed()));
     let search_documents = engine.search_status().map(|s| s.documents).unwrap_or(0);
     Ok((engine.schema_version(), Counts { search_documents, contacts_scanned, contacts_updated, users }))
 }

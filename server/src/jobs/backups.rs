@@ -34,6 +34,7 @@ pub async fn storage_sample_once(state: &AppState, trigger: Trigger) -> JobRun {
 /// fails, naming the kinds and counts.
 pub async fn integrity_once(state: &AppState, trigger: Trigger) -> (JobRun, crate::integrity::IntegrityReport) {
     let engine = state.engine.clone();
+    let state_ = state.clone();
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let work = async move {
         let report =
@@ -42,6 +43,14 @@ pub async fn integrity_once(state: &AppState, trigger: Trigger) -> (JobRun, crat
             Ok(report.passes.iter().map(|p| p.checked).sum())
         } else {
             tracing::error!(event = "integrity_check_failed", component = "app", summary = %report.summary());
+            let kinds: Vec<String> =
+                report.passes.iter().filter(|p| p.status != "ok").map(|p| p.name.clone()).collect();
+            alert_admins(
+                &state_,
+                "db.integrity_check_failed",
+                kinds.iter().map(|kind| json!({ "kind": kind })).collect(),
+            )
+            .await;
             Err(format!("integrity check {}: {}", report.status, report.summary()))
         };
         let _ = sender.send(report);
@@ -136,11 +145,33 @@ pub async fn drill_once(state: &AppState, trigger: Trigger) -> JobRun {
                     .detail(json!({ "operation": "restore_drill" }))
                     .duration_ms(took_ms);
                 emit(&state_.engine, event).await;
+                alert_admins(&state_, "db.restore_drill_failed", vec![json!({})]).await;
                 Err(e)
             }
         }
     };
     record_ran(state, RESTORE_DRILL, trigger, work).await
+}
+
+/// Queues the instance event `event` once per payload in `each` to the admins' webhooks
+/// subscribed to it, through the outbox (one write), and wakes the delivery worker. Best-effort:
+/// a failure to queue is logged and never changes the job's outcome.
+async fn alert_admins(state: &AppState, event: &'static str, each: Vec<serde_json::Value>) {
+    let queued = state
+        .engine
+        .write_async(move |tx| {
+            let mut queued = 0;
+            for data in &each {
+                queued += crate::notify::webhooks::publish_to_admins(tx, event, &|| data.clone())?;
+            }
+            Ok(queued)
+        })
+        .await;
+    match queued {
+        Ok(0) => {}
+        Ok(_) => state.outbox.signal.wake(),
+        Err(e) => tracing::warn!(event = "webhook_not_queued", component = "backup", webhook_event = event, error = %e),
+    }
 }
 
 /// Starts the schedules the configuration turns on.

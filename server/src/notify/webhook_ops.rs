@@ -8,9 +8,10 @@ use serde_json::json;
 
 use super::outbox::{self, Message, Target};
 use super::webhooks::{
-    DeliveryList, DeliveryView, EventList, MAX_WEBHOOKS, SUBS_TABLE, Subscriptions, Webhook, WebhookInput, WebhookList,
-    WebhookView, WebhookWithSecret, binding, envelope, event_names,
+    ADMIN_EVENTS, DeliveryList, DeliveryView, EventList, MAX_WEBHOOKS, SUBS_TABLE, Subscriptions, Webhook,
+    WebhookInput, WebhookList, WebhookView, WebhookWithSecret, binding, envelope, event_names,
 };
+use crate::auth::records::Account;
 use crate::crm::{Error, Result};
 use crate::state::AppState;
 
@@ -28,21 +29,44 @@ async fn check_url(state: &AppState, url: &str) -> Result<String> {
     Ok(url.to_string())
 }
 
-fn check_events(events: &[String]) -> Result<Vec<String>> {
+/// The events a webhook of `user` may subscribe to, deduplicated; the instance events
+/// ([`ADMIN_EVENTS`]) only for an admin.
+fn check_events(state: &AppState, user: u64, events: &[String]) -> Result<Vec<String>> {
     let known = event_names();
     if events.is_empty() {
         return Err(Error::invalid("events", "must name at least one event"));
     }
+    let mut admin = None;
     let mut out: Vec<String> = Vec::new();
     for e in events {
         if !known.contains(e) {
             return Err(Error::invalid("events", format!("{e:?} is not an event (see GET /webhooks/events)")));
+        }
+        if ADMIN_EVENTS.contains(&e.as_str()) {
+            let is_admin = match admin {
+                Some(is_admin) => is_admin,
+                None => *admin.insert(is_admin_account(state, user)?),
+            };
+            if !is_admin {
+                return Err(Error::invalid(
+                    "events",
+                    format!("{e:?} is an instance event, for administrators' webhooks only"),
+                ));
+            }
         }
         if !out.contains(e) {
             out.push(e.clone());
         }
     }
     Ok(out)
+}
+
+fn is_admin_account(state: &AppState, user: u64) -> Result<bool> {
+    match state.engine.global()?.get::<Account>(user) {
+        Ok(account) => Ok(account.is_admin),
+        Err(mycorrhizal_engine::Error::NotFound) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn check_description(description: Option<&str>) -> Result<String> {
@@ -86,7 +110,8 @@ pub fn events() -> EventList {
 /// Creates a webhook for `user`; the answer shows the secret, once.
 pub async fn create(state: &AppState, user: u64, input: WebhookInput) -> Result<WebhookWithSecret> {
     let url = check_url(state, input.url.as_deref().ok_or_else(|| Error::invalid("url", "is required"))?).await?;
-    let events = check_events(input.events.as_deref().ok_or_else(|| Error::invalid("events", "is required"))?)?;
+    let events =
+        check_events(state, user, input.events.as_deref().ok_or_else(|| Error::invalid("events", "is required"))?)?;
     let description = check_description(input.description.as_deref())?;
     let secret = new_secret();
     let sealed_secret = state.auth.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::Internal)?;
@@ -139,7 +164,7 @@ pub async fn update(state: &AppState, user: u64, id: u64, input: WebhookInput) -
         Some(url) => Some(check_url(state, url).await?),
         None => None,
     };
-    let events = input.events.as_deref().map(check_events).transpose()?;
+    let events = input.events.as_deref().map(|events| check_events(state, user, events)).transpose()?;
     let description = input.description.as_deref().map(|d| check_description(Some(d))).transpose()?;
     let active = input.active;
     state

@@ -37,6 +37,12 @@ use crate::auth::keys::DataKey;
 
 /// Events that do not come from a record change.
 pub const DOMAIN_EVENTS: [&str; 4] = ["test", "reminder.triggered", "birthday.occurred", "cadence.overdue"];
+/// Events about the whole instance, which only an administrator's webhooks may subscribe to
+/// (a subscription by anyone else is refused naming `events`): a scheduled integrity pass that
+/// fails (`{kind}`, the failed pass's name, e.g. `audit_chain`) and a restore drill that fails
+/// (no payload beyond the envelope). They go to the webhooks of the accounts that are admins when
+/// the event happens.
+pub const ADMIN_EVENTS: [&str; 2] = ["db.integrity_check_failed", "db.restore_drill_failed"];
 /// Most webhooks one user may have.
 pub const MAX_WEBHOOKS: usize = 20;
 /// A `map:` table, like every map table (snapshots and checks know a table's layout by its prefix).
@@ -74,6 +80,7 @@ pub fn event_names() -> Vec<String> {
         .flat_map(|k| ["created", "updated", "deleted"].map(|op| format!("{}.{op}", k.name)))
         .collect();
     names.extend(DOMAIN_EVENTS.iter().map(|e| e.to_string()));
+    names.extend(ADMIN_EVENTS.iter().map(|e| e.to_string()));
     names
 }
 
@@ -254,6 +261,19 @@ pub fn publish(tx: &Tx<'_>, user: u64, event: &str, data: &dyn Fn() -> Value) ->
     let key = uuid::Uuid::new_v4().to_string();
     let body = envelope(&key, event, tx.now(), data());
     Ok(outbox::enqueue_event(tx, user, &targets, event, &key, body)?.len())
+}
+
+/// Queues the instance event `event` (one of [`ADMIN_EVENTS`]) with `data` to the active webhooks
+/// subscribed to it of every account that is an admin now, inside `tx`. Returns how many
+/// deliveries were queued.
+pub fn publish_to_admins(tx: &Tx<'_>, event: &str, data: &dyn Fn() -> Value) -> mycorrhizal_engine::Result<usize> {
+    let mut queued = 0;
+    for (id, account) in tx.global().list::<crate::auth::records::Account>()? {
+        if account.is_admin {
+            queued += publish(tx, id, event, data)?;
+        }
+    }
+    Ok(queued)
 }
 
 /// A record's stored body as the `data` of its event: the row's fields, with the contact's
