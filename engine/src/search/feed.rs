@@ -37,26 +37,36 @@ impl Shared {
         seqs_of(&txn)
     }
 
-    /// Applies `user`'s change feed after `applied[user]` to `writer`. Returns rows re-indexed.
+    /// Applies `user`'s change feed after `applied[user]` to `writer`, at most `limit` entries of
+    /// it (in sequence order, so `applied[user]` then covers exactly what was applied). Returns
+    /// the rows re-indexed, the entries read, and whether entries remain after the limit.
     pub fn catch_up(
         &self,
         writer: &IndexWriter,
         txn: &ReadTransaction,
         applied: &mut HashMap<u64, u64>,
         user: u64,
-    ) -> Result<usize> {
+        limit: usize,
+    ) -> Result<(usize, usize, bool)> {
         let from = applied.get(&user).copied().unwrap_or(0);
         let changes = match txn.open_table(CHANGES) {
             Ok(table) => table,
-            Err(TableError::TableDoesNotExist(_)) => return Ok(0),
+            Err(TableError::TableDoesNotExist(_)) => return Ok((0, 0, false)),
             Err(e) => return Err(e.into()),
         };
         let mut touched = BTreeSet::new();
         let mut last = from;
+        let mut read = 0;
+        let mut more = false;
         for entry in changes.range((user, from + 1)..=(user, u64::MAX))? {
+            if read == limit {
+                more = true;
+                break;
+            }
             let (key, value) = entry?;
             let change: Change = codec::decode("changes", value.value())?;
             last = key.value().1;
+            read += 1;
             if let Some(code) = self.codes.get(change.kind.as_str()) {
                 touched.insert((*code, change.id));
             }
@@ -71,7 +81,7 @@ impl Shared {
         if last > from {
             applied.insert(user, last);
         }
-        Ok(touched.len())
+        Ok((touched.len(), read, more))
     }
 
     /// Catches every user up with the database, and drops users the database no longer has.
@@ -86,7 +96,7 @@ impl Shared {
         let mut rows = 0;
         for (user, seq) in seqs {
             if applied.get(&user).copied().unwrap_or(0) < seq {
-                rows += self.catch_up(writer, &txn, applied, user)?;
+                rows += self.catch_up(writer, &txn, applied, user, usize::MAX)?.0;
             }
         }
         Ok(rows)

@@ -35,11 +35,20 @@ pub struct SearchOptions {
     /// The index writer's memory budget in bytes, all its threads together (tantivy needs at
     /// least 15 MB a thread; a rebuild uses as many threads, up to four, as the budget allows).
     pub writer_memory: usize,
+    /// Change-feed entries applied between two commits while a backlog drains (an import's
+    /// rows leave the overlay this many at a time; default [`super::indexer::CHUNK`]).
+    pub backlog_chunk: usize,
 }
 
 impl SearchOptions {
     pub fn new(dir: impl Into<PathBuf>, sources: Vec<Source>) -> SearchOptions {
-        SearchOptions { dir: dir.into(), sources, commit_interval: Duration::from_millis(500), writer_memory: 48 << 20 }
+        SearchOptions {
+            dir: dir.into(),
+            sources,
+            commit_interval: Duration::from_millis(500),
+            writer_memory: 48 << 20,
+            backlog_chunk: super::indexer::CHUNK,
+        }
     }
 }
 
@@ -87,6 +96,7 @@ impl Search {
             schema,
             fields,
             interval: options.commit_interval,
+            chunk: options.backlog_chunk.max(1),
             memory: options.writer_memory.max(15 << 20),
             live: RwLock::new(Arc::new(placeholder()?)),
             overlay: Mutex::new(HashMap::new()),

@@ -1,6 +1,8 @@
 //! The indexer thread. It owns the live generation's one `IndexWriter`: it applies the batches
 //! the writer reports (through the change feed), commits every `commit_interval` or on a flush
-//! (never per write), drops a purged user's documents, and swaps in a rebuilt generation. A
+//! (never per write), and after every [`CHUNK`] change-feed entries while a backlog drains (so
+//! an import's rows leave the read-your-writes overlay a chunk at a time, not all at the end),
+//! drops a purged user's documents, and swaps in a rebuilt generation. A
 //! failed update or commit is logged and retried; searches stay right meanwhile through the
 //! overlay. It and tantivy's own indexing and merging threads run at background priority.
 
@@ -30,6 +32,13 @@ pub(super) struct Indexer {
 /// busy, requests and the durable writer go first. On a 2-core machine, importing 100,000 cards
 /// competed with about 1.7 CPU seconds of indexing and merging during the confirm.
 const BACKGROUND_NICE: i32 = 10;
+
+/// Change-feed entries applied between two commits while a backlog drains. Until a commit covers
+/// a row, every search judges it from the database (the overlay): after a 100,000-card import,
+/// committing only at the end kept all of them there for the whole catch-up, each search paying
+/// for all of them and holding their analyses in memory. Ten thousand rows make a segment of a
+/// few hundred kilobytes; a commit costs a few tens of milliseconds.
+pub(super) const CHUNK: usize = 10_000;
 
 /// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (at most to 19, the lowest). Where
 /// that is refused, the thread keeps its priority: indexing is then as fast as before, no less
@@ -70,8 +79,12 @@ impl Indexer {
         let mut dirty_since: Option<Instant> = None;
         let mut pending: BTreeSet<u64> = BTreeSet::new();
         loop {
-            let wait =
-                dirty_since.map_or(Duration::from_secs(3600), |t| self.shared.interval.saturating_sub(t.elapsed()));
+            // A backlog still pending is taken up at once; otherwise wait for news or the commit.
+            let wait = if pending.is_empty() {
+                dirty_since.map_or(Duration::from_secs(3600), |t| self.shared.interval.saturating_sub(t.elapsed()))
+            } else {
+                Duration::ZERO
+            };
             let mut stop = false;
             let mut next = match queue.recv_timeout(wait) {
                 Ok(msg) => Some(msg),
@@ -92,7 +105,7 @@ impl Indexer {
                         dirty_since.get_or_insert_with(Instant::now);
                     }
                     Msg::Flush(reply) => {
-                        let result = self.apply(&mut pending).and_then(|_| self.commit());
+                        let result = self.apply_all(&mut pending).and_then(|_| self.commit());
                         if result.is_ok() {
                             dirty_since = None;
                         }
@@ -114,10 +127,12 @@ impl Indexer {
                 }
                 next = queue.try_recv().ok();
             }
+            let mut backlog = false;
             if !pending.is_empty() {
                 match self.apply(&mut pending) {
-                    Ok(()) => {
+                    Ok(more) => {
                         dirty_since.get_or_insert_with(Instant::now);
+                        backlog = more;
                     }
                     Err(e) => {
                         // Reads stay right meanwhile (the rows stay in the overlay); retry later
@@ -127,7 +142,7 @@ impl Indexer {
                     }
                 }
             }
-            let due = dirty_since.is_some_and(|t| t.elapsed() >= self.shared.interval);
+            let due = backlog || dirty_since.is_some_and(|t| t.elapsed() >= self.shared.interval);
             if (due || stop) && dirty_since.is_some() {
                 match self.commit() {
                     Ok(()) => dirty_since = None,
@@ -148,15 +163,32 @@ impl Indexer {
         lock(&self.shared.health).0 = Some(error.to_string());
     }
 
-    fn apply(&mut self, pending: &mut BTreeSet<u64>) -> Result<()> {
+    /// Applies the pending users' change feeds, `chunk` entries at most ([`CHUNK`] by default); a user whose feed goes
+    /// on past that stays pending. Returns whether anything stays pending.
+    fn apply(&mut self, pending: &mut BTreeSet<u64>) -> Result<bool> {
         if pending.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let txn = self.shared.db.begin_read()?;
+        let mut budget = self.shared.chunk;
         while let Some(user) = pending.first().copied() {
-            self.shared.catch_up(&self.writer, &txn, &mut self.applied, user)?;
+            let (_, read, more) = self.shared.catch_up(&self.writer, &txn, &mut self.applied, user, budget)?;
+            if more {
+                return Ok(true);
+            }
             pending.remove(&user);
+            // Each user costs at least one entry of the budget, so the loop ends.
+            budget = budget.saturating_sub(read.max(1));
+            if budget == 0 {
+                break;
+            }
         }
+        Ok(!pending.is_empty())
+    }
+
+    /// Applies every pending change (a flush).
+    fn apply_all(&mut self, pending: &mut BTreeSet<u64>) -> Result<()> {
+        while self.apply(pending)? {}
         Ok(())
     }
 

@@ -42,6 +42,8 @@ pub(super) struct Shared {
     pub fields: Fields,
     /// How long indexed documents may wait for a commit.
     pub interval: Duration,
+    /// Change-feed entries between two commits while a backlog drains.
+    pub chunk: usize,
     /// The index writer's memory budget in bytes.
     pub memory: usize,
     pub live: RwLock<Arc<Live>>,

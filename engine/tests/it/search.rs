@@ -562,3 +562,34 @@ fn totals_are_exact_below_the_cap_and_capped_above() {
         assert_eq!(group("common"), (10, mycorrhizal_engine::SEARCH_TOTAL_CAP), "flushed: {flushed}");
     }
 }
+
+#[test]
+fn a_backlog_leaves_the_overlay_a_chunk_at_a_time_without_waiting_for_the_interval() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut options = options(dir.path(), NEVER);
+    if let Some(search) = options.search.as_mut() {
+        search.backlog_chunk = 4;
+    }
+    let engine = Engine::open(dir.path().join("db.redb"), options).expect("open").0;
+    let a = engine.user(A);
+    // Eleven rows in one transaction, as an import writes them: a backlog of three chunks.
+    let written: Vec<u64> = a
+        .write(|w| (0..11).map(|i| w.create(friend(&format!("Friend{i} Backlog"), "imported")).map(|r| r.id)).collect())
+        .expect("write");
+    assert_eq!(written.len(), 11);
+    // The interval is an hour: only the backlog's own commits can cover rows. Two full chunks
+    // and the third are committed (the backlog goes on past each), the last three rows wait.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while engine.search_status().expect("status").pending > 3 {
+        assert!(std::time::Instant::now() < deadline, "the backlog was not committed chunk by chunk");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = engine.search_status().expect("status");
+    assert_eq!((status.pending, status.documents), (3, 8));
+    // Every row is found all along: eight from the index, three from the overlay.
+    assert_eq!(friends(&engine, A, "backlog").len(), 11);
+    engine.search_flush().expect("flush");
+    let status = engine.search_status().expect("status");
+    assert_eq!((status.pending, status.documents), (0, 11));
+    assert_eq!(friends(&engine, A, "backlog").len(), 11);
+}
