@@ -16,6 +16,8 @@
 //! Every time is from sending the request to holding the whole answer. The server runs with
 //! `LOG_LEVEL=warn`; the harness's memory is not the server's. `BENCH_RESTART=1` restarts the
 //! server on the same data before step 3, to tell what serving holds from what the import left.
+//! `BENCH_SERVER=<path>` runs another build of the server (an older one, to compare side by side
+//! with the same harness).
 //!
 //! Run: `cargo bench -p mycorrhizal --bench footprint`.
 
@@ -54,7 +56,8 @@ impl Server {
     }
 
     fn spawn(dir: &tempfile::TempDir, port: u16, cache_mb: u64) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_mycorrhizal"))
+        let program = std::env::var_os("BENCH_SERVER").unwrap_or_else(|| env!("CARGO_BIN_EXE_mycorrhizal").into());
+        Command::new(program)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("DATA_DIR", dir.path().join("data"))
@@ -153,17 +156,18 @@ impl Server {
         answer["created"].as_u64().expect("created")
     }
 
-    /// `VmRSS`, `RssAnon`, `RssFile` and `VmHWM` of the server process, in MB.
-    fn memory(&self) -> [f64; 4] {
+    /// `VmRSS`, `RssAnon`, `RssFile` and `VmHWM` of the server process, in MB, and its number of
+    /// threads (each thread keeps some memory of its own in the allocator).
+    fn memory(&self) -> [f64; 5] {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        ["VmRSS:", "RssAnon:", "RssFile:", "VmHWM:"].map(|key| {
-            status
+        ["VmRSS:", "RssAnon:", "RssFile:", "VmHWM:", "Threads:"].map(|key| {
+            let value = status
                 .lines()
                 .find_map(|l| l.strip_prefix(key))
                 .and_then(|rest| rest.split_whitespace().next())
-                .and_then(|kb| kb.parse::<f64>().ok())
-                .unwrap_or(0.0)
-                / 1024.0
+                .and_then(|n| n.parse::<f64>().ok())
+                .unwrap_or(0.0);
+            if key == "Threads:" { value } else { value / 1024.0 }
         })
     }
 }
@@ -200,10 +204,10 @@ fn percentiles(mut lat: Vec<Duration>) -> (usize, f64, f64, f64) {
 struct Figures {
     cache_mb: u64,
     rows: Vec<(&'static str, (usize, f64, f64, f64))>,
-    memory: [f64; 4],
+    memory: [f64; 5],
     /// The same, after five seconds at rest (one `/health` probe a second, as a container's
     /// health check or a monitor sends): what the process keeps once the burst is over.
-    rest: [f64; 4],
+    rest: [f64; 5],
 }
 
 async fn run(cache_mb: u64, contacts: u64, trail: Duration, restart: bool) -> Figures {
@@ -315,6 +319,11 @@ fn main() {
         }
         println!();
     }
+    print!("| threads after / 5 s at rest | ");
+    for f in &figures {
+        print!("{:.0} / {:.0} | ", f.memory[4], f.rest[4]);
+    }
+    println!();
     for (i, name) in
         ["resident (VmRSS) 5 s at rest", "  of it heap (RssAnon)", "  of it mapped files (RssFile)"].iter().enumerate()
     {
