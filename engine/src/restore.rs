@@ -209,13 +209,13 @@ impl Sink for Feed<'_> {
         if let Some(code) = self.code {
             self.index.add(code, user, value)?;
         }
-        if let Some(check) = self.check {
-            if let Some((id, stale)) = (check.stale)(value)? {
-                let checked = self.checked.entry(user).or_default();
-                checked.scanned += 1;
-                if stale {
-                    checked.stale.push(id);
-                }
+        if let Some(check) = self.check
+            && let Some((id, stale)) = (check.stale)(value)?
+        {
+            let checked = self.checked.entry(user).or_default();
+            checked.scanned += 1;
+            if stale {
+                checked.stale.push(id);
             }
         }
         Ok(())
