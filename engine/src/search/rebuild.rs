@@ -113,9 +113,9 @@ impl FromRows {
     }
 
     /// Commits with `seqs` (every user's last change-feed sequence in the restored database) as
-    /// applied, merges the segments into one and points `CURRENT` at the generation. Returns the
-    /// documents indexed.
-    pub fn finish(mut self, seqs: &HashMap<u64, u64>) -> Result<u64> {
+    /// applied and merges the segments into one; the generation is not current until
+    /// [`Finished::make_current`].
+    pub fn finish(mut self, seqs: &HashMap<u64, u64>) -> Result<Finished> {
         let mut prepared = self.writer.prepare_commit()?;
         prepared.set_payload(&payload_json(seqs)?);
         prepared.commit()?;
@@ -124,6 +124,21 @@ impl FromRows {
             self.writer.merge(&segments).wait()?;
         }
         self.writer.wait_merging_threads()?;
+        Ok(Finished { root: self.root, dir: self.dir, documents: self.documents })
+    }
+}
+
+/// A generation built from rows, committed and merged, not yet current.
+#[derive(Debug)]
+pub struct Finished {
+    root: PathBuf,
+    dir: PathBuf,
+    documents: u64,
+}
+
+impl Finished {
+    /// Points `CURRENT` at the generation; returns the documents indexed.
+    pub fn make_current(self) -> Result<u64> {
         generation::set_current(&self.root, &self.dir)?;
         Ok(self.documents)
     }

@@ -4,10 +4,11 @@
 //! build; refuse while a server holds the data folder; move the current database and search
 //! index aside into `DATA_DIR/replaced-<UTC time>/`; put the backup's database in place (built
 //! from its record stream aside, fsynced, renamed; for a backup of this build's schema the
-//! search index is built from the same rows at the same time; older backups are decoded); open
-//! it as start-up does (older schemas migrate behind their own pre-migration snapshot; a search
-//! index still absent is rebuilt from the restored rows);
-//! rebuild the derived contact columns; check every user's audit chain. Any failure puts the
+//! search index is built from the same rows at the same time, and every contact's derived
+//! columns checked; older backups are decoded); open it as start-up does (older schemas migrate
+//! behind their own pre-migration snapshot; a search index still absent is rebuilt from the
+//! restored rows); rewrite the contacts whose derived columns were found stale (or, when they
+//! were not checked on the way, rebuild every account's); check every user's audit chain. Any failure puts the
 //! replaced files back. The replaced data stays aside afterwards (the path is reported) for the
 //! operator to remove once satisfied: a restore of the wrong backup must not cost the data it
 //! replaced.
@@ -15,11 +16,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use std::collections::BTreeMap;
+
 use mycorrhizal_engine::UserId;
+use mycorrhizal_engine::restore::{Checked, RowCheck};
 
 use super::{Refusal, Signer, Verified};
 use crate::auth::records::Account;
 use crate::config::Config;
+use crate::crm::contact::Contact;
 use crate::state::AppState;
 
 /// What a restore did.
@@ -157,33 +162,54 @@ async fn bring_back(
     // database is built (a record stream); an older one is migrated at open, and indexed then.
     let search = (schema_version == crate::crm::schema_version()).then(|| crate::search_options(config));
     let (from, to) = (backup.to_path_buf(), partial.clone());
-    let placed = tokio::task::spawn_blocking(move || mycorrhizal_engine::restore::restore(&from, &to, search.as_ref()))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("cannot put the backup's database in place: {e}"))?;
+    // The contacts' derived columns are checked as the index's pass reads the rows.
+    let checks = [RowCheck::of::<Contact>(crate::crm::contact::ops::derived_stale)];
+    let placed =
+        tokio::task::spawn_blocking(move || mycorrhizal_engine::restore::restore(&from, &to, search.as_ref(), &checks))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot put the backup's database in place: {e}"))?;
     std::fs::rename(&partial, &db_path).map_err(|e| e.to_string())?;
     crate::ops::fs::sync_dir(&config.data_dir).map_err(|e| e.to_string())?;
     let indexed = placed.search_documents.is_some();
+    steps.extend(placed.steps);
     steps.push((if indexed { "database and search index built" } else { "database in place" }, started.elapsed()));
 
     let started = Instant::now();
     let engine = crate::open_engine(config).await.map_err(|e| format!("{e:#}"))?;
     steps.push((if indexed { "open" } else { "open (search index rebuilt)" }, started.elapsed()));
-    let outcome = finish(engine.clone(), config.clone(), steps).await;
+    let outcome = finish(engine.clone(), config.clone(), placed.checked, steps).await;
     let started = Instant::now();
     engine.shutdown();
     steps.push(("shutdown", started.elapsed()));
     outcome
 }
 
+/// Brings the derived contact columns up to date (rewriting the contacts `checked` found stale,
+/// or, when the restore did not check them, every account's contacts), then walks every audit
+/// chain.
 async fn finish(
     engine: mycorrhizal_engine::Engine,
     config: Config,
+    checked: Option<BTreeMap<u64, Checked>>,
     steps: &mut Vec<(&'static str, std::time::Duration)>,
 ) -> Result<(u32, Counts), String> {
     let started = Instant::now();
     let state = AppState::build(engine.clone(), config).await?;
-    let (contacts_scanned, contacts_updated) = crate::jobs::rebuild_derived(&state).await.map_err(|e| e.to_string())?;
+    let (contacts_scanned, contacts_updated) = match checked {
+        Some(mut checked) => {
+            let (mut scanned, mut updated) = (0, 0);
+            for user in crate::jobs::account_ids(&state).await.map_err(|e| e.to_string())? {
+                let found = checked.remove(&user).unwrap_or_default();
+                scanned += found.scanned;
+                updated += crate::crm::contact::ops::rewrite_derived(&engine.user(UserId(user)), found.stale)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            (scanned, updated)
+        }
+        None => crate::jobs::rebuild_derived(&state).await.map_err(|e| e.to_string())?,
+    };
     steps.push(("derived columns", started.elapsed()));
     let started = Instant::now();
     let users = state

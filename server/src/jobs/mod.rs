@@ -334,7 +334,7 @@ pub async fn reach_out_once(state: &AppState, trigger: Trigger) -> JobRun {
 }
 
 /// Every account's id, read on the blocking pool.
-async fn account_ids(state: &AppState) -> crate::crm::Result<Vec<u64>> {
+pub(crate) async fn account_ids(state: &AppState) -> crate::crm::Result<Vec<u64>> {
     let accounts = state.blocking(|engine| engine.global()?.list::<Account>()).await??;
     Ok(accounts.into_iter().map(|(id, _)| id).collect())
 }

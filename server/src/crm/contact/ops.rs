@@ -213,21 +213,28 @@ pub struct Rebuilt {
     pub updated: u64,
 }
 
+/// Whether the contact's derived columns differ from what this build's save hook computes from
+/// its card (the row needs rewriting).
+pub fn derived_stale(contact: &Contact) -> bool {
+    let mut fresh = contact.clone();
+    mycorrhizal_engine::Record::save_hook(&mut fresh);
+    fresh.flat != contact.flat || fresh.circles != contact.circles || fresh.tags != contact.tags
+}
+
 /// Recomputes the user's contacts' derived columns from their cards (the save hook), writing only
 /// the rows whose projection changed, 500 to a transaction; a second run changes nothing.
 pub async fn rebuild_derived(scope: &UserScope) -> Result<Rebuilt> {
     let reader = scope.clone();
     let rows = tokio::task::spawn_blocking(move || reader.list::<Contact>()).await.map_err(Error::internal)??;
     let scanned = rows.len() as u64;
-    let stale: Vec<u64> = rows
-        .into_iter()
-        .filter(|row| {
-            let mut fresh = row.body.clone();
-            mycorrhizal_engine::Record::save_hook(&mut fresh);
-            fresh.flat != row.body.flat || fresh.circles != row.body.circles || fresh.tags != row.body.tags
-        })
-        .map(|row| row.id)
-        .collect();
+    let stale: Vec<u64> = rows.into_iter().filter(|row| derived_stale(&row.body)).map(|row| row.id).collect();
+    let updated = rewrite_derived(scope, stale).await?;
+    Ok(Rebuilt { scanned, updated })
+}
+
+/// Rewrites the contacts `ids` (found stale by [`derived_stale`], e.g. while a restore read its
+/// backup), so their derived columns are recomputed, 500 to a transaction; returns how many.
+pub async fn rewrite_derived(scope: &UserScope, stale: Vec<u64>) -> Result<u64> {
     for chunk in stale.chunks(500) {
         let ids = chunk.to_vec();
         scope
@@ -239,7 +246,7 @@ pub async fn rebuild_derived(scope: &UserScope) -> Result<Rebuilt> {
             })
             .await?;
     }
-    Ok(Rebuilt { scanned, updated: stale.len() as u64 })
+    Ok(stale.len() as u64)
 }
 
 #[cfg(test)]
