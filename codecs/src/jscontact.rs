@@ -132,6 +132,63 @@ fn id_key(id: &str) -> (&str, Option<u128>, &str) {
     (stem, id[stem.len()..].parse().ok(), id)
 }
 
+/// A JSContact card read by a deserializer as [`to_text_in_id_order`]'s text would be (every
+/// map's members in id order, the same values), straight from the value: the card's readers
+/// (calcard) build their own value from it without JSON text written and parsed again.
+pub struct InIdOrder<'a>(pub &'a Value);
+
+impl<'de> serde::Deserializer<'de> for InIdOrder<'de> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        use serde::de::value::{MapDeserializer, SeqDeserializer};
+        match self.0 {
+            Value::Null => visitor.visit_unit(),
+            Value::Bool(b) => visitor.visit_bool(*b),
+            // As JSON text reads back: a whole number that fits as unsigned, else signed, else
+            // a float.
+            Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                (Some(u), _, _) => visitor.visit_u64(u),
+                (None, Some(i), _) => visitor.visit_i64(i),
+                (None, None, Some(f)) => visitor.visit_f64(f),
+                (None, None, None) => Err(serde::de::Error::custom("a number out of range")),
+            },
+            Value::String(text) => visitor.visit_borrowed_str(text),
+            Value::Array(list) => {
+                let mut seq = SeqDeserializer::new(list.iter().map(InIdOrder));
+                let out = visitor.visit_seq(&mut seq)?;
+                seq.end()?;
+                Ok(out)
+            }
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                if !ids_in_order(map) {
+                    entries.sort_by(|(a, _), (b, _)| id_key(a).cmp(&id_key(b)));
+                }
+                let mut members = MapDeserializer::new(
+                    entries.into_iter().map(|(k, v)| (serde::de::value::BorrowedStrDeserializer::new(k), InIdOrder(v))),
+                );
+                let out = visitor.visit_map(&mut members)?;
+                members.end()?;
+                Ok(out)
+            }
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+        unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+impl<'de> serde::de::IntoDeserializer<'de, serde_json::Error> for InIdOrder<'de> {
+    type Deserializer = Self;
+
+    fn into_deserializer(self) -> Self {
+        self
+    }
+}
+
 /// JSON text of a JSContact card with every map's members in id order ([`in_id_order`]), for
 /// readers that keep the order of the text: calcard writes a vCard's properties in that order.
 pub fn to_text_in_id_order(card: &Value) -> String {
