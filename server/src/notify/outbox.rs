@@ -5,6 +5,12 @@
 //! a kill is simply made again (at least once; every message carries the same idempotency key on
 //! every attempt). The retry schedule is in the row, so it survives restarts.
 //!
+//! A webhook event is first ONE row of [`EVENTS_TABLE`] ([`Event`]: what happened, its key, the
+//! webhooks subscribed then, the row's JSON text), written in its cause's transaction; the
+//! worker expands it ([`expand_in`], from `webhooks::expand`) into the rows below in a write of
+//! its own that also removes it, so the cause's transaction pays one insert however many
+//! webhooks subscribe, and a crash leaves an event either whole or unexpanded.
+//!
 //! A webhook event's envelope (the JSON body every delivery of the event POSTs) is stored once,
 //! in `sys:outbox_envelopes` ([`Envelope`]), however many webhooks subscribe to the event: the
 //! deliveries' rows ([`Target::WebhookEvent`]) are small and name it. It counts the rows that
