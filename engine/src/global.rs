@@ -137,6 +137,19 @@ impl TxGlobal<'_, '_> {
         Ok(())
     }
 
+    /// Keys of a `map:<name>` table from `from` on, in key order, each with its value passed to
+    /// `visit` until it answers false (inside the write: what an earlier change of it wrote is seen).
+    pub fn map_scan(&self, table: &str, from: &str, mut visit: impl FnMut(&str, &[u8]) -> bool) -> Result<()> {
+        let table = self.tx.txn().open_table(tables::map_table(map_name(table)?))?;
+        for entry in table.range::<&str>(from..)? {
+            let (k, v) = entry?;
+            if !visit(k.value(), v.value()) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Removes a value of a `map:<name>` table; whether there was one.
     pub fn map_remove(&self, table: &str, key: &str) -> Result<bool> {
         Ok(self.tx.txn().open_table(tables::map_table(map_name(table)?))?.remove(key)?.is_some())

@@ -42,8 +42,8 @@ pub struct Tx<'a> {
 /// (it runs for every row of an import) and may fail the change with an error.
 pub trait ChangeHook: Send + Sync {
     /// `change` was just logged for `user`; `body` serializes the row as stored (after the change;
-    /// the last live body for a deletion).
-    fn changed(&self, tx: &Tx<'_>, user: UserId, change: &Change, body: &dyn Fn() -> serde_json::Value) -> Result<()>;
+    /// the last live body for a deletion) as JSON text, straight from the row (no `Value` tree).
+    fn changed(&self, tx: &Tx<'_>, user: UserId, change: &Change, body: &dyn Fn() -> Vec<u8>) -> Result<()>;
 
     /// Called on the submitting caller's task when a change is queued: a label the change runs
     /// under (the server's request or job correlation id), given back by [`Tx::origin`].
@@ -506,7 +506,7 @@ impl TxUser<'_, '_> {
             Ok(())
         })?;
         if let Some(hook) = &self.tx.hook {
-            hook.changed(self.tx, UserId(self.user), &change, &|| serde_json::to_value(body).unwrap_or_default())?;
+            hook.changed(self.tx, UserId(self.user), &change, &|| serde_json::to_vec(body).unwrap_or_default())?;
         }
         Ok(())
     }

@@ -607,6 +607,19 @@ async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_a
     let run = mycorrhizal::jobs::digest::digest_once(&app.state, Trigger::Manual).await;
     assert_eq!(run.items_processed, Some(1), "{run:?}");
     assert_eq!(app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&ada), json!({})).await.0, 202);
+    // The webhook events become deliveries (as the worker's next round would make them); one more
+    // contact's event stays recorded, not yet expanded.
+    assert_eq!(mycorrhizal::notify::webhooks::expand_all(&app.state.engine).await.expect("expanded"), 2);
+    let gus = json!({ "firstname": "Gus" });
+    assert_eq!(app.call("POST", "/api/v1/contacts", Some(&bob), gus).await.0, 201);
+    let unexpanded = |app: &InProcess| {
+        let g = app.state.engine.global().expect("a read");
+        let events = mycorrhizal::notify::outbox::pending_events(&g, usize::MAX).expect("events");
+        events.into_iter().filter(|(_, e)| e.user_id == bob_id).map(|(_, e)| e).collect::<Vec<_>>()
+    };
+    let recorded = unexpanded(&app);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(String::from_utf8_lossy(&recorded[0].data).contains("Gus"), "{recorded:?}");
 
     let bobs = |app: &InProcess| {
         let g = app.state.engine.global().expect("a read");
@@ -642,6 +655,7 @@ async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_a
     let (status, body, _) = app.call("DELETE", &format!("/api/v1/admin/users/{bob_id}"), Some(&ada), json!({})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(bobs(&app), (false, 0, 0, false, false, 0, 0), "nothing of Bob's notification state is left");
+    assert!(unexpanded(&app).is_empty(), "nor an event recorded and not yet expanded");
     let raw = format!("{:?}", app.state.engine.global().expect("a read").list::<Message>().expect("outbox"));
     assert!(!raw.contains("/hook/bob") && !raw.contains("Fern"), "no copy of Bob's records stays queued");
     let envelopes = app.state.engine.global().expect("a read").list::<Envelope>().expect("envelopes");

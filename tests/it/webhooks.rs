@@ -539,3 +539,124 @@ async fn a_delivery_queued_by_an_earlier_version_is_still_made_whole_and_in_orde
     assert!(log.iter().all(|d| d["status"] == "delivered" && d["event"] == "contact.created"), "{log:?}");
     assert_eq!(deliver_once(&app.state).await, 0, "delivered once");
 }
+
+/// The outbox rows of `user`'s webhook deliveries: (message id, idempotency key, webhook id).
+fn delivery_rows(app: &InProcess, user: u64) -> Vec<(u64, String, u64)> {
+    use mycorrhizal::notify::outbox::Message;
+    let g = app.state.engine.global().expect("a read");
+    g.list::<Message>()
+        .expect("outbox")
+        .into_iter()
+        .filter(|(_, m)| m.user_id == user)
+        .filter_map(|(id, m)| m.target.webhook().map(|(hook, _)| (id, m.key.clone(), hook)))
+        .collect()
+}
+
+fn recorded_events(app: &InProcess) -> Vec<(String, mycorrhizal::notify::outbox::Event)> {
+    let g = app.state.engine.global().expect("a read");
+    mycorrhizal::notify::outbox::pending_events(&g, usize::MAX).expect("events")
+}
+
+#[tokio::test]
+async fn a_change_records_one_event_which_the_log_shows_as_deliveries_once_expanded() {
+    let app = in_process(&[]).await;
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let (first, _) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
+    let (second, _) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
+    // Not subscribed to the event: not named by it.
+    webhook(&app, &ada, &receiver.url, &["contact.deleted"]).await;
+    let ada_id = {
+        let (status, me) = call(&app, "GET", "/api/v1/users/me", &ada, json!({}), "me").await;
+        assert_eq!(status, 200, "{me}");
+        me["id"].as_u64().expect("my id")
+    };
+    contact(&app, &ada, "Olga").await;
+
+    // In the change's transaction: one event naming both subscribed webhooks, no delivery row yet.
+    let events = recorded_events(&app);
+    assert_eq!(events.len(), 1, "{events:?}");
+    let (_, event) = &events[0];
+    assert_eq!((event.user_id, event.event.as_str()), (ada_id, "contact.created"));
+    assert_eq!(event.webhooks, [first, second]);
+    assert_eq!(event.correlation_id.as_deref(), Some("make-contact"));
+    assert!(delivery_rows(&app, ada_id).is_empty(), "nothing expanded yet");
+    assert!(receiver.received().is_empty());
+
+    // The log is truthful before the worker ran: reading it expands the event, and both webhooks'
+    // logs show their pending delivery with the event's key.
+    let log = deliveries(&app, &ada, first).await;
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!((log[0]["status"].as_str(), log[0]["event_id"].as_str()), (Some("pending"), Some(event.key.as_str())));
+    assert_eq!(log[0]["correlation_id"], "make-contact");
+    assert!(recorded_events(&app).is_empty(), "expanded and removed in one write");
+    let rows = delivery_rows(&app, ada_id);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(rows.iter().all(|(_, key, _)| *key == event.key));
+    assert_eq!(rows.iter().map(|(_, _, hook)| *hook).collect::<Vec<_>>(), [first, second]);
+    assert_eq!(deliveries(&app, &ada, second).await.len(), 1);
+
+    assert_eq!(deliver_once(&app.state).await, 2);
+    let got = receiver.received();
+    assert_eq!(got.len(), 2);
+    for r in &got {
+        assert_eq!(r.json()["id"].as_str(), Some(event.key.as_str()), "the event's key is the envelope's id");
+        assert_eq!(r.header("idempotency-key"), event.key);
+        assert_eq!(r.json()["data"]["flat"]["firstname"], "Olga");
+        assert_eq!(r.json()["data"]["kind"], "contact");
+    }
+    let log = deliveries(&app, &ada, first).await;
+    assert_eq!(log[0]["status"], "delivered");
+}
+
+#[tokio::test]
+async fn an_expansion_cut_short_is_made_again_whole_with_the_same_key_and_never_twice() {
+    use mycorrhizal::notify::outbox;
+
+    let app = in_process(&[]).await;
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let (hook, _) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
+    contact(&app, &ada, "Pia").await;
+    let events = recorded_events(&app);
+    assert_eq!(events.len(), 1);
+    let key = events[0].1.key.clone();
+    let user = events[0].1.user_id;
+    let stale: Vec<(String, outbox::Event, String)> =
+        events.iter().map(|(k, e)| (k.clone(), e.clone(), "{}".to_string())).collect();
+
+    // An expansion whose write never commits (a crash before the commit): nothing of it stays.
+    let cut = stale.clone();
+    let failed = app
+        .state
+        .engine
+        .write_async(move |tx| {
+            assert_eq!(outbox::expand_in(tx, &cut)?, 1);
+            Err::<(), _>(mycorrhizal_engine::Error::CommitFailed("cut short".into()))
+        })
+        .await;
+    assert!(failed.is_err());
+    assert_eq!(recorded_events(&app).len(), 1, "the event is still recorded");
+    assert!(delivery_rows(&app, user).is_empty(), "and no delivery of it exists");
+
+    // Made again, whole, with the key fixed when the change happened.
+    assert_eq!(mycorrhizal::notify::webhooks::expand_all(&app.state.engine).await.expect("expanded"), 1);
+    let rows = delivery_rows(&app, user);
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].1.as_str(), rows[0].2), (key.as_str(), hook));
+    // A second expander that read the event before it went finds it gone: no duplicate.
+    let again = stale.clone();
+    let twice = app.state.engine.write_async(move |tx| outbox::expand_in(tx, &again)).await.expect("a write");
+    assert_eq!(twice, 0);
+    assert_eq!(delivery_rows(&app, user).len(), 1);
+
+    assert_eq!(deliver_once(&app.state).await, 1);
+    let got = receiver.received();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].header("idempotency-key"), key);
+    assert_eq!(
+        got[0].json()["data"]["flat"]["firstname"],
+        "Pia",
+        "the envelope built from the event, not the stale copy"
+    );
+}

@@ -112,8 +112,7 @@ pub async fn deliveries(
     if !(1..=500).contains(&limit) {
         return Err(ApiError::invalid_input("limit", "must be 1 to 500"));
     }
-    let (s, user_id) = (state.clone(), user.id.0);
-    Ok(axum::Json(state.blocking(move |_| webhooks::deliveries(&s, user_id, id, limit as usize)).await??))
+    Ok(axum::Json(webhooks::deliveries(&state, user.id.0, id, limit as usize).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", tag = "webhooks", params(("id" = u64, Path), ("delivery_id" = u64, Path)), responses(

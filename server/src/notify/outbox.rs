@@ -5,6 +5,12 @@
 //! a kill is simply made again (at least once; every message carries the same idempotency key on
 //! every attempt). The retry schedule is in the row, so it survives restarts.
 //!
+//! A webhook event is first ONE row of [`EVENTS_TABLE`] ([`Event`]: what happened, its key, the
+//! webhooks subscribed then, the row's JSON text), written in its cause's transaction; the
+//! worker expands it ([`expand_in`], from `webhooks::expand`) into the rows below in a write of
+//! its own that also removes it, so the cause's transaction pays one insert however many
+//! webhooks subscribe, and a crash leaves an event either whole or unexpanded.
+//!
 //! A webhook event's envelope (the JSON body every delivery of the event POSTs) is stored once,
 //! in `sys:outbox_envelopes` ([`Envelope`]), however many webhooks subscribe to the event: the
 //! deliveries' rows ([`Target::WebhookEvent`]) are small and name it. It counts the rows that
@@ -265,19 +271,33 @@ pub async fn adopt_pending(engine: &Engine) -> mycorrhizal_engine::Result<u64> {
 /// Writes `target` as a pending message of `user` in transaction `tx` (the cause's own), due now.
 /// Returns the message id.
 pub fn enqueue(tx: &Tx<'_>, user: u64, target: Target, key: Option<String>) -> mycorrhizal_engine::Result<u64> {
+    let key = key.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    enqueue_as(tx, user, target, key, tx.now(), tx.origin().map(|o| o.to_string()))
+}
+
+/// [`enqueue`] for a message whose cause came earlier (an [`Event`] expanded later): created at
+/// `created_at` under `correlation_id`, due now.
+fn enqueue_as(
+    tx: &Tx<'_>,
+    user: u64,
+    target: Target,
+    key: String,
+    created_at: Timestamp,
+    correlation_id: Option<String>,
+) -> mycorrhizal_engine::Result<u64> {
     let now = tx.now();
     let message = Message {
         user_id: user,
-        key: key.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        key,
         target,
-        correlation_id: tx.origin().map(|o| o.to_string()),
+        correlation_id,
         status: Status::Pending,
         attempts: 0,
         next_attempt_at: now,
         last_attempt_at: None,
         last_status: None,
         last_error: None,
-        created_at: now,
+        created_at,
         finished_at: None,
     };
     let id = tx.global().insert(&message)?;
@@ -296,6 +316,21 @@ pub fn enqueue_event(
     key: &str,
     body: String,
 ) -> mycorrhizal_engine::Result<Vec<u64>> {
+    let correlation = tx.origin().map(|o| o.to_string());
+    enqueue_event_as(tx, user, webhooks, event, key, body, tx.now(), correlation)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn enqueue_event_as(
+    tx: &Tx<'_>,
+    user: u64,
+    webhooks: &[u64],
+    event: &str,
+    key: &str,
+    body: String,
+    created_at: Timestamp,
+    correlation: Option<String>,
+) -> mycorrhizal_engine::Result<Vec<u64>> {
     if webhooks.is_empty() {
         return Ok(Vec::new());
     }
@@ -305,9 +340,94 @@ pub fn enqueue_event(
         .iter()
         .map(|webhook_id| {
             let target = Target::WebhookEvent { webhook_id: *webhook_id, event: event.to_string(), envelope };
-            enqueue(tx, user, target, Some(key.to_string()))
+            enqueue_as(tx, user, target, key.to_string(), created_at, correlation.clone())
         })
         .collect()
+}
+
+/// A webhook event as its cause's transaction records it: one small row however many webhooks
+/// subscribe, in [`EVENTS_TABLE`], keyed by its id. The delivery worker expands it
+/// ([`expand`]) into the envelope and one delivery per webhook, in a transaction of its own that
+/// also removes it; until then it is pending for every webhook it names. Its idempotency key is
+/// fixed here, so an expansion cut short by a crash is made again whole with the same key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Event {
+    pub user_id: u64,
+    /// The event's name (`contact.created`, ...).
+    pub event: String,
+    /// The idempotency key every delivery of it carries (the envelope's `id`).
+    pub key: String,
+    /// The instant of the cause (the envelope's `timestamp`, the deliveries' `created_at`).
+    pub at: Timestamp,
+    pub correlation_id: Option<String>,
+    /// The webhooks subscribed to it when it happened, in the order of their ids.
+    pub webhooks: Vec<u64>,
+    /// The envelope's `data` as JSON text: for a record change, the row as stored, which
+    /// [`Event::record`] completes at expansion.
+    pub data: Vec<u8>,
+    /// For a record change: its kind, id and revision.
+    pub record: Option<(String, u64, u64)>,
+}
+
+/// Events not yet expanded: `<event id, 20 digits>` -> [`Event`] (postcard). Keys sort by id,
+/// which is the order of their causes' commits.
+pub const EVENTS_TABLE: &str = "map:outbox_events";
+
+fn event_key(id: u64) -> String {
+    format!("{id:020}")
+}
+
+/// Records `event` in `tx` (the cause's transaction). Returns its id.
+pub fn record_event(tx: &Tx<'_>, event: &Event) -> mycorrhizal_engine::Result<u64> {
+    let id = tx.next_counter("id:outbox_events")?;
+    tx.global().map_put(EVENTS_TABLE, &event_key(id), &mycorrhizal_engine::codec::encode(event))?;
+    Ok(id)
+}
+
+/// Events not yet expanded, oldest first, at most `limit`: (key, event).
+pub fn pending_events(
+    view: &mycorrhizal_engine::GlobalView,
+    limit: usize,
+) -> mycorrhizal_engine::Result<Vec<(String, Event)>> {
+    let mut events = Vec::new();
+    let mut failed = None;
+    view.map_scan(EVENTS_TABLE, "", |key, value| {
+        match mycorrhizal_engine::codec::decode::<Event>(EVENTS_TABLE, value) {
+            Ok(event) => events.push((key.to_string(), event)),
+            Err(e) => failed = Some(e),
+        }
+        failed.is_none() && events.len() < limit
+    })?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(events),
+    }
+}
+
+/// Expands events read by [`pending_events`], each with its envelope's JSON text built by the
+/// caller (outside the writer), in `tx`: for each event still pending, removes it and queues its
+/// deliveries (one envelope, one row per webhook, with the event's key, instant and correlation
+/// id). An event already gone (expanded by another call, or its account deleted) is skipped, so
+/// expanding twice is harmless. Returns how many events were expanded.
+pub fn expand_in(tx: &Tx<'_>, events: &[(String, Event, String)]) -> mycorrhizal_engine::Result<usize> {
+    let mut expanded = 0;
+    for (key, event, body) in events {
+        if !tx.global().map_remove(EVENTS_TABLE, key)? {
+            continue;
+        }
+        enqueue_event_as(
+            tx,
+            event.user_id,
+            &event.webhooks,
+            &event.event,
+            &event.key,
+            body.clone(),
+            event.at,
+            event.correlation_id.clone(),
+        )?;
+        expanded += 1;
+    }
+    Ok(expanded)
 }
 
 /// One more message names envelope `id` (a redelivery).
@@ -451,8 +571,8 @@ pub struct Outbox {
     pub client: reqwest::Client,
 }
 
-/// Removes every message of `user`, pending or finished, with its pending side and its envelope
-/// (an account's deletion; an envelope is one user's). An attempt already under way finds its row gone and records nothing. Returns how
+/// Removes every message of `user`, pending or finished, with its pending side and its envelope,
+/// and the user's events not yet expanded (an account's deletion; an envelope is one user's). An attempt already under way finds its row gone and records nothing. Returns how
 /// many messages went.
 pub fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
     let g = tx.global();
@@ -467,6 +587,18 @@ pub fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
         }
     }
     released.apply(tx)?;
+    let mut events = Vec::new();
+    g.map_scan(EVENTS_TABLE, "", |key, value| {
+        if mycorrhizal_engine::codec::decode::<Event>(EVENTS_TABLE, value).is_ok_and(|e| e.user_id == user) {
+            events.push(key.to_string());
+        }
+        true
+    })?;
+    for key in events {
+        if g.map_remove(EVENTS_TABLE, &key)? {
+            removed += 1;
+        }
+    }
     Ok(removed)
 }
 

@@ -226,6 +226,8 @@ pub async fn rotate_secret(state: &AppState, user: u64, id: u64) -> Result<Webho
 
 /// Queues a `test` event to webhook `id` (whatever it subscribes to).
 pub async fn send_test(state: &AppState, user: u64, id: u64) -> Result<DeliveryView> {
+    // Events recorded before it go first in the webhook's lane: expanded before it is queued.
+    super::webhooks::expand_all(&state.engine).await?;
     let delivery = state
         .engine
         .write_async(move |tx| {
@@ -244,8 +246,16 @@ pub async fn send_test(state: &AppState, user: u64, id: u64) -> Result<DeliveryV
     Ok(delivery)
 }
 
-/// The delivery log of the caller's webhook `id`, newest first, at most `limit`.
-pub fn deliveries(state: &AppState, user: u64, id: u64, limit: usize) -> Result<DeliveryList> {
+/// The delivery log of the caller's webhook `id`, newest first, at most `limit`. Events recorded
+/// but not yet expanded into deliveries by the worker are expanded first, so the log shows every
+/// delivery queued so far, each with its real id (redeliverable once finished).
+pub async fn deliveries(state: &AppState, user: u64, id: u64, limit: usize) -> Result<DeliveryList> {
+    super::webhooks::expand_all(&state.engine).await?;
+    let s = state.clone();
+    state.blocking(move |_| delivery_log(&s, user, id, limit)).await?
+}
+
+fn delivery_log(state: &AppState, user: u64, id: u64, limit: usize) -> Result<DeliveryList> {
     get(state, user, id)?;
     let mut deliveries: Vec<DeliveryView> = state
         .engine

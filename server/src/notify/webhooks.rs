@@ -16,7 +16,9 @@
 //! The secret is shown once (create, rotate) and stored sealed with the data key, since signing
 //! needs it back. Which users have webhooks is kept in memory ([`OutboxHook`]): a user without
 //! any costs a write one hash lookup; the subscriptions themselves (`map:webhook_subs`) are read
-//! inside the transaction, so a webhook created or removed is seen by the very next write.
+//! inside the transaction, so a webhook created or removed is seen by the very next write. A
+//! subscribed change records one event row (`outbox::record_event`); [`expand`] turns events into
+//! envelopes and deliveries later, in the worker's writes.
 //!
 //! The records, the signature, [`publish`] and the hook are here; the operations a front door
 //! calls (create, list, rotate, test, redeliver, ...) are `webhook_ops`.
@@ -248,20 +250,92 @@ pub fn envelope(key: &str, event: &str, at: Timestamp, data: Value) -> String {
 }
 
 /// Queues `event` with `data` to each of `user`'s active webhooks subscribed to it, inside `tx`
-/// (the cause's transaction): the envelope once, a small row per webhook naming it
-/// (`outbox::enqueue_event`). Returns how many deliveries were queued.
+/// (the cause's transaction): one event row naming them (`outbox::record_event`), expanded into
+/// the envelope and a delivery per webhook by the worker ([`expand`]). Returns how many
+/// deliveries were queued.
 pub fn publish(tx: &Tx<'_>, user: u64, event: &str, data: &dyn Fn() -> Value) -> mycorrhizal_engine::Result<usize> {
+    record(tx, user, event, &|| serde_json::to_vec(&data()).unwrap_or_default(), None)
+}
+
+/// [`publish`] with `data` as JSON text, and for a record change its (kind, id, revision).
+fn record(
+    tx: &Tx<'_>,
+    user: u64,
+    event: &str,
+    data: &dyn Fn() -> Vec<u8>,
+    change: Option<(String, u64, u64)>,
+) -> mycorrhizal_engine::Result<usize> {
     let Some(bytes) = tx.global().map_get(SUBS_TABLE, &user.to_string())? else { return Ok(0) };
     let subs: Subscriptions = mycorrhizal_engine::codec::decode(SUBS_TABLE, &bytes)?;
-    let targets: Vec<u64> =
+    let webhooks: Vec<u64> =
         subs.hooks.iter().filter(|(_, events)| events.iter().any(|e| e == event)).map(|(id, _)| *id).collect();
-    if targets.is_empty() {
+    if webhooks.is_empty() {
         return Ok(0);
     }
-    let key = uuid::Uuid::new_v4().to_string();
-    let body = envelope(&key, event, tx.now(), data());
-    Ok(outbox::enqueue_event(tx, user, &targets, event, &key, body)?.len())
+    let queued = webhooks.len();
+    let event = outbox::Event {
+        user_id: user,
+        event: event.to_string(),
+        key: uuid::Uuid::new_v4().to_string(),
+        at: tx.now(),
+        correlation_id: tx.origin().map(|o| o.to_string()),
+        webhooks,
+        data: data(),
+        record: change,
+    };
+    outbox::record_event(tx, &event)?;
+    Ok(queued)
 }
+
+/// The envelope JSON text of a recorded event.
+fn event_envelope(event: &outbox::Event) -> String {
+    let data: Value = serde_json::from_slice(&event.data).unwrap_or(Value::Null);
+    let data = match &event.record {
+        Some((kind, id, revision)) => entity(kind, *id, *revision, data),
+        None => data,
+    };
+    envelope(&event.key, &event.event, event.at, data)
+}
+
+/// Expands recorded events into their deliveries, oldest first, at most `limit` of them in one
+/// write (the envelopes' JSON is built before, outside the writer). Returns how many were
+/// expanded. Idempotent: an event is removed in the write that queues its deliveries.
+pub async fn expand(engine: &mycorrhizal_engine::Engine, limit: usize) -> mycorrhizal_engine::Result<usize> {
+    let reader = engine.clone();
+    let built =
+        tokio::task::spawn_blocking(move || -> mycorrhizal_engine::Result<Vec<(String, outbox::Event, String)>> {
+            let events = outbox::pending_events(&reader.global()?, limit)?;
+            Ok(events
+                .into_iter()
+                .map(|(key, event)| {
+                    let body = event_envelope(&event);
+                    (key, event, body)
+                })
+                .collect())
+        })
+        .await
+        .map_err(|e| mycorrhizal_engine::Error::CommitFailed(e.to_string()))??;
+    if built.is_empty() {
+        return Ok(0);
+    }
+    engine.write_async(move |tx| outbox::expand_in(tx, &built)).await
+}
+
+/// Expands every recorded event (in writes of at most [`EXPAND_BATCH`]), so what is queued is
+/// all in delivery rows: before the delivery log is read, and before a test steps the worker.
+pub async fn expand_all(engine: &mycorrhizal_engine::Engine) -> mycorrhizal_engine::Result<usize> {
+    let mut total = 0;
+    loop {
+        let n = expand(engine, EXPAND_BATCH).await?;
+        total += n;
+        if n == 0 {
+            return Ok(total);
+        }
+    }
+}
+
+/// Events one expansion write takes at most.
+pub const EXPAND_BATCH: usize = 1000;
 
 /// Queues the instance event `event` (one of [`ADMIN_EVENTS`]) with `data` to the active webhooks
 /// subscribed to it of every account that is an admin now, inside `tx`. Returns how many
@@ -278,7 +352,7 @@ pub fn publish_to_admins(tx: &Tx<'_>, event: &str, data: &dyn Fn() -> Value) -> 
 
 /// A record's stored body as the `data` of its event: the row's fields, with the contact's
 /// JSON-text members (`card`, `crm`, `passthrough`) as objects, plus `id`, `kind`, `revision`.
-fn entity(change: &Change, body: Value) -> Value {
+fn entity(kind: &str, id: u64, revision: u64, body: Value) -> Value {
     let mut data = match body {
         Value::Object(map) => map,
         other => {
@@ -294,9 +368,9 @@ fn entity(change: &Change, body: Value) -> Value {
             data.insert(key.into(), parsed);
         }
     }
-    data.insert("id".into(), json!(change.id));
-    data.insert("kind".into(), json!(change.kind));
-    data.insert("revision".into(), json!(change.revision));
+    data.insert("id".into(), json!(id));
+    data.insert("kind".into(), json!(kind));
+    data.insert("revision".into(), json!(revision));
     Value::Object(data)
 }
 
@@ -337,7 +411,7 @@ impl ChangeHook for OutboxHook {
         tx: &Tx<'_>,
         user: UserId,
         change: &Change,
-        body: &dyn Fn() -> Value,
+        body: &dyn Fn() -> Vec<u8>,
     ) -> mycorrhizal_engine::Result<()> {
         if !self.watched(user.0) {
             return Ok(());
@@ -348,7 +422,7 @@ impl ChangeHook for OutboxHook {
             Op::Deleted => "deleted",
         };
         let event = format!("{}.{op}", change.kind);
-        if publish(tx, user.0, &event, &|| entity(change, body()))? > 0 {
+        if record(tx, user.0, &event, body, Some((change.kind.clone(), change.id, change.revision)))? > 0 {
             self.signal.mark();
         }
         Ok(())

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use mycorrhizal_engine::Engine;
 
-use super::deliver;
 use super::outbox::{self, Attempt, Message, Status, next_attempt};
+use super::{deliver, webhooks};
 use crate::ops::events::{Event, emit};
 use crate::state::AppState;
 
@@ -51,6 +51,15 @@ pub async fn deliver_once(state: &AppState) -> usize {
 }
 
 async fn round(state: &AppState, pace: Pace) -> usize {
+    // Events recorded by their causes become deliveries first: all of them when stepped, one
+    // write's worth ([`webhooks::EXPAND_BATCH`]) per round when running.
+    let expanded = match pace {
+        Pace::Full => webhooks::expand_all(&state.engine).await,
+        Pace::Yielding => webhooks::expand(&state.engine, webhooks::EXPAND_BATCH).await,
+    };
+    if let Err(e) = expanded {
+        tracing::error!(event = "outbox_expand_failed", component = "notification", error = %e);
+    }
     let now = state.engine.clock().now();
     let due = match state.blocking(move |engine| due_lanes(engine, now)).await {
         Ok(Ok(lanes)) => lanes,
