@@ -1,6 +1,6 @@
 //! Footprint benchmark over HTTP (issue #27 items 3 and 4): the real release binary in a process
 //! of its own, on a loopback port, driven by one keep-alive client. For each `DB_CACHE_MB` in
-//! `BENCH_CACHES` (default `64,1024`: today's default beside redb's own, the footprint before
+//! `BENCH_CACHES` (default `48,1024`: today's default beside redb's own, the footprint before
 //! the knob), side by side in one run:
 //!
 //! 1. a vCard file of `BENCH_CONTACTS` cards (default 100000; the import bench's generator, 10%
@@ -280,7 +280,7 @@ fn main() {
     let trail = Duration::from_secs(seed::setting("TRAIL_SECS", 60));
     let restart = seed::setting("RESTART", 0) == 1;
     let caches: Vec<u64> = std::env::var("BENCH_CACHES")
-        .unwrap_or_else(|_| "64,1024".into())
+        .unwrap_or_else(|_| "48,1024".into())
         .split(',')
         .map(|c| c.trim().parse().expect("BENCH_CACHES: numbers of MB"))
         .collect();

@@ -46,7 +46,7 @@ pub struct Config {
     /// Longest wait before written rows reach a committed search-index commit (they are
     /// searchable at once either way).
     pub search_commit_interval_ms: u64,
-    /// `DB_CACHE_MB`: the database's page cache (default 64; redb's own default, 1 GiB, is what
+    /// `DB_CACHE_MB`: the database's page cache (default 48; redb's own default, 1 GiB, is what
     /// a server that runs for weeks ends up holding).
     pub db_cache_bytes: usize,
     /// `SEARCH_WRITER_MB`: the search index writer's memory, all its threads together (default
@@ -302,7 +302,7 @@ impl Config {
         });
         let attachment_quota_bytes = env.count("ATTACHMENT_QUOTA_MB", 1024, 1_048_576) * 1024 * 1024;
         let search_commit_interval_ms = env.count("SEARCH_COMMIT_INTERVAL_MS", 500, 3_600_000).max(10);
-        let db_cache_bytes = (env.int("DB_CACHE_MB", 64, 4, 1_048_576) as usize) << 20;
+        let db_cache_bytes = (env.int("DB_CACHE_MB", 48, 4, 1_048_576) as usize) << 20;
         let search_writer_bytes = (env.int("SEARCH_WRITER_MB", 48, 15, 4096) as usize) << 20;
         let import = ImportLimits {
             max_csv_bytes: (env.count("IMPORT_MAX_CSV_MB", 20, 1024).max(1) * 1024 * 1024) as usize,
@@ -574,7 +574,7 @@ mod tests {
         assert!(c.min_client_version.is_none());
         assert!(c.trusted_proxies[0].contains("127.0.0.1".parse().unwrap()));
         assert_eq!(c.pre_migration_dir, PathBuf::from("./data/pre-migration"));
-        assert_eq!((c.db_cache_bytes, c.search_writer_bytes), (64 << 20, 48 << 20));
+        assert_eq!((c.db_cache_bytes, c.search_writer_bytes), (48 << 20, 48 << 20));
         let small = load(&[("DB_CACHE_MB", "16"), ("SEARCH_WRITER_MB", "15")]).unwrap();
         assert_eq!((small.db_cache_bytes, small.search_writer_bytes), (16 << 20, 15 << 20));
     }
