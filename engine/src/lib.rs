@@ -73,8 +73,10 @@ pub struct Options {
 }
 
 /// [`Options::cache_bytes`] unless configured: enough for the pages every request touches (the
-/// tables' upper levels, one user's indexes) on a small box.
-pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+/// tables' upper levels, one user's indexes) on a small box. The server's `DB_CACHE_MB` defaults
+/// to it: at 48 MB a server holding 100,000 contacts stays under 150 MB resident after a busy
+/// spell, with reads as fast as with 1 GiB (BENCHMARKS.md, twenty-fourth session).
+pub const DEFAULT_CACHE_BYTES: usize = 48 << 20;
 
 /// The page cache of the databases the engine opens besides the live one (a snapshot being
 /// written or verified, the file a migration or an index backfill opens first): each is read

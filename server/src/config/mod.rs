@@ -302,7 +302,8 @@ impl Config {
         });
         let attachment_quota_bytes = env.count("ATTACHMENT_QUOTA_MB", 1024, 1_048_576) * 1024 * 1024;
         let search_commit_interval_ms = env.count("SEARCH_COMMIT_INTERVAL_MS", 500, 3_600_000).max(10);
-        let db_cache_bytes = (env.int("DB_CACHE_MB", 48, 4, 1_048_576) as usize) << 20;
+        let default_cache_mb = (mycorrhizal_engine::DEFAULT_CACHE_BYTES >> 20) as i64;
+        let db_cache_bytes = (env.int("DB_CACHE_MB", default_cache_mb, 4, 1_048_576) as usize) << 20;
         let search_writer_bytes = (env.int("SEARCH_WRITER_MB", 48, 15, 4096) as usize) << 20;
         let import = ImportLimits {
             max_csv_bytes: (env.count("IMPORT_MAX_CSV_MB", 20, 1024).max(1) * 1024 * 1024) as usize,
