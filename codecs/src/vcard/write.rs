@@ -259,15 +259,31 @@ mod tests {
         out
     }
 
+    /// A written card's content lines, unfolded, in sorted order.
+    fn sorted_lines(text: &str) -> Vec<String> {
+        let mut lines: Vec<String> = text.replace("\r\n ", "").split("\r\n").map(str::to_owned).collect();
+        lines.sort();
+        lines
+    }
+
     /// The card read straight from our value is written byte for byte as the one read from its
-    /// JSON text was, in 3.0 and 4.0, for every card we have.
+    /// JSON text was, in 3.0 and 4.0, for every card we have. One exception: a card with
+    /// alternative forms of a property (`ALTID`) is written by calcard in an order that varies
+    /// from call to call on either path (it walks a hash map), so for those the same lines are
+    /// asked for, in any order.
     #[test]
     fn reading_the_value_writes_what_reading_its_text_wrote() {
         let records = records();
         assert!(records.len() > 40, "{} cards", records.len());
         for (name, record) in &records {
             for version in [Version::V3, Version::V4] {
-                assert_eq!(write(record, version), write_through_text(record, version), "{name} as {version:?}");
+                let (new, old) = (write(record, version), write_through_text(record, version));
+                if old.as_ref().is_ok_and(|text| text.contains("ALTID")) {
+                    let lines = |written: &Result<String, _>| written.as_ref().map(|t| sorted_lines(t)).ok();
+                    assert_eq!(lines(&new), lines(&old), "{name} as {version:?}, in any order");
+                } else {
+                    assert_eq!(new, old, "{name} as {version:?}");
+                }
             }
         }
     }
