@@ -75,7 +75,8 @@ pub struct Options {
 /// [`Options::cache_bytes`] unless configured: enough for the pages every request touches (the
 /// tables' upper levels, one user's indexes) on a small box. The server's `DB_CACHE_MB` defaults
 /// to it: at 48 MB a server holding 100,000 contacts stays under 150 MB resident after a busy
-/// spell, with reads as fast as with 1 GiB (BENCHMARKS.md, twenty-fourth session).
+/// spell, with GET and search latency within about 10% of 1 GiB's (BENCHMARKS.md, twenty-fourth
+/// session).
 pub const DEFAULT_CACHE_BYTES: usize = 48 << 20;
 
 /// The page cache of the databases the engine opens besides the live one (a snapshot being

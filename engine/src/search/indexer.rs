@@ -36,8 +36,7 @@ const BACKGROUND_NICE: i32 = 10;
 /// Change-feed entries applied between two commits while a backlog drains. Until a commit covers
 /// a row, every search judges it from the database (the overlay): after a 100,000-card import,
 /// committing only at the end kept all of them there for the whole catch-up, each search paying
-/// for all of them and holding their analyses in memory. Ten thousand rows make a segment of a
-/// few hundred kilobytes; a commit costs a few tens of milliseconds.
+/// for all of them and holding their analyses in memory.
 pub(super) const CHUNK: usize = 10_000;
 
 /// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (at most to 19, the lowest). Where
@@ -163,8 +162,8 @@ impl Indexer {
         lock(&self.shared.health).0 = Some(error.to_string());
     }
 
-    /// Applies the pending users' change feeds, `chunk` entries at most ([`CHUNK`] by default); a user whose feed goes
-    /// on past that stays pending. Returns whether anything stays pending.
+    /// Applies the pending users' change feeds, `chunk` entries at most ([`CHUNK`] by default);
+    /// a user whose feed goes on past that stays pending. Returns whether anything stays pending.
     fn apply(&mut self, pending: &mut BTreeSet<u64>) -> Result<bool> {
         if pending.is_empty() {
             return Ok(false);
