@@ -5,7 +5,8 @@
 //! alternate in one process, `BENCH_ROUNDS` times (default 3), each on a fresh database; the
 //! report gives medians and ranges. `BENCH_WRITES` changes the 10,000. A third variant queues
 //! the same deliveries with the worker off, to tell the write path's own cost from the
-//! worker's competition.
+//! worker's competition. `BENCH_VARIANTS` (a comma list of `without`, `with`, `idle`; all three by
+//! default) runs only some of them, e.g. to profile one.
 
 #[allow(dead_code)]
 mod seed;
@@ -102,21 +103,30 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.block_on(async move {
         let (mut plain, mut hooked, mut delivered, mut idle) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let variants = std::env::var("BENCH_VARIANTS").unwrap_or_else(|_| "without,with,idle".into());
+        let wanted = |name: &str| variants.split(',').any(|v| v.trim() == name);
         for round in 1..=rounds {
-            let (without, _) = run(writes, 0, true).await;
-            let (with, all) = run(writes, 3, true).await;
-            let (queued_only, _) = run(writes, 3, false).await;
-            println!("round {round}: with 3 webhooks and no delivery worker {queued_only:.0}/s");
-            idle.push(queued_only);
-            println!(
-                "round {round}: {writes} creates without webhooks {without:.0}/s; with 3 webhooks {with:.0}/s, {} deliveries all received after {}",
-                writes * 3,
-                all.map(|s| format!("{s:.1} s")).unwrap_or_else(|| "(not all)".into())
-            );
-            plain.push(without);
-            hooked.push(with);
-            if let Some(s) = all {
-                delivered.push(s);
+            if wanted("without") {
+                let (without, _) = run(writes, 0, true).await;
+                println!("round {round}: {writes} creates without webhooks {without:.0}/s");
+                plain.push(without);
+            }
+            if wanted("with") {
+                let (with, all) = run(writes, 3, true).await;
+                println!(
+                    "round {round}: {writes} creates with 3 webhooks {with:.0}/s, {} deliveries all received after {}",
+                    writes * 3,
+                    all.map(|s| format!("{s:.1} s")).unwrap_or_else(|| "(not all)".into())
+                );
+                hooked.push(with);
+                if let Some(s) = all {
+                    delivered.push(s);
+                }
+            }
+            if wanted("idle") {
+                let (queued_only, _) = run(writes, 3, false).await;
+                println!("round {round}: with 3 webhooks and no delivery worker {queued_only:.0}/s");
+                idle.push(queued_only);
             }
         }
         let range = |v: &[f64]| {
@@ -124,15 +134,36 @@ fn main() {
             let hi = v.iter().copied().fold(0.0, f64::max);
             format!("{lo:.0}-{hi:.0}")
         };
-        let (p, h) = (median(&mut plain.clone()), median(&mut hooked.clone()));
-        println!("without webhooks: median {p:.0}/s (range {}/s)", range(&plain));
-        println!("with 3 webhooks:  median {h:.0}/s (range {}/s), {:+.1}% against without", range(&hooked), (h / p - 1.0) * 100.0);
-        let q = median(&mut idle.clone());
-        println!("with 3 webhooks, worker off (the write path's own cost): median {q:.0}/s (range {}/s), {:+.1}% against without", range(&idle), (q / p - 1.0) * 100.0);
+        let against = |v: f64| {
+            if plain.is_empty() {
+                String::new()
+            } else {
+                format!(", {:+.1}% against without", (v / median(&mut plain.clone()) - 1.0) * 100.0)
+            }
+        };
+        if !plain.is_empty() {
+            println!("without webhooks: median {:.0}/s (range {}/s)", median(&mut plain.clone()), range(&plain));
+        }
+        if !hooked.is_empty() {
+            let h = median(&mut hooked.clone());
+            println!("with 3 webhooks:  median {h:.0}/s (range {}/s){}", range(&hooked), against(h));
+        }
+        if !idle.is_empty() {
+            let q = median(&mut idle.clone());
+            println!(
+                "with 3 webhooks, worker off (the write path's own cost): median {q:.0}/s (range {}/s){}",
+                range(&idle),
+                against(q)
+            );
+        }
         if !delivered.is_empty() {
             let d = median(&mut delivered.clone());
-            println!("all {} deliveries received: median {d:.1} s after the first write (range {:.1}-{:.1} s)", writes * 3,
-                delivered.iter().copied().fold(f64::INFINITY, f64::min), delivered.iter().copied().fold(0.0, f64::max));
+            println!(
+                "all {} deliveries received: median {d:.1} s after the first write (range {:.1}-{:.1} s)",
+                writes * 3,
+                delivered.iter().copied().fold(f64::INFINITY, f64::min),
+                delivered.iter().copied().fold(0.0, f64::max)
+            );
         }
     });
 }

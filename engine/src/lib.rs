@@ -131,6 +131,9 @@ struct Inner {
     healthy: Arc<AtomicBool>,
     /// Changes submitted and not yet taken into a transaction by the writer.
     queued: Arc<AtomicUsize>,
+    /// Changes submitted and not yet answered (queued, or in the batch being applied and made
+    /// durable).
+    in_flight: Arc<AtomicUsize>,
     schema_version: u32,
     /// Where verified snapshots go before existing data changes (migrations, index backfills).
     pre_migration_dir: PathBuf,
@@ -157,6 +160,7 @@ impl Engine {
         let search = options.search.map(|o| search::Search::open(db.clone(), o)).transpose()?;
         let healthy = Arc::new(AtomicBool::new(true));
         let queued = Arc::new(AtomicUsize::new(0));
+        let in_flight = Arc::new(AtomicUsize::new(0));
         let (sender, queue) = mpsc::channel();
         let change_hook = Arc::new(std::sync::OnceLock::new());
         let writer = writer::Writer {
@@ -166,6 +170,7 @@ impl Engine {
             durability: options.durability.storage(),
             healthy: healthy.clone(),
             queued: queued.clone(),
+            in_flight: in_flight.clone(),
             hook: search.clone().map(|s| s as Arc<dyn changes::CommitHook>),
         };
         let handle = std::thread::Builder::new().name("engine-writer".into()).spawn(move || writer.run(queue))?;
@@ -177,6 +182,7 @@ impl Engine {
                 queue: Mutex::new(Some(sender)),
                 healthy,
                 queued,
+                in_flight,
                 schema_version: report.to,
                 pre_migration_dir: snapshot_dir,
                 writer: Mutex::new(Some(handle)),
@@ -258,9 +264,11 @@ impl Engine {
         let origin = self.inner.change_hook.get().and_then(|h| h.origin());
         let sender = self.sender().ok_or(Error::ShutDown)?;
         // Counted before it is sent, so the writer's decrement can never come first.
+        self.inner.in_flight.fetch_add(1, Ordering::SeqCst);
         self.inner.queued.fetch_add(1, Ordering::SeqCst);
         if sender.send(writer::Request { job, reply, origin }).is_err() {
             self.inner.queued.fetch_sub(1, Ordering::SeqCst);
+            self.inner.in_flight.fetch_sub(1, Ordering::SeqCst);
             return Err(Error::ShutDown);
         }
         Ok(receiver)
@@ -271,6 +279,14 @@ impl Engine {
     /// more.
     pub fn queued_writes(&self) -> usize {
         self.inner.queued.load(Ordering::SeqCst)
+    }
+
+    /// Changes submitted and not yet answered: the queued ones plus the batch the writer is
+    /// applying and making durable. Zero only when the writer has nothing to do, which is what
+    /// background work that writes (outbox deliveries) waits for: [`Engine::queued_writes`]
+    /// drops to zero each time the writer takes a batch, even under writes that never pause.
+    pub fn writes_in_flight(&self) -> usize {
+        self.inner.in_flight.load(Ordering::SeqCst)
     }
 
     fn unpack<T: 'static>(

@@ -40,6 +40,8 @@ pub(crate) struct Writer {
     pub healthy: Arc<AtomicBool>,
     /// Changes submitted and not yet taken into a batch ([`crate::Engine::queued_writes`]).
     pub queued: Arc<AtomicUsize>,
+    /// Changes submitted and not yet answered ([`crate::Engine::writes_in_flight`]).
+    pub in_flight: Arc<AtomicUsize>,
     /// Told of every committed batch before anyone is answered (the search index's
     /// read-your-writes overlay).
     pub hook: Option<Arc<dyn CommitHook>>,
@@ -57,8 +59,10 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            self.queued.fetch_sub(batch.len(), Ordering::SeqCst);
+            let taken = batch.len();
+            self.queued.fetch_sub(taken, Ordering::SeqCst);
             self.apply(batch);
+            self.in_flight.fetch_sub(taken, Ordering::SeqCst);
         }
     }
 

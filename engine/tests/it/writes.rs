@@ -429,7 +429,7 @@ fn a_transaction_of_many_writes_keeps_every_chain_sequence_count_and_id() {
 }
 
 #[test]
-fn queued_writes_counts_the_changes_waiting_for_the_writer() {
+fn queued_writes_counts_the_changes_waiting_and_in_flight_the_unanswered() {
     let db = fresh();
     let engine = db.engine.clone();
     assert_eq!(engine.queued_writes(), 0);
@@ -459,10 +459,17 @@ fn queued_writes_counts_the_changes_waiting_for_the_writer() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert_eq!(engine.queued_writes(), 5, "five changes wait behind the held one");
+    assert_eq!(engine.writes_in_flight(), 6, "the held change is in flight too, though no longer queued");
     release.send(()).expect("release");
     holder.join().expect("holder").expect("held change");
     for w in waiting {
         w.join().expect("writer thread").expect("queued create");
     }
     assert_eq!(engine.queued_writes(), 0, "all taken");
+    // The last caller can hear back a moment before the writer counts its batch done.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while engine.writes_in_flight() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(engine.writes_in_flight(), 0, "all answered");
 }

@@ -57,6 +57,9 @@ pub struct KindEntry {
     export_of: fn(&'static str) -> RecordTable,
     /// Its rows in the account bundle, and the fields that name other rows.
     pub bundle: BundleKind,
+    /// A body of this kind in the engine's row encoding, as JSON (a webhook event's `data`, made
+    /// on the delivery worker from the bytes the change recorded).
+    pub json: fn(&[u8]) -> Option<serde_json::Value>,
 }
 
 /// Puts back the fields an update changed (see [`revert`]).
@@ -83,6 +86,10 @@ impl KindEntry {
             export: None,
             export_of: RecordTable::of::<R>,
             bundle: BundleKind::of::<R>(),
+            json: |stored| {
+                let body: R = mycorrhizal_engine::codec::decode(R::KIND.name, stored).ok()?;
+                serde_json::to_value(body).ok()
+            },
         }
     }
 
@@ -165,6 +172,16 @@ pub fn all() -> Vec<KindEntry> {
             Ref { field: "audit_event_id", kind: "", shape: Shape::Cleared },
         ] }),
     ]
+}
+
+/// The body of kind `kind` in the engine's row encoding (`stored`), as JSON; `None` for a kind
+/// not in [`all`] or bytes that are not its body.
+pub fn body_json(kind: &str, stored: &[u8]) -> Option<serde_json::Value> {
+    static BY_NAME: std::sync::OnceLock<
+        std::collections::HashMap<&'static str, fn(&[u8]) -> Option<serde_json::Value>>,
+    > = std::sync::OnceLock::new();
+    let by_name = BY_NAME.get_or_init(|| all().into_iter().map(|k| (k.name, k.json)).collect());
+    by_name.get(kind).and_then(|json| json(stored))
 }
 
 /// The record tables of the CSV and ZIP exports, in the order the ZIP holds them.
@@ -258,4 +275,22 @@ pub fn revert<R: Record>(
     let restored: R = serde_json::from_value(body).map_err(internal)?;
     tx.put(id, Precondition::Revision(revision), restored)?;
     Ok(Ok(()))
+}
+
+#[cfg(test)]
+mod body_json_tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_body_reads_back_as_the_json_of_its_row() {
+        let note = Note {
+            content: "Call \"Ma\" ☎".into(),
+            date: Timestamp::from_second(1_700_000_000).expect("instant"),
+            contact_id: Some(7),
+        };
+        let stored = mycorrhizal_engine::codec::encode(&note);
+        assert_eq!(body_json("note", &stored), Some(serde_json::to_value(&note).expect("json")));
+        assert_eq!(body_json("no such kind", &stored), None);
+        assert_eq!(body_json("note", b"{\"content\":\"x\"}"), None, "JSON text is not the row encoding");
+    }
 }

@@ -6,7 +6,8 @@
 //! every attempt). The retry schedule is in the row, so it survives restarts.
 //!
 //! A webhook event is first ONE row of [`EVENTS_TABLE`] ([`Event`]: what happened, its key, the
-//! webhooks subscribed then, the row's JSON text), written in its cause's transaction; the
+//! webhooks subscribed then, the row's body in the engine's row encoding, JSON only later on the
+//! worker), written in its cause's transaction; the
 //! worker expands it ([`expand_in`], from `webhooks::expand`) into the rows below in a write of
 //! its own that also removes it, so the cause's transaction pays one insert however many
 //! webhooks subscribe, and a crash leaves an event either whole or unexpanded.
@@ -362,8 +363,10 @@ pub struct Event {
     pub correlation_id: Option<String>,
     /// The webhooks subscribed to it when it happened, in the order of their ids.
     pub webhooks: Vec<u64>,
-    /// The envelope's `data` as JSON text: for a record change, the row as stored, which
-    /// [`Event::record`] completes at expansion.
+    /// The envelope's `data`: JSON text, or for a record change the row's body in the engine's
+    /// row encoding (its first byte is `codec::FORMAT_V1`, which no JSON text starts with; events
+    /// recorded by earlier builds hold the body as JSON text), which the expansion turns into
+    /// JSON and completes with [`Event::record`].
     pub data: Vec<u8>,
     /// For a record change: its kind, id and revision.
     pub record: Option<(String, u64, u64)>,

@@ -289,7 +289,12 @@ fn record(
 
 /// The envelope JSON text of a recorded event.
 fn event_envelope(event: &outbox::Event) -> String {
-    let data: Value = serde_json::from_slice(&event.data).unwrap_or(Value::Null);
+    let data = match (&event.record, event.data.first()) {
+        (Some((kind, _, _)), Some(&mycorrhizal_engine::codec::FORMAT_V1)) => {
+            crate::crm::kinds::body_json(kind, &event.data).unwrap_or(Value::Null)
+        }
+        _ => serde_json::from_slice(&event.data).unwrap_or(Value::Null),
+    };
     let data = match &event.record {
         Some((kind, id, revision)) => entity(kind, *id, *revision, data),
         None => data,

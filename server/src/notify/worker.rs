@@ -6,10 +6,12 @@
 //! running server's state.
 //!
 //! The worker gives way to the user's writes: a delivery may wait a little, a write must not.
-//! Before a round it waits (up to [`MAX_DEFER`]) while the engine's writer has changes queued,
-//! and inside a round a lane stops early (after [`MIN_PER_LANE`] messages) when writes queue up;
-//! what it left is the next round's. Tests step rounds with [`deliver_once`], which never gives
-//! way.
+//! Before a round it waits (up to [`MAX_DEFER`]) until the engine's writer has no change in
+//! flight (`Engine::writes_in_flight`: queued, or in the batch being made durable); while writes
+//! are in flight a round expands only [`BUSY_EXPAND`] events (its expansion is one write of
+//! several rows per event, on the same single writer as the user's changes) and a lane stops
+//! early (after [`MIN_PER_LANE`] messages); what it left is the next round's, at full pace once
+//! the writes pause. Tests step rounds with [`deliver_once`], which never gives way.
 
 use std::time::{Duration, Instant};
 
@@ -32,8 +34,12 @@ const IDLE: Duration = Duration::from_secs(5);
 const MAX_DEFER: Duration = Duration::from_millis(500);
 /// How often the writer's queue is looked at while giving way.
 const DEFER_POLL: Duration = Duration::from_millis(5);
-/// Messages a lane delivers in a round before it gives way to queued writes.
+/// Messages a lane delivers in a round before it gives way to writes in flight.
 const MIN_PER_LANE: usize = 16;
+/// Events a running round expands while writes are in flight: a few rounds' worth of the lanes'
+/// [`MIN_PER_LANE`], so an import with webhooks is not slowed by expansion writes of a thousand
+/// events each (measured: `benches/webhooks.rs`, BENCHMARKS.md).
+const BUSY_EXPAND: usize = 64;
 
 /// Whether a round gives way to the user's writes.
 #[derive(Clone, Copy, PartialEq)]
@@ -55,7 +61,10 @@ async fn round(state: &AppState, pace: Pace) -> usize {
     // write's worth ([`webhooks::EXPAND_BATCH`]) per round when running.
     let expanded = match pace {
         Pace::Full => webhooks::expand_all(&state.engine).await,
-        Pace::Yielding => webhooks::expand(&state.engine, webhooks::EXPAND_BATCH).await,
+        Pace::Yielding => {
+            let busy = state.engine.writes_in_flight() > 0;
+            webhooks::expand(&state.engine, if busy { BUSY_EXPAND } else { webhooks::EXPAND_BATCH }).await
+        }
     };
     if let Err(e) = expanded {
         tracing::error!(event = "outbox_expand_failed", component = "notification", error = %e);
@@ -136,7 +145,7 @@ fn due_lanes(engine: &Engine, now: Timestamp) -> mycorrhizal_engine::Result<Vec<
 async fn deliver_lane(state: &AppState, ids: Vec<u64>, pace: Pace) -> Vec<(u64, Attempt)> {
     let mut outcomes = Vec::new();
     for id in ids {
-        if pace == Pace::Yielding && outcomes.len() >= MIN_PER_LANE && state.engine.queued_writes() > 0 {
+        if pace == Pace::Yielding && outcomes.len() >= MIN_PER_LANE && state.engine.writes_in_flight() > 0 {
             break;
         }
         // The row and, for a webhook event, its envelope, in one read: `Some(None)` is a pending
@@ -273,10 +282,17 @@ async fn report(engine: &Engine, f: Finished) {
     emit(engine, event).await;
 }
 
-/// Waits while the engine's writer has changes queued, at most [`MAX_DEFER`].
+/// Waits until the engine's writer has had no change in flight at two looks [`DEFER_POLL`]
+/// apart (between one caller's answer and its next change the count can touch zero), at most
+/// [`MAX_DEFER`].
 async fn give_way(engine: &Engine) {
     let until = Instant::now() + MAX_DEFER;
-    while engine.queued_writes() > 0 && Instant::now() < until {
+    let mut idle_looks = 0;
+    while Instant::now() < until {
+        idle_looks = if engine.writes_in_flight() == 0 { idle_looks + 1 } else { 0 };
+        if idle_looks >= 2 {
+            return;
+        }
         tokio::time::sleep(DEFER_POLL).await;
     }
 }
