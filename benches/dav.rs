@@ -155,8 +155,11 @@ fn main() {
             }));
         }
         let mut done = Vec::new();
+        let mut finished = Vec::new();
         for worker in workers {
-            done.extend(worker.await.expect("worker"));
+            let mine = worker.await.expect("worker");
+            finished.push(mine.last().map_or(0.0, |(at, _)| at.duration_since(started).as_secs_f64()));
+            done.extend(mine);
         }
         let total = started.elapsed();
         done.sort_by_key(|(at, _)| *at);
@@ -180,6 +183,17 @@ fn main() {
             ms(latencies[latencies.len() / 2]),
             ms(latencies[latencies.len() * 99 / 100]),
             ms(latencies[latencies.len() - 1])
+        );
+        // When each client got its last answer, and how many were still sending when the last
+        // window began (the even clients carry every photo: card n goes to client n % 8, a photo
+        // to every tenth card; a slower half would leave the last cards to fewer clients).
+        let last_window_from = done[cards - window].0.duration_since(started).as_secs_f64();
+        let running = finished.iter().filter(|&&f| f > last_window_from).count();
+        let ends: Vec<String> = finished.iter().map(|f| format!("{f:.2}")).collect();
+        println!(
+            "  clients 0-{} finished at {} s; {running} of {CLIENTS} were still sending when the last {window} began",
+            CLIENTS - 1,
+            ends.join(" / ")
         );
         println!("| operation                                    | runs |    median    |          range            |");
         println!("|----------------------------------------------|-----:|-------------:|--------------------------:|");

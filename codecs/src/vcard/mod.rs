@@ -34,7 +34,7 @@ mod write;
 pub use photo::{Photo, put_photo, sniff, take_photo};
 pub use read::parse_file;
 use repair::*;
-pub use write::{WriteError, write};
+pub use write::{WriteError, write, write_with_photo};
 
 /// The year Apple writes for a date without one.
 const APPLE_NO_YEAR: u16 = 1604;

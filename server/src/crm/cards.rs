@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use super::contact::ops::{self, ContactInput};
 use super::contact::{Contact, ContactHead, INDEX_UID};
 use super::export::{Selection, record_of};
-use super::import::{ORIGINAL_UID_POINTER, stable_uid};
+use super::import::{ORIGINAL_UID_POINTER, stable_uid, stable_uid_of};
 use super::{Error, Result, pictures};
 
 /// Whether `name` is served as it is: a non-empty path segment of letters, digits and `_.-+`.
@@ -35,7 +35,9 @@ fn href_safe(name: &str) -> bool {
 
 /// The stored UID a card UID (or a resource name) maps to (the import's rule).
 fn stored_uid(uid: &str) -> String {
-    stable_uid(&mycorrhizal_codecs::card::Card { uid: Some(uid.to_string()), ..Default::default() })
+    stable_uid_of(uid).unwrap_or_else(|| {
+        stable_uid(&mycorrhizal_codecs::card::Card { uid: Some(uid.to_string()), ..Default::default() })
+    })
 }
 
 /// The card's own UID, kept when the stored one had to differ.
@@ -43,16 +45,79 @@ fn original_uid(contact: &Contact) -> Option<String> {
     original_uid_in(&contact.passthrough)
 }
 
+/// The key the original UID is kept under, quoted as serde_json writes it.
+const ORIGINAL_UID_KEY: &str = "\"/uid\"";
+
+/// Of a stored passthrough (a JSON object), only the original UID: the string member
+/// [`ORIGINAL_UID_POINTER`] of the object member `jsContactProps`, read without building the
+/// rest (every other member is skipped). What is not an object there reads as no UID, as it did
+/// when the whole text was parsed.
+struct PassthroughUid(Option<String>);
+
+/// `jsContactProps` of [`PassthroughUid`].
+struct PropsUid(Option<String>);
+
+/// Reads a JSON object's members, `wanted` by name (the last of equal names wins, as in a
+/// parsed object), every other one skipped.
+fn members<'de, M: serde::de::MapAccess<'de>, T: serde::Deserialize<'de>>(
+    mut map: M,
+    wanted: &str,
+) -> std::result::Result<Option<T>, M::Error> {
+    let mut found = None;
+    while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        if key == wanted {
+            found = Some(map.next_value::<T>()?);
+        } else {
+            map.next_value::<serde::de::IgnoredAny>()?;
+        }
+    }
+    Ok(found)
+}
+
+impl<'de> serde::Deserialize<'de> for PassthroughUid {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = PassthroughUid;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> std::result::Result<Self::Value, M::Error> {
+                let props: Option<PropsUid> = members(map, "jsContactProps")?;
+                Ok(PassthroughUid(props.and_then(|p| p.0)))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PropsUid {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = PropsUid;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> std::result::Result<Self::Value, M::Error> {
+                let uid: Option<Option<String>> = members(map, ORIGINAL_UID_POINTER)?;
+                Ok(PropsUid(uid.flatten()))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
 /// [`original_uid`] of a stored passthrough text.
 fn original_uid_in(passthrough: &str) -> Option<String> {
     // The passthrough is stored as serde_json writes it (keys unescaped), so a text without the
     // pointer's key holds no original UID: most contacts, found without parsing their JSON (a
-    // multiget of 1,000 cards asks this twice per card).
-    if !passthrough.contains(&format!("\"{ORIGINAL_UID_POINTER}\"")) {
+    // multiget of 1,000 cards asks this once per card, a listing once per contact). A card whose
+    // UID is not a UUID (`bench-00001`) keeps it there, and is read for that member alone.
+    if !passthrough.contains(ORIGINAL_UID_KEY) {
         return None;
     }
-    let passthrough: Value = serde_json::from_str(passthrough).ok()?;
-    passthrough.get("jsContactProps")?.get(ORIGINAL_UID_POINTER)?.as_str().map(str::to_string)
+    serde_json::from_str::<PassthroughUid>(passthrough).ok()?.0
 }
 
 /// The name contact `contact` is served under (without `.vcf`).
@@ -94,8 +159,17 @@ pub fn card_text(view: Option<&UserView>, row: &Row<Contact>, version: Version) 
         Some(view) if !row.body.photo.is_empty() => view.blob(&row.body.photo)?,
         _ => None,
     };
-    let record = record_of(row, picture, &Selection::default());
-    vcard::write(&record, version).map_err(Error::internal)
+    write_card(row, picture, version)
+}
+
+/// The card of `row` in `version` with `picture` inline: the export's record (see
+/// [`record_of`], which puts a picture of a known type in as a `data:` URI), the picture's
+/// bytes spliced into the written text by `vcard::write_with_photo` (the same text, without
+/// the picture's bytes encoded, decoded and encoded again).
+fn write_card(row: &Row<Contact>, picture: Option<Vec<u8>>, version: Version) -> Result<String> {
+    let record = record_of(row, None, &Selection::default());
+    let photo = picture.and_then(|bytes| vcard::sniff(&bytes).map(|t| Photo { media_type: t.to_string(), bytes }));
+    vcard::write_with_photo(record, photo.as_ref(), version).map_err(Error::internal)
 }
 
 /// Cards per thread below which [`card_texts`] writes on the calling thread alone (a thread
@@ -108,19 +182,29 @@ fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// A card to write: its position among the rows, the row, its picture as read.
+type Job<'a> = (usize, (&'a Row<Contact>, Result<Option<Vec<u8>>>));
+
 /// [`card_text`] of each of `rows`, in order, pictures inline: the cards of an address-data
-/// answer (a multiget of 1,000 hrefs, a first sync). The pictures are read from `view` (the
-/// request's one read transaction) first; the cards, which need nothing more, are then written
-/// on up to one thread per core (scoped threads, each a run of consecutive rows), since writing
-/// them is most of such an answer's time.
-pub fn card_texts(view: &UserView, rows: &[&Row<Contact>], version: Version) -> Vec<Result<String>> {
+/// answer (a multiget of 1,000 hrefs, a first sync), each handed to `then` with its position in
+/// `rows` on the thread that wrote it, so what the caller makes of a card (its part of the
+/// answer) is shared out too. The pictures are read from `view` (the request's one read
+/// transaction) first; the cards, which need nothing more, are then written on up to one thread
+/// per core (scoped threads, each a run of consecutive rows), since writing them is most of such
+/// an answer's time.
+pub fn card_texts<T: Send>(
+    view: &UserView,
+    rows: &[&Row<Contact>],
+    version: Version,
+    then: &(dyn Fn(usize, Result<String>) -> T + Sync),
+) -> Vec<T> {
     let pictures = rows.iter().map(|row| match row.body.photo.as_str() {
         "" => Ok(None),
         name => view.blob(name).map_err(Error::from),
     });
-    let mut jobs: Vec<(&Row<Contact>, Result<Option<Vec<u8>>>)> = rows.iter().copied().zip(pictures).collect();
-    let write = move |(row, picture): (&Row<Contact>, Result<Option<Vec<u8>>>)| -> Result<String> {
-        vcard::write(&record_of(row, picture?, &Selection::default()), version).map_err(Error::internal)
+    let mut jobs: Vec<Job<'_>> = rows.iter().copied().zip(pictures).enumerate().collect();
+    let write = move |(at, (row, picture)): Job<'_>| -> T {
+        then(at, picture.and_then(|picture| write_card(row, picture, version)))
     };
     let threads = cores().min(jobs.len() / CARDS_PER_THREAD).max(1);
     if threads == 1 {
@@ -139,7 +223,7 @@ pub fn card_texts(view: &UserView, rows: &[&Row<Contact>], version: Version) -> 
         let others: Vec<_> =
             runs.map(|run| scope.spawn(move || run.into_iter().map(write).collect::<Vec<_>>())).collect();
         // The first run on this thread, while the others write theirs.
-        let mut out: Vec<Result<String>> = first.into_iter().map(write).collect();
+        let mut out: Vec<T> = first.into_iter().map(write).collect();
         for other in others {
             match other.join() {
                 Ok(texts) => out.extend(texts),
@@ -413,5 +497,31 @@ mod tests {
         let upper = "6F9619FF-8B86-D011-B42D-00C04FC964FF";
         assert_eq!(stored_uid(upper), upper.to_lowercase());
         assert_ne!(stored_uid("foo"), stored_uid("bar"));
+        assert_eq!(stored_uid(" urn:uuid:6F9619FF-8B86-D011-B42D-00C04FC964FF "), upper.to_lowercase());
+        assert_eq!(stored_uid(""), stable_uid(&mycorrhizal_codecs::card::Card::default()));
+    }
+
+    /// The original UID is read from the passthrough as parsing the whole JSON read it.
+    #[test]
+    fn the_original_uid_is_read_from_the_passthrough_alone() {
+        assert_eq!(ORIGINAL_UID_KEY, format!("\"{ORIGINAL_UID_POINTER}\""));
+        let whole = |text: &str| -> Option<String> {
+            let value: Value = serde_json::from_str(text).ok()?;
+            value.get("jsContactProps")?.get(ORIGINAL_UID_POINTER)?.as_str().map(str::to_string)
+        };
+        for text in [
+            "",
+            "{}",
+            r#"{"jsContactProps":{"/uid":"bench-00001"}}"#,
+            r#"{"vCardProps":[["x-custom-field",{},"unknown","1"]],"jsContactProps":{"/x":[1,{"/uid":"no"}],"/uid":"a\"b\u00e9"}}"#,
+            r#"{"jsContactProps":{"/uid":7}}"#,
+            r#"{"jsContactProps":["/uid"]}"#,
+            r#"{"other":{"/uid":"nested"}}"#,
+            r#"{"jsContactProps":{"/uid":null}}"#,
+            r#"{"jsContactProps":{"/uid":"cut"#,
+        ] {
+            assert_eq!(original_uid_in(text), whole(text), "{text}");
+        }
+        assert_eq!(original_uid_in(r#"{"jsContactProps":{"/uid":"a\"b"}}"#).as_deref(), Some("a\"b"));
     }
 }

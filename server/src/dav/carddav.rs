@@ -164,44 +164,68 @@ fn respond_card(
     respond(out, href, all, request, &value);
 }
 
-/// The vCards of `rows`, in order, when `request` asks for `address-data` (in the version its
-/// first `address-data` asks, else the client's): written together by `cards::card_texts`,
-/// which shares them out across the cores. Empty when no card is asked; `None` for a card that
-/// could not be written (logged; its `address-data` is then reported missing).
-fn card_texts(view: &UserView, rows: &[&Row<Contact>], request: &Propfind, headers: &HeaderMap) -> Vec<Option<String>> {
-    let Propfind::Prop(props) = request else { return Vec::new() };
-    let Some(prop) = props.iter().find(|p| p.name.is(CARDDAV, "address-data")) else { return Vec::new() };
-    let version = version(headers, prop.version.as_deref());
-    cards::card_texts(view, rows, version)
-        .into_iter()
-        .zip(rows)
-        .map(|(text, row)| match text {
-            Ok(text) => Some(text),
-            Err(e) => {
-                tracing::error!(event = "dav_card_unwritable", component = "dav", contact = row.id, error = %e);
-                None
-            }
-        })
-        .collect()
+/// The vCard version `request`'s cards are written in, when it asks for `address-data` (the
+/// version its first `address-data` asks, else the client's).
+fn address_data(request: &Propfind, headers: &HeaderMap) -> Option<Version> {
+    let Propfind::Prop(props) = request else { return None };
+    let prop = props.iter().find(|p| p.name.is(CARDDAV, "address-data"))?;
+    Some(version(headers, prop.version.as_deref()))
 }
 
-/// The responses of `rows` for `request`, in order, their cards written together
-/// ([`card_texts`]).
+/// The responses of `cards` (each a card and the href it is answered under) for `request`, in
+/// order, one part each ([`Multistatus::part`]). When the cards themselves are asked, they are
+/// written together by `cards::card_texts`, which shares them out across the cores, and each
+/// card's response is written on the thread that wrote the card; a card that could not be
+/// written is logged and its `address-data` reported missing.
+fn card_parts(
+    view: &UserView,
+    cards: &[(String, &Row<Contact>)],
+    request: &Propfind,
+    user: &DavUser,
+    headers: &HeaderMap,
+) -> Vec<Multistatus> {
+    let respond = |(href, row): &(String, &Row<Contact>), text: Option<&str>| {
+        let mut part = Multistatus::part();
+        let card = |_: &Prop| text.map(|t| xml::text("C:address-data", t));
+        respond_card(&mut part, href, &Resource::Card { id: row.id, meta: &row.meta }, request, user, &card);
+        part
+    };
+    let Some(version) = address_data(request, headers) else {
+        return cards.iter().map(|card| respond(card, None)).collect();
+    };
+    let rows: Vec<&Row<Contact>> = cards.iter().map(|(_, row)| *row).collect();
+    cards::card_texts(view, &rows, version, &|at, text| {
+        let text = match text {
+            Ok(text) => Some(text),
+            Err(e) => {
+                let contact = cards[at].1.id;
+                tracing::error!(event = "dav_card_unwritable", component = "dav", contact, error = %e);
+                None
+            }
+        };
+        respond(&cards[at], text.as_deref())
+    })
+}
+
+/// [`card_parts`] appended to `out`.
 fn card_responses(
     out: &mut Multistatus,
     view: &UserView,
-    rows: &[&Row<Contact>],
+    cards: &[(String, &Row<Contact>)],
     request: &Propfind,
     user: &DavUser,
     headers: &HeaderMap,
 ) {
-    let mut texts = card_texts(view, rows, request, headers).into_iter();
-    for &row in rows {
-        let text = texts.next().flatten();
-        let href = props::card_href(user, &cards::name_of(&row.body));
-        let card = |_: &Prop| text.as_deref().map(|t| xml::text("C:address-data", t));
-        respond_card(out, &href, &Resource::Card { id: row.id, meta: &row.meta }, request, user, &card);
+    let parts = card_parts(view, cards, request, user, headers);
+    out.reserve(parts.iter().map(Multistatus::len).sum());
+    for part in &parts {
+        out.append(part);
     }
+}
+
+/// `cards` answered under the names they are served under.
+fn served<'a>(user: &DavUser, rows: impl IntoIterator<Item = &'a Row<Contact>>) -> Vec<(String, &'a Row<Contact>)> {
+    rows.into_iter().map(|row| (props::card_href(user, &cards::name_of(&row.body)), row)).collect()
 }
 
 /// Whether `request` asks for the cards themselves (`address-data`), which a listing must then
@@ -263,8 +287,7 @@ async fn propfind(
                 );
                 if depth > 0 && asks_cards(&request) {
                     let rows = view.list::<Contact>()?;
-                    let rows: Vec<&Row<Contact>> = rows.iter().collect();
-                    card_responses(&mut out, view, &rows, &request, &user, &headers);
+                    card_responses(&mut out, view, &served(&user, &rows), &request, &user, &headers);
                 } else if depth > 0 {
                     for head in view.list_heads::<Contact, ContactHead>()? {
                         head_response(&mut out, &head, &request, &user);
@@ -273,7 +296,7 @@ async fn propfind(
             }
             Target::Card(name) => {
                 let row = cards::find(view, &name)?.ok_or_else(DavError::not_found)?;
-                card_responses(&mut out, view, &[&row], &request, &user, &headers);
+                card_responses(&mut out, view, &served(&user, [&row]), &request, &user, &headers);
             }
         }
         Ok(out.finish(None))
@@ -405,23 +428,25 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                 let request = Propfind::Prop(props);
                 let mut found = Vec::with_capacity(hrefs.len());
                 for href in hrefs {
-                    let row = name_in(&href, &user).map(|name| cards::find(view, &name)).transpose()?.flatten();
+                    // A card found under a name is served under that name (`cards::find`).
+                    let row = match name_in(&href, &user) {
+                        Some(name) => cards::find(view, &name)?.map(|row| (name, row)),
+                        None => None,
+                    };
                     found.push((href, row));
                 }
                 // The cards are written together (across the cores), then answered in the
-                // order of the request's hrefs.
-                let rows: Vec<&Row<Contact>> = found.iter().filter_map(|(_, row)| row.as_ref()).collect();
-                let mut texts = card_texts(view, &rows, &request, &headers).into_iter();
+                // order of the request's hrefs, a card under the name it was found by.
+                let cards: Vec<(String, &Row<Contact>)> = found
+                    .iter()
+                    .filter_map(|(_, row)| row.as_ref().map(|(name, row)| (props::card_href(&user, name), row)))
+                    .collect();
+                let mut parts = card_parts(view, &cards, &request, &user, &headers).into_iter();
+                out.reserve(parts.as_slice().iter().map(Multistatus::len).sum());
                 for (href, row) in &found {
-                    match row {
-                        Some(row) => {
-                            let text = texts.next().flatten();
-                            let href = props::card_href(&user, &cards::name_of(&row.body));
-                            let card = |_: &Prop| text.as_deref().map(|t| xml::text("C:address-data", t));
-                            let resource = Resource::Card { id: row.id, meta: &row.meta };
-                            respond_card(&mut out, &href, &resource, &request, &user, &card);
-                        }
-                        None => out.status(href, 404, "Not Found"),
+                    match (row, row.as_ref().and_then(|_| parts.next())) {
+                        (Some(_), Some(part)) => out.append(&part),
+                        _ => out.status(href, 404, "Not Found"),
                     }
                 }
                 None
@@ -444,7 +469,7 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                     }
                     matched.push(row);
                 }
-                card_responses(&mut out, view, &matched, &request, &user, &headers);
+                card_responses(&mut out, view, &served(&user, matched), &request, &user, &headers);
                 if truncated {
                     out.status(&props::book_href(&user), 507, "Insufficient Storage");
                 }
@@ -455,8 +480,7 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                 let token = Some(token.as_str());
                 let (removed, truncated, next) = if asks_cards(&request) {
                     let page = sync::walk(&sync::Book, view, token, limit).map_err(sync_error)?;
-                    let rows: Vec<&Row<Contact>> = page.changed.iter().collect();
-                    card_responses(&mut out, view, &rows, &request, &user, &headers);
+                    card_responses(&mut out, view, &served(&user, &page.changed), &request, &user, &headers);
                     (page.removed, page.truncated, page.next)
                 } else {
                     let page = sync::walk(&sync::BookHeads, view, token, limit).map_err(sync_error)?;

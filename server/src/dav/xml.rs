@@ -375,6 +375,33 @@ impl Multistatus {
         Multistatus { out }
     }
 
+    /// Responses written apart (on the thread that wrote their cards), without the document's
+    /// start: appended to a multistatus with [`Multistatus::append`].
+    pub fn part() -> Multistatus {
+        Multistatus { out: String::new() }
+    }
+
+    /// Appends the responses written in `part`.
+    pub fn append(&mut self, part: &Multistatus) {
+        self.out.push_str(&part.out);
+    }
+
+    /// Room for `more` bytes of responses (an answer of 1,000 cards is megabytes: one
+    /// allocation instead of a copy at every doubling).
+    pub fn reserve(&mut self, more: usize) {
+        self.out.reserve(more);
+    }
+
+    /// The bytes written so far.
+    pub fn len(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Whether nothing is written (only a part can be empty).
+    pub fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+
     /// A response for `href` with found properties (200) and missing ones (404).
     pub fn props(&mut self, href: &str, found: &[PropXml], missing: &[&PropName]) {
         let _ = write!(self.out, "<D:response><D:href>{}</D:href>", escape(href));

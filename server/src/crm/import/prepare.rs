@@ -18,13 +18,8 @@ pub const ORIGINAL_UID_POINTER: &str = "/uid";
 /// UID when it has another one (so the same card always maps to the same contact); derived from
 /// its name, emails and phones when it has none.
 pub fn stable_uid(card: &Card) -> String {
-    const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6d79_636f_7272_6869_7a61_6c2d_7569_6400);
-    if let Some(uid) = card.uid.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
-        let bare = uid.trim_start_matches("urn:uuid:");
-        if let Ok(u) = uuid::Uuid::parse_str(bare) {
-            return u.to_string();
-        }
-        return uuid::Uuid::new_v5(&NAMESPACE, uid.as_bytes()).to_string();
+    if let Some(uid) = card.uid.as_deref().and_then(stable_uid_of) {
+        return uid;
     }
     let flat = project(card);
     let mut key = format!("{}\u{1f}{}", flat.firstname.to_lowercase(), flat.lastname.to_lowercase());
@@ -38,6 +33,22 @@ pub fn stable_uid(card: &Card) -> String {
     }
     uuid::Uuid::new_v5(&NAMESPACE, key.as_bytes()).to_string()
 }
+
+/// The stable UID of a card whose UID is `uid`, when that is not blank (see [`stable_uid`]).
+pub fn stable_uid_of(uid: &str) -> Option<String> {
+    let uid = uid.trim();
+    if uid.is_empty() {
+        return None;
+    }
+    let bare = uid.trim_start_matches("urn:uuid:");
+    if let Ok(u) = uuid::Uuid::parse_str(bare) {
+        return Some(u.to_string());
+    }
+    Some(uuid::Uuid::new_v5(&NAMESPACE, uid.as_bytes()).to_string())
+}
+
+/// The namespace of the UIDs [`stable_uid`] derives.
+const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6d79_636f_7272_6869_7a61_6c2d_7569_6400);
 
 /// A new contact from an incoming record (the stable UID, or a fresh one when `uid_taken`), and
 /// its card, for [`Contact::prepare_parsed`]. Validation is left to that preparation.
