@@ -660,3 +660,42 @@ async fn an_expansion_cut_short_is_made_again_whole_with_the_same_key_and_never_
         "the envelope built from the event, not the stale copy"
     );
 }
+
+#[tokio::test]
+async fn an_event_recorded_with_json_text_by_an_earlier_build_is_still_delivered_whole() {
+    use mycorrhizal::notify::outbox;
+
+    let app = in_process(&[]).await;
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
+    contact(&app, &ada, "Runa").await;
+    contact(&app, &ada, "Sela").await;
+    let events = recorded_events(&app);
+    assert_eq!(events.len(), 2);
+    // This build records the row's body in the engine's row encoding...
+    for (_, event) in &events {
+        assert_eq!(event.data.first(), Some(&mycorrhizal_engine::codec::FORMAT_V1), "{:?}", event.data.get(..8));
+    }
+    // ...an earlier one recorded it as JSON text: rewrite the first event that way.
+    let (key, mut old) = events[0].clone();
+    let json = mycorrhizal::crm::kinds::body_json("contact", &old.data).expect("the stored body reads as JSON");
+    old.data = serde_json::to_vec(&json).expect("json text");
+    app.state
+        .engine
+        .write_async(move |tx| {
+            tx.global().map_put(outbox::EVENTS_TABLE, &key, &mycorrhizal_engine::codec::encode(&old))?;
+            Ok(())
+        })
+        .await
+        .expect("rewritten");
+
+    assert_eq!(deliver_once(&app.state).await, 2);
+    let got = receiver.received();
+    let names: Vec<_> = got.iter().map(|r| r.json()["data"]["flat"]["firstname"].clone()).collect();
+    assert_eq!(names, [json!("Runa"), json!("Sela")], "both forms give the entity");
+    for r in &got {
+        assert_eq!(r.json()["data"]["kind"], "contact");
+        assert!(r.json()["data"]["card"].is_object(), "the card's JSON member as an object: {}", r.json());
+    }
+}
