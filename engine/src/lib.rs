@@ -50,7 +50,7 @@ pub use search::{
     Hit, Plan, RebuildReport, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,
     TOTAL_CAP as SEARCH_TOTAL_CAP,
 };
-pub use tx::{ChangeHook, Tx, TxUser, UPDATED_INDEX};
+pub use tx::{ChangeHook, Gathered, Tx, TxUser, UPDATED_INDEX};
 
 /// A user's id. User data is only reachable through [`Engine::user`] with one of these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -34,6 +34,17 @@ pub struct Tx<'a> {
     pub(crate) hook: Option<std::sync::Arc<dyn ChangeHook>>,
     /// What the change being run was submitted under (a request or job correlation id).
     pub(crate) origin: RefCell<Option<std::sync::Arc<str>>>,
+    /// What code above the engine gathers in this transaction ([`Tx::gathered`]).
+    gathered: RefCell<Option<Box<dyn Gathered>>>,
+}
+
+/// What code above the engine gathers over one transaction to write once, just before it
+/// commits ([`Tx::gathered`]): the outbox's events, one row for a transaction's many changes
+/// instead of one row each.
+pub trait Gathered: std::any::Any {
+    /// Writes what was gathered, inside `tx`, after its last change and before its own
+    /// bookkeeping (counters taken here are kept). An error fails the whole transaction.
+    fn finish(self: Box<Self>, tx: &Tx<'_>) -> Result<()>;
 }
 
 /// Told of every change to a user record *inside* the transaction that makes it, so what it
@@ -84,7 +95,32 @@ impl<'a> Tx<'a> {
             counters: RefCell::new(HashMap::new()),
             hook,
             origin: RefCell::new(None),
+            gathered: RefCell::new(None),
         }
+    }
+
+    /// Runs `f` on what this transaction has gathered so far: a `T::default()` at the first
+    /// use, written by [`Gathered::finish`] when the transaction finishes. A transaction that is
+    /// aborted (a failed change, the batch then run again without it) drops it with everything
+    /// else it wrote, so nothing gathered outlives the changes it describes. `f` must not call
+    /// `gathered` again. One type per transaction: state of another type is finished first.
+    pub fn gathered<T: Gathered + Default, R>(&self, f: impl FnOnce(&mut T) -> R) -> Result<R> {
+        let mut slot = self.gathered.borrow_mut();
+        if !slot.as_deref().is_some_and(|state| (state as &dyn std::any::Any).is::<T>()) {
+            if let Some(other) = slot.take() {
+                drop(slot);
+                other.finish(self)?;
+                slot = self.gathered.borrow_mut();
+            }
+            *slot = Some(Box::new(T::default()));
+        }
+        let state: Option<&mut T> =
+            slot.as_deref_mut().and_then(|state| (state as &mut dyn std::any::Any).downcast_mut());
+        Ok(match state {
+            Some(state) => f(state),
+            // Just put there, so not reached; a fresh value would be the honest answer.
+            None => f(&mut T::default()),
+        })
     }
 
     /// The label the running change was submitted under (see [`ChangeHook::origin`]).
@@ -109,6 +145,10 @@ impl<'a> Tx<'a> {
     /// writer calls it after the last change and before the commit; a transaction dropped without
     /// it is aborted, so nothing is half written.
     pub(crate) fn finish(self) -> Result<(Vec<Touched>, Vec<u64>)> {
+        let gathered = self.gathered.borrow_mut().take();
+        if let Some(gathered) = gathered {
+            gathered.finish(&self)?;
+        }
         {
             let mut table = self.txn.open_table(COUNTERS)?;
             for (name, value) in self.counters.borrow().iter() {

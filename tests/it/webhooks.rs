@@ -662,7 +662,122 @@ async fn an_expansion_cut_short_is_made_again_whole_with_the_same_key_and_never_
 }
 
 #[tokio::test]
-async fn an_event_recorded_with_json_text_by_an_earlier_build_is_still_delivered_whole() {
+async fn a_transactions_events_of_one_user_share_a_row_and_keep_their_order_each_with_its_own_key() {
+    use mycorrhizal::notify::{outbox, webhooks};
+
+    let app = in_process(&[]).await;
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    webhook(&app, &ada, &receiver.url, &["reminder.triggered"]).await;
+    let ada_id = {
+        let (status, me) = call(&app, "GET", "/api/v1/users/me", &ada, json!({}), "me").await;
+        assert_eq!(status, 200, "{me}");
+        me["id"].as_u64().expect("my id")
+    };
+    // More than a row holds, in one transaction.
+    let n = outbox::RUN_MAX + 6;
+    app.state
+        .engine
+        .write_async(move |tx| {
+            for i in 0..n {
+                webhooks::publish(tx, ada_id, "reminder.triggered", &|| json!({ "n": i }))?;
+            }
+            Ok(())
+        })
+        .await
+        .expect("published");
+
+    let events = recorded_events(&app);
+    assert_eq!(events.len(), n);
+    let rows: std::collections::BTreeSet<&str> = events.iter().map(|(key, _)| key.as_str()).collect();
+    assert_eq!(rows.len(), 2, "a full row, then the rest: {rows:?}");
+    assert!(rows.iter().all(|key| key.ends_with(outbox::RUN_SUFFIX)), "{rows:?}");
+    let keys: std::collections::HashSet<&str> = events.iter().map(|(_, e)| e.key.as_str()).collect();
+    assert_eq!(keys.len(), n, "every event its own idempotency key");
+    for key in &keys {
+        let uuid = uuid::Uuid::parse_str(key).expect("a UUID");
+        assert_eq!(uuid.get_version_num(), 4, "{key}");
+    }
+
+    for _ in 0..n {
+        if receiver.received().len() >= n || deliver_once(&app.state).await == 0 {
+            break;
+        }
+    }
+    let got = receiver.received();
+    let order: Vec<Value> = got.iter().map(|r| r.json()["data"]["n"].clone()).collect();
+    assert_eq!(order, (0..n).map(|i| json!(i)).collect::<Vec<_>>(), "delivered once each, in order");
+    let ids: Vec<String> = got.iter().map(|r| r.json()["id"].as_str().unwrap_or_default().to_string()).collect();
+    let expected: Vec<String> = events.iter().map(|(_, e)| e.key.clone()).collect();
+    assert_eq!(ids, expected, "each envelope carries its event's key");
+}
+
+#[tokio::test]
+async fn a_webhook_created_in_the_same_group_commit_as_changes_gets_the_events_of_the_changes_after_it() {
+    use mycorrhizal::crm::contact::ops::ContactInput;
+    use mycorrhizal::notify::{webhook_ops, webhooks::WebhookInput};
+
+    let app = in_process(&[]).await;
+    let receiver = Receiver::start().await;
+    let ada = sign_up(&app, "ada").await;
+    let (first, _) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
+    let ada_id = {
+        let (status, me) = call(&app, "GET", "/api/v1/users/me", &ada, json!({}), "me").await;
+        assert_eq!(status, 200, "{me}");
+        me["id"].as_u64().expect("my id")
+    };
+    let engine = app.state.engine.clone();
+    // Hold the writer, so the three writes below are taken into one transaction, in order.
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = Arc::new(Mutex::new(released));
+    let held = engine.write_async(move |_tx| {
+        let _ = released.lock().expect("lock").recv();
+        Ok(())
+    });
+    let queued = |n: usize| {
+        let engine = engine.clone();
+        async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while engine.queued_writes() < n && std::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+    };
+    let user = engine.user(mycorrhizal_engine::UserId(ada_id));
+    let input = |name: &str| serde_json::from_value::<ContactInput>(json!({ "firstname": name })).expect("input");
+    let hook = WebhookInput {
+        url: Some(receiver.url.clone()),
+        events: Some(vec!["contact.created".into()]),
+        description: None,
+        active: None,
+    };
+    let (_, ann, second, bea, _) = tokio::join!(
+        held,
+        mycorrhizal::crm::contact::ops::create(&user, input("Ann")),
+        async {
+            queued(1).await;
+            webhook_ops::create(&app.state, ada_id, hook).await
+        },
+        async {
+            queued(2).await;
+            mycorrhizal::crm::contact::ops::create(&user, input("Bea")).await
+        },
+        async {
+            queued(3).await;
+            release.send(()).expect("release");
+        },
+    );
+    let (ann, second, bea) = (ann.expect("ann").id, second.expect("webhook").webhook.id, bea.expect("bea").id);
+
+    let events = recorded_events(&app);
+    let named: Vec<(u64, Vec<u64>)> =
+        events.iter().map(|(_, e)| (e.record.as_ref().map_or(0, |r| r.1), e.webhooks.clone())).collect();
+    assert_eq!(named, [(ann, vec![first]), (bea, vec![first, second])], "the new webhook is seen by the next change");
+    assert_eq!(events[0].0, events[1].0, "one transaction, one row");
+}
+
+#[tokio::test]
+async fn events_recorded_by_earlier_builds_a_row_each_and_with_json_text_are_still_delivered_whole() {
     use mycorrhizal::notify::outbox;
 
     let app = in_process(&[]).await;
@@ -677,18 +792,28 @@ async fn an_event_recorded_with_json_text_by_an_earlier_build_is_still_delivered
     for (_, event) in &events {
         assert_eq!(event.data.first(), Some(&mycorrhizal_engine::codec::FORMAT_V1), "{:?}", event.data.get(..8));
     }
-    // ...an earlier one recorded it as JSON text: rewrite the first event that way.
-    let (key, mut old) = events[0].clone();
-    let json = mycorrhizal::crm::kinds::body_json("contact", &old.data).expect("the stored body reads as JSON");
-    old.data = serde_json::to_vec(&json).expect("json text");
+    // ...earlier ones wrote each event as a row of its own, and before that with the body as JSON
+    // text: rewrite the two events so, the first with JSON text.
+    let mut old: Vec<outbox::Event> = events.iter().map(|(_, e)| e.clone()).collect();
+    let json = mycorrhizal::crm::kinds::body_json("contact", &old[0].data).expect("the stored body reads as JSON");
+    old[0].data = serde_json::to_vec(&json).expect("json text");
+    let rows: Vec<String> = events.iter().map(|(key, _)| key.clone()).collect();
     app.state
         .engine
         .write_async(move |tx| {
-            tx.global().map_put(outbox::EVENTS_TABLE, &key, &mycorrhizal_engine::codec::encode(&old))?;
+            for key in &rows {
+                tx.global().map_remove(outbox::EVENTS_TABLE, key)?;
+            }
+            for event in &old {
+                let id = tx.next_counter("id:outbox_events")?;
+                let row = mycorrhizal_engine::codec::encode(event);
+                tx.global().map_put(outbox::EVENTS_TABLE, &format!("{id:020}"), &row)?;
+            }
             Ok(())
         })
         .await
         .expect("rewritten");
+    assert_eq!(recorded_events(&app).len(), 2, "two rows of one event each");
 
     assert_eq!(deliver_once(&app.state).await, 2);
     let got = receiver.received();

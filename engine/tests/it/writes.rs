@@ -473,3 +473,70 @@ fn queued_writes_counts_the_changes_waiting_and_in_flight_the_unanswered() {
     }
     assert_eq!(engine.writes_in_flight(), 0, "all answered");
 }
+
+/// Gathers names over one transaction and writes them, joined, as one `map:gathered` value.
+#[derive(Default)]
+struct Names(Vec<String>);
+
+impl mycorrhizal_engine::Gathered for Names {
+    fn finish(self: Box<Self>, tx: &mycorrhizal_engine::Tx<'_>) -> mycorrhizal_engine::Result<()> {
+        let n = tx.next_counter("id:gathered")?;
+        tx.global().map_put("map:gathered", &format!("{n:03}"), self.0.join(",").as_bytes())
+    }
+}
+
+#[test]
+fn what_a_transaction_gathers_is_written_once_before_it_commits_and_a_failed_change_takes_its_share_away() {
+    let db = fresh();
+    let engine = db.engine.clone();
+    // Hold the writer inside a change, so the next three are taken into one batch.
+    let (entered_tx, entered) = std::sync::mpsc::channel::<()>();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = Arc::new(std::sync::Mutex::new(released));
+    let holder = {
+        let engine = engine.clone();
+        std::thread::spawn(move || {
+            engine.write(move |_tx| {
+                let _ = entered_tx.send(());
+                let _ = released.lock().expect("lock").recv();
+                Ok(())
+            })
+        })
+    };
+    entered.recv().expect("the writer took the first change");
+    // Queued one after another, so the batch runs them in this order.
+    let mut queued = Vec::new();
+    for (n, name) in ["ann", "bea", "cid"].into_iter().enumerate() {
+        let engine = engine.clone();
+        let waiting = engine.clone();
+        queued.push(std::thread::spawn(move || {
+            engine.write(move |tx| {
+                tx.gathered(|names: &mut Names| names.0.push(name.to_string()))?;
+                if name == "bea" { Err(Error::NotFound) } else { Ok(()) }
+            })
+        }));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while waiting.queued_writes() <= n && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    assert_eq!(engine.queued_writes(), 3, "three changes wait behind the held one");
+    release.send(()).expect("release");
+    holder.join().expect("holder").expect("held change");
+    let results: Vec<bool> = queued.into_iter().map(|w| w.join().expect("writer thread").is_ok()).collect();
+    assert_eq!(results, [true, false, true]);
+    let mut rows = Vec::new();
+    engine
+        .global()
+        .expect("a read")
+        .map_scan("map:gathered", "", |key, value| {
+            rows.push((key.to_string(), String::from_utf8_lossy(value).into_owned()));
+            true
+        })
+        .expect("scan");
+    assert_eq!(
+        rows,
+        [("001".to_string(), "ann,cid".to_string())],
+        "one row for the batch, without the failed change's name"
+    );
+}

@@ -5,12 +5,13 @@
 //! a kill is simply made again (at least once; every message carries the same idempotency key on
 //! every attempt). The retry schedule is in the row, so it survives restarts.
 //!
-//! A webhook event is first ONE row of [`EVENTS_TABLE`] ([`Event`]: what happened, its key, the
-//! webhooks subscribed then, the row's body in the engine's row encoding, JSON only later on the
-//! worker), written in its cause's transaction; the
-//! worker expands it ([`expand_in`], from `webhooks::expand`) into the rows below in a write of
-//! its own that also removes it, so the cause's transaction pays one insert however many
-//! webhooks subscribe, and a crash leaves an event either whole or unexpanded.
+//! A webhook event is first an entry of ONE row of [`EVENTS_TABLE`] ([`Event`]: what happened,
+//! its key, the webhooks subscribed then, the row's body in the engine's row encoding, JSON only
+//! later on the worker), written in its cause's transaction: the transaction gathers its events
+//! and writes each user's as one row just before it commits ([`gather_event`]), so a group
+//! commit of many changes pays one insert per user, however many webhooks subscribe. The worker
+//! expands a row ([`expand_in`], from `webhooks::expand`) into the rows below in a write of its
+//! own that also removes it, and a crash leaves a row's events either whole or unexpanded.
 //!
 //! A webhook event's envelope (the JSON body every delivery of the event POSTs) is stored once,
 //! in `sys:outbox_envelopes` ([`Envelope`]), however many webhooks subscribe to the event: the
@@ -346,11 +347,13 @@ fn enqueue_event_as(
         .collect()
 }
 
-/// A webhook event as its cause's transaction records it: one small row however many webhooks
-/// subscribe, in [`EVENTS_TABLE`], keyed by its id. The delivery worker expands it
-/// ([`expand`]) into the envelope and one delivery per webhook, in a transaction of its own that
-/// also removes it; until then it is pending for every webhook it names. Its idempotency key is
-/// fixed here, so an expansion cut short by a crash is made again whole with the same key.
+/// A webhook event as its cause's transaction records it, however many webhooks subscribe: one
+/// entry of a row of [`EVENTS_TABLE`] that holds the events of one user in one transaction (see
+/// [`gather_event`]). The delivery worker expands a row ([`expand`]) into each event's envelope
+/// and one delivery per webhook, in a transaction of its own that also removes the row; until
+/// then its events are pending for every webhook they name. An event's idempotency key is fixed
+/// when its row is written, so an expansion cut short by a crash is made again whole with the
+/// same key.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Event {
     pub user_id: u64,
@@ -372,22 +375,99 @@ pub struct Event {
     pub record: Option<(String, u64, u64)>,
 }
 
-/// Events not yet expanded: `<event id, 20 digits>` -> [`Event`] (postcard). Keys sort by id,
-/// which is the order of their causes' commits.
+/// Events not yet expanded, in rows keyed by the row's id (20 digits): `<id>` + [`RUN_SUFFIX`]
+/// holds a run of events (`Vec<Event>`, postcard), one user's in one transaction; `<id>` alone
+/// holds one [`Event`], as builds before runs wrote every event. Keys sort by id, which is the
+/// order of their causes' commits, and a run keeps its events' order.
 pub const EVENTS_TABLE: &str = "map:outbox_events";
 
-fn event_key(id: u64) -> String {
-    format!("{id:020}")
+/// The end of a run row's key in [`EVENTS_TABLE`].
+pub const RUN_SUFFIX: &str = "+run";
+
+/// Most events in one run row: a transaction that records more for one user (an import) writes
+/// several rows, so one expansion, which takes rows whole, stays near the events it was asked for.
+pub const RUN_MAX: usize = 64;
+
+/// What a write transaction gathers for the outbox ([`Tx::gathered`]): its webhook events, by
+/// user, written as run rows when it finishes; and each user's subscriptions as it has read them,
+/// so a transaction of many changes (a batch of callers, an import) reads them once.
+#[derive(Default)]
+pub struct Gathering {
+    /// Events not yet written, each user's in order.
+    events: Vec<(u64, Vec<Event>)>,
+    /// (webhook id, subscribed events) of each user this transaction has looked up.
+    pub(super) subscriptions: std::collections::HashMap<u64, Vec<(u64, Vec<String>)>>,
 }
 
-/// Records `event` in `tx` (the cause's transaction). Returns its id.
-pub fn record_event(tx: &Tx<'_>, event: &Event) -> mycorrhizal_engine::Result<u64> {
+impl mycorrhizal_engine::Gathered for Gathering {
+    fn finish(self: Box<Self>, tx: &Tx<'_>) -> mycorrhizal_engine::Result<()> {
+        for (_, run) in self.events {
+            write_run(tx, run)?;
+        }
+        Ok(())
+    }
+}
+
+/// Records `event` in `tx` (the cause's transaction): gathered with the transaction's other
+/// events of the same user and written with them, one row, before it commits (or at once when
+/// the run is full). The event's key is given when the row is written.
+pub fn gather_event(tx: &Tx<'_>, event: Event) -> mycorrhizal_engine::Result<()> {
+    let full = tx.gathered(|g: &mut Gathering| {
+        let user = event.user_id;
+        let at = match g.events.iter().position(|(u, _)| *u == user) {
+            Some(at) => at,
+            None => {
+                g.events.push((user, Vec::new()));
+                g.events.len() - 1
+            }
+        };
+        g.events[at].1.push(event);
+        (g.events[at].1.len() >= RUN_MAX).then(|| g.events.swap_remove(at).1)
+    })?;
+    match full {
+        Some(run) => write_run(tx, run),
+        None => Ok(()),
+    }
+}
+
+/// Drops what `tx` has gathered for `user` (their account is going) and forgets their
+/// subscriptions as read.
+fn forget_gathered(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<()> {
+    tx.gathered(|g: &mut Gathering| {
+        g.events.retain(|(u, _)| *u != user);
+        g.subscriptions.remove(&user);
+    })
+}
+
+/// Writes one run row: each event's idempotency key (a random UUID v4, from one read of the
+/// system's randomness for the whole run), then the row under a fresh id.
+fn write_run(tx: &Tx<'_>, mut run: Vec<Event>) -> mycorrhizal_engine::Result<()> {
+    if run.is_empty() {
+        return Ok(());
+    }
+    let mut random = vec![0u8; 16 * run.len()];
+    getrandom::fill(&mut random)
+        .map_err(|e| mycorrhizal_engine::Error::CommitFailed(format!("no randomness for event keys: {e}")))?;
+    for (event, bytes) in run.iter_mut().zip(random.chunks_exact(16)) {
+        let mut b = [0u8; 16];
+        b.copy_from_slice(bytes);
+        event.key = uuid::Builder::from_random_bytes(b).into_uuid().to_string();
+    }
     let id = tx.next_counter("id:outbox_events")?;
-    tx.global().map_put(EVENTS_TABLE, &event_key(id), &mycorrhizal_engine::codec::encode(event))?;
-    Ok(id)
+    tx.global().map_put(EVENTS_TABLE, &format!("{id:020}{RUN_SUFFIX}"), &mycorrhizal_engine::codec::encode(&run))
 }
 
-/// Events not yet expanded, oldest first, at most `limit`: (key, event).
+/// The events of one row of [`EVENTS_TABLE`], of either form.
+fn row_events(key: &str, value: &[u8]) -> mycorrhizal_engine::Result<Vec<Event>> {
+    if key.ends_with(RUN_SUFFIX) {
+        mycorrhizal_engine::codec::decode(EVENTS_TABLE, value)
+    } else {
+        Ok(vec![mycorrhizal_engine::codec::decode(EVENTS_TABLE, value)?])
+    }
+}
+
+/// Events not yet expanded, oldest first: (key of their row, event), whole rows until at least
+/// `limit` events (a row's events are expanded together, with the row's removal).
 pub fn pending_events(
     view: &mycorrhizal_engine::GlobalView,
     limit: usize,
@@ -395,8 +475,8 @@ pub fn pending_events(
     let mut events = Vec::new();
     let mut failed = None;
     view.map_scan(EVENTS_TABLE, "", |key, value| {
-        match mycorrhizal_engine::codec::decode::<Event>(EVENTS_TABLE, value) {
-            Ok(event) => events.push((key.to_string(), event)),
+        match row_events(key, value) {
+            Ok(row) => events.extend(row.into_iter().map(|event| (key.to_string(), event))),
             Err(e) => failed = Some(e),
         }
         failed.is_none() && events.len() < limit
@@ -414,8 +494,18 @@ pub fn pending_events(
 /// expanding twice is harmless. Returns how many events were expanded.
 pub fn expand_in(tx: &Tx<'_>, events: &[(String, Event, String)]) -> mycorrhizal_engine::Result<usize> {
     let mut expanded = 0;
+    // The row being expanded, and whether it was still there (its events follow one another).
+    let mut row: Option<(&str, bool)> = None;
     for (key, event, body) in events {
-        if !tx.global().map_remove(EVENTS_TABLE, key)? {
+        let pending = match row {
+            Some((current, pending)) if current == key => pending,
+            _ => {
+                let pending = tx.global().map_remove(EVENTS_TABLE, key)?;
+                row = Some((key, pending));
+                pending
+            }
+        };
+        if !pending {
             continue;
         }
         enqueue_event_as(
@@ -590,16 +680,20 @@ pub fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
         }
     }
     released.apply(tx)?;
-    let mut events = Vec::new();
+    forget_gathered(tx, user)?;
+    let mut rows = Vec::new();
     g.map_scan(EVENTS_TABLE, "", |key, value| {
-        if mycorrhizal_engine::codec::decode::<Event>(EVENTS_TABLE, value).is_ok_and(|e| e.user_id == user) {
-            events.push(key.to_string());
+        // A row holds one user's events (a run is one user's, in one transaction).
+        if let Ok(events) = row_events(key, value)
+            && events.first().is_some_and(|e| e.user_id == user)
+        {
+            rows.push((key.to_string(), events.len() as u64));
         }
         true
     })?;
-    for key in events {
+    for (key, events) in rows {
         if g.map_remove(EVENTS_TABLE, &key)? {
-            removed += 1;
+            removed += events;
         }
     }
     Ok(removed)

@@ -87,7 +87,8 @@ fn write_subscriptions(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<()>
         .map(|(id, w)| (id, w.events))
         .collect();
     let subs = Subscriptions { hooks };
-    tx.global().map_put(SUBS_TABLE, &user.to_string(), &postcard_bytes(&subs))
+    tx.global().map_put(SUBS_TABLE, &user.to_string(), &postcard_bytes(&subs))?;
+    super::webhooks::forget_subscriptions(tx, user)
 }
 
 fn postcard_bytes<T: Serialize>(value: &T) -> Vec<u8> {

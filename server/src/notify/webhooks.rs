@@ -17,7 +17,7 @@
 //! needs it back. Which users have webhooks is kept in memory ([`OutboxHook`]): a user without
 //! any costs a write one hash lookup; the subscriptions themselves (`map:webhook_subs`) are read
 //! inside the transaction, so a webhook created or removed is seen by the very next write. A
-//! subscribed change records one event row (`outbox::record_event`); [`expand`] turns events into
+//! subscribed change records one event (`outbox::gather_event`: a transaction's events of one user share a row); [`expand`] turns events into
 //! envelopes and deliveries later, in the worker's writes.
 //!
 //! The records, the signature, [`publish`] and the hook are here; the operations a front door
@@ -241,6 +241,7 @@ pub(crate) fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<
         }
     }
     removed += u64::from(tx.global().map_remove(SUBS_TABLE, &user.to_string())?);
+    forget_subscriptions(tx, user)?;
     Ok(removed)
 }
 
@@ -250,7 +251,7 @@ pub fn envelope(key: &str, event: &str, at: Timestamp, data: Value) -> String {
 }
 
 /// Queues `event` with `data` to each of `user`'s active webhooks subscribed to it, inside `tx`
-/// (the cause's transaction): one event row naming them (`outbox::record_event`), expanded into
+/// (the cause's transaction): one event naming them (`outbox::gather_event`), expanded into
 /// the envelope and a delivery per webhook by the worker ([`expand`]). Returns how many
 /// deliveries were queued.
 pub fn publish(tx: &Tx<'_>, user: u64, event: &str, data: &dyn Fn() -> Value) -> mycorrhizal_engine::Result<usize> {
@@ -265,10 +266,7 @@ fn record(
     data: &dyn Fn() -> Vec<u8>,
     change: Option<(String, u64, u64)>,
 ) -> mycorrhizal_engine::Result<usize> {
-    let Some(bytes) = tx.global().map_get(SUBS_TABLE, &user.to_string())? else { return Ok(0) };
-    let subs: Subscriptions = mycorrhizal_engine::codec::decode(SUBS_TABLE, &bytes)?;
-    let webhooks: Vec<u64> =
-        subs.hooks.iter().filter(|(_, events)| events.iter().any(|e| e == event)).map(|(id, _)| *id).collect();
+    let webhooks = subscribed(tx, user, event)?;
     if webhooks.is_empty() {
         return Ok(0);
     }
@@ -276,15 +274,41 @@ fn record(
     let event = outbox::Event {
         user_id: user,
         event: event.to_string(),
-        key: uuid::Uuid::new_v4().to_string(),
+        // Given when the event's row is written.
+        key: String::new(),
         at: tx.now(),
         correlation_id: tx.origin().map(|o| o.to_string()),
         webhooks,
         data: data(),
         record: change,
     };
-    outbox::record_event(tx, &event)?;
+    outbox::gather_event(tx, event)?;
     Ok(queued)
+}
+
+/// `user`'s active webhooks subscribed to `event`, in id order: their subscription list read
+/// once per transaction (it is forgotten when the transaction rewrites it).
+fn subscribed(tx: &Tx<'_>, user: u64, event: &str) -> mycorrhizal_engine::Result<Vec<u64>> {
+    let pick = |hooks: &[(u64, Vec<String>)]| -> Vec<u64> {
+        hooks.iter().filter(|(_, events)| events.iter().any(|e| e == event)).map(|(id, _)| *id).collect()
+    };
+    if let Some(webhooks) = tx.gathered(|g: &mut outbox::Gathering| g.subscriptions.get(&user).map(|h| pick(h)))? {
+        return Ok(webhooks);
+    }
+    let hooks = match tx.global().map_get(SUBS_TABLE, &user.to_string())? {
+        Some(bytes) => mycorrhizal_engine::codec::decode::<Subscriptions>(SUBS_TABLE, &bytes)?.hooks,
+        None => Vec::new(),
+    };
+    let webhooks = pick(&hooks);
+    tx.gathered(|g: &mut outbox::Gathering| g.subscriptions.insert(user, hooks))?;
+    Ok(webhooks)
+}
+
+/// Forgets `user`'s subscription list as `tx` read it (it was just rewritten or removed).
+pub(super) fn forget_subscriptions(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<()> {
+    tx.gathered(|g: &mut outbox::Gathering| {
+        g.subscriptions.remove(&user);
+    })
 }
 
 /// The envelope JSON text of a recorded event.
