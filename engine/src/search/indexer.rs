@@ -1,8 +1,6 @@
 //! The indexer thread. It owns the live generation's one `IndexWriter`: it applies the batches
-//! the writer reports (through the change feed), commits `commit_interval` after a change or on
-//! a flush (never per write; while changes keep coming, once they pause for `commit_interval`,
-//! at the latest [`DEFER_FACTOR`] intervals after the first uncommitted one: see [`due_in`]),
-//! and after every [`CHUNK`] change-feed entries while a backlog drains (so
+//! the writer reports (through the change feed), commits every `commit_interval` or on a flush
+//! (never per write), and after every [`CHUNK`] change-feed entries while a backlog drains (so
 //! an import's rows leave the read-your-writes overlay a chunk at a time, not all at the end),
 //! drops a purged user's documents, and swaps in a rebuilt generation. A
 //! failed update or commit is logged and retried; searches stay right meanwhile through the
@@ -41,27 +39,6 @@ const BACKGROUND_NICE: i32 = 10;
 /// for all of them and holding their analyses in memory.
 pub(super) const CHUNK: usize = 10_000;
 
-/// How many commit intervals a commit may be put off while changes keep coming (a phone's first
-/// sync PUTting 10,000 cards, an API client's bulk edits). Each commit writes a segment and
-/// syncs it, and every few segments tantivy merges them, rewriting them and syncing again: work
-/// that competed with the durable writer's own syncs. Measured on a 2-core machine (the CardDAV
-/// bench, 10,000 PUTs by 8 clients): with commits every 500 ms tantivy merged twice during the
-/// PUTs and the PUT rate dipped with each merge; with commits put off, none ran. At the default
-/// 500 ms this lets rows wait at most 5 s for a commit (searches see them at once anyway, through
-/// the overlay; the overlay then holds at most those seconds of writes, well under [`CHUNK`] at
-/// the writer's rate).
-pub(super) const DEFER_FACTOR: u32 = 10;
-
-/// How long until the index, uncommitted for `dirty_for` and without news for `quiet_for`, is due
-/// a commit (zero: now). A lone change is committed `interval` after it came, as before; while
-/// changes keep coming, the commit waits until they pause for `interval`, but never longer than
-/// [`DEFER_FACTOR`] intervals after the index became dirty.
-pub(super) fn due_in(dirty_for: Duration, quiet_for: Duration, interval: Duration) -> Duration {
-    let longest = interval.saturating_mul(DEFER_FACTOR).saturating_sub(dirty_for);
-    let pause = interval.saturating_sub(quiet_for);
-    interval.saturating_sub(dirty_for).max(pause.min(longest))
-}
-
 /// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (at most to 19, the lowest). Where
 /// that is refused, the thread keeps its priority: indexing is then as fast as before, no less
 /// correct.
@@ -99,14 +76,11 @@ impl Indexer {
     pub fn run(mut self, queue: mpsc::Receiver<Msg>) {
         background_priority();
         let mut dirty_since: Option<Instant> = None;
-        // When the last change (or purge) was reported: commits wait for a pause (`due_in`).
-        let mut last_news = Instant::now();
         let mut pending: BTreeSet<u64> = BTreeSet::new();
         loop {
-            let interval = self.shared.interval;
             // A backlog still pending is taken up at once; otherwise wait for news or the commit.
             let wait = if pending.is_empty() {
-                dirty_since.map_or(Duration::from_secs(3600), |t| due_in(t.elapsed(), last_news.elapsed(), interval))
+                dirty_since.map_or(Duration::from_secs(3600), |t| self.shared.interval.saturating_sub(t.elapsed()))
             } else {
                 Duration::ZERO
             };
@@ -122,12 +96,8 @@ impl Indexer {
             // Handle everything already queued before committing.
             while let Some(msg) = next.take() {
                 match msg {
-                    Msg::Changed(users) => {
-                        pending.extend(users);
-                        last_news = Instant::now();
-                    }
+                    Msg::Changed(users) => pending.extend(users),
                     Msg::Purged(user) => {
-                        last_news = Instant::now();
                         self.writer.delete_term(Term::from_field_u64(self.shared.fields.user, user));
                         self.applied.remove(&user);
                         pending.remove(&user);
@@ -171,8 +141,7 @@ impl Indexer {
                     }
                 }
             }
-            let due =
-                backlog || dirty_since.is_some_and(|t| due_in(t.elapsed(), last_news.elapsed(), interval).is_zero());
+            let due = backlog || dirty_since.is_some_and(|t| t.elapsed() >= self.shared.interval);
             if (due || stop) && dirty_since.is_some() {
                 match self.commit() {
                     Ok(()) => dirty_since = None,
@@ -224,37 +193,5 @@ impl Indexer {
 
     fn commit(&mut self) -> Result<()> {
         self.shared.commit(&mut self.writer, &self.live, &self.applied)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
-
-    /// A lone change is committed one interval after it came; a stream of changes waits for a
-    /// pause, but never past `DEFER_FACTOR` intervals.
-    #[test]
-    fn a_commit_waits_for_a_pause_in_the_changes_but_not_for_ever() {
-        let interval = ms(500);
-        // One change, nothing since: due an interval after it.
-        assert_eq!(due_in(ms(0), ms(0), interval), ms(500));
-        assert_eq!(due_in(ms(200), ms(200), interval), ms(300));
-        assert_eq!(due_in(ms(500), ms(500), interval), ms(0));
-        assert_eq!(due_in(ms(900), ms(900), interval), ms(0));
-        // Changes still coming: put off until they pause for an interval.
-        assert_eq!(due_in(ms(500), ms(1), interval), ms(499));
-        assert_eq!(due_in(ms(2_000), ms(100), interval), ms(400));
-        assert_eq!(due_in(ms(2_000), ms(500), interval), ms(0));
-        // ... but no longer than ten intervals after the index became dirty.
-        assert_eq!(due_in(ms(4_800), ms(0), interval), ms(200));
-        assert_eq!(due_in(ms(5_000), ms(0), interval), ms(0));
-        assert_eq!(due_in(ms(60_000), ms(0), interval), ms(0));
-        // A tiny interval stays tiny.
-        assert_eq!(due_in(ms(0), ms(0), ms(10)), ms(10));
-        assert_eq!(due_in(ms(100), ms(0), ms(10)), ms(0));
     }
 }

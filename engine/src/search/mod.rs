@@ -5,9 +5,8 @@
 //!   users changed, through its commit hook (`handle`).
 //!   The indexer reads those users' change feeds from where it stopped, re-reads each touched row
 //!   and replaces (or deletes) its document. Handlers never touch the index.
-//! - **Commits.** One long-lived `IndexWriter`, committed `commit_interval` after a change (or on
-//!   flush), never per write; while changes keep coming, once they pause for `commit_interval`,
-//!   at the latest ten intervals after the first uncommitted one (`indexer::due_in`). Each commit's payload holds the schema version and, per user, the last
+//! - **Commits.** One long-lived `IndexWriter`, committed every `commit_interval` (or on flush),
+//!   never per write. Each commit's payload holds the schema version and, per user, the last
 //!   change-feed sequence applied. At start the indexer replays what the payload says it missed,
 //!   so a crash between a database commit and an index commit loses nothing.
 //! - **Read-your-writes.** Before a write is acknowledged, the writer records each touched row in
