@@ -488,9 +488,10 @@ pub fn pending_events(
 }
 
 /// Expands events read by [`pending_events`], each with its envelope's JSON text built by the
-/// caller (outside the writer), in `tx`: for each event still pending, removes it and queues its
-/// deliveries (one envelope, one row per webhook, with the event's key, instant and correlation
-/// id). An event already gone (expanded by another call, or its account deleted) is skipped, so
+/// caller (outside the writer), in `tx`: removes each row still pending (once, for the events of
+/// it that follow one another in `events`) and queues each of its events' deliveries (one
+/// envelope, one row per webhook, with the event's key, instant and correlation id). The events
+/// of a row already gone (expanded by another call, or its account deleted) are skipped, so
 /// expanding twice is harmless. Returns how many events were expanded.
 pub fn expand_in(tx: &Tx<'_>, events: &[(String, Event, String)]) -> mycorrhizal_engine::Result<usize> {
     let mut expanded = 0;
