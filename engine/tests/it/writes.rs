@@ -428,26 +428,34 @@ fn a_transaction_of_many_writes_keeps_every_chain_sequence_count_and_id() {
     assert_eq!(bob.verify_audit().unwrap(), 1, "the event after the purge chains to its anchor");
 }
 
+/// Holds the engine's writer inside a change (on a thread of its own) until the returned sender
+/// is sent to: what is written meanwhile queues behind it and is taken as one batch. Returns once
+/// the writer has taken the holding change.
+fn hold_writer(
+    engine: &mycorrhizal_engine::Engine,
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<mycorrhizal_engine::Result<()>>) {
+    let (entered_tx, entered) = std::sync::mpsc::channel::<()>();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = Arc::new(std::sync::Mutex::new(released));
+    let engine = engine.clone();
+    let holder = std::thread::spawn(move || {
+        engine.user(ALICE).write(move |_tx| {
+            let _ = entered_tx.send(());
+            let _ = released.lock().expect("lock").recv();
+            Ok(())
+        })
+    });
+    entered.recv().expect("the writer took the first change");
+    (release, holder)
+}
+
 #[test]
 fn queued_writes_counts_the_changes_waiting_and_in_flight_the_unanswered() {
     let db = fresh();
     let engine = db.engine.clone();
     assert_eq!(engine.queued_writes(), 0);
     // Hold the writer inside a change, then queue five more behind it.
-    let (entered_tx, entered) = std::sync::mpsc::channel::<()>();
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let released = Arc::new(std::sync::Mutex::new(released));
-    let holder = {
-        let engine = engine.clone();
-        std::thread::spawn(move || {
-            engine.user(ALICE).write(move |_tx| {
-                let _ = entered_tx.send(());
-                let _ = released.lock().expect("lock").recv();
-                Ok(())
-            })
-        })
-    };
-    entered.recv().expect("the writer took the first change");
+    let (release, holder) = hold_writer(&engine);
     let waiting: Vec<_> = (0..5)
         .map(|n| {
             let engine = engine.clone();
@@ -490,20 +498,7 @@ fn what_a_transaction_gathers_is_written_once_before_it_commits_and_a_failed_cha
     let db = fresh();
     let engine = db.engine.clone();
     // Hold the writer inside a change, so the next three are taken into one batch.
-    let (entered_tx, entered) = std::sync::mpsc::channel::<()>();
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let released = Arc::new(std::sync::Mutex::new(released));
-    let holder = {
-        let engine = engine.clone();
-        std::thread::spawn(move || {
-            engine.write(move |_tx| {
-                let _ = entered_tx.send(());
-                let _ = released.lock().expect("lock").recv();
-                Ok(())
-            })
-        })
-    };
-    entered.recv().expect("the writer took the first change");
+    let (release, holder) = hold_writer(&engine);
     // Queued one after another, so the batch runs them in this order.
     let mut queued = Vec::new();
     for (n, name) in ["ann", "bea", "cid"].into_iter().enumerate() {
