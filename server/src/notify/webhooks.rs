@@ -16,9 +16,10 @@
 //! The secret is shown once (create, rotate) and stored sealed with the data key, since signing
 //! needs it back. Which users have webhooks is kept in memory ([`OutboxHook`]): a user without
 //! any costs a write one hash lookup; the subscriptions themselves (`map:webhook_subs`) are read
-//! inside the transaction, so a webhook created or removed is seen by the very next write. A
-//! subscribed change records one event (`outbox::gather_event`: a transaction's events of one user share a row); [`expand`] turns events into
-//! envelopes and deliveries later, in the worker's writes.
+//! inside the transaction (once per transaction, forgotten when it rewrites them), so a webhook
+//! created or removed is seen by the very next write. A subscribed change records one event
+//! (`outbox::gather_event`: a transaction's events of one user share a row); [`expand`] turns
+//! events into envelopes and deliveries later, in the worker's writes.
 //!
 //! The records, the signature, [`publish`] and the hook are here; the operations a front door
 //! calls (create, list, rotate, test, redeliver, ...) are `webhook_ops`.
