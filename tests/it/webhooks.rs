@@ -157,6 +157,13 @@ async fn webhook(app: &InProcess, cookie: &str, url: &str, events: &[&str]) -> (
     (body["id"].as_u64().unwrap(), body["secret"].as_str().unwrap().to_string())
 }
 
+/// The signed-in user's id.
+async fn user_id(app: &InProcess, cookie: &str) -> u64 {
+    let (status, me) = call(app, "GET", "/api/v1/users/me", cookie, json!({}), "me").await;
+    assert_eq!(status, 200, "{me}");
+    me["id"].as_u64().expect("my id")
+}
+
 async fn contact(app: &InProcess, cookie: &str, name: &str) -> u64 {
     let (status, body) =
         call(app, "POST", "/api/v1/contacts", cookie, json!({ "firstname": name }), "make-contact").await;
@@ -566,11 +573,7 @@ async fn a_change_records_one_event_which_the_log_shows_as_deliveries_once_expan
     let (second, _) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
     // Not subscribed to the event: not named by it.
     webhook(&app, &ada, &receiver.url, &["contact.deleted"]).await;
-    let ada_id = {
-        let (status, me) = call(&app, "GET", "/api/v1/users/me", &ada, json!({}), "me").await;
-        assert_eq!(status, 200, "{me}");
-        me["id"].as_u64().expect("my id")
-    };
+    let ada_id = user_id(&app, &ada).await;
     contact(&app, &ada, "Olga").await;
 
     // In the change's transaction: one event naming both subscribed webhooks, no delivery row yet.
@@ -669,11 +672,7 @@ async fn a_transactions_events_of_one_user_share_a_row_and_keep_their_order_each
     let receiver = Receiver::start().await;
     let ada = sign_up(&app, "ada").await;
     webhook(&app, &ada, &receiver.url, &["reminder.triggered"]).await;
-    let ada_id = {
-        let (status, me) = call(&app, "GET", "/api/v1/users/me", &ada, json!({}), "me").await;
-        assert_eq!(status, 200, "{me}");
-        me["id"].as_u64().expect("my id")
-    };
+    let ada_id = user_id(&app, &ada).await;
     // More than a row holds, in one transaction.
     let n = outbox::RUN_MAX + 6;
     app.state
@@ -721,11 +720,7 @@ async fn a_webhook_created_in_the_same_group_commit_as_changes_gets_the_events_o
     let receiver = Receiver::start().await;
     let ada = sign_up(&app, "ada").await;
     let (first, _) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
-    let ada_id = {
-        let (status, me) = call(&app, "GET", "/api/v1/users/me", &ada, json!({}), "me").await;
-        assert_eq!(status, 200, "{me}");
-        me["id"].as_u64().expect("my id")
-    };
+    let ada_id = user_id(&app, &ada).await;
     let engine = app.state.engine.clone();
     // Hold the writer, so the three writes below are taken into one transaction, in order.
     let (release, released) = std::sync::mpsc::channel::<()>();
