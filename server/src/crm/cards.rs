@@ -172,7 +172,7 @@ fn write_card(row: &Row<Contact>, picture: Option<Vec<u8>>, version: Version) ->
     vcard::write_with_photo(record, photo.as_ref(), version).map_err(Error::internal)
 }
 
-/// Cards per thread below which [`card_texts`] writes on the calling thread alone (a thread
+/// Items per thread below which [`across_cores`] works on the calling thread alone (a thread
 /// costs more than a few cards).
 const CARDS_PER_THREAD: usize = 64;
 
@@ -182,57 +182,88 @@ fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// A card to write: its position among the rows, the row, its picture as read.
-type Job<'a> = (usize, (&'a Row<Contact>, Result<Option<Vec<u8>>>));
+/// `work` on each of `items`, the answers in order, on up to one thread per core (scoped
+/// threads, each a run of consecutive items, the first run on the calling thread).
+fn across_cores<I: Send, T: Send>(mut items: Vec<I>, work: impl Fn(I) -> T + Sync) -> Vec<T> {
+    let threads = cores().min(items.len() / CARDS_PER_THREAD).max(1);
+    if threads == 1 {
+        return items.into_iter().map(work).collect();
+    }
+    let per_thread = items.len().div_ceil(threads);
+    let mut runs = Vec::with_capacity(threads);
+    while items.len() > per_thread {
+        let rest = items.split_off(per_thread);
+        runs.push(std::mem::replace(&mut items, rest));
+    }
+    runs.push(items);
+    let mut runs = runs.into_iter();
+    let first = runs.next().unwrap_or_default();
+    let work = &work;
+    std::thread::scope(|scope| {
+        let others: Vec<_> =
+            runs.map(|run| scope.spawn(move || run.into_iter().map(work).collect::<Vec<_>>())).collect();
+        // The first run on this thread, while the others do theirs.
+        let mut out: Vec<T> = first.into_iter().map(work).collect();
+        for other in others {
+            match other.join() {
+                Ok(done) => out.extend(done),
+                // A panic in the work is a bug; let it surface as it would on one thread.
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
+}
+
+/// The card of `row` in `version`, its picture read from `view` and inline.
+fn card_with_picture(view: &UserView, row: &Row<Contact>, version: Version) -> Result<String> {
+    let picture = match row.body.photo.as_str() {
+        "" => None,
+        name => view.blob(name)?,
+    };
+    write_card(row, picture, version)
+}
 
 /// [`card_text`] of each of `rows`, in order, pictures inline: the cards of an address-data
-/// answer (a multiget of 1,000 hrefs, a first sync), each handed to `then` with its position in
-/// `rows` on the thread that wrote it, so what the caller makes of a card (its part of the
-/// answer) is shared out too. The pictures are read from `view` (the request's one read
-/// transaction) first; the cards, which need nothing more, are then written on up to one thread
-/// per core (scoped threads, each a run of consecutive rows), since writing them is most of such
-/// an answer's time.
+/// answer (a query, a first sync), each handed to `then` with its position in `rows` on the
+/// thread that wrote it, so what the caller makes of a card (its part of the answer) is shared
+/// out too. The cards are written on up to one thread per core from `view` (the request's one
+/// read transaction), since writing them is most of such an answer's time.
 pub fn card_texts<T: Send>(
     view: &UserView,
     rows: &[&Row<Contact>],
     version: Version,
     then: &(dyn Fn(usize, Result<String>) -> T + Sync),
 ) -> Vec<T> {
-    let pictures = rows.iter().map(|row| match row.body.photo.as_str() {
-        "" => Ok(None),
-        name => view.blob(name).map_err(Error::from),
-    });
-    let mut jobs: Vec<Job<'_>> = rows.iter().copied().zip(pictures).enumerate().collect();
-    let write = move |(at, (row, picture)): Job<'_>| -> T {
-        then(at, picture.and_then(|picture| write_card(row, picture, version)))
+    let jobs: Vec<(usize, &Row<Contact>)> = rows.iter().copied().enumerate().collect();
+    across_cores(jobs, |(at, row)| then(at, card_with_picture(view, row, version)))
+}
+
+/// A contact found by [`named_cards`]: the name it was asked and found by, and its row.
+pub struct Named<'a> {
+    pub name: &'a str,
+    pub row: &'a Row<Contact>,
+}
+
+/// Each of `names` looked up in `view` ([`find`]; `None` for a name that is not in the book)
+/// and handed to `then` with its position and, when `version` is given, its card in that
+/// version (picture inline; `Err` when it could not be written, for the caller to log): an
+/// addressbook-multiget of 1,000 hrefs. The lookups, the cards and what `then` makes of them
+/// all run on up to one thread per core from the request's one read transaction, each thread a
+/// run of consecutive names; the answers come back in order.
+pub fn named_cards<T: Send>(
+    view: &UserView,
+    names: &[Option<String>],
+    version: Option<Version>,
+    then: &(dyn Fn(usize, Option<(Named<'_>, Option<Result<String>>)>) -> T + Sync),
+) -> Result<Vec<T>> {
+    let each = |(at, name): (usize, &Option<String>)| -> Result<T> {
+        let Some(name) = name else { return Ok(then(at, None)) };
+        let Some(row) = find(view, name)? else { return Ok(then(at, None)) };
+        let card = version.map(|version| card_with_picture(view, &row, version));
+        Ok(then(at, Some((Named { name, row: &row }, card))))
     };
-    let threads = cores().min(jobs.len() / CARDS_PER_THREAD).max(1);
-    if threads == 1 {
-        return jobs.into_iter().map(write).collect();
-    }
-    let per_thread = jobs.len().div_ceil(threads);
-    let mut runs = Vec::with_capacity(threads);
-    while jobs.len() > per_thread {
-        let rest = jobs.split_off(per_thread);
-        runs.push(std::mem::replace(&mut jobs, rest));
-    }
-    runs.push(jobs);
-    let mut runs = runs.into_iter();
-    let first = runs.next().unwrap_or_default();
-    std::thread::scope(|scope| {
-        let others: Vec<_> =
-            runs.map(|run| scope.spawn(move || run.into_iter().map(write).collect::<Vec<_>>())).collect();
-        // The first run on this thread, while the others write theirs.
-        let mut out: Vec<T> = first.into_iter().map(write).collect();
-        for other in others {
-            match other.join() {
-                Ok(texts) => out.extend(texts),
-                // A panic in the writer is a bug; let it surface as it would on one thread.
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        out
-    })
+    across_cores(names.iter().enumerate().collect(), each).into_iter().collect()
 }
 
 /// A card that arrived in a request body: its record and its inline photo (taken off the card;

@@ -172,6 +172,31 @@ fn address_data(request: &Propfind, headers: &HeaderMap) -> Option<Version> {
     Some(version(headers, prop.version.as_deref()))
 }
 
+/// The card `text` of `row` as written, or `None` when it could not be (logged).
+fn written(row: &Row<Contact>, text: Result<String, crate::crm::Error>) -> Option<String> {
+    match text {
+        Ok(text) => Some(text),
+        Err(e) => {
+            tracing::error!(event = "dav_card_unwritable", component = "dav", contact = row.id, error = %e);
+            None
+        }
+    }
+}
+
+/// The response of the card `row` under `href` for `request`, its `address-data` being `text`
+/// (reported missing when `None`).
+fn respond_with(
+    out: &mut Multistatus,
+    href: &str,
+    row: &Row<Contact>,
+    text: Option<&str>,
+    request: &Propfind,
+    user: &DavUser,
+) {
+    let card = |_: &Prop| text.map(|t| xml::text("C:address-data", t));
+    respond_card(out, href, &Resource::Card { id: row.id, meta: &row.meta }, request, user, &card);
+}
+
 /// The responses of `cards` (each a card and the href it is answered under) for `request`, in
 /// order, one part each ([`Multistatus::part`]). When the cards themselves are asked, they are
 /// written together by `cards::card_texts`, which shares them out across the cores, and each
@@ -186,25 +211,14 @@ fn card_parts(
 ) -> Vec<Multistatus> {
     let respond = |(href, row): &(String, &Row<Contact>), text: Option<&str>| {
         let mut part = Multistatus::part();
-        let card = |_: &Prop| text.map(|t| xml::text("C:address-data", t));
-        respond_card(&mut part, href, &Resource::Card { id: row.id, meta: &row.meta }, request, user, &card);
+        respond_with(&mut part, href, row, text, request, user);
         part
     };
     let Some(version) = address_data(request, headers) else {
         return cards.iter().map(|card| respond(card, None)).collect();
     };
     let rows: Vec<&Row<Contact>> = cards.iter().map(|(_, row)| *row).collect();
-    cards::card_texts(view, &rows, version, &|at, text| {
-        let text = match text {
-            Ok(text) => Some(text),
-            Err(e) => {
-                let contact = cards[at].1.id;
-                tracing::error!(event = "dav_card_unwritable", component = "dav", contact, error = %e);
-                None
-            }
-        };
-        respond(&cards[at], text.as_deref())
-    })
+    cards::card_texts(view, &rows, version, &|at, text| respond(&cards[at], written(cards[at].1, text).as_deref()))
 }
 
 /// [`card_parts`] appended to `out`.
@@ -426,28 +440,24 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
         let token = match report {
             Report::AddressbookMultiget { props, hrefs } => {
                 let request = Propfind::Prop(props);
-                let mut found = Vec::with_capacity(hrefs.len());
-                for href in hrefs {
-                    // A card found under a name is served under that name (`cards::find`).
-                    let row = match name_in(&href, &user) {
-                        Some(name) => cards::find(view, &name)?.map(|row| (name, row)),
-                        None => None,
-                    };
-                    found.push((href, row));
-                }
-                // The cards are written together (across the cores), then answered in the
-                // order of the request's hrefs, a card under the name it was found by.
-                let cards: Vec<(String, &Row<Contact>)> = found
-                    .iter()
-                    .filter_map(|(_, row)| row.as_ref().map(|(name, row)| (props::card_href(&user, name), row)))
-                    .collect();
-                let mut parts = card_parts(view, &cards, &request, &user, &headers).into_iter();
-                out.reserve(parts.as_slice().iter().map(Multistatus::len).sum());
-                for (href, row) in &found {
-                    match (row, row.as_ref().and_then(|_| parts.next())) {
-                        (Some(_), Some(part)) => out.append(&part),
-                        _ => out.status(href, 404, "Not Found"),
+                let names: Vec<Option<String>> = hrefs.iter().map(|href| name_in(href, &user)).collect();
+                // Looked up, written and answered across the cores, in the order of the
+                // request's hrefs; a card found under a name is served under that name.
+                let parts = cards::named_cards(view, &names, address_data(&request, &headers), &|at, found| {
+                    let mut part = Multistatus::part();
+                    match found {
+                        Some((named, card)) => {
+                            let text = card.and_then(|card| written(named.row, card));
+                            let href = props::card_href(&user, named.name);
+                            respond_with(&mut part, &href, named.row, text.as_deref(), &request, &user);
+                        }
+                        None => part.status(&hrefs[at], 404, "Not Found"),
                     }
+                    part
+                })?;
+                out.reserve(parts.iter().map(Multistatus::len).sum());
+                for part in &parts {
+                    out.append(part);
                 }
                 None
             }

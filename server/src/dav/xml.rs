@@ -461,9 +461,24 @@ pub fn empty(name: &PropName) -> String {
     }
 }
 
-/// `<P:name>text</P:name>` with the text escaped.
+/// `<P:name>text</P:name>` with the text escaped (as `quick_xml::escape::escape` escapes it).
+/// A card's text (an `address-data`, 20 KB with a picture) rarely holds a character to escape,
+/// so it is first looked over a block at a time, which the compiler turns into vector compares
+/// (the byte at a time scan of `escape` was 4% of a multiget's time), and copied once.
 pub fn text(tag: &str, value: &str) -> String {
-    format!("<{tag}>{}</{tag}>", escape(value))
+    let escaped = if needs_escape(value) { escape(value) } else { value.into() };
+    let mut out = String::with_capacity(2 * tag.len() + 5 + escaped.len());
+    for piece in ["<", tag, ">", &escaped, "</", tag, ">"] {
+        out.push_str(piece);
+    }
+    out
+}
+
+/// Whether `text` holds a character `escape` replaces.
+fn needs_escape(text: &str) -> bool {
+    text.as_bytes()
+        .chunks(64)
+        .any(|block| block.iter().fold(false, |found, &b| found | matches!(b, b'<' | b'>' | b'&' | b'\'' | b'"')))
 }
 
 /// `<P:name><D:href>href</D:href></P:name>`.
@@ -487,6 +502,23 @@ pub fn error_body(precondition: &str, detail: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_element_escapes_as_quick_xml_does_wherever_the_character_falls() {
+        let long = "B".repeat(200);
+        for special in ["<", ">", "&", "'", "\"", "é", ""] {
+            // Before, in and after the first 64-byte block, and at its edges.
+            for at in [0, 1, 63, 64, 65, 127, 128, 199, 200] {
+                let value = format!("{}{special}{}", &long[..at], &long[at..]);
+                assert_eq!(
+                    text("C:address-data", &value),
+                    format!("<C:address-data>{}</C:address-data>", escape(&value)),
+                    "{special:?} at {at}"
+                );
+            }
+        }
+        assert_eq!(text("D:x", "a<b"), "<D:x>a&lt;b</D:x>");
+    }
 
     #[test]
     fn a_propfind_reads_its_properties_with_namespaces() {
