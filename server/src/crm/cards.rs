@@ -239,15 +239,17 @@ pub fn card_texts<T: Send>(
     across_cores(jobs, |(at, row)| then(at, card_with_picture(view, row, version)))
 }
 
-/// A contact found by [`named_cards`]: the name it was asked and found by, and its row.
+/// A contact found by [`named_cards`]: the name it was asked and found by, its row, and its
+/// card when one was asked for (`Err` when it could not be written, for the caller to log).
 pub struct Named<'a> {
     pub name: &'a str,
     pub row: &'a Row<Contact>,
+    pub card: Option<Result<String>>,
 }
 
 /// Each of `names` looked up in `view` ([`find`]; `None` for a name that is not in the book)
 /// and handed to `then` with its position and, when `version` is given, its card in that
-/// version (picture inline; `Err` when it could not be written, for the caller to log): an
+/// version (picture inline): an
 /// addressbook-multiget of 1,000 hrefs. The lookups, the cards and what `then` makes of them
 /// all run on up to one thread per core from the request's one read transaction, each thread a
 /// run of consecutive names; the answers come back in order.
@@ -255,13 +257,13 @@ pub fn named_cards<T: Send>(
     view: &UserView,
     names: &[Option<String>],
     version: Option<Version>,
-    then: &(dyn Fn(usize, Option<(Named<'_>, Option<Result<String>>)>) -> T + Sync),
+    then: &(dyn Fn(usize, Option<Named<'_>>) -> T + Sync),
 ) -> Result<Vec<T>> {
     let each = |(at, name): (usize, &Option<String>)| -> Result<T> {
         let Some(name) = name else { return Ok(then(at, None)) };
         let Some(row) = find(view, name)? else { return Ok(then(at, None)) };
         let card = version.map(|version| card_with_picture(view, &row, version));
-        Ok(then(at, Some((Named { name, row: &row }, card))))
+        Ok(then(at, Some(Named { name, row: &row, card })))
     };
     across_cores(names.iter().enumerate().collect(), each).into_iter().collect()
 }

@@ -446,8 +446,8 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                 let parts = cards::named_cards(view, &names, address_data(&request, &headers), &|at, found| {
                     let mut part = Multistatus::part();
                     match found {
-                        Some((named, card)) => {
-                            let text = card.and_then(|card| written(named.row, card));
+                        Some(named) => {
+                            let text = named.card.and_then(|card| written(named.row, card));
                             let href = props::card_href(&user, named.name);
                             respond_with(&mut part, &href, named.row, text.as_deref(), &request, &user);
                         }
