@@ -172,9 +172,12 @@ fn write_card(row: &Row<Contact>, picture: Option<Vec<u8>>, version: Version) ->
     vcard::write_with_photo(record, photo.as_ref(), version).map_err(Error::internal)
 }
 
-/// Items per thread below which [`across_cores`] works on the calling thread alone (a thread
-/// costs more than a few cards).
+/// Items below which [`across_cores`] works on the calling thread alone (a thread costs more
+/// than a few cards), per thread.
 const CARDS_PER_THREAD: usize = 64;
+
+/// Consecutive items a thread of [`across_cores`] takes at a time.
+const BLOCK: usize = 16;
 
 /// The machine's cores, asked once (on Linux the answer reads the cgroup files).
 fn cores() -> usize {
@@ -182,37 +185,83 @@ fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// `work` on each of `items`, the answers in order, on up to one thread per core (scoped
-/// threads, each a run of consecutive items, the first run on the calling thread).
-fn across_cores<I: Send, T: Send>(mut items: Vec<I>, work: impl Fn(I) -> T + Sync) -> Vec<T> {
+/// `work` on each of `items` (with its position), on up to one thread per core, each answer
+/// handed to `emit` on the calling thread in order as soon as the answers before it are: the
+/// threads (the calling one too, between its emits) take blocks of [`BLOCK`] consecutive items
+/// in turn, so a slow item holds back no thread's whole share, and what is done early goes out
+/// early (an answer's first bytes are on their way while the rest is written). `emit`
+/// answering `false` stops it: no block is taken after that.
+fn across_cores<I: Sync, T: Send>(items: &[I], work: impl Fn(usize, &I) -> T + Sync, emit: &mut dyn FnMut(T) -> bool) {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::sync::{Condvar, Mutex, PoisonError};
+
+    let blocks = items.len().div_ceil(BLOCK);
+    let block = |b: usize| -> Vec<T> {
+        let start = b * BLOCK;
+        let run = &items[start..(start + BLOCK).min(items.len())];
+        run.iter().enumerate().map(|(i, item)| work(start + i, item)).collect()
+    };
     let threads = cores().min(items.len() / CARDS_PER_THREAD).max(1);
     if threads == 1 {
-        return items.into_iter().map(work).collect();
-    }
-    let per_thread = items.len().div_ceil(threads);
-    let mut runs = Vec::with_capacity(threads);
-    while items.len() > per_thread {
-        let rest = items.split_off(per_thread);
-        runs.push(std::mem::replace(&mut items, rest));
-    }
-    runs.push(items);
-    let mut runs = runs.into_iter();
-    let first = runs.next().unwrap_or_default();
-    let work = &work;
-    std::thread::scope(|scope| {
-        let others: Vec<_> =
-            runs.map(|run| scope.spawn(move || run.into_iter().map(work).collect::<Vec<_>>())).collect();
-        // The first run on this thread, while the others do theirs.
-        let mut out: Vec<T> = first.into_iter().map(work).collect();
-        for other in others {
-            match other.join() {
-                Ok(done) => out.extend(done),
-                // A panic in the work is a bug; let it surface as it would on one thread.
-                Err(panic) => std::panic::resume_unwind(panic),
+        for b in 0..blocks {
+            for answer in block(b) {
+                if !emit(answer) {
+                    return;
+                }
             }
         }
-        out
-    })
+        return;
+    }
+    let next = AtomicUsize::new(0);
+    let done: Mutex<std::collections::HashMap<usize, Vec<T>>> = Mutex::default();
+    let arrived = Condvar::new();
+    let finish = |b: usize, answers: Vec<T>| {
+        done.lock().unwrap_or_else(PoisonError::into_inner).insert(b, answers);
+        arrived.notify_one();
+    };
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    loop {
+                        let b = next.fetch_add(1, Relaxed);
+                        if b >= blocks {
+                            break;
+                        }
+                        finish(b, block(b));
+                    }
+                })
+            })
+            .collect();
+        let mut emitted = 0;
+        'emitting: while emitted < blocks {
+            let ready = done.lock().unwrap_or_else(PoisonError::into_inner).remove(&emitted);
+            if let Some(answers) = ready {
+                emitted += 1;
+                for answer in answers {
+                    if !emit(answer) {
+                        next.store(blocks, Relaxed);
+                        break 'emitting;
+                    }
+                }
+                continue;
+            }
+            let b = next.fetch_add(1, Relaxed);
+            if b < blocks {
+                finish(b, block(b));
+                continue;
+            }
+            // Every block is taken: wait for the helpers' next one. A helper that panicked
+            // leaves its block missing; the scope's end then carries the panic on.
+            let waiting = done.lock().unwrap_or_else(PoisonError::into_inner);
+            if !waiting.contains_key(&emitted) {
+                if helpers.iter().all(|h| h.is_finished()) {
+                    break;
+                }
+                let _ = arrived.wait_timeout(waiting, std::time::Duration::from_millis(50));
+            }
+        }
+    });
 }
 
 /// The card of `row` in `version`, its picture read from `view` and inline.
@@ -224,19 +273,20 @@ fn card_with_picture(view: &UserView, row: &Row<Contact>, version: Version) -> R
     write_card(row, picture, version)
 }
 
-/// [`card_text`] of each of `rows`, in order, pictures inline: the cards of an address-data
-/// answer (a query, a first sync), each handed to `then` with its position in `rows` on the
+/// [`card_text`] of each of `rows`, pictures inline: the cards of an address-data answer (a
+/// query, a first sync). Each card is handed to `then` with its position in `rows` on the
 /// thread that wrote it, so what the caller makes of a card (its part of the answer) is shared
-/// out too. The cards are written on up to one thread per core from `view` (the request's one
-/// read transaction), since writing them is most of such an answer's time.
+/// out too, and what `then` made is handed to `emit`, in order, on the calling thread (until it
+/// answers `false`). The cards are written on up to one thread per core from `view` (the
+/// request's one read transaction), since writing them is most of such an answer's time.
 pub fn card_texts<T: Send>(
     view: &UserView,
     rows: &[&Row<Contact>],
     version: Version,
     then: &(dyn Fn(usize, Result<String>) -> T + Sync),
-) -> Vec<T> {
-    let jobs: Vec<(usize, &Row<Contact>)> = rows.iter().copied().enumerate().collect();
-    across_cores(jobs, |(at, row)| then(at, card_with_picture(view, row, version)))
+    emit: &mut dyn FnMut(T) -> bool,
+) {
+    across_cores(rows, |at, row| then(at, card_with_picture(view, row, version)), emit);
 }
 
 /// A contact found by [`named_cards`]: the name it was asked and found by, its row, and its
@@ -249,23 +299,32 @@ pub struct Named<'a> {
 
 /// Each of `names` looked up in `view` ([`find`]; `None` for a name that is not in the book)
 /// and handed to `then` with its position and, when `version` is given, its card in that
-/// version (picture inline): an
-/// addressbook-multiget of 1,000 hrefs. The lookups, the cards and what `then` makes of them
-/// all run on up to one thread per core from the request's one read transaction, each thread a
-/// run of consecutive names; the answers come back in order.
+/// version (picture inline): an addressbook-multiget of 1,000 hrefs. The lookups, the cards
+/// and what `then` makes of them all run on up to one thread per core from the request's one
+/// read transaction; what `then` made is handed to `emit`, in order, on the calling thread
+/// (until it answers `false`). A failed lookup stops it and is the answer.
 pub fn named_cards<T: Send>(
     view: &UserView,
     names: &[Option<String>],
     version: Option<Version>,
     then: &(dyn Fn(usize, Option<Named<'_>>) -> T + Sync),
-) -> Result<Vec<T>> {
-    let each = |(at, name): (usize, &Option<String>)| -> Result<T> {
+    emit: &mut dyn FnMut(T) -> bool,
+) -> Result<()> {
+    let each = |at: usize, name: &Option<String>| -> Result<T> {
         let Some(name) = name else { return Ok(then(at, None)) };
         let Some(row) = find(view, name)? else { return Ok(then(at, None)) };
         let card = version.map(|version| card_with_picture(view, &row, version));
         Ok(then(at, Some(Named { name, row: &row, card })))
     };
-    across_cores(names.iter().enumerate().collect(), each).into_iter().collect()
+    let mut failed = None;
+    across_cores(names, each, &mut |answer| match answer {
+        Ok(answer) => emit(answer),
+        Err(e) => {
+            failed = Some(e);
+            false
+        }
+    });
+    failed.map_or(Ok(()), Err)
 }
 
 /// A card that arrived in a request body: its record and its inline photo (taken off the card;
@@ -520,6 +579,69 @@ pub async fn delete(scope: &UserScope, name: &str, pre: Precondition) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every answer comes out once, in order, whether the items are few (the calling thread
+    /// alone) or many (blocks shared out), and however slow some of them are.
+    #[test]
+    fn across_cores_hands_every_answer_on_in_order() {
+        for count in [0, 1, BLOCK, CARDS_PER_THREAD * 2 - 1, 1_000, 1_001] {
+            let items: Vec<usize> = (0..count).collect();
+            let mut seen = Vec::new();
+            across_cores(
+                &items,
+                |at, item| {
+                    assert_eq!(at, *item);
+                    if item % 97 == 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                    }
+                    item * 2
+                },
+                &mut |answer| {
+                    seen.push(answer);
+                    true
+                },
+            );
+            assert_eq!(seen, items.iter().map(|i| i * 2).collect::<Vec<_>>(), "{count} items");
+        }
+    }
+
+    /// `emit` answering `false` (the client has gone) ends it: nothing more is handed on, and
+    /// the blocks not yet taken are not worked on.
+    #[test]
+    fn across_cores_stops_when_told() {
+        let items: Vec<usize> = (0..10_000).collect();
+        let worked = std::sync::atomic::AtomicUsize::new(0);
+        let mut seen = 0;
+        across_cores(
+            &items,
+            |_, item| {
+                worked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                // Half a second of work in all on one thread: stopping saves most of it.
+                std::thread::sleep(std::time::Duration::from_micros(50));
+                *item
+            },
+            &mut |_| {
+                seen += 1;
+                seen < 10
+            },
+        );
+        assert_eq!(seen, 10);
+        let worked = worked.into_inner();
+        assert!(worked < items.len() / 2, "stopped early: {worked} worked on");
+    }
+
+    /// A panic while working (a bug) comes out as a panic on the calling thread, as it would
+    /// with one thread, and never leaves it waiting for the block that will not come.
+    #[test]
+    fn a_panic_in_the_work_is_carried_on_not_waited_for() {
+        let items: Vec<usize> = (0..1_000).collect();
+        for bad in [5, 500, 999] {
+            let outcome = std::panic::catch_unwind(|| {
+                across_cores(&items, |_, item| if *item == bad { panic!("bad item") } else { *item }, &mut |_| true)
+            });
+            assert!(outcome.is_err(), "item {bad}");
+        }
+    }
 
     #[test]
     fn names_are_the_cards_own_uid_when_safe() {

@@ -16,6 +16,7 @@ use super::xml::{self, CARDDAV, Multistatus, Prop, PropName, Propfind, Report};
 use super::{DavError, DavUser, MAX_BODY};
 use crate::crm::cards::{self, PutCondition, PutError};
 use crate::crm::contact::{Contact, ContactHead};
+use crate::crm::export::{CHUNK, Sink, produce};
 use crate::http::conditional;
 use crate::state::AppState;
 
@@ -198,42 +199,90 @@ fn respond_with(
 }
 
 /// The responses of `cards` (each a card and the href it is answered under) for `request`, in
-/// order, one part each ([`Multistatus::part`]). When the cards themselves are asked, they are
-/// written together by `cards::card_texts`, which shares them out across the cores, and each
-/// card's response is written on the thread that wrote the card; a card that could not be
-/// written is logged and its `address-data` reported missing.
+/// order, one part each ([`Multistatus::part`]) handed to `emit` (until it answers `false`).
+/// When the cards themselves are asked, they are written by `cards::card_texts`, which shares
+/// them out across the cores, and each card's response is written on the thread that wrote the
+/// card; a card that could not be written is logged and its `address-data` reported missing.
 fn card_parts(
     view: &UserView,
     cards: &[(String, &Row<Contact>)],
     request: &Propfind,
     user: &DavUser,
     headers: &HeaderMap,
-) -> Vec<Multistatus> {
+    emit: &mut dyn FnMut(Multistatus) -> bool,
+) {
     let respond = |(href, row): &(String, &Row<Contact>), text: Option<&str>| {
         let mut part = Multistatus::part();
         respond_with(&mut part, href, row, text, request, user);
         part
     };
     let Some(version) = address_data(request, headers) else {
-        return cards.iter().map(|card| respond(card, None)).collect();
+        for card in cards {
+            if !emit(respond(card, None)) {
+                return;
+            }
+        }
+        return;
     };
     let rows: Vec<&Row<Contact>> = cards.iter().map(|(_, row)| *row).collect();
-    cards::card_texts(view, &rows, version, &|at, text| respond(&cards[at], written(cards[at].1, text).as_deref()))
+    let then = |at: usize, text| respond(&cards[at], written(cards[at].1, text).as_deref());
+    cards::card_texts(view, &rows, version, &then, emit);
 }
 
-/// [`card_parts`] appended to `out`.
+/// [`card_parts`] written into `out`, which goes on to `sink` as it fills ([`spill`]); `false`
+/// once the client has gone.
+#[allow(clippy::too_many_arguments)]
 fn card_responses(
     out: &mut Multistatus,
+    sink: &mut Sink,
     view: &UserView,
     cards: &[(String, &Row<Contact>)],
     request: &Propfind,
     user: &DavUser,
     headers: &HeaderMap,
-) {
-    let parts = card_parts(view, cards, request, user, headers);
-    out.reserve(parts.iter().map(Multistatus::len).sum());
-    for part in &parts {
-        out.append(part);
+) -> bool {
+    let mut open = true;
+    card_parts(view, cards, request, user, headers, &mut |part| {
+        out.append(&part);
+        open = spill(out, sink);
+        open
+    });
+    open
+}
+
+/// Sends what `out` holds on to `sink` once it is a chunk's worth; `false` once the client has
+/// gone.
+fn spill(out: &mut Multistatus, sink: &mut Sink) -> bool {
+    out.len() < CHUNK || sink.send(out.take(CHUNK + CHUNK / 2).into_bytes())
+}
+
+/// Runs `work` on one read view of the user's data, off the async threads, and answers with
+/// the multistatus it writes, streamed: `work` writes its responses into a [`Multistatus`]
+/// that goes on to the client a chunk at a time as it fills ([`spill`]), and ends by sending
+/// the rest ([`Multistatus::finish`]). An answer of thousands of cards is then never whole in
+/// memory, and its first bytes are on their way while the rest is written. A failure before
+/// the first chunk is the answer (a stale sync token's `403`); one after it ends the stream
+/// early, so the client sees a broken answer, never a complete-looking short one, and is logged.
+async fn streamed(
+    state: &AppState,
+    user: &DavUser,
+    work: impl FnOnce(&UserView, &mut Sink) -> Result<(), DavError> + Send + 'static,
+) -> Result<Response, DavError> {
+    let scope = state.engine.user(user.id);
+    let producer = move |sink: &mut Sink| scope.view().map_err(DavError::from).and_then(|view| work(&view, sink));
+    let late = |e: &DavError| {
+        tracing::error!(event = "dav_answer_broken", component = "dav", error = ?e);
+        format!("{e:?}")
+    };
+    match produce(producer, late).await {
+        Ok(chunks) => {
+            let mut response = Response::new(Body::from_stream(chunks));
+            *response.status_mut() = StatusCode::MULTI_STATUS;
+            response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/xml; charset=utf-8"));
+            Ok(response)
+        }
+        Err(Some(e)) => Err(e),
+        Err(None) => Err(DavError::from(crate::crm::Error::internal("the answer's writer stopped"))),
     }
 }
 
@@ -264,7 +313,7 @@ async fn propfind(
     let request = xml::propfind(body).map_err(|e| DavError::bad_request(e.to_string()))?;
     let depth = depth(headers);
     let headers = headers.clone();
-    let body = reading(state, &user.clone(), move |view| {
+    streamed(state, &user.clone(), move |view, sink| {
         let mut out = Multistatus::new();
         let none = |_: &Prop| None;
         match target {
@@ -301,22 +350,27 @@ async fn propfind(
                 );
                 if depth > 0 && asks_cards(&request) {
                     let rows = view.list::<Contact>()?;
-                    card_responses(&mut out, view, &served(&user, &rows), &request, &user, &headers);
+                    if !card_responses(&mut out, sink, view, &served(&user, &rows), &request, &user, &headers) {
+                        return Ok(());
+                    }
                 } else if depth > 0 {
                     for head in view.list_heads::<Contact, ContactHead>()? {
                         head_response(&mut out, &head, &request, &user);
+                        if !spill(&mut out, sink) {
+                            return Ok(());
+                        }
                     }
                 }
             }
             Target::Card(name) => {
                 let row = cards::find(view, &name)?.ok_or_else(DavError::not_found)?;
-                card_responses(&mut out, view, &served(&user, [&row]), &request, &user, &headers);
+                card_responses(&mut out, sink, view, &served(&user, [&row]), &request, &user, &headers);
             }
         }
-        Ok(out.finish(None))
+        sink.send(out.finish(None).into_bytes());
+        Ok(())
     })
-    .await?;
-    Ok(multistatus(body))
+    .await
 }
 
 async fn get(
@@ -435,7 +489,7 @@ pub(super) fn percent_decode(text: &str) -> String {
 async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8]) -> Result<Response, DavError> {
     let report = xml::report(body).map_err(|e| DavError::bad_request(e.to_string()))?;
     let headers = headers.clone();
-    let body = reading(state, &user.clone(), move |view| {
+    streamed(state, &user.clone(), move |view, sink| {
         let mut out = Multistatus::new();
         let token = match report {
             Report::AddressbookMultiget { props, hrefs } => {
@@ -443,7 +497,7 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                 let names: Vec<Option<String>> = hrefs.iter().map(|href| name_in(href, &user)).collect();
                 // Looked up, written and answered across the cores, in the order of the
                 // request's hrefs; a card found under a name is served under that name.
-                let parts = cards::named_cards(view, &names, address_data(&request, &headers), &|at, found| {
+                let answer = |at: usize, found: Option<cards::Named<'_>>| {
                     let mut part = Multistatus::part();
                     match found {
                         Some(named) => {
@@ -454,10 +508,16 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                         None => part.status(&hrefs[at], 404, "Not Found"),
                     }
                     part
+                };
+                let version = address_data(&request, &headers);
+                let mut open = true;
+                cards::named_cards(view, &names, version, &answer, &mut |part| {
+                    out.append(&part);
+                    open = spill(&mut out, sink);
+                    open
                 })?;
-                out.reserve(parts.iter().map(Multistatus::len).sum());
-                for part in &parts {
-                    out.append(part);
+                if !open {
+                    return Ok(());
                 }
                 None
             }
@@ -479,7 +539,9 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                     }
                     matched.push(row);
                 }
-                card_responses(&mut out, view, &served(&user, matched), &request, &user, &headers);
+                if !card_responses(&mut out, sink, view, &served(&user, matched), &request, &user, &headers) {
+                    return Ok(());
+                }
                 if truncated {
                     out.status(&props::book_href(&user), 507, "Insufficient Storage");
                 }
@@ -490,17 +552,25 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                 let token = Some(token.as_str());
                 let (removed, truncated, next) = if asks_cards(&request) {
                     let page = sync::walk(&sync::Book, view, token, limit).map_err(sync_error)?;
-                    card_responses(&mut out, view, &served(&user, &page.changed), &request, &user, &headers);
+                    if !card_responses(&mut out, sink, view, &served(&user, &page.changed), &request, &user, &headers) {
+                        return Ok(());
+                    }
                     (page.removed, page.truncated, page.next)
                 } else {
                     let page = sync::walk(&sync::BookHeads, view, token, limit).map_err(sync_error)?;
                     for head in &page.changed {
                         head_response(&mut out, head, &request, &user);
+                        if !spill(&mut out, sink) {
+                            return Ok(());
+                        }
                     }
                     (page.removed, page.truncated, page.next)
                 };
                 for name in &removed {
                     out.status(&props::card_href(&user, name), 404, "Not Found");
+                    if !spill(&mut out, sink) {
+                        return Ok(());
+                    }
                 }
                 if truncated {
                     out.status(&props::book_href(&user), 507, "Insufficient Storage");
@@ -511,10 +581,10 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                 return Err(DavError::condition(StatusCode::FORBIDDEN, "D:supported-report", None));
             }
         };
-        Ok(out.finish(token.as_deref()))
+        sink.send(out.finish(token.as_deref()).into_bytes());
+        Ok(())
     })
-    .await?;
-    Ok(multistatus(body))
+    .await
 }
 
 #[cfg(test)]

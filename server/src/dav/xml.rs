@@ -392,6 +392,12 @@ impl Multistatus {
         self.out.reserve(more);
     }
 
+    /// What is written so far, taken out to be sent on (the multistatus goes on writing after
+    /// it, into room for `room` more bytes).
+    pub fn take(&mut self, room: usize) -> String {
+        std::mem::replace(&mut self.out, String::with_capacity(room))
+    }
+
     /// The bytes written so far.
     pub fn len(&self) -> usize {
         self.out.len()

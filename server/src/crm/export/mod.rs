@@ -26,7 +26,7 @@ pub use cards::{VcardRequest, jscontact, vcard};
 pub use contacts::{PAGE, record_of};
 pub use csv::RecordTable;
 pub use sections::Selection;
-pub use stream::{CHUNK, Category, Chunks, Failure, Out, Sink, stream};
+pub use stream::{CHUNK, Category, Chunks, Failure, Out, Sink, produce, stream};
 pub use tables::csv;
 
 /// An export ready to send: its bytes as they are made, what they are, and the file name they

@@ -76,7 +76,7 @@ pub trait Out {
 pub struct Sink {
     buffer: Vec<u8>,
     tx: mpsc::Sender<Result<Vec<u8>, std::io::Error>>,
-    ready: Option<oneshot::Sender<Result<(), Failure>>>,
+    ready: Option<oneshot::Sender<()>>,
 }
 
 impl Out for Sink {
@@ -96,10 +96,23 @@ impl Sink {
         self.tx.blocking_send(Ok(chunk)).is_ok()
     }
 
+    /// Hands `chunk` on whole, after what is gathered, without copying it (a writer that
+    /// gathers its own chunks); `false` once the receiver has gone.
+    pub fn send(&mut self, chunk: Vec<u8>) -> bool {
+        if !self.flush() {
+            return false;
+        }
+        if chunk.is_empty() {
+            return true;
+        }
+        self.start();
+        self.tx.blocking_send(Ok(chunk)).is_ok()
+    }
+
     /// Lets the export start; from here a failure can only end the stream early.
     fn start(&mut self) {
         if let Some(r) = self.ready.take() {
-            let _ = r.send(Ok(()));
+            let _ = r.send(());
         }
     }
 
@@ -132,33 +145,54 @@ pub async fn stream(
     operation: &'static str,
     producer: impl FnOnce(&mut Sink) -> Result<(), Failure> + Send + 'static,
 ) -> Result<Chunks, ExportError> {
+    let logged = move |out: &mut Sink| {
+        producer(out).inspect_err(|e| {
+            tracing::error!(event = "export_failed", operation, category = e.category.as_str(), error = %e.message);
+        })
+    };
+    match produce(logged, |e| e.message.clone()).await {
+        Ok(chunks) => Ok(chunks),
+        Err(Some(failure)) => Err(ExportError::Failed { operation, failure }),
+        // The producer died without a word (a panic): it was reading the database.
+        Err(None) => Err(ExportError::Failed { operation, failure: Failure::database("the export stopped") }),
+    }
+}
+
+/// Runs `producer` on the blocking pool, streaming what it writes (an export, a DAV report of
+/// thousands of cards): the bytes go on in chunks of [`CHUNK`] as they are made, at most a few
+/// chunks in flight, so memory stays flat whatever the answer's size. Answers when the first
+/// chunk is ready (or the producer ends): with the stream, or with the producer's error if it
+/// failed before that (`None` if it died without a word, a panic), no byte having been sent. A
+/// failure after the first chunk ends the stream with an error item saying `late` of it.
+pub async fn produce<E: Send + 'static>(
+    producer: impl FnOnce(&mut Sink) -> Result<(), E> + Send + 'static,
+    late: impl FnOnce(&E) -> String + Send + 'static,
+) -> Result<Chunks, Option<E>> {
     let (tx, rx) = mpsc::channel(IN_FLIGHT);
-    let (ready, started) = oneshot::channel::<Result<(), Failure>>();
-    tokio::task::spawn_blocking(move || {
+    let (ready, started) = oneshot::channel::<()>();
+    let task = tokio::task::spawn_blocking(move || {
         let mut out = Sink { buffer: Vec::with_capacity(CHUNK), tx, ready: Some(ready) };
         match producer(&mut out) {
             Ok(()) => {
                 out.flush();
                 out.start();
+                Ok(())
             }
+            // Nothing sent yet: the error is the answer (the sink, dropped, says so).
+            Err(e) if out.ready.is_some() => Err(e),
             Err(e) => {
-                tracing::error!(event = "export_failed", operation, category = e.category.as_str(), error = %e.message);
-                match out.ready.take() {
-                    Some(r) => {
-                        let _ = r.send(Err(e));
-                    }
-                    None => {
-                        let _ = out.tx.blocking_send(Err(std::io::Error::other(e.message)));
-                    }
-                }
+                let _ = out.tx.blocking_send(Err(std::io::Error::other(late(&e))));
+                Ok(())
             }
         }
     });
     match started.await {
-        Ok(Ok(())) => Ok(Chunks(rx)),
-        Ok(Err(failure)) => Err(ExportError::Failed { operation, failure }),
-        // The producer died without a word (a panic): it was reading the database.
-        Err(_) => Err(ExportError::Failed { operation, failure: Failure::database("the export stopped") }),
+        Ok(()) => Ok(Chunks(rx)),
+        // Ended without starting: it failed, or died without a word (a panic).
+        Err(_) => match task.await {
+            Ok(Err(e)) => Err(Some(e)),
+            Ok(Ok(())) | Err(_) => Err(None),
+        },
     }
 }
 
