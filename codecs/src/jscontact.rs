@@ -538,18 +538,26 @@ fn vcard_member(passthrough: &Map<String, Value>) -> Option<Value> {
     (!vcard.is_empty()).then_some(Value::Object(vcard))
 }
 
-fn jscontact_item(value: Value) -> Value {
+/// Turns lists into sets where JSContact has sets, recursively. The values are changed where
+/// they are (no map or list is built again: this runs for every card a CardDAV answer writes).
+fn jscontact_item(mut value: Value) -> Value {
+    sets_in_place(&mut value);
+    value
+}
+
+fn sets_in_place(value: &mut Value) {
     match value {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| {
-                    let v = if SETS.contains(&k.as_str()) { list_to_set(v) } else { jscontact_item(v) };
-                    (k, v)
-                })
-                .collect(),
-        ),
-        Value::Array(list) => Value::Array(list.into_iter().map(jscontact_item).collect()),
-        other => other,
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                if SETS.contains(&k.as_str()) {
+                    *v = list_to_set(std::mem::take(v));
+                } else {
+                    sets_in_place(v);
+                }
+            }
+        }
+        Value::Array(list) => list.iter_mut().for_each(sets_in_place),
+        _ => {}
     }
 }
 
@@ -679,6 +687,38 @@ pub fn parse_file(bytes: &[u8]) -> Vec<Item> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lists-to-sets walk as it was written first, rebuilding every map and list: the
+    /// reference the in-place walk must agree with.
+    fn rebuilt(value: Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| {
+                        let v = if SETS.contains(&k.as_str()) { list_to_set(v) } else { rebuilt(v) };
+                        (k, v)
+                    })
+                    .collect(),
+            ),
+            Value::Array(list) => Value::Array(list.into_iter().map(rebuilt).collect()),
+            other => other,
+        }
+    }
+
+    #[test]
+    fn sets_are_made_in_place_as_they_were_by_rebuilding() {
+        let values = [
+            json!({"contexts": ["work", "private", 3], "pref": 1, "address": "a@example.org"}),
+            json!([{"features": ["voice", "cell"], "number": "+1"}, {"contexts": "not a list"}, 7, null]),
+            json!({"name": {"components": [{"kind": "given", "value": "Ann", "contexts": ["x"]}], "keywords": []}}),
+            json!({"members": {"already": true}, "deep": [[{"keywords": ["a", "b", "a"]}]], "text": "keywords"}),
+            json!("plain"),
+            json!({}),
+        ];
+        for value in values {
+            assert_eq!(jscontact_item(value.clone()), rebuilt(value.clone()), "{value}");
+        }
+    }
 
     #[test]
     fn maps_become_lists_and_come_back() {
