@@ -185,15 +185,23 @@ fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// Blocks a thread of [`across_cores`] may be ahead of the answers handed on: what is written
+/// but not yet sent stays bounded (about 16 cards of 2 KB a block, a few hundred KB) however
+/// slowly the client reads.
+const LEAD: usize = 8;
+
 /// `work` on each of `items` (with its position), on up to one thread per core, each answer
 /// handed to `emit` on the calling thread in order as soon as the answers before it are: the
 /// threads (the calling one too, between its emits) take blocks of [`BLOCK`] consecutive items
 /// in turn, so a slow item holds back no thread's whole share, and what is done early goes out
-/// early (an answer's first bytes are on their way while the rest is written). `emit`
-/// answering `false` stops it: no block is taken after that.
+/// early (an answer's first bytes are on their way while the rest is written). No thread takes
+/// a block more than [`LEAD`] blocks past the answers handed on, so a slow `emit` (a client
+/// reading slowly) holds the work back instead of gathering it all. `emit` answering
+/// `false` stops it: no block is taken after that.
 fn across_cores<I: Sync, T: Send>(items: &[I], work: impl Fn(usize, &I) -> T + Sync, emit: &mut dyn FnMut(T) -> bool) {
-    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
     use std::sync::{Condvar, Mutex, PoisonError};
+    use std::time::Duration;
 
     let blocks = items.len().div_ceil(BLOCK);
     let block = |b: usize| -> Vec<T> {
@@ -213,19 +221,44 @@ fn across_cores<I: Sync, T: Send>(items: &[I], work: impl Fn(usize, &I) -> T + S
         return;
     }
     let next = AtomicUsize::new(0);
+    // Blocks handed on, and whether to stop; both wake the helpers waiting for room.
+    let handed = AtomicUsize::new(0);
+    let stopped = AtomicBool::new(false);
     let done: Mutex<std::collections::HashMap<usize, Vec<T>>> = Mutex::default();
     let arrived = Condvar::new();
+    let room = Condvar::new();
+    let lock = || done.lock().unwrap_or_else(PoisonError::into_inner);
     let finish = |b: usize, answers: Vec<T>| {
-        done.lock().unwrap_or_else(PoisonError::into_inner).insert(b, answers);
+        lock().insert(b, answers);
         arrived.notify_one();
     };
+    /// Sets `stopped` and wakes the helpers when the calling thread leaves, however it leaves:
+    /// one that unwinds (a panic in its own block) must not leave them waiting for room.
+    struct Release<'a>(&'a AtomicBool, &'a Condvar);
+    impl Drop for Release<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Relaxed);
+            self.1.notify_all();
+        }
+    }
     std::thread::scope(|scope| {
+        let _release = Release(&stopped, &room);
         let helpers: Vec<_> = (1..threads)
             .map(|_| {
                 scope.spawn(|| {
                     loop {
                         let b = next.fetch_add(1, Relaxed);
                         if b >= blocks {
+                            break;
+                        }
+                        let mut waiting = lock();
+                        while b >= handed.load(Relaxed) + LEAD && !stopped.load(Relaxed) {
+                            waiting = room
+                                .wait_timeout(waiting, Duration::from_millis(50))
+                                .map_or_else(|poisoned| poisoned.into_inner().0, |(guard, _)| guard);
+                        }
+                        drop(waiting);
+                        if stopped.load(Relaxed) {
                             break;
                         }
                         finish(b, block(b));
@@ -235,30 +268,38 @@ fn across_cores<I: Sync, T: Send>(items: &[I], work: impl Fn(usize, &I) -> T + S
             .collect();
         let mut emitted = 0;
         'emitting: while emitted < blocks {
-            let ready = done.lock().unwrap_or_else(PoisonError::into_inner).remove(&emitted);
+            let ready = lock().remove(&emitted);
             if let Some(answers) = ready {
-                emitted += 1;
                 for answer in answers {
                     if !emit(answer) {
                         next.store(blocks, Relaxed);
                         break 'emitting;
                     }
                 }
+                emitted += 1;
+                // Under the lock, so a helper about to wait for room does not miss it.
+                let guard = lock();
+                handed.store(emitted, Relaxed);
+                drop(guard);
+                room.notify_all();
                 continue;
             }
-            let b = next.fetch_add(1, Relaxed);
-            if b < blocks {
-                finish(b, block(b));
-                continue;
+            // Take a block while the next to hand on is not ready, as far ahead as a helper may.
+            if next.load(Relaxed) < emitted + LEAD {
+                let b = next.fetch_add(1, Relaxed);
+                if b < blocks {
+                    finish(b, block(b));
+                    continue;
+                }
             }
-            // Every block is taken: wait for the helpers' next one. A helper that panicked
+            // Every block near enough is taken: wait for the helpers' next one. A helper that panicked
             // leaves its block missing; the scope's end then carries the panic on.
-            let waiting = done.lock().unwrap_or_else(PoisonError::into_inner);
+            let waiting = lock();
             if !waiting.contains_key(&emitted) {
                 if helpers.iter().all(|h| h.is_finished()) {
                     break;
                 }
-                let _ = arrived.wait_timeout(waiting, std::time::Duration::from_millis(50));
+                let _ = arrived.wait_timeout(waiting, Duration::from_millis(50));
             }
         }
     });
@@ -603,6 +644,35 @@ mod tests {
             );
             assert_eq!(seen, items.iter().map(|i| i * 2).collect::<Vec<_>>(), "{count} items");
         }
+    }
+
+    /// However slowly the answers are handed on (a client reading slowly), the work done and not
+    /// yet handed on stays within [`LEAD`] blocks a helper plus the block each thread is on.
+    #[test]
+    fn across_cores_keeps_no_more_than_its_lead_ahead_of_a_slow_emit() {
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        let items: Vec<usize> = (0..3_000).collect();
+        let worked = AtomicUsize::new(0);
+        let mut handed = 0;
+        let mut most_ahead = 0;
+        across_cores(
+            &items,
+            |_, item| {
+                worked.fetch_add(1, SeqCst);
+                *item
+            },
+            &mut |_| {
+                if handed % BLOCK == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                handed += 1;
+                most_ahead = most_ahead.max(worked.load(SeqCst) - handed);
+                true
+            },
+        );
+        assert_eq!(handed, items.len());
+        let bound = (LEAD + 2 * cores()) * BLOCK;
+        assert!(most_ahead <= bound, "{most_ahead} items written ahead of what was handed on (at most {bound})");
     }
 
     /// `emit` answering `false` (the client has gone) ends it: nothing more is handed on, and
