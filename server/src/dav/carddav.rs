@@ -101,8 +101,8 @@ pub(super) fn depth(headers: &HeaderMap) -> u8 {
     }
 }
 
-pub(super) fn multistatus(body: String) -> Response {
-    let mut response = Response::new(Body::from(body));
+pub(super) fn multistatus(body: impl Into<Body>) -> Response {
+    let mut response = Response::new(body.into());
     *response.status_mut() = StatusCode::MULTI_STATUS;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/xml; charset=utf-8"));
     response
@@ -275,12 +275,7 @@ async fn streamed(
         format!("{e:?}")
     };
     match produce(producer, late).await {
-        Ok(chunks) => {
-            let mut response = Response::new(Body::from_stream(chunks));
-            *response.status_mut() = StatusCode::MULTI_STATUS;
-            response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/xml; charset=utf-8"));
-            Ok(response)
-        }
+        Ok(chunks) => Ok(multistatus(Body::from_stream(chunks))),
         Err(Some(e)) => Err(e),
         Err(None) => Err(DavError::from(crate::crm::Error::internal("the answer's writer stopped"))),
     }

@@ -386,12 +386,6 @@ impl Multistatus {
         self.out.push_str(&part.out);
     }
 
-    /// Room for `more` bytes of responses (an answer of 1,000 cards is megabytes: one
-    /// allocation instead of a copy at every doubling).
-    pub fn reserve(&mut self, more: usize) {
-        self.out.reserve(more);
-    }
-
     /// What is written so far, taken out to be sent on (the multistatus goes on writing after
     /// it, into room for `room` more bytes).
     pub fn take(&mut self, room: usize) -> String {
