@@ -107,6 +107,12 @@ fn main() {
         vars.insert("DATA_DIR".to_string(), dir.path().display().to_string());
         vars.insert("JWT_SECRET_KEY".to_string(), "3f9c1a7be2d04c88a9e15b6f70d2c4e1937ab0c5d8e2f61a4b7c9d0e3f5a8b21".into());
         vars.insert("CARDDAV_ENABLED".to_string(), "true".into());
+        // The server's own tuning variables pass through, to compare settings in one sitting.
+        for name in ["DB_CACHE_MB", "SEARCH_WRITER_MB"] {
+            if let Ok(value) = std::env::var(name) {
+                vars.insert(name.to_string(), value);
+            }
+        }
         let config = Config::load(Env::from_map(vars)).expect("config");
         let engine = mycorrhizal::open_engine(&config).await.expect("engine");
         let state = AppState::build(engine.clone(), config).await.expect("state");
@@ -194,6 +200,10 @@ fn main() {
             ms(latencies[latencies.len() * 99 / 100]),
             ms(latencies[latencies.len() - 1])
         );
+        if std::env::var_os("BENCH_EACH").is_some() {
+            let each: Vec<String> = (window..=cards).step_by(window).map(|to| format!("{:.0}", rate(to - window, to))).collect();
+            println!("  rate of each {window}, in order: {} /s", each.join(" "));
+        }
         // When each client got its last answer, and how many were still sending when the last
         // window began (the even clients carry every photo: card n goes to client n % 8, a photo
         // to every tenth card; a slower half would leave the last cards to fewer clients).
