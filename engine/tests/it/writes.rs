@@ -535,3 +535,56 @@ fn what_a_transaction_gathers_is_written_once_before_it_commits_and_a_failed_cha
         "one row for the batch, without the failed change's name"
     );
 }
+
+/// An update writes only the index entries that change (`TxUser::store`): whatever it keeps,
+/// adds or drops, the index afterwards holds exactly the row's new entries.
+#[test]
+fn an_update_leaves_exactly_the_rows_new_index_entries() {
+    let db = fresh();
+    let alice = db.engine.user(ALICE);
+    let ada = alice.create(Person::new("Ada", "ada@example.org")).unwrap();
+    let bea = alice.create(Person::new("Bea", "bea@example.org")).unwrap();
+    let held = |id: u64| {
+        let mut entries: Vec<(String, String)> = alice
+            .view()
+            .unwrap()
+            .index_entries::<Person>()
+            .unwrap()
+            .into_iter()
+            .filter(|(_, _, of)| *of == id)
+            .map(|(name, value, _)| (name, value))
+            .collect();
+        entries.sort();
+        entries
+    };
+    let expected = |row: &mycorrhizal_engine::Row<Person>, own: &[(&str, &str)]| {
+        let mut entries: Vec<(String, String)> = own.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        let updated = format!("{:020}", row.meta.updated_at.as_microsecond());
+        entries.push((mycorrhizal_engine::UPDATED_INDEX.to_string(), updated));
+        entries.sort();
+        entries
+    };
+
+    // The name changes, the e-mail stays.
+    let row = alice.put(ada.id, Precondition::Any, Person::new("Ada King", "ada@example.org")).unwrap();
+    assert_eq!(held(ada.id), expected(&row, &[("email", "ada@example.org"), ("sort_name", "ada king")]));
+    // The e-mail goes, the name stays; the e-mail is free for another row at once.
+    let row = alice.put(ada.id, Precondition::Any, Person::new("Ada King", "")).unwrap();
+    assert_eq!(held(ada.id), expected(&row, &[("sort_name", "ada king")]));
+    let moved = alice.put(bea.id, Precondition::Any, Person::new("Bea", "ada@example.org")).unwrap();
+    assert_eq!(held(bea.id), expected(&moved, &[("email", "ada@example.org"), ("sort_name", "bea")]));
+    assert_eq!(alice.find::<Person>("email", "ada@example.org").unwrap(), vec![bea.id]);
+    assert!(alice.find::<Person>("email", "bea@example.org").unwrap().is_empty());
+    // The same body again, and an e-mail taken by another row refused with nothing changed.
+    let row = alice.put(ada.id, Precondition::Any, Person::new("Ada King", "")).unwrap();
+    assert_eq!(held(ada.id), expected(&row, &[("sort_name", "ada king")]));
+    assert!(matches!(
+        alice.put(ada.id, Precondition::Any, Person::new("Ada", "ADA@example.org")),
+        Err(Error::Duplicate { index: "email" })
+    ));
+    assert_eq!(held(ada.id), expected(&row, &[("sort_name", "ada king")]));
+    // A deletion leaves nothing.
+    alice.delete::<Person>(ada.id, Precondition::Any).unwrap();
+    assert!(held(ada.id).is_empty());
+    assert_eq!(held(bea.id), expected(&moved, &[("email", "ada@example.org"), ("sort_name", "bea")]));
+}
