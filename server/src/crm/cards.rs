@@ -143,13 +143,30 @@ pub fn find(view: &UserView, name: &str) -> Result<Option<Row<Contact>>> {
     if name.is_empty() {
         return Ok(None);
     }
-    for id in view.find::<Contact>(INDEX_UID, &stored_uid(name))? {
+    let stored = stored_uid(name);
+    for id in view.find::<Contact>(INDEX_UID, &stored)? {
         let row = view.get::<Contact>(id)?;
-        if name_of(&row.body) == name {
+        if served_as(&row.body.uid, &row.body.passthrough, name, &stored) {
             return Ok(Some(row));
         }
     }
     Ok(None)
+}
+
+/// Whether the contact of stored UID `uid` and passthrough `passthrough` is served under `name`,
+/// whose stored UID is `stored`: [`served_name`]` == name`, without hashing `name` again. A
+/// multiget asks it of every href, and a name that is not a UUID (`bench-00001`) is hashed
+/// (UUID v5) to find its stored UID: the lookup has done that once already.
+fn served_as(uid: &str, passthrough: &str, name: &str, stored: &str) -> bool {
+    match original_uid_in(passthrough) {
+        // Served under its original UID (`name`) when that maps to the stored one, else under
+        // the stored UID.
+        Some(original) if original == name => (href_safe(name) && stored == uid) || uid == name,
+        // Served under another name, or under the stored UID when the original does not map
+        // to it: only the second can be `name`.
+        Some(original) => uid == name && !(href_safe(&original) && stored_uid(&original) == uid),
+        None => uid == name,
+    }
 }
 
 /// The card of `row` as it leaves the server, in `version`, its picture inline when `view` is
@@ -724,6 +741,31 @@ mod tests {
         assert_ne!(stored_uid("foo"), stored_uid("bar"));
         assert_eq!(stored_uid(" urn:uuid:6F9619FF-8B86-D011-B42D-00C04FC964FF "), upper.to_lowercase());
         assert_eq!(stored_uid(""), stable_uid(&mycorrhizal_codecs::card::Card::default()));
+    }
+
+    /// `served_as` answers what comparing `served_name` with the name does, for names and
+    /// stored UIDs that match, differ, differ in case, and originals that map, do not map or
+    /// are unsafe in an href.
+    #[test]
+    fn served_as_is_served_name_compared() {
+        let upper = "6F9619FF-8B86-D011-B42D-00C04FC964FF";
+        let names = ["bench-00001", "bench-00002", upper, &upper.to_lowercase(), "a@b", "x", ""];
+        let mut uids: Vec<String> = names.iter().map(|n| stored_uid(n)).collect();
+        uids.extend(names.iter().map(|n| n.to_string()));
+        let mut passthroughs = vec![String::new(), "{}".to_string()];
+        passthroughs.extend(names.iter().map(|n| serde_json::json!({ "jsContactProps": { ORIGINAL_UID_POINTER: n } }).to_string()));
+        for uid in &uids {
+            for passthrough in &passthroughs {
+                for name in names {
+                    let stored = stored_uid(name);
+                    assert_eq!(
+                        served_as(uid, passthrough, name, &stored),
+                        served_name(uid, passthrough) == name,
+                        "uid {uid:?}, passthrough {passthrough}, name {name:?}"
+                    );
+                }
+            }
+        }
     }
 
     /// The original UID is read from the passthrough as parsing the whole JSON read it.
