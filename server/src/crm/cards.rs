@@ -753,7 +753,9 @@ mod tests {
         let mut uids: Vec<String> = names.iter().map(|n| stored_uid(n)).collect();
         uids.extend(names.iter().map(|n| n.to_string()));
         let mut passthroughs = vec![String::new(), "{}".to_string()];
-        passthroughs.extend(names.iter().map(|n| serde_json::json!({ "jsContactProps": { ORIGINAL_UID_POINTER: n } }).to_string()));
+        passthroughs.extend(
+            names.iter().map(|n| serde_json::json!({ "jsContactProps": { ORIGINAL_UID_POINTER: n } }).to_string()),
+        );
         for uid in &uids {
             for passthrough in &passthroughs {
                 for name in names {
