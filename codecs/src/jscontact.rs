@@ -13,7 +13,7 @@ use serde::Deserialize as _;
 use serde_json::{Map, Value, json};
 
 use crate::card::Card;
-use crate::record::{Item, NeutralRecord, Problem};
+use crate::record::{Item, JsonRecord, NeutralRecord, Problem};
 
 /// Members whose JSContact form is a map of id to object.
 const ID_MAPS: &[&str] = &[
@@ -605,8 +605,12 @@ fn related_to_map(value: Value) -> Value {
 
 /// The neutral record as a JSContact card (RFC 9553), `@type` and `version` included.
 pub fn from_neutral(record: &NeutralRecord) -> Value {
-    let card = serde_json::to_value(&record.card).unwrap_or_else(|_| json!({}));
-    let Value::Object(members) = card else { return json!({"@type": "Card", "version": "1.0"}) };
+    from_json(JsonRecord::from(record))
+}
+
+/// [`from_neutral`] of a record whose card is JSON already.
+pub fn from_json(record: JsonRecord) -> Value {
+    let JsonRecord { card: members, crm, passthrough, gender } = record;
     let mut out = Map::new();
     out.insert("@type".into(), json!("Card"));
     out.insert("version".into(), json!("1.0"));
@@ -629,14 +633,14 @@ pub fn from_neutral(record: &NeutralRecord) -> Value {
         };
         out.insert(key, value);
     }
-    if let Some(vcard) = vcard_member(&record.passthrough) {
+    if let Some(vcard) = vcard_member(&passthrough) {
         out.insert("vCard".into(), vcard);
     }
-    if !record.crm.is_empty() {
-        out.insert(CRM_MEMBER.into(), Value::Object(record.crm.clone()));
+    if !crm.is_empty() {
+        out.insert(CRM_MEMBER.into(), Value::Object(crm));
     }
-    if !record.gender.is_empty() {
-        out.insert(GENDER_MEMBER.into(), Value::String(record.gender.clone()));
+    if !gender.is_empty() {
+        out.insert(GENDER_MEMBER.into(), Value::String(gender));
     }
     Value::Object(out)
 }

@@ -24,6 +24,33 @@ pub struct NeutralRecord {
     pub gender: String,
 }
 
+/// A [`NeutralRecord`] with its card as the JSON object [`Card`] writes: how a stored contact's
+/// card text reads without being read into a [`Card`] and written out again, for the writers
+/// that start from that JSON anyway (the vCard and JSContact writers). A card of the neutral
+/// form reads the same either way (tested on every fixture card).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JsonRecord {
+    pub card: Map<String, Value>,
+    pub crm: Map<String, Value>,
+    pub passthrough: Map<String, Value>,
+    pub gender: String,
+}
+
+impl From<&NeutralRecord> for JsonRecord {
+    fn from(record: &NeutralRecord) -> Self {
+        let card = match serde_json::to_value(&record.card) {
+            Ok(Value::Object(card)) => card,
+            _ => Map::new(),
+        };
+        JsonRecord {
+            card,
+            crm: record.crm.clone(),
+            passthrough: record.passthrough.clone(),
+            gender: record.gender.clone(),
+        }
+    }
+}
+
 /// What went wrong with one item of an input file: its 0-based position among the file's items,
 /// the 1-based line it starts on (0 when the format has no lines, e.g. JSON), and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -43,7 +43,7 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::{Error, Invalid, Result, StorageError};
 pub use global::{GlobalRecord, GlobalView, TxGlobal};
 pub use migrate::{Migration, MigrationReport};
-pub use read::{Head, Page, Skipped, UserView, Walk};
+pub use read::{Head, Lookup, Page, Skipped, UserView, Walk};
 pub use record::{Kind, Meta, Precondition, Prepared, Record, Row, SearchDoc};
 pub use reindex::{Indexed, KindReindexed, ReindexReport};
 pub use search::{

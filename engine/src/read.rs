@@ -73,6 +73,39 @@ impl<'de> serde::Deserialize<'de> for Skipped {
     }
 }
 
+/// Lookups of rows of kind `R` by index value and by id in one [`UserView`], its two tables
+/// opened once ([`UserView::lookup`]) rather than at every call: a request that looks up a
+/// thousand rows (a CardDAV multiget) opens them once, and its threads share them.
+pub struct Lookup<'a, R: Record> {
+    /// Each `None` when there is no such table yet (nothing was ever written to it): a lookup
+    /// in it finds nothing.
+    index: Option<redb::ReadOnlyTable<IndexKey, ()>>,
+    records: Option<redb::ReadOnlyTable<(u64, u64), &'static [u8]>>,
+    user: u64,
+    kind: std::marker::PhantomData<&'a fn() -> R>,
+}
+
+/// The key of an index table: user, index name, value, id.
+type IndexKey = (u64, &'static str, &'static str, u64);
+
+impl<R: Record> Lookup<'_, R> {
+    /// [`UserView::find`].
+    pub fn find(&self, index: &str, value: &str) -> Result<Vec<u64>> {
+        match &self.index {
+            Some(table) => index_ids(table, self.user, index, value),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// [`UserView::get`].
+    pub fn get(&self, id: u64) -> Result<Row<R>> {
+        match &self.records {
+            Some(table) => live_row(table, R::KIND.records, self.user, id),
+            None => Err(Error::NotFound),
+        }
+    }
+}
+
 /// One read transaction, scoped to one user. Keep it short-lived: an open read transaction
 /// holds freed pages from reuse.
 pub struct UserView {
@@ -102,6 +135,23 @@ pub struct Page<R> {
 }
 
 impl UserView {
+    /// A [`Lookup`] of rows of kind `R`, for many lookups.
+    pub fn lookup<R: Record>(&self) -> Result<Lookup<'_, R>> {
+        fn opened<T>(table: std::result::Result<T, TableError>) -> Result<Option<T>> {
+            match table {
+                Ok(table) => Ok(Some(table)),
+                Err(TableError::TableDoesNotExist(_)) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        }
+        Ok(Lookup {
+            index: opened(self.txn.open_table(tables::index_table(R::KIND.index)))?,
+            records: opened(self.txn.open_table(tables::record_table(R::KIND.records)))?,
+            user: self.user,
+            kind: std::marker::PhantomData,
+        })
+    }
+
     pub fn get<R: Record>(&self, id: u64) -> Result<Row<R>> {
         match self.txn.open_table(tables::record_table(R::KIND.records)) {
             Ok(table) => live_row(&table, R::KIND.records, self.user, id),

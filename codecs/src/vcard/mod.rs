@@ -20,21 +20,21 @@ use calcard::jscontact::JSContact;
 use calcard::vcard::{
     VCard, VCardEntry, VCardParameter, VCardParameterName, VCardParameterValue, VCardProperty, VCardValue, VCardVersion,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::card::Card;
 use crate::jscontact;
-use crate::record::{Item, NeutralRecord, Problem};
+use crate::record::{Item, JsonRecord, NeutralRecord, Problem};
 
 mod photo;
 mod read;
 mod repair;
 mod write;
 
-pub use photo::{Photo, put_photo, sniff, take_photo};
+pub use photo::{Photo, put_photo, put_photo_in, sniff, take_photo};
 pub use read::parse_file;
 use repair::*;
-pub use write::{WriteError, write, write_with_photo};
+pub use write::{WriteError, write, write_json, write_json_with_photo, write_with_photo};
 
 /// The year Apple writes for a date without one.
 const APPLE_NO_YEAR: u16 = 1604;

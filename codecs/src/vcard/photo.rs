@@ -55,9 +55,18 @@ pub fn take_photo(card: &mut Card) -> Option<Photo> {
 
 /// Puts a photo into the card's `media` as a `data:` URI (first, replacing inline photos).
 pub fn put_photo(card: &mut Card, photo: &Photo) {
+    put_in_media(card.extra.entry("media".to_string()).or_insert_with(|| Value::Array(Vec::new())), photo);
+}
+
+/// [`put_photo`] for a card held as JSON ([`crate::record::JsonRecord`]).
+pub fn put_photo_in(card: &mut Map<String, Value>, photo: &Photo) {
+    put_in_media(card.entry("media").or_insert_with(|| Value::Array(Vec::new())), photo);
+}
+
+/// [`put_photo`]'s work on the card's `media` member.
+fn put_in_media(media: &mut Value, photo: &Photo) {
     let uri =
         format!("data:{};base64,{}", photo.media_type, base64::engine::general_purpose::STANDARD.encode(&photo.bytes));
-    let media = card.extra.entry("media".to_string()).or_insert_with(|| Value::Array(Vec::new()));
     if let Value::Array(list) = media {
         list.retain(|m| !m.get("uri").and_then(Value::as_str).is_some_and(|u| u.starts_with("data:")));
         list.insert(0, json!({"id": "photo", "kind": "photo", "uri": uri}));

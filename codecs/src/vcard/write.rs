@@ -21,11 +21,18 @@ impl std::error::Error for WriteError {}
 /// The record as one vCard of `version`, CRLF line ends, folded at 75 octets. Photos given as
 /// `data:` URIs in the card's `media` are embedded.
 pub fn write(record: &NeutralRecord, version: Version) -> Result<String, WriteError> {
-    let js = jscontact::from_neutral(record);
+    write_json(JsonRecord::from(record), version)
+}
+
+/// [`write`] of a record whose card is JSON already: a stored contact's card text read as JSON,
+/// not read into a `Card` and written out again first.
+pub fn write_json(record: JsonRecord, version: Version) -> Result<String, WriteError> {
+    let zones = zone_names(&record.card);
+    let js = jscontact::from_json(record);
     // calcard's own value read straight from ours, in id order (as the JSON text of
     // `jscontact::to_text_in_id_order` would read, without writing and parsing that text).
     let parsed = serde::Deserialize::deserialize(jscontact::InIdOrder(&js)).map_err(|e| WriteError(e.to_string()))?;
-    write_js(JSContact::<String, String>(parsed), record, version)
+    write_js(JSContact::<String, String>(parsed), &zones, version)
 }
 
 /// [`write`] of `record` with `photo` as its inline photo: the same text as `write` gives after
@@ -34,33 +41,42 @@ pub fn write(record: &NeutralRecord, version: Version) -> Result<String, WriteEr
 /// 16 KB of base64 for a 12 KB picture against about 400 for the rest). The card is converted
 /// with a tiny stand-in photo of the same media type, so its `PHOTO` property comes out where
 /// and as it would; that property's value is then the photo's base64, folded as calcard folds.
-pub fn write_with_photo(
-    mut record: NeutralRecord,
+pub fn write_with_photo(record: NeutralRecord, photo: Option<&Photo>, version: Version) -> Result<String, WriteError> {
+    write_json_with_photo(JsonRecord::from(&record), photo, version)
+}
+
+/// [`write_with_photo`] of a record whose card is JSON already (see [`write_json`]).
+pub fn write_json_with_photo(
+    mut record: JsonRecord,
     photo: Option<&Photo>,
     version: Version,
 ) -> Result<String, WriteError> {
-    let Some(photo) = photo else { return write(&record, version) };
-    match spliced(&mut record, photo, version)? {
+    let Some(photo) = photo else { return write_json(record, version) };
+    if photo.bytes.is_empty() {
+        put_photo_in(&mut record.card, photo);
+        return write_json(record, version);
+    }
+    let mut with_stand_in = record.clone();
+    put_photo_in(&mut with_stand_in.card, &Photo { media_type: photo.media_type.clone(), bytes: STAND_IN.to_vec() });
+    match spliced(with_stand_in, photo, version)? {
         Some(text) => Ok(text),
         None => {
             // Not converted as expected: the photo goes the whole way instead (in the stand-in's
             // place: `put_photo` replaces inline photos).
-            put_photo(&mut record.card, photo);
-            write(&record, version)
+            put_photo_in(&mut record.card, photo);
+            write_json(record, version)
         }
     }
 }
 
-/// [`write_with_photo`] with the photo spliced in; `None` when the stand-in did not come out of
-/// calcard's conversion as one `PHOTO` of binary value (or the photo is empty).
-fn spliced(record: &mut NeutralRecord, photo: &Photo, version: Version) -> Result<Option<String>, WriteError> {
-    if photo.bytes.is_empty() {
-        return Ok(None);
-    }
-    put_photo(&mut record.card, &Photo { media_type: photo.media_type.clone(), bytes: STAND_IN.to_vec() });
-    let js = jscontact::from_neutral(record);
+/// [`write_with_photo`] of `record`, which holds the stand-in photo, with `photo` spliced in;
+/// `None` when the stand-in did not come out of calcard's conversion as one `PHOTO` of binary
+/// value.
+fn spliced(record: JsonRecord, photo: &Photo, version: Version) -> Result<Option<String>, WriteError> {
+    let zones = zone_names(&record.card);
+    let js = jscontact::from_json(record);
     let parsed = serde::Deserialize::deserialize(jscontact::InIdOrder(&js)).map_err(|e| WriteError(e.to_string()))?;
-    let vcard = prepared(JSContact::<String, String>(parsed), record, version)?;
+    let vcard = prepared(JSContact::<String, String>(parsed), &zones, version)?;
     let stand_in = |entry: &VCardEntry| {
         entry.name == VCardProperty::Photo
             && matches!(entry.values.as_slice(), [VCardValue::Binary(data)] if data.data == STAND_IN)
@@ -136,20 +152,21 @@ fn fold_onto(out: &mut String, mut line: usize, ascii: &str) {
     }
 }
 
-/// [`write`]'s second half: calcard's card `js` of `record` written as a vCard.
-fn write_js(js: JSContact<'_, String, String>, record: &NeutralRecord, version: Version) -> Result<String, WriteError> {
-    let vcard = prepared(js, record, version)?;
+/// [`write`]'s second half: calcard's card `js`, whose addresses of only a time zone name
+/// `zones` ([`zone_names`]), written as a vCard.
+fn write_js(js: JSContact<'_, String, String>, zones: &[String], version: Version) -> Result<String, WriteError> {
+    let vcard = prepared(js, zones, version)?;
     let mut out = String::new();
     let v = if version == Version::V3 { VCardVersion::V3_0 } else { VCardVersion::V4_0 };
     vcard.write_to(&mut out, v).map_err(|e| WriteError(e.to_string()))?;
     Ok(finish(out, version))
 }
 
-/// calcard's card `js` of `record` as it is written in `version`.
-fn prepared(js: JSContact<'_, String, String>, record: &NeutralRecord, version: Version) -> Result<VCard, WriteError> {
+/// calcard's card `js` (its time zones named `zones`) as it is written in `version`.
+fn prepared(js: JSContact<'_, String, String>, zones: &[String], version: Version) -> Result<VCard, WriteError> {
     let mut vcard = js.into_vcard().ok_or_else(|| WriteError("the card is not a JSContact object".into()))?;
     tidy(&mut vcard, version);
-    time_zone_names(&mut vcard, record, version);
+    time_zone_names(&mut vcard, zones, version);
     if version == Version::V3 {
         label_as_property(&mut vcard);
     }
@@ -164,14 +181,9 @@ fn finish(out: String, version: Version) -> String {
 /// calcard writes a `TZ` named by its zone (`Europe/Paris`) as the zone's current offset, which
 /// loses the zone (and its summer time). The card's own names are written back as text; an
 /// `Etc/GMT-1` is what reading `+01:00` gave, and stays an offset. The `TZ` properties come in
-/// the order of the addresses that hold only a time zone (as a `TZ` property reads).
-pub(super) fn time_zone_names(vcard: &mut VCard, record: &NeutralRecord, version: Version) {
-    let mut names = record
-        .card
-        .addresses
-        .iter()
-        .filter(|a| a.components.is_empty() && a.full.is_none())
-        .filter_map(|a| a.extra.get("timeZone").and_then(Value::as_str));
+/// the order of the addresses that hold only a time zone (as a `TZ` property reads), `zones`.
+fn time_zone_names(vcard: &mut VCard, zones: &[String], version: Version) {
+    let mut names = zones.iter();
     for entry in vcard.entries.iter_mut().filter(|e| e.name == VCardProperty::Tz) {
         let Some(name) = names.next() else { break };
         if name.starts_with("Etc/") || !name.contains('/') {
@@ -186,6 +198,22 @@ pub(super) fn time_zone_names(vcard: &mut VCard, record: &NeutralRecord, version
             });
         }
     }
+}
+
+/// The time zones of `card`'s addresses that hold only a time zone (no components, no full
+/// address), in order: the `TZ` properties the card was read from.
+fn zone_names(card: &Map<String, Value>) -> Vec<String> {
+    let Some(Value::Array(addresses)) = card.get("addresses") else { return Vec::new() };
+    let absent = |address: &Value, member: &str| match address.get(member) {
+        None | Some(Value::Null) => true,
+        Some(Value::Array(list)) => list.is_empty(),
+        Some(_) => false,
+    };
+    addresses
+        .iter()
+        .filter(|a| absent(a, "components") && absent(a, "full"))
+        .filter_map(|a| a.get("timeZone").and_then(Value::as_str).map(str::to_string))
+        .collect()
 }
 
 /// Removes calcard's bookkeeping parameters, cuts `N` and `ADR` to their classic components for
@@ -334,7 +362,7 @@ mod tests {
     fn write_through_text(record: &NeutralRecord, version: Version) -> Result<String, WriteError> {
         let text = jscontact::to_text_in_id_order(&jscontact::from_neutral(record));
         let js = JSContact::<String, String>::parse(&text).map_err(|e| WriteError(format!("{e:?}")))?;
-        write_js(js, record, version)
+        write_js(js, &zone_names(&JsonRecord::from(record).card), version)
     }
 
     /// Cards of every shape we have: the RFC examples, exporters' samples (2.1, 3.0 and 4.0,
@@ -407,7 +435,10 @@ mod tests {
                     let mut whole = record.clone();
                     put_photo(&mut whole.card, photo);
                     let old = write(&whole, version);
-                    let new = spliced(&mut record.clone(), photo, version);
+                    let mut stand_in = JsonRecord::from(record);
+                    let tiny = Photo { media_type: photo.media_type.clone(), bytes: STAND_IN.to_vec() };
+                    put_photo_in(&mut stand_in.card, &tiny);
+                    let new = spliced(stand_in, photo, version);
                     let size = photo.bytes.len();
                     let new = match new {
                         Ok(Some(text)) => Ok(text),
@@ -456,6 +487,30 @@ mod tests {
                 } else {
                     assert_eq!(new, old, "{name} as {version:?}");
                 }
+            }
+        }
+    }
+
+    /// A card as a contact stores it (the JSON text its `Card` writes) reads as JSON into the
+    /// object its `Card` gives, so a stored card written from that JSON ([`write_json`]) is
+    /// the card written from its `Card` ([`write`]), photo or not, for every card we have.
+    #[test]
+    fn a_stored_card_read_as_json_writes_what_its_card_wrote() {
+        let records = records();
+        let photo = &photos()[5];
+        for (name, record) in &records {
+            let stored = serde_json::to_string(&record.card).expect("a card writes as JSON");
+            let card: Map<String, Value> = serde_json::from_str(&stored).expect("and reads back");
+            assert_eq!(card, JsonRecord::from(record).card, "{name}");
+            let from_text = JsonRecord { card, ..JsonRecord::from(record) };
+            for version in [Version::V3, Version::V4] {
+                let lines = |written: Result<String, WriteError>| written.map(|t| sorted_lines(&t)).ok();
+                assert_eq!(lines(write_json(from_text.clone(), version)), lines(write(record, version)), "{name}");
+                assert_eq!(
+                    lines(write_json_with_photo(from_text.clone(), Some(photo), version)),
+                    lines(write_with_photo(record.clone(), Some(photo), version)),
+                    "{name} with a photo"
+                );
             }
         }
     }

@@ -17,12 +17,12 @@ use std::sync::Arc;
 
 use mycorrhizal_codecs::record::{Item, NeutralRecord};
 use mycorrhizal_codecs::vcard::{self, Photo, Version};
-use mycorrhizal_engine::{Precondition, Prepared, Row, UserScope, UserView};
+use mycorrhizal_engine::{Lookup, Precondition, Prepared, Row, UserScope, UserView};
 use serde_json::{Map, Value};
 
 use super::contact::ops::{self, ContactInput};
 use super::contact::{Contact, ContactHead, INDEX_UID};
-use super::export::{Selection, record_of};
+use super::export::json_record_of;
 use super::import::{ORIGINAL_UID_POINTER, stable_uid, stable_uid_of};
 use super::{Error, Result, pictures};
 
@@ -140,12 +140,17 @@ fn served_name(uid: &str, passthrough: &str) -> String {
 /// The live contact served under `name`, if any: one index lookup, so the cost does not grow
 /// with the address book.
 pub fn find(view: &UserView, name: &str) -> Result<Option<Row<Contact>>> {
+    find_in(&view.lookup()?, name)
+}
+
+/// [`find`] in a [`Lookup`] of contacts, for many names.
+fn find_in(contacts: &Lookup<'_, Contact>, name: &str) -> Result<Option<Row<Contact>>> {
     if name.is_empty() {
         return Ok(None);
     }
     let stored = stored_uid(name);
-    for id in view.find::<Contact>(INDEX_UID, &stored)? {
-        let row = view.get::<Contact>(id)?;
+    for id in contacts.find(INDEX_UID, &stored)? {
+        let row = contacts.get(id)?;
         if served_as(&row.body.uid, &row.body.passthrough, name, &stored) {
             return Ok(Some(row));
         }
@@ -180,13 +185,13 @@ pub fn card_text(view: Option<&UserView>, row: &Row<Contact>, version: Version) 
 }
 
 /// The card of `row` in `version` with `picture` inline: the export's record (see
-/// [`record_of`], which puts a picture of a known type in as a `data:` URI), the picture's
-/// bytes spliced into the written text by `vcard::write_with_photo` (the same text, without
-/// the picture's bytes encoded, decoded and encoded again).
+/// [`record_of`](super::export::record_of), which puts a picture of a known type in as a
+/// `data:` URI) with its card as the stored JSON reads ([`json_record_of`]), the picture's
+/// bytes spliced into the written text by `vcard::write_json_with_photo` (the same text,
+/// without the picture's bytes encoded, decoded and encoded again).
 fn write_card(row: &Row<Contact>, picture: Option<Vec<u8>>, version: Version) -> Result<String> {
-    let record = record_of(row, None, &Selection::default());
     let photo = picture.and_then(|bytes| vcard::sniff(&bytes).map(|t| Photo { media_type: t.to_string(), bytes }));
-    vcard::write_with_photo(record, photo.as_ref(), version).map_err(Error::internal)
+    vcard::write_json_with_photo(json_record_of(row), photo.as_ref(), version).map_err(Error::internal)
 }
 
 /// Items below which [`across_cores`] works on the calling thread alone (a thread costs more
@@ -368,9 +373,10 @@ pub fn named_cards<T: Send>(
     then: &(dyn Fn(usize, Option<Named<'_>>) -> T + Sync),
     emit: &mut dyn FnMut(T) -> bool,
 ) -> Result<()> {
+    let contacts = view.lookup::<Contact>()?;
     let each = |at: usize, name: &Option<String>| -> Result<T> {
         let Some(name) = name else { return Ok(then(at, None)) };
-        let Some(row) = find(view, name)? else { return Ok(then(at, None)) };
+        let Some(row) = find_in(&contacts, name)? else { return Ok(then(at, None)) };
         let card = version.map(|version| card_with_picture(view, &row, version));
         Ok(then(at, Some(Named { name, row: &row, card })))
     };

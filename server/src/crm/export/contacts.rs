@@ -4,7 +4,7 @@
 //! original UID, its photo inline, only the chosen sections). What is written for each contact
 //! is a [`Render`]'s business (`cards`, `csv`); streaming it is `stream`'s.
 
-use mycorrhizal_codecs::record::NeutralRecord;
+use mycorrhizal_codecs::record::{JsonRecord, NeutralRecord};
 use mycorrhizal_codecs::vcard::{self, Photo};
 use mycorrhizal_engine::{Row, UserScope};
 use serde_json::{Map, Value};
@@ -39,16 +39,8 @@ pub trait Render: Send + 'static {
 pub fn record_of(row: &Row<Contact>, picture: Option<Vec<u8>>, selection: &Selection) -> NeutralRecord {
     let c = &row.body;
     let mut card = c.parsed_card();
-    let mut passthrough: Map<String, Value> = serde_json::from_str(&c.passthrough).unwrap_or_default();
-    let original = passthrough
-        .get_mut("jsContactProps")
-        .and_then(Value::as_object_mut)
-        .and_then(|p| p.remove(ORIGINAL_UID_POINTER))
-        .and_then(|v| v.as_str().map(str::to_string));
-    if passthrough.get("jsContactProps").and_then(Value::as_object).is_some_and(Map::is_empty) {
-        passthrough.remove("jsContactProps");
-    }
-    card.uid = Some(original.unwrap_or_else(|| c.uid.clone()));
+    let (uid, passthrough) = served_parts(c);
+    card.uid = Some(uid);
     if let Some(bytes) = picture
         && let Some(media_type) = vcard::sniff(&bytes)
     {
@@ -62,6 +54,32 @@ pub fn record_of(row: &Row<Contact>, picture: Option<Vec<u8>>, selection: &Selec
     };
     selection.apply(&mut record);
     record
+}
+
+/// [`record_of`] of every section with no picture, its card as the stored JSON reads
+/// ([`JsonRecord`]): what the vCard writer starts from, without the stored card read into a
+/// `Card` and written out again on the way (most of a CardDAV answer is writing cards).
+pub fn json_record_of(row: &Row<Contact>) -> JsonRecord {
+    let c = &row.body;
+    let mut card: Map<String, Value> = serde_json::from_str(&c.card).unwrap_or_default();
+    let (uid, passthrough) = served_parts(c);
+    card.insert("uid".into(), Value::String(uid));
+    JsonRecord { card, crm: serde_json::from_str(&c.crm).unwrap_or_default(), passthrough, gender: c.gender.clone() }
+}
+
+/// The UID a contact leaves the server with (the original one when the import had to replace a
+/// non-UUID UID), and its passthrough less the note of that original.
+fn served_parts(c: &Contact) -> (String, Map<String, Value>) {
+    let mut passthrough: Map<String, Value> = serde_json::from_str(&c.passthrough).unwrap_or_default();
+    let original = passthrough
+        .get_mut("jsContactProps")
+        .and_then(Value::as_object_mut)
+        .and_then(|p| p.remove(ORIGINAL_UID_POINTER))
+        .and_then(|v| v.as_str().map(str::to_string));
+    if passthrough.get("jsContactProps").and_then(Value::as_object).is_some_and(Map::is_empty) {
+        passthrough.remove("jsContactProps");
+    }
+    (original.unwrap_or_else(|| c.uid.clone()), passthrough)
 }
 
 /// Streams every live contact (or those with the card UID `only_uid`) through `render`.

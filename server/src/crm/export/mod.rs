@@ -23,7 +23,7 @@ mod stream;
 mod tables;
 
 pub use cards::{VcardRequest, jscontact, vcard};
-pub use contacts::{PAGE, record_of};
+pub use contacts::{PAGE, json_record_of, record_of};
 pub use csv::RecordTable;
 pub use sections::Selection;
 pub use stream::{CHUNK, Category, Chunks, Failure, Out, Sink, produce, stream};
