@@ -722,13 +722,26 @@ async fn a_webhook_created_in_the_same_group_commit_as_changes_gets_the_events_o
     let (first, _) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
     let ada_id = user_id(&app, &ada).await;
     let engine = app.state.engine.clone();
-    // Hold the writer, so the three writes below are taken into one transaction, in order.
+    // Hold the writer, so the three writes below are taken into one transaction, in order. The
+    // writer must have taken the holding change before they are queued: a write queued while
+    // it is still queued joins its batch instead.
     let (release, released) = std::sync::mpsc::channel::<()>();
     let released = Arc::new(Mutex::new(released));
-    let held = engine.write_async(move |_tx| {
-        let _ = released.lock().expect("lock").recv();
-        Ok(())
+    let holder = engine.clone();
+    let held = tokio::spawn(async move {
+        holder
+            .write_async(move |_tx| {
+                let _ = released.lock().expect("lock").recv();
+                Ok(())
+            })
+            .await
     });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !(engine.writes_in_flight() == 1 && engine.queued_writes() == 0) {
+        assert!(std::time::Instant::now() < deadline, "the writer never took the holding change");
+        tokio::task::yield_now().await;
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let queued = |n: usize| {
         let engine = engine.clone();
         async move {
@@ -746,8 +759,7 @@ async fn a_webhook_created_in_the_same_group_commit_as_changes_gets_the_events_o
         description: None,
         active: None,
     };
-    let (_, ann, second, bea, _) = tokio::join!(
-        held,
+    let (ann, second, bea, _) = tokio::join!(
         mycorrhizal::crm::contact::ops::create(&user, input("Ann")),
         async {
             queued(1).await;
@@ -762,6 +774,7 @@ async fn a_webhook_created_in_the_same_group_commit_as_changes_gets_the_events_o
             release.send(()).expect("release");
         },
     );
+    held.await.expect("the holding change's task").expect("the holding change");
     let (ann, second, bea) = (ann.expect("ann").id, second.expect("webhook").webhook.id, bea.expect("bea").id);
 
     let events = recorded_events(&app);

@@ -152,8 +152,8 @@ fn fold_onto(out: &mut String, mut line: usize, ascii: &str) {
     }
 }
 
-/// [`write`]'s second half: calcard's card `js`, whose addresses of only a time zone name
-/// `zones` ([`zone_names`]), written as a vCard.
+/// [`write`]'s second half: calcard's card `js` written as a vCard, its time zones named
+/// `zones` ([`zone_names`]).
 fn write_js(js: JSContact<'_, String, String>, zones: &[String], version: Version) -> Result<String, WriteError> {
     let vcard = prepared(js, zones, version)?;
     let mut out = String::new();
@@ -504,12 +504,21 @@ mod tests {
             assert_eq!(card, JsonRecord::from(record).card, "{name}");
             let from_text = JsonRecord { card, ..JsonRecord::from(record) };
             for version in [Version::V3, Version::V4] {
-                let lines = |written: Result<String, WriteError>| written.map(|t| sorted_lines(&t)).ok();
-                assert_eq!(lines(write_json(from_text.clone(), version)), lines(write(record, version)), "{name}");
-                assert_eq!(
-                    lines(write_json_with_photo(from_text.clone(), Some(photo), version)),
-                    lines(write_with_photo(record.clone(), Some(photo), version)),
-                    "{name} with a photo"
+                // Byte for byte, but for cards with alternative forms (`ALTID`), whose lines
+                // calcard orders differently from call to call (see the test above).
+                let same = |new: Result<String, WriteError>, old: Result<String, WriteError>, what: &str| {
+                    if old.as_ref().is_ok_and(|text| text.contains("ALTID")) {
+                        let lines = |written: Result<String, WriteError>| written.map(|t| sorted_lines(&t)).ok();
+                        assert_eq!(lines(new), lines(old), "{name} {what} as {version:?}, in any order");
+                    } else {
+                        assert_eq!(new, old, "{name} {what} as {version:?}");
+                    }
+                };
+                same(write_json(from_text.clone(), version), write(record, version), "");
+                same(
+                    write_json_with_photo(from_text.clone(), Some(photo), version),
+                    write_with_photo(record.clone(), Some(photo), version),
+                    "with a photo",
                 );
             }
         }

@@ -367,6 +367,36 @@ fn id_bounds_and_find_range_see_only_the_users_rows() {
     assert!(view.find_range::<Person>("nothing", "", None).unwrap().is_empty());
 }
 
+/// A `Lookup` finds and reads as the view's own `find` and `get` do: the user's live rows only,
+/// nothing before the kind's tables exist, and it may be shared by threads.
+#[test]
+fn a_lookup_answers_as_the_views_find_and_get() {
+    let db = fresh();
+    let (alice, bob) = (db.engine.user(ALICE), db.engine.user(BOB));
+    let empty = alice.view().unwrap();
+    let none = empty.lookup::<Person>().unwrap();
+    assert!(none.find("sort_name", "ada").unwrap().is_empty(), "no table yet");
+    assert!(matches!(none.get(1), Err(Error::NotFound)));
+    let ada = alice.create(Person::new("Ada", "ada@example.org")).unwrap().id;
+    let gone = alice.create(Person::new("Ada", "")).unwrap().id;
+    alice.delete::<Person>(gone, Precondition::Any).unwrap();
+    let bobs = bob.create(Person::new("Ada", "")).unwrap().id;
+    let view = alice.view().unwrap();
+    let lookup = view.lookup::<Person>().unwrap();
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                assert_eq!(lookup.find("sort_name", "ada").unwrap(), view.find::<Person>("sort_name", "ada").unwrap());
+                assert_eq!(lookup.find("sort_name", "ada").unwrap(), vec![ada], "live rows of this user only");
+                assert_eq!(lookup.find("email", "ada@example.org").unwrap(), vec![ada]);
+                assert_eq!(lookup.get(ada).unwrap().body.name, view.get::<Person>(ada).unwrap().body.name);
+                assert!(matches!(lookup.get(gone), Err(Error::NotFound)), "a tombstone is not found");
+                assert!(matches!(lookup.get(bobs), Err(Error::NotFound)), "another user's row is not found");
+            });
+        }
+    });
+}
+
 #[test]
 fn index_values_are_the_users_distinct_live_values_in_order() {
     let db = fresh();
