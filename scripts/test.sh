@@ -38,6 +38,9 @@ set +e
 cargo test --locked --workspace 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
+# Each failure's panic (where, and its message's first lines) again at the end: a backtrace
+# can push it far above the tail a CI log keeps.
+awk '/panicked at / { n = 4; print "failure: " $0; next } n > 0 && !/^stack backtrace:/ { print "  " $0; n-- ; next } { n = 0 }' "$log"
 # One closing line over every test binary, so the total is visible at a glance.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
