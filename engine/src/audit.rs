@@ -294,7 +294,7 @@ impl NewEvent<'_> {
     /// path keeps per transaction: see `Tx`) and returns its hash, the chain's new head.
     pub(crate) fn append(
         &self,
-        table: &mut redb::Table<'_, (u64, u64), &'static [u8]>,
+        table: &mut crate::redo::Logged<'_, (u64, u64), &'static [u8]>,
         user: u64,
         prev_hash: &str,
     ) -> Result<String> {
@@ -377,8 +377,8 @@ pub(crate) fn verify(txn: &ReadTransaction, user: u64) -> Result<u64> {
 }
 
 /// Removes `user`'s events older than `cutoff`, anchoring the chain at the last one removed.
-pub(crate) fn purge(txn: &WriteTransaction, user: u64, cutoff: Timestamp) -> Result<u64> {
-    let mut table = txn.open_table(AUDIT)?;
+pub(crate) fn purge(txn: &crate::tx::Tx<'_>, user: u64, cutoff: Timestamp) -> Result<u64> {
+    let mut table = txn.table(AUDIT)?;
     let mut old = Vec::new();
     for entry in table.range((user, 0)..=(user, u64::MAX))? {
         let (key, bytes) = entry?;
@@ -389,7 +389,7 @@ pub(crate) fn purge(txn: &WriteTransaction, user: u64, cutoff: Timestamp) -> Res
         old.push((key.value().1, event.hash));
     }
     if let Some((_, hash)) = old.last() {
-        txn.open_table(AUDIT_ANCHORS)?.insert(user, hash.as_bytes())?;
+        txn.table(AUDIT_ANCHORS)?.insert(user, hash.as_bytes())?;
     }
     for (seq, _) in &old {
         table.remove((user, *seq))?;

@@ -59,14 +59,14 @@ impl Tx<'_> {
 
 impl TxGlobal<'_, '_> {
     pub fn get<R: GlobalRecord>(&self, id: u64) -> Result<R> {
-        let table = self.tx.txn().open_table(tables::system_table(R::TABLE))?;
+        let table = self.tx.table(tables::system_table(R::TABLE))?;
         let bytes = table.get(id)?.ok_or(Error::NotFound)?;
         codec::decode(R::TABLE, bytes.value())
     }
 
     /// The id holding unique key `name` = `value`.
     pub fn lookup<R: GlobalRecord>(&self, name: &str, value: &str) -> Result<Option<u64>> {
-        let table = self.tx.txn().open_table(tables::map_table(R::UNIQUE_TABLE))?;
+        let table = self.tx.table(tables::map_table(R::UNIQUE_TABLE))?;
         Ok(table.get(unique_key(name, value).as_str())?.map(|v| decode_id(v.value())))
     }
 
@@ -106,17 +106,17 @@ impl TxGlobal<'_, '_> {
     /// Removes row `id` and its unique keys. Returns the removed row.
     pub fn delete<R: GlobalRecord>(&self, id: u64) -> Result<R> {
         let old: R = self.get(id)?;
-        let mut unique = self.tx.txn().open_table(tables::map_table(R::UNIQUE_TABLE))?;
+        let mut unique = self.tx.table(tables::map_table(R::UNIQUE_TABLE))?;
         for (name, value) in old.unique_keys() {
             unique.remove(unique_key(name, &value).as_str())?;
         }
-        self.tx.txn().open_table(tables::system_table(R::TABLE))?.remove(id)?;
+        self.tx.table(tables::system_table(R::TABLE))?.remove(id)?;
         Ok(old)
     }
 
     /// Every row, by id.
     pub fn list<R: GlobalRecord>(&self) -> Result<Vec<(u64, R)>> {
-        let table = self.tx.txn().open_table(tables::system_table(R::TABLE))?;
+        let table = self.tx.table(tables::system_table(R::TABLE))?;
         let rows = table.iter()?;
         rows.map(|entry| {
             let (k, v) = entry?;
@@ -127,20 +127,20 @@ impl TxGlobal<'_, '_> {
 
     /// Reads a value of a `map:<name>` table.
     pub fn map_get(&self, table: &str, key: &str) -> Result<Option<Vec<u8>>> {
-        let table = self.tx.txn().open_table(tables::map_table(map_name(table)?))?;
+        let table = self.tx.table(tables::map_table(map_name(table)?))?;
         Ok(table.get(key)?.map(|v| v.value().to_vec()))
     }
 
     /// Writes a value of a `map:<name>` table.
     pub fn map_put(&self, table: &str, key: &str, value: &[u8]) -> Result<()> {
-        self.tx.txn().open_table(tables::map_table(map_name(table)?))?.insert(key, value)?;
+        self.tx.table(tables::map_table(map_name(table)?))?.insert(key, value)?;
         Ok(())
     }
 
     /// Keys of a `map:<name>` table from `from` on, in key order, each with its value passed to
     /// `visit` until it answers false (inside the write: what an earlier change of it wrote is seen).
     pub fn map_scan(&self, table: &str, from: &str, mut visit: impl FnMut(&str, &[u8]) -> bool) -> Result<()> {
-        let table = self.tx.txn().open_table(tables::map_table(map_name(table)?))?;
+        let table = self.tx.table(tables::map_table(map_name(table)?))?;
         for entry in table.range::<&str>(from..)? {
             let (k, v) = entry?;
             if !visit(k.value(), v.value()) {
@@ -152,12 +152,12 @@ impl TxGlobal<'_, '_> {
 
     /// Removes a value of a `map:<name>` table; whether there was one.
     pub fn map_remove(&self, table: &str, key: &str) -> Result<bool> {
-        Ok(self.tx.txn().open_table(tables::map_table(map_name(table)?))?.remove(key)?.is_some())
+        Ok(self.tx.table(tables::map_table(map_name(table)?))?.remove(key)?)
     }
 
     fn store<R: GlobalRecord>(&self, id: u64, old: Option<&R>, body: &R) -> Result<()> {
-        let txn = self.tx.txn();
-        let mut unique = txn.open_table(tables::map_table(R::UNIQUE_TABLE))?;
+        let txn = self.tx;
+        let mut unique = txn.table(tables::map_table(R::UNIQUE_TABLE))?;
         let new_keys = body.unique_keys();
         for (name, value) in &new_keys {
             if let Some(holder) = unique.get(unique_key(name, value).as_str())?.map(|v| decode_id(v.value()))
@@ -174,7 +174,7 @@ impl TxGlobal<'_, '_> {
         for (name, value) in &new_keys {
             unique.insert(unique_key(name, value).as_str(), id.to_le_bytes().as_slice())?;
         }
-        txn.open_table(tables::system_table(R::TABLE))?.insert(id, codec::encode(body).as_slice())?;
+        txn.table(tables::system_table(R::TABLE))?.insert(id, codec::encode(body).as_slice())?;
         Ok(())
     }
 }

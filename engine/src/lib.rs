@@ -21,6 +21,7 @@ mod meta;
 pub mod migrate;
 mod read;
 pub mod record;
+pub mod redo;
 pub mod reindex;
 pub mod restore;
 pub mod rows;
@@ -65,6 +66,9 @@ pub struct Options {
     pub clock: Arc<dyn Clock>,
     /// [`Durability::Immediate`] in production; [`Durability::None`] only for throwaway test data.
     pub durability: Durability,
+    /// How long acknowledged batches may wait in the redo log before a checkpoint writes them
+    /// into the database file durably ([`redo`]); one second unless a test needs the log kept.
+    pub checkpoint_every: std::time::Duration,
     /// The full-text index, when wanted.
     pub search: Option<SearchOptions>,
     /// The most memory redb may keep as its page cache, in bytes (redb's own default is 1 GiB,
@@ -111,6 +115,7 @@ impl Default for Options {
             migrations: migrate::steps(),
             clock: Arc::new(SystemClock),
             durability: Durability::Immediate,
+            checkpoint_every: redo::CHECKPOINT_EVERY,
             search: None,
             cache_bytes: DEFAULT_CACHE_BYTES,
         }
@@ -140,6 +145,8 @@ struct Inner {
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     search: Option<Arc<search::Search>>,
     change_hook: Arc<std::sync::OnceLock<Arc<dyn ChangeHook>>>,
+    /// What the redo log held at open that the database did not.
+    recovered: redo::Recovered,
 }
 
 impl Engine {
@@ -151,6 +158,15 @@ impl Engine {
             std::fs::create_dir_all(parent)?;
         }
         let db = Database::builder().set_cache_size(options.cache_bytes).create(&path)?;
+        // Before anything else writes: what the last run logged and did not checkpoint goes in.
+        let redo = match options.durability {
+            Durability::Immediate => Some(redo::open(&db, &path, options.checkpoint_every)?),
+            Durability::None => None,
+        };
+        let (redo, recovered) = match redo {
+            Some((log, recovered)) => (Some(log), recovered),
+            None => (None, redo::Recovered::default()),
+        };
         let snapshot_dir = options
             .pre_migration_dir
             .clone()
@@ -172,6 +188,7 @@ impl Engine {
             queued: queued.clone(),
             in_flight: in_flight.clone(),
             hook: search.clone().map(|s| s as Arc<dyn changes::CommitHook>),
+            redo,
         };
         let handle = std::thread::Builder::new().name("engine-writer".into()).spawn(move || writer.run(queue))?;
         let engine = Engine {
@@ -188,6 +205,7 @@ impl Engine {
                 writer: Mutex::new(Some(handle)),
                 search,
                 change_hook,
+                recovered,
             }),
         };
         Ok((engine, report))
@@ -210,6 +228,12 @@ impl Engine {
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.inner.clock
+    }
+
+    /// What the redo log held at open that the database did not (after a crash: the writes
+    /// acknowledged since the last checkpoint), now replayed.
+    pub fn recovered(&self) -> &redo::Recovered {
+        &self.inner.recovered
     }
 
     pub fn schema_version(&self) -> u32 {

@@ -533,14 +533,21 @@ fn collect(
     Ok(())
 }
 
-/// A table of the database being restored, written through [`Raw`] types.
-trait RawTable {
+/// A table written through [`Raw`] types: of the database being restored, or by the redo
+/// log's replay.
+pub(crate) trait RawTable {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    fn remove(&mut self, key: &[u8]) -> Result<()>;
 }
 
 impl<K: Key + 'static, V: Value + 'static> RawTable for redb::Table<'_, Raw<K>, Raw<V>> {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.insert(key, value)?;
+        Ok(())
+    }
+
+    fn remove(&mut self, key: &[u8]) -> Result<()> {
+        redb::Table::remove(self, key)?;
         Ok(())
     }
 }
@@ -570,22 +577,30 @@ fn open<'t, K: Key + 'static, V: Value + 'static>(
     Ok(Box::new(write.open_table(TableDefinition::<Raw<K>, Raw<V>>::new(name))?))
 }
 
+/// Opens table `name` of layout `layout` in `write`, for rows as their stored bytes.
+pub(crate) fn open_raw<'t>(
+    write: &'t redb::WriteTransaction,
+    name: &str,
+    layout: Layout,
+) -> Result<Box<dyn RawTable + 't>> {
+    match layout {
+        Layout::Pair => open::<(u64, u64), &[u8]>(write, name),
+        Layout::Index => open::<(u64, &str, &str, u64), ()>(write, name),
+        Layout::Id => open::<u64, &[u8]>(write, name),
+        Layout::Map => open::<&str, &[u8]>(write, name),
+        Layout::Blobs => open::<(u64, &str), &[u8]>(write, name),
+        Layout::Counters => open::<&str, u64>(write, name),
+        Layout::UserSeq => open::<u64, u64>(write, name),
+        Layout::LiveCounts => open::<(u64, &str), u64>(write, name),
+    }
+}
+
 impl Sink for Insert<'_, '_> {
     fn table(&mut self, name: &str, layout: Layout) -> Result<()> {
         self.tap.table(name, layout)?;
         // The previous table's handle goes first: one table open at a time.
         self.table = None;
-        let w = self.write;
-        self.table = Some(match layout {
-            Layout::Pair => open::<(u64, u64), &[u8]>(w, name)?,
-            Layout::Index => open::<(u64, &str, &str, u64), ()>(w, name)?,
-            Layout::Id => open::<u64, &[u8]>(w, name)?,
-            Layout::Map => open::<&str, &[u8]>(w, name)?,
-            Layout::Blobs => open::<(u64, &str), &[u8]>(w, name)?,
-            Layout::Counters => open::<&str, u64>(w, name)?,
-            Layout::UserSeq => open::<u64, u64>(w, name)?,
-            Layout::LiveCounts => open::<(u64, &str), u64>(w, name)?,
-        });
+        self.table = Some(open_raw(self.write, name, layout)?);
         Ok(())
     }
 

@@ -82,7 +82,7 @@ impl Engine {
                 let mut event = event.clone();
                 event.id = tx.next_counter(SYSTEM_EVENTS_COUNTER)?;
                 event.created_at = tx.now();
-                tx.txn().open_table(SYSTEM_EVENTS)?.insert(event.id, codec::encode(&event).as_slice())?;
+                tx.table(SYSTEM_EVENTS)?.insert(event.id, codec::encode(&event).as_slice())?;
                 Ok(event)
             })
             .await;
@@ -96,7 +96,7 @@ impl Engine {
                 let mut run = run.clone();
                 run.id = tx.next_counter(JOB_RUNS_COUNTER)?;
                 run.error = run.error.map(|e| cap_error(&e));
-                tx.txn().open_table(JOB_RUNS)?.insert(run.id, codec::encode(&run).as_slice())?;
+                tx.table(JOB_RUNS)?.insert(run.id, codec::encode(&run).as_slice())?;
                 Ok(run)
             })
             .await;
@@ -154,7 +154,7 @@ impl Engine {
         expired: impl Fn(&T) -> bool + Send + 'static,
     ) -> Result<u64> {
         self.write_async(move |tx| {
-            let mut rows = tx.txn().open_table(table)?;
+            let mut rows = tx.table(table)?;
             let mut removed = 0;
             rows.retain(|_, bytes| {
                 let old = codec::decode::<T>(table.name(), bytes).is_ok_and(|row| expired(&row));

@@ -12,12 +12,16 @@ use redb::{ReadableTable, WriteTransaction};
 use crate::audit::ChangeList;
 use crate::changes::{Change, Op, Touched};
 use crate::record::{Ahead, Meta, Precondition, Prepared, Record, Row};
+use crate::redo::Logged;
 use crate::tables::{self, BLOBS, CHANGES, COUNTERS, LIVE_COUNTS, USER_SEQ};
 use crate::{Error, Invalid, Result, UserId, codec, read};
 
 /// A write transaction in progress, handed to each queued change by the writer.
 pub struct Tx<'a> {
-    pub(crate) txn: &'a WriteTransaction,
+    /// The transaction itself: read through it, write only through [`Tx::table`].
+    raw: &'a WriteTransaction,
+    /// What this transaction changed, for the redo log ([`crate::redo`]).
+    pub(crate) ops: crate::redo::Ops,
     pub(crate) now: Timestamp,
     /// Rows written in this transaction, for the search indexer once it commits.
     pub(crate) touched: RefCell<Vec<Touched>>,
@@ -87,7 +91,8 @@ impl<'a> Tx<'a> {
         hook: Option<std::sync::Arc<dyn ChangeHook>>,
     ) -> Tx<'a> {
         Tx {
-            txn,
+            raw: txn,
+            ops: crate::redo::Ops::default(),
             now,
             touched: RefCell::new(Vec::new()),
             purged: RefCell::new(Vec::new()),
@@ -134,7 +139,7 @@ impl<'a> Tx<'a> {
         let mut cached = self.counters.borrow_mut();
         let last = match cached.get(name) {
             Some(last) => *last,
-            None => self.txn.open_table(COUNTERS)?.get(name)?.map(|v| v.value()).unwrap_or(0),
+            None => self.table(COUNTERS)?.get(name)?.map(|v| v.value()).unwrap_or(0),
         };
         cached.insert(name.to_string(), last + 1);
         Ok(last + 1)
@@ -144,13 +149,13 @@ impl<'a> Tx<'a> {
     /// tables, and hands over what the search indexer needs once the transaction commits. The
     /// writer calls it after the last change and before the commit; a transaction dropped without
     /// it is aborted, so nothing is half written.
-    pub(crate) fn finish(self) -> Result<(Vec<Touched>, Vec<u64>)> {
+    pub(crate) fn finish(self) -> Result<(Vec<Touched>, Vec<u64>, crate::redo::Ops)> {
         let gathered = self.gathered.borrow_mut().take();
         if let Some(gathered) = gathered {
             gathered.finish(&self)?;
         }
         {
-            let mut table = self.txn.open_table(COUNTERS)?;
+            let mut table = self.table(COUNTERS)?;
             for (name, value) in self.counters.borrow().iter() {
                 table.insert(name.as_str(), *value)?;
             }
@@ -159,7 +164,7 @@ impl<'a> Tx<'a> {
         for user in users {
             self.write_head(user)?;
         }
-        Ok((self.touched.into_inner(), self.purged.into_inner()))
+        Ok((self.touched.into_inner(), self.purged.into_inner(), self.ops))
     }
 
     /// Writes `user`'s change sequence and live counts, if this transaction changed them.
@@ -167,11 +172,11 @@ impl<'a> Tx<'a> {
         let mut heads = self.heads.borrow_mut();
         let Some(head) = heads.get_mut(&user) else { return Ok(()) };
         if head.moved {
-            self.txn.open_table(USER_SEQ)?.insert(user, head.seq)?;
+            self.table(USER_SEQ)?.insert(user, head.seq)?;
             head.moved = false;
         }
         if !head.live.is_empty() {
-            let mut counts = self.txn.open_table(LIVE_COUNTS)?;
+            let mut counts = self.table(LIVE_COUNTS)?;
             for (kind, count) in head.live.drain() {
                 counts.insert((user, kind), count)?;
             }
@@ -185,8 +190,8 @@ impl<'a> Tx<'a> {
         let head = match heads.entry(user) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
-                let seq = self.txn.open_table(USER_SEQ)?.get(user)?.map(|v| v.value()).unwrap_or(0);
-                let audit = crate::audit::last_hash(self.txn, user)?;
+                let seq = self.table(USER_SEQ)?.get(user)?.map(|v| v.value()).unwrap_or(0);
+                let audit = crate::audit::last_hash(self.raw, user)?;
                 e.insert(Head { seq, audit, live: HashMap::new(), moved: false })
             }
         };
@@ -203,31 +208,42 @@ impl<'a> Tx<'a> {
         TxUser { tx: self, user: user.0 }
     }
 
-    /// The raw transaction, for the engine's own system tables.
+    /// Opens `definition` for reading and writing, every change recorded for the redo log: the
+    /// one way the writer's changes reach a table.
+    pub(crate) fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        definition: redb::TableDefinition<'_, K, V>,
+    ) -> Result<Logged<'_, K, V>> {
+        Logged::open(self.raw, &self.ops, definition)
+    }
+
+    /// The raw transaction, for changes the redo log cannot record (a rebuilt index drops its
+    /// table): the transaction is then committed durably, as a checkpoint.
     pub(crate) fn txn(&self) -> &WriteTransaction {
-        self.txn
+        self.ops.unrecorded.set(true);
+        self.raw
     }
 
     /// Removes every row of `user`: records, tombstones, index entries and the change feed.
     /// For deleting an account; returns how many record rows went.
     pub fn purge_user(&self, user: UserId) -> Result<u64> {
-        let names: Vec<String> = self.txn.list_tables()?.map(|h| redb::TableHandle::name(&h).to_string()).collect();
+        let names: Vec<String> = self.raw.list_tables()?.map(|h| redb::TableHandle::name(&h).to_string()).collect();
         let mut removed = 0;
         for name in names {
             if name.starts_with(tables::RECORD_PREFIX) {
-                let mut table = self.txn.open_table(tables::record_table(&name))?;
-                removed += table.extract_from_if((user.0, 0)..=(user.0, u64::MAX), |_, _| true)?.count() as u64;
+                let mut table = self.table(tables::record_table(&name))?;
+                removed += table.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
             } else if name.starts_with(tables::INDEX_PREFIX) {
-                let mut table = self.txn.open_table(tables::index_table(&name))?;
-                table.retain_in::<(u64, &str, &str, u64), _>((user.0, "", "", 0).., |(u, _, _, _), ()| u != user.0)?;
+                let mut table = self.table(tables::index_table(&name))?;
+                table.retain_in::<(u64, &str, &str, u64)>((user.0, "", "", 0).., |(u, _, _, _), ()| u != user.0)?;
             }
         }
-        self.txn.open_table(CHANGES)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
-        self.txn.open_table(BLOBS)?.retain_in((user.0, "")..(user.0 + 1, ""), |_, _| false)?;
-        self.txn.open_table(USER_SEQ)?.remove(user.0)?;
-        self.txn.open_table(LIVE_COUNTS)?.retain_in::<(u64, &str), _>((user.0, "").., |(u, _), _| u != user.0)?;
-        self.txn.open_table(crate::audit::AUDIT)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
-        self.txn.open_table(crate::audit::AUDIT_ANCHORS)?.remove(user.0)?;
+        self.table(CHANGES)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
+        self.table(BLOBS)?.retain_in((user.0, "")..(user.0 + 1, ""), |_, _| false)?;
+        self.table(USER_SEQ)?.remove(user.0)?;
+        self.table(LIVE_COUNTS)?.retain_in::<(u64, &str)>((user.0, "").., |(u, _), _| u != user.0)?;
+        self.table(crate::audit::AUDIT)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
+        self.table(crate::audit::AUDIT_ANCHORS)?.remove(user.0)?;
         // Nothing of the user's bookkeeping is to be written back.
         self.heads.borrow_mut().remove(&user.0);
         self.purged.borrow_mut().push(user.0);
@@ -249,19 +265,19 @@ impl TxUser<'_, '_> {
 
     /// Reads a live row inside the transaction (sees this batch's earlier writes).
     pub fn get<R: Record>(&self, id: u64) -> Result<Row<R>> {
-        let table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
-        read::live_row(&table, R::KIND.records, self.user, id)
+        let table = self.tx.table(tables::record_table(R::KIND.records))?;
+        read::live_row(&*table, R::KIND.records, self.user, id)
     }
 
     /// Ids whose index `index` holds exactly `value`, ascending.
     pub fn find<R: Record>(&self, index: &str, value: &str) -> Result<Vec<u64>> {
-        let table = self.tx.txn.open_table(tables::index_table(R::KIND.index))?;
-        read::index_ids(&table, self.user, index, value)
+        let table = self.tx.table(tables::index_table(R::KIND.index))?;
+        read::index_ids(&*table, self.user, index, value)
     }
 
     /// Ids of live rows whose index `index` holds a value in `[from, to)`, without repeats.
     pub fn find_range<R: Record>(&self, index: &str, from: &str, to: &str) -> Result<Vec<u64>> {
-        let table = self.tx.txn.open_table(tables::index_table(R::KIND.index))?;
+        let table = self.tx.table(tables::index_table(R::KIND.index))?;
         let range = table.range::<(u64, &str, &str, u64)>((self.user, index, from, 0)..(self.user, index, to, 0))?;
         let mut ids = Vec::new();
         for entry in range {
@@ -301,7 +317,7 @@ impl TxUser<'_, '_> {
     /// once, and the batch's index entries are written after its last row, in key order, so a
     /// bulk import walks each index page once in turn instead of a random page per entry.
     pub fn create_many_from<R: Record>(&self, batch: &[&Prepared<R>]) -> Result<Vec<Result<u64>>> {
-        let txn = self.tx.txn;
+        let txn = self.tx;
         let now = self.tx.now;
         let meta = Meta { revision: 1, created_at: now, updated_at: now, deleted_at: None };
         let counter = format!("id:{}", R::KIND.name);
@@ -310,9 +326,9 @@ impl TxUser<'_, '_> {
             batch.iter().map(|p| p.ahead.is_none().then(|| Ahead::of(&p.body, p.created.as_deref()))).collect();
         let updated = updated_entry(&meta);
         self.tx.with_head(self.user, |_| Ok(()))?;
-        let mut index = txn.open_table(tables::index_table(R::KIND.index))?;
-        let mut records = txn.open_table(tables::record_table(R::KIND.records))?;
-        let mut log = Log { changes: txn.open_table(CHANGES)?, audit: txn.open_table(crate::audit::AUDIT)? };
+        let mut index = txn.table(tables::index_table(R::KIND.index))?;
+        let mut records = txn.table(tables::record_table(R::KIND.records))?;
+        let mut log = Log { changes: txn.table(CHANGES)?, audit: txn.table(crate::audit::AUDIT)? };
         // Unique values this batch has claimed, and the index entries it is to write.
         let mut claimed: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
         let mut entries: Vec<(&str, &str, u64)> = Vec::new();
@@ -321,7 +337,7 @@ impl TxUser<'_, '_> {
             let Some(ahead) = prepared.ahead.as_ref().or(missing.as_ref()) else { unreachable!("computed above") };
             let own = ahead.entries.iter().map(|(name, value)| (*name, value.as_str()));
             for (name, value) in own.clone().filter(|(n, _)| R::UNIQUE.contains(n)) {
-                if claimed.contains(&(name, value)) || !read::index_ids(&index, self.user, name, value)?.is_empty() {
+                if claimed.contains(&(name, value)) || !read::index_ids(&*index, self.user, name, value)?.is_empty() {
                     out.push(Err(Error::Duplicate { index: name }));
                     continue 'rows;
                 }
@@ -405,7 +421,7 @@ impl TxUser<'_, '_> {
         row.meta.deleted_at = Some(self.tx.now);
         self.store(Some(&old), Stored::of(&row), Op::Deleted, None)?;
         if !R::KIND.soft_delete {
-            let mut table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
+            let mut table = self.tx.table(tables::record_table(R::KIND.records))?;
             table.remove((self.user, id))?;
         }
         Ok(())
@@ -415,23 +431,23 @@ impl TxUser<'_, '_> {
     /// Blobs are not records: no revision, index or change-feed entry; the row that names one
     /// changes with it in the same transaction, and that change is what sync sees.
     pub fn put_blob(&self, name: &str, bytes: &[u8]) -> Result<()> {
-        self.tx.txn.open_table(BLOBS)?.insert((self.user, name), bytes)?;
+        self.tx.table(BLOBS)?.insert((self.user, name), bytes)?;
         Ok(())
     }
 
     /// Removes this user's blob `name`; whether there was one.
     pub fn delete_blob(&self, name: &str) -> Result<bool> {
-        Ok(self.tx.txn.open_table(BLOBS)?.remove((self.user, name))?.is_some())
+        self.tx.table(BLOBS)?.remove((self.user, name))
     }
 
     /// This user's blob `name`, as this transaction sees it.
     pub fn blob(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        Ok(self.tx.txn.open_table(BLOBS)?.get((self.user, name))?.map(|v| v.value().to_vec()))
+        Ok(self.tx.table(BLOBS)?.get((self.user, name))?.map(|v| v.value().to_vec()))
     }
 
     /// Removes tombstones deleted before `cutoff`. Returns how many were purged.
     pub fn purge_tombstones<R: Record>(&self, cutoff: Timestamp) -> Result<u64> {
-        let mut table = self.tx.txn.open_table(tables::record_table(R::KIND.records))?;
+        let mut table = self.tx.table(tables::record_table(R::KIND.records))?;
         let mut expired = Vec::new();
         for entry in table.range((self.user, 0)..=(self.user, u64::MAX))? {
             let (key, value) = entry?;
@@ -454,9 +470,9 @@ impl TxUser<'_, '_> {
         op: Op,
         audit: Option<std::borrow::Cow<'_, [crate::audit::FieldChange]>>,
     ) -> Result<()> {
-        let txn = self.tx.txn;
+        let txn = self.tx;
         {
-            let mut index = txn.open_table(tables::index_table(R::KIND.index))?;
+            let mut index = txn.table(tables::index_table(R::KIND.index))?;
             // Only the entries that change are written: an index page costs its whole 4 KB at the
             // commit's fsync, and an edit of a note would otherwise rewrite the page of every
             // entry the row has (its name's, its e-mails', its birthday's) to put back what was
@@ -470,7 +486,7 @@ impl TxUser<'_, '_> {
                 }
             }
             for (name, value) in after.iter().filter(|(n, _)| R::UNIQUE.contains(n)) {
-                let taken = read::index_ids(&index, self.user, name, value)?;
+                let taken = read::index_ids(&*index, self.user, name, value)?;
                 if taken.iter().any(|id| *id != row.id) {
                     return Err(Error::Duplicate { index: name });
                 }
@@ -480,7 +496,7 @@ impl TxUser<'_, '_> {
             }
         }
         let encoded = encode_row(&row)?;
-        txn.open_table(tables::record_table(R::KIND.records))?.insert((self.user, row.id), encoded.as_slice())?;
+        txn.table(tables::record_table(R::KIND.records))?.insert((self.user, row.id), encoded.as_slice())?;
         let fields = audit.unwrap_or_else(|| {
             std::borrow::Cow::Owned(match (old, op) {
                 (None, Op::Created) => crate::audit::created(row.body, R::AUDIT_SKIP),
@@ -500,7 +516,7 @@ impl TxUser<'_, '_> {
         });
         // The head is read before the change feed and the audit chain are opened for writing.
         self.tx.with_head(self.user, |_| Ok(()))?;
-        let mut log = Log { changes: txn.open_table(CHANGES)?, audit: txn.open_table(crate::audit::AUDIT)? };
+        let mut log = Log { changes: txn.table(CHANGES)?, audit: txn.table(crate::audit::AUDIT)? };
         self.log::<R>(&mut log, (row.id, row.body), row.meta.revision, op, ChangeList::Listed(&fields))
     }
 
@@ -515,7 +531,7 @@ impl TxUser<'_, '_> {
         fields: ChangeList<'_>,
     ) -> Result<()> {
         let (id, body) = row;
-        let txn = self.tx.txn;
+        let txn = self.tx;
         let delta: i64 = match op {
             Op::Created => 1,
             Op::Deleted => -1,
@@ -525,9 +541,7 @@ impl TxUser<'_, '_> {
             if delta != 0 {
                 let current = match head.live.get(R::KIND.name) {
                     Some(current) => *current,
-                    None => {
-                        txn.open_table(LIVE_COUNTS)?.get((self.user, R::KIND.name))?.map(|v| v.value()).unwrap_or(0)
-                    }
+                    None => txn.table(LIVE_COUNTS)?.get((self.user, R::KIND.name))?.map(|v| v.value()).unwrap_or(0),
                 };
                 head.live.insert(R::KIND.name, current.saturating_add_signed(delta));
             }
@@ -562,7 +576,7 @@ impl TxUser<'_, '_> {
         // The chain's head is read again after the purge; the rest of the head is kept.
         self.tx.write_head(self.user)?;
         self.tx.heads.borrow_mut().remove(&self.user);
-        crate::audit::purge(self.tx.txn, self.user, cutoff)
+        crate::audit::purge(self.tx, self.user, cutoff)
     }
 }
 
@@ -598,8 +612,8 @@ fn encode_row<R: Record>(row: &Stored<'_, R>) -> Result<Vec<u8>> {
 
 /// The tables every change is recorded in, open for one write or a batch of them.
 struct Log<'t> {
-    changes: redb::Table<'t, (u64, u64), &'static [u8]>,
-    audit: redb::Table<'t, (u64, u64), &'static [u8]>,
+    changes: Logged<'t, (u64, u64), &'static [u8]>,
+    audit: Logged<'t, (u64, u64), &'static [u8]>,
 }
 
 /// A row being written, borrowed: encodes exactly as the [`Row`] it stands for (postcard is

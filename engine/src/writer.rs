@@ -1,7 +1,10 @@
 //! Group commit. One writer thread owns redb's write transaction. Callers queue a change and
-//! wait; the writer takes everything queued, applies it in one transaction, commits durably once
-//! (one fsync for the whole batch), then answers everyone. Nothing is acknowledged before its
-//! commit.
+//! wait; the writer takes everything queued, applies it in one transaction, makes it durable
+//! once for the whole batch, then answers everyone. Nothing is acknowledged before it is durable.
+//! With the redo log ([`crate::redo`], every durable engine) a batch is durable once its record
+//! in the log is synced, and redb commits it without a sync; a checkpoint, a durable redb
+//! commit, follows every second or so of batches, and whenever the writer falls idle with
+//! batches in the log.
 //!
 //! A failing change must not poison its neighbours: when one fails, the transaction is aborted
 //! and the batch is replayed without it, so the failure's partial writes vanish and the others
@@ -10,12 +13,14 @@
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
+use std::time::Duration;
 
 use redb::{Database, Durability};
 use tokio::sync::oneshot;
 
 use crate::changes::{CommitHook, Touched};
 use crate::clock::Clock;
+use crate::redo::RedoLog;
 use crate::tx::{ChangeHook, Tx};
 use crate::{Error, Result};
 
@@ -47,11 +52,29 @@ pub(crate) struct Writer {
     pub hook: Option<Arc<dyn CommitHook>>,
     /// Told of every change inside its transaction (the outbox), once installed.
     pub change_hook: Arc<std::sync::OnceLock<Arc<dyn ChangeHook>>>,
+    /// Where batches are made durable between checkpoints; `None` for a non-durable engine.
+    pub redo: Option<RedoLog>,
 }
 
 impl Writer {
-    pub fn run(self, queue: mpsc::Receiver<Request>) {
-        while let Ok(first) = queue.recv() {
+    pub fn run(mut self, queue: mpsc::Receiver<Request>) {
+        loop {
+            // Batches waiting in the log are checkpointed when the writer falls idle.
+            let waiting = self.redo.as_ref().and_then(RedoLog::pending);
+            let first = match waiting {
+                Some(wait) => match queue.recv_timeout(wait.max(Duration::from_millis(1))) {
+                    Ok(first) => first,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        self.checkpoint();
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                },
+                None => match queue.recv() {
+                    Ok(first) => first,
+                    Err(_) => break,
+                },
+            };
             let mut batch = vec![first];
             while batch.len() < MAX_BATCH {
                 match queue.try_recv() {
@@ -63,10 +86,37 @@ impl Writer {
             self.queued.fetch_sub(taken, Ordering::SeqCst);
             self.apply(batch);
             self.in_flight.fetch_sub(taken, Ordering::SeqCst);
+            if self.redo.as_ref().is_some_and(RedoLog::due) {
+                self.checkpoint();
+            }
+        }
+        // The engine is shutting down: what the log holds goes into the database.
+        self.checkpoint();
+    }
+
+    /// Makes every batch in the redo log durable in the database itself, and empties the log.
+    fn checkpoint(&mut self) {
+        let Some(redo) = self.redo.as_mut() else { return };
+        if redo.pending().is_none() || !self.healthy.load(Ordering::SeqCst) {
+            return;
+        }
+        let sealed = (|| -> Result<()> {
+            let mut txn = self.db.begin_write()?;
+            txn.set_durability(Durability::Immediate).map_err(|e| Error::CommitFailed(e.to_string()))?;
+            txn.set_two_phase_commit(true);
+            redo.seal(&txn)?;
+            txn.commit()?;
+            Ok(())
+        })();
+        match sealed {
+            Ok(()) => redo.sealed(),
+            Err(e) => {
+                let _ = self.commit_failed(format!("checkpoint: {e}"));
+            }
         }
     }
 
-    fn apply(&self, mut batch: Vec<Request>) {
+    fn apply(&mut self, mut batch: Vec<Request>) {
         let mut failed: Vec<Option<Error>> = (0..batch.len()).map(|_| None).collect();
         loop {
             match self.attempt(&mut batch, &failed) {
@@ -103,17 +153,19 @@ impl Writer {
         }
     }
 
-    fn attempt(&self, batch: &mut [Request], failed: &[Option<Error>]) -> Attempt {
+    fn attempt(&mut self, batch: &mut [Request], failed: &[Option<Error>]) -> Attempt {
         let mut txn = match self.db.begin_write() {
             Ok(txn) => txn,
             Err(e) => return self.commit_failed(e.to_string()),
         };
-        if let Err(e) = txn.set_durability(self.durability) {
+        // With the log, the batch is made durable by its record there, not by this commit.
+        let durability = if self.redo.is_some() { Durability::None } else { self.durability };
+        if let Err(e) = txn.set_durability(durability) {
             return self.commit_failed(e.to_string());
         }
         txn.set_two_phase_commit(true);
         let mut outputs = Vec::with_capacity(batch.len());
-        let (touched, purged);
+        let (touched, purged, ops);
         {
             // Instants are stored at microsecond precision; stamp them so from the start.
             let now = self.clock.now();
@@ -137,16 +189,52 @@ impl Writer {
                 }
             }
             match tx.finish() {
-                Ok(handed) => (touched, purged) = handed,
+                Ok(handed) => (touched, purged, ops) = handed,
                 Err(error) => {
                     let _ = txn.abort();
                     return self.commit_failed(error.to_string());
                 }
             }
         }
+        let Some(redo) = self.redo.as_mut() else {
+            return match txn.commit() {
+                Ok(()) => Attempt::Committed(outputs, touched, purged),
+                Err(e) => self.commit_failed(e.to_string()),
+            };
+        };
+        if ops.unrecorded.get() {
+            // Changed past the log's view: this commit is a checkpoint, durable on its own.
+            let sealed = redo.seal(&txn).and_then(|()| {
+                txn.set_durability(Durability::Immediate).map_err(|e| Error::CommitFailed(e.to_string()))?;
+                Ok(txn.commit()?)
+            });
+            return match sealed {
+                Ok(()) => {
+                    redo.sealed();
+                    Attempt::Committed(outputs, touched, purged)
+                }
+                Err(e) => self.commit_failed(e.to_string()),
+            };
+        }
+        let ops = ops.into_bytes();
+        if !ops.is_empty()
+            && let Err(e) = redo.append(&ops)
+        {
+            let _ = txn.abort();
+            return self.commit_failed(format!("redo log: {e}"));
+        }
         match txn.commit() {
             Ok(()) => Attempt::Committed(outputs, touched, purged),
-            Err(e) => self.commit_failed(e.to_string()),
+            Err(e) => {
+                if !ops.is_empty()
+                    && let Err(undo) = redo.withdraw(&ops)
+                {
+                    // The batch stays in the log and would be replayed at the next start,
+                    // though its callers are told it failed.
+                    tracing::error!(event = "redo_withdraw_failed", component = "engine", error = %undo);
+                }
+                self.commit_failed(e.to_string())
+            }
         }
     }
 

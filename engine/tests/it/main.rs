@@ -4,6 +4,7 @@ mod global;
 mod helpers;
 mod migrations;
 mod model;
+mod redo;
 mod reindex;
 mod search;
 mod system;

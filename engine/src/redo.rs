@@ -1,0 +1,439 @@
+//! The redo log: how a batch becomes durable without a durable redb commit of its own.
+//!
+//! A durable redb commit costs one fsync of every page the batch dirtied, and a contact's index
+//! entries land on pages no other write of the batch shares: past a few thousand contacts each
+//! write costs several scattered pages at its commit (BENCHMARKS.md, the CardDAV PUT tail). So
+//! the writer commits each batch to redb without a sync ([`redb::Durability::None`]) after
+//! appending what the batch changed (each table's key and value bytes, put or removed) to this
+//! file and syncing it: one sequential write a batch, whatever the book's size. Every second or
+//! so, and whenever a batch could not be recorded (it wrote through the raw transaction), a
+//! durable redb commit (a *checkpoint*) makes everything so far durable in the database itself,
+//! records the last batch it covers in `map:meta`, and empties the file.
+//!
+//! At start-up, before migrations, [`open`] replays the batches the database does not hold yet
+//! (after a crash: those after the last checkpoint) in one durable transaction. A batch is
+//! answered only after its record is synced, so every acknowledged write is either in the
+//! database or in the log.
+//!
+//! File layout (numbers little-endian):
+//!
+//! ```text
+//! "MYCREDO" 0x01  u64 id               the database's redo id (`map:meta` "redo_id")
+//! u32 len  u32 crc  u64 seq  ops       one batch: `len` bytes of ops, crc32 of seq and ops
+//! ```
+//!
+//! An op is `'P' u16 name u32 key u32 value` (put) or `'D' u16 name u32 key` (remove), each
+//! length-prefixed, the bytes those of redb's own encoding (read back through [`Raw`]).
+//! Reading stops at the first record that is short, fails its checksum or does not follow its
+//! predecessor's sequence: only the last record can be torn, since each is synced before the
+//! next is written.
+
+use std::borrow::Borrow;
+use std::cell::{Cell, RefCell};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::ops::{Deref, RangeBounds};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use redb::{Database, Key, ReadableDatabase, ReadableTable, TableDefinition, Value, WriteTransaction};
+
+use crate::rows::{Layout, RawTable, open_raw};
+use crate::tables::META;
+use crate::{Error, Result};
+
+const MAGIC: [u8; 8] = *b"MYCREDO\x01";
+const HEADER: u64 = 16;
+const RECORD_HEAD: usize = 16;
+const PUT: u8 = b'P';
+const REMOVE: u8 = b'D';
+/// `map:meta` keys: the id tying a log to its database, and the last batch the database holds.
+pub(crate) const ID_KEY: &str = "redo_id";
+pub(crate) const SEQ_KEY: &str = "redo_seq";
+
+/// How long batches may wait in the log for a checkpoint, by default
+/// ([`crate::Options::checkpoint_every`]).
+pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(1000);
+/// How large the log may grow before a checkpoint, whatever the time.
+const CHECKPOINT_BYTES: u64 = 64 << 20;
+
+/// What one transaction changed, as ops, recorded by [`Logged`] tables.
+#[derive(Default)]
+pub(crate) struct Ops {
+    bytes: RefCell<Vec<u8>>,
+    /// Set when the transaction was reached without recording ([`crate::tx::Tx::txn`]): its
+    /// commit must then be durable.
+    pub(crate) unrecorded: Cell<bool>,
+}
+
+impl Ops {
+    fn put(&self, name: &str, key: &[u8], value: &[u8]) {
+        let mut bytes = self.bytes.borrow_mut();
+        bytes.push(PUT);
+        push_name(&mut bytes, name);
+        push_bytes(&mut bytes, key);
+        push_bytes(&mut bytes, value);
+    }
+
+    fn remove(&self, name: &str, key: &[u8]) {
+        let mut bytes = self.bytes.borrow_mut();
+        bytes.push(REMOVE);
+        push_name(&mut bytes, name);
+        push_bytes(&mut bytes, key);
+    }
+
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
+        self.bytes.into_inner()
+    }
+}
+
+fn push_name(out: &mut Vec<u8>, name: &str) {
+    // Table names are the engine's own, far shorter than 64 KiB.
+    out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    out.extend_from_slice(name.as_bytes());
+}
+
+fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    // redb refuses values over 3 GiB, so a length fits.
+    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// A table of the writer's transaction whose every change is recorded for the redo log. Reads go
+/// to the table itself (it dereferences to it); changes only through the methods here.
+pub struct Logged<'t, K: Key + 'static, V: Value + 'static> {
+    table: redb::Table<'t, K, V>,
+    name: Box<str>,
+    ops: &'t Ops,
+}
+
+impl<'t, K: Key + 'static, V: Value + 'static> Logged<'t, K, V> {
+    pub(crate) fn open(txn: &'t WriteTransaction, ops: &'t Ops, definition: TableDefinition<'_, K, V>) -> Result<Self> {
+        let name = redb::TableHandle::name(&definition).into();
+        Ok(Logged { table: txn.open_table(definition)?, name, ops })
+    }
+
+    /// Inserts or replaces `key`.
+    pub fn insert<'k, 'v>(
+        &mut self,
+        key: impl Borrow<K::SelfType<'k>>,
+        value: impl Borrow<V::SelfType<'v>>,
+    ) -> Result<()> {
+        let (key, value) = (key.borrow(), value.borrow());
+        self.table.insert(key, value)?;
+        self.ops.put(&self.name, K::as_bytes(key).as_ref(), V::as_bytes(value).as_ref());
+        Ok(())
+    }
+
+    /// Removes `key`; whether it was there.
+    pub fn remove<'k>(&mut self, key: impl Borrow<K::SelfType<'k>>) -> Result<bool> {
+        let key = key.borrow();
+        let was = self.table.remove(key)?.is_some();
+        if was {
+            self.ops.remove(&self.name, K::as_bytes(key).as_ref());
+        }
+        Ok(was)
+    }
+
+    /// Removes the entries of `range` for which `keep` is false; how many went.
+    pub fn retain_in<'r, KR>(
+        &mut self,
+        range: impl RangeBounds<KR> + 'r,
+        mut keep: impl for<'f> FnMut(K::SelfType<'f>, V::SelfType<'f>) -> bool,
+    ) -> Result<u64>
+    where
+        KR: Borrow<K::SelfType<'r>> + 'r,
+    {
+        let gone = unwanted(self.table.range(range)?, &mut keep)?;
+        self.remove_all(gone)
+    }
+
+    /// Removes the entries for which `keep` is false; how many went.
+    pub fn retain(&mut self, mut keep: impl for<'f> FnMut(K::SelfType<'f>, V::SelfType<'f>) -> bool) -> Result<u64> {
+        let gone = unwanted(self.table.iter()?, &mut keep)?;
+        self.remove_all(gone)
+    }
+
+    fn remove_all(&mut self, keys: Vec<Vec<u8>>) -> Result<u64> {
+        for key in &keys {
+            self.table.remove(K::from_bytes(key))?;
+            self.ops.remove(&self.name, key);
+        }
+        Ok(keys.len() as u64)
+    }
+}
+
+/// The keys of `entries` for which `keep` is false, as bytes.
+fn unwanted<K: Key + 'static, V: Value + 'static>(
+    entries: redb::Range<'_, K, V>,
+    keep: &mut impl for<'f> FnMut(K::SelfType<'f>, V::SelfType<'f>) -> bool,
+) -> Result<Vec<Vec<u8>>> {
+    let mut gone = Vec::new();
+    for entry in entries {
+        let (key, value) = entry?;
+        if !keep(key.value(), value.value()) {
+            gone.push(K::as_bytes(&key.value()).as_ref().to_vec());
+        }
+    }
+    Ok(gone)
+}
+
+impl<'t, K: Key + 'static, V: Value + 'static> Deref for Logged<'t, K, V> {
+    type Target = redb::Table<'t, K, V>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.table
+    }
+}
+
+/// The open log, owned by the writer.
+pub(crate) struct RedoLog {
+    file: File,
+    path: PathBuf,
+    id: u64,
+    /// Bytes in the file, the header included: where the next record goes.
+    len: u64,
+    /// The sequence of the last batch appended (0 before the first).
+    last: u64,
+    /// The last batch a checkpoint made durable in the database.
+    sealed: u64,
+    since: Instant,
+    every: Duration,
+}
+
+/// Where the log of the database at `db_path` lives.
+pub fn path_for(db_path: &Path) -> PathBuf {
+    let mut name = db_path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".redo");
+    db_path.with_file_name(name)
+}
+
+/// What [`open`] found in the log.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Recovered {
+    /// Batches replayed into the database.
+    pub batches: u64,
+    /// Their ops (rows put or removed).
+    pub ops: u64,
+}
+
+fn meta_u64(db: &Database, key: &str) -> Result<Option<u64>> {
+    let read = db.begin_read()?;
+    let table = match read.open_table(META) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(table.get(key)?.and_then(|v| v.value().try_into().ok().map(u64::from_le_bytes)))
+}
+
+/// Opens the log of the database at `db_path` (creating it on first use), replaying first every
+/// batch it holds that the database does not. Call before anything else writes to `db`.
+pub(crate) fn open(db: &Database, db_path: &Path, every: Duration) -> Result<(RedoLog, Recovered)> {
+    let path = path_for(db_path);
+    let sealed = meta_u64(db, SEQ_KEY)?.unwrap_or(0);
+    let id = match meta_u64(db, ID_KEY)? {
+        Some(id) => id,
+        None => {
+            let mut bytes = [0u8; 8];
+            getrandom::fill(&mut bytes).map_err(|e| Error::Io(io::Error::other(e.to_string())))?;
+            u64::from_le_bytes(bytes)
+        }
+    };
+    let mut recovered = Recovered::default();
+    let mut last = sealed;
+    match std::fs::File::open(&path) {
+        Ok(mut file) => {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)?;
+            let ours = bytes.get(..8) == Some(MAGIC.as_slice())
+                && bytes.get(8..16).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes) == Some(id);
+            let found = if ours { batches(&bytes[HEADER as usize..], sealed) } else { None };
+            match found {
+                Some(batches) if !batches.is_empty() => {
+                    let write = db.begin_write()?;
+                    for (seq, ops) in &batches {
+                        recovered.ops += replay(&write, ops)?;
+                        last = *seq;
+                    }
+                    seal(&write, id, last)?;
+                    write.commit()?;
+                    recovered.batches = batches.len() as u64;
+                    tracing::warn!(
+                        event = "redo_replayed",
+                        component = "engine",
+                        batches = recovered.batches,
+                        ops = recovered.ops,
+                        "the last run ended without a checkpoint; its logged writes were replayed"
+                    );
+                }
+                Some(_) => {}
+                None if bytes.iter().all(|b| *b == 0) => {}
+                None => {
+                    // Not this database's log (another database file was put in its place), or
+                    // one that does not continue its last checkpoint: kept aside for a person to
+                    // look at, never replayed.
+                    let aside = path.with_extension(format!("redo.orphan-{}", jiff::Timestamp::now().as_second()));
+                    std::fs::rename(&path, &aside)?;
+                    tracing::error!(event = "redo_set_aside", component = "engine", kept = %aside.display(),
+                        "a redo log that does not belong to this database was set aside, not replayed");
+                }
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e.into()),
+    }
+    if meta_u64(db, ID_KEY)? != Some(id) {
+        let write = db.begin_write()?;
+        seal(&write, id, last)?;
+        write.commit()?;
+    }
+    let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
+    let mut header = MAGIC.to_vec();
+    header.extend_from_slice(&id.to_le_bytes());
+    file.set_len(0)?;
+    file.write_all_at(&header, 0)?;
+    file.sync_all()?;
+    if let Some(parent) = path.parent() {
+        // The file's name must be as durable as its contents.
+        File::open(parent)?.sync_all()?;
+    }
+    Ok((RedoLog { file, path, id, len: HEADER, last, sealed: last, since: Instant::now(), every }, recovered))
+}
+
+/// The batches of `bytes` (the records after the header) after `sealed`, in order, up to the
+/// first torn or stale record; `None` when they do not continue from `sealed` (writes the
+/// database does not hold would be missing between them).
+fn batches(mut bytes: &[u8], sealed: u64) -> Option<Vec<(u64, &[u8])>> {
+    let mut out = Vec::new();
+    let mut expected: Option<u64> = None;
+    while bytes.len() >= RECORD_HEAD {
+        let len = u32::from_le_bytes(bytes[0..4].try_into().unwrap_or_default()) as usize;
+        let crc = u32::from_le_bytes(bytes[4..8].try_into().unwrap_or_default());
+        let Some(body) = bytes.get(8..RECORD_HEAD + len) else { break };
+        if crc32fast::hash(body) != crc {
+            break;
+        }
+        let seq = u64::from_le_bytes(body[0..8].try_into().unwrap_or_default());
+        if expected.is_some_and(|e| e != seq) {
+            break;
+        }
+        expected = Some(seq + 1);
+        if seq > sealed {
+            out.push((seq, &body[8..]));
+        }
+        bytes = &bytes[RECORD_HEAD + len..];
+    }
+    match out.first() {
+        Some((first, _)) if *first != sealed + 1 => None,
+        _ => Some(out),
+    }
+}
+
+/// Applies one batch's ops inside `write`; how many there were.
+fn replay(write: &WriteTransaction, mut ops: &[u8]) -> Result<u64> {
+    let corrupt = |reason: &str| Error::Corrupt { table: "redo log".into(), reason: reason.into() };
+    let mut count = 0;
+    let mut current: Option<(String, Box<dyn RawTable + '_>)> = None;
+    while let Some((&tag, rest)) = ops.split_first() {
+        let (name, rest) = take(rest, 2).ok_or_else(|| corrupt("a short op"))?;
+        let name = std::str::from_utf8(name).map_err(|_| corrupt("a table name that is not UTF-8"))?;
+        let (key, rest) = take(rest, 4).ok_or_else(|| corrupt("a short op"))?;
+        let (value, rest) = match tag {
+            PUT => take(rest, 4).map(|(v, r)| (Some(v), r)).ok_or_else(|| corrupt("a short op"))?,
+            REMOVE => (None, rest),
+            _ => return Err(corrupt("an unknown op")),
+        };
+        ops = rest;
+        if current.as_ref().is_none_or(|(open, _)| open != name) {
+            drop(current.take());
+            let layout = Layout::of(name).ok_or_else(|| corrupt("an unknown table"))?;
+            current = Some((name.to_string(), open_raw(write, name, layout)?));
+        }
+        let Some((_, table)) = current.as_mut() else { unreachable!("opened above") };
+        match value {
+            Some(value) => table.put(key, value)?,
+            None => table.remove(key)?,
+        }
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Splits a length-prefixed field (`width` bytes of little-endian length) off `bytes`.
+fn take(bytes: &[u8], width: usize) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = bytes.split_at_checked(width)?;
+    let mut buf = [0u8; 8];
+    buf[..width].copy_from_slice(len);
+    rest.split_at_checked(usize::try_from(u64::from_le_bytes(buf)).ok()?)
+}
+
+/// Records in `write` that the database holds every batch up to `seq` of log `id`.
+fn seal(write: &WriteTransaction, id: u64, seq: u64) -> Result<()> {
+    let mut meta = write.open_table(META)?;
+    meta.insert(ID_KEY, id.to_le_bytes().as_slice())?;
+    meta.insert(SEQ_KEY, seq.to_le_bytes().as_slice())?;
+    Ok(())
+}
+
+impl RedoLog {
+    /// Whether a checkpoint is due: batches wait in the log, and long enough or many enough.
+    pub(crate) fn due(&self) -> bool {
+        self.last > self.sealed && (self.since.elapsed() >= self.every || self.len >= CHECKPOINT_BYTES)
+    }
+
+    /// Whether batches wait in the log for a checkpoint, and how long until one is due.
+    pub(crate) fn pending(&self) -> Option<Duration> {
+        (self.last > self.sealed).then(|| self.every.saturating_sub(self.since.elapsed()))
+    }
+
+    /// Appends one batch's ops and syncs them: once this returns, the batch is durable.
+    pub(crate) fn append(&mut self, ops: &[u8]) -> Result<()> {
+        let seq = self.last + 1;
+        let mut record = Vec::with_capacity(RECORD_HEAD + ops.len());
+        record.extend_from_slice(&(ops.len() as u32).to_le_bytes());
+        record.extend_from_slice(&[0; 4]);
+        record.extend_from_slice(&seq.to_le_bytes());
+        record.extend_from_slice(ops);
+        let crc = crc32fast::hash(&record[8..]);
+        record[4..8].copy_from_slice(&crc.to_le_bytes());
+        let written = self.file.write_all_at(&record, self.len).and_then(|()| self.file.sync_data());
+        if let Err(e) = written {
+            // What may have reached the file is not a batch anyone was told of.
+            let _ = self.file.set_len(self.len);
+            return Err(e.into());
+        }
+        self.len += record.len() as u64;
+        self.last = seq;
+        Ok(())
+    }
+
+    /// Takes the last appended batch back out (its redb commit failed, so nobody is told of it).
+    pub(crate) fn withdraw(&mut self, ops: &[u8]) -> Result<()> {
+        self.len -= (RECORD_HEAD + ops.len()) as u64;
+        self.last -= 1;
+        self.file.set_len(self.len)?;
+        self.file.sync_data()?;
+        Ok(())
+    }
+
+    /// Writes, inside a transaction about to be committed durably, that it holds every batch of
+    /// the log.
+    pub(crate) fn seal(&self, write: &WriteTransaction) -> Result<()> {
+        seal(write, self.id, self.last)
+    }
+
+    /// After the durable commit of a transaction [`RedoLog::seal`]ed: the log starts over.
+    pub(crate) fn sealed(&mut self) {
+        self.sealed = self.last;
+        self.since = Instant::now();
+        // Records the database now holds; if emptying fails they are skipped at the next start
+        // (their sequence is at or before the checkpoint's), so it is only space.
+        if let Err(e) = self.file.set_len(HEADER) {
+            tracing::warn!(event = "redo_truncate_failed", component = "engine", path = %self.path.display(), error = %e);
+            return;
+        }
+        self.len = HEADER;
+    }
+}
