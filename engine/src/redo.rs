@@ -209,6 +209,12 @@ pub fn path_for(db_path: &Path) -> PathBuf {
     db_path.with_file_name(name)
 }
 
+/// Whether the database at `db_path` has a redo log holding batches (a crash left them; opening
+/// the database with the engine replays them).
+pub fn holds_writes(db_path: &Path) -> bool {
+    std::fs::metadata(path_for(db_path)).is_ok_and(|m| m.len() > HEADER)
+}
+
 /// What [`open`] found in the log.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Recovered {
@@ -435,5 +441,66 @@ impl RedoLog {
             return;
         }
         self.len = HEADER;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(seq: u64, ops: &[u8]) -> Vec<u8> {
+        let mut body = seq.to_le_bytes().to_vec();
+        body.extend_from_slice(ops);
+        let mut out = (ops.len() as u32).to_le_bytes().to_vec();
+        out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    fn seqs(found: Option<Vec<(u64, &[u8])>>) -> Option<Vec<u64>> {
+        found.map(|b| b.iter().map(|(seq, _)| *seq).collect())
+    }
+
+    #[test]
+    fn reading_stops_at_a_torn_or_stale_record_and_skips_what_the_checkpoint_holds() {
+        let mut log = [record(5, b"a"), record(6, b"bb"), record(7, b"ccc")].concat();
+        assert_eq!(seqs(batches(&log, 4)), Some(vec![5, 6, 7]));
+        assert_eq!(seqs(batches(&log, 6)), Some(vec![7]), "the checkpoint holds 5 and 6");
+        assert_eq!(seqs(batches(&log, 7)), Some(vec![]));
+        // A record cut short by the crash, or one whose bytes changed, ends the log.
+        let whole = log.len();
+        log.extend_from_slice(&record(8, b"dddd")[..10]);
+        assert_eq!(seqs(batches(&log, 4)), Some(vec![5, 6, 7]));
+        log.truncate(whole);
+        let mut bad = record(8, b"dddd");
+        *bad.last_mut().unwrap() ^= 1;
+        log.extend_from_slice(&bad);
+        assert_eq!(seqs(batches(&log, 4)), Some(vec![5, 6, 7]));
+        // Older records past a shorter new one (a truncation the crash undid) are not read.
+        log.truncate(whole);
+        log.extend_from_slice(&record(3, b"old"));
+        assert_eq!(seqs(batches(&log, 4)), Some(vec![5, 6, 7]));
+    }
+
+    #[test]
+    fn a_log_that_does_not_continue_the_checkpoint_is_refused() {
+        let log = [record(9, b"a"), record(10, b"b")].concat();
+        assert_eq!(seqs(batches(&log, 4)), None, "batches 5 to 8 would be missing");
+        assert_eq!(seqs(batches(&log, 8)), Some(vec![9, 10]));
+    }
+
+    #[test]
+    fn an_op_cut_short_is_refused_not_applied_in_part() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let db = Database::builder().create(file.path()).unwrap();
+        let ops = Ops::default();
+        ops.put("map:meta", b"k", b"v");
+        let bytes = ops.into_bytes();
+        let write = db.begin_write().unwrap();
+        assert_eq!(replay(&write, &bytes).unwrap(), 1);
+        assert!(matches!(replay(&write, &bytes[..bytes.len() - 1]), Err(Error::Corrupt { .. })));
+        let unknown = Ops::default();
+        unknown.put("no such table", b"k", b"v");
+        assert!(matches!(replay(&write, &unknown.into_bytes()), Err(Error::Corrupt { .. })));
     }
 }

@@ -169,6 +169,13 @@ pub fn write_from_file(
     encoding: Encoding,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Snapshot> {
+    if crate::redo::holds_writes(db_path) {
+        // A crash left acknowledged writes in the redo log only: replayed first (a writable
+        // open, as start-up does), so the snapshot holds them.
+        let db = Database::builder().open(db_path)?;
+        crate::redo::open(&db, db_path, crate::redo::CHECKPOINT_EVERY)?;
+        return write(&db, dir, label, now, encoding, progress);
+    }
     match Database::builder().open_read_only(db_path) {
         Ok(db) => write(&db, dir, label, now, encoding, progress),
         // A file left by a crash needs redb's repair, which only a writable open does; nothing

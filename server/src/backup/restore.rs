@@ -109,6 +109,7 @@ pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreErro
         }),
         Err(reason) => {
             let _ = std::fs::remove_file(&db_path);
+            let _ = std::fs::remove_file(mycorrhizal_engine::redo::path_for(&db_path));
             let _ = std::fs::remove_dir_all(data_dir.join("search"));
             for (from, to) in &moved {
                 if let Err(e) = std::fs::rename(to, from) {
@@ -125,10 +126,12 @@ pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreErro
     }
 }
 
-/// Moves the database and the search index into `aside`; returns `(from, to)` of each move.
+/// Moves the database, its redo log (after a crash, acknowledged writes the file itself does
+/// not hold yet) and the search index into `aside`; returns `(from, to)` of each move.
 fn move_aside(data_dir: &Path, db_path: &Path, aside: &Path) -> std::io::Result<Vec<(PathBuf, PathBuf)>> {
     let mut moved = Vec::new();
-    for from in [db_path.to_path_buf(), data_dir.join("search")] {
+    let log = mycorrhizal_engine::redo::path_for(db_path);
+    for from in [db_path.to_path_buf(), log, data_dir.join("search")] {
         if !from.exists() {
             continue;
         }
