@@ -66,9 +66,9 @@ pub struct Options {
     pub clock: Arc<dyn Clock>,
     /// [`Durability::Immediate`] in production; [`Durability::None`] only for throwaway test data.
     pub durability: Durability,
-    /// How long acknowledged batches may wait in the redo log before a checkpoint writes them
-    /// into the database file durably ([`redo`]); one second unless a test needs the log kept.
-    pub checkpoint_every: std::time::Duration,
+    /// When the batches acknowledged from the redo log are written into the database file
+    /// durably ([`redo`]): the defaults unless a test needs the log kept.
+    pub checkpoints: redo::Checkpoints,
     /// The full-text index, when wanted.
     pub search: Option<SearchOptions>,
     /// The most memory redb may keep as its page cache, in bytes (redb's own default is 1 GiB,
@@ -115,7 +115,7 @@ impl Default for Options {
             migrations: migrate::steps(),
             clock: Arc::new(SystemClock),
             durability: Durability::Immediate,
-            checkpoint_every: redo::CHECKPOINT_EVERY,
+            checkpoints: redo::Checkpoints::default(),
             search: None,
             cache_bytes: DEFAULT_CACHE_BYTES,
         }
@@ -160,7 +160,7 @@ impl Engine {
         let db = Database::builder().set_cache_size(options.cache_bytes).create(&path)?;
         // Before anything else writes: what the last run logged and did not checkpoint goes in.
         let redo = match options.durability {
-            Durability::Immediate => Some(redo::open(&db, &path, options.checkpoint_every)?),
+            Durability::Immediate => Some(redo::open(&db, &path, options.checkpoints)?),
             Durability::None => None,
         };
         let (redo, recovered) = match redo {

@@ -5,10 +5,12 @@
 //! write costs several scattered pages at its commit (BENCHMARKS.md, the CardDAV PUT tail). So
 //! the writer commits each batch to redb without a sync ([`redb::Durability::None`]) after
 //! appending what the batch changed (each table's key and value bytes, put or removed) to this
-//! file and syncing it: one sequential write a batch, whatever the book's size. Every second or
-//! so, and whenever a batch could not be recorded (it wrote through the raw transaction), a
-//! durable redb commit (a *checkpoint*) makes everything so far durable in the database itself,
-//! records the last batch it covers in `map:meta`, and empties the file.
+//! file and syncing it: one sequential write a batch, whatever the book's size. When the writer
+//! pauses ([`Checkpoints`]: 100 ms without a batch; at the latest every 30 s or 256 MB of log),
+//! and whenever a batch could not be recorded (it wrote through the raw transaction), a durable
+//! redb commit (a *checkpoint*) makes everything so far durable in the database itself, records
+//! the last batch it covers in `map:meta`, and empties the file. A stream of writes pays for
+//! each page it dirtied once, at its checkpoint, not once per batch.
 //!
 //! At start-up, before migrations, [`open`] replays the batches the database does not hold yet
 //! (after a crash: those after the last checkpoint) in one durable transaction. A batch is
@@ -52,11 +54,25 @@ const REMOVE: u8 = b'D';
 pub(crate) const ID_KEY: &str = "redo_id";
 pub(crate) const SEQ_KEY: &str = "redo_seq";
 
-/// How long batches may wait in the log for a checkpoint, by default
-/// ([`crate::Options::checkpoint_every`]).
-pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(1000);
-/// How large the log may grow before a checkpoint, whatever the time.
-const CHECKPOINT_BYTES: u64 = 64 << 20;
+/// When checkpoints are taken ([`crate::Options::checkpoints`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checkpoints {
+    /// Once the writer has had nothing to do for this long with batches in the log. A stream of
+    /// writes (a phone's first sync) is not interrupted: its checkpoint comes when it pauses,
+    /// and costs each page it dirtied once, however many batches dirtied it.
+    pub idle: Duration,
+    /// At the latest this long after the last one, however busy the writer.
+    pub every: Duration,
+    /// Once the log holds this many bytes, however busy the writer: what a start after a crash
+    /// may have to replay.
+    pub bytes: u64,
+}
+
+impl Default for Checkpoints {
+    fn default() -> Self {
+        Checkpoints { idle: Duration::from_millis(100), every: Duration::from_secs(30), bytes: 256 << 20 }
+    }
+}
 
 /// What one transaction changed, as ops, recorded by [`Logged`] tables.
 #[derive(Default)]
@@ -199,7 +215,7 @@ pub(crate) struct RedoLog {
     /// The last batch a checkpoint made durable in the database.
     sealed: u64,
     since: Instant,
-    every: Duration,
+    when: Checkpoints,
 }
 
 /// Where the log of the database at `db_path` lives.
@@ -236,7 +252,7 @@ fn meta_u64(db: &Database, key: &str) -> Result<Option<u64>> {
 
 /// Opens the log of the database at `db_path` (creating it on first use), replaying first every
 /// batch it holds that the database does not. Call before anything else writes to `db`.
-pub(crate) fn open(db: &Database, db_path: &Path, every: Duration) -> Result<(RedoLog, Recovered)> {
+pub(crate) fn open(db: &Database, db_path: &Path, when: Checkpoints) -> Result<(RedoLog, Recovered)> {
     let path = path_for(db_path);
     let sealed = meta_u64(db, SEQ_KEY)?.unwrap_or(0);
     let id = match meta_u64(db, ID_KEY)? {
@@ -305,7 +321,7 @@ pub(crate) fn open(db: &Database, db_path: &Path, every: Duration) -> Result<(Re
         // The file's name must be as durable as its contents.
         File::open(parent)?.sync_all()?;
     }
-    Ok((RedoLog { file, path, id, len: HEADER, last, sealed: last, since: Instant::now(), every }, recovered))
+    Ok((RedoLog { file, path, id, len: HEADER, last, sealed: last, since: Instant::now(), when }, recovered))
 }
 
 /// The batches of `bytes` (the records after the header) after `sealed`, in order, up to the
@@ -384,14 +400,16 @@ fn seal(write: &WriteTransaction, id: u64, seq: u64) -> Result<()> {
 }
 
 impl RedoLog {
-    /// Whether a checkpoint is due: batches wait in the log, and long enough or many enough.
+    /// Whether a checkpoint is due however busy the writer: batches have waited in the log for
+    /// [`Checkpoints::every`], or it holds [`Checkpoints::bytes`].
     pub(crate) fn due(&self) -> bool {
-        self.last > self.sealed && (self.since.elapsed() >= self.every || self.len >= CHECKPOINT_BYTES)
+        self.last > self.sealed && (self.since.elapsed() >= self.when.every || self.len >= self.when.bytes)
     }
 
-    /// Whether batches wait in the log for a checkpoint, and how long until one is due.
+    /// With batches in the log, how long the writer may wait for the next batch before it takes a
+    /// checkpoint instead.
     pub(crate) fn pending(&self) -> Option<Duration> {
-        (self.last > self.sealed).then(|| self.every.saturating_sub(self.since.elapsed()))
+        (self.last > self.sealed).then(|| self.when.idle.min(self.when.every.saturating_sub(self.since.elapsed())))
     }
 
     /// Appends one batch's ops and syncs them: once this returns, the batch is durable.

@@ -3,8 +3,8 @@
 //! once for the whole batch, then answers everyone. Nothing is acknowledged before it is durable.
 //! With the redo log ([`crate::redo`], every durable engine) a batch is durable once its record
 //! in the log is synced, and redb commits it without a sync; a checkpoint, a durable redb
-//! commit, follows every second or so of batches, and whenever the writer falls idle with
-//! batches in the log.
+//! commit, follows when the writer falls idle with batches in the log (or has been busy for
+//! long: [`crate::redo::Checkpoints`]).
 //!
 //! A failing change must not poison its neighbours: when one fails, the transaction is aborted
 //! and the batch is replayed without it, so the failure's partial writes vanish and the others

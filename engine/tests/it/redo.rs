@@ -18,7 +18,8 @@ const TEST: &str = "redo::acknowledged_writes_survive_a_kill_between_checkpoints
 
 /// Checkpoints that never come while the child runs: every acknowledged write is in the log only.
 fn kept_log() -> Options {
-    Options { checkpoint_every: Duration::from_secs(3600), ..Options::default() }
+    let never = Duration::from_secs(3600);
+    Options { checkpoints: redo::Checkpoints { idle: never, every: never, bytes: u64::MAX }, ..Options::default() }
 }
 
 /// The child: creates, updates and deletes rows of two users, printing each acknowledged one,
@@ -167,4 +168,25 @@ fn a_log_of_another_database_is_set_aside_not_replayed() {
         .filter(|name| name.contains("orphan"))
         .collect();
     assert_eq!(aside.len(), 1, "the foreign log was kept aside: {aside:?}");
+}
+
+#[test]
+fn a_pause_in_the_writes_brings_a_checkpoint_and_empties_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, _) = Engine::open(dir.path().join("db.redb"), Options::default()).unwrap();
+    let log = redo::path_for(&dir.path().join("db.redb"));
+    let row = engine.user(ALICE).create(Person::new("Ada", "ada@example.org")).unwrap();
+    // The idle checkpoint comes 100 ms after the last batch; allow a slow machine 30 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::fs::metadata(&log).unwrap().len() > 16 {
+        assert!(std::time::Instant::now() < deadline, "no checkpoint after the writes paused");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!redo::holds_writes(&dir.path().join("db.redb")));
+    // What the checkpoint wrote is in the file itself: a copy of the file alone holds the row.
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(dir.path().join("db.redb"), copy.path().join("db.redb")).unwrap();
+    let (opened, _) = Engine::open(copy.path().join("db.redb"), Options::default()).unwrap();
+    assert_eq!(opened.recovered().batches, 0);
+    assert_eq!(opened.user(ALICE).get::<Person>(row.id).unwrap().body.name, "Ada");
 }
