@@ -152,7 +152,7 @@ impl TxGlobal<'_, '_> {
 
     /// Removes a value of a `map:<name>` table; whether there was one.
     pub fn map_remove(&self, table: &str, key: &str) -> Result<bool> {
-        Ok(self.tx.table(tables::map_table(map_name(table)?))?.remove(key)?)
+        self.tx.table(tables::map_table(map_name(table)?))?.remove(key)
     }
 
     fn store<R: GlobalRecord>(&self, id: u64, old: Option<&R>, body: &R) -> Result<()> {

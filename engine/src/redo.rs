@@ -464,6 +464,8 @@ impl RedoLog {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     fn record(seq: u64, ops: &[u8]) -> Vec<u8> {

@@ -59,8 +59,10 @@ pub(crate) struct Writer {
 impl Writer {
     pub fn run(mut self, queue: mpsc::Receiver<Request>) {
         loop {
-            // Batches waiting in the log are checkpointed when the writer falls idle.
-            let waiting = self.redo.as_ref().and_then(RedoLog::pending);
+            // Batches waiting in the log are checkpointed when the writer falls idle (not after a
+            // failed commit: the log keeps them for the next start).
+            let healthy = self.healthy.load(Ordering::SeqCst);
+            let waiting = self.redo.as_ref().and_then(RedoLog::pending).filter(|_| healthy);
             let first = match waiting {
                 Some(wait) => match queue.recv_timeout(wait.max(Duration::from_millis(1))) {
                     Ok(first) => first,
