@@ -274,7 +274,9 @@ pub(crate) fn open(db: &Database, db_path: &Path, when: Checkpoints) -> Result<(
             let found = if ours { batches(&bytes[HEADER as usize..], sealed) } else { None };
             match found {
                 Some(batches) if !batches.is_empty() => {
-                    let write = db.begin_write()?;
+                    let mut write = db.begin_write()?;
+                    // Durable as the writer's checkpoints are.
+                    write.set_two_phase_commit(true);
                     for (seq, ops) in &batches {
                         recovered.ops += replay(&write, ops)?;
                         last = *seq;
