@@ -94,6 +94,61 @@ fn sync_body(token: &str) -> String {
     )
 }
 
+/// CPU time (ms) used so far by this process's threads, by what they do: the engine's writer,
+/// the request threads (the runtime, which the server and the bench's clients share, and the
+/// request CPU pool), the search index's threads (indexing, commits, merges) and the rest. Read from `/proc/self/task` (Linux;
+/// elsewhere nothing is reported) into `seen`, which keeps a thread's last figure after it ends
+/// (a finished merge thread's time still counts). Tells a writer that costs more per card as the
+/// book grows apart from a machine that is merely busier.
+fn cpu_by_role(seen: &mut HashMap<String, (usize, f64)>) -> Option<[f64; 4]> {
+    let tick_ms = 10.0; // USER_HZ is 100 on Linux
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let name = &stat[open + 1..close];
+        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+        let (Some(user), Some(system)) = (fields.get(11), fields.get(12)) else { continue };
+        let ticks: f64 = user.parse::<f64>().unwrap_or(0.0) + system.parse::<f64>().unwrap_or(0.0);
+        let role = match name {
+            "engine-writer" => 0,
+            n if n.starts_with("tokio-rt-worker") || n.starts_with("request-cpu") => 1,
+            n if ["tantivy", "search", "merge", "segment", "docstore"].iter().any(|k| n.contains(k)) => 2,
+            _ => 3,
+        };
+        seen.insert(task.file_name().to_string_lossy().into_owned(), (role, ticks * tick_ms));
+    }
+    let mut roles = [0.0; 4];
+    for (role, ms) in seen.values() {
+        roles[*role] += ms;
+    }
+    Some(roles)
+}
+
+/// Samples [`cpu_by_role`] every 20 ms until `stop`, with the time of each sample.
+fn sample_cpu(
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<(Instant, [f64; 4])>> {
+    std::thread::spawn(move || {
+        let (mut samples, mut seen) = (Vec::new(), HashMap::new());
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(roles) = cpu_by_role(&mut seen) {
+                samples.push((Instant::now(), roles));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        samples
+    })
+}
+
+/// CPU used by each role between two instants, from the samples nearest them.
+fn cpu_between(samples: &[(Instant, [f64; 4])], from: Instant, to: Instant) -> [f64; 4] {
+    let at = |t: Instant| {
+        samples.iter().min_by_key(|(s, _)| if *s > t { *s - t } else { t - *s }).map_or([0.0; 4], |(_, r)| *r)
+    };
+    let (a, b) = (at(from), at(to));
+    [b[0] - a[0], b[1] - a[1], b[2] - a[2], b[3] - a[3]]
+}
+
 fn token_of(body: &str) -> String {
     body.rsplit("<D:sync-token>").next().and_then(|s| s.split("</D:sync-token>").next()).unwrap_or("").to_string()
 }
@@ -108,7 +163,7 @@ fn main() {
         vars.insert("JWT_SECRET_KEY".to_string(), "3f9c1a7be2d04c88a9e15b6f70d2c4e1937ab0c5d8e2f61a4b7c9d0e3f5a8b21".into());
         vars.insert("CARDDAV_ENABLED".to_string(), "true".into());
         // The server's own tuning variables pass through, to compare settings in one sitting.
-        for name in ["DB_CACHE_MB", "SEARCH_WRITER_MB"] {
+        for name in ["DB_CACHE_MB", "SEARCH_WRITER_MB", "SEARCH_COMMIT_INTERVAL_MS"] {
             if let Ok(value) = std::env::var(name) {
                 vars.insert(name.to_string(), value);
             }
@@ -146,6 +201,8 @@ fn main() {
         let texts: Vec<String> = (0..cards).map(card).collect();
         let bytes: usize = texts.iter().map(String::len).sum();
         let texts = std::sync::Arc::new(texts);
+        let stop_sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sampler = sample_cpu(stop_sampling.clone());
         let started = Instant::now();
         let mut workers = Vec::new();
         for worker in 0..CLIENTS {
@@ -178,6 +235,8 @@ fn main() {
             done.extend(mine);
         }
         let total = started.elapsed();
+        stop_sampling.store(true, std::sync::atomic::Ordering::Relaxed);
+        let cpu_samples = sampler.join().expect("sampler");
         done.sort_by_key(|(at, _)| *at);
         let mut latencies: Vec<Duration> = done.iter().map(|(_, l)| *l).collect();
         latencies.sort();
@@ -203,6 +262,14 @@ fn main() {
         if std::env::var_os("BENCH_EACH").is_some() {
             let each: Vec<String> = (window..=cards).step_by(window).map(|to| format!("{:.0}", rate(to - window, to))).collect();
             println!("  rate of each {window}, in order: {} /s", each.join(" "));
+        }
+        if cpu_samples.len() > 2 {
+            let first = cpu_between(&cpu_samples, started, done[window - 1].0);
+            let last = cpu_between(&cpu_samples, done[cards - window - 1].0, done[cards - 1].0);
+            println!(
+                "  CPU per {window} cards, first / last {window}: writer {:.0} / {:.0} ms, request threads {:.0} / {:.0} ms, search index {:.0} / {:.0} ms, other {:.0} / {:.0} ms",
+                first[0], last[0], first[1], last[1], first[2], last[2], first[3], last[3]
+            );
         }
         // When each client got its last answer, and how many were still sending when the last
         // window began (the even clients carry every photo: card n goes to client n % 8, a photo

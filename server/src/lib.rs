@@ -12,6 +12,7 @@ pub mod build_info;
 pub mod bundle_cli;
 pub mod cli;
 pub mod config;
+pub mod cpu_pool;
 pub mod crm;
 pub mod dav;
 pub mod diagnostics;

@@ -488,8 +488,10 @@ enum Plan {
 /// that is not one vCard is [`PutError::Invalid`].
 ///
 /// Everything before the write (reading the card, finding the contact, preparing a new one) is
-/// one blocking task, so a PUT crosses threads once before the writer, not once per step: under
-/// a phone's first sync the writer's batches are as large as the PUTs that reach it in time.
+/// one task, so a PUT crosses threads once before the writer, not once per step: under a phone's
+/// first sync the writer's batches are as large as the PUTs that reach it in time. The task runs
+/// on the request CPU pool ([`crate::cpu_pool`]), below the writer: a writer kept waiting for a
+/// core holds up every PUT of its batch.
 pub async fn put(
     scope: &UserScope,
     name: &str,
@@ -498,7 +500,7 @@ pub async fn put(
 ) -> std::result::Result<(Row<Contact>, bool), PutError> {
     let reader = scope.clone();
     let wanted = name.to_string();
-    let plan = tokio::task::spawn_blocking(move || plan_put(&reader, &wanted, body.as_ref(), condition))
+    let plan = crate::cpu_pool::run(move || plan_put(&reader, &wanted, body.as_ref(), condition))
         .await
         .map_err(Error::internal)??;
     match plan {

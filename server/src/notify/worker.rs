@@ -302,17 +302,9 @@ async fn give_way(engine: &Engine) {
 /// wait a little, a request must not; when the cores are idle the worker gets them all.
 const BACKGROUND_NICE: i32 = 10;
 
-/// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (at most to 19, the lowest). Where
-/// that is refused, the thread keeps its priority: deliveries are then as fast as before.
+/// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (see [`crate::ops::priority`]).
 fn background_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        let me = Some(rustix::thread::gettid());
-        let now = rustix::process::getpriority_process(me).unwrap_or(0);
-        if let Err(e) = rustix::process::setpriority_process(me, (now + BACKGROUND_NICE).min(19)) {
-            tracing::debug!(event = "outbox_priority_unchanged", component = "notification", error = %e);
-        }
-    }
+    crate::ops::priority::lower_by(BACKGROUND_NICE, "outbox_priority_unchanged");
 }
 
 /// The running worker ([`start`]): dropping it stops the worker (at its next await).

@@ -4,4 +4,5 @@
 pub mod events;
 pub mod fs;
 pub mod health;
+pub mod priority;
 pub mod storage;
