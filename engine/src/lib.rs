@@ -19,6 +19,7 @@ mod frame;
 pub mod global;
 mod meta;
 pub mod migrate;
+pub mod priority;
 mod read;
 pub mod record;
 pub mod redo;

@@ -39,18 +39,9 @@ const BACKGROUND_NICE: i32 = 10;
 /// for all of them and holding their analyses in memory.
 pub(super) const CHUNK: usize = 10_000;
 
-/// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (at most to 19, the lowest). Where
-/// that is refused, the thread keeps its priority: indexing is then as fast as before, no less
-/// correct.
+/// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (see [`crate::priority`]).
 pub(super) fn background_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        let me = Some(rustix::thread::gettid());
-        let now = rustix::process::getpriority_process(me).unwrap_or(0);
-        if let Err(e) = rustix::process::setpriority_process(me, (now + BACKGROUND_NICE).min(19)) {
-            tracing::debug!(event = "search_priority_unchanged", component = "search", error = %e);
-        }
-    }
+    crate::priority::lower_by(BACKGROUND_NICE, "search_priority_unchanged");
 }
 
 impl Shared {

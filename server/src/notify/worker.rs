@@ -302,9 +302,9 @@ async fn give_way(engine: &Engine) {
 /// wait a little, a request must not; when the cores are idle the worker gets them all.
 const BACKGROUND_NICE: i32 = 10;
 
-/// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (see [`crate::ops::priority`]).
+/// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (see [`mycorrhizal_engine::priority`]).
 fn background_priority() {
-    crate::ops::priority::lower_by(BACKGROUND_NICE, "outbox_priority_unchanged");
+    mycorrhizal_engine::priority::lower_by(BACKGROUND_NICE, "outbox_priority_unchanged");
 }
 
 /// The running worker ([`start`]): dropping it stops the worker (at its next await).

@@ -4,5 +4,4 @@
 pub mod events;
 pub mod fs;
 pub mod health;
-pub mod priority;
 pub mod storage;

@@ -1,5 +1,5 @@
-//! Thread priority: background work (the delivery worker, the request CPU pool) runs at a lower
-//! priority than the server's requests and the engine's writer.
+//! Thread priority: background work (the search index's threads, and in the server the delivery
+//! worker and the request CPU pool) runs at a lower priority than requests and the writer.
 
 /// Lowers the calling thread's priority by `by` nice steps (at most to 19, the lowest); Linux
 /// keeps the value per thread and new threads inherit it. Needs no privilege. Where it is
