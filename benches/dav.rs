@@ -8,6 +8,9 @@
 //! taken in every change, then 3 s for its merges), as a phone syncing every 15 minutes finds
 //! the book. Prints medians and ranges.
 //!
+//! `BENCH_CLIENTS` (1-8) changes the number of clients and `BENCH_PUT_ONLY` stops after the
+//! PUTs: `scripts/dav-instructions.sh` counts instructions with one client, the PUTs only.
+//!
 //! Run: `cargo bench -p mycorrhizal --bench dav`.
 
 use std::collections::HashMap;
@@ -19,7 +22,12 @@ use mycorrhizal::{AppState, serve};
 
 const USER: &str = "bench";
 const PASSWORD: &str = "lichen-moss-fern-42";
-const CLIENTS: usize = 8;
+/// Concurrent clients, 8 unless `BENCH_CLIENTS` (1 to 8) says otherwise: one client sends the
+/// cards one after another, which makes the writer's batches the same from run to run (each
+/// card its own batch), for counting instructions (`scripts/dav-instructions.sh`).
+fn clients() -> usize {
+    std::env::var("BENCH_CLIENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(8).clamp(1, 8)
+}
 /// Runs of each read (`BENCH_RUNS` changes it, e.g. to profile one).
 fn repeats() -> usize {
     std::env::var("BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(9)
@@ -128,16 +136,19 @@ fn cpu_by_role(seen: &mut HashMap<String, (usize, f64)>) -> Option<[f64; 4]> {
 fn sample_cpu(
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> std::thread::JoinHandle<Vec<(Instant, [f64; 4])>> {
-    std::thread::spawn(move || {
-        let (mut samples, mut seen) = (Vec::new(), HashMap::new());
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-            if let Some(roles) = cpu_by_role(&mut seen) {
-                samples.push((Instant::now(), roles));
+    let sampler = std::thread::Builder::new().name("bench-cpu-sampler".into());
+    sampler
+        .spawn(move || {
+            let (mut samples, mut seen) = (Vec::new(), HashMap::new());
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some(roles) = cpu_by_role(&mut seen) {
+                    samples.push((Instant::now(), roles));
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        samples
-    })
+            samples
+        })
+        .expect("sampler thread")
 }
 
 /// CPU used by each role between two instants, from the samples nearest them.
@@ -205,12 +216,13 @@ fn main() {
         let sampler = sample_cpu(stop_sampling.clone());
         let started = Instant::now();
         let mut workers = Vec::new();
-        for worker in 0..CLIENTS {
+        let clients = clients();
+        for worker in 0..clients {
             let (texts, book) = (texts.clone(), book.clone());
             let http = client(IpAddr::from([127, 0, 0, 2 + worker as u8]));
             workers.push(tokio::spawn(async move {
                 let mut done = Vec::new();
-                for n in (worker..texts.len()).step_by(CLIENTS) {
+                for n in (worker..texts.len()).step_by(clients) {
                     let t = Instant::now();
                     let response = http
                         .put(format!("{book}bench-{n:05}.vcf"))
@@ -237,6 +249,10 @@ fn main() {
         let total = started.elapsed();
         stop_sampling.store(true, std::sync::atomic::Ordering::Relaxed);
         let cpu_samples = sampler.join().expect("sampler");
+        if cards == 0 {
+            println!("dav bench: no cards (BENCH_CARDS=0: the server's start and the account, for counting)");
+            return;
+        }
         done.sort_by_key(|(at, _)| *at);
         let mut latencies: Vec<Duration> = done.iter().map(|(_, l)| *l).collect();
         latencies.sort();
@@ -246,7 +262,7 @@ fn main() {
         };
         let window = 1000.min(cards);
         println!(
-            "dav bench: {cards} vCard 3.0 cards ({:.1} MB, 1 in 10 with a photo) PUT by {CLIENTS} clients in {:.2} s ({:.0}/s)",
+            "dav bench: {cards} vCard 3.0 cards ({:.1} MB, 1 in 10 with a photo) PUT by {clients} clients in {:.2} s ({:.0}/s)",
             bytes as f64 / 1e6,
             total.as_secs_f64(),
             cards as f64 / total.as_secs_f64()
@@ -265,7 +281,8 @@ fn main() {
         }
         if cpu_samples.len() > 2 {
             let first = cpu_between(&cpu_samples, started, done[window - 1].0);
-            let last = cpu_between(&cpu_samples, done[cards - window - 1].0, done[cards - 1].0);
+            let from = if cards > window { done[cards - window - 1].0 } else { started };
+            let last = cpu_between(&cpu_samples, from, done[cards - 1].0);
             println!(
                 "  CPU per {window} cards, first / last {window}: writer {:.0} / {:.0} ms, request threads {:.0} / {:.0} ms, search index {:.0} / {:.0} ms, other {:.0} / {:.0} ms",
                 first[0], last[0], first[1], last[1], first[2], last[2], first[3], last[3]
@@ -278,11 +295,14 @@ fn main() {
         let running = finished.iter().filter(|&&f| f > last_window_from).count();
         let ends: Vec<String> = finished.iter().map(|f| format!("{f:.2}")).collect();
         println!(
-            "  clients 0-{} finished at {} s; {running} of {CLIENTS} were still sending when the last {window} began",
-            CLIENTS - 1,
+            "  clients 0-{} finished at {} s; {running} of {clients} were still sending when the last {window} began",
+            clients - 1,
             ends.join(" / ")
         );
         let http = client(IpAddr::from([127, 0, 0, 10]));
+        if std::env::var_os("BENCH_PUT_ONLY").is_some() {
+            return;
+        }
         println!("Right after the PUTs (the search index still taking in the {cards} new cards, in the background):");
         reads(&http, &book, principal, cards, 1).await;
 
