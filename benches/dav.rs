@@ -179,6 +179,10 @@ fn main() {
                 vars.insert(name.to_string(), value);
             }
         }
+        // Each client's address has its own CardDAV bucket, as eight phones would; fewer clients
+        // each get a bucket that holds their share of the cards (one client: every card).
+        let share = cards.div_ceil(clients()) + 100;
+        vars.insert("RATE_LIMIT_DAV_BURST".to_string(), share.max(2500).to_string());
         let config = Config::load(Env::from_map(vars)).expect("config");
         let engine = mycorrhizal::open_engine(&config).await.expect("engine");
         let state = AppState::build(engine.clone(), config).await.expect("state");

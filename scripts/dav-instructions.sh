@@ -40,7 +40,10 @@ for pair in "0 1000" "$((total - 1000)) $total"; do
   echo "callgrind: $1 and $2 cards ($(date +%T))" >&2
   count "$1" & first=$!
   count "$2" & second=$!
-  wait "$first" && wait "$second"
+  failed=0
+  wait "$first" || failed=1
+  wait "$second" || failed=1
+  [ "$failed" = 0 ] || exit 1
 done
 python3 - "$out" "$total" <<'EOF'
 import re, sys
