@@ -13,12 +13,14 @@
 # slower while timers keep real time, so what is timed is stretched to match: the search index
 # commits every 60 s instead of every 0.5 s (about as many cards per commit as at full speed).
 # The writer still checkpoints after 100 ms without a batch, which is more often per card than
-# at full speed; that is why its checkpoints are shown apart. Takes about 20 minutes at 10,000.
+# at full speed; that is why its checkpoints are shown apart. About 8 minutes at 10,000 cards.
 #
 # usage: scripts/dav-instructions.sh [dav bench executable]
-#   without one, it is built: cargo bench -p mycorrhizal --bench dav --no-run
+#   without one, it is built (cargo bench -p mycorrhizal --bench dav --no-run) in the build folder
+#   the test suite uses, ~/.cache/mycorrhizal-target unless CARGO_TARGET_DIR is set
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mycorrhizal-target}"
 command -v valgrind >/dev/null || { echo "valgrind is needed (Debian: apt-get install valgrind)" >&2; exit 1; }
 exe="${1:-}"
 if [ -z "$exe" ]; then
@@ -26,6 +28,7 @@ if [ -z "$exe" ]; then
     python3 -c 'import json,sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="dav"][-1])')
 fi
 total="${BENCH_CARDS:-10000}"
+[ "$total" -ge 2000 ] || { echo "BENCH_CARDS must be at least 2000 (two windows of 1,000)" >&2; exit 1; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 count() {
