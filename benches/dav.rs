@@ -311,10 +311,10 @@ fn main() {
             clients - 1,
             ends.join(" / ")
         );
-        let http = client(IpAddr::from([127, 0, 0, 10]));
         if std::env::var_os("BENCH_PUT_ONLY").is_some() {
             return;
         }
+        let http = client(IpAddr::from([127, 0, 0, 10]));
         println!("Right after the PUTs (the search index still taking in the {cards} new cards, in the background):");
         reads(&http, &book, principal, cards, 1).await;
 
