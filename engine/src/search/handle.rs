@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use super::generation::{self, generation_name, placeholder};
 use super::indexer::Indexer;
+use super::merges::MergeGate;
 use super::overlay;
 use super::run::{SearchGroup, SearchRequest};
 use super::schema;
@@ -103,6 +104,7 @@ impl Search {
             queue: Mutex::new(None),
             health: Mutex::new((None, 0)),
             keys: Mutex::new(HashMap::new()),
+            merges: MergeGate::new(),
         };
         let mut rebuilt = false;
         let (live, applied) = match generation::open_current(&shared.root, &shared.schema, || shared.database_seqs()) {
@@ -132,7 +134,7 @@ impl Search {
         let (sender, queue) = mpsc::channel();
         *lock(&shared.queue) = Some(sender);
         if rebuilt {
-            shared.merge_in_background(&shared.current().index, &mut writer);
+            shared.merge_all_in_background(&shared.current().index, &mut writer);
         }
         let indexer = Indexer { shared: shared.clone(), writer, applied, live: shared.current() };
         let handle = std::thread::Builder::new().name("search-indexer".into()).spawn(move || indexer.run(queue))?;
@@ -201,6 +203,7 @@ impl Search {
 impl CommitHook for Search {
     /// Called by the writer after a durable commit and before it answers anyone.
     fn committed(&self, touched: &[Touched], purged: &[u64]) {
+        self.shared.merges.wrote();
         let users = overlay::note(&mut lock(&self.shared.overlay), &self.shared.codes, touched, purged);
         for user in purged {
             let _ = self.shared.send(Msg::Purged(*user));

@@ -2,7 +2,8 @@
 //! the writer reports (through the change feed), commits every `commit_interval` or on a flush
 //! (never per write), and after every [`CHUNK`] change-feed entries while a backlog drains (so
 //! an import's rows leave the read-your-writes overlay a chunk at a time, not all at the end),
-//! drops a purged user's documents, and swaps in a rebuilt generation. A
+//! drops a purged user's documents, swaps in a rebuilt generation, and starts the merges held
+//! back while rows were being written once writing pauses (`merges`). A
 //! failed update or commit is logged and retried; searches stay right meanwhile through the
 //! overlay. It and tantivy's own indexing and merging threads run at background priority.
 
@@ -14,6 +15,7 @@ use redb::ReadableDatabase;
 use tantivy::{Index, IndexWriter, Term};
 
 use super::generation::Live;
+use super::merges::{self, WhenQuiet};
 use super::shared::{Msg, Shared, lock};
 use crate::{Error, Result};
 
@@ -47,7 +49,7 @@ pub(super) fn background_priority() {
 impl Shared {
     /// The live generation's writer, made on a thread of background priority: tantivy's
     /// indexing and merging threads, started with it, inherit that priority (see
-    /// [`background_priority`]).
+    /// [`background_priority`]). Its merges wait while rows are being written (`merges`).
     pub fn writer(&self, index: &Index) -> Result<IndexWriter> {
         let memory = self.memory;
         let made = std::thread::scope(|scope| {
@@ -58,8 +60,9 @@ impl Shared {
                 })
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        });
-        Ok(made?)
+        })?;
+        made.set_merge_policy(Box::new(WhenQuiet(self.merges.clone())));
+        Ok(made)
     }
 }
 
@@ -69,9 +72,12 @@ impl Indexer {
         let mut dirty_since: Option<Instant> = None;
         let mut pending: BTreeSet<u64> = BTreeSet::new();
         loop {
-            // A backlog still pending is taken up at once; otherwise wait for news or the commit.
+            // A backlog still pending is taken up at once; otherwise wait for news, the commit or
+            // the pause in writing that held-back merges wait for.
             let wait = if pending.is_empty() {
-                dirty_since.map_or(Duration::from_secs(3600), |t| self.shared.interval.saturating_sub(t.elapsed()))
+                let commit =
+                    dirty_since.map_or(Duration::from_secs(3600), |t| self.shared.interval.saturating_sub(t.elapsed()));
+                self.shared.merges.wait().map_or(commit, |merges| commit.min(merges))
             } else {
                 Duration::ZERO
             };
@@ -145,6 +151,22 @@ impl Indexer {
             if stop {
                 return;
             }
+            if self.shared.merges.due() {
+                self.merge_held();
+            }
+        }
+    }
+
+    /// Starts the merges the policy proposes for the committed segments now that writing has
+    /// paused; each has readers reloaded when it is done.
+    fn merge_held(&mut self) {
+        match self.live.index.searchable_segment_metas() {
+            Ok(segments) => {
+                for candidate in merges::proposed(&segments) {
+                    self.shared.merge_in_background(&mut self.writer, &candidate.0);
+                }
+            }
+            Err(e) => tracing::warn!(event = "search_merge_not_started", component = "search", error = %e),
         }
     }
 

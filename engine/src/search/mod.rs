@@ -25,7 +25,8 @@
 //! Where each part lives: `source` (what is searchable), `handle` (the engine's handle: open,
 //! commit hook, flush, rebuild, status, stop), `shared` (state the handle, the indexer and
 //! queries share), `indexer` (the indexer thread), `feed` (catching up from the change feed),
-//! `overlay` (read-your-writes), `generation` (generations on disk), `rebuild` (build and swap),
+//! `overlay` (read-your-writes), `merges` (when segments merge: not while rows are
+//! being written), `generation` (generations on disk), `rebuild` (build and swap),
 //! `run` (running a query), and below them the matching rules (`query`), the index schema
 //! (`schema`) and the query building blocks (`lookup`, `any`, `collect`).
 
@@ -36,6 +37,7 @@ mod generation;
 mod handle;
 mod indexer;
 mod lookup;
+mod merges;
 mod overlay;
 pub mod query;
 mod rebuild;

@@ -158,7 +158,7 @@ impl Indexer {
         drop(std::mem::replace(&mut self.writer, writer));
         self.applied = applied;
         self.live = live;
-        self.shared.merge_in_background(&self.live.index, &mut self.writer);
+        self.shared.merge_all_in_background(&self.live.index, &mut self.writer);
         generation::remove_other_generations(&self.shared.root, &self.live.dir);
         Ok(())
     }

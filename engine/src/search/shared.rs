@@ -15,6 +15,7 @@ use tantivy::schema::Schema;
 use tantivy::{Index, IndexWriter, TantivyDocument};
 
 use super::generation::{Built, Live, payload_json};
+use super::merges::MergeGate;
 use super::overlay::{self, Overlay};
 use super::schema::{self, Fields};
 use super::source::Source;
@@ -56,6 +57,8 @@ pub(super) struct Shared {
     /// The key column of each segment, opened once (opening one decodes its block index, which
     /// costs more than a whole pruned query on a large segment). Segments never change.
     pub keys: Mutex<HashMap<tantivy::index::SegmentId, Column<u64>>>,
+    /// Holds the live writer's merges back while rows are being written (see `merges`).
+    pub merges: Arc<MergeGate>,
 }
 
 /// The contacts a row of the kind `code` belongs to: its own, plus its own id for a contact.
@@ -124,14 +127,19 @@ impl Shared {
     }
 
     /// Merges a freshly built generation into one segment in the background (every query pays
-    /// per segment), then has the indexer reload readers. Searches meanwhile use the segments as
-    /// they are; the rebuild does not wait for it.
-    pub fn merge_in_background(&self, index: &Index, writer: &mut IndexWriter) {
-        let segments = match index.searchable_segment_ids() {
-            Ok(segments) if segments.len() > 1 => segments,
-            _ => return,
-        };
-        let merge = writer.merge(&segments);
+    /// per segment); see [`Shared::merge_in_background`].
+    pub fn merge_all_in_background(&self, index: &Index, writer: &mut IndexWriter) {
+        if let Ok(segments) = index.searchable_segment_ids()
+            && segments.len() > 1
+        {
+            self.merge_in_background(writer, &segments);
+        }
+    }
+
+    /// Merges `segments` into one in the background, then has the indexer reload readers.
+    /// Searches meanwhile use the segments as they are; the caller does not wait for it.
+    pub fn merge_in_background(&self, writer: &mut IndexWriter, segments: &[tantivy::index::SegmentId]) {
+        let merge = writer.merge(segments);
         let Some(queue) = lock(&self.queue).clone() else { return };
         let spawned = std::thread::Builder::new().name("search-merge".into()).spawn(move || {
             if merge.wait().is_ok() {

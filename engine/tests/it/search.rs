@@ -257,6 +257,27 @@ fn the_indexer_commits_on_its_own_within_the_interval() {
 }
 
 #[test]
+fn segments_merge_once_writing_pauses_not_while_it_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = open(&dir, NEVER);
+    let a = engine.user(A);
+    // Each flush commits a segment of its own; twelve is past the eight a merge waits for.
+    for n in 0..12 {
+        a.create(friend(&format!("Friend{n} Stream"), "written in a stream")).expect("create");
+        engine.search_flush().expect("flush");
+    }
+    assert_eq!(engine.search_status().expect("status").segments, 12, "no merge while writing");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while engine.search_status().expect("status").segments > 1 {
+        assert!(std::time::Instant::now() < deadline, "the held-back merge never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = engine.search_status().expect("status");
+    assert_eq!((status.documents, status.pending), (12, 0));
+    assert_eq!(friends(&engine, A, "stream").len(), 12);
+}
+
+#[test]
 fn other_users_documents_are_never_found() {
     let dir = tempfile::tempdir().expect("tempdir");
     let engine = open(&dir, NEVER);
