@@ -9,7 +9,7 @@
 //! pauses ([`Checkpoints`]: 100 ms without a batch; at the latest every 30 s or 256 MB of log),
 //! and whenever a batch could not be recorded (it wrote through the raw transaction), a durable
 //! redb commit (a *checkpoint*) makes everything so far durable in the database itself, records
-//! the last batch it covers in `map:meta`, and empties the file. A stream of writes pays for
+//! the last batch it covers in `map:meta`, and starts the log over. A stream of writes pays for
 //! each page it dirtied once, at its checkpoint, not once per batch.
 //!
 //! At start-up, before migrations, [`open`] replays the batches the database does not hold yet
@@ -29,6 +29,16 @@
 //! Reading stops at the first record that is short, fails its checksum or does not follow its
 //! predecessor's sequence: only the last record can be torn, since each is synced before the
 //! next is written.
+//!
+//! The file is written ahead with zeros ([`RedoLog::grow`]: 64 KiB, then twice as much each
+//! time up to 4 MiB at a time) and records overwrite them, so syncing a record changes only
+//! data: the file's size and blocks were made durable when it grew. Appending to the file's
+//! end instead made every sync a journal commit of the new size and blocks as well: the
+//! writer's wait for it, once a batch, was about half as long again in the dav bench (BENCHMARKS.md,
+//! thirty-fourth session). After a checkpoint the next records start again behind the header, over the old ones
+//! (the space is kept, up to [`KEEP`]); the old records that follow the new ones end the reading,
+//! since their sequence numbers are at or before the checkpoint's. A clean close and every open
+//! cut the file back to its header.
 
 use std::borrow::Borrow;
 use std::cell::{Cell, RefCell};
@@ -48,6 +58,12 @@ use crate::{Error, Result};
 const MAGIC: [u8; 8] = *b"MYCREDO\x01";
 const HEADER: u64 = 16;
 const RECORD_HEAD: usize = 16;
+/// The first zeroed stretch ahead of the records, and the most zeroed at once.
+const GROW_FIRST: u64 = 64 << 10;
+const GROW_MOST: u64 = 4 << 20;
+/// The space a checkpoint leaves in the file for the records that follow; past it, the file is
+/// cut back to this (after a large import, say).
+const KEEP: u64 = 64 << 20;
 const PUT: u8 = b'P';
 const REMOVE: u8 = b'D';
 /// `map:meta` keys: the id tying a log to its database, and the last batch the database holds.
@@ -208,8 +224,11 @@ pub(crate) struct RedoLog {
     file: File,
     path: PathBuf,
     id: u64,
-    /// Bytes in the file, the header included: where the next record goes.
+    /// Where the next record goes: the header and the records since the last checkpoint.
     len: u64,
+    /// Bytes of the file written and synced (zeros ahead of `len`), so that a record written
+    /// below it changes no metadata.
+    capacity: u64,
     /// The sequence of the last batch appended (0 before the first).
     last: u64,
     /// The last batch a checkpoint made durable in the database.
@@ -226,9 +245,19 @@ pub fn path_for(db_path: &Path) -> PathBuf {
 }
 
 /// Whether the database at `db_path` has a redo log holding batches (a crash left them; opening
-/// the database with the engine replays them).
+/// the database with the engine replays them): whether a whole record follows the header. (A
+/// checkpoint blanks the first record's head, but when a crash came before that reached the
+/// disk the log holds only records the database has; replaying them finds nothing to do.)
 pub fn holds_writes(db_path: &Path) -> bool {
-    std::fs::metadata(path_for(db_path)).is_ok_and(|m| m.len() > HEADER)
+    let Ok(file) = File::open(path_for(db_path)) else { return false };
+    let mut head = [0u8; RECORD_HEAD];
+    if file.read_exact_at(&mut head, HEADER).is_err() {
+        return false;
+    }
+    let len = u32::from_le_bytes(head[0..4].try_into().unwrap_or_default()) as usize;
+    let mut body = vec![0u8; 8 + len];
+    file.read_exact_at(&mut body, HEADER + 8).is_ok()
+        && crc32fast::hash(&body) == u32::from_le_bytes(head[4..8].try_into().unwrap_or_default())
 }
 
 /// What [`open`] found in the log.
@@ -323,7 +352,9 @@ pub(crate) fn open(db: &Database, db_path: &Path, when: Checkpoints) -> Result<(
         // The file's name must be as durable as its contents.
         File::open(parent)?.sync_all()?;
     }
-    Ok((RedoLog { file, path, id, len: HEADER, last, sealed: last, since: Instant::now(), when }, recovered))
+    let log =
+        RedoLog { file, path, id, len: HEADER, capacity: HEADER, last, sealed: last, since: Instant::now(), when };
+    Ok((log, recovered))
 }
 
 /// The batches of `bytes` (the records after the header) after `sealed`, in order, up to the
@@ -424,22 +455,51 @@ impl RedoLog {
         record.extend_from_slice(ops);
         let crc = crc32fast::hash(&record[8..]);
         record[4..8].copy_from_slice(&crc.to_le_bytes());
-        let written = self.file.write_all_at(&record, self.len).and_then(|()| self.file.sync_data());
+        let end = self.len + record.len() as u64;
+        let written = self
+            .grow(end)
+            .and_then(|()| self.file.write_all_at(&record, self.len))
+            .and_then(|()| self.file.sync_data());
         if let Err(e) = written {
             // What may have reached the file is not a batch anyone was told of.
-            let _ = self.file.set_len(self.len);
+            let _ = self.blank(self.len);
             return Err(e.into());
         }
-        self.len += record.len() as u64;
+        self.len = end;
         self.last = seq;
         Ok(())
+    }
+
+    /// Makes sure the file is written and synced up to `end`: zeros ahead of the records, in
+    /// steps that double from [`GROW_FIRST`] up to [`GROW_MOST`].
+    fn grow(&mut self, end: u64) -> io::Result<()> {
+        if end <= self.capacity {
+            return Ok(());
+        }
+        let step = self.capacity.clamp(GROW_FIRST, GROW_MOST);
+        let target = end.div_ceil(step) * step;
+        let zeros = vec![0u8; (target - self.capacity).min(GROW_MOST) as usize];
+        let mut at = self.capacity;
+        while at < target {
+            let n = (target - at).min(zeros.len() as u64) as usize;
+            self.file.write_all_at(&zeros[..n], at)?;
+            at += n as u64;
+        }
+        self.file.sync_data()?;
+        self.capacity = target;
+        Ok(())
+    }
+
+    /// Zeros the head of the record at `at`, so that reading the log stops there.
+    fn blank(&self, at: u64) -> io::Result<()> {
+        self.file.write_all_at(&[0; RECORD_HEAD], at)
     }
 
     /// Takes the last appended batch back out (its redb commit failed, so nobody is told of it).
     pub(crate) fn withdraw(&mut self, ops: &[u8]) -> Result<()> {
         self.len -= (RECORD_HEAD + ops.len()) as u64;
         self.last -= 1;
-        self.file.set_len(self.len)?;
+        self.blank(self.len)?;
         self.file.sync_data()?;
         Ok(())
     }
@@ -450,17 +510,27 @@ impl RedoLog {
         seal(write, self.id, self.last)
     }
 
-    /// After the durable commit of a transaction [`RedoLog::seal`]ed: the log starts over.
+    /// After the durable commit of a transaction [`RedoLog::seal`]ed: the log starts over behind
+    /// its header, over the records the database now holds (they would be skipped at a start,
+    /// their sequence being at or before the checkpoint's). Their first head is blanked for
+    /// [`holds_writes`], without a sync; the space stays, up to [`KEEP`].
     pub(crate) fn sealed(&mut self) {
         self.sealed = self.last;
         self.since = Instant::now();
-        // Records the database now holds; if emptying fails they are skipped at the next start
-        // (their sequence is at or before the checkpoint's), so it is only space.
-        if let Err(e) = self.file.set_len(HEADER) {
-            tracing::warn!(event = "redo_truncate_failed", component = "engine", path = %self.path.display(), error = %e);
-            return;
-        }
         self.len = HEADER;
+        let kept = if self.capacity > KEEP { self.file.set_len(KEEP).map(|()| self.capacity = KEEP) } else { Ok(()) };
+        if let Err(e) = kept.and_then(|()| self.blank(HEADER)) {
+            tracing::warn!(event = "redo_truncate_failed", component = "engine", path = %self.path.display(), error = %e);
+        }
+    }
+
+    /// At a clean close, after the last checkpoint: the file is cut back to its header.
+    pub(crate) fn close(&mut self) {
+        if self.last == self.sealed
+            && let Err(e) = self.file.set_len(HEADER)
+        {
+            tracing::warn!(event = "redo_truncate_failed", component = "engine", path = %self.path.display(), error = %e);
+        }
     }
 }
 
@@ -502,6 +572,59 @@ mod tests {
         log.truncate(whole);
         log.extend_from_slice(&record(3, b"old"));
         assert_eq!(seqs(batches(&log, 4)), Some(vec![5, 6, 7]));
+    }
+
+    /// The log as [`open`] would read it: the batches after the database's checkpoint.
+    fn logged(db: &Database, path: &Path) -> Option<Vec<u64>> {
+        let bytes = std::fs::read(path_for(path)).unwrap();
+        seqs(batches(&bytes[HEADER as usize..], meta_u64(db, SEQ_KEY).unwrap().unwrap_or(0)))
+    }
+
+    fn checkpoint(db: &Database, log: &mut RedoLog) {
+        let write = db.begin_write().unwrap();
+        log.seal(&write).unwrap();
+        write.commit().unwrap();
+        log.sealed();
+    }
+
+    #[test]
+    fn records_after_a_checkpoint_overwrite_the_old_ones_and_only_they_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.redb");
+        let db = Database::builder().create(&path).unwrap();
+        let (mut log, _) = open(&db, &path, Checkpoints::default()).unwrap();
+        assert!(!holds_writes(&path));
+        for ops in [&b"first, a long batch"[..], b"second", b"third"] {
+            log.append(ops).unwrap();
+        }
+        assert_eq!(logged(&db, &path), Some(vec![1, 2, 3]));
+        assert!(holds_writes(&path));
+        let grown = std::fs::metadata(path_for(&path)).unwrap().len();
+        assert_eq!(grown, GROW_FIRST, "zeros written ahead of the records");
+
+        checkpoint(&db, &mut log);
+        assert!(!holds_writes(&path), "the checkpoint holds them");
+        assert_eq!(logged(&db, &path), Some(vec![]));
+        // A shorter record over the first old one: the old ones after it are not read.
+        log.append(b"4").unwrap();
+        assert_eq!(logged(&db, &path), Some(vec![4]));
+        assert!(holds_writes(&path));
+        assert_eq!(std::fs::metadata(path_for(&path)).unwrap().len(), grown, "the space is reused");
+        // A batch taken back out is not read either.
+        log.append(b"five").unwrap();
+        log.withdraw(b"five").unwrap();
+        assert_eq!(logged(&db, &path), Some(vec![4]));
+        log.append(b"5 again").unwrap();
+        assert_eq!(logged(&db, &path), Some(vec![4, 5]));
+
+        // Records past the first zeroed stretch grow the file in doubling steps.
+        let big = vec![7u8; GROW_FIRST as usize];
+        log.append(&big).unwrap();
+        assert_eq!(std::fs::metadata(path_for(&path)).unwrap().len(), 2 * GROW_FIRST);
+        assert_eq!(logged(&db, &path), Some(vec![4, 5, 6]));
+        checkpoint(&db, &mut log);
+        log.close();
+        assert_eq!(std::fs::metadata(path_for(&path)).unwrap().len(), HEADER, "a clean close cuts it back");
     }
 
     #[test]

@@ -94,6 +94,9 @@ impl Writer {
         }
         // The engine is shutting down: what the log holds goes into the database.
         self.checkpoint();
+        if let Some(redo) = self.redo.as_mut() {
+            redo.close();
+        }
     }
 
     /// Makes every batch in the redo log durable in the database itself, and empties the log.
