@@ -250,12 +250,16 @@ pub fn path_for(db_path: &Path) -> PathBuf {
 /// disk the log holds only records the database has; replaying them finds nothing to do.)
 pub fn holds_writes(db_path: &Path) -> bool {
     let Ok(file) = File::open(path_for(db_path)) else { return false };
+    let size = file.metadata().map_or(0, |m| m.len());
     let mut head = [0u8; RECORD_HEAD];
     if file.read_exact_at(&mut head, HEADER).is_err() {
         return false;
     }
-    let len = u32::from_le_bytes(head[0..4].try_into().unwrap_or_default()) as usize;
-    let mut body = vec![0u8; 8 + len];
+    let len = u32::from_le_bytes(head[0..4].try_into().unwrap_or_default()) as u64;
+    if HEADER + RECORD_HEAD as u64 + len > size {
+        return false;
+    }
+    let mut body = vec![0u8; 8 + len as usize];
     file.read_exact_at(&mut body, HEADER + 8).is_ok()
         && crc32fast::hash(&body) == u32::from_le_bytes(head[4..8].try_into().unwrap_or_default())
 }
@@ -616,6 +620,13 @@ mod tests {
         assert_eq!(logged(&db, &path), Some(vec![4]));
         log.append(b"5 again").unwrap();
         assert_eq!(logged(&db, &path), Some(vec![4, 5]));
+        // A record head whose length runs past the file is no record.
+        let mut bytes = std::fs::read(path_for(&path)).unwrap();
+        bytes.truncate(HEADER as usize + RECORD_HEAD);
+        bytes[HEADER as usize..HEADER as usize + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let other = dir.path().join("other.redb");
+        std::fs::write(path_for(&other), &bytes).unwrap();
+        assert!(!holds_writes(&other));
 
         // Records past the first zeroed stretch grow the file in doubling steps.
         let big = vec![7u8; GROW_FIRST as usize];
