@@ -34,11 +34,11 @@
 //! time up to 4 MiB at a time) and records overwrite them, so syncing a record changes only
 //! data: the file's size and blocks were made durable when it grew. Appending to the file's
 //! end instead made every sync a journal commit of the new size and blocks as well: the
-//! writer's wait for it, once a batch, was about half as long again in the dav bench (BENCHMARKS.md,
-//! thirty-fourth session). After a checkpoint the next records start again behind the header, over the old ones
-//! (the space is kept, up to [`KEEP`]); the old records that follow the new ones end the reading,
-//! since their sequence numbers are at or before the checkpoint's. A clean close and every open
-//! cut the file back to its header.
+//! writer's wait for it, once a batch, was about half as long again in the dav bench
+//! (BENCHMARKS.md, thirty-fourth session). After a checkpoint the next records start again
+//! behind the header, over the old ones (the space is kept, up to [`KEEP`]); the old records
+//! that follow the new ones end the reading, since their sequence numbers are at or before the
+//! checkpoint's. A clean close and every open cut the file back to its header.
 
 use std::borrow::Borrow;
 use std::cell::{Cell, RefCell};
