@@ -161,7 +161,17 @@ impl Engine {
         let db = Database::builder().set_cache_size(options.cache_bytes).create(&path)?;
         // Before anything else writes: what the last run logged and did not checkpoint goes in.
         let redo = match options.durability {
-            Durability::Immediate => Some(redo::open(&db, &path, options.checkpoints)?),
+            Durability::Immediate => {
+                // Until a checkpoint, every page a stream of writes dirtied stays in redb's write
+                // buffer, which may hold half the cache; past that it writes pages out and reads
+                // them back one at a time, and the writer slowed by a tenth (BENCHMARKS.md,
+                // thirty-fourth session). A checkpoint when the log holds that much empties it.
+                let when = redo::Checkpoints {
+                    bytes: options.checkpoints.bytes.min(options.cache_bytes as u64 / 2),
+                    ..options.checkpoints
+                };
+                Some(redo::open(&db, &path, when)?)
+            }
             Durability::None => None,
         };
         let (redo, recovered) = match redo {

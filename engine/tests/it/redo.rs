@@ -188,3 +188,20 @@ fn a_pause_in_the_writes_brings_a_checkpoint_and_empties_the_log() {
     assert_eq!(opened.recovered().batches, 0);
     assert_eq!(opened.user(ALICE).get::<Person>(row.id).unwrap().body.name, "Ada");
 }
+
+#[test]
+fn a_log_past_half_the_page_cache_is_checkpointed_while_the_writes_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    // No idle or timed checkpoint: only the size of the log brings one.
+    let options = Options { cache_bytes: 1 << 20, ..kept_log() };
+    let (engine, _) = Engine::open(dir.path().join("db.redb"), options).unwrap();
+    let about = "x".repeat(8 << 10);
+    for n in 0..300 {
+        engine.user(ALICE).create(Person::new(&format!("{n} {about}"), &format!("p{n}@example.org"))).unwrap();
+    }
+    // 300 rows of 8 KiB logged 2.4 MB: checkpointed at half of the 1 MiB cache each time, the
+    // log's file never held more than that and the zeros written ahead of it.
+    let log = std::fs::metadata(redo::path_for(&dir.path().join("db.redb"))).unwrap().len();
+    assert!(log <= 1 << 20, "the log grew to {log} bytes");
+    assert_eq!(engine.user(ALICE).list::<Person>().unwrap().len(), 300);
+}
