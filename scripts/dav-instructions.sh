@@ -32,7 +32,7 @@ total="${BENCH_CARDS:-10000}"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 count() {
-  (cd server && BENCH_CARDS=$1 BENCH_CLIENTS=1 BENCH_PUT_ONLY=1 \
+  (cd server && BENCH_CARDS=$1 BENCH_CLIENTS=1 BENCH_PUT_ONLY=1 BENCH_STREAMS=1 \
     SEARCH_COMMIT_INTERVAL_MS="${SEARCH_COMMIT_INTERVAL_MS:-60000}" \
     valgrind --tool=callgrind --callgrind-out-file="$out/cg.$1" "$exe" --bench >"$out/log.$1" 2>"$out/err.$1") ||
     { cat "$out/err.$1" >&2; return 1; }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mycorrhizal_engine::{
     Durability, Engine, Error, Kind, Options, Plan, Precondition, Record, SearchDoc, SearchOptions, SearchRequest,
-    Source, UserId, kind,
+    SearchStatus, Source, UserId, kind,
 };
 use serde::{Deserialize, Serialize};
 use tempfile::TempDir;
@@ -70,6 +70,15 @@ const NEVER: Duration = Duration::from_secs(3600);
 
 fn open(dir: &TempDir, interval: Duration) -> Engine {
     Engine::open(dir.path().join("db.redb"), options(dir.path(), interval)).expect("open").0
+}
+
+/// Waits (30 s at most, for a slow machine) until the index's status satisfies `done`.
+fn wait_until(engine: &Engine, never: &str, done: impl Fn(&SearchStatus) -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !done(&engine.search_status().expect("status")) {
+        assert!(std::time::Instant::now() < deadline, "{never}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 const A: UserId = UserId(1);
@@ -248,11 +257,7 @@ fn the_indexer_commits_on_its_own_within_the_interval() {
     let dir = tempfile::tempdir().expect("tempdir");
     let engine = open(&dir, Duration::from_millis(50));
     seed(&engine);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while engine.search_status().expect("status").pending > 0 {
-        assert!(std::time::Instant::now() < deadline, "the overlay never drained");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(&engine, "the overlay never drained", |s| s.pending == 0);
     assert_eq!(engine.search_status().expect("status").documents, 4);
 }
 
@@ -267,11 +272,7 @@ fn segments_merge_once_writing_pauses_not_while_it_goes_on() {
         engine.search_flush().expect("flush");
     }
     assert_eq!(engine.search_status().expect("status").segments, 12, "no merge while writing");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while engine.search_status().expect("status").segments > 1 {
-        assert!(std::time::Instant::now() < deadline, "the held-back merge never ran");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(&engine, "the held-back merge never ran", |s| s.segments == 1);
     let status = engine.search_status().expect("status");
     assert_eq!((status.documents, status.pending), (12, 0));
     assert_eq!(friends(&engine, A, "stream").len(), 12);
@@ -600,11 +601,7 @@ fn a_backlog_leaves_the_overlay_a_chunk_at_a_time_without_waiting_for_the_interv
     assert_eq!(written.len(), 11);
     // The interval is an hour: only the backlog's own commits can cover rows. Two full chunks
     // and the third are committed (the backlog goes on past each), the last three rows wait.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while engine.search_status().expect("status").pending > 3 {
-        assert!(std::time::Instant::now() < deadline, "the backlog was not committed chunk by chunk");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(&engine, "the backlog was not committed chunk by chunk", |s| s.pending <= 3);
     let status = engine.search_status().expect("status");
     assert_eq!((status.pending, status.documents), (3, 8));
     // Every row is found all along: eight from the index, three from the overlay.
