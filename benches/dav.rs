@@ -219,188 +219,186 @@ fn main() {
 /// One PUT stream into a fresh server; the last one goes on to the reads (unless
 /// `BENCH_PUT_ONLY`). Returns the last 1,000 cards' rate against the first 1,000's, in percent.
 async fn stream(cards: usize, texts: std::sync::Arc<Vec<String>>, bytes: usize, last: bool) -> Option<f64> {
-    {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut vars = HashMap::new();
-        vars.insert("DATA_DIR".to_string(), dir.path().display().to_string());
-        vars.insert(
-            "JWT_SECRET_KEY".to_string(),
-            "3f9c1a7be2d04c88a9e15b6f70d2c4e1937ab0c5d8e2f61a4b7c9d0e3f5a8b21".into(),
-        );
-        vars.insert("CARDDAV_ENABLED".to_string(), "true".into());
-        // The server's own tuning variables pass through, to compare settings in one sitting.
-        for name in ["DB_CACHE_MB", "SEARCH_WRITER_MB", "SEARCH_COMMIT_INTERVAL_MS"] {
-            if let Ok(value) = std::env::var(name) {
-                vars.insert(name.to_string(), value);
-            }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut vars = HashMap::new();
+    vars.insert("DATA_DIR".to_string(), dir.path().display().to_string());
+    vars.insert(
+        "JWT_SECRET_KEY".to_string(),
+        "3f9c1a7be2d04c88a9e15b6f70d2c4e1937ab0c5d8e2f61a4b7c9d0e3f5a8b21".into(),
+    );
+    vars.insert("CARDDAV_ENABLED".to_string(), "true".into());
+    // The server's own tuning variables pass through, to compare settings in one sitting.
+    for name in ["DB_CACHE_MB", "SEARCH_WRITER_MB", "SEARCH_COMMIT_INTERVAL_MS"] {
+        if let Ok(value) = std::env::var(name) {
+            vars.insert(name.to_string(), value);
         }
-        // Each client's address has its own CardDAV bucket, as eight phones would; fewer clients
-        // each get a bucket that holds their share of the cards (one client: every card).
-        let share = cards.div_ceil(clients()) + 100;
-        vars.insert("RATE_LIMIT_DAV_BURST".to_string(), share.max(2500).to_string());
-        let config = Config::load(Env::from_map(vars)).expect("config");
-        let engine = mycorrhizal::open_engine(&config).await.expect("engine");
-        let state = AppState::build(engine.clone(), config).await.expect("state");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, state, async move {
-            let _ = stopped.await;
+    }
+    // Each client's address has its own CardDAV bucket, as eight phones would; fewer clients
+    // each get a bucket that holds their share of the cards (one client: every card).
+    let share = cards.div_ceil(clients()) + 100;
+    vars.insert("RATE_LIMIT_DAV_BURST".to_string(), share.max(2500).to_string());
+    let config = Config::load(Env::from_map(vars)).expect("config");
+    let engine = mycorrhizal::open_engine(&config).await.expect("engine");
+    let state = AppState::build(engine.clone(), config).await.expect("state");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve(listener, state, async move {
+        let _ = stopped.await;
+    }));
+    let base = format!("http://{addr}");
+    let setup = client(IpAddr::from([127, 0, 0, 1]));
+    let registered = setup
+        .post(format!("{base}/api/v1/register"))
+        .json(&serde_json::json!({ "username": USER, "email": "bench@example.org", "password": PASSWORD }))
+        .send()
+        .await
+        .expect("register");
+    assert_eq!(registered.status(), 201);
+    let me = setup
+        .request(reqwest::Method::from_bytes(b"PROPFIND").expect("method"), format!("{base}/carddav/"))
+        .basic_auth(USER, Some(PASSWORD))
+        .header("depth", "0")
+        .body(r#"<D:propfind xmlns:D="DAV:"><D:prop><D:current-user-principal/></D:prop></D:propfind>"#)
+        .send()
+        .await
+        .expect("principal")
+        .text()
+        .await
+        .expect("body");
+    let principal =
+        me.split("<D:current-user-principal><D:href>").nth(1).and_then(|s| s.split('<').next()).expect("principal");
+    let book = format!("{base}{principal}contacts/");
+
+    // 1. PUT every card from 8 clients.
+    let stop_sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = sample_cpu(stop_sampling.clone());
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    let clients = clients();
+    for worker in 0..clients {
+        let (texts, book) = (texts.clone(), book.clone());
+        let http = client(IpAddr::from([127, 0, 0, 2 + worker as u8]));
+        workers.push(tokio::spawn(async move {
+            let mut done = Vec::new();
+            for n in (worker..texts.len()).step_by(clients) {
+                let t = Instant::now();
+                let response = http
+                    .put(format!("{book}bench-{n:05}.vcf"))
+                    .basic_auth(USER, Some(PASSWORD))
+                    .header("content-type", "text/vcard; charset=utf-8")
+                    .header("if-none-match", "*")
+                    .body(texts[n].clone())
+                    .send()
+                    .await
+                    .expect("put");
+                assert_eq!(response.status(), 201, "card {n}: {}", response.text().await.unwrap_or_default());
+                done.push((Instant::now(), t.elapsed()));
+            }
+            done
         }));
-        let base = format!("http://{addr}");
-        let setup = client(IpAddr::from([127, 0, 0, 1]));
-        let registered = setup
-            .post(format!("{base}/api/v1/register"))
-            .json(&serde_json::json!({ "username": USER, "email": "bench@example.org", "password": PASSWORD }))
-            .send()
-            .await
-            .expect("register");
-        assert_eq!(registered.status(), 201);
-        let me = setup
-            .request(reqwest::Method::from_bytes(b"PROPFIND").expect("method"), format!("{base}/carddav/"))
-            .basic_auth(USER, Some(PASSWORD))
-            .header("depth", "0")
-            .body(r#"<D:propfind xmlns:D="DAV:"><D:prop><D:current-user-principal/></D:prop></D:propfind>"#)
-            .send()
-            .await
-            .expect("principal")
-            .text()
-            .await
-            .expect("body");
-        let principal =
-            me.split("<D:current-user-principal><D:href>").nth(1).and_then(|s| s.split('<').next()).expect("principal");
-        let book = format!("{base}{principal}contacts/");
-
-        // 1. PUT every card from 8 clients.
-        let stop_sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let sampler = sample_cpu(stop_sampling.clone());
-        let started = Instant::now();
-        let mut workers = Vec::new();
-        let clients = clients();
-        for worker in 0..clients {
-            let (texts, book) = (texts.clone(), book.clone());
-            let http = client(IpAddr::from([127, 0, 0, 2 + worker as u8]));
-            workers.push(tokio::spawn(async move {
-                let mut done = Vec::new();
-                for n in (worker..texts.len()).step_by(clients) {
-                    let t = Instant::now();
-                    let response = http
-                        .put(format!("{book}bench-{n:05}.vcf"))
-                        .basic_auth(USER, Some(PASSWORD))
-                        .header("content-type", "text/vcard; charset=utf-8")
-                        .header("if-none-match", "*")
-                        .body(texts[n].clone())
-                        .send()
-                        .await
-                        .expect("put");
-                    assert_eq!(response.status(), 201, "card {n}: {}", response.text().await.unwrap_or_default());
-                    done.push((Instant::now(), t.elapsed()));
-                }
-                done
-            }));
-        }
-        let mut done = Vec::new();
-        let mut finished = Vec::new();
-        for worker in workers {
-            let mine = worker.await.expect("worker");
-            finished.push(mine.last().map_or(0.0, |(at, _)| at.duration_since(started).as_secs_f64()));
-            done.extend(mine);
-        }
-        let total = started.elapsed();
-        stop_sampling.store(true, std::sync::atomic::Ordering::Relaxed);
-        let cpu_samples = sampler.join().expect("sampler");
-        if cards == 0 {
-            println!("dav bench: no cards (BENCH_CARDS=0: the server's start and the account, for counting)");
-            return None;
-        }
-        done.sort_by_key(|(at, _)| *at);
-        let mut latencies: Vec<Duration> = done.iter().map(|(_, l)| *l).collect();
-        latencies.sort();
-        let rate = |from: usize, to: usize| {
-            let span = done[to - 1].0.duration_since(if from == 0 { started } else { done[from - 1].0 });
-            (to - from) as f64 / span.as_secs_f64()
-        };
-        let window = 1000.min(cards);
+    }
+    let mut done = Vec::new();
+    let mut finished = Vec::new();
+    for worker in workers {
+        let mine = worker.await.expect("worker");
+        finished.push(mine.last().map_or(0.0, |(at, _)| at.duration_since(started).as_secs_f64()));
+        done.extend(mine);
+    }
+    let total = started.elapsed();
+    stop_sampling.store(true, std::sync::atomic::Ordering::Relaxed);
+    let cpu_samples = sampler.join().expect("sampler");
+    if cards == 0 {
+        println!("dav bench: no cards (BENCH_CARDS=0: the server's start and the account, for counting)");
+        return None;
+    }
+    done.sort_by_key(|(at, _)| *at);
+    let mut latencies: Vec<Duration> = done.iter().map(|(_, l)| *l).collect();
+    latencies.sort();
+    let rate = |from: usize, to: usize| {
+        let span = done[to - 1].0.duration_since(if from == 0 { started } else { done[from - 1].0 });
+        (to - from) as f64 / span.as_secs_f64()
+    };
+    let window = 1000.min(cards);
+    println!(
+        "dav bench: {cards} vCard 3.0 cards ({:.1} MB, 1 in 10 with a photo) PUT by {clients} clients in {:.2} s ({:.0}/s)",
+        bytes as f64 / 1e6,
+        total.as_secs_f64(),
+        cards as f64 / total.as_secs_f64()
+    );
+    println!(
+        "  first {window}: {:.0}/s, last {window}: {:.0}/s; PUT latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        rate(0, window),
+        rate(cards - window, cards),
+        ms(latencies[latencies.len() / 2]),
+        ms(latencies[latencies.len() * 99 / 100]),
+        ms(latencies[latencies.len() - 1])
+    );
+    if std::env::var_os("BENCH_EACH").is_some() {
+        let each: Vec<String> =
+            (window..=cards).step_by(window).map(|to| format!("{:.0}", rate(to - window, to))).collect();
+        println!("  rate of each {window}, in order: {} /s", each.join(" "));
+    }
+    if cpu_samples.len() > 2 {
+        let first = cpu_between(&cpu_samples, started, done[window - 1].0);
+        let from = if cards > window { done[cards - window - 1].0 } else { started };
+        let last = cpu_between(&cpu_samples, from, done[cards - 1].0);
         println!(
-            "dav bench: {cards} vCard 3.0 cards ({:.1} MB, 1 in 10 with a photo) PUT by {clients} clients in {:.2} s ({:.0}/s)",
-            bytes as f64 / 1e6,
-            total.as_secs_f64(),
-            cards as f64 / total.as_secs_f64()
+            "  CPU per {window} cards, first / last {window}: writer {:.0} / {:.0} ms, request threads {:.0} / {:.0} ms, search index {:.0} / {:.0} ms, other {:.0} / {:.0} ms",
+            first[0], last[0], first[1], last[1], first[2], last[2], first[3], last[3]
         );
-        println!(
-            "  first {window}: {:.0}/s, last {window}: {:.0}/s; PUT latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-            rate(0, window),
-            rate(cards - window, cards),
-            ms(latencies[latencies.len() / 2]),
-            ms(latencies[latencies.len() * 99 / 100]),
-            ms(latencies[latencies.len() - 1])
-        );
-        if std::env::var_os("BENCH_EACH").is_some() {
-            let each: Vec<String> =
-                (window..=cards).step_by(window).map(|to| format!("{:.0}", rate(to - window, to))).collect();
-            println!("  rate of each {window}, in order: {} /s", each.join(" "));
-        }
-        if cpu_samples.len() > 2 {
-            let first = cpu_between(&cpu_samples, started, done[window - 1].0);
-            let from = if cards > window { done[cards - window - 1].0 } else { started };
-            let last = cpu_between(&cpu_samples, from, done[cards - 1].0);
-            println!(
-                "  CPU per {window} cards, first / last {window}: writer {:.0} / {:.0} ms, request threads {:.0} / {:.0} ms, search index {:.0} / {:.0} ms, other {:.0} / {:.0} ms",
-                first[0], last[0], first[1], last[1], first[2], last[2], first[3], last[3]
-            );
-        }
-        // When each client got its last answer, and how many were still sending when the last
-        // window began (the even clients carry every photo: card n goes to client n % 8, a photo
-        // to every tenth card; a slower half would leave the last cards to fewer clients).
-        let last_window_from = done[cards - window].0.duration_since(started).as_secs_f64();
-        let running = finished.iter().filter(|&&f| f > last_window_from).count();
-        let ends: Vec<String> = finished.iter().map(|f| format!("{f:.2}")).collect();
-        println!(
-            "  clients 0-{} finished at {} s; {running} of {clients} were still sending when the last {window} began",
-            clients - 1,
-            ends.join(" / ")
-        );
-        let ratio = 100.0 * (rate(cards - window, cards) - rate(0, window)) / rate(0, window);
-        if !last {
-            // The next stream must not share the machine with this one's index catching up and
-            // merging: it settles as for the reads at rest, then the server stops.
-            let settle = Instant::now();
-            while engine.search_status().is_some_and(|s| s.pending > 0) && settle.elapsed() < Duration::from_secs(120) {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            tokio::time::sleep(Duration::from_secs(3)).await;
-            drop(setup);
-            let _ = stop.send(());
-            let _ = server.await;
-            return Some(ratio);
-        }
-        if std::env::var_os("BENCH_PUT_ONLY").is_some() {
-            return Some(ratio);
-        }
-        let http = client(IpAddr::from([127, 0, 0, 10]));
-        println!("Right after the PUTs (the search index still taking in the {cards} new cards, in the background):");
-        reads(&http, &book, principal, cards, 1).await;
-
-        // The book at rest, as a phone syncing every 15 minutes finds it: the index has taken in
-        // every change and its background merges are done.
+    }
+    // When each client got its last answer, and how many were still sending when the last
+    // window began (the even clients carry every photo: card n goes to client n % 8, a photo
+    // to every tenth card; a slower half would leave the last cards to fewer clients).
+    let last_window_from = done[cards - window].0.duration_since(started).as_secs_f64();
+    let running = finished.iter().filter(|&&f| f > last_window_from).count();
+    let ends: Vec<String> = finished.iter().map(|f| format!("{f:.2}")).collect();
+    println!(
+        "  clients 0-{} finished at {} s; {running} of {clients} were still sending when the last {window} began",
+        clients - 1,
+        ends.join(" / ")
+    );
+    let ratio = 100.0 * (rate(cards - window, cards) - rate(0, window)) / rate(0, window);
+    if !last {
+        // The next stream must not share the machine with this one's index catching up and
+        // merging: it settles as for the reads at rest, then the server stops.
         let settle = Instant::now();
-        loop {
-            let status = engine.search_status().expect("search");
-            if status.pending == 0 || settle.elapsed() > Duration::from_secs(120) {
-                break;
-            }
+        while engine.search_status().is_some_and(|s| s.pending > 0) && settle.elapsed() < Duration::from_secs(120) {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         tokio::time::sleep(Duration::from_secs(3)).await;
-        println!(
-            "At rest ({:.1} s later: the index had taken in every change, then 3 s for its merges):",
-            settle.elapsed().as_secs_f64()
-        );
-        reads(&http, &book, principal, cards, 2).await;
+        drop(setup);
         let _ = stop.send(());
         let _ = server.await;
-        Some(ratio)
+        return Some(ratio);
     }
+    if std::env::var_os("BENCH_PUT_ONLY").is_some() {
+        return Some(ratio);
+    }
+    let http = client(IpAddr::from([127, 0, 0, 10]));
+    println!("Right after the PUTs (the search index still taking in the {cards} new cards, in the background):");
+    reads(&http, &book, principal, cards, 1).await;
+
+    // The book at rest, as a phone syncing every 15 minutes finds it: the index has taken in
+    // every change and its background merges are done.
+    let settle = Instant::now();
+    loop {
+        let status = engine.search_status().expect("search");
+        if status.pending == 0 || settle.elapsed() > Duration::from_secs(120) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    println!(
+        "At rest ({:.1} s later: the index had taken in every change, then 3 s for its merges):",
+        settle.elapsed().as_secs_f64()
+    );
+    reads(&http, &book, principal, cards, 2).await;
+    let _ = stop.send(());
+    let _ = server.await;
+    Some(ratio)
 }
 
 /// The read phase: PROPFIND of the whole book, an addressbook-multiget of 1,000 hrefs, sync from

@@ -41,6 +41,9 @@ const BACKGROUND_NICE: i32 = 10;
 /// for all of them and holding their analyses in memory.
 pub(super) const CHUNK: usize = 10_000;
 
+/// How often an idle indexer looks whether merges held back while rows were written are due.
+const IDLE_LOOK: Duration = Duration::from_secs(5);
+
 /// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (see [`crate::priority`]).
 pub(super) fn background_priority() {
     crate::priority::lower_by(BACKGROUND_NICE, "search_priority_unchanged");
@@ -73,10 +76,11 @@ impl Indexer {
         let mut pending: BTreeSet<u64> = BTreeSet::new();
         loop {
             // A backlog still pending is taken up at once; otherwise wait for news, the commit or
-            // the pause in writing that held-back merges wait for.
+            // the pause in writing that held-back merges wait for. Idle, it still looks every few
+            // seconds: a merge that ended during writing may have held back the next one
+            // (tantivy asks the policy again on its own thread) after the last commit.
             let wait = if pending.is_empty() {
-                let commit =
-                    dirty_since.map_or(Duration::from_secs(3600), |t| self.shared.interval.saturating_sub(t.elapsed()));
+                let commit = dirty_since.map_or(IDLE_LOOK, |t| self.shared.interval.saturating_sub(t.elapsed()));
                 self.shared.merges.wait().map_or(commit, |merges| commit.min(merges))
             } else {
                 Duration::ZERO
