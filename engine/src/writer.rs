@@ -99,7 +99,7 @@ impl Writer {
         }
     }
 
-    /// Makes every batch in the redo log durable in the database itself, and empties the log.
+    /// Makes every batch in the redo log durable in the database itself, and starts the log over.
     fn checkpoint(&mut self) {
         let Some(redo) = self.redo.as_mut() else { return };
         if redo.pending().is_none() || !self.healthy.load(Ordering::SeqCst) {

@@ -20,11 +20,11 @@ use tantivy::index::SegmentMeta;
 use tantivy::indexer::{LogMergePolicy, MergeCandidate, MergePolicy};
 
 /// How long writing must pause before held-back merges start.
-pub(super) const QUIET: Duration = Duration::from_secs(1);
+const QUIET: Duration = Duration::from_secs(1);
 
 /// Segments above which merges run even while rows are being written, so that a write every
 /// half second for hours still leaves a bounded number of segments to each query.
-pub(super) const MAX_SEGMENTS_WHILE_WRITING: usize = 24;
+const MAX_SEGMENTS_WHILE_WRITING: usize = 24;
 
 /// The time of the last write and whether merges are waiting for writing to pause. Shared by
 /// the writer's commit hook (which stamps it), tantivy's segment updater thread (which consults
