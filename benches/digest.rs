@@ -1,7 +1,7 @@
 //! The daily digest at scale: `BENCH_USERS` users (default 1,000), each with one contact, a
 //! birthday today and `BENCH_REMINDERS` reminders (default 20) due today (one-offs and every
 //! recurring rule), and a mail provider configured (the email channel on). Measures the job run
-//! (`digest_once`, as `POST /admin/trigger-reminders` runs it): planning every user's digest from
+//! (`jobs::run(DIGEST)`, as `POST /admin/trigger-reminders` runs it): planning every user's digest from
 //! read views, then the batched writes that set each reminder's `last_sent` and queue one mail
 //! per user. The outbox worker is not running (delivery is the webhooks bench's subject). The
 //! second variant gives every user a webhook subscribed to the digest's three events, so each
@@ -143,7 +143,7 @@ async fn run(users: u64, reminders: u64, hooks: bool) -> f64 {
     let (engine, state) = open(dir.path()).await;
     seed(&engine, &state, users, reminders, hooks).await;
     let started = Instant::now();
-    let job = mycorrhizal::jobs::digest::digest_once(&state, Trigger::Manual).await;
+    let job = mycorrhizal::jobs::run(&state, mycorrhizal::jobs::DIGEST, Trigger::Manual).await.unwrap();
     let took = started.elapsed().as_secs_f64();
     assert_eq!(job.result, JobResult::Success, "{:?}", job.error);
     assert_eq!(job.items_processed, Some(users), "every user got a digest");

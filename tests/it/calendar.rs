@@ -127,7 +127,7 @@ async fn the_daily_purge_removes_tombstones_only_after_the_retention_window() {
     };
 
     app.clock.set("2026-01-30T10:00:00Z".parse::<Timestamp>().unwrap());
-    let run = mycorrhizal::jobs::purge_once(&app.state, Trigger::Manual).await;
+    let run = mycorrhizal::jobs::run(&app.state, mycorrhizal::jobs::PURGE, Trigger::Manual).await.unwrap();
     assert_eq!(
         (run.result, run.items_processed),
         (JobResult::Success, Some(1)),
@@ -136,7 +136,7 @@ async fn the_daily_purge_removes_tombstones_only_after_the_retention_window() {
     assert!(tombstone(&app).is_some(), "kept inside the window for sync clients");
 
     app.clock.set("2026-02-01T10:00:01Z".parse::<Timestamp>().unwrap());
-    let run = mycorrhizal::jobs::purge_once(&app.state, Trigger::Manual).await;
+    let run = mycorrhizal::jobs::run(&app.state, mycorrhizal::jobs::PURGE, Trigger::Manual).await.unwrap();
     assert_eq!(run.items_processed, Some(1), "now the tombstone");
     assert!(run.correlation_id.as_deref().unwrap().starts_with("job:retention_purge:"));
     assert!(tombstone(&app).is_none());
@@ -218,7 +218,7 @@ async fn the_daily_audit_chain_pass_verifies_every_users_chain_and_is_recorded()
     let first = contact(&app, &cookie, "Audited", "").await;
     contact(&app, &cookie, "Also", "").await;
     assert_eq!(app.call("DELETE", &format!("/api/v1/contacts/{first}"), Some(&cookie), json!({})).await.0, 200);
-    let run = mycorrhizal::jobs::audit_verify_once(&app.state, Trigger::Manual).await;
+    let run = mycorrhizal::jobs::run(&app.state, mycorrhizal::jobs::AUDIT_VERIFY, Trigger::Manual).await.unwrap();
     assert_eq!(run.result, JobResult::Success, "{:?}", run.error);
     let expected = app.state.engine.user(mycorrhizal_engine::UserId(1)).view().unwrap().verify_audit().unwrap();
     assert!(expected >= 3, "two creates and a delete at least: {expected}");

@@ -604,7 +604,7 @@ async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_a
     // two webhook events' worth and his day marker.
     let friend = json!({ "firstname": "Fern", "birthday": "1980-03-10" });
     assert_eq!(app.call("POST", "/api/v1/contacts", Some(&bob), friend).await.0, 201);
-    let run = mycorrhizal::jobs::digest::digest_once(&app.state, Trigger::Manual).await;
+    let run = mycorrhizal::jobs::run(&app.state, mycorrhizal::jobs::DIGEST, Trigger::Manual).await.unwrap();
     assert_eq!(run.items_processed, Some(1), "{run:?}");
     assert_eq!(app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&ada), json!({})).await.0, 202);
     // The webhook events become deliveries (as the worker's next round would make them); one more

@@ -1,12 +1,11 @@
 //! The daily digest and its wall-clock scheduler: in process with a fixed clock (stepping the
-//! job with `digest_once` and the outbox with `deliver_once`, mail into a loopback SMTP sink,
+//! job with `jobs::run` and the outbox with `deliver_once`, mail into a loopback SMTP sink,
 //! webhook events into a loopback receiver), and the real binary restarted on its data folder.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use mycorrhizal::jobs::digest::digest_once;
 use mycorrhizal::notify::worker::deliver_once;
 use mycorrhizal_engine::Clock;
 use mycorrhizal_engine::system::{JobResult, JobRun, Trigger};
@@ -73,7 +72,7 @@ async fn reminder(app: &InProcess, cookie: &str, contact: u64, message: &str, da
 /// One scheduled step of the job, then the outbox; the run.
 async fn step(app: &InProcess, now: &str) -> JobRun {
     set(app, now);
-    let run = digest_once(&app.state, Trigger::Scheduled).await;
+    let run = mycorrhizal::jobs::run(&app.state, mycorrhizal::jobs::DIGEST, Trigger::Scheduled).await.unwrap();
     assert_ne!(run.result, JobResult::Failure, "{:?}", run.error);
     assert!(run.correlation_id.as_deref().is_some_and(|c| c.starts_with("job:daily_digest:")));
     deliver_once(&app.state).await;

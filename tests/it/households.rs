@@ -489,6 +489,6 @@ async fn the_daily_purge_removes_household_and_membership_tombstones() {
     assert_eq!(tombstones(&app), (true, true), "deleting the household deleted its member row too");
 
     app.clock.set("2026-02-01T10:00:01Z".parse::<Timestamp>().unwrap());
-    mycorrhizal::jobs::purge_once(&app.state, Trigger::Manual).await;
+    mycorrhizal::jobs::run(&app.state, mycorrhizal::jobs::PURGE, Trigger::Manual).await.unwrap();
     assert_eq!(tombstones(&app), (false, false), "both purged after the window");
 }

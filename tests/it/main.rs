@@ -24,6 +24,7 @@ mod households;
 mod import;
 mod inventory;
 mod isolation;
+mod jobs;
 mod keys;
 mod limits;
 mod migrations;

@@ -1,11 +1,10 @@
-//! Reach-out suggestions, in process with a fixed clock: the scan (`reach_out_once`) proposes each
+//! Reach-out suggestions, in process with a fixed clock: the scan (job `reach_out_scan`) proposes each
 //! overdue contact once, never resurfaces a dismissal, drops a pending suggestion once the contact
 //! is back on cadence, advances its `last_audit_event_id` cursor and is recorded as a job run;
 //! accepting links a one-off reminder; another user sees and touches none of it.
 
 use jiff::Timestamp;
 use mycorrhizal::crm::reach_out;
-use mycorrhizal::jobs::reach_out_once;
 use mycorrhizal_engine::UserId;
 use mycorrhizal_engine::system::{JobResult, Trigger};
 use serde_json::{Value, json};
@@ -66,7 +65,7 @@ fn newest_event(app: &InProcess) -> u64 {
 }
 
 async fn scan(app: &InProcess) -> Option<u64> {
-    let run = reach_out_once(&app.state, Trigger::Manual).await;
+    let run = mycorrhizal::jobs::run(&app.state, mycorrhizal::jobs::REACH_OUT, Trigger::Manual).await.unwrap();
     assert_eq!(run.result, JobResult::Success, "{:?}", run.error);
     assert!(run.correlation_id.as_deref().unwrap().starts_with("job:reach_out_scan:"));
     run.items_processed

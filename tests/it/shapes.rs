@@ -314,7 +314,7 @@ async fn the_reach_out_suggestion_shapes_stay_as_reviewed() {
     let call_bob = json!({ "title": "Call", "date": "2026-02-10T10:00:00Z", "contact_ids": [bob], "type": "call" });
     call("POST", "/api/v1/activities".into(), call_bob).await;
     call("PUT", format!("/api/v1/contacts/{lin}"), json!({ "firstname": "Lin", "org": "Mycelium Ltd" })).await;
-    let run = mycorrhizal::jobs::reach_out_once(&app.state, Trigger::Manual).await;
+    let run = mycorrhizal::jobs::run(&app.state, mycorrhizal::jobs::REACH_OUT, Trigger::Manual).await.unwrap();
     assert_eq!(run.result, JobResult::Success, "{:?}", run.error);
 
     let list = call("GET", "/api/v1/reach-out-suggestions".into(), json!({})).await;

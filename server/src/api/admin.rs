@@ -16,7 +16,7 @@ use crate::diagnostics::Diagnostics;
 use crate::error::ApiError;
 use crate::http::caller::AdminUser;
 use crate::http::json::Json;
-use crate::jobs::{DerivedRebuilt, SearchRebuilt};
+use crate::ops::maintenance::{DerivedRebuilt, SearchRebuilt};
 use crate::state::AppState;
 
 #[derive(Deserialize, IntoParams)]
@@ -133,7 +133,7 @@ pub async fn rebuild_derived(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<DerivedRebuilt>, ApiError> {
-    let (scanned, updated) = crate::jobs::rebuild_derived(&state).await?;
+    let (scanned, updated) = crate::ops::maintenance::rebuild_derived(&state.engine).await?;
     Ok(axum::Json(DerivedRebuilt::of(scanned, updated)))
 }
 
@@ -147,7 +147,7 @@ pub async fn rebuild_search(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<SearchRebuilt>, ApiError> {
-    let report = crate::jobs::rebuild_search(&state).await?;
+    let report = crate::jobs::steps::search_rebuild_now(&state).await?;
     Ok(axum::Json(SearchRebuilt::of(&report)))
 }
 
@@ -155,7 +155,7 @@ pub async fn rebuild_search(
 /// job runs and finished outbox rows past their windows), recorded as a `manual` job run.
 #[utoipa::path(post, path = "/api/v1/admin/trigger-purge", tag = "admin", responses((status = 200, body = Message, description = "`{message}`: the purge ran (its outcome is the job run `retention_purge`)")))]
 pub async fn trigger_purge(State(state): State<AppState>, _admin: AdminUser) -> Result<axum::Json<Message>, ApiError> {
-    let run = crate::jobs::purge_once(&state, mycorrhizal_engine::system::Trigger::Manual).await;
+    let run = crate::jobs::run(&state, crate::jobs::PURGE, mycorrhizal_engine::system::Trigger::Manual).await?;
     let message = match run.result {
         mycorrhizal_engine::system::JobResult::Success => {
             format!("Purge completed: {} rows removed", run.items_processed.unwrap_or(0))
@@ -177,7 +177,7 @@ pub async fn trigger_reminders(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<Message>, ApiError> {
-    let run = crate::jobs::digest::digest_once(&state, mycorrhizal_engine::system::Trigger::Manual).await;
+    let run = crate::jobs::run(&state, crate::jobs::DIGEST, mycorrhizal_engine::system::Trigger::Manual).await?;
     match run.result {
         mycorrhizal_engine::system::JobResult::Failure => {
             Err(ApiError::internal(run.error.unwrap_or_else(|| "the digest run failed".into())))

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
+use crate::crm::reach_out::ops as suggestions;
 use crate::crm::reach_out::{DISMISSED, PENDING, ReachOutSuggestion};
-use crate::crm::suggestions;
 use crate::error::ApiError;
 use crate::state::AppState;
 

@@ -8,8 +8,8 @@ use mycorrhizal_engine::system::Trigger;
 use crate::error::ApiError;
 use crate::http::caller::AdminUser;
 use crate::integrity::IntegrityReport;
-use crate::jobs::JobRunView;
-use crate::jobs::backups::{backup_once, drill_once, integrity_once};
+use crate::jobs;
+use crate::ops::job_runs::JobRunView;
 use crate::state::AppState;
 
 /// Writes a signed backup into `BACKUP_DIR` now and prunes to `BACKUP_KEEP` (job run
@@ -20,7 +20,7 @@ pub async fn trigger_backup(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<JobRunView>, ApiError> {
-    Ok(axum::Json(JobRunView::from(&backup_once(&state, Trigger::Manual).await)))
+    Ok(axum::Json(JobRunView::from(&jobs::run(&state, jobs::BACKUP, Trigger::Manual).await?)))
 }
 
 /// Drills the newest backup now (job run `restore_drill`; `skipped` when there is none):
@@ -31,7 +31,7 @@ pub async fn trigger_restore_drill(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<JobRunView>, ApiError> {
-    Ok(axum::Json(JobRunView::from(&drill_once(&state, Trigger::Manual).await)))
+    Ok(axum::Json(JobRunView::from(&jobs::run(&state, jobs::RESTORE_DRILL, Trigger::Manual).await?)))
 }
 
 /// Runs the integrity sweep now and answers its report (also stored, and recorded as job run
@@ -43,5 +43,5 @@ pub async fn integrity_check(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<IntegrityReport>, ApiError> {
-    Ok(axum::Json(integrity_once(&state, Trigger::Manual).await.1))
+    Ok(axum::Json(jobs::steps::integrity_now(&state).await.1))
 }

@@ -139,6 +139,12 @@ pub async fn read<T: Send + 'static>(
     state.blocking(move |engine| work(&engine.global()?)).await?
 }
 
+/// Every account's id (the users a job walks), read on the blocking pool. Takes only the engine.
+pub async fn ids(engine: &mycorrhizal_engine::Engine) -> crate::crm::Result<Vec<u64>> {
+    let accounts = crate::crm::blocking(engine, |engine| engine.global()?.list::<Account>()).await??;
+    Ok(accounts.into_iter().map(|(id, _)| id).collect())
+}
+
 /// Account `id`.
 pub async fn get(state: &AppState, id: u64) -> Result<Account, Error> {
     read(state, move |view| Ok(view.get(id)?)).await

@@ -202,7 +202,7 @@ async fn finish(
     let (contacts_scanned, contacts_updated) = match checked {
         Some(mut checked) => {
             let (mut scanned, mut updated) = (0, 0);
-            for user in crate::jobs::account_ids(&state).await.map_err(|e| e.to_string())? {
+            for user in crate::auth::accounts::ids(&engine).await.map_err(|e| e.to_string())? {
                 let found = checked.remove(&user).unwrap_or_default();
                 scanned += found.scanned;
                 updated += crate::crm::contact::ops::rewrite_derived(&engine.user(UserId(user)), found.stale)
@@ -211,7 +211,7 @@ async fn finish(
             }
             (scanned, updated)
         }
-        None => crate::jobs::rebuild_derived(&state).await.map_err(|e| e.to_string())?,
+        None => crate::ops::maintenance::rebuild_derived(&engine).await.map_err(|e| e.to_string())?,
     };
     steps.push(("derived columns", started.elapsed()));
     let started = Instant::now();

@@ -63,3 +63,19 @@ pub async fn undo(scope: &UserScope, event: AuditEvent) -> Result<()> {
     let (record, revision, changes) = (event.record_id, event.revision, event.changes);
     scope.write_async(move |tx| revert(tx, record, revision, &changes)).await?.map_err(Error::Conflict)
 }
+
+/// Walks each of `users`' audit hash chains (the daily integrity pass); returns the events
+/// verified and, for each broken chain, `user N: why`.
+pub async fn verify_chains(engine: &mycorrhizal_engine::Engine, users: Vec<u64>) -> Result<(u64, Vec<String>)> {
+    super::blocking(engine, move |engine| {
+        let (mut verified, mut broken) = (0u64, Vec::new());
+        for user in users {
+            match engine.user(mycorrhizal_engine::UserId(user)).view().and_then(|v| v.verify_audit()) {
+                Ok(n) => verified += n,
+                Err(e) => broken.push(format!("user {user}: {e}")),
+            }
+        }
+        (verified, broken)
+    })
+    .await
+}

@@ -40,7 +40,7 @@ pub struct Dashboard {
     /// Contacts past their keep-in-touch cadence.
     pub overdue: Vec<crate::crm::cadence::Overdue>,
     /// Pending reach-out suggestions.
-    pub reach_out_suggestions: Vec<crate::crm::suggestions::SuggestionView>,
+    pub reach_out_suggestions: Vec<crate::crm::reach_out::ops::SuggestionView>,
 }
 
 /// The soonest birthdays of the next 30 days, five random contacts, favourites, upcoming
@@ -59,7 +59,7 @@ pub fn dashboard(v: &UserView, today: Date, now: Timestamp) -> Result<Dashboard>
         favorites: favorites.rows.iter().map(ContactSummary::of).collect(),
         upcoming_reminders: crate::crm::reminders::upcoming_views(v, today)?,
         overdue: crate::crm::cadence::overdue(v, now)?,
-        reach_out_suggestions: crate::crm::suggestions::views(v, Some(crate::crm::reach_out::PENDING), now)?,
+        reach_out_suggestions: crate::crm::reach_out::ops::views(v, Some(crate::crm::reach_out::PENDING), now)?,
     })
 }
 

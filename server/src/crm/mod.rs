@@ -35,7 +35,6 @@ pub mod relationships;
 pub mod reminders;
 pub mod schema;
 pub mod search;
-pub mod suggestions;
 
 pub use error::{Error, Result};
 

@@ -16,7 +16,7 @@
 //! were completed. An occurrence is not sent again once `last_sent` is on or after its day (a
 //! one-off is sent once; a completed one-off no longer exists).
 //!
-//! What it does not do: decide when to run (the scheduler, `jobs::digest`), deliver (the outbox
+//! What it does not do: decide when to run (the job table, `jobs`), deliver (the outbox
 //! worker), or know the channels (`channels`).
 
 use std::collections::{HashMap, HashSet};

@@ -490,3 +490,28 @@ mod tests {
         }
     }
 }
+
+/// Queues the instance event `event` once per payload in `each` to the admins' webhooks
+/// subscribed to it, through the outbox (one write), and wakes the delivery worker. Best-effort:
+/// a failure to queue is logged, never returned (an alert must not change its cause's outcome).
+pub async fn alert_admins(
+    engine: &mycorrhizal_engine::Engine,
+    outbox: &super::outbox::Outbox,
+    event: &'static str,
+    each: Vec<Value>,
+) {
+    let queued = engine
+        .write_async(move |tx| {
+            let mut queued = 0;
+            for data in &each {
+                queued += publish_to_admins(tx, event, &|| data.clone())?;
+            }
+            Ok(queued)
+        })
+        .await;
+    match queued {
+        Ok(0) => {}
+        Ok(_) => outbox.signal.wake(),
+        Err(e) => tracing::warn!(event = "webhook_not_queued", component = "backup", webhook_event = event, error = %e),
+    }
+}

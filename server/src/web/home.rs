@@ -9,7 +9,8 @@ use serde::Deserialize;
 use super::format;
 use super::page::{Form, PageResult, Viewer, notice, page, see_other, shell};
 use crate::crm::contact::view::ContactSummary;
-use crate::crm::{home, suggestions};
+use crate::crm::home;
+use crate::crm::reach_out::ops as suggestions;
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]

@@ -728,7 +728,7 @@ async fn a_token_from_before_purged_removals_is_stale_and_a_later_one_is_not() {
     let after = sync_token(&next);
 
     app.clock.set("2026-02-01T10:00:01Z".parse::<Timestamp>().unwrap());
-    mycorrhizal::jobs::purge_once(&app.state, Trigger::Manual).await;
+    mycorrhizal::jobs::run(&app.state, mycorrhizal::jobs::PURGE, Trigger::Manual).await.unwrap();
     assert!(
         app.state
             .engine

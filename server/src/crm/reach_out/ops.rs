@@ -1,6 +1,6 @@
 //! What a person does with a reach-out suggestion (accept it as a one-off reminder, dismiss it
 //! for good), and the suggestion as clients read it: the contact named and the cadence health
-//! computed now. The scan that makes suggestions is a job (`jobs::reach_out_once`).
+//! computed now. The scan that makes them is [`super::scan`], run as job `reach_out_scan`.
 
 use jiff::Timestamp;
 use jiff::civil::Date;
@@ -8,16 +8,15 @@ use mycorrhizal_engine::{Precondition, Row, UserScope, UserView};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::cadence::Health;
-use super::calendar::{self, Recurrence};
-use super::contact::Contact;
-use super::contact::view::ContactSummary;
-use super::depth::CadencePolicy;
-use super::reach_out::DISMISSED;
-use super::reach_out::ReachOutSuggestion;
-use super::records::Reminder;
-use super::reminders::ReminderView;
-use super::{Error, Result};
+use super::{DISMISSED, ReachOutSuggestion};
+use crate::crm::cadence::Health;
+use crate::crm::calendar::{self, Recurrence};
+use crate::crm::contact::Contact;
+use crate::crm::contact::view::ContactSummary;
+use crate::crm::depth::CadencePolicy;
+use crate::crm::records::Reminder;
+use crate::crm::reminders::ReminderView;
+use crate::crm::{Error, Result};
 
 /// The reminder text of an accepted suggestion when the user gives none: who, and the news.
 fn default_message(name: &str, s: &ReachOutSuggestion) -> String {
@@ -75,7 +74,7 @@ impl SuggestionView {
         let health = v
             .get::<CadencePolicy>(s.policy_id)
             .ok()
-            .and_then(|p| super::cadence::health(v, &p, s.contact_id, now).ok());
+            .and_then(|p| crate::crm::cadence::health(v, &p, s.contact_id, now).ok());
         SuggestionView {
             id: row.id,
             created_at: row.meta.created_at,
@@ -164,7 +163,7 @@ pub const DEFAULT_ACCEPT_DAYS: i64 = 1;
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct AcceptInput {
     /// The reminder's day (RFC 3339 instant or `YYYY-MM-DD`); default tomorrow.
-    #[schema(value_type = Option<super::schema::DayOrInstantOrBlank>)]
+    #[schema(value_type = Option<crate::crm::schema::DayOrInstantOrBlank>)]
     pub remind_at: Option<String>,
     /// The reminder's text, 1 to 500 characters; default "Reach out to <name>".
     #[schema(

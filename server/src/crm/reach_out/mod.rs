@@ -8,7 +8,10 @@ use jiff::Timestamp;
 use mycorrhizal_engine::{GlobalView, Invalid, Kind, Record, TxGlobal, kind};
 use serde::{Deserialize, Serialize};
 
-use super::records::BY_CONTACT;
+use crate::crm::records::BY_CONTACT;
+
+pub mod ops;
+pub mod scan;
 
 pub const PENDING: &str = "pending";
 pub const DISMISSED: &str = "dismissed";
@@ -77,7 +80,7 @@ pub fn migrate_values(txn: &mycorrhizal_engine::migrate::MigrationTx<'_>) -> myc
 /// data entry, not news, and clearing a value says nothing either.
 pub fn field_changes(event: &mycorrhizal_engine::audit::AuditEvent) -> Vec<(&'static str, String, String)> {
     use mycorrhizal_engine::Record as _;
-    if event.kind != super::contact::Contact::KIND.name || event.action != mycorrhizal_engine::Op::Updated {
+    if event.kind != crate::crm::contact::Contact::KIND.name || event.action != mycorrhizal_engine::Op::Updated {
         return Vec::new();
     }
     let Some(change) = event.changes.iter().find(|c| c.field == "card") else { return Vec::new() };

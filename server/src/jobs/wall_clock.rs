@@ -1,40 +1,26 @@
-//! The wall-clock job: the daily digest at `REMINDER_TIME` in `REMINDER_TIMEZONE` (the one
-//! server clock), recorded as job run [`DIGEST`]. Only when to run lives here; what a run sends
-//! is [`crate::notify::digest`].
+//! The wall clock of daily jobs: `REMINDER_TIME` in `REMINDER_TIMEZONE` (the one server clock).
 //!
 //! - Daylight saving: a run time that does not exist on a spring-forward day (02:30 in
 //!   Europe/Berlin on the last Sunday of March) runs at the first instant after the gap (03:00);
 //!   one that happens twice on a fall-back day runs at its first occurrence, and once.
-//! - Never twice for one local day: the last day run is stored (`map:job_days`), and each user's
-//!   own last digest day is written with that user's queued messages (the guard that holds even
-//!   when a run dies half way or two runs overlap).
+//! - Never twice for one local day: the runner stores the last day run (`ops::job_runs`), and a
+//!   job's own writes may guard per user too (the digest writes each user's last digest day with
+//!   that user's queued messages, the guard that holds even when a run dies half way).
 //! - Downtime: a server that was down at the run time runs once when it comes back, for the
 //!   latest run time passed, and that run covers the missed days (at most [`CATCH_UP_DAYS`]):
-//!   one digest, not one per missed day. A new instance does not catch up on days before it
-//!   first ran.
-//! - `POST /admin/trigger-reminders` runs it now for today (trigger `manual`); users whose digest
-//!   for today went out get nothing new.
-
-use std::time::Duration;
+//!   one run, not one per missed day. A new instance does not catch up on days before it first
+//!   ran.
 
 use jiff::civil::Date;
 use jiff::tz::{AmbiguousOffset, TimeZone};
 use jiff::{Span, Timestamp};
-use mycorrhizal_engine::system::{JobRun, Trigger};
 
-use super::{Ran, record_ran};
 use crate::config::WallTime;
 use crate::crm::calendar;
-use crate::notify::digest::{self, Window};
-use crate::state::AppState;
+pub use crate::notify::digest::Window;
 
-pub const DIGEST: &str = "daily_digest";
-/// The last local day each wall-clock job ran (key: job name, value: `YYYY-MM-DD`).
-const JOB_DAYS: &str = "map:job_days";
 /// How many days back a run after downtime looks, the run's own day included.
 pub const CATCH_UP_DAYS: i64 = 31;
-/// The scheduler looks again at least this often (a clock that jumped, a suspended machine).
-const LOOK_AGAIN: Duration = Duration::from_secs(15 * 60);
 
 /// The instant `day` reaches `at` in `zone`: in a gap (spring forward), the first instant after
 /// it; in a fold (fall back), the first of the two.
@@ -92,78 +78,6 @@ pub fn window(last: Option<Date>, day: Date) -> Window {
     let earliest = day.checked_sub(Span::new().days(CATCH_UP_DAYS - 1)).unwrap_or(day);
     let from = last.and_then(|l| l.tomorrow().ok()).unwrap_or(day).max(earliest).min(day);
     Window { from, day }
-}
-
-/// The last day a digest was queued for, read on the blocking pool.
-async fn last_day(state: &AppState) -> Result<Option<Date>, String> {
-    let stored = state
-        .blocking(|engine| engine.global().and_then(|g| g.map_get(JOB_DAYS, DIGEST)))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
-    Ok(stored.and_then(|b| String::from_utf8(b).ok()).and_then(|t| t.parse().ok()))
-}
-
-/// One digest run: a scheduled or initial run for the day that is due (skipped when none is), a
-/// manual one for today. Items processed: the digests queued.
-pub async fn digest_once(state: &AppState, trigger: Trigger) -> JobRun {
-    let state_ = state.clone();
-    let work = async move {
-        let (at, zone) = (state_.config.reminder_time, state_.config.reminder_timezone.clone());
-        let now = state_.engine.clock().now();
-        let last = last_day(&state_).await?;
-        let day = match trigger {
-            Trigger::Manual => calendar::today(now, &zone),
-            _ => match due_day(last, now, at, &zone) {
-                Some(day) => day,
-                None => return Ok(Ran::Skipped("no digest is due".into())),
-            },
-        };
-        let window = window(last, day);
-        let report = digest::run(&state_, window).await.map_err(|e| e.to_string())?;
-        if last.is_none_or(|l| l < day) {
-            let text = day.to_string();
-            state_
-                .engine
-                .write_async(move |tx| tx.global().map_put(JOB_DAYS, DIGEST, text.as_bytes()))
-                .await
-                .map_err(|e| e.to_string())?;
-        }
-        tracing::info!(
-            event = "digest_queued", component = "notification", day = %day, from = %window.from,
-            digests = report.digests, reminders = report.reminders, birthdays = report.birthdays,
-            overdue = report.overdue, messages = report.messages
-        );
-        Ok(Ran::Items(report.digests))
-    };
-    record_ran(state, DIGEST, trigger, work).await
-}
-
-/// Starts the wall-clock loop: a run at start-up when one is due (catch-up, trigger `initial`),
-/// then each day at the run time.
-pub fn start(state: &AppState) {
-    let state = state.clone();
-    tokio::spawn(async move {
-        let mut trigger = Trigger::Initial;
-        loop {
-            let (at, zone) = (state.config.reminder_time, state.config.reminder_timezone.clone());
-            let now = state.engine.clock().now();
-            match last_day(&state).await {
-                Ok(last) if due_day(last, now, at, &zone).is_some() => {
-                    digest_once(&state, trigger).await;
-                }
-                Ok(_) => {}
-                Err(e) => tracing::error!(event = "scheduler_read_failed", component = "scheduler", error = %e),
-            }
-            trigger = Trigger::Scheduled;
-            let now = state.engine.clock().now();
-            let wait = next_run(now, at, &zone)
-                .and_then(|t| Duration::try_from(t.duration_since(now)).ok())
-                .unwrap_or(LOOK_AGAIN)
-                .clamp(Duration::from_secs(1), LOOK_AGAIN);
-            tokio::time::sleep(wait).await;
-        }
-    });
 }
 
 #[cfg(test)]

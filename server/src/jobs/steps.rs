@@ -1,0 +1,218 @@
+//! The step of each row of the job table: one domain operation over every account (or the
+//! instance), its result said as a [`Ran`], and the system events an operator needs from it.
+//! The rules of the work live in the domain (`crm::`, `ops::`, `backup::`, `notify::`); a step
+//! only connects them to the scheduler.
+
+use std::time::{Duration, Instant};
+
+use mycorrhizal_engine::system::{Severity, Trigger};
+use mycorrhizal_engine::{RebuildReport, UserId};
+use serde_json::json;
+
+use super::runner::{Context, Ran};
+use crate::backup::{self, Signer};
+use crate::crm::{Error, Result};
+use crate::integrity::IntegrityReport;
+use crate::notify::webhooks::alert_admins;
+use crate::ops::events::{Event, emit};
+use crate::state::AppState;
+
+/// The retention purge ([`crate::ops::retention`]); items: rows removed.
+pub async fn purge(state: AppState, _: Context) -> Result<Ran> {
+    let users = crate::auth::accounts::ids(&state.engine).await?;
+    let now = state.engine.clock().now();
+    Ok(Ran::Items(crate::ops::retention::purge(&state.engine, &state.config.retention, &users, now).await?))
+}
+
+/// Every user's audit hash chain walked. A broken chain fails the run, naming the users, and
+/// records an `audit_chain_broken` system event; items: the events verified.
+pub async fn audit_verify(state: AppState, _: Context) -> Result<Ran> {
+    let users = crate::auth::accounts::ids(&state.engine).await?;
+    let (verified, broken) = crate::crm::audit::verify_chains(&state.engine, users).await?;
+    if broken.is_empty() {
+        return Ok(Ran::Items(verified));
+    }
+    let message = format!("audit chain verification failed: {}", broken.join("; "));
+    emit(&state.engine, Event::error("audit", "audit_chain_broken", message.clone())).await;
+    Err(Error::Internal(message))
+}
+
+/// Every user's reach-out scan ([`crate::crm::reach_out::scan`]); items: suggestions created,
+/// updated and removed.
+pub async fn reach_out(state: AppState, _: Context) -> Result<Ran> {
+    let mut changed = 0;
+    for user in crate::auth::accounts::ids(&state.engine).await? {
+        let now = state.engine.clock().now();
+        changed += crate::crm::reach_out::scan::scan(&state.engine, UserId(user), now).await?;
+    }
+    Ok(Ran::Items(changed))
+}
+
+/// The daily digest for the days the run covers ([`crate::notify::digest`]); items: the digests
+/// queued. Users whose digest for the day went out get nothing new.
+pub async fn digest(state: AppState, context: Context) -> Result<Ran> {
+    let Some(window) = context.days else { return Ok(Ran::Skipped("no day to cover".into())) };
+    let report = crate::notify::digest::run(&state, window).await?;
+    tracing::info!(
+        event = "digest_queued", component = "notification", day = %window.day, from = %window.from,
+        digests = report.digests, reminders = report.reminders, birthdays = report.birthdays,
+        overdue = report.overdue, messages = report.messages
+    );
+    Ok(Ran::Items(report.digests))
+}
+
+/// One storage sample ([`crate::ops::storage`]); items: the rows counted.
+pub async fn storage_sample(state: AppState, _: Context) -> Result<Ran> {
+    let (engine, dir) = (state.engine.clone(), state.config.data_dir.clone());
+    let sample = crate::crm::blocking(&state.engine, move |_| crate::ops::storage::sample(&engine, &dir)).await??;
+    Ok(Ran::Items(sample.rows))
+}
+
+/// One integrity sweep ([`crate::integrity`]), answered through `report` as well: a sweep that
+/// finds a failure fails the run, naming the kinds and counts, and alerts the admins' webhooks.
+pub async fn integrity(state: AppState, report: Option<tokio::sync::oneshot::Sender<IntegrityReport>>) -> Result<Ran> {
+    let engine = state.engine.clone();
+    let swept = crate::crm::blocking(&state.engine, move |_| crate::integrity::run(&engine)).await?;
+    let outcome = if swept.status == "ok" {
+        Ok(Ran::Items(swept.passes.iter().map(|p| p.checked).sum()))
+    } else {
+        tracing::error!(event = "integrity_check_failed", component = "app", summary = %swept.summary());
+        let kinds = swept.passes.iter().filter(|p| p.status != "ok").map(|p| json!({ "kind": p.name })).collect();
+        alert_admins(&state.engine, &state.outbox, "db.integrity_check_failed", kinds).await;
+        Err(Error::Internal(format!("integrity check {}: {}", swept.status, swept.summary())))
+    };
+    if let Some(report) = report {
+        let _ = report.send(swept);
+    }
+    outcome
+}
+
+/// One scheduled backup: a signed backup into `BACKUP_DIR`, then all but the newest
+/// `BACKUP_KEEP` removed. Skipped without `BACKUP_DIR`; items: the rows backed up.
+pub async fn backup(state: AppState, _: Context) -> Result<Ran> {
+    let integrity = &state.config.integrity;
+    let Some(dir) = integrity.backup_dir.clone() else {
+        return Ok(Ran::Skipped("BACKUP_DIR is not set".into()));
+    };
+    let keep = integrity.backup_keep as usize;
+    let started = Instant::now();
+    let (engine, config) = (state.engine.clone(), state.config.clone());
+    let outcome = crate::crm::blocking(&state.engine, move |_| {
+        let signer = Signer::from_config(&config)?;
+        let made = backup::create(&engine, &dir, &signer, &mut |_| {})?;
+        backup::prune(&dir, keep).map_err(|e| format!("the backup was written, removing old ones failed: {e}"))?;
+        Ok::<_, String>(made)
+    })
+    .await
+    .unwrap_or_else(|e| Err(e.to_string()));
+    backup::record(&state.engine, &outcome, "scheduled", started.elapsed().as_millis() as u64).await;
+    let made = outcome.map_err(Error::Internal)?;
+    Ok(Ran::Items(made.manifest.users.map(|u| u.values().flat_map(|k| k.values()).sum()).unwrap_or(0)))
+}
+
+/// One restore drill of the newest backup. Emits `restore_test_completed` (a warning past
+/// `DB_RESTORE_DRILL_MAX_DURATION_SECONDS`) or `backup_failed` with severity `error`; skipped
+/// when there is no backup to drill; items: the rows restored.
+pub async fn drill(state: AppState, _: Context) -> Result<Ran> {
+    let config = state.config.clone();
+    let started = Instant::now();
+    let outcome = crate::crm::blocking(&state.engine, move |_| {
+        let signer = Signer::from_config(&config)?;
+        backup::drill::run(&config, &signer)
+    })
+    .await
+    .unwrap_or_else(|e| Err(e.to_string()));
+    let took_ms = started.elapsed().as_millis() as u64;
+    match outcome {
+        Ok(None) => Ok(Ran::Skipped("no backup to drill (run `mycorrhizal backup` or set BACKUP_DIR)".into())),
+        Ok(Some(drill)) => {
+            let budget = state.config.integrity.restore_drill_max_duration_seconds;
+            let over = budget.is_some_and(|b| drill.took > Duration::from_secs(b));
+            let detail = json!({
+                "operation": "restore_drill",
+                "file": drill.backup.file_name().and_then(|n| n.to_str()).unwrap_or_default(),
+                "users": drill.users,
+                "rows": drill.rows,
+                "over_budget": over,
+            });
+            let mut event = Event::info("backup", "restore_test_completed").detail(detail).duration_ms(took_ms);
+            if over {
+                tracing::warn!(
+                    event = "restore_drill_slow",
+                    component = "backup",
+                    took_ms,
+                    budget_seconds = budget,
+                    "the restore drill took longer than DB_RESTORE_DRILL_MAX_DURATION_SECONDS"
+                );
+                event.severity = Severity::Warn;
+            }
+            emit(&state.engine, event).await;
+            Ok(Ran::Items(drill.rows))
+        }
+        Err(e) => {
+            let event = Event::error("backup", "backup_failed", e.clone())
+                .detail(json!({ "operation": "restore_drill" }))
+                .duration_ms(took_ms);
+            emit(&state.engine, event).await;
+            alert_admins(&state.engine, &state.outbox, "db.restore_drill_failed", vec![json!({})]).await;
+            Err(Error::Internal(e))
+        }
+    }
+}
+
+/// The full-text index rebuilt aside from the live one and swapped in, answered through
+/// `report` as well. A rebuild already running makes this run `skipped`.
+pub async fn search_rebuild(
+    state: AppState,
+    report: Option<tokio::sync::oneshot::Sender<mycorrhizal_engine::Result<RebuildReport>>>,
+) -> Result<Ran> {
+    let rebuilt = crate::crm::blocking(&state.engine, |engine| engine.search_rebuild()).await?;
+    let outcome = match &rebuilt {
+        Ok(done) => {
+            tracing::info!(
+                event = "search_index_rebuilt",
+                component = "search",
+                took_ms = done.took.as_millis() as u64
+            );
+            Ok(Ran::Items(done.indexed.iter().map(|(_, n)| n).sum()))
+        }
+        Err(mycorrhizal_engine::Error::RebuildRunning) => Ok(Ran::Skipped("a rebuild is already running".into())),
+        Err(e) => Err(Error::Internal(e.to_string())),
+    };
+    if let Some(report) = report {
+        let _ = report.send(rebuilt);
+    }
+    outcome
+}
+
+/// [`integrity`] run by hand with its report (`GET /admin/integrity-check`).
+pub async fn integrity_now(state: &AppState) -> (mycorrhizal_engine::system::JobRun, IntegrityReport) {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let run =
+        super::runner::record(state, super::INTEGRITY, Trigger::Manual, integrity(state.clone(), Some(sender))).await;
+    let report = receiver.await.unwrap_or_else(|_| IntegrityReport {
+        checked_at: state.engine.clock().now(),
+        status: "error".into(),
+        duration_ms: run.duration_ms,
+        passes: vec![crate::integrity::Pass {
+            name: "sweep".into(),
+            status: "error".into(),
+            checked: 0,
+            failures: Vec::new(),
+            error: run.error.clone(),
+        }],
+    });
+    (run, report)
+}
+
+/// [`search_rebuild`] run by hand with its report (`POST /admin/search/rebuild`); a rebuild
+/// already running is the engine's `RebuildRunning`.
+pub async fn search_rebuild_now(state: &AppState) -> Result<RebuildReport> {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let work = search_rebuild(state.clone(), Some(sender));
+    let run = super::runner::record(state, super::SEARCH_REBUILD, Trigger::Manual, work).await;
+    match receiver.await {
+        Ok(rebuilt) => Ok(rebuilt?),
+        Err(_) => Err(Error::Internal(run.error.unwrap_or_else(|| "the rebuild stopped".into()))),
+    }
+}
