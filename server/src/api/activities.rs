@@ -87,5 +87,6 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    crate::http::conditional::delete_record::<Activity>(&state, &user, &headers, id, "Activity deleted").await
+    crate::crm::activities::delete(&state.scope(&user), id, crate::http::conditional::if_match(&headers)?).await?;
+    Ok(axum::Json(crate::crm::Message::new("Activity deleted")))
 }

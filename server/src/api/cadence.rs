@@ -8,7 +8,6 @@ use axum::response::Response;
 
 use crate::auth::AuthUser;
 use crate::crm::cadence::{self, OverdueList, PolicyInput, PolicyList, PolicyView};
-use crate::crm::depth::CadencePolicy;
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
@@ -69,6 +68,6 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    crate::http::conditional::delete_record::<CadencePolicy>(&state, &user, &headers, id, "Cadence policy deleted")
-        .await
+    cadence::delete(&state.scope(&user), id, crate::http::conditional::if_match(&headers)?).await?;
+    Ok(axum::Json(crate::crm::Message::new("Cadence policy deleted")))
 }

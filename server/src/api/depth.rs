@@ -16,7 +16,7 @@ use crate::crm::depth_ops::{
     LifeEventCreated, LifeEventPage, LifeEventView,
 };
 use crate::error::ApiError;
-use crate::http::conditional::{delete_record, if_match, tagged};
+use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
 use crate::http::params;
 use crate::state::AppState;
@@ -132,7 +132,8 @@ pub async fn delete_life_event(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    delete_record::<LifeEvent>(&state, &user, &headers, id, "Life event deleted").await
+    depth_ops::delete::<LifeEvent>(&state.scope(&user), id, if_match(&headers)?).await?;
+    Ok(axum::Json(crate::crm::Message::new("Life event deleted")))
 }
 
 // ---- gifts -------------------------------------------------------------------------------
@@ -207,7 +208,8 @@ pub async fn delete_gift(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    delete_record::<Gift>(&state, &user, &headers, id, "Gift deleted").await
+    depth_ops::delete::<Gift>(&state.scope(&user), id, if_match(&headers)?).await?;
+    Ok(axum::Json(crate::crm::Message::new("Gift deleted")))
 }
 
 // ---- conversation agenda -----------------------------------------------------------------
@@ -305,5 +307,6 @@ pub async fn delete_agenda(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    delete_record::<AgendaItem>(&state, &user, &headers, id, "Agenda item deleted").await
+    depth_ops::delete::<AgendaItem>(&state.scope(&user), id, if_match(&headers)?).await?;
+    Ok(axum::Json(crate::crm::Message::new("Agenda item deleted")))
 }

@@ -92,5 +92,6 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    crate::http::conditional::delete_record::<Note>(&state, &user, &headers, id, "Note deleted").await
+    crate::crm::notes::delete(&state.scope(&user), id, crate::http::conditional::if_match(&headers)?).await?;
+    Ok(axum::Json(crate::crm::Message::new("Note deleted")))
 }

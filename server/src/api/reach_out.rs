@@ -12,7 +12,7 @@ use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
 use crate::crm::reach_out::ops as suggestions;
-use crate::crm::reach_out::{DISMISSED, PENDING, ReachOutSuggestion};
+use crate::crm::reach_out::{DISMISSED, PENDING};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -96,6 +96,6 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    crate::http::conditional::delete_record::<ReachOutSuggestion>(&state, &user, &headers, id, "Suggestion deleted")
-        .await
+    suggestions::delete(&state.scope(&user), id, crate::http::conditional::if_match(&headers)?).await?;
+    Ok(axum::Json(crate::crm::Message::new("Suggestion deleted")))
 }

@@ -12,7 +12,6 @@ use utoipa::IntoParams;
 use crate::auth::AuthUser;
 use crate::crm::Message;
 use crate::crm::contact::ops::require_contacts;
-use crate::crm::records::Reminder;
 use crate::crm::reminders::{self, CompletionList, ReminderCompleted, ReminderList, ReminderSaved, ReminderView};
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
@@ -98,7 +97,8 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    crate::http::conditional::delete_record::<Reminder>(&state, &user, &headers, id, "Reminder deleted").await
+    crate::crm::reminders::delete(&state.scope(&user), id, crate::http::conditional::if_match(&headers)?).await?;
+    Ok(axum::Json(crate::crm::Message::new("Reminder deleted")))
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]

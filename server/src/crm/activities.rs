@@ -248,3 +248,9 @@ pub fn get(v: &UserView, id: u64) -> Result<(Row<Activity>, ActivityView)> {
     let view = named(v, &row);
     Ok((row, view))
 }
+
+/// Removes activity `id` when `pre` holds (from the JSON API, or a CalDAV client deleting its
+/// event). An agenda item discussed in it keeps its link, which then reads as discussed.
+pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
+    super::records::delete::<Activity>(scope, id, pre).await
+}

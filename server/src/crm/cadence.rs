@@ -217,6 +217,5 @@ pub fn overdue(v: &UserView, now: Timestamp) -> Result<Vec<Overdue>> {
 
 /// Removes policy `id` (the contacts it covered are no longer tracked by it).
 pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
-    scope.write_async(move |tx| tx.delete::<CadencePolicy>(id, pre).map(|_| ())).await?;
-    Ok(())
+    super::records::delete::<CadencePolicy>(scope, id, pre).await
 }

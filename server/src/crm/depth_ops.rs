@@ -502,3 +502,8 @@ pub async fn discuss(scope: &UserScope, id: u64, activity: Option<u64>) -> Resul
 pub fn get<R: Record>(v: &UserView, id: u64) -> Result<Row<R>> {
     v.get::<R>(id).map_err(Error::from)
 }
+
+/// Removes the life event, gift or agenda item `id` when `pre` holds.
+pub async fn delete<R: PerContact>(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
+    super::records::delete::<R>(scope, id, pre).await
+}

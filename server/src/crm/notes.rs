@@ -166,3 +166,8 @@ pub fn of_contact(v: &UserView, contact: u64, limit: usize) -> Result<Vec<NoteVi
     )?;
     Ok(page.rows.iter().map(NoteView::of).collect())
 }
+
+/// Removes note `id` when `pre` holds.
+pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
+    super::records::delete::<Note>(scope, id, pre).await
+}

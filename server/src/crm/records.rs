@@ -295,3 +295,15 @@ pub fn check_id(field: &str, id: Option<u64>) -> super::Result<()> {
         _ => Ok(()),
     }
 }
+
+/// Removes the user's record `id` of kind `R` when `pre` holds; a tombstone stays for sync
+/// clients until the retention purge. The shared step of the kinds' own `delete` operations,
+/// which say what their deletion leaves behind.
+pub(crate) async fn delete<R: Record>(
+    scope: &mycorrhizal_engine::UserScope,
+    id: u64,
+    pre: mycorrhizal_engine::Precondition,
+) -> super::Result<()> {
+    scope.write_async(move |tx| tx.delete::<R>(id, pre).map(|_| ())).await?;
+    Ok(())
+}

@@ -305,3 +305,8 @@ pub fn all(v: &UserView) -> Result<Vec<Row<Reminder>>> {
 pub fn get(v: &UserView, id: u64) -> Result<Row<Reminder>> {
     Ok(v.get::<Reminder>(id)?)
 }
+
+/// Removes reminder `id` when `pre` holds; its completions stay, as the history of what was done.
+pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
+    super::records::delete::<Reminder>(scope, id, pre).await
+}

@@ -171,7 +171,7 @@ async fn put(state: &AppState, user: DavUser, id: u64, headers: &HeaderMap, body
 /// Two-way CalDAV: deleting an activity's event deletes the activity.
 async fn delete(state: &AppState, user: DavUser, id: u64, headers: &HeaderMap) -> Result<Response, DavError> {
     let pre = precondition(headers)?;
-    state.engine.user(user.id).write_async(move |tx| tx.delete::<crate::crm::records::Activity>(id, pre)).await?;
+    crate::crm::activities::delete(&state.engine.user(user.id), id, pre).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

@@ -9,7 +9,6 @@ use mycorrhizal_engine::{Precondition, Row};
 use serde::Serialize;
 
 use crate::error::ApiError;
-use crate::state::AppState;
 
 /// The revision an `If-Match` value names: `"3"`, `W/"3"`, `"e-12-3"`, `*` (any), or the first
 /// of a list.
@@ -50,19 +49,6 @@ fn with_etag(mut response: Response, etag: &str) -> Response {
         response.headers_mut().insert(ETAG, value);
     }
     response
-}
-
-/// Deletes the caller's record `id` of kind `R`, conditional on `If-Match`; answers `{message}`.
-pub async fn delete_record<R: mycorrhizal_engine::Record>(
-    state: &AppState,
-    user: &crate::auth::AuthUser,
-    headers: &HeaderMap,
-    id: u64,
-    message: &str,
-) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    let pre = if_match(headers)?;
-    state.engine.user(user.id).write_async(move |tx| tx.delete::<R>(id, pre)).await?;
-    Ok(axum::Json(crate::crm::Message::new(message)))
 }
 
 #[cfg(test)]

@@ -245,3 +245,9 @@ pub async fn dismiss(scope: &UserScope, id: u64) -> Result<Row<ReachOutSuggestio
         })
         .await?)
 }
+
+/// Removes suggestion `id` for good when `pre` holds: unlike a dismissal, a later scan may
+/// propose the contact again.
+pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
+    crate::crm::records::delete::<ReachOutSuggestion>(scope, id, pre).await
+}
