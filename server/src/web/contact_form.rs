@@ -5,14 +5,12 @@
 
 use maud::{Markup, html};
 use mycorrhizal_codecs::card::{Address, Card, Component, Email, Name, Nickname, Organization, Phone, Title};
-use mycorrhizal_codecs::dates::parse_rest_date;
-use mycorrhizal_codecs::projection::{FlatInput, apply_flat};
+use mycorrhizal_codecs::projection::FlatInput;
 use serde_json::{Value, json};
 
 use super::page::{Chrome, Form};
 use crate::crm::contact::Contact;
 use crate::crm::contact::ops::ContactInput;
-use crate::error::ApiError;
 
 /// The values a form shows: from a stored contact, or as typed when sent back with an error.
 #[derive(Debug, Default, Clone)]
@@ -111,19 +109,10 @@ impl Values {
     }
 
     /// The domain input these values make, over `existing`'s card and CRM envelope (an edit) or
-    /// from nothing (a new contact). Refuses, naming the field, what the card rules would not
-    /// say as clearly (a birthday that is no date, a contact without any name).
-    pub fn input(&self, existing: Option<&Contact>) -> Result<ContactInput, ApiError> {
-        let has_full_name = existing.is_some_and(|c| c.parsed_card().name.is_some_and(|n| n.full.is_some()));
-        if [&self.firstname, &self.lastname, &self.nickname, &self.org].iter().all(|v| v.is_empty())
-            && self.emails.is_empty()
-            && !has_full_name
-        {
-            return Err(ApiError::validation("firstname", "give a name, a nickname, an organization or an email"));
-        }
-        if !self.birthday.is_empty() && parse_rest_date(&self.birthday).is_none() {
-            return Err(ApiError::validation("birthday", "must be YYYY-MM-DD, or --MM-DD without a year"));
-        }
+    /// from nothing (a new contact). It only translates: what makes a contact valid (a first
+    /// name, a birthday that is a date) is the domain's rule ([`ContactInput::apply`]), the same
+    /// for every front door.
+    pub fn input(&self, existing: Option<&Contact>) -> ContactInput {
         let mut card: Card = existing.map(Contact::parsed_card).unwrap_or_default();
         // The name is rewritten only when the form changed it: a card whose name is only a
         // full name (as many imported cards are) shows empty name fields, and saving another
@@ -137,19 +126,16 @@ impl Values {
             name.full = None;
             card.name = Some(name);
         }
-        // Given and family name through the projection the API's flat fields use, and the
-        // birthday as the API's flat `birthday` (below), so both front doors write them alike
-        // (a `1990-13-45` is kept as text there, as the spec's lexical rule accepts it).
+        // Given and family name and the birthday go in as the API's flat fields, so both front
+        // doors write them alike (a `1990-13-45` is kept as text there, as the spec's lexical
+        // rule accepts it).
         card.anniversaries.retain(|a| a.kind != "birth");
         let flat = FlatInput {
             firstname: if name_changed { self.firstname.clone() } else { String::new() },
             lastname: if name_changed { self.lastname.clone() } else { String::new() },
+            birthday: self.birthday.clone(),
             ..FlatInput::default()
         };
-        apply_flat(&mut card, &flat).map_err(|e| ApiError::validation(e.field, e.reason))?;
-        if card.name.as_ref().is_some_and(|n| n.components.is_empty() && n.full.is_none()) {
-            card.name = None;
-        }
         set_first(
             &mut card.nicknames,
             &self.nickname,
@@ -221,15 +207,15 @@ impl Values {
         card.keywords = split_list(&self.tags);
         let mut crm: Value = existing.and_then(|c| serde_json::from_str(&c.crm).ok()).unwrap_or_else(|| json!({}));
         crm["circles"] = json!(split_list(&self.circles));
-        Ok(ContactInput {
+        ContactInput {
             gender: None,
-            card: Some(serde_json::to_value(&card).map_err(ApiError::internal)?),
-            typed_card: None,
+            card: None,
+            typed_card: Some(card),
             crm: Some(crm),
             passthrough: None,
             is_favorite: Some(self.favorite),
-            flat: FlatInput { birthday: self.birthday.clone(), ..FlatInput::default() },
-        })
+            flat,
+        }
     }
 }
 

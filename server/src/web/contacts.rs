@@ -469,11 +469,7 @@ pub async fn new_form(viewer: Viewer) -> Response {
 
 pub async fn create(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
     let values = Values::from_form(&form);
-    let outcome = match values.input(None) {
-        Ok(input) => ops::create(&state.scope(&viewer.user), input).await.map_err(ApiError::from),
-        Err(e) => Err(e),
-    };
-    match outcome {
+    match ops::create(&state.scope(&viewer.user), values.input(None)).await.map_err(ApiError::from) {
         Ok(row) => Ok(see_other(&format!("/contacts/{}?notice=created", row.id))),
         Err(e) => form_error(&viewer, viewer.t("contacts.new"), "/contacts", &values, e, "/contacts"),
     }
@@ -484,6 +480,13 @@ pub async fn create(State(state): State<AppState>, viewer: Viewer, form: Form) -
 fn form_error(viewer: &Viewer, title: &str, action: &str, values: &Values, e: ApiError, cancel: &str) -> PageResult {
     match e {
         ApiError::Validation { .. } | ApiError::InvalidInput { .. } | ApiError::AlreadyExists { .. } => {
+            // The domain names the card's field; the form shows the label the person typed into.
+            let e = match e {
+                ApiError::Validation { field, reason } if field == "card.name" => {
+                    ApiError::Validation { field: viewer.t("contact.firstname").to_string(), reason }
+                }
+                e => e,
+            };
             let (status, message) = field_error(viewer.lang, &e);
             Ok(page_with(status, form_page(viewer, title, action, values, Some(&message), cancel)))
         }
@@ -508,10 +511,7 @@ pub async fn update(State(state): State<AppState>, viewer: Viewer, Path(id): Pat
     let values = Values::from_form(&form);
     let current = state.read(&viewer.user, move |v| Ok(v.get::<Contact>(id)?)).await?;
     let (action, cancel, title) = (format!("/contacts/{id}"), format!("/contacts/{id}"), viewer.t("contact.edit"));
-    let input = match values.input(Some(&current.body)) {
-        Ok(input) => input,
-        Err(e) => return form_error(&viewer, title, &action, &values, e, &cancel),
-    };
+    let input = values.input(Some(&current.body));
     match ops::update(&state.scope(&viewer.user), id, Precondition::Revision(values.revision), input).await {
         Ok(_) => Ok(see_other(&format!("/contacts/{id}?notice=saved"))),
         Err(e) => match ApiError::from(e) {

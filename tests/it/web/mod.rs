@@ -194,6 +194,19 @@ async fn state_changing_forms_need_the_token_and_this_site() {
     assert!(page.contains("birthday: must be YYYY-MM-DD"), "{page}");
     assert!(page.contains("value=\"31.02.1990\"") && page.contains("value=\"Typo\""));
     assert_eq!(total(&api).await, 2);
+
+    // What makes a contact valid is the domain's one rule, whichever door: a nickname and an
+    // email without a first name are refused here as by the API, naming the first-name field.
+    let nameless = web.post("/contacts", &[("nickname", "Amazing"), ("email", "grace@navy.mil")]).await;
+    assert_eq!(nameless.status(), 400);
+    let page = nameless.text().await.unwrap();
+    assert!(page.contains("a first name is required"), "{page}");
+    assert!(page.contains("value=\"Amazing\""), "what was typed is kept");
+    let refused = api.post("/api/v1/contacts", json!({ "nickname": "Amazing", "email": "grace@navy.mil" })).await;
+    assert_eq!(refused.status(), 400);
+    let body = refused.text().await.unwrap();
+    assert!(body.contains("card.name") && body.contains("a first name is required"), "{body}");
+    assert_eq!(total(&api).await, 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
