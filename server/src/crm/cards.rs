@@ -476,8 +476,8 @@ impl From<mycorrhizal_engine::Error> for PutError {
 
 /// What a PUT does, decided off the async threads from one read view.
 enum Plan {
-    /// An edit of contact `id` (then its picture).
-    Update { id: u64, pre: Precondition, input: ContactInput, photo: Option<Photo> },
+    /// An edit of contact `id` and what it does to its picture.
+    Update { id: u64, pre: Precondition, input: ContactInput, picture: pictures::PictureChange },
     /// A new contact, prepared, with its picture; `stored` is its stored UID.
     Create { prepared: Prepared<Contact>, picture: Option<Arc<Vec<u8>>>, stored: String },
 }
@@ -504,9 +504,8 @@ pub async fn put(
         .await
         .map_err(Error::internal)??;
     match plan {
-        Plan::Update { id, pre, input, photo } => {
-            let row = ops::update(scope, id, pre, input).await?;
-            Ok((set_picture(scope, row, photo).await?, false))
+        Plan::Update { id, pre, input, picture } => {
+            Ok((ops::update_with_picture(scope, id, pre, input, picture).await?, false))
         }
         Plan::Create { prepared, picture, stored } => {
             // The picture is stored in the contact's own commit.
@@ -542,7 +541,8 @@ fn plan_put(
     condition: PutCondition,
 ) -> std::result::Result<Plan, PutError> {
     let Incoming { record, photo } = parse(body).map_err(PutError::Invalid)?;
-    let existing = find(&scope.view()?, name)?;
+    let view = scope.view()?;
+    let existing = find(&view, name)?;
     match (&existing, condition) {
         (Some(_), PutCondition { if_none_match: true, .. }) => return Err(PutError::Precondition),
         (None, PutCondition { if_match: Some(_), .. }) => return Err(PutError::Precondition),
@@ -558,7 +558,8 @@ fn plan_put(
             }
             let input = input_of(record, &current.body.uid, &uid, true);
             let pre = condition.if_match.unwrap_or(Precondition::Any);
-            Ok(Plan::Update { id: current.id, pre, input, photo })
+            let picture = picture_change(&view, &current.body, photo)?;
+            Ok(Plan::Update { id: current.id, pre, input, picture })
         }
         None => {
             let uid = card_uid.unwrap_or_else(|| name.to_string());
@@ -593,43 +594,18 @@ fn input_of(record: NeutralRecord, stored: &str, own: &str, update: bool) -> Con
     }
 }
 
-/// Makes the card's inline photo the contact's picture (`pictures::store`, the upload's
-/// operation), or removes the picture when the card has none. Nothing is written when the
-/// picture is already the one stored.
-async fn set_picture(scope: &UserScope, row: Row<Contact>, photo: Option<Photo>) -> Result<Row<Contact>> {
-    let id = row.id;
-    match photo {
-        Some(photo) => {
-            let reader = scope.clone();
-            let stored = row.body.photo.clone();
-            let same = !stored.is_empty()
-                && tokio::task::spawn_blocking(move || reader.view()?.blob(&stored))
-                    .await
-                    .map_err(Error::internal)??
-                    .is_some_and(|bytes| bytes == photo.bytes);
-            if same {
-                return Ok(row);
-            }
-            pictures::store(scope, id, photo.bytes).await.map_err(|e| match e {
-                pictures::PictureError::Engine(e) => Error::Engine(e),
-                other => Error::invalid("photo", other.to_string()),
-            })
+/// What a card's photo does to the stored picture: nothing when it is the picture stored (a
+/// phone sends the photo with every edit), else it replaces it; a card without one removes it.
+fn picture_change(view: &UserView, current: &Contact, photo: Option<Photo>) -> Result<pictures::PictureChange> {
+    use pictures::PictureChange::{Clear, Keep, Set};
+    Ok(match photo {
+        Some(photo) if !current.photo.is_empty() && view.blob(&current.photo)?.is_some_and(|b| b == photo.bytes) => {
+            Keep
         }
-        None if row.body.photo.is_empty() => Ok(row),
-        None => Ok(scope
-            .write_async(move |tx| {
-                let mut old = String::new();
-                let row = tx.update::<Contact>(id, Precondition::Any, |c| {
-                    old = std::mem::take(&mut c.photo);
-                    Ok(())
-                })?;
-                if !old.is_empty() {
-                    tx.delete_blob(&old)?;
-                }
-                Ok(row)
-            })
-            .await?),
-    }
+        Some(photo) => Set(Arc::new(photo.bytes)),
+        None if current.photo.is_empty() => Keep,
+        None => Clear,
+    })
 }
 
 /// Deletes the contact served under `name` (`ops::delete`, with its cascade); `NotFound` when

@@ -83,6 +83,45 @@ pub fn put_in(tx: &TxUser<'_, '_>, id: u64, bytes: &[u8]) -> mycorrhizal_engine:
     Ok(row)
 }
 
+/// What an edit does to the contact's picture when the picture rides in the contact's own update
+/// (a CardDAV PUT whose card carries, changes or drops its photo): one commit, one revision.
+#[derive(Debug, Clone)]
+pub enum PictureChange {
+    /// The picture stays as stored.
+    Keep,
+    /// These bytes become the picture (checked with [`keeps`]; other bytes change nothing).
+    Set(std::sync::Arc<Vec<u8>>),
+    /// The contact has no picture any more.
+    Clear,
+}
+
+impl PictureChange {
+    /// The picture name contact `id` gets, or `None` when it keeps its own.
+    pub fn name(&self, id: u64) -> Option<String> {
+        match self {
+            PictureChange::Keep => None,
+            PictureChange::Set(bytes) => {
+                sniff(bytes).filter(|_| bytes.len() <= MAX_PHOTO).map(|(_, ext)| format!("{id}.{ext}"))
+            }
+            PictureChange::Clear => Some(String::new()),
+        }
+    }
+
+    /// After the update that renamed the picture from `previous` to `current`, inside its
+    /// transaction: writes the new bytes and removes the blob no contact names any more.
+    pub fn store(&self, tx: &TxUser<'_, '_>, previous: &str, current: &str) -> mycorrhizal_engine::Result<()> {
+        if let PictureChange::Set(bytes) = self {
+            if !current.is_empty() {
+                tx.put_blob(current, bytes)?;
+            }
+        }
+        if !previous.is_empty() && previous != current {
+            tx.delete_blob(previous)?;
+        }
+        Ok(())
+    }
+}
+
 /// Contact `id`'s picture as (media type, bytes); `None` when it has none, or none we can serve.
 /// A contact that does not exist is the engine's `NotFound`.
 pub fn read(scope: &UserScope, id: u64) -> mycorrhizal_engine::Result<Option<(&'static str, Vec<u8>)>> {

@@ -369,6 +369,53 @@ async fn multiget_and_query_answer_the_cards_asked_for() {
     assert_eq!(unsupported.status, 400);
 }
 
+/// A PUT that changes a card's photo is one write: the contact moves one revision, under the
+/// client's `If-Match`, with the new picture; a stale `If-Match` changes neither card nor picture;
+/// a card without its photo removes the picture in the same one revision.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_put_that_changes_the_photo_is_one_revision() {
+    use base64::Engine as _;
+    let server = server().await;
+    let (api, dav) = account(&server, "ada").await;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let png = |fill: u8| {
+        let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+        bytes.extend(std::iter::repeat_n(fill, 64));
+        bytes
+    };
+    let with = |fname: &str, photo: Option<&[u8]>| {
+        let line = photo.map(|p| format!("PHOTO;ENCODING=b;TYPE=PNG:{}\r\n", b64(p))).unwrap_or_default();
+        format!(
+            "BEGIN:VCARD\r\nVERSION:3.0\r\nUID:one\r\nFN:{fname} Byron\r\nN:Byron;{fname};;;\r\n{line}END:VCARD\r\n"
+        )
+    };
+    let created = dav.put("one", &with("Ada", Some(&png(1))), &[]).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let listed: serde_json::Value = api.get("/api/v1/contacts").await.json().await.unwrap();
+    let id = listed["contacts"][0]["id"].as_u64().expect("id");
+    let revision = |contact: &serde_json::Value| contact["revision"].as_u64().expect("revision");
+    let picture = || async { api.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.bytes().await.unwrap() };
+    let before: serde_json::Value = api.get(&format!("/api/v1/contacts/{id}")).await.json().await.unwrap();
+    assert_eq!(picture().await.as_ref(), png(1).as_slice());
+
+    let etag = created.etag();
+    let changed = dav.put("one", &with("Augusta", Some(&png(2))), &[("If-Match", etag.as_str())]).await;
+    assert_eq!(changed.status, 204, "{}", changed.body);
+    let after: serde_json::Value = api.get(&format!("/api/v1/contacts/{id}")).await.json().await.unwrap();
+    assert_eq!(revision(&after), revision(&before) + 1, "one revision for the card and its picture");
+    assert_eq!(picture().await.as_ref(), png(2).as_slice());
+
+    let stale = dav.put("one", &with("Stale", Some(&png(3))), &[("If-Match", etag.as_str())]).await;
+    assert_eq!(stale.status, 412);
+    assert_eq!(picture().await.as_ref(), png(2).as_slice(), "a refused PUT leaves the picture");
+
+    let dropped = dav.put("one", &with("Augusta", None), &[]).await;
+    assert_eq!(dropped.status, 204, "{}", dropped.body);
+    let last: serde_json::Value = api.get(&format!("/api/v1/contacts/{id}")).await.json().await.unwrap();
+    assert_eq!(revision(&last), revision(&after) + 1);
+    assert_eq!(api.get(&format!("/api/v1/contacts/{id}/profile_picture")).await.status(), 404);
+}
+
 /// A multiget large enough to be written on several threads answers every href in the order
 /// asked, each with its own card (a photo inline among them), and a missing one in its place.
 #[tokio::test(flavor = "multi_thread")]

@@ -11,6 +11,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::Contact;
+use crate::crm::pictures::PictureChange;
 use crate::crm::{Error, Result, kinds};
 
 /// The body of create and update: a card (with optional `crm` and `passthrough`), or flat fields
@@ -147,14 +148,34 @@ pub async fn create_prepared_then(
 /// Applies `input` over the stored contact `id`, read and written in one write transaction:
 /// nothing committed between the read and the write (a picture upload, a toggle) is lost.
 pub async fn update(scope: &UserScope, id: u64, pre: Precondition, input: ContactInput) -> Result<Row<Contact>> {
+    update_with_picture(scope, id, pre, input, PictureChange::Keep).await
+}
+
+/// [`update`] with a change of the contact's picture in the same update: one transaction and
+/// one revision under `pre`, so a sync client never sees the new card with the old picture.
+pub async fn update_with_picture(
+    scope: &UserScope,
+    id: u64,
+    pre: Precondition,
+    input: ContactInput,
+    picture: PictureChange,
+) -> Result<Row<Contact>> {
     Ok(scope
         .write_async(move |tx| {
-            let input = input.clone();
-            tx.update::<Contact>(id, pre, move |current| {
-                let next = input.apply(Some(current))?;
+            let (input, name) = (input.clone(), picture.name(id));
+            let mut previous = String::new();
+            let row = tx.update::<Contact>(id, pre, |current| {
+                let mut next = input.apply(Some(current))?;
+                if let Some(name) = &name {
+                    previous = std::mem::replace(&mut next.photo, name.clone());
+                }
                 *current = next;
                 Ok(())
-            })
+            })?;
+            if name.is_some() {
+                picture.store(tx, &previous, &row.body.photo)?;
+            }
+            Ok(row)
         })
         .await?)
 }
