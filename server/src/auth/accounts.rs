@@ -151,10 +151,10 @@ pub async fn get(state: &AppState, id: u64) -> Result<Account, Error> {
 }
 
 /// Finds an account by username or email (an identifier with `@` is an email).
-pub async fn find(state: &AppState, identifier: &str) -> Result<Option<(u64, Account)>, Error> {
+pub async fn find(engine: &mycorrhizal_engine::Engine, identifier: &str) -> Result<Option<(u64, Account)>, Error> {
     let identifier = identifier.trim().to_lowercase();
     let key = if identifier.contains('@') { "email" } else { "username" };
-    read(state, move |view| Ok(view.find::<Account>(key, &identifier)?)).await
+    crate::crm::blocking(engine, move |engine| Ok(engine.global()?.find::<Account>(key, &identifier)?)).await?
 }
 
 /// Sets a new password: bumps the token version (every session ends) and, for an admin or

@@ -8,6 +8,7 @@
 
 pub mod accounts;
 pub mod breach;
+pub mod credentials;
 pub mod devices;
 pub mod error;
 pub mod keys;
@@ -45,6 +46,8 @@ pub struct Auth {
     /// A session unused this long ends (`SESSION_IDLE_TIMEOUT_HOURS`).
     pub idle_timeout: SignedDuration,
     pub limits: limits::Limits,
+    /// Passwords verified lately ([`credentials`]).
+    pub memo: credentials::Memo,
 }
 
 /// A request's authenticated caller.
@@ -77,6 +80,7 @@ impl Auth {
             session_lifetime: SignedDuration::from_hours(config.auth.jwt_expiry_hours as i64),
             idle_timeout: SignedDuration::from_hours(config.auth.session_idle_hours as i64),
             limits: limits::Limits::new(config.spray.clone(), &config.rates),
+            memo: credentials::Memo::default(),
         })
     }
 

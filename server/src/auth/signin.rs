@@ -13,7 +13,7 @@ use super::Error;
 use super::oidc::OidcClient;
 use super::records::{Account, ResetToken, random_token, sha256_hex};
 use super::session::{self, Claims};
-use super::{accounts, second_factor};
+use super::{accounts, credentials, second_factor};
 use crate::notify::outbox::{self, Target};
 use crate::state::AppState;
 
@@ -38,29 +38,9 @@ pub async fn register(state: &AppState, new: accounts::NewAccount) -> Result<(u6
 
 /// Checks `identifier` (username or email) and `password` for a caller at `ip`.
 pub async fn with_password(state: &AppState, identifier: &str, password: String, ip: IpAddr) -> Result<SignIn, Error> {
-    let identifier = identifier.trim().to_lowercase();
-    if identifier.is_empty() {
-        return Err(Error::invalid_input("identifier", "is required"));
-    }
-    if password.is_empty() {
-        return Err(Error::invalid_input("password", "is required"));
-    }
-    let limits = &state.auth.limits;
-    limits
-        .check_login(&identifier, ip)
-        .map_err(|r| Error::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: r.locked })?;
-    let found = accounts::find(state, &identifier).await?;
-    let hash = found.as_ref().and_then(|(_, a)| a.password_hash.clone());
-    if !state.auth.hasher.verify(password, hash).await {
-        limits.login_failed(&identifier, ip);
-        tracing::info!(event = "login_failed", component = "auth", result = "failure");
-        return Err(Error::InvalidCredentials);
-    }
-    let Some((id, account)) = found else {
-        return Err(Error::InvalidCredentials);
-    };
-    limits.login_succeeded(&identifier, ip);
-    if account.totp.as_ref().is_some_and(|t| t.enabled) {
+    let proven = credentials::check(&state.auth, &state.engine, identifier, password, ip, None).await?;
+    let (id, account) = (proven.id, proven.account.clone());
+    if proven.needs_second_factor() {
         let now = state.engine.clock().now().as_second();
         let claims = Claims {
             user_id: id,
@@ -249,7 +229,7 @@ const RESET_LIFETIME: jiff::SignedDuration = jiff::SignedDuration::from_hours(1)
 /// password. Answers the same whether or not it exists, so accounts cannot be enumerated.
 pub async fn request_reset(state: &AppState, email: &str) -> Result<(), Error> {
     let email = accounts::normalize_email(email)?;
-    if let Some((user_id, account)) = accounts::find(state, &email).await?
+    if let Some((user_id, account)) = accounts::find(&state.engine, &email).await?
         && account.password_hash.is_some()
     {
         let token = random_token(32);

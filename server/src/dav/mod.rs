@@ -19,10 +19,9 @@ mod query;
 pub mod sync;
 pub mod xml;
 
-use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -33,11 +32,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use base64::Engine as _;
 use mycorrhizal_engine::UserId;
-use sha2::{Digest, Sha256};
 
 use crate::auth::limits::Rate;
-use crate::auth::records::{Account, Scope};
-use crate::auth::{TOKEN_PREFIX, Via, accounts};
+use crate::auth::records::Scope;
+use crate::auth::{Error as AuthError, credentials};
 use crate::http::client::client_ip;
 use crate::state::AppState;
 
@@ -48,9 +46,6 @@ pub fn rate(config: &crate::config::Config) -> Rate {
 }
 /// The largest request body a DAV route reads (a card with a 10 MB photo, base64).
 pub const MAX_BODY: usize = 16 * 1024 * 1024;
-/// How long a verified password is remembered, so a phone's sync (hundreds of requests, each
-/// with Basic credentials) costs one argon2 verification, not one per request.
-const REMEMBER: Duration = Duration::from_secs(15 * 60);
 /// DAV writes (PUT, DELETE), cards and events together, waiting on the writer at once. Past it a write
 /// is answered 503 with `Retry-After` at once rather than queued behind a saturated writer until
 /// the client times out (and retries, adding to the queue).
@@ -152,21 +147,10 @@ fn redirect(to: &'static str) -> Response {
     (StatusCode::MOVED_PERMANENTLY, [(LOCATION, to)]).into_response()
 }
 
-/// What the DAV routes share: the remembered credentials.
+/// What the DAV routes share: the bound on writes in flight.
 #[derive(Clone)]
 pub struct Dav {
-    remembered: Arc<Mutex<HashMap<[u8; 32], Remembered>>>,
     writes: Arc<tokio::sync::Semaphore>,
-    /// Keys the remembered-credential digests, so they say nothing outside this process.
-    salt: [u8; 32],
-}
-
-#[derive(Clone)]
-struct Remembered {
-    user: u64,
-    token_version: u64,
-    password_hash: Option<String>,
-    until: Instant,
 }
 
 /// The caller of a DAV request.
@@ -196,9 +180,7 @@ impl DavUser {
 
 impl Dav {
     fn new() -> Dav {
-        let mut salt = [0u8; 32];
-        let _ = getrandom::fill(&mut salt);
-        Dav { remembered: Arc::default(), writes: Arc::new(tokio::sync::Semaphore::new(WRITES_IN_FLIGHT)), salt }
+        Dav { writes: Arc::new(tokio::sync::Semaphore::new(WRITES_IN_FLIGHT)) }
     }
 
     async fn carddav(&self, state: AppState, request: Request) -> Response {
@@ -250,81 +232,30 @@ impl Dav {
         }
     }
 
-    fn digest(&self, identifier: &str, password: &str) -> [u8; 32] {
-        let mut hash = Sha256::new();
-        hash.update(self.salt);
-        hash.update(identifier.as_bytes());
-        hash.update([0]);
-        hash.update(password.as_bytes());
-        hash.finalize().into()
-    }
-
     /// HTTP Basic with the account password, or with an API token of scope `carddav` as the
-    /// password. The lockout and spray rules of sign-in apply to both. An account with two-factor
-    /// authentication must use a token (a password alone would bypass the second factor).
+    /// password, checked by sign-in's own core (`auth::credentials`: lockout, spray, one answer,
+    /// the limiters' accounting). An account with two-factor authentication must use a token (a
+    /// password alone would bypass the second factor).
     async fn authenticate(&self, state: &AppState, headers: &HeaderMap, peer: IpAddr) -> Result<DavUser, DavError> {
         let (identifier, password) = basic(headers).ok_or_else(DavError::unauthorized)?;
-        let identifier = identifier.trim().to_lowercase();
         let ip = client_ip(peer, headers, &state.config.trusted_proxies);
-        let limits = &state.auth.limits;
-        limits.check_login(&identifier, ip).map_err(|r| DavError::too_many(r.retry_after.as_secs().max(1)))?;
-        if password.starts_with(TOKEN_PREFIX) {
-            let user = state.auth.authenticate(&state.engine, &password).await.ok().filter(|u| {
-                matches!(u.via, Via::ApiToken { scope: Scope::Carddav, .. })
-                    && (u.account.username.to_lowercase() == identifier || u.account.email.to_lowercase() == identifier)
-            });
-            return match user {
-                Some(user) => {
-                    limits.login_succeeded(&identifier, ip);
-                    Ok(DavUser::new(state, user.id, user.account.username))
-                }
-                None => {
-                    limits.login_failed(&identifier, ip);
-                    Err(DavError::unauthorized())
-                }
-            };
+        let checked = credentials::check(&state.auth, &state.engine, &identifier, password, ip, Some(Scope::Carddav));
+        match checked.await {
+            Ok(proven) if !proven.needs_second_factor() => {
+                Ok(DavUser::new(state, UserId(proven.id), proven.account.username))
+            }
+            Ok(_) => {
+                tracing::info!(
+                    event = "dav_auth_refused",
+                    component = "dav",
+                    reason = "second factor: use an API token"
+                );
+                Err(DavError::unauthorized())
+            }
+            Err(AuthError::RateLimited { retry_after, .. }) => Err(DavError::too_many(retry_after)),
+            Err(AuthError::Engine(_) | AuthError::Crm(_) | AuthError::Internal(_)) => Err(DavError::unavailable()),
+            Err(_) => Err(DavError::unauthorized()),
         }
-        let key = self.digest(&identifier, &password);
-        let found = accounts::find(state, &identifier).await.map_err(|_| DavError::unavailable())?;
-        if let Some((id, account)) = &found
-            && let Some(known) = self.recall(&key)
-            && known.user == *id
-            && known.token_version == account.token_version
-            && known.password_hash == account.password_hash
-        {
-            return Ok(DavUser::new(state, UserId(*id), account.username.clone()));
-        }
-        let hash = found.as_ref().and_then(|(_, a)| a.password_hash.clone());
-        let two_factor = found.as_ref().is_some_and(|(_, a)| a.totp.as_ref().is_some_and(|t| t.enabled));
-        if !state.auth.hasher.verify(password, hash).await || two_factor {
-            limits.login_failed(&identifier, ip);
-            tracing::info!(event = "dav_auth_failed", component = "dav", result = "failure");
-            return Err(DavError::unauthorized());
-        }
-        let Some((id, account)) = found else { return Err(DavError::unauthorized()) };
-        limits.login_succeeded(&identifier, ip);
-        self.remember(key, id, &account);
-        Ok(DavUser::new(state, UserId(id), account.username))
-    }
-
-    fn recall(&self, key: &[u8; 32]) -> Option<Remembered> {
-        let map = self.remembered.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(key).filter(|r| r.until > Instant::now()).cloned()
-    }
-
-    fn remember(&self, key: [u8; 32], user: u64, account: &Account) {
-        let mut map = self.remembered.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        if map.len() > 10_000 {
-            map.retain(|_, r| r.until > now);
-        }
-        let entry = Remembered {
-            user,
-            token_version: account.token_version,
-            password_hash: account.password_hash.clone(),
-            until: now + REMEMBER,
-        };
-        map.insert(key, entry);
     }
 }
 

@@ -642,6 +642,25 @@ async fn basic_auth_takes_the_password_or_a_carddav_token_and_locks_out_guessers
     let locked = renewed.propfind(&path, "0", "<D:getetag/>").await;
     assert_eq!(locked.status, 429);
     assert!(locked.headers.get("retry-after").is_some());
+    // One lockout for every door that takes the password: the session sign-in is locked too.
+    let login = server.post("/api/v1/login", json!({ "identifier": "ada", "password": new_password })).await;
+    assert_eq!(login.status(), 429);
+}
+
+/// A password DAV verified a moment ago stops working once the account turns on a second factor
+/// (the remembered password does not skip that rule); a `carddav` token still works.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remembered_password_stops_at_a_second_factor_turned_on_since() {
+    let server = server().await;
+    let (api, dav) = account(&server, "ada").await;
+    let path = dav.book();
+    let made: serde_json::Value =
+        api.post("/api/v1/api-tokens", json!({ "name": "phone", "scope": "carddav" })).await.json().await.unwrap();
+    let with_token = Dav { secret: made["token"].as_str().expect("token").into(), ..dav.clone() };
+    assert_eq!(dav.propfind(&path, "0", "<D:getetag/>").await.status, 207, "the password, now remembered");
+    crate::twofactor::enrol(&api).await;
+    assert_eq!(dav.propfind(&path, "0", "<D:getetag/>").await.status, 401, "a password alone skips the second factor");
+    assert_eq!(with_token.propfind(&path, "0", "<D:getetag/>").await.status, 207);
 }
 
 #[tokio::test(flavor = "multi_thread")]
