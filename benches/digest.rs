@@ -20,7 +20,7 @@ use mycorrhizal::auth::records::Account;
 use mycorrhizal::config::{Config, Env};
 use mycorrhizal::crm::calendar::{self, Recurrence};
 use mycorrhizal::crm::contact::ops::ContactInput;
-use mycorrhizal::crm::records::Reminder;
+use mycorrhizal::crm::reminder::Reminder;
 use mycorrhizal::notify::webhook_ops as webhooks;
 use mycorrhizal::notify::webhooks::WebhookInput;
 use mycorrhizal_engine::system::{JobResult, Trigger};

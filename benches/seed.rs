@@ -9,7 +9,7 @@ use mycorrhizal::AppState;
 use mycorrhizal::config::{Config, Env};
 use mycorrhizal::crm::contact::Contact;
 use mycorrhizal::crm::contact::ops::ContactInput;
-use mycorrhizal::crm::records::{Activity, Note};
+use mycorrhizal::crm::{activity::Activity, note::Note};
 use mycorrhizal_engine::{Engine, UserScope};
 use serde_json::json;
 

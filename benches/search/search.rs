@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use mycorrhizal::crm::contact::Contact;
 use mycorrhizal::crm::contact::ops::ContactInput;
-use mycorrhizal::crm::records::{Activity, Note};
+use mycorrhizal::crm::{activity::Activity, note::Note};
 use mycorrhizal_engine::{Durability, Engine, Options, Plan, Record, SearchOptions, SearchRequest, UserId};
 use serde_json::json;
 

@@ -25,8 +25,8 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use crate::auth::records::Account;
+use crate::crm::attachment::Attachment;
 use crate::crm::contact::Contact;
-use crate::crm::depth::Attachment;
 
 /// One finding: what kind of thing failed, and how many.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -180,7 +180,7 @@ fn blobs(engine: &Engine, users: &[u64]) -> mycorrhizal_engine::Result<(u64, Vec
         }
         for attachment in view.list::<Attachment>()? {
             checked += 1;
-            match view.blob(&crate::crm::attachments::blob_name(attachment.id))? {
+            match view.blob(&crate::crm::attachment::ops::blob_name(attachment.id))? {
                 None => attachments_missing += 1,
                 Some(bytes) => {
                     if hex::encode(Sha256::digest(&bytes)) != attachment.body.sha256 {

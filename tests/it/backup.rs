@@ -490,7 +490,7 @@ async fn the_integrity_check_finds_a_missing_attachment() {
     let (database, user) = (instance.database(), ada.id);
     let removed = tokio::task::spawn_blocking(move || {
         let engine = crate::helpers::open_engine(&database);
-        let blob = mycorrhizal::crm::attachments::blob_name(first);
+        let blob = mycorrhizal::crm::attachment::ops::blob_name(first);
         let removed =
             engine.user(mycorrhizal_engine::UserId(user)).write(move |tx| tx.delete_blob(&blob)).expect("write");
         engine.shutdown();

@@ -6,7 +6,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{Client, Instance};
-use mycorrhizal::crm::households::{address_hash, member_hash};
+use mycorrhizal::crm::{household::address_hash, household::member_hash};
 
 async fn contact(client: &Client, body: Value) -> (u64, String) {
     let response = client.post("/api/v1/contacts", body).await;
@@ -464,7 +464,7 @@ async fn search_can_be_restricted_to_a_household() {
 #[tokio::test]
 async fn the_daily_purge_removes_household_and_membership_tombstones() {
     use jiff::Timestamp;
-    use mycorrhizal::crm::households::{Household, HouseholdMember};
+    use mycorrhizal::crm::{household::Household, household::HouseholdMember};
     use mycorrhizal_engine::system::Trigger;
     let app = crate::sessions::in_process(&[("DELETED_RETENTION_DAYS", "30")]).await;
     app.clock.set("2026-01-01T10:00:00Z".parse::<Timestamp>().unwrap());

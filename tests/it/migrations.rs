@@ -171,7 +171,8 @@ fn stored_activities_of_the_old_shape_gain_an_empty_calendar_name() {
     };
     let (engine, report) = Engine::open(&path, options).expect("reopen");
     assert_eq!((report.from, report.to), (4, mycorrhizal::crm::schema_version()));
-    let row = engine.user(UserId(1)).view().expect("view").get::<mycorrhizal::crm::records::Activity>(id).expect("row");
+    let row =
+        engine.user(UserId(1)).view().expect("view").get::<mycorrhizal::crm::activity::Activity>(id).expect("row");
     assert_eq!((row.body.uuid.as_str(), row.body.title.as_str(), row.body.kind.as_str()), ("u-1", "Lunch", "meal"));
     assert_eq!(
         (row.body.location.as_str(), row.body.external_ref.as_str(), row.body.dav_name.as_str()),

@@ -8,15 +8,15 @@ use axum::response::Response;
 use mycorrhizal_engine::Row;
 
 use crate::auth::AuthUser;
-use crate::crm::activities::{self, ActivityPage, ActivityView};
-use crate::crm::records::Activity;
+use crate::crm::activity::Activity;
+use crate::crm::{activity::ops as activities, activity::ops::ActivityPage, activity::ops::ActivityView};
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
 use crate::http::params::DatedQuery;
 use crate::state::AppState;
 
-#[utoipa::path(get, path = "/api/v1/activities", tag = "activities", params(DatedQuery), responses((status = 200, description = "`{activities, next_cursor, limit}`, newest first", body = crate::crm::activities::ActivityPage)))]
+#[utoipa::path(get, path = "/api/v1/activities", tag = "activities", params(DatedQuery), responses((status = 200, description = "`{activities, next_cursor, limit}`, newest first", body = crate::crm::activity::ops::ActivityPage)))]
 pub async fn list(
     State(state): State<AppState>,
     user: AuthUser,
@@ -54,7 +54,7 @@ pub async fn create(
     Ok(tagged(&row, None, StatusCode::CREATED, &body))
 }
 
-#[utoipa::path(get, path = "/api/v1/activities/{id}", tag = "activities", params(("id" = u64, Path)), responses((status = 200, description = "The activity with its contacts", body = crate::crm::activities::ActivityView), (status = 404, description = "No such activity")))]
+#[utoipa::path(get, path = "/api/v1/activities/{id}", tag = "activities", params(("id" = u64, Path)), responses((status = 200, description = "The activity with its contacts", body = crate::crm::activity::ops::ActivityView), (status = 404, description = "No such activity")))]
 pub async fn get(
     State(state): State<AppState>,
     user: AuthUser,
@@ -87,6 +87,6 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    crate::crm::activities::delete(&state.scope(&user), id, crate::http::conditional::if_match(&headers)?).await?;
+    crate::crm::activity::ops::delete(&state.scope(&user), id, crate::http::conditional::if_match(&headers)?).await?;
     Ok(axum::Json(crate::crm::Message::new("Activity deleted")))
 }

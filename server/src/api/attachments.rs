@@ -1,4 +1,4 @@
-//! Attachments over HTTP: the multipart field `file` in, `crm::attachments` keeps it; served back
+//! Attachments over HTTP: the multipart field `file` in, `crm::attachment` keeps it; served back
 //! with their type, a safe `Content-Disposition` and `nosniff`.
 
 use crate::http::extract::Path;
@@ -9,12 +9,15 @@ use axum::response::{IntoResponse, Response};
 
 use crate::auth::AuthUser;
 use crate::crm::Message;
-use crate::crm::attachments::{self, AttachmentList, AttachmentStored, INLINE, NewFile};
 use crate::crm::contact::Contact;
+use crate::crm::{
+    attachment::ops as attachments, attachment::ops::AttachmentList, attachment::ops::AttachmentStored,
+    attachment::ops::INLINE, attachment::ops::NewFile,
+};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-pub use crate::crm::attachments::MAX_ATTACHMENT;
+pub use crate::crm::attachment::ops::MAX_ATTACHMENT;
 
 #[utoipa::path(post, path = "/api/v1/contacts/{id}/attachments", tag = "depth", params(("id" = u64, Path)), request_body(content = crate::http::extract::FileUpload, content_type = "multipart/form-data", description = "Field `file`, at most 25 MB"), responses(
     (status = 201, description = "`{attachment}`"), (status = 400, description = "No file, too large, or over the quota"), (status = 404, description = "No such contact")))]

@@ -7,7 +7,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use crate::auth::AuthUser;
-use crate::crm::cadence::{self, OverdueList, PolicyInput, PolicyList, PolicyView};
+use crate::crm::{
+    cadence::ops as cadence, cadence::ops::OverdueList, cadence::ops::PolicyInput, cadence::ops::PolicyList,
+    cadence::ops::PolicyView,
+};
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
@@ -36,7 +39,7 @@ pub async fn create(
     Ok(tagged(&row, None, StatusCode::CREATED, &PolicyView::of(&row)))
 }
 
-#[utoipa::path(get, path = "/api/v1/cadence-policies/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The policy with the health of each covered contact", body = crate::crm::cadence::PolicyDetail), (status = 404, description = "No such policy")))]
+#[utoipa::path(get, path = "/api/v1/cadence-policies/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The policy with the health of each covered contact", body = crate::crm::cadence::ops::PolicyDetail), (status = 404, description = "No such policy")))]
 pub async fn get(
     State(state): State<AppState>,
     user: AuthUser,

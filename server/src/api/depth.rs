@@ -1,5 +1,5 @@
 //! Life events, gifts and conversation-agenda items over HTTP: each handler extracts, calls one
-//! operation of `crm::depth_ops`, and maps the result. Lists are per contact (`entity_id` or
+//! operation of `crm::depth::ops`, and maps the result. Lists are per contact (`entity_id` or
 //! `contact_id`) or, without one, the user's most recently updated first.
 
 use crate::http::extract::{Path, Query};
@@ -10,10 +10,11 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::AuthUser;
-use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
-use crate::crm::depth_ops::{
-    self, AgendaItemCreated, AgendaItemView, AgendaPage, ContactRef, DepthFilter, GiftCreated, GiftPage, GiftView,
-    LifeEventCreated, LifeEventPage, LifeEventView,
+use crate::crm::{depth::AgendaItem, depth::Gift, depth::LifeEvent};
+use crate::crm::{
+    depth::ops as depth_ops, depth::ops::AgendaItemCreated, depth::ops::AgendaItemView, depth::ops::AgendaPage,
+    depth::ops::ContactRef, depth::ops::DepthFilter, depth::ops::GiftCreated, depth::ops::GiftPage,
+    depth::ops::GiftView, depth::ops::LifeEventCreated, depth::ops::LifeEventPage, depth::ops::LifeEventView,
 };
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};

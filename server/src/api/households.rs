@@ -1,5 +1,5 @@
 //! Households, their members, and the address suggestions computed on every read, over HTTP:
-//! each handler extracts, calls one operation of `crm::household_ops`, and maps the result.
+//! each handler extracts, calls one operation of `crm::household::ops`, and maps the result.
 //!
 //! A household has a `name`, a `type` (`family_unit`, `roommates` or `other`, the default), an
 //! optional `address` and `notes`. Its address is answered in the card's JSContact form
@@ -12,7 +12,7 @@
 //! client uses for (partial) dates, never validated as dates. A member route names the member by
 //! its membership id or by the contact's vCard UID.
 //!
-//! Suggestions (see `crm::households::candidates`) come from the card addresses of the
+//! Suggestions (see `crm::household::candidates`) come from the card addresses of the
 //! current members (no `until`); dismissing one stores its `(address_hash, member_hash)` so it
 //! never comes back for that user.
 
@@ -25,11 +25,13 @@ use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
 use crate::crm::Message;
-use crate::crm::household_ops::{
-    self, HouseholdCreated, HouseholdFilter, HouseholdPage, HouseholdView, HouseholdWithMembers, MemberChanged,
-    MemberList, MemberView, SuggestionList,
+use crate::crm::household::HouseholdMember;
+use crate::crm::{
+    household::ops as household_ops, household::ops::HouseholdCreated, household::ops::HouseholdFilter,
+    household::ops::HouseholdPage, household::ops::HouseholdView, household::ops::HouseholdWithMembers,
+    household::ops::MemberChanged, household::ops::MemberList, household::ops::MemberView,
+    household::ops::SuggestionList,
 };
-use crate::crm::households::HouseholdMember;
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;

@@ -7,7 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::auth::AuthUser;
-use crate::crm::feed;
+use crate::crm::ical_feed as feed;
 use crate::error::ApiError;
 use crate::state::AppState;
 

@@ -7,8 +7,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use crate::auth::AuthUser;
-use crate::crm::notes::{self, NoteInput, NotePage, NoteSaved, NoteView};
-use crate::crm::records::Note;
+use crate::crm::note::Note;
+use crate::crm::{
+    note::ops as notes, note::ops::NoteInput, note::ops::NotePage, note::ops::NoteSaved, note::ops::NoteView,
+};
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
@@ -92,6 +94,6 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    crate::crm::notes::delete(&state.scope(&user), id, crate::http::conditional::if_match(&headers)?).await?;
+    crate::crm::note::ops::delete(&state.scope(&user), id, crate::http::conditional::if_match(&headers)?).await?;
     Ok(axum::Json(crate::crm::Message::new("Note deleted")))
 }

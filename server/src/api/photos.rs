@@ -14,14 +14,14 @@ use utoipa::IntoParams;
 use crate::auth::AuthUser;
 use crate::crm::contact::Contact;
 use crate::crm::contact::view::ContactView;
-use crate::crm::pictures::{self, PictureError};
+use crate::crm::{contact::picture as pictures, contact::picture::PictureError};
 use crate::error::ApiError;
 use crate::http::conditional::tagged;
 use crate::outbound::image::{self, FetchError};
 use crate::state::AppState;
 
 /// The upload limit the route table sets (the rule is the domain's).
-pub use crate::crm::pictures::MAX_PHOTO;
+pub use crate::crm::contact::picture::MAX_PHOTO;
 
 #[utoipa::path(post, path = "/api/v1/contacts/{id}/profile_picture", tag = "contacts", params(("id" = u64, Path)), request_body(content = PhotoUpload, content_type = "multipart/form-data", description = "Field `photo`: a JPEG, PNG, GIF or WebP image, at most 10 MB; without it the contact is answered unchanged"), responses(
     (status = 200, description = "The contact"), (status = 400, description = "Not an image, or too large"), (status = 404, description = "No such contact")))]

@@ -1,4 +1,4 @@
-//! Relationships over HTTP: each handler extracts, calls one operation of `crm::relationships`,
+//! Relationships over HTTP: each handler extracts, calls one operation of `crm::relationship`,
 //! and maps the result.
 
 use crate::http::extract::Path;
@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use mycorrhizal_engine::Row;
 
 use crate::auth::AuthUser;
-use crate::crm::records::Relationship;
-use crate::crm::relationships;
+use crate::crm::relationship::Relationship;
+use crate::crm::relationship::ops as relationships;
 use crate::error::ApiError;
 use crate::http::json::Json;
 use crate::state::AppState;

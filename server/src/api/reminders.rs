@@ -12,7 +12,10 @@ use utoipa::IntoParams;
 use crate::auth::AuthUser;
 use crate::crm::Message;
 use crate::crm::contact::ops::require_contacts;
-use crate::crm::reminders::{self, CompletionList, ReminderCompleted, ReminderList, ReminderSaved, ReminderView};
+use crate::crm::{
+    reminder::ops as reminders, reminder::ops::CompletionList, reminder::ops::ReminderCompleted,
+    reminder::ops::ReminderList, reminder::ops::ReminderSaved, reminder::ops::ReminderView,
+};
 use crate::error::ApiError;
 use crate::http::conditional::{if_match, tagged};
 use crate::http::json::Json;
@@ -64,7 +67,7 @@ pub async fn create_for_contact(
     Ok(tagged(&row, None, StatusCode::CREATED, &body))
 }
 
-#[utoipa::path(get, path = "/api/v1/reminders/{id}", tag = "reminders", params(("id" = u64, Path)), responses((status = 200, description = "The reminder, with `ETag`", body = crate::crm::reminders::ReminderView), (status = 404, description = "No such reminder")))]
+#[utoipa::path(get, path = "/api/v1/reminders/{id}", tag = "reminders", params(("id" = u64, Path)), responses((status = 200, description = "The reminder, with `ETag`", body = crate::crm::reminder::ops::ReminderView), (status = 404, description = "No such reminder")))]
 pub async fn get(
     State(state): State<AppState>,
     user: AuthUser,
@@ -97,7 +100,7 @@ pub async fn delete(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    crate::crm::reminders::delete(&state.scope(&user), id, crate::http::conditional::if_match(&headers)?).await?;
+    crate::crm::reminder::ops::delete(&state.scope(&user), id, crate::http::conditional::if_match(&headers)?).await?;
     Ok(axum::Json(crate::crm::Message::new("Reminder deleted")))
 }
 

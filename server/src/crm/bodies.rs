@@ -10,7 +10,7 @@ use super::schema::{contact_ref, nonblank, refined, shape, typed};
 
 refined!(
     /// A life event: for a contact, with a type or a description.
-    LifeEventBody = super::depth_ops::LifeEventInput,
+    LifeEventBody = super::depth::ops::LifeEventInput,
     "Names its contact by `entity_id` or `contact_id`; has a non-blank `type` or `description`",
     [
         contact_ref(),
@@ -23,7 +23,7 @@ refined!(
 
 refined!(
     /// A gift: for a contact; `value_cents` and `currency` go together.
-    GiftBody = super::depth_ops::GiftInput,
+    GiftBody = super::depth::ops::GiftInput,
     "Names its contact by `entity_id` or `contact_id`; `value_cents` and `currency` are both given or both absent (or null)",
     [
         contact_ref(),
@@ -36,14 +36,14 @@ refined!(
 
 refined!(
     /// A conversation-agenda item: for a contact.
-    AgendaBody = super::depth_ops::AgendaInput,
+    AgendaBody = super::depth::ops::AgendaInput,
     "Names its contact by `entity_id` or `contact_id`",
     [contact_ref()]
 );
 
 refined!(
     /// A cadence policy: a contact policy names its contact, a circle or tag policy its target.
-    CadencePolicyBody = super::cadence::PolicyInput,
+    CadencePolicyBody = super::cadence::ops::PolicyInput,
     "`scope` `contact` (or absent) needs `contact_id`; `circle` or `tag` needs a non-blank `target`",
     [AnyOfBuilder::new()
         .item(shape(
@@ -65,7 +65,7 @@ refined!(
 
 refined!(
     /// A new household member: names its contact.
-    HouseholdMemberBody = super::household_ops::MemberInput,
+    HouseholdMemberBody = super::household::ops::MemberInput,
     "Names its contact by a non-blank `member_vcard_uid` or by `contact_id`",
     [AnyOfBuilder::new()
         .item(shape(&["member_vcard_uid"], vec![("member_vcard_uid", nonblank())]))

@@ -7,17 +7,17 @@ use jiff::civil::Date;
 use mycorrhizal_engine::{UserView, Walk};
 
 use super::Result;
-use super::activities::ActivityView;
+use super::activity::ops::ActivityView;
 use super::calendar;
 use super::contact::ops::require_contacts;
 use super::contact::pick::{random_summaries, upcoming_birthdays};
 use super::contact::view::{BirthdayView, ContactSummary};
 use super::contact::{Contact, INDEX_FAVORITE};
-use super::depth::{Gift, LifeEvent};
-use super::depth_ops::{GiftView, LifeEventView};
-use super::notes::NoteView;
-use super::records::{Activity, BY_CONTACT, Completion, Note, contact_range};
-use super::reminders::{CompletionView, ReminderView};
+use super::note::ops::NoteView;
+use super::{activity::Activity, note::Note, records::BY_CONTACT, records::contact_range, reminder::Completion};
+use super::{depth::Gift, depth::LifeEvent};
+use super::{depth::ops::GiftView, depth::ops::LifeEventView};
+use super::{reminder::ops::CompletionView, reminder::ops::ReminderView};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -38,7 +38,7 @@ pub struct Dashboard {
     /// Open reminders due within seven days (overdue included), or the earliest five.
     pub upcoming_reminders: Vec<ReminderView>,
     /// Contacts past their keep-in-touch cadence.
-    pub overdue: Vec<crate::crm::cadence::Overdue>,
+    pub overdue: Vec<crate::crm::cadence::ops::Overdue>,
     /// Pending reach-out suggestions.
     pub reach_out_suggestions: Vec<crate::crm::reach_out::ops::SuggestionView>,
 }
@@ -57,8 +57,8 @@ pub fn dashboard(v: &UserView, today: Date, now: Timestamp) -> Result<Dashboard>
         birthdays: upcoming_birthdays(v, today, end, DASHBOARD_BIRTHDAYS)?,
         random_contacts: random_summaries(v, 5)?,
         favorites: favorites.rows.iter().map(ContactSummary::of).collect(),
-        upcoming_reminders: crate::crm::reminders::upcoming_views(v, today)?,
-        overdue: crate::crm::cadence::overdue(v, now)?,
+        upcoming_reminders: crate::crm::reminder::ops::upcoming_views(v, today)?,
+        overdue: crate::crm::cadence::ops::overdue(v, now)?,
         reach_out_suggestions: crate::crm::reach_out::ops::views(v, Some(crate::crm::reach_out::PENDING), now)?,
     })
 }

@@ -10,13 +10,14 @@ use mycorrhizal_engine::{Indexed, Precondition, Record, Source, TxUser};
 
 use super::bundle::{BundleKind, Ref, Shape};
 use super::contact::Contact;
-use super::depth::{AgendaItem, Attachment, CadencePolicy, Gift, LifeEvent};
 use super::export::RecordTable;
-use super::households::{DismissedHouseholdSuggestion, Household, HouseholdMember};
 use super::reach_out::ReachOutSuggestion;
-use super::records::{
-    Activity, BY_CONTACT, BY_SOURCE, BY_TARGET, Completion, Note, Relationship, Reminder, contact_range,
+use super::{
+    activity::Activity, note::Note, records::BY_CONTACT, records::contact_range, relationship::BY_SOURCE,
+    relationship::BY_TARGET, relationship::Relationship, reminder::Completion, reminder::Reminder,
 };
+use super::{attachment::Attachment, cadence::CadencePolicy, depth::AgendaItem, depth::Gift, depth::LifeEvent};
+use super::{household::DismissedHouseholdSuggestion, household::Household, household::HouseholdMember};
 
 type Tx<'t, 'a> = TxUser<'t, 'a>;
 type Cascade = fn(&Tx<'_, '_>, u64) -> mycorrhizal_engine::Result<Vec<u64>>;
@@ -201,7 +202,7 @@ pub fn cascade_contact(tx: &Tx<'_, '_>, id: u64) -> mycorrhizal_engine::Result<(
         }
         if entry.name == Attachment::KIND.name {
             for attachment in &touched {
-                tx.delete_blob(&super::depth::blob_name(*attachment))?;
+                tx.delete_blob(&super::attachment::blob_name(*attachment))?;
             }
         }
     }

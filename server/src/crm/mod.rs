@@ -4,35 +4,38 @@
 //! list, ...), typed input to typed output or [`Error`], no HTTP. Every front door (`api/`,
 //! `web/`, `dav/`, the command line and jobs) calls these functions; the rules live here and in
 //! the engine's write path. Nothing here imports a front door.
+//!
+//! Layout: one folder per record kind (`contact/`, `note/`, `activity/`, `reminder/`,
+//! `relationship/`, `household/`, `attachment/`, `cadence/`, `reach_out/`; `depth/` holds the
+//! three per-contact kinds that share their operations): `mod.rs` is the record (its fields,
+//! validation, indexes), `ops.rs` its operations and the views they answer (`contact/` splits
+//! those further). What every kind shares is `records.rs` (index keys, the delete step) and the
+//! registry `kinds.rs`; rules about dates are `calendar.rs`. A new kind is a new folder.
 
-pub mod activities;
-pub mod attachments;
+pub mod activity;
+pub mod attachment;
 pub mod audit;
 pub mod bodies;
 pub mod bundle;
 pub mod cadence;
 pub mod calendar;
-pub mod cards;
+pub mod calendar_events;
 pub mod contact;
 pub mod cursor;
 pub mod depth;
-pub mod depth_ops;
 mod error;
-pub mod events;
 pub mod export;
-pub mod feed;
 pub mod groups;
 pub mod home;
-pub mod household_ops;
-pub mod households;
+pub mod household;
+pub mod ical_feed;
 pub mod import;
 pub mod kinds;
-pub mod notes;
-pub mod pictures;
+pub mod note;
 pub mod reach_out;
 pub mod records;
-pub mod relationships;
-pub mod reminders;
+pub mod relationship;
+pub mod reminder;
 pub mod schema;
 pub mod search;
 
@@ -117,7 +120,7 @@ pub fn migrations() -> Vec<mycorrhizal_engine::Migration> {
     steps.push(mycorrhizal_engine::Migration {
         version: 5,
         name: "activities carry the calendar resource name a CalDAV client created them under",
-        run: records::migrate_activity_names,
+        run: activity::migrate_activity_names,
     });
     steps
 }

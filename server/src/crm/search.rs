@@ -9,12 +9,15 @@ use mycorrhizal_engine::{Plan, Row, SearchRequest, UserScope, UserView};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::activities::ActivityView;
+use super::activity::ops::ActivityView;
 use super::contact::Contact;
 use super::contact::view::ContactSummary;
-use super::notes::NoteView;
-use super::records::{Activity, KNOWN_RELATIONS, Note, Relationship, SYMMETRIC_RELATIONS, relation_token};
-use super::{Error, Result, households};
+use super::note::ops::NoteView;
+use super::{Error, Result, household as households};
+use super::{
+    activity::Activity, note::Note, relationship::KNOWN_RELATIONS, relationship::Relationship,
+    relationship::SYMMETRIC_RELATIONS, relationship::relation_token,
+};
 
 /// Characters of context in a snippet.
 const SNIPPET_CHARS: usize = 160;
@@ -246,7 +249,7 @@ fn activity_hit(view: &UserView, plan: &Plan, row: &Row<Activity>) -> ActivityHi
         .find_map(|t| plan.snippet(t, SNIPPET_CHARS))
         .or_else(|| first_chars(&a.title));
     ActivityHit {
-        activity: crate::crm::activities::named(view, row),
+        activity: crate::crm::activity::ops::named(view, row),
         legacy_id: row.id,
         snippet: SnippetView::of(snippet),
     }

@@ -1,4 +1,4 @@
-//! The CalDAV methods (RFC 4791): the user's dates (`crm::events`) as one calendar.
+//! The CalDAV methods (RFC 4791): the user's dates (`crm::calendar_events`) as one calendar.
 //! OPTIONS, PROPFIND on every resource, GET/HEAD of an event, and the calendar's REPORTs
 //! (calendar-multiget, calendar-query with a time-range, sync-collection). Writes are refused
 //! with 403 and `D:need-privileges`: the calendar is a view of activities, life events and
@@ -20,7 +20,7 @@ use super::props::{self, Resource};
 use super::sync;
 use super::xml::{self, CALDAV, CALSERVER, DAV, Multistatus, Prop, PropName, Propfind, Report, TimeRange};
 use super::{DavError, DavUser, MAX_BODY};
-use crate::crm::events::{self, CalendarEvent, Source};
+use crate::crm::{calendar_events as events, calendar_events::CalendarEvent, calendar_events::Source};
 use crate::state::AppState;
 
 const ALLOW: &str = "OPTIONS, GET, HEAD, PROPFIND, REPORT";
@@ -171,7 +171,7 @@ async fn put(state: &AppState, user: DavUser, id: u64, headers: &HeaderMap, body
 /// Two-way CalDAV: deleting an activity's event deletes the activity.
 async fn delete(state: &AppState, user: DavUser, id: u64, headers: &HeaderMap) -> Result<Response, DavError> {
     let pre = precondition(headers)?;
-    crate::crm::activities::delete(&state.engine.user(user.id), id, pre).await?;
+    crate::crm::activity::ops::delete(&state.engine.user(user.id), id, pre).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

@@ -1,6 +1,6 @@
 //! The CardDAV methods: OPTIONS, PROPFIND on every resource, GET/HEAD/PUT/DELETE of a card, and
 //! the REPORTs of the address book (multiget, query, sync-collection). Each one reads the request
-//! (`xml`), calls the domain (`crm::cards`) or reads one user-scoped view, and writes the answer.
+//! (`xml`), calls the domain (`crm::contact::card`) or reads one user-scoped view, and writes the answer.
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
@@ -14,9 +14,9 @@ use super::props::{self, Resource};
 use super::sync::{self, SyncError};
 use super::xml::{self, CARDDAV, Multistatus, Prop, PropName, Propfind, Report};
 use super::{DavError, DavUser, MAX_BODY};
-use crate::crm::cards::{self, PutCondition, PutError};
 use crate::crm::contact::{Contact, ContactHead};
 use crate::crm::export::{CHUNK, Sink, produce};
+use crate::crm::{contact::card as cards, contact::card::PutCondition, contact::card::PutError};
 use crate::http::conditional;
 use crate::state::AppState;
 

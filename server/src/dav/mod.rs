@@ -1,5 +1,5 @@
 //! FRONT DOOR (CardDAV, RFC 6352; sync-collection, RFC 6578): every user's contacts as one
-//! address book. It translates DAV requests into the domain's operations (`crm::cards`, which
+//! address book. It translates DAV requests into the domain's operations (`crm::contact::card`, which
 //! calls the same contact operations as the JSON API) and their results into DAV answers; it
 //! holds no rule of its own about contacts.
 //!
@@ -118,14 +118,14 @@ async fn root(State((state, dav)): State<(AppState, Dav)>, request: Request, nex
     dav.carddav(state, request).await
 }
 
-/// `GET /ical/<user>-<secret>.ics`: the user's dates as one iCalendar file (`crm::feed`); an
+/// `GET /ical/<user>-<secret>.ics`: the user's dates as one iCalendar file (`crm::ical_feed`); an
 /// unknown or revoked secret is 404, like a missing file.
 async fn feed(State(state): State<AppState>, axum::extract::Path(file): axum::extract::Path<String>) -> Response {
     let today = state.today();
     let answer = state
         .blocking(move |engine| -> Result<Option<String>, crate::crm::Error> {
-            let Some(user) = crate::crm::feed::owner(engine, &file)? else { return Ok(None) };
-            Ok(Some(crate::crm::feed::calendar(&engine.user(user).view()?, today)?))
+            let Some(user) = crate::crm::ical_feed::owner(engine, &file)? else { return Ok(None) };
+            Ok(Some(crate::crm::ical_feed::calendar(&engine.user(user).view()?, today)?))
         })
         .await;
     match answer {

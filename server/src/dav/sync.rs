@@ -13,9 +13,9 @@ use std::collections::HashSet;
 
 use mycorrhizal_engine::{Change, Record, Row, UserView};
 
-use crate::crm::cards;
+use crate::crm::contact::card as cards;
 use crate::crm::contact::{Contact, ContactHead};
-use crate::crm::events::{self, CalendarEvent, Source};
+use crate::crm::{calendar_events as events, calendar_events::CalendarEvent, calendar_events::Source};
 
 const PREFIX: &str = "urn:mycorrhizal:sync:";
 /// Change-feed entries read per step.

@@ -31,13 +31,13 @@ use serde_json::{Value, json};
 use super::channels::{self, Notification, Senders};
 use super::webhooks;
 use crate::auth::records::Account;
-use crate::crm::cadence::{self, Overdue};
 use crate::crm::calendar::{self, Recurrence};
 use crate::crm::contact::Contact;
 use crate::crm::contact::pick::upcoming_birthdays;
 use crate::crm::contact::view::BirthdayView;
-use crate::crm::records::Reminder;
+use crate::crm::reminder::Reminder;
 use crate::crm::{Error, Result};
+use crate::crm::{cadence::ops as cadence, cadence::ops::Overdue};
 use crate::state::AppState;
 
 /// The last local day each user's digest was queued (key: user id, value: `YYYY-MM-DD`).
@@ -151,7 +151,7 @@ pub fn plan(v: &UserView, window: Window, now: Timestamp, zone: &TimeZone) -> Re
         names.entry(id).or_insert_with(|| v.get::<Contact>(id).map(|c| c.body.name()).unwrap_or_default()).clone()
     };
     let mut reminders = Vec::new();
-    for row in crate::crm::reminders::all(v)? {
+    for row in crate::crm::reminder::ops::all(v)? {
         let r = &row.body;
         let Some(due) = occurrence(r, window.from, window.day) else { continue };
         if sent(r, due, zone) {

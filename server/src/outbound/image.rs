@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::crm::pictures::{MAX_PHOTO, sniff};
+use crate::crm::{contact::picture::MAX_PHOTO, contact::picture::sniff};
 
 /// How long the whole fetch may take.
 const TIMEOUT: Duration = Duration::from_secs(10);

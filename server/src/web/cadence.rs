@@ -8,9 +8,9 @@ use serde::Deserialize;
 
 use super::home::contact_link;
 use super::page::{Form, PageResult, Viewer, field_error, page, page_with, see_other, shell};
-use crate::crm::cadence::{self, PolicyInput};
 use crate::crm::contact::Contact;
 use crate::crm::groups::{self, Group};
+use crate::crm::{cadence::ops as cadence, cadence::ops::PolicyInput};
 use crate::error::ApiError;
 use crate::state::AppState;
 use mycorrhizal_engine::Precondition;

@@ -16,14 +16,14 @@ use super::home::contact_link;
 use super::page::{
     Form, PageResult, Sent, Viewer, WebError, encode, field_error, notice, page, page_with, see_other, shell,
 };
-use crate::crm::attachments::{self, AttachmentView};
 use crate::crm::calendar::Recurrence;
 use crate::crm::contact::list::{Count, ListParams, Sort};
 use crate::crm::contact::ops::{self, Flag};
 use crate::crm::contact::view::{ContactPage, photo_url};
 use crate::crm::contact::{Contact, detail};
 use crate::crm::groups::{self, Group};
-use crate::crm::{notes, reminders};
+use crate::crm::{attachment::ops as attachments, attachment::ops::AttachmentView};
+use crate::crm::{note::ops as notes, reminder::ops as reminders};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -392,7 +392,7 @@ pub async fn render(
 }
 
 /// The contact page's files: each to open or download, delete (after a confirmation), and the
-/// upload form (`crm::attachments`: at most 25 MB each, within the account's quota).
+/// upload form (`crm::attachment`: at most 25 MB each, within the account's quota).
 fn attachments_section(viewer: &Viewer, id: u64, files: &[AttachmentView], sent: Option<&Sent>) -> Markup {
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
@@ -601,7 +601,7 @@ pub async fn add_reminder(
     }
 }
 
-/// Sets the contact's photo (`crm::pictures::store`: JPEG, PNG, GIF or WebP, told by content).
+/// Sets the contact's photo (`crm::contact::picture::store`: JPEG, PNG, GIF or WebP, told by content).
 pub async fn photo(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -610,7 +610,7 @@ pub async fn photo(
     form: axum::extract::Multipart,
 ) -> PageResult {
     state.read(&viewer.user, move |v| Ok(v.get::<Contact>(id)?)).await?;
-    let upload = super::page::Upload::read(form, &csrf.0, "photo", crate::crm::pictures::MAX_PHOTO).await;
+    let upload = super::page::Upload::read(form, &csrf.0, "photo", crate::crm::contact::picture::MAX_PHOTO).await;
     let upload = match upload {
         Ok(upload) if upload.bytes.is_empty() => return Err(ApiError::validation("photo", "choose an image").into()),
         Ok(upload) => upload,
@@ -619,12 +619,12 @@ pub async fn photo(
         }
         Err(e) => return Err(e.into()),
     };
-    crate::crm::pictures::store(&state.scope(&viewer.user), id, upload.bytes).await.map_err(ApiError::from)?;
+    crate::crm::contact::picture::store(&state.scope(&viewer.user), id, upload.bytes).await.map_err(ApiError::from)?;
     Ok(see_other(&format!("/contacts/{id}?notice=saved")))
 }
 
 /// Keeps a file with the contact (the multipart field `file`, read against the same 25 MB limit
-/// as the API, then `crm::attachments::store` with the account's quota).
+/// as the API, then `crm::attachment::store` with the account's quota).
 pub async fn upload_attachment(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -687,7 +687,7 @@ pub async fn delete_attachment(
     _form: Form,
 ) -> PageResult {
     let contact =
-        state.read(&viewer.user, move |v| Ok(v.get::<crate::crm::depth::Attachment>(id)?.body.contact_id)).await?;
+        state.read(&viewer.user, move |v| Ok(v.get::<crate::crm::attachment::Attachment>(id)?.body.contact_id)).await?;
     attachments::delete(&state.scope(&viewer.user), id).await?;
     Ok(see_other(&format!("/contacts/{contact}?notice=deleted#h-attachments")))
 }
@@ -707,14 +707,14 @@ pub async fn join_household(
         }
     };
     let text = |name: &str| Some(form.get(name)).filter(|v| !v.is_empty());
-    let input = crate::crm::household_ops::MemberInput {
+    let input = crate::crm::household::ops::MemberInput {
         member_vcard_uid: None,
         contact_id: Some(id),
         role: text("role"),
         since: text("since"),
         until: None,
     };
-    match crate::crm::household_ops::add_member(&state.scope(&viewer.user), household, input).await {
+    match crate::crm::household::ops::add_member(&state.scope(&viewer.user), household, input).await {
         Ok(_) => Ok(see_other(&format!("/contacts/{id}?notice=saved#h-households"))),
         Err(e) => refused(&state, &viewer, id, "join", form, e.into()).await,
     }

@@ -1,6 +1,6 @@
 //! What a contact's page adds beyond notes and reminders: life events, gift ideas and gifts, the
 //! conversation agenda (ticked off once discussed), and the timeline of everything that happened
-//! (`crm::depth_ops`, `crm::home::timeline`, the API's own operations).
+//! (`crm::depth::ops`, `crm::home::timeline`, the API's own operations).
 
 use axum::extract::{Path, Query, State};
 use maud::html;
@@ -11,8 +11,8 @@ use super::contacts::refused;
 use super::format;
 use super::page::{Form, PageResult, Viewer, page, see_other, shell};
 use super::record_forms::gift_status_key;
-use crate::crm::depth_ops::{self, AgendaInput, GiftInput, LifeEventInput};
 use crate::crm::home::{self, TimelineItem, TimelineType};
+use crate::crm::{depth::ops as depth_ops, depth::ops::AgendaInput, depth::ops::GiftInput, depth::ops::LifeEventInput};
 use crate::error::ApiError;
 use crate::state::AppState;
 

@@ -1,7 +1,7 @@
 //! Households in the browser: the list (with the address suggestions the members' own addresses
 //! give, to use or dismiss), one household (its members, shared address and notes), create, edit
 //! and delete, adding a member (found by name, or from the contact's page) and removing one
-//! (`crm::household_ops`, the JSON API's own operations).
+//! (`crm::household::ops`, the JSON API's own operations).
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -12,11 +12,12 @@ use serde::Deserialize;
 use super::home::contact_link;
 use super::page::{Form, PageResult, Sent, Viewer, WebError, encode, notice, page, page_with, see_other, shell};
 use crate::crm::contact::list::ListParams;
-use crate::crm::household_ops::{
-    self, AddressInput, AddressSuggestion, HouseholdFilter, HouseholdInput, HouseholdView, MemberEdit, MemberInput,
-    MemberView,
+use crate::crm::household::HOUSEHOLD_TYPES;
+use crate::crm::{
+    household::ops as household_ops, household::ops::AddressInput, household::ops::AddressSuggestion,
+    household::ops::HouseholdFilter, household::ops::HouseholdInput, household::ops::HouseholdView,
+    household::ops::MemberEdit, household::ops::MemberInput, household::ops::MemberView,
 };
-use crate::crm::households::HOUSEHOLD_TYPES;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -56,7 +57,7 @@ struct Values {
 impl Values {
     fn of(h: &HouseholdView) -> Values {
         let a = h.address.as_ref();
-        let part = |f: fn(&crate::crm::household_ops::AddressView) -> &String| a.map(f).cloned().unwrap_or_default();
+        let part = |f: fn(&crate::crm::household::ops::AddressView) -> &String| a.map(f).cloned().unwrap_or_default();
         Values {
             name: h.name.clone(),
             kind: h.kind.clone(),

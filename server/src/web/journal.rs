@@ -1,6 +1,6 @@
 //! The notes journal (notes about no one in particular, as `/api/v1/notes`) and the activities
 //! log (everything done with people, newest first), each with its add form, a text filter and
-//! cursor paging (`crm::notes::page`, `crm::activities::page`). An activity logged from a contact's
+//! cursor paging (`crm::note::ops::page`, `crm::activity::ops::page`). An activity logged from a contact's
 //! page names that contact.
 
 use axum::extract::{Path, Query, State};
@@ -12,7 +12,7 @@ use super::home::contact_link;
 use super::page::{Form, PageResult, Viewer, encode, notice, page, see_other, shell};
 use super::record_forms::activity_form;
 use crate::crm::cursor::DatedFilter;
-use crate::crm::{activities, notes};
+use crate::crm::{activity::ops as activities, note::ops as notes};
 use crate::state::AppState;
 
 const PAGE: usize = 50;

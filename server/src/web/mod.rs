@@ -63,7 +63,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/contacts/{id}/notes", post(contacts::add_note))
         .route(
             "/contacts/{id}/photo",
-            crate::http::body_limit(post(contacts::photo), crate::crm::pictures::MAX_PHOTO + 64 * 1024),
+            crate::http::body_limit(post(contacts::photo), crate::crm::contact::picture::MAX_PHOTO + 64 * 1024),
         )
         .route("/contacts/{id}/reminders", post(contacts::add_reminder))
         .route("/contacts/{id}/households", post(contacts::join_household))
@@ -71,7 +71,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
             "/contacts/{id}/attachments",
             crate::http::body_limit(
                 post(contacts::upload_attachment),
-                crate::crm::attachments::MAX_ATTACHMENT + 64 * 1024,
+                crate::crm::attachment::ops::MAX_ATTACHMENT + 64 * 1024,
             ),
         )
         .route("/attachments/{id}", get(contacts::download_attachment))

@@ -1,13 +1,13 @@
 //! Relationships in the browser: adding one from a contact's page (the other person found by
 //! name; several matches offer a choice), removing one, and the network drawn as an SVG picture
-//! (`crm::relationships`: the same rules and tokens as the API).
+//! (`crm::relationship`: the same rules and tokens as the API).
 
 use axum::extract::{Path, State};
 use maud::{Markup, html};
 
 use super::page::{Form, PageResult, Viewer, WebError, page, see_other, shell};
 use crate::crm::contact::list::ListParams;
-use crate::crm::relationships::{self, Graph, RelationshipInput};
+use crate::crm::{relationship::ops as relationships, relationship::ops::Graph, relationship::ops::RelationshipInput};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -99,16 +99,17 @@ const MAX_NODES: usize = 150;
 /// Positions for the graph's contacts (`(node id, label, x, y)`) and its relationship edges, by a
 /// few rounds of a force layout from a circle: deterministic, so the same network draws the same.
 fn layout(graph: &Graph, size: f64) -> (Vec<(String, String, f64, f64)>, Vec<(usize, usize, String)>) {
-    let contacts: Vec<&crate::crm::relationships::GraphNode> =
+    let contacts: Vec<&crate::crm::relationship::ops::GraphNode> =
         graph.nodes.iter().filter(|n| n.kind == "contact").collect();
-    let edges_all: Vec<&crate::crm::relationships::GraphEdge> =
+    let edges_all: Vec<&crate::crm::relationship::ops::GraphEdge> =
         graph.edges.iter().filter(|e| e.kind == "relationship").collect();
-    let mut degree: Vec<(usize, &crate::crm::relationships::GraphNode)> = contacts
+    let mut degree: Vec<(usize, &crate::crm::relationship::ops::GraphNode)> = contacts
         .iter()
         .map(|n| (edges_all.iter().filter(|e| e.source == n.id || e.target == n.id).count(), *n))
         .collect();
     degree.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
-    let kept: Vec<&crate::crm::relationships::GraphNode> = degree.into_iter().take(MAX_NODES).map(|(_, n)| n).collect();
+    let kept: Vec<&crate::crm::relationship::ops::GraphNode> =
+        degree.into_iter().take(MAX_NODES).map(|(_, n)| n).collect();
     let index = |id: &str| kept.iter().position(|n| n.id == id);
     let edges: Vec<(usize, usize, String)> =
         edges_all.iter().filter_map(|e| Some((index(&e.source)?, index(&e.target)?, e.label.clone()))).collect();

@@ -1,5 +1,5 @@
 //! The reminders page (every reminder, soonest first, overdue marked) and completing one from
-//! any page (`crm::reminders::complete`: a one-off is done, a recurring one moves on).
+//! any page (`crm::reminder::ops::complete`: a one-off is done, a recurring one moves on).
 
 use axum::extract::{Path, Query, State};
 use maud::html;
@@ -9,7 +9,7 @@ use super::format;
 use super::home::contact_link;
 use super::page::{Form, PageResult, Viewer, notice, page, see_other, shell};
 use crate::crm::contact::Contact;
-use crate::crm::reminders::{self, ReminderView};
+use crate::crm::{reminder::ops as reminders, reminder::ops::ReminderView};
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]

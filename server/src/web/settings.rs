@@ -355,7 +355,7 @@ fn render(
 
 async fn show(state: &AppState, viewer: &Viewer, status: StatusCode, extra: Extra) -> PageResult {
     let list = tokens::list(state, viewer.user.id.0).await?;
-    let feed_on = state.read(&viewer.user, crate::crm::feed::enabled).await?;
+    let feed_on = state.read(&viewer.user, crate::crm::ical_feed::enabled).await?;
     let notify = notify_of(state, viewer.user.id.0).await?;
     Ok(page_with(status, render(viewer, &list, feed_on, &notify, &extra, None)))
 }
@@ -374,7 +374,7 @@ async fn refused(state: &AppState, viewer: &Viewer, section: &'static str, e: im
 
 pub async fn page(State(state): State<AppState>, viewer: Viewer, Query(q): Query<SettingsQuery>) -> PageResult {
     let list = tokens::list(&state, viewer.user.id.0).await?;
-    let feed_on = state.read(&viewer.user, crate::crm::feed::enabled).await?;
+    let feed_on = state.read(&viewer.user, crate::crm::ical_feed::enabled).await?;
     let notify = notify_of(&state, viewer.user.id.0).await?;
     Ok(html_page(render(&viewer, &list, feed_on, &notify, &Extra::default(), notice(q.notice.as_deref()))))
 }
@@ -510,7 +510,7 @@ pub async fn feed(
     headers: axum::http::HeaderMap,
     _form: Form,
 ) -> PageResult {
-    let file = crate::crm::feed::rotate(&state.scope(&viewer.user)).await?;
+    let file = crate::crm::ical_feed::rotate(&state.scope(&viewer.user)).await?;
     let base = match &state.config.auth.frontend_url {
         Some(url) => url.trim_end_matches('/').to_string(),
         None => {
@@ -523,7 +523,7 @@ pub async fn feed(
 }
 
 pub async fn feed_revoke(State(state): State<AppState>, viewer: Viewer, _form: Form) -> PageResult {
-    crate::crm::feed::revoke(&state.scope(&viewer.user)).await?;
+    crate::crm::ical_feed::revoke(&state.scope(&viewer.user)).await?;
     Ok(see_other("/settings?notice=saved#h-feed"))
 }
 

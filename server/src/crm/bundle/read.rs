@@ -11,12 +11,12 @@ use sha2::{Digest, Sha256};
 
 use super::kind::{Line, Ref, Shape};
 use super::{FORMAT, FORMAT_VERSION, Imported, MANIFEST, Manifest, attachment_path, picture_path, records_path};
-use crate::crm::attachments::{MAX_ATTACHMENT, blob_name, used_bytes};
+use crate::crm::attachment::Attachment;
 use crate::crm::contact::Contact;
-use crate::crm::depth::Attachment;
 use crate::crm::kinds::{self, KindEntry};
-use crate::crm::pictures::{MAX_PHOTO, sniff};
 use crate::crm::{Error, Result};
+use crate::crm::{attachment::ops::MAX_ATTACHMENT, attachment::ops::blob_name, attachment::ops::used_bytes};
+use crate::crm::{contact::picture::MAX_PHOTO, contact::picture::sniff};
 
 /// The largest manifest read.
 const MAX_MANIFEST: u64 = 64 * 1024 * 1024;

@@ -10,9 +10,9 @@ use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
 
 use super::{FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, Manifest, attachment_path, picture_path, records_path};
-use crate::crm::attachments::blob_name;
+use crate::crm::attachment::Attachment;
+use crate::crm::attachment::ops::blob_name;
 use crate::crm::contact::Contact;
-use crate::crm::depth::Attachment;
 use crate::crm::export::Failure;
 use crate::crm::kinds;
 

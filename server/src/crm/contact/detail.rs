@@ -11,10 +11,13 @@ use utoipa::ToSchema;
 use super::Contact;
 use super::related::projected_relations;
 use super::view::ContactView;
-use crate::crm::depth::{AgendaItem, Gift, LifeEvent};
-use crate::crm::depth_ops::{AgendaItemView, GiftView, LifeEventView};
-use crate::crm::records::{BY_CONTACT, contact_range};
-use crate::crm::{Result, activities, notes, relationships, reminders};
+use crate::crm::{
+    Result, activity::ops as activities, note::ops as notes, relationship::ops as relationships,
+    reminder::ops as reminders,
+};
+use crate::crm::{depth::AgendaItem, depth::Gift, depth::LifeEvent};
+use crate::crm::{depth::ops::AgendaItemView, depth::ops::GiftView, depth::ops::LifeEventView};
+use crate::crm::{records::BY_CONTACT, records::contact_range};
 
 /// How many of the newest notes, activities, completions, life events and gifts come along.
 const LATEST: usize = 5;

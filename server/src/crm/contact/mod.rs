@@ -3,10 +3,12 @@
 //! on every save (the engine's save hook), which lists, sorting and search read without parsing
 //! the card.
 
+pub mod card;
 pub mod detail;
 pub mod list;
 pub mod ops;
 pub mod pick;
+pub mod picture;
 mod related;
 pub mod view;
 

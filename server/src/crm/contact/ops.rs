@@ -11,7 +11,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::Contact;
-use crate::crm::pictures::PictureChange;
+use crate::crm::contact::picture::PictureChange;
 use crate::crm::{Error, Result, kinds};
 
 /// The body of create and update: a card (with optional `crm` and `passthrough`), or flat fields

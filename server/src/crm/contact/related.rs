@@ -5,7 +5,7 @@ use mycorrhizal_engine::UserView;
 
 use super::Contact;
 use crate::crm::Result;
-use crate::crm::relationships::edges_of;
+use crate::crm::relationship::ops::edges_of;
 
 /// The vCard RELATED type for an edge seen from one end.
 fn vcard_relation(kind: &str, outgoing: bool) -> &'static str {

@@ -1,12 +1,12 @@
 //! An imported card's inline photo: kept with its row when it is a picture we keep (the rules are
-//! `crm::pictures`), and, when the row is written, named afresh and stored as the user's blob in
+//! `crm::contact::picture`), and, when the row is written, named afresh and stored as the user's blob in
 //! the transaction that gives it to a contact. Where a contact's own picture comes from
-//! otherwise (an upload) is `crm::pictures`.
+//! otherwise (an upload) is `crm::contact::picture`.
 
 use mycorrhizal_codecs::card::Card;
 use mycorrhizal_codecs::vcard::Photo;
 
-use crate::crm::pictures;
+use crate::crm::contact::picture as pictures;
 
 /// Takes a card's inline photo off it: the photo when it is a picture we keep, else `None` with
 /// a diagnostic saying it was left out.

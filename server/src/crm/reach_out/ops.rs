@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{DISMISSED, ReachOutSuggestion};
-use crate::crm::cadence::Health;
+use crate::crm::cadence::CadencePolicy;
+use crate::crm::cadence::ops::Health;
 use crate::crm::calendar::{self, Recurrence};
 use crate::crm::contact::Contact;
 use crate::crm::contact::view::ContactSummary;
-use crate::crm::depth::CadencePolicy;
-use crate::crm::records::Reminder;
-use crate::crm::reminders::ReminderView;
+use crate::crm::reminder::Reminder;
+use crate::crm::reminder::ops::ReminderView;
 use crate::crm::{Error, Result};
 
 /// The reminder text of an accepted suggestion when the user gives none: who, and the news.
@@ -74,7 +74,7 @@ impl SuggestionView {
         let health = v
             .get::<CadencePolicy>(s.policy_id)
             .ok()
-            .and_then(|p| crate::crm::cadence::health(v, &p, s.contact_id, now).ok());
+            .and_then(|p| crate::crm::cadence::ops::health(v, &p, s.contact_id, now).ok());
         SuggestionView {
             id: row.id,
             created_at: row.meta.created_at,

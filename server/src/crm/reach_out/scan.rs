@@ -73,7 +73,7 @@ fn plan(engine: &Engine, user: UserId, now: Timestamp) -> Result<Option<Plan>> {
         return Ok(None);
     }
     let mut overdue: Vec<(u64, u64)> = Vec::new();
-    for item in crate::crm::cadence::overdue(&v, now)? {
+    for item in crate::crm::cadence::ops::overdue(&v, now)? {
         let (contact, policy) = (item.contact_id, item.policy.id);
         if !overdue.iter().any(|(c, _)| *c == contact) {
             overdue.push((contact, policy));

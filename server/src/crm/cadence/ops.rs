@@ -8,10 +8,10 @@ use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::contact::{Contact, INDEX_CIRCLE, INDEX_TAG};
-use super::depth::CadencePolicy;
-use super::records::{Activity, BY_CONTACT, contact_range};
-use super::{Error, Result};
+use crate::crm::cadence::CadencePolicy;
+use crate::crm::contact::{Contact, INDEX_CIRCLE, INDEX_TAG};
+use crate::crm::{Error, Result};
+use crate::crm::{activity::Activity, records::BY_CONTACT, records::contact_range};
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct PolicyInput {
@@ -54,7 +54,7 @@ pub struct PolicyView {
     pub qualifying_types: Vec<String>,
     /// `revision`, `etag`, `created_at`, `updated_at`.
     #[serde(flatten)]
-    pub stamp: super::Stamp,
+    pub stamp: crate::crm::Stamp,
 }
 
 impl PolicyView {
@@ -65,7 +65,7 @@ impl PolicyView {
             target: row.body.target.clone(),
             interval_days: row.body.interval_days,
             qualifying_types: row.body.qualifying.clone(),
-            stamp: super::Stamp::of(row),
+            stamp: crate::crm::Stamp::of(row),
         }
     }
 }
@@ -217,5 +217,5 @@ pub fn overdue(v: &UserView, now: Timestamp) -> Result<Vec<Overdue>> {
 
 /// Removes policy `id` (the contacts it covered are no longer tracked by it).
 pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
-    super::records::delete::<CadencePolicy>(scope, id, pre).await
+    crate::crm::records::delete::<CadencePolicy>(scope, id, pre).await
 }

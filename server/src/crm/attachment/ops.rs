@@ -17,11 +17,11 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use super::contact::Contact;
-use super::contact::ops::require_contacts;
-use super::depth::Attachment;
-use super::records::BY_CONTACT;
-use super::{Error, Result};
+use crate::crm::attachment::Attachment;
+use crate::crm::contact::Contact;
+use crate::crm::contact::ops::require_contacts;
+use crate::crm::records::BY_CONTACT;
+use crate::crm::{Error, Result};
 
 /// The largest attachment.
 pub const MAX_ATTACHMENT: usize = 25 * 1024 * 1024;
@@ -73,7 +73,7 @@ pub struct NewFile {
     pub bytes: Vec<u8>,
 }
 
-pub use super::depth::blob_name;
+pub use crate::crm::attachment::blob_name;
 
 /// Bytes attachment rows of this user already account for (live rows only).
 pub fn used_bytes(view: &UserView) -> Result<u64> {

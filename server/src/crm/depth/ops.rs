@@ -8,14 +8,14 @@ use mycorrhizal_engine::{Invalid, Precondition, Record, Row, TxUser, UPDATED_IND
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::contact::INDEX_UID;
-use super::cursor::{decode_cursor, encode_cursor};
-use super::records::{Activity, BY_CONTACT};
-use super::{Error, Result};
+use crate::crm::contact::INDEX_UID;
+use crate::crm::cursor::{decode_cursor, encode_cursor};
+use crate::crm::{Error, Result};
+use crate::crm::{activity::Activity, records::BY_CONTACT};
 
-use super::calendar;
-use super::contact::Contact;
-use super::depth::{AgendaItem, Gift, LifeEvent};
+use crate::crm::calendar;
+use crate::crm::contact::Contact;
+use crate::crm::{depth::AgendaItem, depth::Gift, depth::LifeEvent};
 
 pub fn uid_of(v: &UserView, contact: u64) -> String {
     v.get::<Contact>(contact).map(|c| c.body.uid).unwrap_or_default()
@@ -38,7 +38,7 @@ pub struct LifeEventView {
     pub kind: String,
     pub category: String,
     /// `{year?, month?, day?}`, the members known.
-    #[schema(value_type = super::schema::PartialDate)]
+    #[schema(value_type = crate::crm::schema::PartialDate)]
     pub date: Partial,
     pub description: String,
     pub related_entity_ids: Vec<String>,
@@ -49,7 +49,7 @@ pub struct LifeEventView {
     pub next_occurrence: Option<Date>,
     /// `revision`, `etag`, `created_at`, `updated_at`.
     #[serde(flatten)]
-    pub stamp: super::Stamp,
+    pub stamp: crate::crm::Stamp,
 }
 
 impl LifeEventView {
@@ -67,7 +67,7 @@ impl LifeEventView {
             related_entity_ids: e.related.clone(),
             remind: e.remind,
             next_occurrence: next_occurrence(&e.date.into(), today),
-            stamp: super::Stamp::of(row),
+            stamp: crate::crm::Stamp::of(row),
         }
     }
 }
@@ -93,7 +93,7 @@ pub struct GiftView {
     pub currency: Option<String>,
     /// `revision`, `etag`, `created_at`, `updated_at`.
     #[serde(flatten)]
-    pub stamp: super::Stamp,
+    pub stamp: crate::crm::Stamp,
 }
 
 impl GiftView {
@@ -111,7 +111,7 @@ impl GiftView {
             date: g.date,
             value_cents: g.value_cents,
             currency: g.currency.clone(),
-            stamp: super::Stamp::of(row),
+            stamp: crate::crm::Stamp::of(row),
         }
     }
 }
@@ -132,7 +132,7 @@ pub struct AgendaItemView {
     pub activity_id: Option<u64>,
     /// `revision`, `etag`, `created_at`, `updated_at`.
     #[serde(flatten)]
-    pub stamp: super::Stamp,
+    pub stamp: crate::crm::Stamp,
 }
 
 impl AgendaItemView {
@@ -146,7 +146,7 @@ impl AgendaItemView {
             reference_url: a.reference_url.clone(),
             discussed_at: a.discussed_at,
             activity_id: a.activity_id,
-            stamp: super::Stamp::of(row),
+            stamp: crate::crm::Stamp::of(row),
         }
     }
 }
@@ -341,7 +341,7 @@ pub struct LifeEventInput {
     #[schema(pattern = "^(|home_living|health_wellness|work_education|travel_experiences|family_relationships)$")]
     pub category: String,
     /// `{year?, month?, day?}`, any subset.
-    #[schema(value_type = super::schema::PartialDate)]
+    #[schema(value_type = crate::crm::schema::PartialDate)]
     #[serde(default)]
     pub date: Partial,
     /// At most 2000 characters.
@@ -392,7 +392,7 @@ pub struct GiftInput {
     #[schema(max_length = 2000)]
     pub notes: Option<String>,
     /// RFC 3339 instant or `YYYY-MM-DD`; absent for an idea.
-    #[schema(value_type = Option<super::schema::DayOrInstantOrBlank>)]
+    #[schema(value_type = Option<crate::crm::schema::DayOrInstantOrBlank>)]
     pub date: Option<String>,
     /// Not negative; given with `currency`.
     #[schema(minimum = 0)]
@@ -505,5 +505,5 @@ pub fn get<R: Record>(v: &UserView, id: u64) -> Result<Row<R>> {
 
 /// Removes the life event, gift or agenda item `id` when `pre` holds.
 pub async fn delete<R: PerContact>(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
-    super::records::delete::<R>(scope, id, pre).await
+    crate::crm::records::delete::<R>(scope, id, pre).await
 }

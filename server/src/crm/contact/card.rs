@@ -20,11 +20,11 @@ use mycorrhizal_codecs::vcard::{self, Photo, Version};
 use mycorrhizal_engine::{Lookup, Precondition, Prepared, Row, UserScope, UserView};
 use serde_json::{Map, Value};
 
-use super::contact::ops::{self, ContactInput};
-use super::contact::{Contact, ContactHead, INDEX_UID};
-use super::export::json_record_of;
-use super::import::{ORIGINAL_UID_POINTER, stable_uid, stable_uid_of};
-use super::{Error, Result, pictures};
+use crate::crm::contact::ops::{self, ContactInput};
+use crate::crm::contact::{Contact, ContactHead, INDEX_UID};
+use crate::crm::export::json_record_of;
+use crate::crm::import::{ORIGINAL_UID_POINTER, stable_uid, stable_uid_of};
+use crate::crm::{Error, Result, contact::picture as pictures};
 
 /// Whether `name` is served as it is: a non-empty path segment of letters, digits and `_.-+`.
 fn href_safe(name: &str) -> bool {
@@ -185,7 +185,7 @@ pub fn card_text(view: Option<&UserView>, row: &Row<Contact>, version: Version) 
 }
 
 /// The card of `row` in `version` with `picture` inline: the export's record (see
-/// [`record_of`](super::export::record_of), which puts a picture of a known type in as a
+/// [`record_of`](crate::crm::export::record_of), which puts a picture of a known type in as a
 /// `data:` URI) with its card as the stored JSON reads ([`json_record_of`]), the picture's
 /// bytes spliced into the written text by `vcard::write_json_with_photo` (the same text,
 /// without the picture's bytes encoded, decoded and encoded again).

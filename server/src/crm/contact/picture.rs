@@ -16,7 +16,7 @@ use std::path::Path;
 
 use mycorrhizal_engine::{Engine, Precondition, Row, TxUser, UserId, UserScope};
 
-use super::contact::Contact;
+use crate::crm::contact::Contact;
 
 /// The largest picture kept, in bytes.
 pub const MAX_PHOTO: usize = 10 * 1024 * 1024;

@@ -7,12 +7,12 @@ use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::calendar::{date_range, instant};
-use super::contact::Contact;
-use super::contact::ops::require_contacts;
-use super::cursor::{DatedFilter, decode_cursor, encode_cursor};
-use super::records::{BY_CONTACT, Note};
-use super::{Error, Result};
+use crate::crm::calendar::{date_range, instant};
+use crate::crm::contact::Contact;
+use crate::crm::contact::ops::require_contacts;
+use crate::crm::cursor::{DatedFilter, decode_cursor, encode_cursor};
+use crate::crm::{Error, Result};
+use crate::crm::{note::Note, records::BY_CONTACT};
 
 /// A note as clients read it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -24,7 +24,7 @@ pub struct NoteView {
     pub contact_id: Option<u64>,
     /// `revision`, `etag`, `created_at`, `updated_at`.
     #[serde(flatten)]
-    pub stamp: super::Stamp,
+    pub stamp: crate::crm::Stamp,
 }
 
 impl NoteView {
@@ -34,7 +34,7 @@ impl NoteView {
             content: row.body.content.clone(),
             date: row.body.date,
             contact_id: row.body.contact_id,
-            stamp: super::Stamp::of(row),
+            stamp: crate::crm::Stamp::of(row),
         }
     }
 }
@@ -52,7 +52,7 @@ pub struct NoteInput {
     #[schema(min_length = 1, max_length = 5000, pattern = r"\S")]
     pub content: String,
     /// RFC 3339 instant or `YYYY-MM-DD`; default now (on update: the stored date).
-    #[schema(value_type = Option<super::schema::DayOrInstantOrBlank>)]
+    #[schema(value_type = Option<crate::crm::schema::DayOrInstantOrBlank>)]
     pub date: Option<String>,
     /// The contact it is about; absent or null for an unassigned note.
     pub contact_id: Option<u64>,
@@ -61,7 +61,7 @@ pub struct NoteInput {
 impl NoteInput {
     /// The note this input makes about `contact`; `date` defaults to `fallback`.
     fn note(&self, contact: Option<u64>, fallback: Timestamp) -> Result<Note> {
-        super::records::check_id("contact_id", self.contact_id)?;
+        crate::crm::records::check_id("contact_id", self.contact_id)?;
         let date = match self.date.as_deref() {
             Some(d) if !d.trim().is_empty() => instant("date", d)?,
             _ => fallback,
@@ -158,7 +158,7 @@ pub fn get(view: &UserView, id: u64) -> Result<Row<Note>> {
 
 /// The newest `limit` notes of a contact.
 pub fn of_contact(v: &UserView, contact: u64, limit: usize) -> Result<Vec<NoteView>> {
-    let (from, to) = super::records::contact_range(contact);
+    let (from, to) = crate::crm::records::contact_range(contact);
     let page = v.walk::<Note>(
         Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true },
         limit,
@@ -169,5 +169,5 @@ pub fn of_contact(v: &UserView, contact: u64, limit: usize) -> Result<Vec<NoteVi
 
 /// Removes note `id` when `pre` holds.
 pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
-    super::records::delete::<Note>(scope, id, pre).await
+    crate::crm::records::delete::<Note>(scope, id, pre).await
 }

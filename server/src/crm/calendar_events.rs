@@ -13,7 +13,7 @@ use super::Result;
 use super::calendar::in_year;
 use super::contact::Contact;
 use super::depth::LifeEvent;
-use super::records::{Activity, BY_DAV_NAME};
+use super::{activity::Activity, activity::BY_DAV_NAME};
 
 /// The year a yearly date without one starts in (a leap year, so 29 February has a first day).
 const NO_YEAR: i16 = 2000;
@@ -234,7 +234,7 @@ fn activity(view: &UserView, row: &Row<Activity>) -> Result<CalendarEvent> {
     }
     Ok(CalendarEvent {
         source: Source::Activity(row.id),
-        name: super::activities::resource_name(row.id, &row.body),
+        name: super::activity::ops::resource_name(row.id, &row.body),
         etag: etag('a', row),
         span: Span::Timed { start: a.date, end },
         event,
@@ -287,7 +287,7 @@ pub fn removed_name(view: &UserView, source: Source) -> Result<String> {
     if let Source::Activity(id) = source
         && let Some(row) = view.get_any::<Activity>(id)?
     {
-        return Ok(super::activities::resource_name(id, &row.body));
+        return Ok(super::activity::ops::resource_name(id, &row.body));
     }
     Ok(format!("{}.ics", source.name()))
 }
@@ -366,7 +366,7 @@ pub async fn edit_activity(
         }
     }
     let a = current.body;
-    let input = super::activities::ActivityInput {
+    let input = super::activity::ops::ActivityInput {
         title: incoming.summary,
         description: Some(description),
         location: Some(incoming.location),
@@ -375,7 +375,7 @@ pub async fn edit_activity(
         kind: Some(a.kind),
         external_ref: Some(a.external_ref),
     };
-    super::activities::save(scope, Some((id, pre)), input).await
+    super::activity::ops::save(scope, Some((id, pre)), input).await
 }
 
 /// Why a calendar client's new event did not become an activity.
@@ -416,7 +416,7 @@ pub async fn create_activity(
     if uid.chars().count() > 255 {
         return Err(super::Error::invalid("UID", "at most 255 characters").into());
     }
-    let input = super::activities::ActivityInput {
+    let input = super::activity::ops::ActivityInput {
         title: incoming.summary,
         description: Some(incoming.description),
         location: Some(incoming.location),
@@ -425,8 +425,8 @@ pub async fn create_activity(
         kind: None,
         external_ref: None,
     };
-    let event = super::activities::EventName { name: name.to_string(), uid };
-    match super::activities::save_as(scope, None, input, Some(event)).await {
+    let event = super::activity::ops::EventName { name: name.to_string(), uid };
+    match super::activity::ops::save_as(scope, None, input, Some(event)).await {
         Ok(Ok(row)) => Ok(row),
         Ok(Err(holder)) => Err(NewEventError::UidConflict(holder)),
         Err(super::Error::Engine(mycorrhizal_engine::Error::Duplicate { .. })) => Err(NewEventError::Exists),

@@ -12,9 +12,9 @@ use sha2::{Digest, Sha256};
 
 use super::calendar::day_of;
 use super::contact::Contact;
-use super::events::{self, Source};
-use super::records::Reminder;
+use super::reminder::Reminder;
 use super::{Error, Result};
+use super::{calendar_events as events, calendar_events::Source};
 
 /// The user's blob holding the feed secret's SHA-256.
 pub const BLOB: &str = "ical-feed.sha256";

@@ -1,6 +1,6 @@
 //! Households, their members, and the address suggestions computed on every read: the
 //! operations and views every front door shares (the records and the suggestion rules are in
-//! `crm::households`).
+//! `crm::household`).
 //!
 //! A household's address is answered in the card's JSContact form (`components`) and, in the same
 //! object, as plain fields; either form is accepted on input (plain fields win). Members are
@@ -14,14 +14,15 @@ use mycorrhizal_engine::{Precondition, Row, UPDATED_INDEX, UserScope, UserView, 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::contact::{Contact, INDEX_UID};
-use super::cursor::{decode_cursor, encode_cursor};
-use super::households::{
-    BY_HOUSEHOLD, DISMISSED, DismissedHouseholdSuggestion, Household, HouseholdAddress, HouseholdMember, MEMBERSHIP,
-    candidates, members_of,
+use crate::crm::contact::{Contact, INDEX_UID};
+use crate::crm::cursor::{decode_cursor, encode_cursor};
+use crate::crm::records::BY_CONTACT;
+use crate::crm::{Error, Result};
+use crate::crm::{
+    household::BY_HOUSEHOLD, household::DISMISSED, household::DismissedHouseholdSuggestion, household::Household,
+    household::HouseholdAddress, household::HouseholdMember, household::MEMBERSHIP, household::candidates,
+    household::members_of,
 };
-use super::records::BY_CONTACT;
-use super::{Error, Result};
 
 /// An address component in the card's form.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -173,7 +174,7 @@ pub struct HouseholdView {
     pub notes: String,
     /// `revision`, `etag`, `created_at`, `updated_at`.
     #[serde(flatten)]
-    pub stamp: super::Stamp,
+    pub stamp: crate::crm::Stamp,
 }
 
 impl HouseholdView {
@@ -186,7 +187,7 @@ impl HouseholdView {
             address: AddressView::of(&h.address),
             address_line: h.address.line(),
             notes: h.notes.clone(),
-            stamp: super::Stamp::of(row),
+            stamp: crate::crm::Stamp::of(row),
         }
     }
 }
@@ -206,7 +207,7 @@ pub struct MemberView {
     pub until: String,
     /// `revision`, `etag`, `created_at`, `updated_at`.
     #[serde(flatten)]
-    pub stamp: super::Stamp,
+    pub stamp: crate::crm::Stamp,
 }
 
 impl MemberView {
@@ -222,7 +223,7 @@ impl MemberView {
             role: m.role.clone(),
             since: m.since.clone(),
             until: m.until.clone(),
-            stamp: super::Stamp::of(row),
+            stamp: crate::crm::Stamp::of(row),
         }
     }
 }

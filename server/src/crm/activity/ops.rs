@@ -6,12 +6,12 @@ use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::calendar::{date_range, instant};
-use super::contact::Contact;
-use super::contact::ops::require_contacts;
-use super::cursor::{DatedFilter, decode_cursor, encode_cursor};
-use super::records::{Activity, BY_CONTACT, BY_DATE, BY_UID};
-use super::{Error, Result};
+use crate::crm::calendar::{date_range, instant};
+use crate::crm::contact::Contact;
+use crate::crm::contact::ops::require_contacts;
+use crate::crm::cursor::{DatedFilter, decode_cursor, encode_cursor};
+use crate::crm::{Error, Result};
+use crate::crm::{activity::Activity, activity::BY_UID, records::BY_CONTACT, records::BY_DATE};
 
 /// A contact an activity names, as the activity shows it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -39,7 +39,7 @@ pub struct ActivityView {
     pub external_ref: String,
     /// `revision`, `etag`, `created_at`, `updated_at`.
     #[serde(flatten)]
-    pub stamp: super::Stamp,
+    pub stamp: crate::crm::Stamp,
 }
 
 impl ActivityView {
@@ -56,7 +56,7 @@ impl ActivityView {
             contacts,
             kind: a.kind.clone(),
             external_ref: a.external_ref.clone(),
-            stamp: super::Stamp::of(row),
+            stamp: crate::crm::Stamp::of(row),
         }
     }
 }
@@ -82,7 +82,7 @@ pub fn named(v: &UserView, row: &Row<Activity>) -> ActivityView {
 
 /// The newest `limit` activities of a contact.
 pub fn of_contact(view_: &UserView, contact: u64, limit: usize) -> Result<Vec<ActivityView>> {
-    let (from, to) = super::records::contact_range(contact);
+    let (from, to) = crate::crm::records::contact_range(contact);
     let page = view_.walk::<Activity>(
         Walk { index: BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true },
         limit,
@@ -101,7 +101,7 @@ pub struct ActivityInput {
     #[schema(max_length = 300)]
     pub location: Option<String>,
     /// RFC 3339 instant or `YYYY-MM-DD`.
-    #[schema(value_type = super::schema::DayOrInstant)]
+    #[schema(value_type = crate::crm::schema::DayOrInstant)]
     pub date: String,
     /// Contacts involved; all must be yours.
     #[serde(default)]
@@ -252,5 +252,5 @@ pub fn get(v: &UserView, id: u64) -> Result<(Row<Activity>, ActivityView)> {
 /// Removes activity `id` when `pre` holds (from the JSON API, or a CalDAV client deleting its
 /// event). An agenda item discussed in it keeps its link, which then reads as discussed.
 pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
-    super::records::delete::<Activity>(scope, id, pre).await
+    crate::crm::records::delete::<Activity>(scope, id, pre).await
 }

@@ -1,28 +1,20 @@
 //! Records that deepen a contact: life events (partial dates; a month-and-day event recurs
 //! yearly), gifts (ideas have no date) and conversation-agenda items (open until discussed).
-//! Each belongs to one contact and is listed through the `contact` index.
+//! Each belongs to one contact and is listed through the `contact` index. One folder for the
+//! three kinds: they share their operations ([`ops`], one generic save and delete).
 
 use jiff::Timestamp;
 use mycorrhizal_codecs::dates::Partial;
 use mycorrhizal_engine::{Invalid, Kind, Record, kind};
 use serde::{Deserialize, Serialize};
 
-use super::records::{BY_CONTACT, contact_time};
+use crate::crm::{records::BY_CONTACT, records::contact_time, records::length as text};
+
+pub mod ops;
 
 pub const LIFE_EVENT_CATEGORIES: &[&str] =
     &["home_living", "health_wellness", "work_education", "travel_experiences", "family_relationships"];
 pub const GIFT_STATUSES: &[&str] = &["idea", "purchased", "given", "received"];
-
-fn text(field: &str, value: &str, min: usize, max: usize) -> Result<(), Invalid> {
-    let n = value.trim().chars().count();
-    if n < min || n > max {
-        return Err(Invalid::new(
-            field,
-            if min > 0 { format!("must be {min} to {max} characters") } else { format!("at most {max} characters") },
-        ));
-    }
-    Ok(())
-}
 
 fn url(field: &str, value: &str) -> Result<(), Invalid> {
     if !value.is_empty() && !(value.starts_with("https://") || value.starts_with("http://")) {
@@ -166,63 +158,5 @@ impl Record for AgendaItem {
         // Open items first within a contact, then by id (creation order).
         let state = if self.discussed_at.is_some() { "1" } else { "0" };
         vec![(BY_CONTACT, format!("{:020}{state}", self.contact_id))]
-    }
-}
-
-/// The blob holding attachment `id`'s bytes (the integrity check looks for this name).
-pub fn blob_name(id: u64) -> String {
-    format!("attachment-{id}")
-}
-
-/// A file kept with a contact. The bytes are the blob `attachment-<id>` (`crm::attachments`); this
-/// row describes them.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Attachment {
-    pub contact_id: u64,
-    pub original_name: String,
-    pub content_type: String,
-    pub size_bytes: u64,
-    /// Hex SHA-256 of the bytes, checked when they are served.
-    pub sha256: String,
-}
-
-impl Record for Attachment {
-    const KIND: Kind = kind!("attachment", soft_delete);
-
-    fn validate(&self) -> Result<(), Invalid> {
-        text("original_name", &self.original_name, 1, 255)
-    }
-
-    fn index_entries(&self) -> Vec<(&'static str, String)> {
-        vec![(BY_CONTACT, format!("{:020}", self.contact_id))]
-    }
-}
-
-/// Who a cadence policy covers.
-pub const CADENCE_SCOPES: &[&str] = &["contact", "circle", "tag"];
-
-/// "Stay in touch every N days": for one contact, or every contact of a circle or tag, counting
-/// only the qualifying kinds of activity (any kind when the list is empty).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CadencePolicy {
-    /// `contact`, `circle` or `tag`.
-    pub scope: String,
-    /// The contact id (as text), circle name or tag.
-    pub target: String,
-    pub interval_days: u32,
-    pub qualifying: Vec<String>,
-}
-
-impl Record for CadencePolicy {
-    const KIND: Kind = kind!("cadence_policy", soft_delete);
-
-    fn validate(&self) -> Result<(), Invalid> {
-        if !CADENCE_SCOPES.contains(&self.scope.as_str()) {
-            return Err(Invalid::new("scope", "must be contact, circle or tag"));
-        }
-        if !(1..=3650).contains(&self.interval_days) {
-            return Err(Invalid::new("interval_days", "must be 1 to 3650"));
-        }
-        text("target", &self.target, 1, 100)
     }
 }

@@ -8,10 +8,13 @@ use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::calendar::{self, Recurrence, instant};
-use super::contact::Contact;
-use super::records::{BY_CONTACT, BY_DATE, Completion, Reminder, contact_range, micros};
-use super::{Error, Result};
+use crate::crm::calendar::{self, Recurrence, instant};
+use crate::crm::contact::Contact;
+use crate::crm::{Error, Result};
+use crate::crm::{
+    records::BY_CONTACT, records::BY_DATE, records::contact_range, records::micros, reminder::Completion,
+    reminder::Reminder,
+};
 
 /// A reminder as clients read it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -33,7 +36,7 @@ pub struct ReminderView {
     pub last_sent: Option<Timestamp>,
     /// `revision`, `etag`, `created_at`, `updated_at`.
     #[serde(flatten)]
-    pub stamp: super::Stamp,
+    pub stamp: crate::crm::Stamp,
     /// Whether its day is before today (when the list says).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overdue: Option<bool>,
@@ -56,7 +59,7 @@ impl ReminderView {
             reoccur_from_completion: r.reoccur_from_completion,
             completed: false,
             last_sent: r.last_sent,
-            stamp: super::Stamp::of(row),
+            stamp: crate::crm::Stamp::of(row),
             overdue: today.map(|today| day < today),
             contact_name,
         }
@@ -166,7 +169,7 @@ pub struct ReminderInput {
     #[schema(min_length = 1, max_length = 500, pattern = r"\S")]
     pub message: String,
     /// The day (RFC 3339 instant or `YYYY-MM-DD`); its time of day is dropped.
-    #[schema(value_type = super::schema::DayOrInstant)]
+    #[schema(value_type = crate::crm::schema::DayOrInstant)]
     pub remind_at: String,
     /// `once`, `weekly`, `monthly`, `quarterly`, `six-months` or `yearly`.
     #[schema(pattern = r"^\s*(once|weekly|monthly|quarterly|six-months|yearly)\s*$")]
@@ -180,7 +183,7 @@ pub struct ReminderInput {
 
 impl ReminderInput {
     fn reminder(self, contact: Option<u64>) -> Result<Reminder> {
-        super::records::check_id("contact_id", self.contact_id)?;
+        crate::crm::records::check_id("contact_id", self.contact_id)?;
         let recurrence = Recurrence::parse(self.recurrence.trim())
             .ok_or_else(|| Error::invalid("recurrence", format!("must be one of {}", Recurrence::ALL)))?;
         let contact_id = contact.or(self.contact_id).ok_or_else(|| Error::invalid("contact_id", "is required"))?;
@@ -308,5 +311,5 @@ pub fn get(v: &UserView, id: u64) -> Result<Row<Reminder>> {
 
 /// Removes reminder `id` when `pre` holds; its completions stay, as the history of what was done.
 pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()> {
-    super::records::delete::<Reminder>(scope, id, pre).await
+    crate::crm::records::delete::<Reminder>(scope, id, pre).await
 }

@@ -9,8 +9,10 @@ use mycorrhizal_engine::{Invalid, Kind, Record, Row, UserView, kind};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::Result;
-use super::records::BY_CONTACT;
+use crate::crm::Result;
+use crate::crm::{records::BY_CONTACT, records::length as text};
+
+pub mod ops;
 
 /// What a household is; `other` when the client does not say.
 pub const HOUSEHOLD_TYPES: &[&str] = &["family_unit", "roommates", "other"];
@@ -22,17 +24,6 @@ pub const BY_HOUSEHOLD: &str = "household";
 pub const MEMBERSHIP: &str = "member_vcard_uid";
 /// Index of dismissals: `{address_hash}:{member_hash}`.
 pub const DISMISSED: &str = "dismissed";
-
-fn text(field: &str, value: &str, min: usize, max: usize) -> Result<(), Invalid> {
-    let n = value.trim().chars().count();
-    if n < min || n > max {
-        return Err(Invalid::new(
-            field,
-            if min > 0 { format!("must be {min} to {max} characters") } else { format!("at most {max} characters") },
-        ));
-    }
-    Ok(())
-}
 
 /// A household's address: the fields a person expects, plus one free text for an address that
 /// does not split (a card address with only `full`).

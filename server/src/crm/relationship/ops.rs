@@ -7,9 +7,12 @@ use mycorrhizal_engine::{Precondition, Row, UserScope, UserView};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::Result;
-use super::contact::Contact;
-use super::records::{Activity, BY_SOURCE, BY_TARGET, KNOWN_RELATIONS, Relationship, relation_token};
+use crate::crm::Result;
+use crate::crm::contact::Contact;
+use crate::crm::{
+    activity::Activity, relationship::BY_SOURCE, relationship::BY_TARGET, relationship::KNOWN_RELATIONS,
+    relationship::Relationship, relationship::relation_token,
+};
 
 /// Every live edge touching `contact`, with whether it starts there.
 pub fn edges_of(view: &UserView, contact: u64) -> Result<Vec<(Row<Relationship>, bool)>> {
