@@ -139,7 +139,7 @@ pub fn restore(mut config: Config, path: &Path) -> u8 {
         }
     };
     let started = Instant::now();
-    match runtime.block_on(backup::restore::run(&config, path)) {
+    match runtime.block_on(crate::restore::run(&config, path)) {
         Ok(done) => {
             println!(
                 "restored {} into {}: schema {}, {} users, {} search documents, {} contacts' derived columns checked ({} updated), {:.1} s",

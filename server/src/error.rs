@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use crate::http::request_id;
+use crate::ops::correlation;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -93,7 +93,7 @@ impl ApiError {
     /// format (an HTML page, a DAV error body). Logs an internal error as the JSON answer does.
     pub fn status_and_message(&self) -> (StatusCode, String) {
         if let ApiError::Internal(detail) = self {
-            let request_id = request_id::current();
+            let request_id = correlation::current();
             tracing::error!(event = "internal_error", error = %detail, request_id = request_id.as_deref().unwrap_or(""));
         }
         let (status, _, message, _) = self.parts();
@@ -187,7 +187,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code, message, details) = self.parts();
-        let request_id = request_id::current();
+        let request_id = correlation::current();
         if let ApiError::Internal(detail) = &self {
             tracing::error!(event = "internal_error", error = %detail, request_id = request_id.as_deref().unwrap_or(""));
         }

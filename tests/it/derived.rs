@@ -89,7 +89,7 @@ async fn a_restore_finds_and_repairs_the_stale_projections_the_full_pass_finds()
     let target = tempfile::tempdir().expect("tempdir");
     let mut config = (*app.state.config).clone();
     config.data_dir = target.path().to_path_buf();
-    let done = mycorrhizal::backup::restore::run(&config, &made.path).await.expect("restore");
+    let done = mycorrhizal::restore::run(&config, &made.path).await.expect("restore");
     assert_eq!((done.contacts_scanned, done.contacts_updated), (3, 2), "{:?}", done.steps);
     assert!(
         done.steps.iter().any(|(step, _)| *step == "search rows fed"),

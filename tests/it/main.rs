@@ -26,6 +26,7 @@ mod inventory;
 mod isolation;
 mod jobs;
 mod keys;
+mod layers;
 mod limits;
 mod migrations;
 mod oidc;

@@ -16,7 +16,7 @@ use crate::diagnostics::Diagnostics;
 use crate::error::ApiError;
 use crate::http::caller::AdminUser;
 use crate::http::json::Json;
-use crate::ops::maintenance::{DerivedRebuilt, SearchRebuilt};
+use crate::maintenance::{DerivedRebuilt, SearchRebuilt};
 use crate::state::AppState;
 
 #[derive(Deserialize, IntoParams)]
@@ -133,7 +133,7 @@ pub async fn rebuild_derived(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<DerivedRebuilt>, ApiError> {
-    let (scanned, updated) = crate::ops::maintenance::rebuild_derived(&state.engine).await?;
+    let (scanned, updated) = crate::maintenance::rebuild_derived(&state.engine).await?;
     Ok(axum::Json(DerivedRebuilt::of(scanned, updated)))
 }
 
@@ -147,7 +147,7 @@ pub async fn rebuild_search(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<SearchRebuilt>, ApiError> {
-    let report = crate::jobs::steps::search_rebuild_now(&state).await?;
+    let report = crate::jobs::search_rebuild_now(&state).await?;
     Ok(axum::Json(SearchRebuilt::of(&report)))
 }
 

@@ -43,5 +43,5 @@ pub async fn integrity_check(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<IntegrityReport>, ApiError> {
-    Ok(axum::Json(jobs::steps::integrity_now(&state).await.1))
+    Ok(axum::Json(jobs::integrity_now(&state).await.1))
 }

@@ -5,27 +5,14 @@
 //! takes one; one answer for an unknown account and a wrong password; every failure and success
 //! counted by the limiters. What a second factor means is the door's word: the session sign-in
 //! asks for it, DAV refuses a password alone (its clients cannot answer a challenge).
-//!
-//! A password verified in the last [`REMEMBER`] is recalled without hashing again (a DAV client
-//! sends it with every request; argon2 costs tens of milliseconds of a core), as long as the
-//! account's token version and password hash are unchanged. The memo is keyed by a digest
-//! salted per process, so it says nothing outside it.
+//! A password verified lately is recalled without hashing again ([`super::memo`]).
 
-use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use mycorrhizal_engine::Engine;
-use sha2::{Digest, Sha256};
 
 use super::records::{Account, Scope};
 use super::{Auth, Error, TOKEN_PREFIX, Via, accounts};
-
-/// How long a verified password is recalled.
-pub const REMEMBER: Duration = Duration::from_secs(15 * 60);
-/// Past this many remembered entries, expired ones are dropped.
-const MEMO_PRUNE_AT: usize = 10_000;
 
 /// Who the credentials prove.
 #[derive(Debug, Clone)]
@@ -40,65 +27,6 @@ impl Proven {
     /// Whether the account asks for a second factor after its password.
     pub fn needs_second_factor(&self) -> bool {
         !self.by_token && self.account.totp.as_ref().is_some_and(|t| t.enabled)
-    }
-}
-
-/// Passwords verified lately (see the module's note).
-pub struct Memo {
-    entries: Mutex<HashMap<[u8; 32], Remembered>>,
-    salt: [u8; 32],
-}
-
-#[derive(Clone)]
-struct Remembered {
-    user: u64,
-    token_version: u64,
-    password_hash: Option<String>,
-    until: Instant,
-}
-
-impl Default for Memo {
-    fn default() -> Self {
-        let mut salt = [0u8; 32];
-        let _ = getrandom::fill(&mut salt);
-        Memo { entries: Mutex::default(), salt }
-    }
-}
-
-impl Memo {
-    fn key(&self, identifier: &str, password: &str) -> [u8; 32] {
-        let mut hash = Sha256::new();
-        hash.update(self.salt);
-        hash.update(identifier.as_bytes());
-        hash.update([0]);
-        hash.update(password.as_bytes());
-        hash.finalize().into()
-    }
-
-    /// Whether `password` was verified for `id` lately and the account has not changed since.
-    fn recalls(&self, key: &[u8; 32], id: u64, account: &Account) -> bool {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries.get(key).is_some_and(|r| {
-            r.until > Instant::now()
-                && r.user == id
-                && r.token_version == account.token_version
-                && r.password_hash == account.password_hash
-        })
-    }
-
-    fn remember(&self, key: [u8; 32], id: u64, account: &Account) {
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        if entries.len() > MEMO_PRUNE_AT {
-            entries.retain(|_, r| r.until > now);
-        }
-        let entry = Remembered {
-            user: id,
-            token_version: account.token_version,
-            password_hash: account.password_hash.clone(),
-            until: now + REMEMBER,
-        };
-        entries.insert(key, entry);
     }
 }
 

@@ -13,6 +13,7 @@ pub mod devices;
 pub mod error;
 pub mod keys;
 pub mod limits;
+pub mod memo;
 pub mod oidc;
 pub mod password;
 pub mod records;
@@ -46,8 +47,8 @@ pub struct Auth {
     /// A session unused this long ends (`SESSION_IDLE_TIMEOUT_HOURS`).
     pub idle_timeout: SignedDuration,
     pub limits: limits::Limits,
-    /// Passwords verified lately ([`credentials`]).
-    pub memo: credentials::Memo,
+    /// Passwords verified lately ([`memo`]).
+    pub memo: memo::Memo,
 }
 
 /// A request's authenticated caller.
@@ -80,7 +81,7 @@ impl Auth {
             session_lifetime: SignedDuration::from_hours(config.auth.jwt_expiry_hours as i64),
             idle_timeout: SignedDuration::from_hours(config.auth.session_idle_hours as i64),
             limits: limits::Limits::new(config.spray.clone(), &config.rates),
-            memo: credentials::Memo::default(),
+            memo: memo::Memo::default(),
         })
     }
 

@@ -15,7 +15,6 @@
 
 pub mod control;
 pub mod drill;
-pub mod restore;
 
 use std::path::{Path, PathBuf};
 

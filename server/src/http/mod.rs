@@ -114,7 +114,7 @@ async fn log_request(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let route =
         request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string()).unwrap_or_else(|| "unmatched".into());
-    let request_id = request_id::current().unwrap_or_default();
+    let request_id = crate::ops::correlation::current().unwrap_or_default();
     let response = next.run(request).await;
     let status = response.status();
     let result = if status.is_server_error() { "failure" } else { "success" };

@@ -1,6 +1,6 @@
 //! `X-Request-ID`: the client's when it sent a sane one, otherwise a new UUID v4; echoed on every
-//! response. The id is also the request's correlation id, and is reachable from anywhere in the
-//! request's task (error bodies, system events) through [`current`].
+//! response. The id is also the request's correlation id, reachable from anywhere in the
+//! request's task (error bodies, system events) through `ops::correlation::current`.
 
 use axum::extract::Request;
 use axum::http::HeaderValue;
@@ -8,21 +8,6 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 pub const HEADER: &str = "x-request-id";
-
-tokio::task_local! {
-    static REQUEST_ID: String;
-}
-
-/// The id of the request this task is serving, if any.
-pub fn current() -> Option<String> {
-    REQUEST_ID.try_with(Clone::clone).ok()
-}
-
-/// Runs `work` with `id` as its correlation id (a scheduled job's `job:<name>:<uuid>`), so what
-/// it records and what it enqueues carry it as a request's work does.
-pub async fn within<F: std::future::Future>(id: String, work: F) -> F::Output {
-    REQUEST_ID.scope(id, work).await
-}
 
 /// Accepts a client id of 1-128 visible ASCII characters; anything else is replaced.
 fn acceptable(value: &HeaderValue) -> Option<String> {
@@ -35,7 +20,7 @@ pub async fn middleware(mut request: Request, next: Next) -> Response {
     let id = request.headers().get(HEADER).and_then(acceptable).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     if let Ok(value) = HeaderValue::from_str(&id) {
         request.headers_mut().insert(HEADER, value.clone());
-        let mut response = REQUEST_ID.scope(id, next.run(request)).await;
+        let mut response = crate::ops::correlation::within(id, next.run(request)).await;
         response.headers_mut().insert(HEADER, value);
         response
     } else {

@@ -7,20 +7,17 @@
 //! Not here: what a job does (the domain: `crm::`, `ops::`, `backup::`, `notify::`) and the
 //! outbox's delivery worker, which is woken by writes, not by a clock.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use mycorrhizal_engine::system::{JobRun, Trigger};
 
-use crate::config::Config;
 use crate::state::AppState;
 
 pub mod runner;
 pub mod steps;
 pub mod wall_clock;
 
-pub use runner::{Context, Ran};
+pub use runner::{Context, Job, Ran, Schedule, StepFuture};
 
 pub const PURGE: &str = "retention_purge";
 pub const AUDIT_VERIFY: &str = "audit_chain_verify";
@@ -31,30 +28,6 @@ pub const BACKUP: &str = "scheduled_backup";
 pub const INTEGRITY: &str = "db_integrity_check";
 pub const RESTORE_DRILL: &str = "restore_drill";
 pub const SEARCH_REBUILD: &str = "search_index_rebuild";
-
-/// When a job runs.
-pub enum Schedule {
-    /// Every `every` of the configuration; the first run `first` after start-up (given the
-    /// state and the interval).
-    Every { first: fn(&AppState, Duration) -> Duration, every: fn(&Config) -> Duration },
-    /// Once a day at `REMINDER_TIME` in `REMINDER_TIMEZONE`, catching up once after downtime
-    /// ([`wall_clock`]); a step is told the days its run covers.
-    Daily,
-    /// Only when an admin asks.
-    OnDemand,
-}
-
-/// What a step returns: the work, to be run and recorded by the runner.
-pub type StepFuture = Pin<Box<dyn Future<Output = crate::crm::Result<Ran>> + Send>>;
-
-/// One row of the table.
-pub struct Job {
-    pub name: &'static str,
-    pub schedule: Schedule,
-    /// Whether the configuration turns its schedule on (a manual trigger runs it regardless).
-    pub enabled: fn(&Config) -> bool,
-    pub step: fn(AppState, Context) -> StepFuture,
-}
 
 const HOUR: Duration = Duration::from_secs(3600);
 const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -146,6 +119,37 @@ pub fn start(state: AppState) {
     });
     for job in JOBS.iter().filter(|job| (job.enabled)(&state.config)) {
         runner::start(&state, job);
+    }
+}
+
+/// [`steps::integrity`] run by hand with its report (`GET /admin/integrity-check`).
+pub async fn integrity_now(state: &AppState) -> (JobRun, crate::integrity::IntegrityReport) {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let run = runner::record(state, INTEGRITY, Trigger::Manual, steps::integrity(state.clone(), Some(sender))).await;
+    let report = receiver.await.unwrap_or_else(|_| crate::integrity::IntegrityReport {
+        checked_at: state.engine.clock().now(),
+        status: "error".into(),
+        duration_ms: run.duration_ms,
+        passes: vec![crate::integrity::Pass {
+            name: "sweep".into(),
+            status: "error".into(),
+            checked: 0,
+            failures: Vec::new(),
+            error: run.error.clone(),
+        }],
+    });
+    (run, report)
+}
+
+/// [`steps::search_rebuild`] run by hand with its report (`POST /admin/search/rebuild`); a rebuild
+/// already running is the engine's `RebuildRunning`.
+pub async fn search_rebuild_now(state: &AppState) -> crate::crm::Result<mycorrhizal_engine::RebuildReport> {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let work = steps::search_rebuild(state.clone(), Some(sender));
+    let run = runner::record(state, SEARCH_REBUILD, Trigger::Manual, work).await;
+    match receiver.await {
+        Ok(rebuilt) => Ok(rebuilt?),
+        Err(_) => Err(crate::crm::Error::Internal(run.error.unwrap_or_else(|| "the rebuild stopped".into()))),
     }
 }
 

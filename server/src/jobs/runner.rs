@@ -5,12 +5,13 @@
 //! keeps each enabled row on its schedule.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use mycorrhizal_engine::system::{JobResult, JobRun, Trigger};
 
 use super::wall_clock::{self, Window};
-use super::{Job, Schedule};
+use crate::config::Config;
 use crate::ops::events::{Event, emit};
 use crate::ops::job_runs;
 use crate::state::AppState;
@@ -31,6 +32,30 @@ pub struct Context {
     /// For a daily job, the local days this run covers (from the day after the last run, at most
     /// [`wall_clock::CATCH_UP_DAYS`], to the run's day).
     pub days: Option<Window>,
+}
+
+/// When a job runs.
+pub enum Schedule {
+    /// Every `every` of the configuration; the first run `first` after start-up (given the
+    /// state and the interval).
+    Every { first: fn(&AppState, Duration) -> Duration, every: fn(&Config) -> Duration },
+    /// Once a day at `REMINDER_TIME` in `REMINDER_TIMEZONE`, catching up once after downtime
+    /// ([`wall_clock`]); a step is told the days its run covers.
+    Daily,
+    /// Only when an admin asks.
+    OnDemand,
+}
+
+/// What a step returns: the work, to be run and recorded by the runner.
+pub type StepFuture = Pin<Box<dyn Future<Output = crate::crm::Result<Ran>> + Send>>;
+
+/// One row of the table.
+pub struct Job {
+    pub name: &'static str,
+    pub schedule: Schedule,
+    /// Whether the configuration turns its schedule on (a manual trigger runs it regardless).
+    pub enabled: fn(&Config) -> bool,
+    pub step: fn(AppState, Context) -> StepFuture,
 }
 
 /// A daily job looks again at least this often (a clock that jumped, a suspended machine).
@@ -85,7 +110,7 @@ where
     let started = Instant::now();
     // Spawned so that a panic inside the job is caught as a join error, not a crash; within its
     // correlation id, so what it writes and queues (outbox rows, system events) carries it.
-    let outcome = match tokio::spawn(crate::http::request_id::within(correlation.clone(), work)).await {
+    let outcome = match tokio::spawn(crate::ops::correlation::within(correlation.clone(), work)).await {
         Ok(outcome) => outcome.map_err(|e| e.to_string()),
         Err(panic) => {
             let mut event = Event::error("scheduler", "job_failed", format!("{name} panicked: {panic}"));

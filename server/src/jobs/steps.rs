@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use mycorrhizal_engine::system::{Severity, Trigger};
+use mycorrhizal_engine::system::Severity;
 use mycorrhizal_engine::{RebuildReport, UserId};
 use serde_json::json;
 
@@ -17,11 +17,11 @@ use crate::notify::webhooks::alert_admins;
 use crate::ops::events::{Event, emit};
 use crate::state::AppState;
 
-/// The retention purge ([`crate::ops::retention`]); items: rows removed.
+/// The retention purge ([`crate::retention`]); items: rows removed.
 pub async fn purge(state: AppState, _: Context) -> Result<Ran> {
     let users = crate::auth::accounts::ids(&state.engine).await?;
     let now = state.engine.clock().now();
-    Ok(Ran::Items(crate::ops::retention::purge(&state.engine, &state.config.retention, &users, now).await?))
+    Ok(Ran::Items(crate::retention::purge(&state.engine, &state.config.retention, &users, now).await?))
 }
 
 /// Every user's audit hash chain walked. A broken chain fails the run, naming the users, and
@@ -63,8 +63,10 @@ pub async fn digest(state: AppState, context: Context) -> Result<Ran> {
 
 /// One storage sample ([`crate::ops::storage`]); items: the rows counted.
 pub async fn storage_sample(state: AppState, _: Context) -> Result<Ran> {
+    let users = crate::auth::accounts::ids(&state.engine).await?.len() as u64;
     let (engine, dir) = (state.engine.clone(), state.config.data_dir.clone());
-    let sample = crate::crm::blocking(&state.engine, move |_| crate::ops::storage::sample(&engine, &dir)).await??;
+    let sample =
+        crate::crm::blocking(&state.engine, move |_| crate::ops::storage::sample(&engine, &dir, users)).await??;
     Ok(Ran::Items(sample.rows))
 }
 
@@ -183,36 +185,4 @@ pub async fn search_rebuild(
         let _ = report.send(rebuilt);
     }
     outcome
-}
-
-/// [`integrity`] run by hand with its report (`GET /admin/integrity-check`).
-pub async fn integrity_now(state: &AppState) -> (mycorrhizal_engine::system::JobRun, IntegrityReport) {
-    let (sender, receiver) = tokio::sync::oneshot::channel();
-    let run =
-        super::runner::record(state, super::INTEGRITY, Trigger::Manual, integrity(state.clone(), Some(sender))).await;
-    let report = receiver.await.unwrap_or_else(|_| IntegrityReport {
-        checked_at: state.engine.clock().now(),
-        status: "error".into(),
-        duration_ms: run.duration_ms,
-        passes: vec![crate::integrity::Pass {
-            name: "sweep".into(),
-            status: "error".into(),
-            checked: 0,
-            failures: Vec::new(),
-            error: run.error.clone(),
-        }],
-    });
-    (run, report)
-}
-
-/// [`search_rebuild`] run by hand with its report (`POST /admin/search/rebuild`); a rebuild
-/// already running is the engine's `RebuildRunning`.
-pub async fn search_rebuild_now(state: &AppState) -> Result<RebuildReport> {
-    let (sender, receiver) = tokio::sync::oneshot::channel();
-    let work = search_rebuild(state.clone(), Some(sender));
-    let run = super::runner::record(state, super::SEARCH_REBUILD, Trigger::Manual, work).await;
-    match receiver.await {
-        Ok(rebuilt) => Ok(rebuilt?),
-        Err(_) => Err(Error::Internal(run.error.unwrap_or_else(|| "the rebuild stopped".into()))),
-    }
 }

@@ -459,7 +459,7 @@ impl ChangeHook for OutboxHook {
     }
 
     fn origin(&self) -> Option<Arc<str>> {
-        crate::http::request_id::current().map(Arc::from)
+        crate::ops::correlation::current().map(Arc::from)
     }
 
     fn committed(&self) {

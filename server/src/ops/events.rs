@@ -54,7 +54,7 @@ impl Event {
 
 /// Logs the event and records it in the timeline.
 pub async fn emit(engine: &Engine, event: Event) {
-    let correlation_id = event.correlation_id.or_else(crate::http::request_id::current);
+    let correlation_id = event.correlation_id.or_else(crate::ops::correlation::current);
     let now = engine.clock().now();
     tracing::info!(
         event = event.event_type,

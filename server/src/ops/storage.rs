@@ -6,8 +6,6 @@ use jiff::Timestamp;
 use mycorrhizal_engine::{Engine, GlobalRecord, global_tables};
 use serde::{Deserialize, Serialize};
 
-use crate::auth::records::Account;
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StorageSample {
     pub at: Timestamp,
@@ -23,14 +21,14 @@ impl GlobalRecord for StorageSample {
     global_tables!("storage_samples");
 }
 
-/// Takes and stores one sample (blocking).
-pub fn sample(engine: &Engine, data_dir: &std::path::Path) -> mycorrhizal_engine::Result<StorageSample> {
+/// Takes and stores one sample of an instance of `users` accounts (blocking).
+pub fn sample(engine: &Engine, data_dir: &std::path::Path, users: u64) -> mycorrhizal_engine::Result<StorageSample> {
     let (counts, _) = engine.contents()?;
     let sample = StorageSample {
         at: engine.clock().now(),
         database_bytes: std::fs::metadata(engine.path()).map(|m| m.len()).unwrap_or(0),
         filesystem_used_percent: super::fs::usage_percent(data_dir),
-        users: engine.global()?.list::<Account>()?.len() as u64,
+        users,
         rows: counts.values().flat_map(|kinds| kinds.values()).sum(),
     };
     let stored = sample.clone();

@@ -222,7 +222,7 @@ pub async fn delete_user(
 
 pub async fn rebuild_search(State(state): State<AppState>, viewer: Viewer, _form: Form) -> PageResult {
     admin(&viewer)?;
-    let report = crate::jobs::steps::search_rebuild_now(&state).await?;
+    let report = crate::jobs::search_rebuild_now(&state).await?;
     let count: u64 = report.indexed.iter().map(|(_, n)| n).sum();
     let message = viewer.lang.f("admin.search_rebuilt", &[("count", &count.to_string())]);
     show(&state, &viewer, 1, StatusCode::OK, None, Some(&message), None).await
@@ -230,7 +230,7 @@ pub async fn rebuild_search(State(state): State<AppState>, viewer: Viewer, _form
 
 pub async fn rebuild_derived(State(state): State<AppState>, viewer: Viewer, _form: Form) -> PageResult {
     admin(&viewer)?;
-    let (scanned, updated) = crate::ops::maintenance::rebuild_derived(&state.engine).await?;
+    let (scanned, updated) = crate::maintenance::rebuild_derived(&state.engine).await?;
     let message =
         viewer.lang.f("admin.derived_rebuilt", &[("scanned", &scanned.to_string()), ("updated", &updated.to_string())]);
     show(&state, &viewer, 1, StatusCode::OK, None, Some(&message), None).await

@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 use mycorrhizal_engine::UserId;
 use mycorrhizal_engine::restore::{Checked, RowCheck};
 
-use super::{Refusal, Signer, Verified};
 use crate::auth::records::Account;
+use crate::backup::{Refusal, Signer, Verified};
 use crate::config::Config;
 use crate::crm::contact::Contact;
 use crate::state::AppState;
@@ -76,14 +76,14 @@ impl RestoreError {
 pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreError> {
     let data_dir = config.data_dir.clone();
     let db_path = config.database_path();
-    if super::control::server_running(&data_dir) || mycorrhizal_engine::snapshot::in_use(&db_path) {
+    if crate::backup::control::server_running(&data_dir) || mycorrhizal_engine::snapshot::in_use(&db_path) {
         return Err(RestoreError::ServerRunning(data_dir.display().to_string()));
     }
     let signer = Signer::from_config(config).map_err(RestoreError::Io)?;
     let allow_unsigned = config.integrity.backup_allow_unsigned;
     let path = backup.to_path_buf();
     let started = Instant::now();
-    let verified = tokio::task::spawn_blocking(move || super::verify(&path, &signer, allow_unsigned))
+    let verified = tokio::task::spawn_blocking(move || crate::backup::verify(&path, &signer, allow_unsigned))
         .await
         .map_err(|e| RestoreError::Io(e.to_string()))??;
     let mut steps = vec![("verify", started.elapsed())];
@@ -163,7 +163,7 @@ async fn bring_back(
     let partial = config.data_dir.join(".mycorrhizal.redb.restoring");
     // A backup of this build's schema gets its search index built from its rows while the
     // database is built (a record stream); an older one is migrated at open, and indexed then.
-    let search = (schema_version == crate::crm::schema_version()).then(|| crate::search_options(config));
+    let search = (schema_version == crate::crm::schema_version()).then(|| crate::database::search_options(config));
     let (from, to) = (backup.to_path_buf(), partial.clone());
     // The contacts' derived columns are checked as the index's pass reads the rows.
     let checks = [RowCheck::of::<Contact>(crate::crm::contact::ops::derived_stale)];
@@ -179,7 +179,7 @@ async fn bring_back(
     steps.push((if indexed { "database and search index built" } else { "database in place" }, started.elapsed()));
 
     let started = Instant::now();
-    let engine = crate::open_engine(config).await.map_err(|e| format!("{e:#}"))?;
+    let engine = crate::database::open_engine(config).await.map_err(|e| format!("{e:#}"))?;
     steps.push((if indexed { "open" } else { "open (search index rebuilt)" }, started.elapsed()));
     let outcome = finish(engine.clone(), config.clone(), placed.checked, steps).await;
     let started = Instant::now();
@@ -211,7 +211,7 @@ async fn finish(
             }
             (scanned, updated)
         }
-        None => crate::ops::maintenance::rebuild_derived(&engine).await.map_err(|e| e.to_string())?,
+        None => crate::maintenance::rebuild_derived(&engine).await.map_err(|e| e.to_string())?,
     };
     steps.push(("derived columns", started.elapsed()));
     let started = Instant::now();

@@ -4,7 +4,8 @@
 //! samples, system events, job runs and integrity reports past their windows, and finished outbox
 //! messages older than `WEBHOOK_DELIVERY_RETENTION_DAYS`. A window of 0 days keeps forever.
 //!
-//! When it runs is the scheduler's table (`jobs`); this file only knows what to remove.
+//! When it runs is the scheduler's table (`jobs`); this file only knows what to remove. It walks
+//! every kind of every domain module, so it sits above them all.
 
 use jiff::{SignedDuration, Timestamp};
 use mycorrhizal_engine::{Engine, UserId};

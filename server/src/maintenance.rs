@@ -1,6 +1,6 @@
 //! What an admin can ask the instance to recompute, from any front door: every contact's derived
 //! columns, and the answers' shapes of those and of the search index rebuild (which is a job,
-//! recorded as a run: `jobs::steps::search_rebuild_now`).
+//! recorded as a run: `jobs::search_rebuild_now`).
 
 use mycorrhizal_engine::{Engine, UserId};
 

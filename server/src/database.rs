@@ -1,0 +1,111 @@
+//! Opening the data folder: the engine over `DATA_DIR` with the server's record kinds, search
+//! sources and migrations (run behind a verified, signed pre-migration snapshot, each step
+//! recorded as a system event), then the files earlier versions kept beside the database moved
+//! into it. Every command that opens the database (the server, `backup`, `restore`, `import`,
+//! `bundle`) comes through here.
+
+use std::time::Instant;
+
+use anyhow::Context;
+use mycorrhizal_engine::{Engine, MigrationReport, Options, SearchOptions};
+use serde_json::json;
+
+use crate::config::Config;
+use crate::ops::events::{Event, emit};
+use crate::{backup, crm, ops};
+
+/// Opens the engine for `config`, migrating behind a verified snapshot, and records what happened.
+pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
+    if let Some(fs_type) = ops::fs::network_filesystem(&config.data_dir) {
+        tracing::warn!(
+            event = "network_filesystem",
+            component = "app",
+            fs_type = %fs_type,
+            "the database is on a network filesystem ({fs_type}); this risks corruption: keep DATA_DIR on local disk"
+        );
+    }
+    let path = config.database_path();
+    let options = Options {
+        pre_migration_dir: Some(config.pre_migration_dir.clone()),
+        search: Some(search_options(config)),
+        migrations: crm::migrations(),
+        cache_bytes: config.db_cache_bytes,
+        ..Options::default()
+    };
+    let started_at = jiff::Timestamp::now();
+    let started = Instant::now();
+    let opened = tokio::task::spawn_blocking(move || Engine::open(path, options)).await?;
+    let (engine, report) = match opened {
+        Ok(opened) => opened,
+        Err(e) => {
+            tracing::error!(event = "migration_failed", component = "migration", error = %e);
+            return Err(anyhow::Error::new(e).context("cannot open the database"));
+        }
+    };
+    record_migration(&engine, &report, started_at, started.elapsed().as_millis() as u64).await;
+    if let Some(snapshot) = &report.snapshot {
+        // Signed like an operator backup, so `mycorrhizal restore` takes it for a rollback.
+        let signed = backup::Signer::from_config(config).and_then(|s| backup::sign_existing(&snapshot.path, &s));
+        if let Err(e) = signed {
+            tracing::warn!(event = "pre_migration_snapshot_unsigned", component = "migration", error = %e);
+        }
+    }
+    adopt_files(&engine, &config.data_dir).await;
+    Ok(engine)
+}
+
+/// How the server runs its search index (`DATA_DIR/search`, the searchable kinds, the commit
+/// interval and writer memory the configuration sets).
+pub fn search_options(config: &Config) -> SearchOptions {
+    let mut search = SearchOptions::new(config.data_dir.join("search"), crm::search_sources());
+    search.commit_interval = std::time::Duration::from_millis(config.search_commit_interval_ms);
+    search.writer_memory = config.search_writer_bytes;
+    search
+}
+
+/// Moves contact pictures and attachments an earlier version kept as files into the database
+/// (see [`crm::contact::picture`], [`crm::attachment`]); a no-op once done. Should it fail (a full
+/// disk), the server still starts: the files stay where they are and the next start moves them.
+async fn adopt_files(engine: &Engine, data_dir: &std::path::Path) {
+    let (engine2, dir) = (engine.clone(), data_dir.to_path_buf());
+    match tokio::task::spawn_blocking(move || crm::attachment::ops::adopt_files(&engine2, &dir)).await {
+        Ok(Ok(adopted)) if adopted.moved > 0 || adopted.removed > 0 => tracing::info!(
+            event = "attachments_adopted",
+            component = "migration",
+            moved = adopted.moved,
+            removed = adopted.removed,
+            "attachments moved from files into the database"
+        ),
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::error!(event = "attachments_adoption_failed", component = "migration", error = %e),
+        Err(e) => tracing::error!(event = "attachments_adoption_failed", component = "migration", error = %e),
+    }
+    let (engine, dir) = (engine.clone(), data_dir.to_path_buf());
+    match tokio::task::spawn_blocking(move || crm::contact::picture::adopt_files(&engine, &dir)).await {
+        Ok(Ok(adopted)) if adopted.moved > 0 || adopted.removed > 0 => tracing::info!(
+            event = "pictures_adopted",
+            component = "migration",
+            moved = adopted.moved,
+            removed = adopted.removed,
+            "contact pictures moved from files into the database"
+        ),
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::error!(event = "pictures_adoption_failed", component = "migration", error = %e),
+        Err(e) => tracing::error!(event = "pictures_adoption_failed", component = "migration", error = %e),
+    }
+}
+
+async fn record_migration(engine: &Engine, report: &MigrationReport, at: jiff::Timestamp, ms: u64) {
+    if report.steps.is_empty() {
+        return;
+    }
+    let versions = json!({ "from_version": report.from, "to_version": report.to });
+    emit(engine, Event::info("migration", "migration_started").detail(versions.clone()).at(at)).await;
+    if let Some(snapshot) = &report.snapshot {
+        let detail = json!({ "operation": "pre_migration_snapshot", "tables": snapshot.manifest.tables.len(), "size_bytes": snapshot.manifest.size });
+        emit(engine, Event::info("migration", "backup_completed").detail(detail).at(at)).await;
+    }
+    emit(engine, Event::info("migration", "migration_completed").detail(versions).duration_ms(ms)).await;
+}
