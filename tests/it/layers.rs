@@ -38,7 +38,11 @@ const KNOWN_MODULE_LOOPS: &[(&str, &str, &str)] = &[
     // Accounts queue their mails on the outbox and delete a user's channels with the account,
     // while notify reads the accounts table and the data key (auth::keys): the outbox and the
     // keys belong below both.
-    ("auth", "notify", "accounts.rs and signin.rs queue mail on notify's outbox; accounts.rs calls notify::remove_user"),
+    (
+        "auth",
+        "notify",
+        "accounts.rs and signin.rs queue mail on notify's outbox; accounts.rs calls notify::remove_user",
+    ),
 ];
 
 fn root() -> PathBuf {

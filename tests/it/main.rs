@@ -17,6 +17,7 @@ mod dav_clients;
 mod depth;
 mod derived;
 mod digest;
+mod domain;
 mod fcm;
 mod health;
 mod helpers;
