@@ -224,6 +224,9 @@ impl From<crate::crm::Error> for ApiError {
             E::BadParameter { field, reason } => ApiError::InvalidInput { field, reason },
             E::NotFound => ApiError::NotFound,
             E::Conflict(message) => ApiError::Conflict(message),
+            E::UidConflict { holder } => ApiError::Conflict(format!("the UID is in use by {holder}")),
+            E::PreconditionFailed => ApiError::PreconditionFailed { expected_revision: 0 },
+            E::Unreadable(reason) => ApiError::Validation { field: "body".into(), reason },
             E::Engine(e) => e.into(),
             E::Internal(detail) => ApiError::Internal(detail),
         }
@@ -261,5 +264,32 @@ mod tests {
         assert_eq!(running.status(), StatusCode::CONFLICT);
         let failed = ApiError::from(mycorrhizal_engine::Error::Search("disk full".into())).into_response();
         assert_eq!(failed.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+
+    /// The JSON door maps each domain error once, to the code the domain names for it.
+    #[test]
+    fn every_domain_error_keeps_its_code_through_the_json_door() {
+        use crate::crm::Error as E;
+        use mycorrhizal_engine::Error as Engine;
+        let all = [
+            E::invalid("name", "is required"),
+            E::bad_parameter("cursor", "is not one of ours"),
+            E::NotFound,
+            E::Conflict("the last admin".into()),
+            E::UidConflict { holder: "grace.vcf".into() },
+            E::PreconditionFailed,
+            E::Unreadable("the body must hold exactly one vCard".into()),
+            E::Engine(Engine::NotFound),
+            E::Engine(Engine::Conflict { expected: 1, actual: 2 }),
+            E::Engine(Engine::Duplicate { index: "uid" }),
+            E::Engine(Engine::ShutDown),
+            E::Engine(Engine::RebuildRunning),
+            E::Internal("disk full".into()),
+        ];
+        for e in all {
+            let code = e.code();
+            let (_, mapped, _, _) = ApiError::from(e).parts();
+            assert_eq!(mapped, code);
+        }
     }
 }

@@ -13,8 +13,8 @@ use utoipa::IntoParams;
 
 use crate::auth::AuthUser;
 use crate::crm::contact::Contact;
+use crate::crm::contact::picture as pictures;
 use crate::crm::contact::view::ContactView;
-use crate::crm::{contact::picture as pictures, contact::picture::PictureError};
 use crate::error::ApiError;
 use crate::http::conditional::tagged;
 use crate::outbound::image::{self, FetchError};
@@ -56,17 +56,6 @@ pub struct PhotoUpload {
     /// A JPEG, PNG, GIF or WebP image (told by its content), at most 10 MB.
     #[schema(value_type = Option<String>, format = Binary)]
     photo: Option<Vec<u8>>,
-}
-
-/// A picture the domain refused, as the `photo` field's validation error.
-impl From<PictureError> for ApiError {
-    fn from(e: PictureError) -> Self {
-        match e {
-            PictureError::TooLarge => ApiError::validation("photo", "must be at most 10 MB"),
-            PictureError::NotAnImage => ApiError::validation("photo", "must be a JPEG, PNG, GIF or WebP image"),
-            PictureError::Engine(e) => e.into(),
-        }
-    }
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]

@@ -61,7 +61,7 @@ pub async fn undo(scope: &UserScope, event: AuditEvent) -> Result<()> {
         return Err(Error::Conflict(format!("{} changes cannot be undone", event.kind)));
     };
     let (record, revision, changes) = (event.record_id, event.revision, event.changes);
-    scope.write_async(move |tx| revert(tx, record, revision, &changes)).await?.map_err(Error::Conflict)
+    scope.write_async(move |tx| revert(tx, record, revision, &changes)).await?
 }
 
 /// Walks each of `users`' audit hash chains (the daily integrity pass); returns the events

@@ -378,19 +378,6 @@ pub async fn edit_activity(
     super::activity::ops::save(scope, Some((id, pre)), input).await
 }
 
-/// Why a calendar client's new event did not become an activity.
-#[derive(Debug, thiserror::Error)]
-pub enum NewEventError {
-    /// Its UID is already the event of the activity served under this name (`no-uid-conflict`).
-    #[error("the UID is in use by {0}")]
-    UidConflict(String),
-    /// Its resource name was taken meanwhile (the client's `If-None-Match: *` fails).
-    #[error("the resource exists")]
-    Exists,
-    #[error(transparent)]
-    Other(#[from] super::Error),
-}
-
 /// Whether `name` can name a client's new event: a path segment of letters, digits and
 /// `_ . - + @ ~ =`, ending in `.ics`, and not of the server's own `activity-<id>` form.
 pub fn new_name_allowed(name: &str) -> bool {
@@ -404,17 +391,17 @@ pub fn new_name_allowed(name: &str) -> bool {
 }
 
 /// A calendar client's new event (two-way CalDAV) becomes an activity through
-/// `activities::save_as`, the JSON API's create: its title, description, place and start, no
+/// `activity::ops::save_as`, the JSON API's create: its title, description, place and start, no
 /// contacts; it keeps the client's resource `name` (with `.ics`, see [`new_name_allowed`]) and
 /// event UID (the name when it has none), so it is served back as it was written.
 pub async fn create_activity(
     scope: &mycorrhizal_engine::UserScope,
     name: &str,
     incoming: ical::Incoming,
-) -> std::result::Result<Row<Activity>, NewEventError> {
+) -> super::Result<Row<Activity>> {
     let uid = if incoming.uid.is_empty() { name.trim_end_matches(".ics").to_string() } else { incoming.uid };
     if uid.chars().count() > 255 {
-        return Err(super::Error::invalid("UID", "at most 255 characters").into());
+        return Err(super::Error::invalid("UID", "at most 255 characters"));
     }
     let input = super::activity::ops::ActivityInput {
         title: incoming.summary,
@@ -427,10 +414,9 @@ pub async fn create_activity(
     };
     let event = super::activity::ops::EventName { name: name.to_string(), uid };
     match super::activity::ops::save_as(scope, None, input, Some(event)).await {
-        Ok(Ok(row)) => Ok(row),
-        Ok(Err(holder)) => Err(NewEventError::UidConflict(holder)),
-        Err(super::Error::Engine(mycorrhizal_engine::Error::Duplicate { .. })) => Err(NewEventError::Exists),
-        Err(e) => Err(e.into()),
+        // Its resource name was taken meanwhile: the client's `If-None-Match: *` fails.
+        Err(super::Error::Engine(mycorrhizal_engine::Error::Duplicate { .. })) => Err(super::Error::PreconditionFailed),
+        other => other,
     }
 }
 

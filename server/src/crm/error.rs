@@ -18,6 +18,17 @@ pub enum Error {
     /// engine's `Conflict`).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The record's UID is already another record's, the one served under `holder` (a sync
+    /// client's `no-uid-conflict`).
+    #[error("the UID is in use by {holder}")]
+    UidConflict { holder: String },
+    /// A condition the caller set on the stored state did not hold: it named a version of a
+    /// record that does not exist, or asked to create one that exists.
+    #[error("precondition failed")]
+    PreconditionFailed,
+    /// The body cannot be read as what the operation takes (not exactly one vCard); why.
+    #[error("unreadable: {0}")]
+    Unreadable(String),
     /// The storage engine refused or failed (stale revision, duplicate, not writable, I/O).
     #[error(transparent)]
     Engine(#[from] mycorrhizal_engine::Error),
@@ -27,6 +38,27 @@ pub enum Error {
 }
 
 impl Error {
+    /// The error's code, as the spec's error envelope names it: each door maps the variants
+    /// once, with this code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Invalid { .. } | Error::Unreadable(_) => "VALIDATION_ERROR",
+            Error::BadParameter { .. } => "INVALID_INPUT",
+            Error::NotFound => "NOT_FOUND",
+            Error::Conflict(_) | Error::UidConflict { .. } => "CONFLICT",
+            Error::PreconditionFailed => "PRECONDITION_FAILED",
+            Error::Engine(mycorrhizal_engine::Error::NotFound) => "NOT_FOUND",
+            Error::Engine(mycorrhizal_engine::Error::Conflict { .. }) => "PRECONDITION_FAILED",
+            Error::Engine(mycorrhizal_engine::Error::Duplicate { .. }) => "ALREADY_EXISTS",
+            Error::Engine(mycorrhizal_engine::Error::Invalid(_)) => "VALIDATION_ERROR",
+            Error::Engine(mycorrhizal_engine::Error::Poisoned | mycorrhizal_engine::Error::ShutDown) => {
+                "SERVICE_UNAVAILABLE"
+            }
+            Error::Engine(mycorrhizal_engine::Error::RebuildRunning) => "CONFLICT",
+            Error::Engine(_) | Error::Internal(_) => "INTERNAL_ERROR",
+        }
+    }
+
     pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::Invalid { field: field.into(), reason: reason.into() }
     }

@@ -251,8 +251,9 @@ fn leave_activity(tx: &Tx<'_, '_>, activity: u64, contact: u64) -> mycorrhizal_e
     Ok(())
 }
 
-/// Why a revert did not happen, decided inside the transaction.
-pub type Refusal = std::result::Result<(), String>;
+/// Whether a revert happened, decided inside the transaction: a refusal is the domain's
+/// `Conflict`.
+pub type Refusal = std::result::Result<(), super::Error>;
 
 /// Puts back the fields an update changed, if the record is still at the revision that update
 /// produced; inside the caller's write transaction.
@@ -264,7 +265,9 @@ pub fn revert<R: Record>(
 ) -> mycorrhizal_engine::Result<Refusal> {
     let current = tx.get::<R>(id)?;
     if current.meta.revision != revision {
-        return Ok(Err("The record changed after this event; undo only the latest change".into()));
+        return Ok(Err(super::Error::Conflict(
+            "The record changed after this event; undo only the latest change".into(),
+        )));
     }
     let internal = |e: serde_json::Error| {
         mycorrhizal_engine::Error::Invalid(mycorrhizal_engine::Invalid::new("changes", e.to_string()))

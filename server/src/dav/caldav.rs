@@ -114,6 +114,22 @@ fn invalid(reason: Option<String>) -> DavError {
     DavError::condition(StatusCode::FORBIDDEN, "CAL:valid-calendar-data", reason)
 }
 
+/// Why an event was not stored, as CalDAV says it: the UID another event holds
+/// (`no-uid-conflict`, naming it), an event the activity's rules refuse (`valid-calendar-data`),
+/// else as any DAV error.
+fn refused(e: crate::crm::Error, user: &DavUser) -> DavError {
+    use crate::crm::Error as E;
+    match e {
+        E::UidConflict { holder } => DavError::condition(
+            StatusCode::CONFLICT,
+            "CAL:no-uid-conflict",
+            Some(format!("the UID is in use by {}{holder}", calendar_href(user))),
+        ),
+        E::Invalid { field, reason } => invalid(Some(format!("{field}: {reason}"))),
+        other => other.into(),
+    }
+}
+
 /// The event of a PUT body (`valid-calendar-data` when there is none).
 fn incoming(body: &[u8]) -> Result<mycorrhizal_codecs::ical::Incoming, DavError> {
     let text = std::str::from_utf8(body).map_err(|_| invalid(Some("the body is not UTF-8".into())))?;
@@ -140,18 +156,8 @@ async fn create(
         ));
     }
     let incoming = incoming(body)?;
-    let row = events::create_activity(&state.engine.user(user.id), name, incoming).await.map_err(|e| match e {
-        events::NewEventError::Exists => DavError::precondition_failed(),
-        events::NewEventError::UidConflict(holder) => DavError::condition(
-            StatusCode::CONFLICT,
-            "CAL:no-uid-conflict",
-            Some(format!("the UID is in use by {}{holder}", calendar_href(&user))),
-        ),
-        events::NewEventError::Other(crate::crm::Error::Invalid { field, reason }) => {
-            invalid(Some(format!("{field}: {reason}")))
-        }
-        events::NewEventError::Other(other) => other.into(),
-    })?;
+    let row =
+        events::create_activity(&state.engine.user(user.id), name, incoming).await.map_err(|e| refused(e, &user))?;
     let etag = format!("\"a-{}-{}\"", row.id, row.meta.revision);
     Ok((StatusCode::CREATED, [(ETAG, etag)]).into_response())
 }
@@ -160,10 +166,8 @@ async fn create(
 async fn put(state: &AppState, user: DavUser, id: u64, headers: &HeaderMap, body: &[u8]) -> Result<Response, DavError> {
     let pre = precondition(headers)?;
     let incoming = incoming(body)?;
-    let row = events::edit_activity(&state.engine.user(user.id), id, pre, incoming).await.map_err(|e| match e {
-        crate::crm::Error::Invalid { field, reason } => invalid(Some(format!("{field}: {reason}"))),
-        other => other.into(),
-    })?;
+    let row =
+        events::edit_activity(&state.engine.user(user.id), id, pre, incoming).await.map_err(|e| refused(e, &user))?;
     let etag = format!("\"a-{}-{}\"", row.id, row.meta.revision);
     Ok((StatusCode::NO_CONTENT, [(ETAG, etag)]).into_response())
 }

@@ -16,7 +16,7 @@ use super::xml::{self, CARDDAV, Multistatus, Prop, PropName, Propfind, Report};
 use super::{DavError, DavUser, MAX_BODY};
 use crate::crm::contact::{Contact, ContactHead};
 use crate::crm::export::{CHUNK, Sink, produce};
-use crate::crm::{contact::card as cards, contact::card::PutCondition, contact::card::PutError};
+use crate::crm::{contact::card as cards, contact::card::PutCondition};
 use crate::http::conditional;
 use crate::state::AppState;
 
@@ -419,18 +419,31 @@ async fn put(
     }
     let condition = condition(headers)?;
     let scope = state.engine.user(user.id);
-    let (row, created) = cards::put(&scope, &name, body, condition).await.map_err(|e| match e {
-        PutError::Precondition => DavError::precondition_failed(),
-        PutError::UidConflict(holder) => DavError::condition(
-            StatusCode::CONFLICT,
-            "C:no-uid-conflict",
-            Some(format!("the UID is in use by {}", props::card_href(&user, &holder))),
-        ),
-        PutError::Invalid(reason) => DavError::condition(StatusCode::FORBIDDEN, "C:valid-address-data", Some(reason)),
-        PutError::Other(e) => e.into(),
-    })?;
+    let (row, created) = cards::put(&scope, &name, body, condition).await.map_err(|e| refused(e, &user))?;
     let status = if created { StatusCode::CREATED } else { StatusCode::NO_CONTENT };
     Ok((status, [(ETAG, row.etag())]).into_response())
+}
+
+/// Why a card was not stored, as CardDAV says it: the UID another card holds (`no-uid-conflict`,
+/// naming it), a body or card the contact's rules refuse (`valid-address-data`), else as any
+/// DAV error.
+fn refused(e: crate::crm::Error, user: &DavUser) -> DavError {
+    use crate::crm::Error as E;
+    match e {
+        E::UidConflict { holder } => DavError::condition(
+            StatusCode::CONFLICT,
+            "C:no-uid-conflict",
+            Some(format!("the UID is in use by {}", props::card_href(user, &holder))),
+        ),
+        E::Unreadable(reason) => DavError::condition(StatusCode::FORBIDDEN, "C:valid-address-data", Some(reason)),
+        E::Invalid { field, reason } => {
+            DavError::condition(StatusCode::FORBIDDEN, "C:valid-address-data", Some(format!("{field}: {reason}")))
+        }
+        E::Engine(mycorrhizal_engine::Error::Invalid(invalid)) => {
+            DavError::condition(StatusCode::FORBIDDEN, "C:valid-address-data", Some(invalid.to_string()))
+        }
+        other => other.into(),
+    }
 }
 
 async fn delete(state: &AppState, user: DavUser, name: String, headers: &HeaderMap) -> Result<Response, DavError> {

@@ -346,7 +346,7 @@ impl From<crate::crm::Error> for DavError {
         use mycorrhizal_engine::Error as Engine;
         match e {
             E::NotFound | E::Engine(Engine::NotFound) => DavError::not_found(),
-            E::Engine(Engine::Conflict { .. }) => DavError::precondition_failed(),
+            E::Engine(Engine::Conflict { .. }) | E::PreconditionFailed => DavError::precondition_failed(),
             E::Engine(Engine::Poisoned | Engine::ShutDown) => DavError::unavailable(),
             E::Invalid { field, reason } => DavError::bad_request(format!("{field}: {reason}")),
             E::BadParameter { field, reason } => DavError::bad_request(format!("{field}: {reason}")),

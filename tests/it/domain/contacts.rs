@@ -50,8 +50,11 @@ async fn an_edit_keeps_what_its_input_leaves_out() {
     let made: ContactInput =
         input(json!({ "firstname": "Grace", "lastname": "Hopper", "email": "g@navy.mil", "is_favorite": true }));
     let row = ops::create(&ada, made).await.unwrap();
+    domain.clock.set("2026-05-02T08:00:00Z".parse().unwrap());
     let edit: ContactInput = input(json!({ "org": "Yale" }));
     let edited = ops::update(&ada, row.id, Precondition::Revision(row.meta.revision), edit).await.unwrap();
+    assert_eq!(edited.meta.created_at, row.meta.created_at);
+    assert_eq!(edited.meta.updated_at.to_string(), "2026-05-02T08:00:00Z", "updated on the clock's day");
     assert_eq!(edited.body.name(), "Grace Hopper", "the name stays");
     assert!(edited.body.favorite, "the flag stays");
     assert_eq!(edited.body.uid, row.body.uid, "the uid stays");

@@ -132,8 +132,7 @@ impl ActivityInput {
 /// Creates an activity (with `id`: replaces activity `id` under `pre`, keeping its uuid). Every
 /// contact it names must be the user's; the checks and the write are one transaction.
 pub async fn save(scope: &UserScope, id: Option<(u64, Precondition)>, input: ActivityInput) -> Result<Row<Activity>> {
-    let saved = save_as(scope, id, input, None).await?;
-    saved.map_err(|holder| Error::Conflict(format!("the UID is in use by {holder}")))
+    save_as(scope, id, input, None).await
 }
 
 /// How a calendar client named the event of an activity it creates (two-way CalDAV): its
@@ -145,15 +144,15 @@ pub struct EventName {
 }
 
 /// [`save`], where a new activity may take a calendar client's [`EventName`]. A replacement keeps
-/// the stored uuid and resource name whatever it is given. `Ok(Err(holder))` when the UID is
-/// already another activity's, `holder` naming that activity's resource; a resource name already
-/// taken is the engine's `Duplicate`.
+/// the stored uuid and resource name whatever it is given. [`Error::UidConflict`] when the UID is
+/// already another activity's, naming that activity's resource; a resource name already taken is
+/// the engine's `Duplicate`.
 pub async fn save_as(
     scope: &UserScope,
     id: Option<(u64, Precondition)>,
     input: ActivityInput,
     event: Option<EventName>,
-) -> Result<std::result::Result<Row<Activity>, String>> {
+) -> Result<Row<Activity>> {
     let mut activity = match &event {
         Some(event) => input.activity(event.uid.clone())?,
         None => input.activity(uuid::Uuid::new_v4().to_string())?,
@@ -161,7 +160,7 @@ pub async fn save_as(
     if let (Some(event), None) = (&event, id) {
         activity.dav_name = event.name.clone();
     }
-    Ok(scope
+    scope
         .write_async(move |tx| {
             for contact in &activity.contact_ids {
                 tx.get::<Contact>(*contact)?;
@@ -184,13 +183,13 @@ pub async fn save_as(
                         && let Some(holder) = tx.find::<Activity>(BY_UID, &activity.uuid)?.first()
                     {
                         let holder = tx.get::<Activity>(*holder)?;
-                        return Ok(Err(resource_name(holder.id, &holder.body)));
+                        return Ok(Err(Error::UidConflict { holder: resource_name(holder.id, &holder.body) }));
                     }
                     tx.create(activity.clone()).map(Ok)
                 }
             }
         })
-        .await?)
+        .await?
 }
 
 /// The calendar resource name of activity `id` (with `.ics`): the one a calendar client created

@@ -3,7 +3,7 @@
 //! line, and the fields that name rows of other kinds ([`Ref`]), which an import remaps.
 
 use mycorrhizal_engine::tx::UPDATED_INDEX;
-use mycorrhizal_engine::{Record, TxUser, UserView};
+use mycorrhizal_engine::{Invalid, Record, TxUser, UserView};
 use serde_json::Value;
 
 use crate::crm::export::{Failure, PAGE};
@@ -65,7 +65,7 @@ pub type Rows = fn(&UserView, &mut dyn FnMut(Line) -> Result<bool, Failure>) -> 
 pub struct BundleKind {
     pub rows: Rows,
     /// Reads a (remapped) body as the kind and runs its write-time checks.
-    pub check: fn(Value) -> Result<(), String>,
+    pub check: fn(Value) -> Result<(), Invalid>,
     /// Creates the (remapped) body in the transaction; its new id.
     pub create: fn(&TxUser<'_, '_>, Value) -> mycorrhizal_engine::Result<u64>,
     pub refs: &'static [Ref],
@@ -97,17 +97,15 @@ fn rows<R: Record>(view: &UserView, each: &mut dyn FnMut(Line) -> Result<bool, F
     }
 }
 
-fn parse<R: Record>(body: Value) -> Result<R, String> {
-    serde_json::from_value::<R>(body).map_err(|e| e.to_string())
+fn parse<R: Record>(body: Value) -> Result<R, Invalid> {
+    serde_json::from_value::<R>(body).map_err(|e| Invalid::new("body", e.to_string()))
 }
 
-fn check<R: Record>(body: Value) -> Result<(), String> {
-    let mut record = parse::<R>(body)?;
-    record.prepare().map_err(|e| format!("{}: {}", e.field, e.reason))
+fn check<R: Record>(body: Value) -> Result<(), Invalid> {
+    parse::<R>(body)?.prepare()
 }
 
 fn create<R: Record>(tx: &TxUser<'_, '_>, body: Value) -> mycorrhizal_engine::Result<u64> {
-    let record = parse::<R>(body)
-        .map_err(|e| mycorrhizal_engine::Error::Invalid(mycorrhizal_engine::Invalid::new("body", e)))?;
+    let record = parse::<R>(body).map_err(mycorrhizal_engine::Error::Invalid)?;
     Ok(tx.create(record)?.id)
 }

@@ -113,10 +113,10 @@ type Lookup<'a> = &'a dyn Fn(&str, u64) -> Option<u64>;
 
 /// Remaps the references of `body` through `lookup` (old id of a kind -> new id, `None` when
 /// the bundle does not hold it); `Ok(false)` when the row is to be left out.
-fn remap(body: &mut Value, refs: &[Ref], lookup: Lookup<'_>) -> std::result::Result<bool, String> {
-    let Value::Object(fields) = body else { return Err("the body is not a JSON object".into()) };
+fn remap(body: &mut Value, refs: &[Ref], lookup: Lookup<'_>) -> std::result::Result<bool, Invalid> {
+    let Value::Object(fields) = body else { return Err(Invalid::new("body", "is not a JSON object")) };
     for r in refs {
-        let id_of = |v: &Value| v.as_u64().ok_or_else(|| format!("{} must be an id", r.field));
+        let id_of = |v: &Value| v.as_u64().ok_or_else(|| Invalid::new(r.field, "must be an id"));
         match r.shape {
             Shape::One => {
                 let old = id_of(fields.get(r.field).unwrap_or(&Value::Null))?;
@@ -141,7 +141,7 @@ fn remap(body: &mut Value, refs: &[Ref], lookup: Lookup<'_>) -> std::result::Res
             }
             Shape::Many => {
                 let Some(Value::Array(items)) = fields.get(r.field) else {
-                    return Err(format!("{} must be a list of ids", r.field));
+                    return Err(Invalid::new(r.field, "must be a list of ids"));
                 };
                 let mut kept = Vec::with_capacity(items.len());
                 for item in items {
@@ -156,7 +156,7 @@ fn remap(body: &mut Value, refs: &[Ref], lookup: Lookup<'_>) -> std::result::Res
                     continue;
                 }
                 let text = fields.get(r.field).and_then(Value::as_str).unwrap_or_default();
-                let old = text.trim().parse::<u64>().map_err(|_| format!("{} must be an id", r.field))?;
+                let old = text.trim().parse::<u64>().map_err(|_| Invalid::new(r.field, "must be an id"))?;
                 match lookup(r.kind, old) {
                     Some(new) => {
                         fields.insert(r.field.into(), new.to_string().into());
@@ -179,7 +179,7 @@ fn prepare(
     manifest: &Manifest,
     line: &mut Line,
     lookup: Lookup<'_>,
-) -> std::result::Result<bool, String> {
+) -> std::result::Result<bool, Invalid> {
     if !remap(&mut line.body, entry.bundle.refs, lookup)? {
         return Ok(false);
     }
@@ -262,7 +262,7 @@ pub fn check<R: Read + Seek>(reader: R) -> Result<Checked> {
                 if !ids.insert(line.id) {
                     return Err(bad(format!("{path} line {number}: id {} appears twice", line.id)));
                 }
-                let at = |e: String| bad(format!("{path} line {number}: {e}"));
+                let at = |e: Invalid| bad(format!("{path} line {number}: {e}"));
                 if !prepare(&entry, &manifest, &mut line, &lookup).map_err(at)? {
                     ids.remove(&line.id);
                     skipped += 1;
@@ -373,7 +373,7 @@ fn create_all<R: Read + Seek>(
         {
             let lookup = |kind: &str, old: u64| made.get(kind).and_then(|m| m.get(&old).copied());
             each_line(zip, manifest, &path, |_, mut line| {
-                if !prepare(&entry, manifest, &mut line, &lookup).map_err(bad)? {
+                if !prepare(&entry, manifest, &mut line, &lookup).map_err(|e| bad(e.to_string()))? {
                     skipped += 1;
                     return Ok(());
                 }

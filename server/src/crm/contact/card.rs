@@ -1,9 +1,9 @@
 //! A contact as a vCard resource of its owner's address book (what CardDAV serves): the name it
 //! is served under, finding a contact by that name, the card it reads as (the export's record,
 //! photo inline), and a card that arrives under a name becoming a contact through the same
-//! operations as the JSON API (`contact::ops` create, update and delete, `pictures::store`), so
+//! operations as the JSON API (`contact::ops` create, update and delete, the picture in the same write), so
 //! validation, the audit log and the change feed are theirs. No HTTP here: the DAV front door
-//! maps [`PutError`] to statuses and preconditions.
+//! maps the domain's [`Error`] to statuses and preconditions.
 //!
 //! Names: a contact is served as `<name>.vcf`, where the name is the card's own UID when that is
 //! a safe path segment (letters, digits, `_ . - +`, the set vdirsyncer uses) and maps to the
@@ -404,13 +404,13 @@ pub struct Incoming {
 
 /// Reads a request body that must hold exactly one vCard; `Err` says why not (the client's
 /// `valid-address-data` precondition).
-pub fn parse(bytes: &[u8]) -> std::result::Result<Incoming, String> {
+pub fn parse(bytes: &[u8]) -> Result<Incoming> {
     let mut items = vcard::parse_file(bytes);
     if items.len() != 1 {
-        return Err(format!("the body must hold exactly one vCard (it holds {})", items.len()));
+        return Err(Error::Unreadable(format!("the body must hold exactly one vCard (it holds {})", items.len())));
     }
     match items.remove(0) {
-        Item::Problem(p) => Err(p.reason),
+        Item::Problem(p) => Err(Error::Unreadable(p.reason)),
         Item::Record { record, .. } => {
             let mut record = *record;
             let media = record.card.extra.get("media").cloned();
@@ -439,41 +439,6 @@ pub struct PutCondition {
     pub if_none_match: bool,
 }
 
-/// Why a card was not stored.
-#[derive(Debug, thiserror::Error)]
-pub enum PutError {
-    /// `If-Match` / `If-None-Match` did not hold.
-    #[error("precondition failed")]
-    Precondition,
-    /// The card's UID belongs to another resource of the book, or differs from the UID of the
-    /// resource it replaces; the other resource's name.
-    #[error("the UID is in use by {0}")]
-    UidConflict(String),
-    /// The body is not one vCard, or the card breaks a rule of the contact record.
-    #[error("{0}")]
-    Invalid(String),
-    #[error(transparent)]
-    Other(Error),
-}
-
-impl From<Error> for PutError {
-    fn from(e: Error) -> Self {
-        use mycorrhizal_engine::Error as E;
-        match e {
-            Error::Engine(E::Conflict { .. }) => PutError::Precondition,
-            Error::Engine(E::Invalid(invalid)) => PutError::Invalid(invalid.to_string()),
-            Error::Invalid { field, reason } => PutError::Invalid(format!("{field}: {reason}")),
-            other => PutError::Other(other),
-        }
-    }
-}
-
-impl From<mycorrhizal_engine::Error> for PutError {
-    fn from(e: mycorrhizal_engine::Error) -> Self {
-        PutError::from(Error::from(e))
-    }
-}
-
 /// What a PUT does, decided off the async threads from one read view.
 enum Plan {
     /// An edit of contact `id` and what it does to its picture.
@@ -485,7 +450,9 @@ enum Plan {
 /// Stores the card in `body` as the contact served under `name`: an update of the contact found
 /// there (through `ops::update`, inside its write transaction), else a new contact (`ops::create`'s
 /// two halves); then its picture. Returns the stored row and whether it was created. A body
-/// that is not one vCard is [`PutError::Invalid`].
+/// that is not one vCard is [`Error::Unreadable`]; a UID another card holds is
+/// [`Error::UidConflict`]; an `If-Match` or `If-None-Match` that does not hold is
+/// [`Error::PreconditionFailed`] (a stale revision, the engine's `Conflict`).
 ///
 /// Everything before the write (reading the card, finding the contact, preparing a new one) is
 /// one task, so a PUT crosses threads once before the writer, not once per step: under a phone's
@@ -497,7 +464,7 @@ pub async fn put(
     name: &str,
     body: impl AsRef<[u8]> + Send + 'static,
     condition: PutCondition,
-) -> std::result::Result<(Row<Contact>, bool), PutError> {
+) -> Result<(Row<Contact>, bool)> {
     let reader = scope.clone();
     let wanted = name.to_string();
     let plan = crate::cpu_pool::run(move || plan_put(&reader, &wanted, body.as_ref(), condition))
@@ -524,7 +491,7 @@ pub async fn put(
                     })
                     .await
                     .map_err(Error::internal)??;
-                    Err(PutError::UidConflict(holder.unwrap_or_default()))
+                    Err(Error::UidConflict { holder: holder.unwrap_or_default() })
                 }
                 Err(e) => Err(e.into()),
             }
@@ -534,18 +501,13 @@ pub async fn put(
 
 /// [`put`]'s blocking part: the card read, the contact under `name` found, the preconditions and
 /// the UID rule checked, and a new contact prepared (validated, its derived columns made).
-fn plan_put(
-    scope: &UserScope,
-    name: &str,
-    body: &[u8],
-    condition: PutCondition,
-) -> std::result::Result<Plan, PutError> {
-    let Incoming { record, photo } = parse(body).map_err(PutError::Invalid)?;
+fn plan_put(scope: &UserScope, name: &str, body: &[u8], condition: PutCondition) -> Result<Plan> {
+    let Incoming { record, photo } = parse(body)?;
     let view = scope.view()?;
     let existing = find(&view, name)?;
     match (&existing, condition) {
-        (Some(_), PutCondition { if_none_match: true, .. }) => return Err(PutError::Precondition),
-        (None, PutCondition { if_match: Some(_), .. }) => return Err(PutError::Precondition),
+        (Some(_), PutCondition { if_none_match: true, .. }) => return Err(Error::PreconditionFailed),
+        (None, PutCondition { if_match: Some(_), .. }) => return Err(Error::PreconditionFailed),
         _ => {}
     }
     let card_uid = record.card.uid.as_deref().map(str::trim).filter(|u| !u.is_empty()).map(str::to_string);
@@ -554,7 +516,7 @@ fn plan_put(
             let original = original_uid(&current.body);
             let uid = card_uid.unwrap_or_else(|| original.clone().unwrap_or_else(|| current.body.uid.clone()));
             if stored_uid(&uid) != current.body.uid && original.as_deref() != Some(uid.as_str()) {
-                return Err(PutError::UidConflict(name_of(&current.body)));
+                return Err(Error::UidConflict { holder: name_of(&current.body) });
             }
             let input = input_of(record, &current.body.uid, &uid, true);
             let pre = condition.if_match.unwrap_or(Precondition::Any);

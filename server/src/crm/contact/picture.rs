@@ -16,6 +16,7 @@ use std::path::Path;
 
 use mycorrhizal_engine::{Engine, Precondition, Row, TxUser, UserId, UserScope};
 
+use crate::crm::Error;
 use crate::crm::contact::Contact;
 
 /// The largest picture kept, in bytes.
@@ -38,28 +39,18 @@ pub fn keeps(bytes: &[u8]) -> bool {
     bytes.len() <= MAX_PHOTO && sniff(bytes).is_some()
 }
 
-/// Why a picture was not stored.
-#[derive(Debug, thiserror::Error)]
-pub enum PictureError {
-    #[error("the picture is larger than {MAX_PHOTO} bytes")]
-    TooLarge,
-    #[error("the picture is not a JPEG, PNG, GIF or WebP image")]
-    NotAnImage,
-    #[error(transparent)]
-    Engine(#[from] mycorrhizal_engine::Error),
-}
-
 /// Makes `bytes` contact `id`'s picture and returns the contact. The picture is named by the
 /// contact (`<id>.<ext>`, the name clients know); the bytes and the name land in one commit, and
 /// a picture the contact had under another name (an imported one) is removed in the same commit.
-pub async fn store<B>(scope: &UserScope, id: u64, bytes: B) -> Result<Row<Contact>, PictureError>
+/// Bytes past [`MAX_PHOTO`] or of no image type kept are the `photo` field's [`Error::Invalid`].
+pub async fn store<B>(scope: &UserScope, id: u64, bytes: B) -> crate::crm::Result<Row<Contact>>
 where
     B: AsRef<[u8]> + Send + Sync + 'static,
 {
     if bytes.as_ref().len() > MAX_PHOTO {
-        return Err(PictureError::TooLarge);
+        return Err(Error::invalid("photo", "must be at most 10 MB"));
     }
-    sniff(bytes.as_ref()).ok_or(PictureError::NotAnImage)?;
+    sniff(bytes.as_ref()).ok_or_else(|| Error::invalid("photo", "must be a JPEG, PNG, GIF or WebP image"))?;
     let bytes = std::sync::Arc::new(bytes);
     let row = scope.write_async(move |tx| put_in(tx, id, (*bytes).as_ref())).await?;
     Ok(row)

@@ -291,16 +291,15 @@ pub fn execute(
                         let prepared = new_contact(record, false).and_then(|(mut contact, card)| {
                             contact.photo = picture.as_ref().map(|p| p.name.clone()).unwrap_or_default();
                             Prepared::with(contact, |c| c.prepare_parsed(card))
-                                .map_err(|e| format!("{}: {}", e.field, e.reason))
                         });
                         match prepared {
                             // The writer's share that needs no id is done here, off the writer.
                             Ok(contact) => {
                                 ops.push(Op::Add { row: row.index, contact: Box::new(contact.ahead()), picture })
                             }
-                            Err(reason) => {
+                            Err(invalid) => {
                                 failed += 1;
-                                result.errors.push(row_error(row, &reason));
+                                result.errors.push(row_error(row, &invalid.to_string()));
                             }
                         }
                     }

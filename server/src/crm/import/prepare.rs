@@ -6,6 +6,7 @@
 use mycorrhizal_codecs::card::Card;
 use mycorrhizal_codecs::projection::project;
 use mycorrhizal_codecs::record::NeutralRecord;
+use mycorrhizal_engine::Invalid;
 use serde_json::{Value, json};
 
 use crate::crm::contact::Contact;
@@ -52,7 +53,7 @@ const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6d79_636f_7272_6869_7a61_6
 
 /// A new contact from an incoming record (the stable UID, or a fresh one when `uid_taken`), and
 /// its card, for [`Contact::prepare_parsed`]. Validation is left to that preparation.
-pub fn new_contact(record: NeutralRecord, uid_taken: bool) -> Result<(Contact, Card), String> {
+pub fn new_contact(record: NeutralRecord, uid_taken: bool) -> Result<(Contact, Card), Invalid> {
     let NeutralRecord { mut card, crm, mut passthrough, gender } = record;
     let uid = if uid_taken { uuid::Uuid::new_v4().to_string() } else { stable_uid(&card) };
     // The card's own UID comes back on export exactly as it was written (case, `urn:uuid:`).
@@ -65,7 +66,7 @@ pub fn new_contact(record: NeutralRecord, uid_taken: bool) -> Result<(Contact, C
     card.uid = Some(uid.clone());
     let contact = Contact {
         uid,
-        card: serde_json::to_string(&card).map_err(|e| e.to_string())?,
+        card: serde_json::to_string(&card).map_err(|e| Invalid::new("card", e.to_string()))?,
         crm: Value::Object(crm).to_string(),
         passthrough: Value::Object(passthrough).to_string(),
         gender,
