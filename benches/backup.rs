@@ -230,7 +230,7 @@ async fn main() {
             let config = config(&target);
             let load = loadavg();
             let (started, cpu) = (Instant::now(), cpu_seconds());
-            let done = backup::restore::run(&config, &last[&side]).await.expect("restore");
+            let done = mycorrhizal::restore::run(&config, &last[&side]).await.expect("restore");
             let took = started.elapsed();
             restored.entry(side).or_default().push(took);
             let steps: Vec<String> =

@@ -7,7 +7,6 @@ use std::time::Duration;
 use mycorrhizal_engine::Engine;
 
 use crate::auth::Auth;
-use crate::auth::breach::BreachCheck;
 use crate::auth::oidc::OidcClient;
 use crate::config::Config;
 use crate::notify::email::Mailer;
@@ -22,7 +21,6 @@ pub struct AppState {
     pub auth: Arc<Auth>,
     /// The one outbound HTTP client (connection pool shared by every integration).
     pub http: reqwest::Client,
-    pub breach_check: BreachCheck,
     pub mailer: Mailer,
     /// The single sign-on client, when `OIDC_*` is configured.
     pub oidc: Option<Arc<OidcClient>>,
@@ -43,7 +41,6 @@ impl AppState {
         ensure_indexes(&engine).await?;
         // A pending side written by an earlier version moves to the outbox's index by lane.
         crate::notify::outbox::adopt_pending(&engine).await.map_err(|e| format!("cannot read the outbox: {e}"))?;
-        let auth = Auth::new(&engine, &config).await?;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(30))
@@ -51,8 +48,9 @@ impl AppState {
             .user_agent(concat!("mycorrhizal/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        let breach_check = BreachCheck::new(http.clone(), config.auth.hibp_api_url.clone());
         let mailer = Mailer::new(config.auth.email.clone(), http.clone());
+        let signal = Arc::new(Signal::default());
+        let auth = Auth::new(&engine, &config, http.clone(), signal.clone()).await?;
         let oidc = config.auth.oidc.clone().map(|oidc| {
             let frontend = config.auth.frontend_url.clone().unwrap_or_default();
             let redirect_uri = format!("{}/api/v1/auth/oidc/callback", frontend.trim_end_matches('/'));
@@ -66,7 +64,6 @@ impl AppState {
                 .map_err(|e| e.to_string())?
                 .map_err(|e| format!("cannot read the webhooks: {e}"))?
         };
-        let signal = Arc::new(Signal::default());
         let hook = Arc::new(OutboxHook::new(users, signal.clone()));
         if !engine.set_change_hook(hook.clone()) {
             return Err("the engine already has a change hook (one AppState per engine)".into());
@@ -86,7 +83,6 @@ impl AppState {
             config: Arc::new(config),
             auth: Arc::new(auth),
             http,
-            breach_check,
             mailer,
             oidc,
             imports: Arc::default(),

@@ -36,7 +36,7 @@ pub async fn list_users(
 ) -> Result<axum::Json<UserPage>, ApiError> {
     let page = q.page.unwrap_or(1).max(1);
     let limit = q.limit.unwrap_or(25).clamp(1, 100);
-    let (users, total) = accounts::page(&state, page, limit).await?;
+    let (users, total) = accounts::page(&state.engine, page, limit).await?;
     let users: Vec<CurrentUser> = users.iter().map(|(id, a)| CurrentUser::from(*id, a)).collect();
     Ok(axum::Json(UserPage { users, total, page, limit }))
 }
@@ -65,7 +65,7 @@ pub async fn create_user(
         oidc: None,
         is_admin: body.is_admin,
     };
-    let (id, account) = accounts::create(&state, new).await?;
+    let (id, account) = accounts::create(&state.auth, &state.engine, new).await?;
     Ok((StatusCode::CREATED, axum::Json(CurrentUser::from(id, &account))).into_response())
 }
 
@@ -75,7 +75,7 @@ pub async fn get_user(
     _admin: AdminUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<CurrentUser>, ApiError> {
-    let account = accounts::get(&state, id).await?;
+    let account = accounts::get(&state.engine, id).await?;
     Ok(axum::Json(CurrentUser::from(id, &account)))
 }
 
@@ -94,12 +94,12 @@ pub async fn patch_user(
     Path(id): Path<u64>,
     Json(body): Json<PatchUserBody>,
 ) -> Result<axum::Json<CurrentUser>, ApiError> {
-    let mut account = accounts::get(&state, id).await?;
+    let mut account = accounts::get(&state.engine, id).await?;
     if let Some(password) = body.password {
-        account = accounts::reset_password(&state, id, password).await?;
+        account = accounts::reset_password(&state.auth, &state.engine, id, password).await?;
     }
     if let Some(is_admin) = body.is_admin {
-        account = accounts::set_admin(&state, id, is_admin).await?;
+        account = accounts::set_admin(&state.engine, id, is_admin).await?;
     }
     Ok(axum::Json(CurrentUser::from(id, &account)))
 }
@@ -111,7 +111,7 @@ pub async fn delete_user(
     _admin: AdminUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Message>, ApiError> {
-    accounts::delete(&state, id).await?;
+    accounts::delete(&state.auth, &state.engine, id).await?;
     tracing::info!(event = "account_deleted", component = "auth", user_id = id);
     Ok(axum::Json(Message::new("User deleted")))
 }
@@ -122,7 +122,7 @@ pub async fn reset_2fa(
     _admin: AdminUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Message>, ApiError> {
-    accounts::reset_second_factor(&state, id).await?;
+    accounts::reset_second_factor(&state.engine, id).await?;
     Ok(axum::Json(Message::new("Two-factor authentication reset; the user can enrol again")))
 }
 

@@ -46,7 +46,7 @@ pub async fn register(
         oidc: None,
         is_admin: false,
     };
-    let (id, _) = signin::register(&state, new).await?;
+    let (id, _) = signin::register(&state.auth, &state.engine, new).await?;
     let body = AccountCreated { message: "Account created".into(), id };
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }
@@ -80,7 +80,7 @@ pub async fn login(
     Json(body): Json<LoginBody>,
 ) -> Result<Response, ApiError> {
     let identifier = body.identifier.filter(|i| !i.trim().is_empty()).or(body.email).unwrap_or_default();
-    match signin::with_password(&state, &identifier, body.password, gate.ip).await? {
+    match signin::with_password(&state.auth, &state.engine, &identifier, body.password, gate.ip).await? {
         SignIn::Session { account, cookie } => Ok(signed_in(&account, vec![cookie])),
         SignIn::SecondFactor { pending_cookie } => {
             let body = LoginAnswer::SecondFactorRequired(SecondFactorRequired { two_factor_required: true });
@@ -99,14 +99,27 @@ pub async fn login_2fa(
     parts: Parts,
     Json(body): Json<CodeBody>,
 ) -> Result<Response, ApiError> {
-    let (account, cookies) = signin::with_second_factor(&state, &parts, &body.code).await?;
+    let (account, cookies) = signin::with_second_factor(
+        &state.auth,
+        &state.engine,
+        crate::http::caller::cookie(&parts, crate::auth::session::PENDING_COOKIE),
+        &body.code,
+    )
+    .await?;
     Ok(signed_in(&account, cookies))
 }
 
 /// Ends the caller's session on the server and clears the cookies. No authentication needed.
 #[utoipa::path(post, path = "/api/v1/logout", tag = "auth", responses((status = 200, body = SignedOut, description = "`{message, redirect_url?}`; `redirect_url` only for SSO sessions whose provider has an end-session endpoint")))]
 pub async fn logout(State(state): State<AppState>, parts: Parts) -> Response {
-    let (cookies, redirect_url) = signin::sign_out(&state, &parts).await;
+    let (cookies, redirect_url) = signin::sign_out(
+        &state.auth,
+        &state.engine,
+        state.oidc.as_deref(),
+        crate::http::caller::bearer(&parts).ok(),
+        crate::http::caller::cookie(&parts, "id_token"),
+    )
+    .await;
     let body = SignedOut { message: "Logged out".into(), redirect_url };
     (AppendHeaders(cookies.into_iter().map(|c| (SET_COOKIE, c)).collect::<Vec<_>>()), axum::Json(body)).into_response()
 }
@@ -139,7 +152,7 @@ pub async fn password_reset_request(
     _rate: AuthRate,
     Json(body): Json<ResetRequestBody>,
 ) -> Result<axum::Json<Message>, ApiError> {
-    signin::request_reset(&state, &body.email).await?;
+    signin::request_reset(&state.auth, &state.engine, &body.email).await?;
     Ok(axum::Json(Message::new(RESET_MESSAGE)))
 }
 
@@ -157,7 +170,7 @@ pub async fn password_reset_confirm(
     _rate: AuthRate,
     Json(body): Json<ResetConfirmBody>,
 ) -> Result<axum::Json<Message>, ApiError> {
-    signin::confirm_reset(&state, &body.token, body.password).await?;
+    signin::confirm_reset(&state.auth, &state.engine, &body.token, body.password).await?;
     Ok(axum::Json(Message::new("Password changed; please sign in again")))
 }
 
@@ -177,7 +190,7 @@ pub async fn create_device_grant(
     user: AuthUser,
     Json(body): Json<GrantBody>,
 ) -> Result<Response, ApiError> {
-    let body = devices::mint(&state, &user, &body.label).await?;
+    let body = devices::mint(&state.engine, &user, &body.label).await?;
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }
 
@@ -195,6 +208,6 @@ pub async fn device_session(
     _gate: SessionMinting,
     Json(body): Json<DeviceSessionBody>,
 ) -> Result<Response, ApiError> {
-    let (account, cookie) = devices::exchange(&state, &body.device_token).await?;
+    let (account, cookie) = devices::exchange(&state.auth, &state.engine, &body.device_token).await?;
     Ok(signed_in(&account, vec![cookie]))
 }

@@ -101,9 +101,16 @@ pub async fn callback(
     Query(query): Query<CallbackQuery>,
 ) -> Result<Response, ApiError> {
     let oidc = state.oidc.clone().ok_or(ApiError::FeatureDisabled("Single sign-on is not configured"))?;
-    let android = signin::cookie(&parts, "oidc_client").as_deref() == Some("android");
+    let android = crate::http::caller::cookie(&parts, "oidc_client").as_deref() == Some("android");
     let back = ProviderReturn { code: query.code, state: query.state, error: query.error };
-    let outcome = signin::with_provider(&state, &oidc, &parts, back).await?;
+    let outcome = signin::with_provider(
+        &state.auth,
+        &state.engine,
+        &oidc,
+        |name| crate::http::caller::cookie(&parts, name),
+        back,
+    )
+    .await?;
     let mut cookies: Vec<String> = PROVIDER_COOKIES.iter().map(|n| short_cookie(&state, n, "", 0, false)).collect();
     let frontend = state.config.auth.frontend_url.as_deref().unwrap_or_default().trim_end_matches('/');
     let location = match outcome {

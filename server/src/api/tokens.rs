@@ -20,16 +20,16 @@ fn created(minted: Minted) -> Response {
 }
 
 async fn create_for(state: &AppState, user: &AuthUser, body: NewToken) -> Result<Response, ApiError> {
-    Ok(created(tokens::create(state, user.id.0, body).await?))
+    Ok(created(tokens::create(&state.engine, user.id.0, body).await?))
 }
 
 async fn list_for(state: &AppState, user_id: u64) -> Result<axum::Json<TokenList>, ApiError> {
-    Ok(axum::Json(TokenList { tokens: tokens::list(state, user_id).await? }))
+    Ok(axum::Json(TokenList { tokens: tokens::list(&state.engine, user_id).await? }))
 }
 
 /// Revokes the caller's token `id`; another user's id is not found.
 async fn revoke_for(state: &AppState, user_id: u64, id: u64) -> Result<axum::Json<Message>, ApiError> {
-    tokens::revoke(state, user_id, id).await?;
+    tokens::revoke(&state.engine, user_id, id).await?;
     Ok(axum::Json(Message::new("Token revoked")))
 }
 
@@ -60,13 +60,13 @@ pub async fn revoke(
 #[utoipa::path(post, path = "/api/v1/api-tokens/{id}/rotate", tag = "tokens", params(("id" = u64, Path)), responses(
     (status = 201, body = TokenCreated, description = "The new token"), (status = 404, description = "No such token of yours"), (status = 409, description = "Already revoked")))]
 pub async fn rotate(State(state): State<AppState>, user: AuthUser, Path(id): Path<u64>) -> Result<Response, ApiError> {
-    Ok(created(tokens::rotate(&state, user.id.0, id).await?))
+    Ok(created(tokens::rotate(&state.engine, user.id.0, id).await?))
 }
 
 /// Revokes all of the caller's tokens, including the one used for this call.
 #[utoipa::path(post, path = "/api/v1/api-tokens/revoke-all", tag = "tokens", responses((status = 200, body = TokensRevoked)))]
 pub async fn revoke_all(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<TokensRevoked>, ApiError> {
-    let revoked = tokens::revoke_all(&state, user.id.0).await?;
+    let revoked = tokens::revoke_all(&state.engine, user.id.0).await?;
     Ok(axum::Json(TokensRevoked { revoked }))
 }
 

@@ -37,7 +37,8 @@ pub async fn change_password(
     user: AuthUser,
     Json(body): Json<ChangePasswordBody>,
 ) -> Result<Response, ApiError> {
-    let account = accounts::change_password(&state, &user, &body.current_password, body.new_password).await?;
+    let account =
+        accounts::change_password(&state.auth, &state.engine, &user, &body.current_password, body.new_password).await?;
     let body = axum::Json(Message::new("Password changed"));
     if matches!(user.via, Via::Session { .. }) {
         let (_, cookie) = state.auth.start_session(&state.engine, user.id.0, &account, false).await?;
@@ -58,7 +59,7 @@ pub async fn set_language(
     user: AuthUser,
     Json(body): Json<LanguageBody>,
 ) -> Result<axum::Json<LanguageUpdated>, ApiError> {
-    let language = accounts::set_language(&state, user.id.0, &body.language).await?;
+    let language = accounts::set_language(&state.engine, user.id.0, &body.language).await?;
     Ok(axum::Json(LanguageUpdated { message: "Language updated".into(), language }))
 }
 
@@ -74,7 +75,7 @@ pub async fn set_date_format(
     user: AuthUser,
     Json(body): Json<DateFormatBody>,
 ) -> Result<axum::Json<DateFormatUpdated>, ApiError> {
-    let date_format = accounts::set_date_format(&state, user.id.0, &body.date_format).await?;
+    let date_format = accounts::set_date_format(&state.engine, user.id.0, &body.date_format).await?;
     Ok(axum::Json(DateFormatUpdated { message: "Date format updated".into(), date_format }))
 }
 
@@ -97,7 +98,7 @@ pub async fn set_custom_fields(
     user: AuthUser,
     Json(body): Json<CustomFields>,
 ) -> Result<axum::Json<CustomFields>, ApiError> {
-    let names = accounts::set_custom_fields(&state, user.id.0, body.custom_fields).await?;
+    let names = accounts::set_custom_fields(&state.engine, user.id.0, body.custom_fields).await?;
     Ok(axum::Json(CustomFields { custom_fields: names }))
 }
 
@@ -105,7 +106,7 @@ pub async fn set_custom_fields(
 #[utoipa::path(post, path = "/api/v1/users/2fa/setup", tag = "users", responses(
     (status = 200, body = TotpSetup), (status = 403, description = "Single-sign-on account"), (status = 409, description = "Already enabled")))]
 pub async fn totp_setup(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<TotpSetup>, ApiError> {
-    let (secret, otpauth_url) = second_factor::setup(&state, &user).await?;
+    let (secret, otpauth_url) = second_factor::setup(&state.auth, &state.engine, &user).await?;
     Ok(axum::Json(TotpSetup { secret, otpauth_url }))
 }
 
@@ -116,7 +117,7 @@ pub async fn totp_confirm(
     user: AuthUser,
     Json(body): Json<CodeBody>,
 ) -> Result<axum::Json<TotpEnabled>, ApiError> {
-    let recovery_codes = second_factor::confirm(&state, &user, &body.code).await?;
+    let recovery_codes = second_factor::confirm(&state.auth, &state.engine, &user, &body.code).await?;
     Ok(axum::Json(TotpEnabled { message: "Two-factor authentication enabled".into(), recovery_codes }))
 }
 
@@ -127,7 +128,7 @@ pub async fn totp_disable(
     user: AuthUser,
     Json(body): Json<CodeBody>,
 ) -> Result<axum::Json<Message>, ApiError> {
-    second_factor::disable(&state, &user, &body.code).await?;
+    second_factor::disable(&state.auth, &state.engine, &user, &body.code).await?;
     Ok(axum::Json(Message::new("Two-factor authentication disabled")))
 }
 
@@ -139,7 +140,7 @@ pub async fn totp_regenerate(
     user: AuthUser,
     Json(body): Json<CodeBody>,
 ) -> Result<axum::Json<RecoveryCodes>, ApiError> {
-    let recovery_codes = second_factor::regenerate(&state, &user, &body.code).await?;
+    let recovery_codes = second_factor::regenerate(&state.auth, &state.engine, &user, &body.code).await?;
     Ok(axum::Json(RecoveryCodes { recovery_codes }))
 }
 

@@ -8,7 +8,9 @@ use mycorrhizal_engine::{Error as EngineError, GlobalView, UserId};
 use super::Error;
 use super::records::{Account, ApiToken, DeviceGrant, ResetToken, Session};
 use crate::notify::outbox::{self, Target};
-use crate::state::AppState;
+use mycorrhizal_engine::Engine;
+
+use super::Auth;
 
 pub const LANGUAGES: &[&str] = &["en", "de", "it", "es", "fr"];
 pub const DATE_FORMATS: &[&str] = &["eu", "us", "iso", "ca", "eu-hyphen", "us-mmm", "us-mmmm", "eu-mmm", "eu-mmmm"];
@@ -48,7 +50,7 @@ pub fn check_language(value: &str) -> Result<String, Error> {
 /// Validates a new password for `username`/`email`: the offline strength rule, then (when
 /// enabled) the breached-password range check, which fails open.
 pub async fn check_new_password(
-    state: &AppState,
+    auth: &Auth,
     field: &str,
     password: &str,
     username: &str,
@@ -59,7 +61,10 @@ pub async fn check_new_password(
     if !verdict.is_valid {
         return Err(Error::validation(field, verdict.feedback));
     }
-    if state.config.features.hibp_check_enabled && state.breach_check.is_breached(password).await {
+    if match &auth.breach {
+        Some(check) => check.is_breached(password).await,
+        None => false,
+    } {
         return Err(Error::validation(field, "This password appears in known data breaches; choose another"));
     }
     Ok(())
@@ -77,7 +82,7 @@ pub struct NewAccount {
 }
 
 /// Creates an account. The first account of the instance is an admin.
-pub async fn create(state: &AppState, new: NewAccount) -> Result<(u64, Account), Error> {
+pub async fn create(auth: &Auth, engine: &Engine, new: NewAccount) -> Result<(u64, Account), Error> {
     let username = normalize_username(&new.username)?;
     let email = normalize_email(&new.email)?;
     let language = match new.language.as_deref() {
@@ -86,12 +91,12 @@ pub async fn create(state: &AppState, new: NewAccount) -> Result<(u64, Account),
     };
     let password_hash = match new.password {
         Some(password) => {
-            check_new_password(state, "password", &password, &username, &email).await?;
-            Some(state.auth.hasher.hash(password).await.map_err(Error::internal)?)
+            check_new_password(auth, "password", &password, &username, &email).await?;
+            Some(auth.hasher.hash(password).await.map_err(Error::internal)?)
         }
         None => None,
     };
-    let now = state.engine.clock().now();
+    let now = engine.clock().now();
     let (oidc_provider, oidc_subject) = new.oidc.map(|(p, s)| (Some(p), Some(s))).unwrap_or((None, None));
     let mut account = Account {
         username,
@@ -109,8 +114,7 @@ pub async fn create(state: &AppState, new: NewAccount) -> Result<(u64, Account),
         created_at: now,
         updated_at: now,
     };
-    let created = state
-        .engine
+    let created = engine
         .write_async(move |tx| {
             let mut account = account.clone();
             if tx.global().list::<Account>()?.is_empty() {
@@ -130,13 +134,13 @@ pub async fn create(state: &AppState, new: NewAccount) -> Result<(u64, Account),
     }
 }
 
-/// Reads the accounts' tables on the blocking pool (`AppState::blocking`), in one read
+/// Reads the accounts' tables on the blocking pool (`crm::blocking`), in one read
 /// transaction: no redb read on an async worker.
 pub async fn read<T: Send + 'static>(
-    state: &AppState,
+    engine: &Engine,
     work: impl FnOnce(&GlobalView) -> Result<T, Error> + Send + 'static,
 ) -> Result<T, Error> {
-    state.blocking(move |engine| work(&engine.global()?)).await?
+    crate::crm::blocking(engine, move |engine| work(&engine.global()?)).await?
 }
 
 /// Every account's id (the users a job walks), read on the blocking pool. Takes only the engine.
@@ -146,8 +150,8 @@ pub async fn ids(engine: &mycorrhizal_engine::Engine) -> crate::crm::Result<Vec<
 }
 
 /// Account `id`.
-pub async fn get(state: &AppState, id: u64) -> Result<Account, Error> {
-    read(state, move |view| Ok(view.get(id)?)).await
+pub async fn get(engine: &Engine, id: u64) -> Result<Account, Error> {
+    read(engine, move |view| Ok(view.get(id)?)).await
 }
 
 /// Finds an account by username or email (an identifier with `@` is an email).
@@ -160,17 +164,16 @@ pub async fn find(engine: &mycorrhizal_engine::Engine, identifier: &str) -> Resu
 /// Sets a new password: bumps the token version (every session ends) and, for an admin or
 /// reset-token path, revokes every API token too. Returns the updated account.
 pub async fn set_password(
-    state: &AppState,
+    auth: &Auth,
+    engine: &Engine,
     user_id: u64,
     password: String,
     revoke_tokens: bool,
     notify: bool,
 ) -> Result<Account, Error> {
-    let hash = state.auth.hasher.hash(password).await.map_err(Error::internal)?;
-    let mail =
-        if notify && state.mailer.is_configured() { Some(password_changed_mail(state, user_id).await?) } else { None };
-    let account = state
-        .engine
+    let hash = auth.hasher.hash(password).await.map_err(Error::internal)?;
+    let mail = if notify && auth.sends_mail { Some(password_changed_mail(auth, engine, user_id).await?) } else { None };
+    let account = engine
         .write_async(move |tx| {
             let now = tx.now();
             let mut account: Account = tx.global().get(user_id)?;
@@ -192,29 +195,25 @@ pub async fn set_password(
         })
         .await?;
     if notify {
-        state.outbox.signal.wake();
+        auth.outbox.wake();
     }
     Ok(account)
 }
 
 /// The "your password was changed" notice, its text sealed for the outbox.
-async fn password_changed_mail(state: &AppState, user_id: u64) -> Result<(String, Vec<u8>), Error> {
-    let account: Account = read(state, move |view| Ok(view.get(user_id)?)).await?;
+async fn password_changed_mail(auth: &Auth, engine: &Engine, user_id: u64) -> Result<(String, Vec<u8>), Error> {
+    let account: Account = read(engine, move |view| Ok(view.get(user_id)?)).await?;
     let text = format!(
         "Hello {},\n\nThe password of your Mycorrhizal account was just changed and every other session was signed out.\nIf this was not you, reset your password at once and tell your administrator.\n",
         account.username
     );
-    let sealed = seal_mail(state, user_id, &text)?;
+    let sealed = seal_mail(auth, user_id, &text)?;
     Ok(("Your Mycorrhizal password was changed".to_string(), sealed))
 }
 
 /// Seals a mail's text for the outbox (it may hold a reset link).
-pub fn seal_mail(state: &AppState, user_id: u64, text: &str) -> Result<Vec<u8>, Error> {
-    state
-        .auth
-        .data_key
-        .encrypt(text.as_bytes(), &crate::notify::deliver::mail_binding(user_id))
-        .map_err(Error::internal)
+pub fn seal_mail(auth: &Auth, user_id: u64, text: &str) -> Result<Vec<u8>, Error> {
+    auth.data_key.encrypt(text.as_bytes(), &crate::notify::deliver::mail_binding(user_id)).map_err(Error::internal)
 }
 
 pub(crate) fn end_sessions(tx: &mycorrhizal_engine::Tx<'_>, user_id: u64) -> mycorrhizal_engine::Result<()> {
@@ -248,9 +247,8 @@ fn other_admins(tx: &mycorrhizal_engine::Tx<'_>, user_id: u64) -> mycorrhizal_en
 }
 
 /// Sets the admin flag; the last admin cannot be demoted.
-pub async fn set_admin(state: &AppState, user_id: u64, is_admin: bool) -> Result<Account, Error> {
-    let result = state
-        .engine
+pub async fn set_admin(engine: &Engine, user_id: u64, is_admin: bool) -> Result<Account, Error> {
+    let result = engine
         .write_async(move |tx| {
             let mut account: Account = tx.global().get(user_id)?;
             if account.is_admin && !is_admin && other_admins(tx, user_id)? == 0 {
@@ -267,9 +265,8 @@ pub async fn set_admin(state: &AppState, user_id: u64, is_admin: bool) -> Result
 
 /// Deletes an account with all its data, sessions, tokens, notification state (channels,
 /// browsers, webhooks, queued messages) and files. The last admin stays.
-pub async fn delete(state: &AppState, user_id: u64) -> Result<(), Error> {
-    let result = state
-        .engine
+pub async fn delete(auth: &Auth, engine: &Engine, user_id: u64) -> Result<(), Error> {
+    let result = engine
         .write_async(move |tx| {
             let account: Account = tx.global().get(user_id)?;
             if account.is_admin && other_admins(tx, user_id)? == 0 {
@@ -300,7 +297,7 @@ pub async fn delete(state: &AppState, user_id: u64) -> Result<(), Error> {
         })
         .await?;
     result?;
-    let files = state.config.data_dir.join("users").join(user_id.to_string());
+    let files = auth.data_dir.join("users").join(user_id.to_string());
     if files.exists() {
         std::fs::remove_dir_all(&files).map_err(Error::internal)?;
     }
@@ -309,12 +306,11 @@ pub async fn delete(state: &AppState, user_id: u64) -> Result<(), Error> {
 
 /// Applies `change` to the caller's account in one write and returns the result.
 pub async fn update(
-    state: &AppState,
+    engine: &Engine,
     user_id: u64,
     change: impl Fn(&mut Account) -> Result<(), Error> + Send + 'static,
 ) -> Result<Account, Error> {
-    let outcome = state
-        .engine
+    let outcome = engine
         .write_async(move |tx| {
             let mut account: Account = tx.global().get(user_id)?;
             if let Err(e) = change(&mut account) {
@@ -329,10 +325,10 @@ pub async fn update(
 }
 
 /// Sets the account's language (one of [`LANGUAGES`]); returns the stored value.
-pub async fn set_language(state: &AppState, user_id: u64, language: &str) -> Result<String, Error> {
+pub async fn set_language(engine: &Engine, user_id: u64, language: &str) -> Result<String, Error> {
     let language = check_language(language.trim())?;
     let stored = language.clone();
-    update(state, user_id, move |a| {
+    update(engine, user_id, move |a| {
         a.language = stored.clone();
         Ok(())
     })
@@ -342,7 +338,7 @@ pub async fn set_language(state: &AppState, user_id: u64, language: &str) -> Res
 
 /// Replaces the user's custom contact field names: each 1 to 50 characters once trimmed, listed
 /// once ignoring ASCII case, at most 100. Returns the stored names.
-pub async fn set_custom_fields(state: &AppState, user_id: u64, given: Vec<String>) -> Result<Vec<String>, Error> {
+pub async fn set_custom_fields(engine: &Engine, user_id: u64, given: Vec<String>) -> Result<Vec<String>, Error> {
     let mut names: Vec<String> = Vec::new();
     for (i, name) in given.iter().enumerate() {
         let name = name.trim();
@@ -358,7 +354,7 @@ pub async fn set_custom_fields(state: &AppState, user_id: u64, given: Vec<String
         return Err(Error::validation("custom_fields", "at most 100 fields"));
     }
     let stored = names.clone();
-    update(state, user_id, move |a| {
+    update(engine, user_id, move |a| {
         a.custom_fields = stored.clone();
         Ok(())
     })
@@ -367,13 +363,13 @@ pub async fn set_custom_fields(state: &AppState, user_id: u64, given: Vec<String
 }
 
 /// Sets the account's date format (one of [`DATE_FORMATS`]); returns the stored value.
-pub async fn set_date_format(state: &AppState, user_id: u64, format: &str) -> Result<String, Error> {
+pub async fn set_date_format(engine: &Engine, user_id: u64, format: &str) -> Result<String, Error> {
     let format = format.trim().to_string();
     if !DATE_FORMATS.contains(&format.as_str()) {
         return Err(Error::invalid_input("date_format", format!("must be one of {}", DATE_FORMATS.join(", "))));
     }
     let stored = format.clone();
-    update(state, user_id, move |a| {
+    update(engine, user_id, move |a| {
         a.date_format = stored.clone();
         Ok(())
     })
@@ -385,7 +381,8 @@ pub async fn set_date_format(state: &AppState, user_id: u64, format: &str) -> Re
 /// of the account ends, and the owner is told by mail. Returns the account (the caller may start
 /// a fresh session for the one it serves).
 pub async fn change_password(
-    state: &AppState,
+    auth: &Auth,
+    engine: &Engine,
     user: &super::AuthUser,
     current: &str,
     new: String,
@@ -394,19 +391,19 @@ pub async fn change_password(
     if hash.is_none() {
         return Err(Error::invalid_input("current_password", "this account signs in through single sign-on"));
     }
-    if !state.auth.hasher.verify(current.to_string(), hash).await {
+    if !auth.hasher.verify(current.to_string(), hash).await {
         return Err(Error::invalid_input("current_password", "is incorrect"));
     }
     if current == new {
         return Err(Error::invalid_input("new_password", "must differ from the current password"));
     }
-    check_new_password(state, "new_password", &new, &user.account.username, &user.account.email).await?;
-    set_password(state, user.id.0, new, false, true).await
+    check_new_password(auth, "new_password", &new, &user.account.username, &user.account.email).await?;
+    set_password(auth, engine, user.id.0, new, false, true).await
 }
 
 /// One page (1-based) of every account, and how many there are.
-pub async fn page(state: &AppState, page: usize, limit: usize) -> Result<(Vec<(u64, Account)>, usize), Error> {
-    let all = read(state, |view| Ok(view.list::<Account>()?)).await?;
+pub async fn page(engine: &Engine, page: usize, limit: usize) -> Result<(Vec<(u64, Account)>, usize), Error> {
+    let all = read(engine, |view| Ok(view.list::<Account>()?)).await?;
     let total = all.len();
     let page = all.into_iter().skip(page.saturating_sub(1).saturating_mul(limit)).take(limit).collect();
     Ok((page, total))
@@ -414,18 +411,17 @@ pub async fn page(state: &AppState, page: usize, limit: usize) -> Result<(Vec<(u
 
 /// An admin's password reset of account `id`: the strength rules apply, and every session and
 /// API token of the account ends.
-pub async fn reset_password(state: &AppState, id: u64, password: String) -> Result<Account, Error> {
-    let account: Account = read(state, move |view| Ok(view.get(id)?)).await?;
-    check_new_password(state, "password", &password, &account.username, &account.email).await?;
-    let account = set_password(state, id, password, true, false).await?;
+pub async fn reset_password(auth: &Auth, engine: &Engine, id: u64, password: String) -> Result<Account, Error> {
+    let account: Account = read(engine, move |view| Ok(view.get(id)?)).await?;
+    check_new_password(auth, "password", &password, &account.username, &account.email).await?;
+    let account = set_password(auth, engine, id, password, true, false).await?;
     tracing::info!(event = "admin_password_reset", component = "auth", user_id = id);
     Ok(account)
 }
 
 /// Clears account `id`'s second factor (an admin's help for a lost phone); the user can enrol again.
-pub async fn reset_second_factor(state: &AppState, id: u64) -> Result<(), Error> {
-    state
-        .engine
+pub async fn reset_second_factor(engine: &Engine, id: u64) -> Result<(), Error> {
+    engine
         .write_async(move |tx| {
             let mut account: Account = tx.global().get(id)?;
             account.totp = None;
@@ -442,15 +438,16 @@ pub async fn reset_second_factor(state: &AppState, id: u64) -> Result<(), Error>
 /// `OIDC_TRUST_EMAIL`), now linked; else a new account when `OIDC_AUTO_PROVISION` is on.
 /// `Err(code)` names the login page's error.
 pub async fn link_identity(
-    state: &AppState,
+    auth: &Auth,
+    engine: &Engine,
     issuer: &str,
     identity: &super::oidc::Identity,
 ) -> Result<Result<(u64, Account), &'static str>, Error> {
     let subject_key = format!("{issuer} {}", identity.sub);
     let email = identity.email.as_deref().map(|e| e.trim().to_lowercase()).filter(|e| !e.is_empty());
-    let email_usable = identity.email_verified == Some(true) || state.config.auth.oidc_trust_email;
+    let email_usable = identity.email_verified == Some(true) || auth.settings.oidc_trust_email;
     let by_email = email.clone().filter(|_| email_usable);
-    let (linked, same_email) = read(state, move |view| {
+    let (linked, same_email) = read(engine, move |view| {
         let linked = view.find::<Account>("oidc", &subject_key)?;
         let same_email = match (&linked, by_email) {
             (None, Some(email)) => view.find::<Account>("email", &email)?.map(|(id, _)| id),
@@ -464,8 +461,7 @@ pub async fn link_identity(
     }
     if let Some(id) = same_email {
         let (provider, subject) = (issuer.to_string(), identity.sub.clone());
-        let account = state
-            .engine
+        let account = engine
             .write_async(move |tx| {
                 let mut account: Account = tx.global().get(id)?;
                 account.oidc_provider = Some(provider.clone());
@@ -477,7 +473,7 @@ pub async fn link_identity(
             .await?;
         return Ok(Ok((id, account)));
     }
-    if !state.config.auth.oidc_auto_provision {
+    if !auth.settings.oidc_auto_provision {
         return Ok(Err("oidc_no_account"));
     }
     let Some(email) = email else { return Ok(Err("oidc_no_email")) };
@@ -502,7 +498,7 @@ pub async fn link_identity(
             oidc: Some((issuer.to_string(), identity.sub.clone())),
             is_admin: false,
         };
-        match create(state, new).await {
+        match create(auth, engine, new).await {
             Ok(created) => return Ok(Ok(created)),
             Err(Error::AlreadyExists { field }) if field == "username" => continue,
             Err(Error::AlreadyExists { .. }) => return Ok(Err("oidc_no_account")),

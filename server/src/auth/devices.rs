@@ -6,13 +6,15 @@ use jiff::SignedDuration;
 use super::records::{Account, DeviceGrant, random_token, sha256_hex};
 use super::view::DeviceGrantCreated;
 use super::{AuthUser, Error, Via};
-use crate::state::AppState;
+use mycorrhizal_engine::Engine;
+
+use super::Auth;
 
 const GRANT_LIFETIME: SignedDuration = SignedDuration::from_mins(10);
 
 /// Mints a code labelled `label` (1 to 100 characters, not blank) for `user`, who must be signed
 /// in with a browser session: API tokens and device sessions cannot mint grants.
-pub async fn mint(state: &AppState, user: &AuthUser, label: &str) -> Result<DeviceGrantCreated, Error> {
+pub async fn mint(engine: &Engine, user: &AuthUser, label: &str) -> Result<DeviceGrantCreated, Error> {
     if !matches!(user.via, Via::Session { .. }) {
         return Err(Error::Forbidden("Device grants are minted from a signed-in session".into()));
     }
@@ -21,7 +23,7 @@ pub async fn mint(state: &AppState, user: &AuthUser, label: &str) -> Result<Devi
         return Err(Error::validation("label", "must be 1 to 100 characters"));
     }
     let token = random_token(32);
-    let now = state.engine.clock().now();
+    let now = engine.clock().now();
     let grant = DeviceGrant {
         user_id: user.id.0,
         label: label.clone(),
@@ -32,16 +34,15 @@ pub async fn mint(state: &AppState, user: &AuthUser, label: &str) -> Result<Devi
         revoked_at: None,
     };
     let expires_at = grant.expires_at;
-    let id = state.engine.write_async(move |tx| tx.global().insert(&grant)).await?;
+    let id = engine.write_async(move |tx| tx.global().insert(&grant)).await?;
     Ok(DeviceGrantCreated { id, label, token, created_at: now, expires_at })
 }
 
 /// Claims the code `device_token` (once, unexpired, unrevoked) and starts a session for its
 /// account; returns the account and the session cookie (always `Secure`).
-pub async fn exchange(state: &AppState, device_token: &str) -> Result<(Account, String), Error> {
+pub async fn exchange(auth: &Auth, engine: &Engine, device_token: &str) -> Result<(Account, String), Error> {
     let hash = sha256_hex(device_token.trim());
-    let claimed = state
-        .engine
+    let claimed = engine
         .write_async(move |tx| {
             let Some(id) = tx.global().lookup::<DeviceGrant>("hash", &hash)? else {
                 return Ok(None);
@@ -56,9 +57,10 @@ pub async fn exchange(state: &AppState, device_token: &str) -> Result<(Account, 
         })
         .await?;
     let user_id = claimed.ok_or(Error::InvalidCredentials)?;
-    let account: Account =
-        state.blocking(move |engine| engine.global()?.get(user_id)).await?.map_err(|_| Error::InvalidCredentials)?;
-    let (_, cookie) = state.auth.start_session(&state.engine, user_id, &account, false).await?;
+    let account: Account = crate::crm::blocking(engine, move |engine| engine.global()?.get(user_id))
+        .await?
+        .map_err(|_| Error::InvalidCredentials)?;
+    let (_, cookie) = auth.start_session(engine, user_id, &account, false).await?;
     let cookie = if cookie.contains("; Secure") { cookie } else { format!("{cookie}; Secure") };
     Ok((account, cookie))
 }

@@ -49,6 +49,16 @@ pub struct Auth {
     pub limits: limits::Limits,
     /// Passwords verified lately ([`memo`]).
     pub memo: memo::Memo,
+    /// The breached-password check, when `HIBP_CHECK_ENABLED`.
+    pub breach: Option<breach::BreachCheck>,
+    /// The accounts' settings: registration, the front end's URL, single sign-on.
+    pub settings: crate::config::Auth,
+    /// Whether account mail (reset links, password-changed notices) can go out.
+    pub sends_mail: bool,
+    /// Wakes the outbox's delivery worker once an account mail is queued.
+    pub outbox: std::sync::Arc<crate::notify::outbox::Signal>,
+    /// `DATA_DIR`: files an earlier version kept per user are removed with the account.
+    pub data_dir: std::path::PathBuf,
 }
 
 /// A request's authenticated caller.
@@ -67,8 +77,15 @@ pub enum Via {
 }
 
 impl Auth {
-    /// Builds the service; fails (refusing boot) when the data key cannot be unwrapped.
-    pub async fn new(engine: &Engine, config: &Config) -> Result<Auth, String> {
+    /// Builds the service; fails (refusing boot) when the data key cannot be unwrapped. `http`
+    /// is the shared outbound client (the breached-password check), `outbox` the delivery
+    /// worker's wake-up.
+    pub async fn new(
+        engine: &Engine,
+        config: &Config,
+        http: reqwest::Client,
+        outbox: std::sync::Arc<crate::notify::outbox::Signal>,
+    ) -> Result<Auth, String> {
         let secret = config.jwt_secret.as_ref().ok_or("JWT_SECRET_KEY is not loaded")?;
         let master = keys::MasterKey::from_config(config)?;
         let data_key = keys::DataKey::load_or_create(engine, &master).await?;
@@ -82,6 +99,14 @@ impl Auth {
             idle_timeout: SignedDuration::from_hours(config.auth.session_idle_hours as i64),
             limits: limits::Limits::new(config.spray.clone(), &config.rates),
             memo: memo::Memo::default(),
+            breach: config
+                .features
+                .hibp_check_enabled
+                .then(|| breach::BreachCheck::new(http, config.auth.hibp_api_url.clone())),
+            settings: config.auth.clone(),
+            sends_mail: !matches!(config.auth.email, crate::config::Email::Disabled),
+            outbox,
+            data_dir: config.data_dir.clone(),
         })
     }
 

@@ -8,7 +8,9 @@ use super::Error;
 use super::keys::binding;
 use super::records::{Account, Totp};
 use super::{AuthUser, accounts, totp};
-use crate::state::AppState;
+use mycorrhizal_engine::Engine;
+
+use super::Auth;
 
 #[derive(Deserialize, ToSchema)]
 pub struct CodeBody {
@@ -23,12 +25,13 @@ pub fn sealed_binding(user_id: u64) -> String {
 /// Checks a second factor for `user_id` and consumes it: a TOTP code moves the replay window
 /// forward, a recovery code (if `allow_recovery`) is removed. Wrong codes are throttled.
 pub async fn use_second_factor(
-    state: &AppState,
+    auth: &Auth,
+    engine: &Engine,
     user_id: u64,
     code: &str,
     allow_recovery: bool,
 ) -> Result<Account, Error> {
-    let limits = &state.auth.limits;
+    let limits = &auth.limits;
     limits
         .check_totp(user_id)
         .map_err(|r| Error::RateLimited { retry_after: r.retry_after.as_secs().max(1), locked: true })?;
@@ -36,10 +39,9 @@ pub async fn use_second_factor(
     if code.is_empty() {
         return Err(Error::invalid_input("code", "is required"));
     }
-    let key = state.auth.data_key.clone();
-    let now = state.engine.clock().now().as_second().max(0) as u64;
-    let outcome = state
-        .engine
+    let key = auth.data_key.clone();
+    let now = engine.clock().now().as_second().max(0) as u64;
+    let outcome = engine
         .write_async(move |tx| {
             let mut account: Account = tx.global().get(user_id)?;
             let Some(totp_state) = account.totp.clone() else {
@@ -87,7 +89,7 @@ fn enabled(account: &Account) -> bool {
 
 /// A new TOTP secret for `user`, sealed in the account but not in force until [`confirm`].
 /// Returns the secret in base32 and its `otpauth://` URL (what a QR code carries).
-pub async fn setup(state: &AppState, user: &AuthUser) -> Result<(String, String), Error> {
+pub async fn setup(auth: &Auth, engine: &Engine, user: &AuthUser) -> Result<(String, String), Error> {
     if enabled(&user.account) {
         return Err(Error::Conflict("Two-factor authentication is already enabled".into()));
     }
@@ -97,8 +99,8 @@ pub async fn setup(state: &AppState, user: &AuthUser) -> Result<(String, String)
         ));
     }
     let secret = totp::new_secret();
-    let sealed = state.auth.data_key.encrypt(&secret, &sealed_binding(user.id.0)).map_err(Error::internal)?;
-    accounts::update(state, user.id.0, move |a| {
+    let sealed = auth.data_key.encrypt(&secret, &sealed_binding(user.id.0)).map_err(Error::internal)?;
+    accounts::update(engine, user.id.0, move |a| {
         a.totp = Some(Totp { sealed_secret: sealed.clone(), enabled: false, last_step: 0 });
         Ok(())
     })
@@ -107,15 +109,15 @@ pub async fn setup(state: &AppState, user: &AuthUser) -> Result<(String, String)
 }
 
 /// Turns two-factor on with a first valid `code`; returns the recovery codes, shown once.
-pub async fn confirm(state: &AppState, user: &AuthUser, code: &str) -> Result<Vec<String>, Error> {
+pub async fn confirm(auth: &Auth, engine: &Engine, user: &AuthUser, code: &str) -> Result<Vec<String>, Error> {
     match &user.account.totp {
         Some(t) if !t.enabled => {}
         Some(_) => return Err(Error::Conflict("Two-factor authentication is already enabled".into())),
         None => return Err(Error::Conflict("Run /users/2fa/setup first".into())),
     }
-    use_second_factor(state, user.id.0, code, false).await?;
+    use_second_factor(auth, engine, user.id.0, code, false).await?;
     let (plain, hashes) = totp::recovery_codes();
-    accounts::update(state, user.id.0, move |a| {
+    accounts::update(engine, user.id.0, move |a| {
         if let Some(t) = a.totp.as_mut() {
             t.enabled = true;
         }
@@ -127,12 +129,12 @@ pub async fn confirm(state: &AppState, user: &AuthUser, code: &str) -> Result<Ve
 }
 
 /// Turns two-factor off, given a valid code (TOTP or recovery).
-pub async fn disable(state: &AppState, user: &AuthUser, code: &str) -> Result<(), Error> {
+pub async fn disable(auth: &Auth, engine: &Engine, user: &AuthUser, code: &str) -> Result<(), Error> {
     if !enabled(&user.account) {
         return Err(Error::Conflict("Two-factor authentication is not enabled".into()));
     }
-    use_second_factor(state, user.id.0, code, true).await?;
-    accounts::update(state, user.id.0, |a| {
+    use_second_factor(auth, engine, user.id.0, code, true).await?;
+    accounts::update(engine, user.id.0, |a| {
         a.totp = None;
         a.recovery_codes.clear();
         Ok(())
@@ -142,13 +144,13 @@ pub async fn disable(state: &AppState, user: &AuthUser, code: &str) -> Result<()
 }
 
 /// New recovery codes for a live TOTP `code` (not a recovery code); the old set dies.
-pub async fn regenerate(state: &AppState, user: &AuthUser, code: &str) -> Result<Vec<String>, Error> {
+pub async fn regenerate(auth: &Auth, engine: &Engine, user: &AuthUser, code: &str) -> Result<Vec<String>, Error> {
     if !enabled(&user.account) {
         return Err(Error::Conflict("Two-factor authentication is not enabled".into()));
     }
-    use_second_factor(state, user.id.0, code, false).await?;
+    use_second_factor(auth, engine, user.id.0, code, false).await?;
     let (plain, hashes) = totp::recovery_codes();
-    accounts::update(state, user.id.0, move |a| {
+    accounts::update(engine, user.id.0, move |a| {
         a.recovery_codes = hashes.clone();
         Ok(())
     })

@@ -7,15 +7,15 @@
 
 use std::net::IpAddr;
 
-use axum::http::request::Parts;
-
 use super::Error;
 use super::oidc::OidcClient;
 use super::records::{Account, ResetToken, random_token, sha256_hex};
 use super::session::{self, Claims};
 use super::{accounts, credentials, second_factor};
 use crate::notify::outbox::{self, Target};
-use crate::state::AppState;
+use mycorrhizal_engine::Engine;
+
+use super::Auth;
 
 /// What a correct password leads to.
 pub enum SignIn {
@@ -27,21 +27,27 @@ pub enum SignIn {
 
 /// Creates an account through self-service registration, refused while `DISABLE_REGISTRATION`
 /// is on. The first account of a fresh instance is its admin (`accounts::create`).
-pub async fn register(state: &AppState, new: accounts::NewAccount) -> Result<(u64, Account), Error> {
-    if state.config.auth.disable_registration {
+pub async fn register(auth: &Auth, engine: &Engine, new: accounts::NewAccount) -> Result<(u64, Account), Error> {
+    if auth.settings.disable_registration {
         return Err(Error::Forbidden("Registration is disabled.".into()));
     }
-    let (id, account) = accounts::create(state, new).await?;
+    let (id, account) = accounts::create(auth, engine, new).await?;
     tracing::info!(event = "account_registered", component = "auth", user_id = id, is_admin = account.is_admin);
     Ok((id, account))
 }
 
 /// Checks `identifier` (username or email) and `password` for a caller at `ip`.
-pub async fn with_password(state: &AppState, identifier: &str, password: String, ip: IpAddr) -> Result<SignIn, Error> {
-    let proven = credentials::check(&state.auth, &state.engine, identifier, password, ip, None).await?;
+pub async fn with_password(
+    auth: &Auth,
+    engine: &Engine,
+    identifier: &str,
+    password: String,
+    ip: IpAddr,
+) -> Result<SignIn, Error> {
+    let proven = credentials::check(auth, engine, identifier, password, ip, None).await?;
     let (id, account) = (proven.id, proven.account.clone());
     if proven.needs_second_factor() {
-        let now = state.engine.clock().now().as_second();
+        let now = engine.clock().now().as_second();
         let claims = Claims {
             user_id: id,
             username: account.username.clone(),
@@ -52,92 +58,80 @@ pub async fn with_password(state: &AppState, identifier: &str, password: String,
             sid: None,
             purpose: Some("2fa".into()),
         };
-        let pending_cookie = state.auth.cookies.cookie(
-            session::PENDING_COOKIE,
-            &state.auth.signer.sign(&claims),
-            session::PENDING_SECONDS,
-        );
+        let pending_cookie =
+            auth.cookies.cookie(session::PENDING_COOKIE, &auth.signer.sign(&claims), session::PENDING_SECONDS);
         return Ok(SignIn::SecondFactor { pending_cookie });
     }
-    let (_, cookie) = state.auth.start_session(&state.engine, id, &account, false).await?;
+    let (_, cookie) = auth.start_session(engine, id, &account, false).await?;
     tracing::info!(event = "login_succeeded", component = "auth", user_id = id, result = "success");
     Ok(SignIn::Session { account, cookie })
 }
 
-/// The value of cookie `name` on a request.
-pub fn cookie(parts: &Parts, name: &str) -> Option<String> {
-    parts
-        .headers
-        .get_all(axum::http::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|h| session::read_cookie(h, name).filter(|v| !v.is_empty()).map(str::to_string))
-}
-
-/// The credential a request presents: the session cookie, else an `Authorization: Bearer` value.
-fn presented_token(parts: &Parts) -> Option<String> {
-    cookie(parts, session::COOKIE).or_else(|| {
-        let value = parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
-        value.strip_prefix("Bearer ").map(str::trim).filter(|t| !t.is_empty()).map(str::to_string)
-    })
-}
-
 /// Completes a sign-in waiting for its second factor with `code` (a TOTP code or a recovery
-/// code). Returns the account and the cookies to set (the session, and the pending one cleared).
-pub async fn with_second_factor(state: &AppState, parts: &Parts, code: &str) -> Result<(Account, Vec<String>), Error> {
-    let pending = cookie(parts, session::PENDING_COOKIE)
-        .ok_or(Error::Unauthorized("No sign-in is waiting for a second factor"))?;
-    let claims = state
-        .auth
-        .signer
-        .verify(&pending, state.engine.clock().now().as_second())
-        .map_err(|e| Error::Unauthorized(e.message()))?;
+/// code), `pending` the request's `2fa_pending` cookie. Returns the account and the cookies to set
+/// (the session, and the pending one cleared).
+pub async fn with_second_factor(
+    auth: &Auth,
+    engine: &Engine,
+    pending: Option<String>,
+    code: &str,
+) -> Result<(Account, Vec<String>), Error> {
+    let pending = pending.ok_or(Error::Unauthorized("No sign-in is waiting for a second factor"))?;
+    let claims =
+        auth.signer.verify(&pending, engine.clock().now().as_second()).map_err(|e| Error::Unauthorized(e.message()))?;
     if claims.purpose.as_deref() != Some("2fa") {
         return Err(Error::Unauthorized("Invalid token"));
     }
     let user_id = claims.user_id;
     let account: Account =
-        accounts::read(state, move |view| view.get(user_id).map_err(|_| Error::Unauthorized("Invalid token"))).await?;
+        accounts::read(engine, move |view| view.get(user_id).map_err(|_| Error::Unauthorized("Invalid token"))).await?;
     if account.token_version != claims.token_version || !account.totp.as_ref().is_some_and(|t| t.enabled) {
         return Err(Error::Unauthorized("Session expired, please sign in again"));
     }
-    let account = second_factor::use_second_factor(state, user_id, code, true).await?;
-    let (_, session_cookie) = state.auth.start_session(&state.engine, user_id, &account, false).await?;
-    let clear = state.auth.cookies.cookie(session::PENDING_COOKIE, "", 0);
+    let account = second_factor::use_second_factor(auth, engine, user_id, code, true).await?;
+    let (_, session_cookie) = auth.start_session(engine, user_id, &account, false).await?;
+    let clear = auth.cookies.cookie(session::PENDING_COOKIE, "", 0);
     Ok((account, vec![session_cookie, clear]))
 }
 
-/// Ends the request's session on the server, if it has one. Returns the cookies that clear every
-/// sign-in cookie, and the provider's end-session URL for an SSO session whose provider has one.
-pub async fn sign_out(state: &AppState, parts: &Parts) -> (Vec<String>, Option<String>) {
+/// Ends the session `token` names on the server, if any (the request's session cookie or bearer
+/// value). Returns the cookies that clear every sign-in cookie, and the provider's end-session
+/// URL for an SSO session whose provider has one (`id_token`: the cookie kept for its hint).
+pub async fn sign_out(
+    auth: &Auth,
+    engine: &Engine,
+    oidc: Option<&OidcClient>,
+    token: Option<String>,
+    id_token: Option<String>,
+) -> (Vec<String>, Option<String>) {
     let mut ended = None;
-    if let Some(token) = presented_token(parts)
-        && let Ok(claims) = state.auth.signer.verify(&token, state.engine.clock().now().as_second())
+    if let Some(token) = token
+        && let Ok(claims) = auth.signer.verify(&token, engine.clock().now().as_second())
         && let Some(sid) = claims.sid
     {
-        ended = state.auth.end_session(&state.engine, sid).await;
+        ended = auth.end_session(engine, sid).await;
     }
-    let redirect_url = match (ended, &state.oidc) {
-        (Some(session), Some(oidc)) if session.sso => sso_logout_url(state, oidc, parts).await,
+    let redirect_url = match (ended, oidc) {
+        (Some(session), Some(oidc)) if session.sso => sso_logout_url(auth, oidc, id_token).await,
         _ => None,
     };
     let cookies = [session::COOKIE, session::PENDING_COOKIE, "id_token"]
         .into_iter()
-        .map(|name| state.auth.cookies.cookie(name, "", 0))
+        .map(|name| auth.cookies.cookie(name, "", 0))
         .collect();
     (cookies, redirect_url)
 }
 
 /// The provider's end-session URL for an SSO session, when the provider has one.
-async fn sso_logout_url(state: &AppState, oidc: &super::oidc::OidcClient, parts: &Parts) -> Option<String> {
+async fn sso_logout_url(auth: &Auth, oidc: &OidcClient, id_token: Option<String>) -> Option<String> {
     let endpoint = oidc.discovery().await.ok()?.end_session_endpoint?;
     let mut url = reqwest::Url::parse(&endpoint).ok()?;
     {
         let mut query = url.query_pairs_mut();
-        if let Some(token) = cookie(parts, "id_token") {
+        if let Some(token) = id_token {
             query.append_pair("id_token_hint", &token);
         }
-        if let Some(frontend) = &state.config.auth.frontend_url {
+        if let Some(frontend) = &auth.settings.frontend_url {
             query.append_pair("post_logout_redirect_uri", frontend);
         }
     }
@@ -167,15 +161,16 @@ pub enum ProviderSignIn {
 pub const PROVIDER_COOKIES: [&str; 4] = ["oidc_state", "oidc_nonce", "oidc_pkce", "oidc_client"];
 
 /// Completes a single sign-on: checks the provider's return against the state the login step
-/// kept in the request's cookies, exchanges the code and verifies the ID token, finds, links or
+/// kept in the request's cookies (`kept` reads one by name), exchanges the code and verifies the ID token, finds, links or
 /// provisions the account (`accounts::link_identity`), and starts an SSO session.
 pub async fn with_provider(
-    state: &AppState,
+    auth: &Auth,
+    engine: &Engine,
     oidc: &OidcClient,
-    parts: &Parts,
+    kept: impl Fn(&str) -> Option<String>,
     back: ProviderReturn,
 ) -> Result<ProviderSignIn, Error> {
-    let (code, nonce, verifier) = match returned(back, |name| cookie(parts, name)) {
+    let (code, nonce, verifier) = match returned(back, kept) {
         Ok(found) => found,
         Err(reason) => return Ok(refused(reason)),
     };
@@ -187,12 +182,12 @@ pub async fn with_provider(
         }
     };
     let issuer = oidc.config.provider_url.trim_end_matches('/');
-    let (user_id, account) = match accounts::link_identity(state, issuer, &identity).await? {
+    let (user_id, account) = match accounts::link_identity(auth, engine, issuer, &identity).await? {
         Ok(found) => found,
         Err(reason) => return Ok(refused(reason)),
     };
-    let (token, session_cookie) = state.auth.start_session(&state.engine, user_id, &account, true).await?;
-    let id_cookie = state.auth.cookies.cookie("id_token", &id_token, state.auth.session_lifetime.as_secs());
+    let (token, session_cookie) = auth.start_session(engine, user_id, &account, true).await?;
+    let id_cookie = auth.cookies.cookie("id_token", &id_token, auth.session_lifetime.as_secs());
     tracing::info!(event = "oidc_login_succeeded", component = "auth", user_id);
     Ok(ProviderSignIn::Session { user_id, token, cookies: vec![session_cookie, id_cookie] })
 }
@@ -227,19 +222,19 @@ const RESET_LIFETIME: jiff::SignedDuration = jiff::SignedDuration::from_hours(1)
 
 /// Mails a single-use reset link (an hour) to the account with `email`, if there is one with a
 /// password. Answers the same whether or not it exists, so accounts cannot be enumerated.
-pub async fn request_reset(state: &AppState, email: &str) -> Result<(), Error> {
+pub async fn request_reset(auth: &Auth, engine: &Engine, email: &str) -> Result<(), Error> {
     let email = accounts::normalize_email(email)?;
-    if let Some((user_id, account)) = accounts::find(&state.engine, &email).await?
+    if let Some((user_id, account)) = accounts::find(engine, &email).await?
         && account.password_hash.is_some()
     {
         let token = random_token(32);
-        let now = state.engine.clock().now();
+        let now = engine.clock().now();
         let reset = ResetToken {
             user_id,
             hash: sha256_hex(&token),
             expires_at: now.checked_add(RESET_LIFETIME).map_err(Error::internal)?,
         };
-        let link = match &state.config.auth.frontend_url {
+        let link = match &auth.settings.frontend_url {
             Some(base) => format!("{}/reset-password?token={token}", base.trim_end_matches('/')),
             None => format!("Reset token: {token}"),
         };
@@ -247,12 +242,11 @@ pub async fn request_reset(state: &AppState, email: &str) -> Result<(), Error> {
             "Hello {},\n\nSomeone asked to reset the password of your Mycorrhizal account. If it was you, open:\n\n{link}\n\nThe link works once, for one hour. If it was not you, ignore this message.\n",
             account.username
         );
-        let sealed = accounts::seal_mail(state, user_id, &text)?;
+        let sealed = accounts::seal_mail(auth, user_id, &text)?;
         let to = account.email.clone();
         // The token and its mail are one write: a crash after the answer loses neither, and the
         // outbox delivers the mail off this request (the answer cannot reveal the account).
-        state
-            .engine
+        engine
             .write_async(move |tx| {
                 for (id, old) in tx.global().list::<ResetToken>()? {
                     if old.user_id == user_id || old.expires_at < now {
@@ -265,21 +259,21 @@ pub async fn request_reset(state: &AppState, email: &str) -> Result<(), Error> {
                 outbox::enqueue(tx, user_id, target, None).map(|_| ())
             })
             .await?;
-        state.outbox.signal.wake();
+        auth.outbox.wake();
     }
     Ok(())
 }
 
 /// Applies reset `token`: the new `password` (strength rules apply) with the effect of an admin
 /// reset: every session and API token of the account ends.
-pub async fn confirm_reset(state: &AppState, token: &str, password: String) -> Result<(), Error> {
+pub async fn confirm_reset(auth: &Auth, engine: &Engine, token: &str, password: String) -> Result<(), Error> {
     let invalid = || Error::invalid_input("token", "is invalid or expired");
     if token.len() < 16 {
         return Err(invalid());
     }
     let hash = sha256_hex(token.trim());
-    let now = state.engine.clock().now();
-    let (token_id, user_id, account) = accounts::read(state, move |view| {
+    let now = engine.clock().now();
+    let (token_id, user_id, account) = accounts::read(engine, move |view| {
         let (token_id, reset) = view.find::<ResetToken>("hash", &hash)?.ok_or_else(invalid)?;
         if reset.expires_at <= now {
             return Err(invalid());
@@ -288,13 +282,13 @@ pub async fn confirm_reset(state: &AppState, token: &str, password: String) -> R
         Ok((token_id, reset.user_id, account))
     })
     .await?;
-    accounts::check_new_password(state, "password", &password, &account.username, &account.email).await?;
+    accounts::check_new_password(auth, "password", &password, &account.username, &account.email).await?;
     // Claim the token first: of two concurrent confirms, one wins.
-    let claimed = state.engine.write_async(move |tx| tx.global().delete::<ResetToken>(token_id)).await;
+    let claimed = engine.write_async(move |tx| tx.global().delete::<ResetToken>(token_id)).await;
     if claimed.is_err() {
         return Err(invalid());
     }
-    accounts::set_password(state, user_id, password, true, true).await?;
+    accounts::set_password(auth, engine, user_id, password, true, true).await?;
     tracing::info!(event = "password_reset_completed", component = "auth", user_id);
     Ok(())
 }

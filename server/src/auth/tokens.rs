@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::Error;
 use super::records::{ApiToken, Scope, random_token, sha256_hex};
 use super::{TOKEN_PREFIX, accounts};
-use crate::state::AppState;
+use mycorrhizal_engine::Engine;
 
 #[derive(Deserialize, ToSchema)]
 pub struct NewToken {
@@ -103,7 +103,7 @@ fn mint(
 }
 
 /// A new token of `user_id`, named 1 to 100 characters, expiring in 1 to 365 days (default 90).
-pub async fn create(state: &AppState, user_id: u64, new: NewToken) -> Result<Minted, Error> {
+pub async fn create(engine: &Engine, user_id: u64, new: NewToken) -> Result<Minted, Error> {
     let name = new.name.trim().to_string();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(Error::validation("name", "must be 1 to 100 characters"));
@@ -113,23 +113,21 @@ pub async fn create(state: &AppState, user_id: u64, new: NewToken) -> Result<Min
         return Err(Error::validation("expires_in_days", "must be 1 to 365"));
     }
     let scope = new.scope.unwrap_or(Scope::Full);
-    let (token, plaintext) =
-        mint(user_id, name, scope, SignedDuration::from_hours(days * 24), state.engine.clock().now())?;
+    let (token, plaintext) = mint(user_id, name, scope, SignedDuration::from_hours(days * 24), engine.clock().now())?;
     let stored = token.clone();
-    let id = state.engine.write_async(move |tx| tx.global().insert(&stored)).await?;
+    let id = engine.write_async(move |tx| tx.global().insert(&stored)).await?;
     Ok(Minted { view: TokenView::from(id, &token), plaintext })
 }
 
 /// Every token of `user_id`, revoked and expired ones included.
-pub async fn list(state: &AppState, user_id: u64) -> Result<Vec<TokenView>, Error> {
-    let tokens = super::accounts::read(state, |view| Ok(view.list::<ApiToken>()?)).await?;
+pub async fn list(engine: &Engine, user_id: u64) -> Result<Vec<TokenView>, Error> {
+    let tokens = super::accounts::read(engine, |view| Ok(view.list::<ApiToken>()?)).await?;
     Ok(tokens.iter().filter(|(_, t)| t.user_id == user_id).map(|(id, t)| TokenView::from(*id, t)).collect())
 }
 
 /// Revokes token `id` of `user_id` (idempotent).
-pub async fn revoke(state: &AppState, user_id: u64, id: u64) -> Result<(), Error> {
-    state
-        .engine
+pub async fn revoke(engine: &Engine, user_id: u64, id: u64) -> Result<(), Error> {
+    engine
         .write_async(move |tx| {
             let mut token: ApiToken = tx.global().get(id)?;
             if token.user_id != user_id {
@@ -147,10 +145,9 @@ pub async fn revoke(state: &AppState, user_id: u64, id: u64) -> Result<(), Error
 
 /// Replaces token `id` in one transaction: the old one dies at once, the new one has the same
 /// name, scope and lifetime.
-pub async fn rotate(state: &AppState, user_id: u64, id: u64) -> Result<Minted, Error> {
-    let now = state.engine.clock().now();
-    let (new_id, token, plaintext) = state
-        .engine
+pub async fn rotate(engine: &Engine, user_id: u64, id: u64) -> Result<Minted, Error> {
+    let now = engine.clock().now();
+    let (new_id, token, plaintext) = engine
         .write_async(move |tx| {
             let mut old: ApiToken = tx.global().get(id)?;
             if old.user_id != user_id {
@@ -174,6 +171,6 @@ pub async fn rotate(state: &AppState, user_id: u64, id: u64) -> Result<Minted, E
 }
 
 /// Revokes every token of `user_id`; returns how many were live.
-pub async fn revoke_all(state: &AppState, user_id: u64) -> Result<u64, Error> {
-    Ok(state.engine.write_async(move |tx| accounts::revoke_tokens_of(tx, user_id, tx.now())).await?)
+pub async fn revoke_all(engine: &Engine, user_id: u64) -> Result<u64, Error> {
+    Ok(engine.write_async(move |tx| accounts::revoke_tokens_of(tx, user_id, tx.now())).await?)
 }

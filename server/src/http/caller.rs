@@ -14,15 +14,20 @@ use crate::auth::{AuthUser, Via, session};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The bearer value of a request: cookie first, then the `Authorization` header.
-pub fn bearer(parts: &Parts) -> Result<String, ApiError> {
-    let cookie = parts
+/// The value of cookie `name` on a request, when it has a non-empty one. Cookies are read here,
+/// in the HTTP plumbing: the accounts domain is handed their values.
+pub fn cookie(parts: &Parts, name: &str) -> Option<String> {
+    parts
         .headers
         .get_all(COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .find_map(|h| session::read_cookie(h, session::COOKIE).filter(|v| !v.is_empty()).map(str::to_string));
-    if let Some(token) = cookie {
+        .find_map(|h| session::read_cookie(h, name).filter(|v| !v.is_empty()).map(str::to_string))
+}
+
+/// The bearer value of a request: cookie first, then the `Authorization` header.
+pub fn bearer(parts: &Parts) -> Result<String, ApiError> {
+    if let Some(token) = cookie(parts, session::COOKIE) {
         return Ok(token);
     }
     match parts.headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) {

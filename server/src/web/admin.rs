@@ -129,14 +129,14 @@ async fn show(
     result: Option<&str>,
     notice_key: Option<&'static str>,
 ) -> PageResult {
-    let (users, total) = accounts::page(state, page_no, PAGE).await?;
+    let (users, total) = accounts::page(&state.engine, page_no, PAGE).await?;
     Ok(page_with(status, render(viewer, &users, total, page_no, error, result, notice_key)))
 }
 
 pub async fn index(State(state): State<AppState>, viewer: Viewer, Query(q): Query<AdminQuery>) -> PageResult {
     admin(&viewer)?;
     let page_no = q.page.unwrap_or(1).max(1);
-    let (users, total) = accounts::page(&state, page_no, PAGE).await?;
+    let (users, total) = accounts::page(&state.engine, page_no, PAGE).await?;
     Ok(page(render(&viewer, &users, total, page_no, None, None, notice(q.notice.as_deref()))))
 }
 
@@ -165,7 +165,7 @@ pub async fn create_user(State(state): State<AppState>, viewer: Viewer, form: Fo
         oidc: None,
         is_admin: form.has("is_admin"),
     };
-    match accounts::create(&state, new).await {
+    match accounts::create(&state.auth, &state.engine, new).await {
         Ok(_) => Ok(see_other("/admin?notice=created")),
         Err(e) => refused(&state, &viewer, e).await,
     }
@@ -178,8 +178,8 @@ pub async fn toggle_admin(
     _form: Form,
 ) -> PageResult {
     admin(&viewer)?;
-    let account = accounts::get(&state, id).await.map_err(ApiError::from)?;
-    match accounts::set_admin(&state, id, !account.is_admin).await {
+    let account = accounts::get(&state.engine, id).await.map_err(ApiError::from)?;
+    match accounts::set_admin(&state.engine, id, !account.is_admin).await {
         Ok(_) => Ok(see_other("/admin?notice=saved")),
         Err(e) => refused(&state, &viewer, e).await,
     }
@@ -192,7 +192,7 @@ pub async fn reset_password(
     form: Form,
 ) -> PageResult {
     admin(&viewer)?;
-    match accounts::reset_password(&state, id, form.raw("password")).await {
+    match accounts::reset_password(&state.auth, &state.engine, id, form.raw("password")).await {
         Ok(_) => Ok(see_other("/admin?notice=saved")),
         Err(e) => refused(&state, &viewer, e).await,
     }
@@ -200,7 +200,7 @@ pub async fn reset_password(
 
 pub async fn reset_2fa(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, _form: Form) -> PageResult {
     admin(&viewer)?;
-    accounts::reset_second_factor(&state, id).await?;
+    accounts::reset_second_factor(&state.engine, id).await?;
     Ok(see_other("/admin?notice=saved"))
 }
 
@@ -211,7 +211,7 @@ pub async fn delete_user(
     _form: Form,
 ) -> PageResult {
     admin(&viewer)?;
-    match accounts::delete(&state, id).await {
+    match accounts::delete(&state.auth, &state.engine, id).await {
         Ok(()) => {
             tracing::info!(event = "account_deleted", component = "auth", user_id = id);
             Ok(see_other("/admin?notice=deleted"))

@@ -72,9 +72,9 @@ pub async fn login(
     let next = safe_next(Some(&form.get("next")));
     let identifier = form.get("identifier");
     let outcome = match rate {
-        Ok(rate) => {
-            signin::with_password(&state, &identifier, form.raw("password"), rate.ip).await.map_err(ApiError::from)
-        }
+        Ok(rate) => signin::with_password(&state.auth, &state.engine, &identifier, form.raw("password"), rate.ip)
+            .await
+            .map_err(ApiError::from),
         Err(e) => Err(e),
     };
     match outcome {
@@ -133,7 +133,15 @@ pub async fn second_factor(
     let c = guest.chrome();
     let next = safe_next(Some(&form.get("next")));
     rate?;
-    match signin::with_second_factor(&state, &parts, &form.get("code")).await.map_err(ApiError::from) {
+    match signin::with_second_factor(
+        &state.auth,
+        &state.engine,
+        crate::http::caller::cookie(&parts, crate::auth::session::PENDING_COOKIE),
+        &form.get("code"),
+    )
+    .await
+    .map_err(ApiError::from)
+    {
         Ok((_, cookies)) => {
             let headers = AppendHeaders(cookies.into_iter().map(|c| (SET_COOKIE, c)).collect::<Vec<_>>());
             Ok((headers, see_other(&next)).into_response())
@@ -199,8 +207,8 @@ pub async fn register(
         oidc: None,
         is_admin: false,
     };
-    match signin::register(&state, new).await.map_err(ApiError::from) {
-        Ok(_) => match signin::with_password(&state, &username, password, rate.ip).await? {
+    match signin::register(&state.auth, &state.engine, new).await.map_err(ApiError::from) {
+        Ok(_) => match signin::with_password(&state.auth, &state.engine, &username, password, rate.ip).await? {
             SignIn::Session { cookie, .. } => {
                 Ok(([(SET_COOKIE, cookie)], see_other("/?notice=registered")).into_response())
             }
@@ -222,7 +230,14 @@ pub async fn register(
 
 /// Ends the session (the form carries the CSRF token, so another site cannot sign you out).
 pub async fn logout(State(state): State<AppState>, parts: Parts, _form: Form) -> Response {
-    let (cookies, sso_end) = signin::sign_out(&state, &parts).await;
+    let (cookies, sso_end) = signin::sign_out(
+        &state.auth,
+        &state.engine,
+        state.oidc.as_deref(),
+        crate::http::caller::bearer(&parts).ok(),
+        crate::http::caller::cookie(&parts, "id_token"),
+    )
+    .await;
     let to = sso_end.unwrap_or_else(|| "/login?notice=signed_out".into());
     let headers = AppendHeaders(cookies.into_iter().map(|c| (SET_COOKIE, c)).collect::<Vec<_>>());
     (headers, see_other(&to)).into_response()
@@ -260,7 +275,7 @@ pub async fn forgot(
 ) -> PageResult {
     let c = guest.chrome();
     rate?;
-    match signin::request_reset(&state, &form.get("email")).await.map_err(ApiError::from) {
+    match signin::request_reset(&state.auth, &state.engine, &form.get("email")).await.map_err(ApiError::from) {
         Ok(()) => {
             let body = html! { section class="narrow" { h1 { (c.lang.t("reset.forgot_title")) } p role="status" { (c.lang.t("reset.sent")) } p { a href="/login" { (c.lang.t("login.title")) } } } };
             Ok(page(shell(&c, c.lang.t("reset.forgot_title"), None, body)))
@@ -315,7 +330,8 @@ pub async fn reset(
     let c = guest.chrome();
     rate?;
     let token = form.get("token");
-    match signin::confirm_reset(&state, &token, form.raw("password")).await.map_err(ApiError::from) {
+    match signin::confirm_reset(&state.auth, &state.engine, &token, form.raw("password")).await.map_err(ApiError::from)
+    {
         Ok(()) => Ok(see_other("/login?notice=password_reset")),
         Err(e @ (ApiError::Validation { .. } | ApiError::InvalidInput { .. })) => {
             let (status, message) = field_error(c.lang, &e);

@@ -354,7 +354,7 @@ fn render(
 }
 
 async fn show(state: &AppState, viewer: &Viewer, status: StatusCode, extra: Extra) -> PageResult {
-    let list = tokens::list(state, viewer.user.id.0).await?;
+    let list = tokens::list(&state.engine, viewer.user.id.0).await?;
     let feed_on = state.read(&viewer.user, crate::crm::ical_feed::enabled).await?;
     let notify = notify_of(state, viewer.user.id.0).await?;
     Ok(page_with(status, render(viewer, &list, feed_on, &notify, &extra, None)))
@@ -373,7 +373,7 @@ async fn refused(state: &AppState, viewer: &Viewer, section: &'static str, e: im
 }
 
 pub async fn page(State(state): State<AppState>, viewer: Viewer, Query(q): Query<SettingsQuery>) -> PageResult {
-    let list = tokens::list(&state, viewer.user.id.0).await?;
+    let list = tokens::list(&state.engine, viewer.user.id.0).await?;
     let feed_on = state.read(&viewer.user, crate::crm::ical_feed::enabled).await?;
     let notify = notify_of(&state, viewer.user.id.0).await?;
     Ok(html_page(render(&viewer, &list, feed_on, &notify, &Extra::default(), notice(q.notice.as_deref()))))
@@ -381,8 +381,8 @@ pub async fn page(State(state): State<AppState>, viewer: Viewer, Query(q): Query
 
 pub async fn preferences(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
     let id = viewer.user.id.0;
-    let outcome = match accounts::set_language(&state, id, &form.get("language")).await {
-        Ok(_) => accounts::set_date_format(&state, id, &form.get("date_format")).await.map(|_| ()),
+    let outcome = match accounts::set_language(&state.engine, id, &form.get("language")).await {
+        Ok(_) => accounts::set_date_format(&state.engine, id, &form.get("date_format")).await.map(|_| ()),
         Err(e) => Err(e),
     };
     match outcome {
@@ -393,7 +393,14 @@ pub async fn preferences(State(state): State<AppState>, viewer: Viewer, form: Fo
 
 /// Changes the password: every other session and token ends; this browser gets a new session.
 pub async fn password(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
-    match accounts::change_password(&state, &viewer.user, &form.raw("current_password"), form.raw("new_password")).await
+    match accounts::change_password(
+        &state.auth,
+        &state.engine,
+        &viewer.user,
+        &form.raw("current_password"),
+        form.raw("new_password"),
+    )
+    .await
     {
         Ok(account) => {
             let fresh = matches!(viewer.user.via, Via::Session { .. });
@@ -409,7 +416,7 @@ pub async fn password(State(state): State<AppState>, viewer: Viewer, form: Form)
 }
 
 pub async fn two_factor_setup(State(state): State<AppState>, viewer: Viewer, _form: Form) -> PageResult {
-    match second_factor::setup(&state, &viewer.user).await {
+    match second_factor::setup(&state.auth, &state.engine, &viewer.user).await {
         Ok(enrolment) => {
             show(&state, &viewer, StatusCode::OK, Extra { enrolment: Some(enrolment), ..Extra::default() }).await
         }
@@ -418,7 +425,7 @@ pub async fn two_factor_setup(State(state): State<AppState>, viewer: Viewer, _fo
 }
 
 pub async fn two_factor_confirm(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
-    match second_factor::confirm(&state, &viewer.user, &form.get("code")).await {
+    match second_factor::confirm(&state.auth, &state.engine, &viewer.user, &form.get("code")).await {
         Ok(codes) => {
             // The page reflects the account as it is now: two-factor on.
             let viewer = Viewer { user: refreshed(&state, &viewer).await?, ..viewer };
@@ -429,14 +436,14 @@ pub async fn two_factor_confirm(State(state): State<AppState>, viewer: Viewer, f
 }
 
 pub async fn two_factor_disable(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
-    match second_factor::disable(&state, &viewer.user, &form.get("code")).await {
+    match second_factor::disable(&state.auth, &state.engine, &viewer.user, &form.get("code")).await {
         Ok(()) => Ok(see_other("/settings?notice=saved")),
         Err(e) => refused(&state, &viewer, "2fa", e).await,
     }
 }
 
 pub async fn recovery_codes(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
-    match second_factor::regenerate(&state, &viewer.user, &form.get("code")).await {
+    match second_factor::regenerate(&state.auth, &state.engine, &viewer.user, &form.get("code")).await {
         Ok(codes) => {
             show(&state, &viewer, StatusCode::OK, Extra { recovery_codes: Some(codes), ..Extra::default() }).await
         }
@@ -445,7 +452,7 @@ pub async fn recovery_codes(State(state): State<AppState>, viewer: Viewer, form:
 }
 
 async fn refreshed(state: &AppState, viewer: &Viewer) -> Result<crate::auth::AuthUser, ApiError> {
-    let account = crate::auth::accounts::get(state, viewer.user.id.0).await?;
+    let account = crate::auth::accounts::get(&state.engine, viewer.user.id.0).await?;
     Ok(crate::auth::AuthUser { account, ..viewer.user.clone() })
 }
 
@@ -466,7 +473,7 @@ pub async fn create_token(State(state): State<AppState>, viewer: Viewer, form: F
         },
     };
     let new = NewToken { name: form.get("name"), expires_in_days, scope: Some(scope) };
-    match tokens::create(&state, viewer.user.id.0, new).await {
+    match tokens::create(&state.engine, viewer.user.id.0, new).await {
         Ok(minted) => {
             show(&state, &viewer, StatusCode::OK, Extra { new_token: Some(minted.plaintext), ..Extra::default() }).await
         }
@@ -480,7 +487,7 @@ pub async fn rotate_token(
     Path(id): Path<u64>,
     _form: Form,
 ) -> PageResult {
-    match tokens::rotate(&state, viewer.user.id.0, id).await {
+    match tokens::rotate(&state.engine, viewer.user.id.0, id).await {
         Ok(minted) => {
             show(&state, &viewer, StatusCode::OK, Extra { new_token: Some(minted.plaintext), ..Extra::default() }).await
         }
@@ -494,12 +501,12 @@ pub async fn revoke_token(
     Path(id): Path<u64>,
     _form: Form,
 ) -> PageResult {
-    tokens::revoke(&state, viewer.user.id.0, id).await?;
+    tokens::revoke(&state.engine, viewer.user.id.0, id).await?;
     Ok(see_other("/settings?notice=saved#h-tokens"))
 }
 
 pub async fn revoke_all_tokens(State(state): State<AppState>, viewer: Viewer, _form: Form) -> PageResult {
-    tokens::revoke_all(&state, viewer.user.id.0).await?;
+    tokens::revoke_all(&state.engine, viewer.user.id.0).await?;
     Ok(see_other("/settings?notice=saved#h-tokens"))
 }
 
