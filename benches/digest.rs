@@ -127,7 +127,7 @@ async fn seed(engine: &Engine, state: &AppState, users: u64, reminders: u64, hoo
                 description: None,
                 active: None,
             };
-            webhooks::create(state, user, input).await.expect("webhook");
+            webhooks::create(&state.notify, user, input).await.expect("webhook");
         }
     }
     println!(

@@ -52,11 +52,11 @@ async fn run(writes: u64, hooks: u64, worker: bool) -> (f64, Option<f64>) {
             description: None,
             active: None,
         };
-        webhooks::create(&state, 1, input).await.expect("webhook");
+        webhooks::create(&state.notify, 1, input).await.expect("webhook");
     }
     // As the server starts it: its own thread and runtime at background priority; stopped when
     // the run ends.
-    let running = worker.then(|| mycorrhizal::notify::worker::start(state.clone()));
+    let running = worker.then(|| mycorrhizal::notify::worker::start(state.notify.clone()));
     let user = engine.user(UserId(1));
     let started = Instant::now();
     let mut callers = tokio::task::JoinSet::new();

@@ -67,8 +67,8 @@ pub async fn sweep(state: &AppState) -> Result<Diagnostics> {
     let data_dir = state.config.data_dir.clone();
     let disk_threshold = f64::from(state.config.alerts.disk_usage_percent);
     let notify_threshold = state.config.alerts.notify_failure_threshold;
-    let mail = state.mailer.is_configured();
-    let fcm = state.fcm.is_some();
+    let mail = state.notify.mailer.is_configured();
+    let fcm = state.notify.fcm.is_some();
     let checks = state
         .blocking(move |engine| -> Result<Vec<DiagnosticCheck>> {
             let mut checks = vec![database(engine), migrations(engine)];

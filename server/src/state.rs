@@ -9,6 +9,7 @@ use mycorrhizal_engine::Engine;
 use crate::auth::Auth;
 use crate::auth::oidc::OidcClient;
 use crate::config::Config;
+use crate::notify::Notifier;
 use crate::notify::email::Mailer;
 use crate::notify::outbox::{Outbox, Signal};
 use crate::notify::webhooks::OutboxHook;
@@ -21,17 +22,13 @@ pub struct AppState {
     pub auth: Arc<Auth>,
     /// The one outbound HTTP client (connection pool shared by every integration).
     pub http: reqwest::Client,
-    pub mailer: Mailer,
     /// The single sign-on client, when `OIDC_*` is configured.
     pub oidc: Option<Arc<OidcClient>>,
     /// Open import sessions (in memory, 15 minutes; lost on restart, as the spec says).
     pub imports: Arc<crate::crm::import::Sessions>,
-    /// The durable outbox's delivery side (its worker's wake-up, the guarded client).
-    pub outbox: Outbox,
-    /// The engine's change hook: webhook deliveries queued inside each write's transaction.
-    pub hook: Arc<OutboxHook>,
-    /// Mobile push, when `FCM_SERVICE_ACCOUNT_FILE` is configured (its access token cached).
-    pub fcm: Option<Arc<crate::notify::fcm_client::FcmClient>>,
+    /// Notifications and the outbox: mail, mobile and web push, webhooks, the delivery side
+    /// and the change hook that queues webhook events inside each write's transaction.
+    pub notify: Arc<Notifier>,
 }
 
 impl AppState {
@@ -75,15 +72,23 @@ impl AppState {
             Some(account) => Some(Arc::new(crate::notify::fcm_client::FcmClient::new(account)?)),
             None => None,
         };
-        Ok(AppState {
+        let notify = Arc::new(Notifier {
+            engine: engine.clone(),
+            data_key: auth.data_key.clone(),
+            features: config.features.clone(),
+            reminder_timezone: config.reminder_timezone.clone(),
+            mailer,
             fcm,
+            http: http.clone(),
             outbox,
             hook,
+        });
+        Ok(AppState {
+            notify,
             engine,
             config: Arc::new(config),
             auth: Arc::new(auth),
             http,
-            mailer,
             oidc,
             imports: Arc::default(),
         })

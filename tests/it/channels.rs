@@ -178,7 +178,7 @@ async fn topic_and_gotify_deliver_their_shapes_with_tokens_sealed_and_never_show
         assert_eq!(status, 202, "{body}");
         assert_eq!(body["queued"], json!([channel]));
     }
-    assert_eq!(deliver_once(&app.state).await, 2);
+    assert_eq!(deliver_once(&app.state.notify).await, 2);
 
     let got = ntfy.received();
     assert_eq!(got.len(), 1);
@@ -261,13 +261,13 @@ async fn a_500_is_retried_a_410_is_permanent_and_a_removed_channel_is_not_retrie
     gotify.then(&[410]);
     app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&ada), json!({})).await;
     app.call("POST", "/api/v1/notifications/channels/gotify/test", Some(&ada), json!({})).await;
-    assert_eq!(deliver_once(&app.state).await, 2);
+    assert_eq!(deliver_once(&app.state.notify).await, 2);
     assert_eq!(notification_events(&app), [("notification_failed".into(), "gotify".into())], "the 410 fails at once");
 
     // Nothing is due before the first backoff (30 s); then the 500 is retried and delivered.
-    assert_eq!(deliver_once(&app.state).await, 0);
+    assert_eq!(deliver_once(&app.state.notify).await, 0);
     advance(&app, 31);
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     assert_eq!(ntfy.received().len(), 2);
     assert_eq!(gotify.received().len(), 1, "a 410 is not retried");
     assert_eq!(
@@ -279,7 +279,7 @@ async fn a_500_is_retried_a_410_is_permanent_and_a_removed_channel_is_not_retrie
     app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&ada), json!({})).await;
     let (status, _, _) = app.call("DELETE", "/api/v1/notifications/channels/ntfy", Some(&ada), json!({})).await;
     assert_eq!(status, 200);
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     assert_eq!(ntfy.received().len(), 2);
     let failed = app.state.engine.system_events(10, |e| e.event_type == "notification_failed").unwrap();
     assert!(failed.iter().any(|e| e.error.as_deref().unwrap_or("").contains("the channel was removed")), "{failed:?}");
@@ -338,13 +338,13 @@ async fn the_guard_refuses_private_destinations_at_save_and_at_delivery_when_blo
         .unwrap();
     let (status, _, _) = app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&ada), json!({})).await;
     assert_eq!(status, 202);
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     assert!(receiver.received().is_empty(), "nothing reached the private address");
     let failed = app.state.engine.system_events(10, |e| e.event_type == "notification_failed").unwrap();
     assert_eq!(failed.len(), 1);
     assert!(failed[0].error.as_deref().unwrap_or("").contains("private-address guard"), "{failed:?}");
     advance(&app, 24 * 3600);
-    assert_eq!(deliver_once(&app.state).await, 0, "a refusal is permanent");
+    assert_eq!(deliver_once(&app.state.notify).await, 0, "a refusal is permanent");
 }
 
 /// A browser's key pair and auth secret: `(p256dh, auth, private key)`.
@@ -430,7 +430,7 @@ async fn web_push_is_encrypted_for_the_browser_and_signed_with_the_vapid_key() {
     let (status, body, _) =
         app.call("POST", "/api/v1/notifications/channels/webpush/test", Some(&ada), json!({})).await;
     assert_eq!((status, body["queued"].clone()), (202, json!(["webpush"])));
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
 
     let got = push.received();
     assert_eq!(got.len(), 1);
@@ -458,13 +458,13 @@ async fn web_push_is_encrypted_for_the_browser_and_signed_with_the_vapid_key() {
     // The push service says the browser is gone: the subscription is removed, nothing retried.
     push.then(&[410]);
     app.call("POST", "/api/v1/notifications/channels/webpush/test", Some(&ada), json!({})).await;
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     let (_, listed, _) = app.call("GET", "/api/v1/notifications/push-subscriptions", Some(&ada), json!({})).await;
     assert_eq!(listed["subscriptions"], json!([]));
     let (_, channels, _) = app.call("GET", "/api/v1/notifications/channels", Some(&ada), json!({})).await;
     assert_eq!(channels["webpush"]["subscriptions"], 0);
     advance(&app, 3600);
-    assert_eq!(deliver_once(&app.state).await, 0);
+    assert_eq!(deliver_once(&app.state.notify).await, 0);
     assert_eq!(push.received().len(), 2);
 }
 
@@ -482,7 +482,7 @@ async fn email_is_on_by_default_with_a_provider_and_fan_out_reaches_every_enable
     assert_eq!(listed["email"], json!({ "available": true, "enabled": true }));
     let (status, _, _) = app.call("POST", "/api/v1/notifications/channels/email/test", Some(&ada), json!({})).await;
     assert_eq!(status, 202);
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     let got = mail.received();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].json()["to"], "ada@example.org");
@@ -500,7 +500,7 @@ async fn email_is_on_by_default_with_a_provider_and_fan_out_reaches_every_enable
     .await;
 
     // The seam the digest calls: one message per enabled channel, in the cause's transaction.
-    let senders = Senders::of(&app.state);
+    let senders = Senders::of(&app.state.notify);
     let note = Notification { subject: "Today: Mum's birthday".into(), text: "Call Mum.".into() };
     let queued = app
         .state
@@ -509,7 +509,7 @@ async fn email_is_on_by_default_with_a_provider_and_fan_out_reaches_every_enable
         .await
         .unwrap();
     assert_eq!(queued, ["email", "ntfy", "webpush"]);
-    assert_eq!(deliver_once(&app.state).await, 3);
+    assert_eq!(deliver_once(&app.state.notify).await, 3);
     assert_eq!(mail.received().len(), 2);
     assert_eq!(ntfy.received()[0].json()["message"], "Call Mum.");
     assert_eq!(push.received().len(), 1);
@@ -518,7 +518,7 @@ async fn email_is_on_by_default_with_a_provider_and_fan_out_reaches_every_enable
     let (status, body, _) =
         app.call("PUT", "/api/v1/notifications/channels/email", Some(&ada), json!({ "enabled": false })).await;
     assert_eq!((status, body["email"]["enabled"].clone()), (200, json!(false)));
-    let senders = Senders::of(&app.state);
+    let senders = Senders::of(&app.state.notify);
     let note = Notification { subject: "s".into(), text: "t".into() };
     let queued = app
         .state
@@ -562,7 +562,7 @@ async fn another_user_can_neither_see_change_delete_nor_test_my_channels() {
     assert_eq!(app.call("DELETE", "/api/v1/notifications/channels/ntfy", Some(&bob), json!({})).await.0, 404);
     assert_eq!(app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&bob), json!({})).await.0, 404);
     assert_eq!(app.call("POST", "/api/v1/notifications/channels/webpush/test", Some(&bob), json!({})).await.0, 404);
-    assert_eq!(deliver_once(&app.state).await, 0, "nothing was queued to Ada's channels");
+    assert_eq!(deliver_once(&app.state.notify).await, 0, "nothing was queued to Ada's channels");
 
     // Bob's own settings stay his.
     let (status, _, _) = app
@@ -662,9 +662,9 @@ async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_a
     assert!(!format!("{envelopes:?}").contains("Fern"), "nor in a stored envelope: {envelopes:?}");
 
     // Only Ada's test goes out, now and after every retry would have come due.
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     advance(&app, 24 * 3600);
-    assert_eq!(deliver_once(&app.state).await, 0);
+    assert_eq!(deliver_once(&app.state.notify).await, 0);
     let got = receiver.received();
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0].json()["topic"], "ada");
@@ -727,10 +727,10 @@ async fn diagnostics_show_each_channel_in_use_failing_once_its_messages_fail_in_
         app.call("POST", "/api/v1/notifications/channels/gotify/test", Some(&ada), json!({})).await;
     }
     for _ in 0..mycorrhizal::notify::outbox::MAX_ATTEMPTS {
-        assert_eq!(deliver_once(&app.state).await, 6);
+        assert_eq!(deliver_once(&app.state.notify).await, 6);
         advance(&app, 7 * 3600);
     }
-    assert_eq!(deliver_once(&app.state).await, 0, "given up");
+    assert_eq!(deliver_once(&app.state.notify).await, 0, "given up");
     assert_eq!((ntfy.received().len(), gotify.received().len()), (24, 24));
     // Days went by: fresh sessions.
     let (ada, bob) = (sign_in(&app, "ada").await, sign_in(&app, "bob").await);
@@ -746,7 +746,7 @@ async fn diagnostics_show_each_channel_in_use_failing_once_its_messages_fail_in_
 
     // The topic recovers: one delivered message makes its check ok; Gotify still fails.
     app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&bob), json!({})).await;
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     let checks = notification_checks(&app, &ada).await;
     let by_name = |n: &str| checks.iter().find(|c| c.0 == n).map(|c| c.1.clone()).expect("a check");
     assert_eq!((by_name("notification_ntfy"), by_name("notification_gotify")), ("ok".into(), "error".into()));

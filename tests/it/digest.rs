@@ -75,7 +75,7 @@ async fn step(app: &InProcess, now: &str) -> JobRun {
     let run = mycorrhizal::jobs::run(&app.state, mycorrhizal::jobs::DIGEST, Trigger::Scheduled).await.unwrap();
     assert_ne!(run.result, JobResult::Failure, "{:?}", run.error);
     assert!(run.correlation_id.as_deref().is_some_and(|c| c.starts_with("job:daily_digest:")));
-    deliver_once(&app.state).await;
+    deliver_once(&app.state.notify).await;
     run
 }
 
@@ -260,7 +260,7 @@ async fn the_digest_queues_webhook_events_and_user_b_never_gets_user_a_s() {
     reminder(&app, &bob, bobs, "Return the drill", "2026-06-04", "once").await;
 
     assert_eq!(queued(&step(&app, "2026-06-04T06:00:00Z").await), Some(2), "one digest each");
-    deliver_once(&app.state).await;
+    deliver_once(&app.state.notify).await;
     let got = mails(&mail);
     assert_eq!(got.len(), 2);
     let ada_mail = got.iter().find(|m| m.contains("To: ada@example.org")).expect("ada's digest");
@@ -312,7 +312,7 @@ async fn two_trigger_calls_on_one_day_send_one_digest() {
     for expected in ["Reminders sent: 1 digest queued", "Reminders sent: 0 digests queued"] {
         let (status, body, _) = app.call("POST", "/api/v1/admin/trigger-reminders", Some(&ada), json!({})).await;
         assert_eq!((status, body["message"].as_str()), (200, Some(expected)), "{body}");
-        deliver_once(&app.state).await;
+        deliver_once(&app.state.notify).await;
     }
     assert_eq!(queued(&step(&app, "2026-07-01T06:00:00Z").await), None, "the scheduled run finds today done");
     assert_eq!(mails(&mail).len(), 1);

@@ -169,7 +169,7 @@ async fn fcm_sends_with_an_rs256_grant_caches_the_token_and_forgets_unregistered
 
     let (status, body, _) = app.call("POST", "/api/v1/notifications/channels/fcm/test", Some(&ada), json!({})).await;
     assert_eq!((status, body["queued"].clone()), (202, json!(["fcm"])), "{body}");
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
 
     // One grant: an RS256 JWT the stand-in verified with the public key, for the messaging scope.
     let grants = google.grants();
@@ -195,11 +195,11 @@ async fn fcm_sends_with_an_rs256_grant_caches_the_token_and_forgets_unregistered
 
     // Within the hour the token is reused; near its expiry a new one is asked for.
     app.call("POST", "/api/v1/notifications/channels/fcm/test", Some(&ada), json!({})).await;
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     assert_eq!(google.grants().len(), 1, "the access token is cached");
     advance(&app, 3400);
     app.call("POST", "/api/v1/notifications/channels/fcm/test", Some(&ada), json!({})).await;
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     assert_eq!(google.grants().len(), 2, "renewed five minutes before it expires");
     assert_eq!(google.sends()[2].0, "ya29.test-2");
 
@@ -208,9 +208,9 @@ async fn fcm_sends_with_an_rs256_grant_caches_the_token_and_forgets_unregistered
         { "@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "UNREGISTERED" } ] } });
     google.script.lock().expect("script").extend([(500, String::new()), (404, unregistered.to_string())]);
     app.call("POST", "/api/v1/notifications/channels/fcm/test", Some(&ada), json!({})).await;
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     advance(&app, 31);
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     let (_, listed, _) = app.call("GET", "/api/v1/notifications/fcm-devices", Some(&ada), json!({})).await;
     assert_eq!(listed["devices"], json!([]), "the unregistered device is removed");
     let (status, _, _) = app.call("POST", "/api/v1/notifications/channels/fcm/test", Some(&ada), json!({})).await;
@@ -219,7 +219,7 @@ async fn fcm_sends_with_an_rs256_grant_caches_the_token_and_forgets_unregistered
     assert_eq!(failed.len(), 1);
     assert!(failed[0].error.as_deref().unwrap_or("").contains("UNREGISTERED"), "{failed:?}");
     advance(&app, 24 * 3600);
-    assert_eq!(deliver_once(&app.state).await, 0, "not retried");
+    assert_eq!(deliver_once(&app.state.notify).await, 0, "not retried");
     assert_eq!(google.sends().len(), 5);
 }
 
@@ -247,7 +247,7 @@ async fn devices_are_per_user_and_go_with_the_account() {
 
     // Bob's test reaches only Bob's phone.
     assert_eq!(app.call("POST", "/api/v1/notifications/channels/fcm/test", Some(&bob), json!({})).await.0, 202);
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     let sends = google.sends();
     assert_eq!(sends.len(), 1);
     assert_eq!(sends[0].1["message"]["token"], BOB_TOKEN);

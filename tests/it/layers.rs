@@ -31,9 +31,6 @@ const KNOWN_CIRCLE_EDGES: &[(&str, &str, &str)] = &[
 /// Today's loops between top-level modules (folders), as the edges allowed to close one:
 /// (from, to, why). An allowance no loop needs any more fails.
 const KNOWN_MODULE_LOOPS: &[(&str, &str, &str)] = &[
-    // Issue #50 part 2 removes this: state.rs assembles notify's services, and its operations
-    // still take the whole AppState instead of the handles they use.
-    ("notify", "state", "#50 part 2: notify's operations take the AppState"),
     // Accounts queue their mails on the outbox and delete a user's channels with the account,
     // while notify reads the accounts table and the data key (auth::keys): the outbox and the
     // keys belong below both.

@@ -201,7 +201,7 @@ async fn deliveries_are_signed_in_order_and_carry_the_envelope_and_the_correlati
     assert_eq!(status, 200);
     assert!(receiver.received().is_empty(), "nothing leaves before the worker runs");
 
-    assert_eq!(deliver_once(&app.state).await, 4);
+    assert_eq!(deliver_once(&app.state.notify).await, 4);
     assert_eq!(receiver.events(), ["contact.created", "contact.created", "contact.updated", "contact.deleted"]);
     let got = receiver.received();
     let now = app.clock.now().as_second();
@@ -226,7 +226,7 @@ async fn deliveries_are_signed_in_order_and_carry_the_envelope_and_the_correlati
     let log = deliveries(&app, &ada, hook).await;
     assert_eq!(log.len(), 4);
     assert!(log.iter().all(|d| d["status"] == "delivered" && d["attempts"] == 1 && d["will_retry"] == false));
-    assert_eq!(deliver_once(&app.state).await, 0, "delivered once");
+    assert_eq!(deliver_once(&app.state.notify).await, 0, "delivered once");
 }
 
 #[tokio::test]
@@ -239,15 +239,15 @@ async fn a_receiver_down_for_a_while_gets_every_delivery_in_order_once_back() {
         contact(&app, &ada, name).await;
     }
     receiver.then(&[Reply::Status(500), Reply::Status(503)]);
-    assert_eq!(deliver_once(&app.state).await, 1, "the lane stops at its first failure");
+    assert_eq!(deliver_once(&app.state.notify).await, 1, "the lane stops at its first failure");
     advance(&app, 10);
-    assert_eq!(deliver_once(&app.state).await, 0, "not due before the 30 s backoff");
+    assert_eq!(deliver_once(&app.state.notify).await, 0, "not due before the 30 s backoff");
     advance(&app, 21);
-    assert_eq!(deliver_once(&app.state).await, 1, "second attempt fails too");
+    assert_eq!(deliver_once(&app.state.notify).await, 1, "second attempt fails too");
     advance(&app, 119);
-    assert_eq!(deliver_once(&app.state).await, 0);
+    assert_eq!(deliver_once(&app.state.notify).await, 0);
     advance(&app, 2);
-    assert_eq!(deliver_once(&app.state).await, 3, "back: the held-back deliveries follow in order");
+    assert_eq!(deliver_once(&app.state.notify).await, 3, "back: the held-back deliveries follow in order");
     let names: Vec<String> = receiver
         .received()
         .iter()
@@ -269,27 +269,27 @@ async fn retry_after_is_honoured_and_a_410_stops_retries_for_good() {
     let (hook, _) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
     contact(&app, &ada, "A").await;
     receiver.then(&[Reply::RetryAfter(429, "120")]);
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     let log = deliveries(&app, &ada, hook).await;
     let due: Timestamp = log[0]["next_attempt_at"].as_str().unwrap().parse().unwrap();
     assert_eq!(due.duration_since(app.clock.now()).as_secs_f64().round(), 120.0, "Retry-After, not the 30 s backoff");
     assert_eq!(log[0]["last_status"], 429);
     advance(&app, 60);
-    assert_eq!(deliver_once(&app.state).await, 0, "still waiting as told");
+    assert_eq!(deliver_once(&app.state.notify).await, 0, "still waiting as told");
     advance(&app, 61);
     receiver.then(&[Reply::Status(410)]);
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     let log = deliveries(&app, &ada, hook).await;
     assert_eq!(log[0]["status"], "failed");
     assert_eq!(log[0]["will_retry"], false);
     assert!(log[0]["last_error"].as_str().unwrap().contains("will not retry"), "{}", log[0]);
     advance(&app, 86_400);
-    assert_eq!(deliver_once(&app.state).await, 0, "a 410 is never retried");
+    assert_eq!(deliver_once(&app.state.notify).await, 0, "a 410 is never retried");
 
     // The lane goes on with the next message.
     let ada = login(&app, "ada").await;
     contact(&app, &ada, "B").await;
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     assert_eq!(receiver.received().len(), 3);
 }
 
@@ -301,14 +301,14 @@ async fn a_hanging_receiver_times_out_and_exhausted_retries_raise_integration_fa
     let (hook, _) = webhook(&app, &ada, &receiver.url, &["contact.created"]).await;
     contact(&app, &ada, "A").await;
     receiver.then(&[Reply::Hang]);
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     let log = deliveries(&app, &ada, hook).await;
     assert!(log[0]["last_error"].as_str().unwrap().contains("in time"), "{}", log[0]);
     assert_eq!(log[0]["status"], "pending");
     for _ in 0..7 {
         receiver.then(&[Reply::Status(502)]);
         advance(&app, 6 * 3600 + 1);
-        assert_eq!(deliver_once(&app.state).await, 1);
+        assert_eq!(deliver_once(&app.state.notify).await, 1);
     }
     let ada = login(&app, "ada").await;
     let log = deliveries(&app, &ada, hook).await;
@@ -329,7 +329,7 @@ async fn another_users_webhooks_never_get_your_events_nor_can_they_be_reached() 
     let (ada_hook, _) = webhook(&app, &ada, &ours.url, &CONTACT_EVENTS).await;
     let (bob_hook, _) = webhook(&app, &bob, &theirs.url, &CONTACT_EVENTS).await;
     contact(&app, &ada, "Alma").await;
-    deliver_once(&app.state).await;
+    deliver_once(&app.state.notify).await;
     assert_eq!(ours.received().len(), 1);
     assert!(theirs.received().is_empty(), "bob's webhook never hears of ada's contact");
     let delivery = deliveries(&app, &ada, ada_hook).await[0]["id"].as_u64().unwrap();
@@ -372,7 +372,7 @@ async fn a_test_event_a_redelivery_and_a_rotated_secret() {
     let (_, listed) = call(&app, "GET", "/api/v1/webhooks", &ada, json!({}), "x").await;
     assert!(!listed.to_string().contains(&new), "the secret is shown only once");
 
-    deliver_once(&app.state).await;
+    deliver_once(&app.state.notify).await;
     let now = app.clock.now().as_second();
     let first = receiver.received()[0].clone();
     assert_eq!(first.json()["event"], "test");
@@ -384,7 +384,7 @@ async fn a_test_event_a_redelivery_and_a_rotated_secret() {
     let (status, again) = call(&app, "POST", &path, &ada, json!({}), "x").await;
     assert_eq!(status, 202);
     assert_eq!(again["event_id"], queued["event_id"], "a redelivery keeps the event id");
-    deliver_once(&app.state).await;
+    deliver_once(&app.state.notify).await;
     assert_eq!(receiver.received().len(), 2);
     assert_eq!(receiver.received()[1].body, first.body, "the same envelope");
 }
@@ -462,7 +462,7 @@ async fn finished_deliveries_are_purged_after_the_retention_window_and_pending_o
     let (stuck_hook, _) = webhook(&app, &ada, &down.url, &["contact.created"]).await;
     down.then(&[Reply::Status(500)]);
     contact(&app, &ada, "A").await;
-    assert_eq!(deliver_once(&app.state).await, 2);
+    assert_eq!(deliver_once(&app.state.notify).await, 2);
     advance(&app, 31 * 86_400);
     let ada = login(&app, "ada").await;
     let (status, body) = call(&app, "POST", "/api/v1/admin/trigger-purge", &ada, json!({}), "purge").await;
@@ -479,7 +479,7 @@ async fn finished_deliveries_are_purged_after_the_retention_window_and_pending_o
         app.state.engine.global().expect("a read").list::<mycorrhizal::notify::outbox::Envelope>().expect("envelopes")
     };
     assert_eq!(envelopes(&app).len(), 1, "one envelope for the event's two deliveries");
-    assert_eq!(deliver_once(&app.state).await, 1, "the pending one is delivered");
+    assert_eq!(deliver_once(&app.state.notify).await, 1, "the pending one is delivered");
     let got = down.received();
     assert_eq!(got.len(), 2, "{got:?}");
     assert_eq!(got[1].body, got[0].body, "with the whole envelope");
@@ -534,7 +534,7 @@ async fn a_delivery_queued_by_an_earlier_version_is_still_made_whole_and_in_orde
     assert_eq!(outbox::adopt_pending(&app.state.engine).await.expect("adopted"), 1);
     assert!(app.state.engine.global().expect("a read").list::<Pending>().expect("legacy").is_empty());
     assert_eq!(outbox::adopt_pending(&app.state.engine).await.expect("nothing left"), 0);
-    assert_eq!(deliver_once(&app.state).await, 2);
+    assert_eq!(deliver_once(&app.state.notify).await, 2);
     let got = receiver.received();
     assert_eq!(got.len(), 2, "{got:?}");
     assert_eq!(got[0].body, body, "the row's own envelope");
@@ -544,7 +544,7 @@ async fn a_delivery_queued_by_an_earlier_version_is_still_made_whole_and_in_orde
     let log = deliveries(&app, &ada, hook).await;
     assert_eq!(log.len(), 2);
     assert!(log.iter().all(|d| d["status"] == "delivered" && d["event"] == "contact.created"), "{log:?}");
-    assert_eq!(deliver_once(&app.state).await, 0, "delivered once");
+    assert_eq!(deliver_once(&app.state.notify).await, 0, "delivered once");
 }
 
 /// The outbox rows of `user`'s webhook deliveries: (message id, idempotency key, webhook id).
@@ -599,7 +599,7 @@ async fn a_change_records_one_event_which_the_log_shows_as_deliveries_once_expan
     assert_eq!(rows.iter().map(|(_, _, hook)| *hook).collect::<Vec<_>>(), [first, second]);
     assert_eq!(deliveries(&app, &ada, second).await.len(), 1);
 
-    assert_eq!(deliver_once(&app.state).await, 2);
+    assert_eq!(deliver_once(&app.state.notify).await, 2);
     let got = receiver.received();
     assert_eq!(got.len(), 2);
     for r in &got {
@@ -653,7 +653,7 @@ async fn an_expansion_cut_short_is_made_again_whole_with_the_same_key_and_never_
     assert_eq!(twice, 0);
     assert_eq!(delivery_rows(&app, user).len(), 1);
 
-    assert_eq!(deliver_once(&app.state).await, 1);
+    assert_eq!(deliver_once(&app.state.notify).await, 1);
     let got = receiver.received();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].header("idempotency-key"), key);
@@ -699,7 +699,7 @@ async fn a_transactions_events_of_one_user_share_a_row_and_keep_their_order_each
     }
 
     for _ in 0..n {
-        if receiver.received().len() >= n || deliver_once(&app.state).await == 0 {
+        if receiver.received().len() >= n || deliver_once(&app.state.notify).await == 0 {
             break;
         }
     }
@@ -763,7 +763,7 @@ async fn a_webhook_created_in_the_same_group_commit_as_changes_gets_the_events_o
         mycorrhizal::crm::contact::ops::create(&user, input("Ann")),
         async {
             queued(1).await;
-            webhook_ops::create(&app.state, ada_id, hook).await
+            webhook_ops::create(&app.state.notify, ada_id, hook).await
         },
         async {
             queued(2).await;
@@ -823,7 +823,7 @@ async fn events_recorded_by_earlier_builds_a_row_each_and_with_json_text_are_sti
         .expect("rewritten");
     assert_eq!(recorded_events(&app).len(), 2, "two rows of one event each");
 
-    assert_eq!(deliver_once(&app.state).await, 2);
+    assert_eq!(deliver_once(&app.state.notify).await, 2);
     let got = receiver.received();
     let names: Vec<_> = got.iter().map(|r| r.json()["data"]["flat"]["firstname"].clone()).collect();
     assert_eq!(names, [json!("Runa"), json!("Sela")], "both forms give the entity");

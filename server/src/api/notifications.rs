@@ -17,7 +17,7 @@ use crate::state::AppState;
 #[utoipa::path(get, path = "/api/v1/notifications/channels", tag = "notifications", responses(
     (status = 200, description = "Your channels: email on or off, the ntfy-style topic and Gotify-style server when set (tokens never shown, only whether set), how many browsers get Web Push", body = ChannelsView)))]
 pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<ChannelsView>, ApiError> {
-    let (s, user_id) = (state.clone(), user.id.0);
+    let (s, user_id) = (state.notify.clone(), user.id.0);
     Ok(axum::Json(state.blocking(move |_| channels::list(&s, user_id)).await??))
 }
 
@@ -29,13 +29,13 @@ pub async fn set_email(
     user: AuthUser,
     Json(input): Json<EmailInput>,
 ) -> Result<axum::Json<ChannelsView>, ApiError> {
-    Ok(axum::Json(channels::set_email(&state, user.id.0, input).await?))
+    Ok(axum::Json(channels::set_email(&state.notify, user.id.0, input).await?))
 }
 
 #[utoipa::path(delete, path = "/api/v1/notifications/channels/email", tag = "notifications", responses(
     (status = 200, description = "Email turned off; your channels", body = ChannelsView)))]
 pub async fn clear_email(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<ChannelsView>, ApiError> {
-    Ok(axum::Json(channels::clear(&state, user.id.0, Channel::Email).await?))
+    Ok(axum::Json(channels::clear(&state.notify, user.id.0, Channel::Email).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/notifications/channels/email/test", tag = "notifications", responses(
@@ -45,7 +45,7 @@ pub async fn test_email(
     State(state): State<AppState>,
     user: AuthUser,
 ) -> Result<(StatusCode, axum::Json<Queued>), ApiError> {
-    Ok((StatusCode::ACCEPTED, axum::Json(channels::send_test(&state, user.id.0, Channel::Email).await?)))
+    Ok((StatusCode::ACCEPTED, axum::Json(channels::send_test(&state.notify, user.id.0, Channel::Email).await?)))
 }
 
 #[utoipa::path(put, path = "/api/v1/notifications/channels/ntfy", tag = "notifications", request_body = NtfyInput, responses(
@@ -56,14 +56,14 @@ pub async fn set_ntfy(
     user: AuthUser,
     Json(input): Json<NtfyInput>,
 ) -> Result<axum::Json<ChannelsView>, ApiError> {
-    Ok(axum::Json(channels::set_ntfy(&state, user.id.0, input).await?))
+    Ok(axum::Json(channels::set_ntfy(&state.notify, user.id.0, input).await?))
 }
 
 #[utoipa::path(delete, path = "/api/v1/notifications/channels/ntfy", tag = "notifications", responses(
     (status = 200, description = "The topic and its token removed; your channels", body = ChannelsView),
     (status = 404, description = "No topic is set")))]
 pub async fn clear_ntfy(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<ChannelsView>, ApiError> {
-    Ok(axum::Json(channels::clear(&state, user.id.0, Channel::Ntfy).await?))
+    Ok(axum::Json(channels::clear(&state.notify, user.id.0, Channel::Ntfy).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/notifications/channels/ntfy/test", tag = "notifications", responses(
@@ -73,7 +73,7 @@ pub async fn test_ntfy(
     State(state): State<AppState>,
     user: AuthUser,
 ) -> Result<(StatusCode, axum::Json<Queued>), ApiError> {
-    Ok((StatusCode::ACCEPTED, axum::Json(channels::send_test(&state, user.id.0, Channel::Ntfy).await?)))
+    Ok((StatusCode::ACCEPTED, axum::Json(channels::send_test(&state.notify, user.id.0, Channel::Ntfy).await?)))
 }
 
 #[utoipa::path(put, path = "/api/v1/notifications/channels/gotify", tag = "notifications", request_body = GotifyInput, responses(
@@ -84,14 +84,14 @@ pub async fn set_gotify(
     user: AuthUser,
     Json(input): Json<GotifyInput>,
 ) -> Result<axum::Json<ChannelsView>, ApiError> {
-    Ok(axum::Json(channels::set_gotify(&state, user.id.0, input).await?))
+    Ok(axum::Json(channels::set_gotify(&state.notify, user.id.0, input).await?))
 }
 
 #[utoipa::path(delete, path = "/api/v1/notifications/channels/gotify", tag = "notifications", responses(
     (status = 200, description = "The server and its token removed; your channels", body = ChannelsView),
     (status = 404, description = "No Gotify server is set")))]
 pub async fn clear_gotify(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<ChannelsView>, ApiError> {
-    Ok(axum::Json(channels::clear(&state, user.id.0, Channel::Gotify).await?))
+    Ok(axum::Json(channels::clear(&state.notify, user.id.0, Channel::Gotify).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/notifications/channels/gotify/test", tag = "notifications", responses(
@@ -101,7 +101,7 @@ pub async fn test_gotify(
     State(state): State<AppState>,
     user: AuthUser,
 ) -> Result<(StatusCode, axum::Json<Queued>), ApiError> {
-    Ok((StatusCode::ACCEPTED, axum::Json(channels::send_test(&state, user.id.0, Channel::Gotify).await?)))
+    Ok((StatusCode::ACCEPTED, axum::Json(channels::send_test(&state.notify, user.id.0, Channel::Gotify).await?)))
 }
 
 #[utoipa::path(post, path = "/api/v1/notifications/channels/webpush/test", tag = "notifications", responses(
@@ -111,13 +111,13 @@ pub async fn test_webpush(
     State(state): State<AppState>,
     user: AuthUser,
 ) -> Result<(StatusCode, axum::Json<Queued>), ApiError> {
-    Ok((StatusCode::ACCEPTED, axum::Json(channels::send_test(&state, user.id.0, Channel::Webpush).await?)))
+    Ok((StatusCode::ACCEPTED, axum::Json(channels::send_test(&state.notify, user.id.0, Channel::Webpush).await?)))
 }
 
 #[utoipa::path(get, path = "/api/v1/notifications/webpush/public-key", tag = "notifications", responses(
     (status = 200, description = "The server's VAPID public key (created on first use), the `applicationServerKey` of `pushManager.subscribe`", body = VapidKeyView)))]
 pub async fn public_key(State(state): State<AppState>, _user: AuthUser) -> Result<axum::Json<VapidKeyView>, ApiError> {
-    Ok(axum::Json(webpush::public_key(&state).await?))
+    Ok(axum::Json(webpush::public_key(&state.notify).await?))
 }
 
 #[utoipa::path(get, path = "/api/v1/notifications/push-subscriptions", tag = "notifications", responses(
@@ -126,7 +126,7 @@ pub async fn list_subscriptions(
     State(state): State<AppState>,
     user: AuthUser,
 ) -> Result<axum::Json<PushSubscriptionList>, ApiError> {
-    let (s, user_id) = (state.clone(), user.id.0);
+    let (s, user_id) = (state.notify.clone(), user.id.0);
     Ok(axum::Json(state.blocking(move |_| webpush::list(&s, user_id)).await??))
 }
 
@@ -140,7 +140,7 @@ pub async fn subscribe(
     user: AuthUser,
     Json(input): Json<PushSubscriptionInput>,
 ) -> Result<(StatusCode, axum::Json<PushSubscriptionView>), ApiError> {
-    let (view, new) = webpush::subscribe(&state, user.id.0, input).await?;
+    let (view, new) = webpush::subscribe(&state.notify, user.id.0, input).await?;
     Ok((if new { StatusCode::CREATED } else { StatusCode::OK }, axum::Json(view)))
 }
 
@@ -152,7 +152,7 @@ pub async fn unsubscribe(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<StatusCode, ApiError> {
-    webpush::unsubscribe(&state, user.id.0, id).await?;
+    webpush::unsubscribe(&state.notify, user.id.0, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -163,7 +163,7 @@ pub async fn test_fcm(
     State(state): State<AppState>,
     user: AuthUser,
 ) -> Result<(StatusCode, axum::Json<Queued>), ApiError> {
-    Ok((StatusCode::ACCEPTED, axum::Json(channels::send_test(&state, user.id.0, Channel::Fcm).await?)))
+    Ok((StatusCode::ACCEPTED, axum::Json(channels::send_test(&state.notify, user.id.0, Channel::Fcm).await?)))
 }
 
 #[utoipa::path(get, path = "/api/v1/notifications/fcm-devices", tag = "notifications", responses(
@@ -172,7 +172,7 @@ pub async fn list_devices(
     State(state): State<AppState>,
     user: AuthUser,
 ) -> Result<axum::Json<FcmDeviceList>, ApiError> {
-    let (s, user_id) = (state.clone(), user.id.0);
+    let (s, user_id) = (state.notify.clone(), user.id.0);
     Ok(axum::Json(state.blocking(move |_| fcm::list(&s, user_id)).await??))
 }
 
@@ -186,7 +186,7 @@ pub async fn register_device(
     user: AuthUser,
     Json(input): Json<FcmDeviceInput>,
 ) -> Result<(StatusCode, axum::Json<FcmDeviceView>), ApiError> {
-    let (view, new) = fcm::register(&state, user.id.0, input).await?;
+    let (view, new) = fcm::register(&state.notify, user.id.0, input).await?;
     Ok((if new { StatusCode::CREATED } else { StatusCode::OK }, axum::Json(view)))
 }
 
@@ -198,6 +198,6 @@ pub async fn unregister_device(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<StatusCode, ApiError> {
-    fcm::unregister(&state, user.id.0, id).await?;
+    fcm::unregister(&state.notify, user.id.0, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -23,7 +23,7 @@ pub async fn events(_user: AuthUser) -> axum::Json<EventList> {
 
 #[utoipa::path(get, path = "/api/v1/webhooks", tag = "webhooks", responses((status = 200, description = "Your webhooks", body = WebhookList)))]
 pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<WebhookList>, ApiError> {
-    let (s, user_id) = (state.clone(), user.id.0);
+    let (s, user_id) = (state.notify.clone(), user.id.0);
     Ok(axum::Json(state.blocking(move |_| webhooks::list(&s, user_id)).await??))
 }
 
@@ -36,7 +36,7 @@ pub async fn create(
     user: AuthUser,
     Json(input): Json<WebhookInput>,
 ) -> Result<(StatusCode, axum::Json<WebhookWithSecret>), ApiError> {
-    Ok((StatusCode::CREATED, axum::Json(webhooks::create(&state, user.id.0, input).await?)))
+    Ok((StatusCode::CREATED, axum::Json(webhooks::create(&state.notify, user.id.0, input).await?)))
 }
 
 #[utoipa::path(get, path = "/api/v1/webhooks/{id}", tag = "webhooks", params(("id" = u64, Path)), responses((status = 200, description = "The webhook", body = WebhookView), (status = 404, description = "No such webhook of yours")))]
@@ -45,7 +45,7 @@ pub async fn get(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<WebhookView>, ApiError> {
-    let (s, user_id) = (state.clone(), user.id.0);
+    let (s, user_id) = (state.notify.clone(), user.id.0);
     Ok(axum::Json(state.blocking(move |_| webhooks::get(&s, user_id, id)).await??))
 }
 
@@ -57,7 +57,7 @@ pub async fn update(
     Path(id): Path<u64>,
     Json(input): Json<WebhookInput>,
 ) -> Result<axum::Json<WebhookView>, ApiError> {
-    Ok(axum::Json(webhooks::update(&state, user.id.0, id, input).await?))
+    Ok(axum::Json(webhooks::update(&state.notify, user.id.0, id, input).await?))
 }
 
 #[utoipa::path(delete, path = "/api/v1/webhooks/{id}", tag = "webhooks", params(("id" = u64, Path)), responses((status = 200, body = crate::crm::Message), (status = 404, description = "No such webhook of yours")))]
@@ -66,7 +66,7 @@ pub async fn delete(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<crate::crm::Message>, ApiError> {
-    webhooks::delete(&state, user.id.0, id).await?;
+    webhooks::delete(&state.notify, user.id.0, id).await?;
     Ok(axum::Json(crate::crm::Message::new("Webhook deleted")))
 }
 
@@ -78,7 +78,7 @@ pub async fn rotate_secret(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<WebhookWithSecret>, ApiError> {
-    Ok(axum::Json(webhooks::rotate_secret(&state, user.id.0, id).await?))
+    Ok(axum::Json(webhooks::rotate_secret(&state.notify, user.id.0, id).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/webhooks/{id}/test", tag = "webhooks", params(("id" = u64, Path)), responses(
@@ -88,7 +88,7 @@ pub async fn test(
     user: AuthUser,
     Path(id): Path<u64>,
 ) -> Result<(StatusCode, axum::Json<DeliveryView>), ApiError> {
-    Ok((StatusCode::ACCEPTED, axum::Json(webhooks::send_test(&state, user.id.0, id).await?)))
+    Ok((StatusCode::ACCEPTED, axum::Json(webhooks::send_test(&state.notify, user.id.0, id).await?)))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -112,7 +112,7 @@ pub async fn deliveries(
     if !(1..=500).contains(&limit) {
         return Err(ApiError::invalid_input("limit", "must be 1 to 500"));
     }
-    Ok(axum::Json(webhooks::deliveries(&state, user.id.0, id, limit as usize).await?))
+    Ok(axum::Json(webhooks::deliveries(&state.notify, user.id.0, id, limit as usize).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", tag = "webhooks", params(("id" = u64, Path), ("delivery_id" = u64, Path)), responses(
@@ -123,5 +123,5 @@ pub async fn redeliver(
     user: AuthUser,
     Path((id, delivery_id)): Path<(u64, u64)>,
 ) -> Result<(StatusCode, axum::Json<DeliveryView>), ApiError> {
-    Ok((StatusCode::ACCEPTED, axum::Json(webhooks::redeliver(&state, user.id.0, id, delivery_id).await?)))
+    Ok((StatusCode::ACCEPTED, axum::Json(webhooks::redeliver(&state.notify, user.id.0, id, delivery_id).await?)))
 }

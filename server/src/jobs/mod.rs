@@ -112,7 +112,7 @@ pub async fn run(state: &AppState, name: &str, trigger: Trigger) -> crate::crm::
 /// Starts the outbox's delivery worker and every enabled job's schedule.
 pub fn start(state: AppState) {
     // The worker runs on its own thread at background priority, as long as this runtime does.
-    let worker = crate::notify::worker::start(state.clone());
+    let worker = crate::notify::worker::start(state.notify.clone());
     tokio::spawn(async move {
         let _worker = worker;
         std::future::pending::<()>().await

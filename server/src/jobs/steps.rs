@@ -52,7 +52,7 @@ pub async fn reach_out(state: AppState, _: Context) -> Result<Ran> {
 /// queued. Users whose digest for the day went out get nothing new.
 pub async fn digest(state: AppState, context: Context) -> Result<Ran> {
     let Some(window) = context.days else { return Ok(Ran::Skipped("no day to cover".into())) };
-    let report = crate::notify::digest::run(&state, window).await?;
+    let report = crate::notify::digest::run(&state.notify, window).await?;
     tracing::info!(
         event = "digest_queued", component = "notification", day = %window.day, from = %window.from,
         digests = report.digests, reminders = report.reminders, birthdays = report.birthdays,
@@ -80,7 +80,7 @@ pub async fn integrity(state: AppState, report: Option<tokio::sync::oneshot::Sen
     } else {
         tracing::error!(event = "integrity_check_failed", component = "app", summary = %swept.summary());
         let kinds = swept.passes.iter().filter(|p| p.status != "ok").map(|p| json!({ "kind": p.name })).collect();
-        alert_admins(&state.engine, &state.outbox, "db.integrity_check_failed", kinds).await;
+        alert_admins(&state.engine, &state.notify.outbox, "db.integrity_check_failed", kinds).await;
         Err(Error::Internal(format!("integrity check {}: {}", swept.status, swept.summary())))
     };
     if let Some(report) = report {
@@ -156,7 +156,7 @@ pub async fn drill(state: AppState, _: Context) -> Result<Ran> {
                 .detail(json!({ "operation": "restore_drill" }))
                 .duration_ms(took_ms);
             emit(&state.engine, event).await;
-            alert_admins(&state.engine, &state.outbox, "db.restore_drill_failed", vec![json!({})]).await;
+            alert_admins(&state.engine, &state.notify.outbox, "db.restore_drill_failed", vec![json!({})]).await;
             Err(Error::Internal(e))
         }
     }

@@ -32,11 +32,11 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
+use super::notifier::Notifier;
 use super::outbox::{self, Target};
 use crate::auth::keys::DataKey;
 use crate::auth::records::Account;
 use crate::crm::{Error, Result};
-use crate::state::AppState;
 
 /// What is said to the user, whatever the channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,8 +59,12 @@ pub struct Senders {
 }
 
 impl Senders {
-    pub fn of(state: &crate::state::AppState) -> Senders {
-        Senders { data_key: state.auth.data_key.clone(), mail: state.mailer.is_configured(), fcm: state.fcm.is_some() }
+    pub fn of(notifier: &Notifier) -> Senders {
+        Senders {
+            data_key: notifier.data_key.clone(),
+            mail: notifier.mailer.is_configured(),
+            fcm: notifier.fcm.is_some(),
+        }
     }
 }
 
@@ -153,8 +157,8 @@ pub fn config_of(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<ChannelCo
     }
 }
 
-fn read_config(state: &AppState, user: u64) -> Result<ChannelConfig> {
-    match state.engine.global()?.get::<ChannelConfig>(user) {
+fn read_config(notifier: &Notifier, user: u64) -> Result<ChannelConfig> {
+    match notifier.engine.global()?.get::<ChannelConfig>(user) {
         Ok(c) => Ok(c),
         Err(mycorrhizal_engine::Error::NotFound) => Ok(ChannelConfig::default()),
         Err(e) => Err(e.into()),
@@ -299,15 +303,15 @@ fn view(config: &ChannelConfig, mail: bool, fcm: FcmView) -> ChannelsView {
 
 /// The view of `config` with what the instance offers and `user`'s mobile devices (reads the
 /// database: on the blocking pool).
-fn view_of(state: &AppState, user: u64, config: &ChannelConfig) -> Result<ChannelsView> {
-    let devices = super::fcm::list(state, user)?.devices.len();
-    Ok(view(config, state.mailer.is_configured(), FcmView { available: state.fcm.is_some(), devices }))
+fn view_of(notifier: &Notifier, user: u64, config: &ChannelConfig) -> Result<ChannelsView> {
+    let devices = super::fcm::list(notifier, user)?.devices.len();
+    Ok(view(config, notifier.mailer.is_configured(), FcmView { available: notifier.fcm.is_some(), devices }))
 }
 
 /// [`view_of`] from an async operation.
-async fn answer(state: &AppState, user: u64, config: ChannelConfig) -> Result<ChannelsView> {
-    let s = state.clone();
-    state.blocking(move |_| view_of(&s, user, &config)).await?
+async fn answer(notifier: &Notifier, user: u64, config: ChannelConfig) -> Result<ChannelsView> {
+    let s = notifier.clone();
+    crate::crm::blocking(&notifier.engine, move |_| view_of(&s, user, &config)).await?
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -315,12 +319,12 @@ async fn answer(state: &AppState, user: u64, config: ChannelConfig) -> Result<Ch
 
 /// Checks a channel's server URL: http(s), at most 2000 characters, and (when
 /// `WEBHOOK_BLOCK_PRIVATE_URLS`) not a private or internal destination.
-pub async fn check_url(state: &AppState, field: &str, url: &str) -> Result<String> {
+pub async fn check_url(notifier: &Notifier, field: &str, url: &str) -> Result<String> {
     if url.len() > 2000 || !crate::outbound::documented_shape(url, false) {
         return Err(Error::invalid(field, crate::outbound::SHAPE_REFUSED));
     }
     let url = url.trim_end_matches('/');
-    let parsed = crate::outbound::check(url, state.config.features.webhook_block_private_urls)
+    let parsed = crate::outbound::check(url, notifier.features.webhook_block_private_urls)
         .await
         .map_err(|reason| Error::invalid(field, reason))?;
     if parsed.query().is_some() || parsed.fragment().is_some() {
@@ -361,17 +365,17 @@ fn origin(url: &str) -> Option<String> {
 // Operations
 
 /// The caller's channels.
-pub fn list(state: &AppState, user: u64) -> Result<ChannelsView> {
-    view_of(state, user, &read_config(state, user)?)
+pub fn list(notifier: &Notifier, user: u64) -> Result<ChannelsView> {
+    view_of(notifier, user, &read_config(notifier, user)?)
 }
 
 /// Turns the email channel on or off. Turning it on needs a mail provider.
-pub async fn set_email(state: &AppState, user: u64, input: EmailInput) -> Result<ChannelsView> {
-    let mail = state.mailer.is_configured();
+pub async fn set_email(notifier: &Notifier, user: u64, input: EmailInput) -> Result<ChannelsView> {
+    let mail = notifier.mailer.is_configured();
     if input.enabled && !mail {
         return Err(Error::Conflict("this instance has no mail provider, so email cannot be turned on".into()));
     }
-    let config = state
+    let config = notifier
         .engine
         .write_async(move |tx| {
             let mut c = config_of(tx, user)?;
@@ -380,21 +384,21 @@ pub async fn set_email(state: &AppState, user: u64, input: EmailInput) -> Result
             Ok(c)
         })
         .await?;
-    answer(state, user, config).await
+    answer(notifier, user, config).await
 }
 
 /// Sets the ntfy-style topic.
-pub async fn set_ntfy(state: &AppState, user: u64, input: NtfyInput) -> Result<ChannelsView> {
-    let url = check_url(state, "url", &input.url).await?;
+pub async fn set_ntfy(notifier: &Notifier, user: u64, input: NtfyInput) -> Result<ChannelsView> {
+    let url = check_url(notifier, "url", &input.url).await?;
     let topic = check_topic(&input.topic)?;
     let token = input.token.as_deref().map(|t| check_token(t, false)).transpose()?;
     let sealed = match &token {
         Some(Some(t)) => Some(
-            state.auth.data_key.encrypt(t.as_bytes(), &token_binding(user, Channel::Ntfy)).map_err(Error::Internal)?,
+            notifier.data_key.encrypt(t.as_bytes(), &token_binding(user, Channel::Ntfy)).map_err(Error::Internal)?,
         ),
         _ => None,
     };
-    let config = state
+    let config = notifier
         .engine
         .write_async(move |tx| {
             let mut c = config_of(tx, user)?;
@@ -409,24 +413,20 @@ pub async fn set_ntfy(state: &AppState, user: u64, input: NtfyInput) -> Result<C
             Ok(c)
         })
         .await?;
-    answer(state, user, config).await
+    answer(notifier, user, config).await
 }
 
 /// Sets the Gotify-style server.
-pub async fn set_gotify(state: &AppState, user: u64, input: GotifyInput) -> Result<ChannelsView> {
-    let url = check_url(state, "url", &input.url).await?;
+pub async fn set_gotify(notifier: &Notifier, user: u64, input: GotifyInput) -> Result<ChannelsView> {
+    let url = check_url(notifier, "url", &input.url).await?;
     let token = input.token.as_deref().map(|t| check_token(t, true)).transpose()?.flatten();
     let sealed = match &token {
         Some(t) => Some(
-            state
-                .auth
-                .data_key
-                .encrypt(t.as_bytes(), &token_binding(user, Channel::Gotify))
-                .map_err(Error::Internal)?,
+            notifier.data_key.encrypt(t.as_bytes(), &token_binding(user, Channel::Gotify)).map_err(Error::Internal)?,
         ),
         None => None,
     };
-    let config = state
+    let config = notifier
         .engine
         .write_async(move |tx| {
             let mut c = config_of(tx, user)?;
@@ -440,13 +440,13 @@ pub async fn set_gotify(state: &AppState, user: u64, input: GotifyInput) -> Resu
             Ok(Ok(c))
         })
         .await??;
-    answer(state, user, config).await
+    answer(notifier, user, config).await
 }
 
 /// Removes a channel's configuration (email: turns it off; Web Push: every browser). Its
 /// pending messages then fail ("the channel was removed").
-pub async fn clear(state: &AppState, user: u64, channel: Channel) -> Result<ChannelsView> {
-    let config = state
+pub async fn clear(notifier: &Notifier, user: u64, channel: Channel) -> Result<ChannelsView> {
+    let config = notifier
         .engine
         .write_async(move |tx| {
             let mut c = config_of(tx, user)?;
@@ -473,17 +473,17 @@ pub async fn clear(state: &AppState, user: u64, channel: Channel) -> Result<Chan
             Ok(Ok(c))
         })
         .await??;
-    answer(state, user, config).await
+    answer(notifier, user, config).await
 }
 
 /// Queues a test notification to one of the caller's channels (404 when it is not set up).
-pub async fn send_test(state: &AppState, user: u64, channel: Channel) -> Result<Queued> {
-    let senders = Senders::of(state);
+pub async fn send_test(notifier: &Notifier, user: u64, channel: Channel) -> Result<Queued> {
+    let senders = Senders::of(notifier);
     let note = Notification {
         subject: "Mycorrhizal: test notification".into(),
         text: format!("This is a test of your {} notifications. If you can read it, they reach you.", channel.name()),
     };
-    let queued = state
+    let queued = notifier
         .engine
         .write_async(move |tx| {
             let key = format!("test:{}", uuid::Uuid::new_v4());
@@ -494,7 +494,7 @@ pub async fn send_test(state: &AppState, user: u64, channel: Channel) -> Result<
             Ok(Ok(queued))
         })
         .await??;
-    state.outbox.signal.wake();
+    notifier.outbox.signal.wake();
     Ok(Queued { queued: queued.iter().map(|c| c.to_string()).collect() })
 }
 

@@ -11,30 +11,32 @@ use super::channels::PushSubscription;
 use super::channels::{self, Channel, ChannelConfig};
 use super::fcm::{self, FcmDevice};
 use super::fcm_client;
+use super::notifier::Notifier;
 use super::outbox::{self, Attempt, Message, Target, classify, retry_after};
 use super::webhooks::{self, SIGNATURE_HEADER, Webhook};
 use super::webpush;
 use crate::outbound;
-use crate::state::AppState;
 
 /// Makes one attempt to deliver `message`.
-pub async fn attempt(state: &AppState, message: &Message) -> Attempt {
+pub async fn attempt(notifier: &Notifier, message: &Message) -> Attempt {
     match &message.target {
-        Target::Webhook { webhook_id, event, body } => webhook(state, message, *webhook_id, event, body).await,
-        Target::Email { to, subject, text } => email(state, message.user_id, to, subject, text).await,
-        Target::Ntfy { title, text } => ntfy(state, message, title, text).await,
-        Target::Gotify { title, text } => gotify(state, message, title, text).await,
+        Target::Webhook { webhook_id, event, body } => webhook(notifier, message, *webhook_id, event, body).await,
+        Target::Email { to, subject, text } => email(notifier, message.user_id, to, subject, text).await,
+        Target::Ntfy { title, text } => ntfy(notifier, message, title, text).await,
+        Target::Gotify { title, text } => gotify(notifier, message, title, text).await,
         Target::WebPush { subscription_id, title, text } => {
-            web_push(state, message, *subscription_id, title, text).await
+            web_push(notifier, message, *subscription_id, title, text).await
         }
-        Target::Fcm { device_id, title, text } => fcm(state, message, *device_id, title, text).await,
+        Target::Fcm { device_id, title, text } => fcm(notifier, message, *device_id, title, text).await,
         Target::WebhookEvent { .. } => {
             // The worker reads the envelope with the row; a caller that did not is served here.
             let row = message.clone();
-            match state.blocking(move |engine| outbox::with_envelope(&engine.global()?, row)).await {
+            match crate::crm::blocking(&notifier.engine, move |engine| outbox::with_envelope(&engine.global()?, row))
+                .await
+            {
                 Ok(Ok(Some(loaded))) => match &loaded.target {
                     Target::Webhook { webhook_id, event, body } => {
-                        webhook(state, &loaded, *webhook_id, event, body).await
+                        webhook(notifier, &loaded, *webhook_id, event, body).await
                     }
                     _ => permanent("the event's envelope cannot be read"),
                 },
@@ -47,10 +49,10 @@ pub async fn attempt(state: &AppState, message: &Message) -> Attempt {
 }
 
 /// An answer (or the lack of one) of an HTTP receiver, as an attempt.
-pub fn http_outcome(state: &AppState, sent: Result<reqwest::Response, reqwest::Error>) -> Attempt {
+pub fn http_outcome(notifier: &Notifier, sent: Result<reqwest::Response, reqwest::Error>) -> Attempt {
     match sent {
         Ok(response) => {
-            let now = state.engine.clock().now();
+            let now = notifier.engine.clock().now();
             let wait = response
                 .headers()
                 .get(reqwest::header::RETRY_AFTER)
@@ -82,8 +84,8 @@ fn refusal_text(e: &reqwest::Error) -> String {
     format!("destination refused by the private-address guard: {}", root_cause(e))
 }
 
-async fn webhook(state: &AppState, message: &Message, webhook_id: u64, event: &str, body: &str) -> Attempt {
-    let found = state.blocking(move |engine| engine.global()?.get::<Webhook>(webhook_id)).await;
+async fn webhook(notifier: &Notifier, message: &Message, webhook_id: u64, event: &str, body: &str) -> Attempt {
+    let found = crate::crm::blocking(&notifier.engine, move |engine| engine.global()?.get::<Webhook>(webhook_id)).await;
     let hook = match found {
         Ok(Ok(hook)) if hook.user_id == message.user_id => hook,
         Ok(Ok(_)) | Ok(Err(mycorrhizal_engine::Error::NotFound)) => {
@@ -95,21 +97,21 @@ async fn webhook(state: &AppState, message: &Message, webhook_id: u64, event: &s
     if !hook.active {
         return Attempt::Permanent { status: None, error: "the webhook is paused".into() };
     }
-    let Some(secret) = webhooks::secret_of(&state.auth.data_key, &hook) else {
+    let Some(secret) = webhooks::secret_of(&notifier.data_key, &hook) else {
         return Attempt::Permanent { status: None, error: "the webhook's secret cannot be read".into() };
     };
     let url = match reqwest::Url::parse(&hook.url) {
         Ok(url) => url,
         Err(e) => return Attempt::Permanent { status: None, error: format!("not a URL: {e}") },
     };
-    if let Err(e) = outbound::check_literal(&url, state.config.features.webhook_block_private_urls) {
+    if let Err(e) = outbound::check_literal(&url, notifier.features.webhook_block_private_urls) {
         return Attempt::Permanent {
             status: None,
             error: format!("destination refused by the private-address guard: {e}"),
         };
     }
-    let t = state.engine.clock().now().as_second();
-    let mut request = state
+    let t = notifier.engine.clock().now().as_second();
+    let mut request = notifier
         .outbox
         .client
         .post(url)
@@ -122,15 +124,15 @@ async fn webhook(state: &AppState, message: &Message, webhook_id: u64, event: &s
     if let Some(correlation) = &message.correlation_id {
         request = request.header("X-Correlation-ID", correlation);
     }
-    http_outcome(state, request.send().await)
+    http_outcome(notifier, request.send().await)
 }
 
-async fn email(state: &AppState, user: u64, to: &str, subject: &str, sealed: &[u8]) -> Attempt {
-    let Some(text) = state.auth.data_key.decrypt(sealed, &mail_binding(user)) else {
+async fn email(notifier: &Notifier, user: u64, to: &str, subject: &str, sealed: &[u8]) -> Attempt {
+    let Some(text) = notifier.data_key.decrypt(sealed, &mail_binding(user)) else {
         return Attempt::Permanent { status: None, error: "the message cannot be read (data key changed)".into() };
     };
     let text = String::from_utf8_lossy(&text);
-    match tokio::time::timeout(Duration::from_secs(60), state.mailer.send(to, subject, &text)).await {
+    match tokio::time::timeout(Duration::from_secs(60), notifier.mailer.send(to, subject, &text)).await {
         Ok(Ok(())) => Attempt::Delivered { status: None },
         Ok(Err(e)) if e.permanent => Attempt::Permanent { status: None, error: e.message },
         Ok(Err(e)) => Attempt::Retry { status: None, error: e.message, retry_after: None },
@@ -155,8 +157,8 @@ fn retry(error: impl Into<String>) -> Attempt {
 }
 
 /// The user's channel configuration, read for an attempt.
-async fn config(state: &AppState, user: u64) -> Result<ChannelConfig, Attempt> {
-    match state.blocking(move |engine| engine.global()?.get::<ChannelConfig>(user)).await {
+async fn config(notifier: &Notifier, user: u64) -> Result<ChannelConfig, Attempt> {
+    match crate::crm::blocking(&notifier.engine, move |engine| engine.global()?.get::<ChannelConfig>(user)).await {
         Ok(Ok(c)) => Ok(c),
         Ok(Err(mycorrhizal_engine::Error::NotFound)) => Ok(ChannelConfig::default()),
         Ok(Err(e)) => Err(retry(e.to_string())),
@@ -165,9 +167,8 @@ async fn config(state: &AppState, user: u64) -> Result<ChannelConfig, Attempt> {
 }
 
 /// A queued message's text in the clear.
-fn text_of(state: &AppState, user: u64, sealed: &[u8]) -> Result<String, Attempt> {
-    state
-        .auth
+fn text_of(notifier: &Notifier, user: u64, sealed: &[u8]) -> Result<String, Attempt> {
+    notifier
         .data_key
         .decrypt(sealed, &channels::text_binding(user))
         .map(|t| String::from_utf8_lossy(&t).into_owned())
@@ -175,9 +176,8 @@ fn text_of(state: &AppState, user: u64, sealed: &[u8]) -> Result<String, Attempt
 }
 
 /// A channel's stored token in the clear.
-fn token_of(state: &AppState, user: u64, channel: Channel, sealed: &[u8]) -> Result<String, Attempt> {
-    state
-        .auth
+fn token_of(notifier: &Notifier, user: u64, channel: Channel, sealed: &[u8]) -> Result<String, Attempt> {
+    notifier
         .data_key
         .decrypt(sealed, &channels::token_binding(user, channel))
         .and_then(|t| String::from_utf8(t).ok())
@@ -186,9 +186,9 @@ fn token_of(state: &AppState, user: u64, channel: Channel, sealed: &[u8]) -> Res
 
 /// Parses a destination and refuses an internal literal when the guard is on (names are checked
 /// by the guarded client's resolver).
-fn destination(state: &AppState, url: &str) -> Result<reqwest::Url, Attempt> {
+fn destination(notifier: &Notifier, url: &str) -> Result<reqwest::Url, Attempt> {
     let url = reqwest::Url::parse(url).map_err(|e| permanent(format!("not a URL: {e}")))?;
-    outbound::check_literal(&url, state.config.features.webhook_block_private_urls)
+    outbound::check_literal(&url, notifier.features.webhook_block_private_urls)
         .map_err(|e| permanent(format!("destination refused by the private-address guard: {e}")))?;
     Ok(url)
 }
@@ -204,38 +204,38 @@ fn logged(message: &Message, channel: &str, attempt: Attempt) -> Attempt {
     attempt
 }
 
-async fn ntfy(state: &AppState, message: &Message, title: &str, sealed: &[u8]) -> Attempt {
+async fn ntfy(notifier: &Notifier, message: &Message, title: &str, sealed: &[u8]) -> Attempt {
     let user = message.user_id;
-    let topic = match config(state, user).await {
+    let topic = match config(notifier, user).await {
         Ok(c) => match c.ntfy {
             Some(t) => t,
             None => return permanent("the channel was removed"),
         },
         Err(a) => return a,
     };
-    let text = match text_of(state, user, sealed) {
+    let text = match text_of(notifier, user, sealed) {
         Ok(t) => t,
         Err(a) => return a,
     };
     // ntfy's JSON publish goes to the server's root; the topic is a member of the body.
-    let url = match destination(state, &format!("{}/", topic.url.trim_end_matches('/'))) {
+    let url = match destination(notifier, &format!("{}/", topic.url.trim_end_matches('/'))) {
         Ok(u) => u,
         Err(a) => return a,
     };
     let body = serde_json::json!({ "topic": topic.topic, "title": title, "message": text });
-    let mut request = state.outbox.client.post(url).header("Idempotency-Key", &message.key).json(&body);
+    let mut request = notifier.outbox.client.post(url).header("Idempotency-Key", &message.key).json(&body);
     if let Some(sealed) = &topic.sealed_token {
-        match token_of(state, user, Channel::Ntfy, sealed) {
+        match token_of(notifier, user, Channel::Ntfy, sealed) {
             Ok(token) => request = request.bearer_auth(token),
             Err(a) => return a,
         }
     }
-    logged(message, "ntfy", http_outcome(state, request.send().await))
+    logged(message, "ntfy", http_outcome(notifier, request.send().await))
 }
 
-async fn gotify(state: &AppState, message: &Message, title: &str, sealed: &[u8]) -> Attempt {
+async fn gotify(notifier: &Notifier, message: &Message, title: &str, sealed: &[u8]) -> Attempt {
     let user = message.user_id;
-    let server = match config(state, user).await {
+    let server = match config(notifier, user).await {
         Ok(c) => match c.gotify {
             Some(g) => g,
             None => return permanent("the channel was removed"),
@@ -243,23 +243,30 @@ async fn gotify(state: &AppState, message: &Message, title: &str, sealed: &[u8])
         Err(a) => return a,
     };
     let (text, token) =
-        match (text_of(state, user, sealed), token_of(state, user, Channel::Gotify, &server.sealed_token)) {
+        match (text_of(notifier, user, sealed), token_of(notifier, user, Channel::Gotify, &server.sealed_token)) {
             (Ok(t), Ok(k)) => (t, k),
             (Err(a), _) | (_, Err(a)) => return a,
         };
-    let url = match destination(state, &format!("{}/message", server.url.trim_end_matches('/'))) {
+    let url = match destination(notifier, &format!("{}/message", server.url.trim_end_matches('/'))) {
         Ok(u) => u,
         Err(a) => return a,
     };
     let body = serde_json::json!({ "title": title, "message": text, "priority": 5 });
-    let request =
-        state.outbox.client.post(url).header("X-Gotify-Key", token).header("Idempotency-Key", &message.key).json(&body);
-    logged(message, "gotify", http_outcome(state, request.send().await))
+    let request = notifier
+        .outbox
+        .client
+        .post(url)
+        .header("X-Gotify-Key", token)
+        .header("Idempotency-Key", &message.key)
+        .json(&body);
+    logged(message, "gotify", http_outcome(notifier, request.send().await))
 }
 
-async fn web_push(state: &AppState, message: &Message, id: u64, title: &str, sealed: &[u8]) -> Attempt {
+async fn web_push(notifier: &Notifier, message: &Message, id: u64, title: &str, sealed: &[u8]) -> Attempt {
     let user = message.user_id;
-    let sub = match state.blocking(move |engine| engine.global()?.get::<PushSubscription>(id)).await {
+    let sub = match crate::crm::blocking(&notifier.engine, move |engine| engine.global()?.get::<PushSubscription>(id))
+        .await
+    {
         Ok(Ok(s)) if s.user_id == user => s,
         Ok(Ok(_)) | Ok(Err(mycorrhizal_engine::Error::NotFound)) => {
             return permanent("the browser's subscription was removed");
@@ -267,18 +274,18 @@ async fn web_push(state: &AppState, message: &Message, id: u64, title: &str, sea
         Ok(Err(e)) => return retry(e.to_string()),
         Err(e) => return retry(e.to_string()),
     };
-    let Some((p256dh, auth)) = webpush::keys_of(&state.auth.data_key, &sub) else {
+    let Some((p256dh, auth)) = webpush::keys_of(&notifier.data_key, &sub) else {
         return permanent("the subscription's keys cannot be read (data key changed)");
     };
-    let text = match text_of(state, user, sealed) {
+    let text = match text_of(notifier, user, sealed) {
         Ok(t) => t,
         Err(a) => return a,
     };
-    let url = match destination(state, &sub.endpoint) {
+    let url = match destination(notifier, &sub.endpoint) {
         Ok(u) => u,
         Err(a) => return a,
     };
-    let key = match webpush::vapid_key(&state.engine, &state.auth.data_key).await {
+    let key = match webpush::vapid_key(&notifier.engine, &notifier.data_key).await {
         Ok(k) => k,
         Err(e) => return retry(e),
     };
@@ -286,14 +293,14 @@ async fn web_push(state: &AppState, message: &Message, id: u64, title: &str, sea
         Ok(b) => b,
         Err(e) => return permanent(e),
     };
-    let now = state.engine.clock().now();
-    let request = state
+    let now = notifier.engine.clock().now();
+    let request = notifier
         .outbox
         .client
         .post(url.clone())
         .header(
             reqwest::header::AUTHORIZATION,
-            webpush::vapid_authorization(&key, &url, &state.config.features.vapid_subject, now),
+            webpush::vapid_authorization(&key, &url, &notifier.features.vapid_subject, now),
         )
         .header("TTL", webpush::TTL_SECONDS.to_string())
         .header("Urgency", "normal")
@@ -307,7 +314,7 @@ async fn web_push(state: &AppState, message: &Message, id: u64, title: &str, sea
     {
         // The push service no longer knows this browser: unregister it for good.
         let status = response.status().as_u16();
-        let removed = state.engine.write_async(move |tx| webpush::remove_in(tx, user, id)).await;
+        let removed = notifier.engine.write_async(move |tx| webpush::remove_in(tx, user, id)).await;
         if let Err(e) = removed {
             tracing::error!(event = "push_unsubscribe_failed", component = "notification", error = %e);
         }
@@ -320,34 +327,35 @@ async fn web_push(state: &AppState, message: &Message, id: u64, title: &str, sea
             },
         );
     }
-    logged(message, "webpush", http_outcome(state, sent))
+    logged(message, "webpush", http_outcome(notifier, sent))
 }
 
-async fn fcm(state: &AppState, message: &Message, id: u64, title: &str, sealed: &[u8]) -> Attempt {
+async fn fcm(notifier: &Notifier, message: &Message, id: u64, title: &str, sealed: &[u8]) -> Attempt {
     let user = message.user_id;
-    let Some(client) = state.fcm.clone() else {
+    let Some(client) = notifier.fcm.clone() else {
         return permanent("mobile push is not configured (no FCM service account)");
     };
-    let device = match state.blocking(move |engine| engine.global()?.get::<FcmDevice>(id)).await {
+    let device = match crate::crm::blocking(&notifier.engine, move |engine| engine.global()?.get::<FcmDevice>(id)).await
+    {
         Ok(Ok(d)) if d.user_id == user => d,
         Ok(Ok(_)) | Ok(Err(mycorrhizal_engine::Error::NotFound)) => return permanent("the device was removed"),
         Ok(Err(e)) => return retry(e.to_string()),
         Err(e) => return retry(e.to_string()),
     };
-    let text = match text_of(state, user, sealed) {
+    let text = match text_of(notifier, user, sealed) {
         Ok(t) => t,
         Err(a) => return a,
     };
-    let now = state.engine.clock().now();
-    let token = match client.access_token(&state.http, now).await {
+    let now = notifier.engine.clock().now();
+    let token = match client.access_token(&notifier.http, now).await {
         Ok(t) => t,
         Err(e) => return logged(message, "fcm", retry(e)),
     };
     let body = fcm_client::message(&device.token, title, &text, &message.key);
-    let sent = state.http.post(client.send_url()).bearer_auth(token).json(&body).send().await;
+    let sent = notifier.http.post(client.send_url()).bearer_auth(token).json(&body).send().await;
     let response = match sent {
         Ok(r) => r,
-        Err(e) => return logged(message, "fcm", http_outcome(state, Err(e))),
+        Err(e) => return logged(message, "fcm", http_outcome(notifier, Err(e))),
     };
     let status = response.status().as_u16();
     let wait = response
@@ -360,7 +368,7 @@ async fn fcm(state: &AppState, message: &Message, id: u64, title: &str, sealed: 
         Attempt::Delivered { status: Some(status) }
     } else if fcm_client::unregistered(status, &answer) {
         // The app was uninstalled or its token replaced: unregister the device for good.
-        if let Err(e) = state.engine.write_async(move |tx| fcm::remove_in(tx, user, id)).await {
+        if let Err(e) = notifier.engine.write_async(move |tx| fcm::remove_in(tx, user, id)).await {
             tracing::error!(event = "fcm_unregister_failed", component = "notification", error = %e);
         }
         Attempt::Permanent {

@@ -29,6 +29,7 @@ use mycorrhizal_engine::{Precondition, Tx, UserId, UserView};
 use serde_json::{Value, json};
 
 use super::channels::{self, Notification, Senders};
+use super::notifier::Notifier;
 use super::webhooks;
 use crate::auth::records::Account;
 use crate::crm::calendar::{self, Recurrence};
@@ -38,7 +39,6 @@ use crate::crm::contact::view::BirthdayView;
 use crate::crm::reminder::Reminder;
 use crate::crm::{Error, Result};
 use crate::crm::{cadence::ops as cadence, cadence::ops::Overdue};
-use crate::state::AppState;
 
 /// The last local day each user's digest was queued (key: user id, value: `YYYY-MM-DD`).
 const SENT_TABLE: &str = "map:digest_days";
@@ -351,16 +351,19 @@ fn overdue_data(o: &Overdue) -> Value {
 /// Queues every user's digest for `window` (users in batches of [`BATCH_USERS`], one write
 /// transaction each; each batch planned from read views first) and wakes the delivery worker
 /// after each batch that queued something.
-pub async fn run(state: &AppState, window: Window) -> Result<Report> {
-    let senders = Senders::of(state);
-    let zone = state.config.reminder_timezone.clone();
-    let users: Vec<u64> =
-        state.blocking(|engine| engine.global()?.list::<Account>()).await??.into_iter().map(|(id, _)| id).collect();
+pub async fn run(notifier: &Notifier, window: Window) -> Result<Report> {
+    let senders = Senders::of(notifier);
+    let zone = notifier.reminder_timezone.clone();
+    let users: Vec<u64> = crate::crm::blocking(&notifier.engine, |engine| engine.global()?.list::<Account>())
+        .await??
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
     let mut total = Report::default();
     for batch in users.chunks(BATCH_USERS) {
         let (batch, zone_) = (batch.to_vec(), zone.clone());
-        let now = state.engine.clock().now();
-        let engine = state.engine.clone();
+        let now = notifier.engine.clock().now();
+        let engine = notifier.engine.clone();
         let plans = tokio::task::spawn_blocking(move || {
             let global = engine.global()?;
             let mut plans = Vec::new();
@@ -383,7 +386,7 @@ pub async fn run(state: &AppState, window: Window) -> Result<Report> {
             continue;
         }
         let (senders, zone) = (senders.clone(), zone.clone());
-        let report = state
+        let report = notifier
             .engine
             .write_async(move |tx| {
                 let mut report = Report::default();
@@ -399,7 +402,7 @@ pub async fn run(state: &AppState, window: Window) -> Result<Report> {
             })
             .await?;
         if report.messages > 0 {
-            state.outbox.signal.wake();
+            notifier.outbox.signal.wake();
         }
         total.digests += report.digests;
         total.reminders += report.reminders;

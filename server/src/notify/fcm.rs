@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
+use super::notifier::Notifier;
 use crate::crm::{Error, Result};
-use crate::state::AppState;
 
 /// `map:` table: user id -> the ids of their devices (postcard `Vec<u64>`).
 const DEVICES_TABLE: &str = "map:fcm_devices";
@@ -126,13 +126,13 @@ fn check_name(name: Option<&str>) -> Result<String> {
 /// Registers a device for the caller (replacing an earlier registration of the same token,
 /// whoever made it). Returns it and whether it is new. Refused when the instance has no FCM
 /// service account.
-pub async fn register(state: &AppState, user: u64, input: FcmDeviceInput) -> Result<(FcmDeviceView, bool)> {
+pub async fn register(notifier: &Notifier, user: u64, input: FcmDeviceInput) -> Result<(FcmDeviceView, bool)> {
     let token = check_token(&input.token)?;
     let name = check_name(input.name.as_deref())?;
-    if state.fcm.is_none() {
+    if notifier.fcm.is_none() {
         return Err(Error::Conflict("this instance has no FCM service account, so mobile push is off".into()));
     }
-    state
+    notifier
         .engine
         .write_async(move |tx| {
             let g = tx.global();
@@ -163,8 +163,8 @@ pub async fn register(state: &AppState, user: u64, input: FcmDeviceInput) -> Res
 }
 
 /// The caller's devices.
-pub fn list(state: &AppState, user: u64) -> Result<FcmDeviceList> {
-    let g = state.engine.global()?;
+pub fn list(notifier: &Notifier, user: u64) -> Result<FcmDeviceList> {
+    let g = notifier.engine.global()?;
     let ids: Vec<u64> = match g.map_get(DEVICES_TABLE, &user.to_string())? {
         Some(bytes) => mycorrhizal_engine::codec::decode(DEVICES_TABLE, &bytes)?,
         None => Vec::new(),
@@ -195,8 +195,8 @@ pub fn remove_in(tx: &Tx<'_>, user: u64, id: u64) -> mycorrhizal_engine::Result<
 }
 
 /// Removes the caller's device `id` (404 when it is not theirs).
-pub async fn unregister(state: &AppState, user: u64, id: u64) -> Result<()> {
-    let removed = state.engine.write_async(move |tx| remove_in(tx, user, id)).await?;
+pub async fn unregister(notifier: &Notifier, user: u64, id: u64) -> Result<()> {
+    let removed = notifier.engine.write_async(move |tx| remove_in(tx, user, id)).await?;
     if removed { Ok(()) } else { Err(Error::NotFound) }
 }
 

@@ -16,6 +16,7 @@ pub mod email;
 pub mod fcm;
 pub mod fcm_client;
 pub mod health;
+mod notifier;
 pub mod outbox;
 pub mod webhook_ops;
 pub mod webhooks;
@@ -23,6 +24,8 @@ pub mod webpush;
 pub mod worker;
 
 use mycorrhizal_engine::Tx;
+
+pub use notifier::Notifier;
 
 /// Removes everything of `user`'s on the notification side inside `tx` (the account deletion's
 /// transaction): the channel configuration with its sealed tokens, the Web Push browsers, the

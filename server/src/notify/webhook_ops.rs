@@ -6,6 +6,7 @@ use mycorrhizal_engine::Tx;
 use serde::Serialize;
 use serde_json::json;
 
+use super::notifier::Notifier;
 use super::outbox::{self, Message, Target};
 use super::webhooks::{
     ADMIN_EVENTS, DeliveryList, DeliveryView, EventList, MAX_WEBHOOKS, SUBS_TABLE, Subscriptions, Webhook,
@@ -13,17 +14,16 @@ use super::webhooks::{
 };
 use crate::auth::records::Account;
 use crate::crm::{Error, Result};
-use crate::state::AppState;
 
 fn new_secret() -> String {
     format!("whsec_{}", crate::auth::records::random_token(32))
 }
 
-async fn check_url(state: &AppState, url: &str) -> Result<String> {
+async fn check_url(notifier: &Notifier, url: &str) -> Result<String> {
     if url.len() > 2000 || !crate::outbound::documented_shape(url, true) {
         return Err(Error::invalid("url", crate::outbound::SHAPE_REFUSED));
     }
-    crate::outbound::check(url, state.config.features.webhook_block_private_urls)
+    crate::outbound::check(url, notifier.features.webhook_block_private_urls)
         .await
         .map_err(|reason| Error::invalid("url", reason))?;
     Ok(url.to_string())
@@ -31,7 +31,7 @@ async fn check_url(state: &AppState, url: &str) -> Result<String> {
 
 /// The events a webhook of `user` may subscribe to, deduplicated; the instance events
 /// ([`ADMIN_EVENTS`]) only for an admin.
-fn check_events(state: &AppState, user: u64, events: &[String]) -> Result<Vec<String>> {
+fn check_events(notifier: &Notifier, user: u64, events: &[String]) -> Result<Vec<String>> {
     let known = event_names();
     if events.is_empty() {
         return Err(Error::invalid("events", "must name at least one event"));
@@ -45,7 +45,7 @@ fn check_events(state: &AppState, user: u64, events: &[String]) -> Result<Vec<St
         if ADMIN_EVENTS.contains(&e.as_str()) {
             let is_admin = match admin {
                 Some(is_admin) => is_admin,
-                None => *admin.insert(is_admin_account(state, user)?),
+                None => *admin.insert(is_admin_account(notifier, user)?),
             };
             if !is_admin {
                 return Err(Error::invalid(
@@ -61,8 +61,8 @@ fn check_events(state: &AppState, user: u64, events: &[String]) -> Result<Vec<St
     Ok(out)
 }
 
-fn is_admin_account(state: &AppState, user: u64) -> Result<bool> {
-    match state.engine.global()?.get::<Account>(user) {
+fn is_admin_account(notifier: &Notifier, user: u64) -> Result<bool> {
+    match notifier.engine.global()?.get::<Account>(user) {
         Ok(account) => Ok(account.is_admin),
         Err(mycorrhizal_engine::Error::NotFound) => Ok(false),
         Err(e) => Err(e.into()),
@@ -109,17 +109,17 @@ pub fn events() -> EventList {
 }
 
 /// Creates a webhook for `user`; the answer shows the secret, once.
-pub async fn create(state: &AppState, user: u64, input: WebhookInput) -> Result<WebhookWithSecret> {
-    let url = check_url(state, input.url.as_deref().ok_or_else(|| Error::invalid("url", "is required"))?).await?;
+pub async fn create(notifier: &Notifier, user: u64, input: WebhookInput) -> Result<WebhookWithSecret> {
+    let url = check_url(notifier, input.url.as_deref().ok_or_else(|| Error::invalid("url", "is required"))?).await?;
     let events =
-        check_events(state, user, input.events.as_deref().ok_or_else(|| Error::invalid("events", "is required"))?)?;
+        check_events(notifier, user, input.events.as_deref().ok_or_else(|| Error::invalid("events", "is required"))?)?;
     let description = check_description(input.description.as_deref())?;
     let secret = new_secret();
-    let sealed_secret = state.auth.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::Internal)?;
+    let sealed_secret = notifier.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::Internal)?;
     // Told before the write: the set may hold a user without webhooks, never the reverse.
-    state.hook.subscribe(user);
+    notifier.hook.subscribe(user);
     let active = input.active.unwrap_or(true);
-    let created = state
+    let created = notifier
         .engine
         .write_async(move |tx| {
             let count = tx.global().list::<Webhook>()?.iter().filter(|(_, w)| w.user_id == user).count();
@@ -145,14 +145,14 @@ pub async fn create(state: &AppState, user: u64, input: WebhookInput) -> Result<
     Ok(WebhookWithSecret { webhook: created, secret })
 }
 
-pub fn list(state: &AppState, user: u64) -> Result<WebhookList> {
-    let rows = state.engine.global()?.list::<Webhook>()?;
+pub fn list(notifier: &Notifier, user: u64) -> Result<WebhookList> {
+    let rows = notifier.engine.global()?.list::<Webhook>()?;
     let webhooks = rows.iter().filter(|(_, w)| w.user_id == user).map(|(id, w)| WebhookView::of(*id, w)).collect();
     Ok(WebhookList { webhooks })
 }
 
-pub fn get(state: &AppState, user: u64, id: u64) -> Result<WebhookView> {
-    match state.engine.global()?.get::<Webhook>(id) {
+pub fn get(notifier: &Notifier, user: u64, id: u64) -> Result<WebhookView> {
+    match notifier.engine.global()?.get::<Webhook>(id) {
         Ok(w) if w.user_id == user => Ok(WebhookView::of(id, &w)),
         Ok(_) | Err(mycorrhizal_engine::Error::NotFound) => Err(Error::NotFound),
         Err(e) => Err(e.into()),
@@ -160,15 +160,15 @@ pub fn get(state: &AppState, user: u64, id: u64) -> Result<WebhookView> {
 }
 
 /// Changes the named fields of the caller's webhook `id`.
-pub async fn update(state: &AppState, user: u64, id: u64, input: WebhookInput) -> Result<WebhookView> {
+pub async fn update(notifier: &Notifier, user: u64, id: u64, input: WebhookInput) -> Result<WebhookView> {
     let url = match input.url.as_deref() {
-        Some(url) => Some(check_url(state, url).await?),
+        Some(url) => Some(check_url(notifier, url).await?),
         None => None,
     };
-    let events = input.events.as_deref().map(|events| check_events(state, user, events)).transpose()?;
+    let events = input.events.as_deref().map(|events| check_events(notifier, user, events)).transpose()?;
     let description = input.description.as_deref().map(|d| check_description(Some(d))).transpose()?;
     let active = input.active;
-    state
+    notifier
         .engine
         .write_async(move |tx| {
             let Some(mut w) = owned(tx, user, id)? else { return Ok(Err(Error::NotFound)) };
@@ -194,8 +194,8 @@ pub async fn update(state: &AppState, user: u64, id: u64, input: WebhookInput) -
 
 /// Deletes the caller's webhook `id`; its pending deliveries then fail ("the webhook was
 /// deleted"), its log goes with retention.
-pub async fn delete(state: &AppState, user: u64, id: u64) -> Result<()> {
-    state
+pub async fn delete(notifier: &Notifier, user: u64, id: u64) -> Result<()> {
+    notifier
         .engine
         .write_async(move |tx| {
             if owned(tx, user, id)?.is_none() {
@@ -209,10 +209,10 @@ pub async fn delete(state: &AppState, user: u64, id: u64) -> Result<()> {
 }
 
 /// A new secret for webhook `id`, shown once; the old one stops signing at once.
-pub async fn rotate_secret(state: &AppState, user: u64, id: u64) -> Result<WebhookWithSecret> {
+pub async fn rotate_secret(notifier: &Notifier, user: u64, id: u64) -> Result<WebhookWithSecret> {
     let secret = new_secret();
-    let sealed = state.auth.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::Internal)?;
-    let view = state
+    let sealed = notifier.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::Internal)?;
+    let view = notifier
         .engine
         .write_async(move |tx| {
             let Some(mut w) = owned(tx, user, id)? else { return Ok(Err(Error::NotFound)) };
@@ -226,10 +226,10 @@ pub async fn rotate_secret(state: &AppState, user: u64, id: u64) -> Result<Webho
 }
 
 /// Queues a `test` event to webhook `id` (whatever it subscribes to).
-pub async fn send_test(state: &AppState, user: u64, id: u64) -> Result<DeliveryView> {
+pub async fn send_test(notifier: &Notifier, user: u64, id: u64) -> Result<DeliveryView> {
     // Events recorded before it go first in the webhook's lane: expanded before it is queued.
-    super::webhooks::expand_all(&state.engine).await?;
-    let delivery = state
+    super::webhooks::expand_all(&notifier.engine).await?;
+    let delivery = notifier
         .engine
         .write_async(move |tx| {
             if owned(tx, user, id)?.is_none() {
@@ -243,22 +243,22 @@ pub async fn send_test(state: &AppState, user: u64, id: u64) -> Result<DeliveryV
             Ok(DeliveryView::of(mid, &m).ok_or(Error::NotFound))
         })
         .await??;
-    state.outbox.signal.wake();
+    notifier.outbox.signal.wake();
     Ok(delivery)
 }
 
 /// The delivery log of the caller's webhook `id`, newest first, at most `limit`. Events recorded
 /// but not yet expanded into deliveries by the worker are expanded first, so the log shows every
 /// delivery queued so far, each with its real id (redeliverable once finished).
-pub async fn deliveries(state: &AppState, user: u64, id: u64, limit: usize) -> Result<DeliveryList> {
-    super::webhooks::expand_all(&state.engine).await?;
-    let s = state.clone();
-    state.blocking(move |_| delivery_log(&s, user, id, limit)).await?
+pub async fn deliveries(notifier: &Notifier, user: u64, id: u64, limit: usize) -> Result<DeliveryList> {
+    super::webhooks::expand_all(&notifier.engine).await?;
+    let s = notifier.clone();
+    crate::crm::blocking(&notifier.engine, move |_| delivery_log(&s, user, id, limit)).await?
 }
 
-fn delivery_log(state: &AppState, user: u64, id: u64, limit: usize) -> Result<DeliveryList> {
-    get(state, user, id)?;
-    let mut deliveries: Vec<DeliveryView> = state
+fn delivery_log(notifier: &Notifier, user: u64, id: u64, limit: usize) -> Result<DeliveryList> {
+    get(notifier, user, id)?;
+    let mut deliveries: Vec<DeliveryView> = notifier
         .engine
         .global()?
         .list::<Message>()?
@@ -273,8 +273,8 @@ fn delivery_log(state: &AppState, user: u64, id: u64, limit: usize) -> Result<De
 
 /// Delivers delivery `delivery` of webhook `id` again, as a new delivery with the same envelope
 /// (same event id: a receiver that saw it may recognise it).
-pub async fn redeliver(state: &AppState, user: u64, id: u64, delivery: u64) -> Result<DeliveryView> {
-    let view = state
+pub async fn redeliver(notifier: &Notifier, user: u64, id: u64, delivery: u64) -> Result<DeliveryView> {
+    let view = notifier
         .engine
         .write_async(move |tx| {
             if owned(tx, user, id)?.is_none() {
@@ -308,6 +308,6 @@ pub async fn redeliver(state: &AppState, user: u64, id: u64, delivery: u64) -> R
             Ok(DeliveryView::of(mid, &m).ok_or(Error::NotFound))
         })
         .await??;
-    state.outbox.signal.wake();
+    notifier.outbox.signal.wake();
     Ok(view)
 }

@@ -32,9 +32,9 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::channels::{PushSubscription, config_of, endpoint_digest};
+use super::notifier::Notifier;
 use crate::auth::keys::DataKey;
 use crate::crm::{Error, Result};
-use crate::state::AppState;
 
 const KEY_TABLE: &str = "map:webpush";
 const KEY_NAME: &str = "vapid_private";
@@ -149,8 +149,8 @@ pub fn public_bytes(key: &PublicKey) -> Vec<u8> {
 }
 
 /// The server's VAPID public key (base64url).
-pub async fn public_key(state: &AppState) -> Result<VapidKeyView> {
-    let key = vapid_key(&state.engine, &state.auth.data_key).await.map_err(Error::Internal)?;
+pub async fn public_key(notifier: &Notifier) -> Result<VapidKeyView> {
+    let key = vapid_key(&notifier.engine, &notifier.data_key).await.map_err(Error::Internal)?;
     Ok(VapidKeyView { public_key: B64.encode(public_bytes(&key.public_key())) })
 }
 
@@ -270,7 +270,7 @@ fn view(id: u64, s: &PushSubscription) -> PushSubscriptionView {
 /// Registers a browser for the caller (replacing an earlier registration of the same endpoint,
 /// whoever made it). Returns it and whether it is new.
 pub async fn subscribe(
-    state: &AppState,
+    notifier: &Notifier,
     user: u64,
     input: PushSubscriptionInput,
 ) -> Result<(PushSubscriptionView, bool)> {
@@ -282,15 +282,15 @@ pub async fn subscribe(
         reqwest::Url::parse(&endpoint).map_err(|e| Error::invalid("endpoint", format!("is not a URL: {e}")))?;
     // A push service's name is resolved (and checked) at every delivery by the guarded client;
     // here an internal literal is refused at once.
-    crate::outbound::check_literal(&parsed, state.config.features.webhook_block_private_urls)
+    crate::outbound::check_literal(&parsed, notifier.features.webhook_block_private_urls)
         .map_err(|reason| Error::invalid("endpoint", reason))?;
     let p256dh = decode_b64("keys.p256dh", &input.keys.p256dh, 65)?;
     PublicKey::from_sec1_bytes(&p256dh).map_err(|_| Error::invalid("keys.p256dh", "is not a P-256 public key"))?;
     let auth = decode_b64("keys.auth", &input.keys.auth, 16)?;
     let mut keys = p256dh;
     keys.extend_from_slice(&auth);
-    let sealed_keys = state.auth.data_key.encrypt(&keys, &keys_binding(user)).map_err(Error::Internal)?;
-    state
+    let sealed_keys = notifier.data_key.encrypt(&keys, &keys_binding(user)).map_err(Error::Internal)?;
+    notifier
         .engine
         .write_async(move |tx| {
             let g = tx.global();
@@ -330,8 +330,8 @@ pub async fn subscribe(
 }
 
 /// The caller's registered browsers.
-pub fn list(state: &AppState, user: u64) -> Result<PushSubscriptionList> {
-    let g = state.engine.global()?;
+pub fn list(notifier: &Notifier, user: u64) -> Result<PushSubscriptionList> {
+    let g = notifier.engine.global()?;
     let ids = match g.get::<super::channels::ChannelConfig>(user) {
         Ok(c) => c.push,
         Err(mycorrhizal_engine::Error::NotFound) => Vec::new(),
@@ -376,8 +376,8 @@ pub(crate) fn remove_user(tx: &mycorrhizal_engine::Tx<'_>, user: u64) -> mycorrh
 }
 
 /// Removes the caller's subscription `id` (404 when it is not theirs).
-pub async fn unsubscribe(state: &AppState, user: u64, id: u64) -> Result<()> {
-    let removed = state.engine.write_async(move |tx| remove_in(tx, user, id)).await?;
+pub async fn unsubscribe(notifier: &Notifier, user: u64, id: u64) -> Result<()> {
+    let removed = notifier.engine.write_async(move |tx| remove_in(tx, user, id)).await?;
     if removed { Ok(()) } else { Err(Error::NotFound) }
 }
 

@@ -13,15 +13,16 @@
 //! early (after [`MIN_PER_LANE`] messages); what it left is the next round's, at full pace once
 //! the writes pause. Tests step rounds with [`deliver_once`], which never gives way.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use mycorrhizal_engine::Engine;
 
+use super::notifier::Notifier;
 use super::outbox::{self, Attempt, Message, Status, next_attempt};
 use super::{deliver, webhooks};
 use crate::ops::events::{Event, emit};
-use crate::state::AppState;
 
 /// Messages of one lane delivered in one round (they go one after the other).
 const LANE_BATCH: usize = 200;
@@ -52,25 +53,25 @@ enum Pace {
 
 /// Delivers everything due now: each lane's messages in order, lanes side by side. Returns how
 /// many attempts were made. The step the worker repeats, and what tests call instead of waiting.
-pub async fn deliver_once(state: &AppState) -> usize {
-    round(state, Pace::Full).await
+pub async fn deliver_once(notifier: &Notifier) -> usize {
+    round(notifier, Pace::Full).await
 }
 
-async fn round(state: &AppState, pace: Pace) -> usize {
+async fn round(notifier: &Notifier, pace: Pace) -> usize {
     // Events recorded by their causes become deliveries first: all of them when stepped, one
     // write's worth ([`webhooks::EXPAND_BATCH`]) per round when running.
     let expanded = match pace {
-        Pace::Full => webhooks::expand_all(&state.engine).await,
+        Pace::Full => webhooks::expand_all(&notifier.engine).await,
         Pace::Yielding => {
-            let busy = state.engine.writes_in_flight() > 0;
-            webhooks::expand(&state.engine, if busy { BUSY_EXPAND } else { webhooks::EXPAND_BATCH }).await
+            let busy = notifier.engine.writes_in_flight() > 0;
+            webhooks::expand(&notifier.engine, if busy { BUSY_EXPAND } else { webhooks::EXPAND_BATCH }).await
         }
     };
     if let Err(e) = expanded {
         tracing::error!(event = "outbox_expand_failed", component = "notification", error = %e);
     }
-    let now = state.engine.clock().now();
-    let due = match state.blocking(move |engine| due_lanes(engine, now)).await {
+    let now = notifier.engine.clock().now();
+    let due = match crate::crm::blocking(&notifier.engine, move |engine| due_lanes(engine, now)).await {
         Ok(Ok(lanes)) => lanes,
         Ok(Err(e)) => {
             tracing::error!(event = "outbox_read_failed", component = "notification", error = %e);
@@ -80,15 +81,15 @@ async fn round(state: &AppState, pace: Pace) -> usize {
     };
     let mut work = tokio::task::JoinSet::new();
     for ids in due {
-        let state = state.clone();
-        work.spawn(async move { deliver_lane(&state, ids, pace).await });
+        let notifier = notifier.clone();
+        work.spawn(async move { deliver_lane(&notifier, ids, pace).await });
     }
     let mut outcomes = Vec::new();
     while let Some(done) = work.join_next().await {
         outcomes.extend(done.unwrap_or_default());
     }
     let attempts = outcomes.len();
-    record(state, outcomes).await;
+    record(notifier, outcomes).await;
     attempts
 }
 
@@ -142,24 +143,26 @@ fn due_lanes(engine: &Engine, now: Timestamp) -> mycorrhizal_engine::Result<Vec<
 
 /// Delivers a lane's messages one after the other until one is not delivered (or, when giving
 /// way, writes are queued); returns the outcomes for the round's write.
-async fn deliver_lane(state: &AppState, ids: Vec<u64>, pace: Pace) -> Vec<(u64, Attempt)> {
+async fn deliver_lane(notifier: &Notifier, ids: Vec<u64>, pace: Pace) -> Vec<(u64, Attempt)> {
     let mut outcomes = Vec::new();
     for id in ids {
-        if pace == Pace::Yielding && outcomes.len() >= MIN_PER_LANE && state.engine.writes_in_flight() > 0 {
+        if pace == Pace::Yielding && outcomes.len() >= MIN_PER_LANE && notifier.engine.writes_in_flight() > 0 {
             break;
         }
         // The row and, for a webhook event, its envelope, in one read: `Some(None)` is a pending
         // delivery whose envelope is gone (it can never be made).
-        let read = state
-            .blocking(move |engine| -> mycorrhizal_engine::Result<Option<Option<Message>>> {
+        let read = crate::crm::blocking(
+            &notifier.engine,
+            move |engine| -> mycorrhizal_engine::Result<Option<Option<Message>>> {
                 let view = engine.global()?;
                 let message = view.get::<Message>(id)?;
                 if message.status != Status::Pending {
                     return Ok(None);
                 }
                 outbox::with_envelope(&view, message).map(Some)
-            })
-            .await;
+            },
+        )
+        .await;
         let message = match read {
             Ok(Ok(Some(Some(message)))) => message,
             Ok(Ok(Some(None))) => {
@@ -168,7 +171,7 @@ async fn deliver_lane(state: &AppState, ids: Vec<u64>, pace: Pace) -> Vec<(u64, 
             }
             _ => continue,
         };
-        let attempt = deliver::attempt(state, &message).await;
+        let attempt = deliver::attempt(notifier, &message).await;
         let stop = !matches!(attempt, Attempt::Delivered { .. });
         outcomes.push((id, attempt));
         if stop {
@@ -189,11 +192,11 @@ struct Finished {
 
 /// Writes the outcomes of a round's attempts (every lane's) in one transaction: one write per
 /// round, not one per lane, beside the user's writes on the single writer.
-async fn record(state: &AppState, outcomes: Vec<(u64, Attempt)>) {
+async fn record(notifier: &Notifier, outcomes: Vec<(u64, Attempt)>) {
     if outcomes.is_empty() {
         return;
     }
-    let written = state
+    let written = notifier
         .engine
         .write_async(move |tx| {
             let now = tx.now();
@@ -259,7 +262,7 @@ async fn record(state: &AppState, outcomes: Vec<(u64, Attempt)>) {
     match written {
         Ok(finished) => {
             for f in finished {
-                report(&state.engine, f).await;
+                report(&notifier.engine, f).await;
             }
         }
         Err(e) => tracing::error!(event = "outbox_write_failed", component = "notification", error = %e),
@@ -318,10 +321,10 @@ pub struct Running {
 /// outbox and the signing compete with the user's requests only for what they leave. Outcomes
 /// are still written by the engine's one writer. Where no thread can be made, it runs on the
 /// caller's runtime instead.
-pub fn start(state: AppState) -> Running {
+pub fn start(notifier: Arc<Notifier>) -> Running {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::Builder::new().name("outbox-worker".into());
-    let worker = state.clone();
+    let worker = notifier.clone();
     let spawned = thread.spawn(move || {
         background_priority();
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -341,7 +344,7 @@ pub fn start(state: AppState) -> Running {
     });
     if let Err(e) = spawned {
         tracing::error!(event = "outbox_worker_thread_failed", component = "notification", error = %e);
-        tokio::spawn(run(state));
+        tokio::spawn(run(notifier));
     }
     Running { _stop: stop }
 }
@@ -349,12 +352,12 @@ pub fn start(state: AppState) -> Running {
 /// The worker: delivers what is due, again at once while there was work, otherwise when woken
 /// or after a few seconds (retries come due by time alone); each round first gives way to
 /// queued writes.
-pub async fn run(state: AppState) {
-    let signal = state.outbox.signal.clone();
+pub async fn run(notifier: Arc<Notifier>) {
+    let signal = notifier.outbox.signal.clone();
     loop {
         let wait = signal.notify.notified();
-        give_way(&state.engine).await;
-        let attempts = round(&state, Pace::Yielding).await;
+        give_way(&notifier.engine).await;
+        let attempts = round(&notifier, Pace::Yielding).await;
         if attempts == 0 {
             let _ = tokio::time::timeout(IDLE, wait).await;
         }

@@ -74,7 +74,7 @@ struct Notify {
 }
 
 async fn notify_of(state: &AppState, user: u64) -> Result<Notify, ApiError> {
-    let s = state.clone();
+    let s = state.notify.clone();
     state
         .blocking(move |_| -> Result<Notify, ApiError> {
             Ok(Notify { channels: channels::list(&s, user)?, browsers: webpush::list(&s, user)? })
@@ -540,7 +540,7 @@ fn saved_notify() -> PageResult {
 
 pub async fn notify_email(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
     let input = EmailInput { enabled: form.get("enabled") == "true" };
-    match channels::set_email(&state, viewer.user.id.0, input).await {
+    match channels::set_email(&state.notify, viewer.user.id.0, input).await {
         Ok(_) => saved_notify(),
         Err(e) => refused(&state, &viewer, "notify", e).await,
     }
@@ -554,7 +554,7 @@ pub async fn notify_ntfy(State(state): State<AppState>, viewer: Viewer, form: Fo
         (t, false) => Some(t),
     };
     let input = NtfyInput { url: form.get("url"), topic: form.get("topic"), token };
-    match channels::set_ntfy(&state, viewer.user.id.0, input).await {
+    match channels::set_ntfy(&state.notify, viewer.user.id.0, input).await {
         Ok(_) => saved_notify(),
         Err(e) => refused(&state, &viewer, "notify", e).await,
     }
@@ -563,7 +563,7 @@ pub async fn notify_ntfy(State(state): State<AppState>, viewer: Viewer, form: Fo
 pub async fn notify_gotify(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
     let token = Some(form.get("token")).filter(|t| !t.is_empty());
     let input = GotifyInput { url: form.get("url"), token };
-    match channels::set_gotify(&state, viewer.user.id.0, input).await {
+    match channels::set_gotify(&state.notify, viewer.user.id.0, input).await {
         Ok(_) => saved_notify(),
         Err(e) => refused(&state, &viewer, "notify", e).await,
     }
@@ -586,7 +586,7 @@ pub async fn notify_remove(
     _form: Form,
 ) -> PageResult {
     let channel = channel_of(&name).ok_or(ApiError::NotFound)?;
-    match channels::clear(&state, viewer.user.id.0, channel).await {
+    match channels::clear(&state.notify, viewer.user.id.0, channel).await {
         Ok(_) | Err(crate::crm::Error::NotFound) => Ok(see_other("/settings?notice=deleted#h-notify")),
         Err(e) => Err(ApiError::from(e).into()),
     }
@@ -599,7 +599,7 @@ pub async fn notify_test(
     _form: Form,
 ) -> PageResult {
     let channel = channel_of(&name).ok_or(ApiError::NotFound)?;
-    match channels::send_test(&state, viewer.user.id.0, channel).await {
+    match channels::send_test(&state.notify, viewer.user.id.0, channel).await {
         Ok(_) => Ok(see_other("/settings?notice=test_queued#h-notify")),
         Err(e) => refused(&state, &viewer, "notify", e).await,
     }
@@ -611,7 +611,7 @@ pub async fn notify_unsubscribe(
     Path(id): Path<u64>,
     _form: Form,
 ) -> PageResult {
-    match webpush::unsubscribe(&state, viewer.user.id.0, id).await {
+    match webpush::unsubscribe(&state.notify, viewer.user.id.0, id).await {
         Ok(()) | Err(crate::crm::Error::NotFound) => Ok(see_other("/settings?notice=deleted#h-notify")),
         Err(e) => Err(ApiError::from(e).into()),
     }
