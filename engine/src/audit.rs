@@ -5,17 +5,13 @@
 //! remembering the hash of the last event it removed (the anchor).
 
 use jiff::Timestamp;
-use redb::{ReadTransaction, ReadableTable, TableDefinition, TableError, WriteTransaction};
+use redb::{ReadTransaction, ReadableTable, TableError, WriteTransaction};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::changes::Op;
+use crate::tables::{AUDIT, AUDIT_ANCHORS};
 use crate::{Error, Result, codec};
-
-/// `(user_id, seq) -> encoded AuditEvent`; `seq` is the change-feed sequence of the same change.
-pub const AUDIT: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("audit");
-/// `user_id -> hash of the newest removed event` (the chain's anchor after retention).
-pub const AUDIT_ANCHORS: TableDefinition<u64, &[u8]> = TableDefinition::new("audit_anchors");
 
 /// One field that changed: name, value before and after (JSON text; `null` when absent).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -289,24 +285,6 @@ impl NewEvent<'_> {
         let bytes = postcard::to_extend(&hash, bytes).expect("a string is postcard-serializable");
         (bytes, hash)
     }
-
-    /// Appends the event to `user`'s chain after `prev_hash` (the chain's head, which the write
-    /// path keeps per transaction: see `Tx`) and returns its hash, the chain's new head.
-    pub(crate) fn append(
-        &self,
-        table: &mut crate::redo::Logged<'_, (u64, u64), &'static [u8]>,
-        user: u64,
-        prev_hash: &str,
-    ) -> Result<String> {
-        let (bytes, hash) = self.encode(prev_hash);
-        #[cfg(debug_assertions)]
-        {
-            let stored: AuditEvent = codec::decode("audit", &bytes)?;
-            debug_assert_eq!(stored.hash, stored.compute_hash());
-        }
-        table.insert((user, self.seq), bytes.as_slice())?;
-        Ok(hash)
-    }
 }
 
 /// A user's events, oldest first, after `seq`.
@@ -374,27 +352,6 @@ pub(crate) fn verify(txn: &ReadTransaction, user: u64) -> Result<u64> {
         checked += 1;
     }
     Ok(checked)
-}
-
-/// Removes `user`'s events older than `cutoff`, anchoring the chain at the last one removed.
-pub(crate) fn purge(txn: &crate::tx::Tx<'_>, user: u64, cutoff: Timestamp) -> Result<u64> {
-    let mut table = txn.table(AUDIT)?;
-    let mut old = Vec::new();
-    for entry in table.range((user, 0)..=(user, u64::MAX))? {
-        let (key, bytes) = entry?;
-        let event: AuditEvent = codec::decode("audit", bytes.value())?;
-        if event.at >= cutoff {
-            break;
-        }
-        old.push((key.value().1, event.hash));
-    }
-    if let Some((_, hash)) = old.last() {
-        txn.table(AUDIT_ANCHORS)?.insert(user, hash.as_bytes())?;
-    }
-    for (seq, _) in &old {
-        table.remove((user, *seq))?;
-    }
-    Ok(old.len() as u64)
 }
 
 #[cfg(test)]
@@ -487,7 +444,7 @@ mod tests {
 
 /// Rewrites the newest audit event of `user` in the closed database at `path` with one field
 /// changed and its stored hash kept, as an edit behind the engine's back would. Test support only.
-#[doc(hidden)]
+#[cfg(feature = "test-hooks")]
 pub fn tamper_for_tests(path: &std::path::Path, user: u64) -> Result<()> {
     let db = redb::Database::builder().open(path)?;
     let txn = db.begin_write()?;

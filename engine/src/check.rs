@@ -6,15 +6,14 @@
 use std::collections::BTreeMap;
 
 use redb::{
-    Key, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition, TableError,
-    TableHandle, Value,
+    Key, ReadTransaction, ReadableTable, ReadableTableMetadata, TableDefinition, TableError, TableHandle, Value,
 };
 
 use crate::record::{Record, Row};
 use crate::tables::{
     self, BLOBS, CHANGES, COUNTERS, INDEX_PREFIX, LIVE_COUNTS, MAP_PREFIX, RECORD_PREFIX, SYSTEM_PREFIX, USER_SEQ,
 };
-use crate::{Engine, Error, Result, codec, tx};
+use crate::{Error, Result, codec, tx};
 
 /// One record kind's index consistency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +79,7 @@ pub(crate) fn kind<R: Record>(txn: &ReadTransaction) -> Result<KindCheck> {
     Ok(check)
 }
 
-fn feed(txn: &ReadTransaction) -> Result<FeedCheck> {
+pub(crate) fn feed(txn: &ReadTransaction) -> Result<FeedCheck> {
     let mut check = FeedCheck::default();
     let heads = match txn.open_table(USER_SEQ) {
         Ok(table) => table,
@@ -107,7 +106,7 @@ fn feed(txn: &ReadTransaction) -> Result<FeedCheck> {
 
 /// Reads every key and value of every table (an unreadable page fails here); returns the rows
 /// read per table.
-fn storage(txn: &ReadTransaction) -> Result<BTreeMap<String, u64>> {
+pub(crate) fn storage(txn: &ReadTransaction) -> Result<BTreeMap<String, u64>> {
     let mut rows = BTreeMap::new();
     for handle in txn.list_tables()? {
         let name = handle.name().to_string();
@@ -123,8 +122,8 @@ fn storage(txn: &ReadTransaction) -> Result<BTreeMap<String, u64>> {
             n if n == COUNTERS.name() => read_all(txn, COUNTERS)?,
             n if n == USER_SEQ.name() => read_all(txn, USER_SEQ)?,
             n if n == LIVE_COUNTS.name() => read_all(txn, LIVE_COUNTS)?,
-            n if n == crate::audit::AUDIT.name() => read_all(txn, crate::audit::AUDIT)?,
-            n if n == crate::audit::AUDIT_ANCHORS.name() => read_all(txn, crate::audit::AUDIT_ANCHORS)?,
+            n if n == crate::tables::AUDIT.name() => read_all(txn, crate::tables::AUDIT)?,
+            n if n == crate::tables::AUDIT_ANCHORS.name() => read_all(txn, crate::tables::AUDIT_ANCHORS)?,
             other => return Err(Error::Corrupt { table: other.into(), reason: "a table of no known layout".into() }),
         };
         rows.insert(name, n);
@@ -160,15 +159,4 @@ pub struct Report {
     pub tables: BTreeMap<String, u64>,
     pub kinds: Vec<KindCheck>,
     pub feed: FeedCheck,
-}
-
-impl Engine {
-    /// Checks storage, the index entries of every kind in `kinds` and the change feed, from one
-    /// read transaction (blocking).
-    pub fn check(&self, kinds: &[crate::Indexed]) -> Result<Report> {
-        let txn = self.db().begin_read()?;
-        let tables = storage(&txn)?;
-        let kinds = kinds.iter().map(|k| (k.check)(&txn)).collect::<Result<Vec<_>>>()?;
-        Ok(Report { tables, kinds, feed: feed(&txn)? })
-    }
 }

@@ -259,7 +259,7 @@ pub(crate) fn verified_snapshot(db: &Database, dir: &Path, label: &str, now: Tim
 
 /// Rewinds the recorded schema version of a closed database file. Test support only: it lets a
 /// test present a real binary with an "older" database.
-#[doc(hidden)]
+#[cfg(feature = "test-hooks")]
 pub fn rewind_version_for_tests(path: &Path, version: u32) -> Result<PathBuf> {
     let db = Database::builder().set_cache_size(crate::SIDE_CACHE_BYTES).open(path)?;
     let txn = db.begin_write()?;

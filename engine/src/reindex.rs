@@ -47,6 +47,18 @@ impl Indexed {
     }
 }
 
+impl Engine {
+    /// Checks storage, the index entries of every kind in `kinds` and the change feed, from one
+    /// read transaction (blocking). Here, beside the kinds' registration, so that the check
+    /// itself ([`crate::check`]) needs no registry.
+    pub fn check(&self, kinds: &[Indexed]) -> Result<crate::check::Report> {
+        let txn = self.db().begin_read()?;
+        let tables = crate::check::storage(&txn)?;
+        let kinds = kinds.iter().map(|k| (k.check)(&txn)).collect::<Result<Vec<_>>>()?;
+        Ok(crate::check::Report { tables, kinds, feed: crate::check::feed(&txn)? })
+    }
+}
+
 /// What [`Engine::ensure_indexes`] did.
 #[derive(Debug, Clone, Default)]
 pub struct ReindexReport {
@@ -168,7 +180,7 @@ fn rebuild<R: Record>(txn: &WriteTransaction) -> Result<u64> {
 /// Presents a closed database file as written by an older build, one whose `kind` had no entries
 /// in `indexes` yet: those entries removed, the kind's stored index version set to `version`.
 /// Test support only.
-#[doc(hidden)]
+#[cfg(feature = "test-hooks")]
 pub fn rewind_for_tests(path: &std::path::Path, kind: crate::Kind, indexes: &[&str], version: u32) -> Result<()> {
     let db = redb::Database::builder().set_cache_size(crate::SIDE_CACHE_BYTES).open(path)?;
     let txn = db.begin_write()?;

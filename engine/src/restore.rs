@@ -65,10 +65,6 @@ pub struct Checked {
     pub stale: Vec<u64>,
 }
 
-/// The page cache of a database built from a record stream: the build writes every page once,
-/// and a cache this size keeps the B-trees' right-hand edges and a good run of dirty pages.
-pub(crate) const BUILD_CACHE_BYTES: usize = 256 << 20;
-
 /// What [`restore`] put in place besides the database.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placed {
@@ -164,7 +160,7 @@ pub fn restore(from: &Path, to: &Path, search: Option<&SearchOptions>, checks: &
 fn build(from: &Path, to: &Path) -> Result<rows::Summary> {
     let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(to)?;
     let db = Database::builder()
-        .set_cache_size(BUILD_CACHE_BYTES)
+        .set_cache_size(crate::snapshot::BUILD_CACHE_BYTES)
         .create_with_backend(snapshot::Unsynced(FileBackend::new(file)?))?;
     let summary = rows::fill(&mut crate::frame::Decoded::open(from)?, &db, &mut rows::Discard)?;
     db.close()?;

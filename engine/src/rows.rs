@@ -32,7 +32,8 @@ use std::marker::PhantomData;
 
 use redb::{Key, ReadTransaction, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle, TypeName, Value};
 
-use crate::audit::{AUDIT, AUDIT_ANCHORS, AuditEvent};
+use crate::audit::AuditEvent;
+use crate::tables::{AUDIT, AUDIT_ANCHORS};
 use crate::tables::{
     BLOBS, CHANGES, COUNTERS, INDEX_PREFIX, LEGACY_MAP_TABLES, LIVE_COUNTS, MAP_PREFIX, META, RECORD_PREFIX,
     SYSTEM_PREFIX, USER_SEQ,

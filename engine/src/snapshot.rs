@@ -41,6 +41,11 @@ use crate::tables::{
 };
 use crate::{Error, Result, meta};
 
+/// The page cache of a database built from a record stream (a snapshot materialized, a restore):
+/// the build writes every page once, and a cache this size keeps the B-trees' right-hand edges
+/// and a good run of dirty pages.
+pub(crate) const BUILD_CACHE_BYTES: usize = 256 << 20;
+
 /// The manifest format of snapshots stored as a redb file (plain or as one LZ4 frame).
 pub const MANIFEST_FORMAT: &str = "mycorrhizal-snapshot/1";
 /// The manifest format of snapshots stored as a record stream ([`Encoding::Rows`]): a build
@@ -289,9 +294,8 @@ pub fn materialize(from: &Path, to: &Path, sync: bool) -> Result<()> {
 /// sync (the caller syncs the finished file when it must survive a crash).
 fn build(from: &Path, to: &Path) -> Result<()> {
     let file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(to)?;
-    let db = Database::builder()
-        .set_cache_size(crate::restore::BUILD_CACHE_BYTES)
-        .create_with_backend(Unsynced(FileBackend::new(file)?))?;
+    let db =
+        Database::builder().set_cache_size(BUILD_CACHE_BYTES).create_with_backend(Unsynced(FileBackend::new(file)?))?;
     crate::rows::fill(&mut crate::frame::Decoded::open(from)?, &db, &mut crate::rows::Discard)?;
     db.close()?;
     Ok(())
@@ -665,8 +669,8 @@ fn copy_all(
             n if n == COUNTERS.name() => copy(read, write, COUNTERS, c)?,
             n if n == USER_SEQ.name() => copy(read, write, USER_SEQ, c)?,
             n if n == LIVE_COUNTS.name() => copy(read, write, LIVE_COUNTS, c)?,
-            n if n == crate::audit::AUDIT.name() => copy(read, write, crate::audit::AUDIT, c)?,
-            n if n == crate::audit::AUDIT_ANCHORS.name() => copy(read, write, crate::audit::AUDIT_ANCHORS, c)?,
+            n if n == crate::tables::AUDIT.name() => copy(read, write, crate::tables::AUDIT, c)?,
+            n if n == crate::tables::AUDIT_ANCHORS.name() => copy(read, write, crate::tables::AUDIT_ANCHORS, c)?,
             other => {
                 return Err(Error::SnapshotInvalid(format!("no layout known for table {other}")));
             }

@@ -17,6 +17,10 @@ pub const MAP_PREFIX: &str = "map:";
 pub const LEGACY_MAP_TABLES: &[&str] = &["reach_out_cursor"];
 
 /// Per-user change feed: `(user_id, seq) -> encoded Change`.
+/// `(user_id, seq) -> encoded AuditEvent`; `seq` is the change-feed sequence of the same change.
+pub(crate) const AUDIT: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("audit");
+/// `user_id -> hash of the newest removed event` (the chain's anchor after retention).
+pub(crate) const AUDIT_ANCHORS: TableDefinition<u64, &[u8]> = TableDefinition::new("audit_anchors");
 pub const CHANGES: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("changes");
 /// Monotonic counters: `"id:<kind>"` (record ids) and `"users"`.
 pub const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");

@@ -242,8 +242,8 @@ impl<'a> Tx<'a> {
         self.table(BLOBS)?.retain_in((user.0, "")..(user.0 + 1, ""), |_, _| false)?;
         self.table(USER_SEQ)?.remove(user.0)?;
         self.table(LIVE_COUNTS)?.retain_in::<(u64, &str)>((user.0, "").., |(u, _), _| u != user.0)?;
-        self.table(crate::audit::AUDIT)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
-        self.table(crate::audit::AUDIT_ANCHORS)?.remove(user.0)?;
+        self.table(tables::AUDIT)?.retain_in((user.0, 0)..=(user.0, u64::MAX), |_, _| false)?;
+        self.table(tables::AUDIT_ANCHORS)?.remove(user.0)?;
         // Nothing of the user's bookkeeping is to be written back.
         self.heads.borrow_mut().remove(&user.0);
         self.purged.borrow_mut().push(user.0);
@@ -328,7 +328,7 @@ impl TxUser<'_, '_> {
         self.tx.with_head(self.user, |_| Ok(()))?;
         let mut index = txn.table(tables::index_table(R::KIND.index))?;
         let mut records = txn.table(tables::record_table(R::KIND.records))?;
-        let mut log = Log { changes: txn.table(CHANGES)?, audit: txn.table(crate::audit::AUDIT)? };
+        let mut log = Log { changes: txn.table(CHANGES)?, audit: txn.table(tables::AUDIT)? };
         // Unique values this batch has claimed, and the index entries it is to write.
         let mut claimed: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
         let mut entries: Vec<(&str, &str, u64)> = Vec::new();
@@ -516,7 +516,7 @@ impl TxUser<'_, '_> {
         });
         // The head is read before the change feed and the audit chain are opened for writing.
         self.tx.with_head(self.user, |_| Ok(()))?;
-        let mut log = Log { changes: txn.table(CHANGES)?, audit: txn.table(crate::audit::AUDIT)? };
+        let mut log = Log { changes: txn.table(CHANGES)?, audit: txn.table(tables::AUDIT)? };
         self.log::<R>(&mut log, (row.id, row.body), row.meta.revision, op, ChangeList::Listed(&fields))
     }
 
@@ -562,7 +562,7 @@ impl TxUser<'_, '_> {
             changes: fields,
         };
         self.tx.with_head(self.user, |head| {
-            head.audit = event.append(&mut log.audit, self.user, &head.audit)?;
+            head.audit = append_audit(&event, &mut log.audit, self.user, &head.audit)?;
             Ok(())
         })?;
         if let Some(hook) = &self.tx.hook {
@@ -576,8 +576,47 @@ impl TxUser<'_, '_> {
         // The chain's head is read again after the purge; the rest of the head is kept.
         self.tx.write_head(self.user)?;
         self.tx.heads.borrow_mut().remove(&self.user);
-        crate::audit::purge(self.tx, self.user, cutoff)
+        purge_audit(self.tx, self.user, cutoff)
     }
+}
+
+/// Appends `event` to `user`'s chain after `prev_hash` (the chain's head, which the write
+/// path keeps per transaction: see `Tx`) and returns its hash, the chain's new head.
+fn append_audit(
+    event: &crate::audit::NewEvent<'_>,
+    table: &mut crate::redo::Logged<'_, (u64, u64), &'static [u8]>,
+    user: u64,
+    prev_hash: &str,
+) -> Result<String> {
+    let (bytes, hash) = event.encode(prev_hash);
+    #[cfg(debug_assertions)]
+    {
+        let stored: crate::audit::AuditEvent = codec::decode("audit", &bytes)?;
+        debug_assert_eq!(stored.hash, stored.compute_hash());
+    }
+    table.insert((user, event.seq), bytes.as_slice())?;
+    Ok(hash)
+}
+
+/// Removes `user`'s events older than `cutoff`, anchoring the chain at the last one removed.
+fn purge_audit(txn: &Tx<'_>, user: u64, cutoff: Timestamp) -> Result<u64> {
+    let mut table = txn.table(tables::AUDIT)?;
+    let mut old = Vec::new();
+    for entry in table.range((user, 0)..=(user, u64::MAX))? {
+        let (key, bytes) = entry?;
+        let event: crate::audit::AuditEvent = codec::decode("audit", bytes.value())?;
+        if event.at >= cutoff {
+            break;
+        }
+        old.push((key.value().1, event.hash));
+    }
+    if let Some((_, hash)) = old.last() {
+        txn.table(tables::AUDIT_ANCHORS)?.insert(user, hash.as_bytes())?;
+    }
+    for (seq, _) in &old {
+        table.remove((user, *seq))?;
+    }
+    Ok(old.len() as u64)
 }
 
 /// Every record kind's `_updated` index: `updated_at` in microseconds, zero-padded so that
