@@ -70,7 +70,11 @@ pub fn search_options(config: &Config) -> SearchOptions {
 /// disk), the server still starts: the files stay where they are and the next start moves them.
 async fn adopt_files(engine: &Engine, data_dir: &std::path::Path) {
     let (engine2, dir) = (engine.clone(), data_dir.to_path_buf());
-    match tokio::task::spawn_blocking(move || crm::attachment::ops::adopt_files(&engine2, &dir)).await {
+    match tokio::task::spawn_blocking(move || {
+        crm::legacy_files::adopt(&engine2, &dir, &crm::attachment::ops::LEGACY_FILES)
+    })
+    .await
+    {
         Ok(Ok(adopted)) if adopted.moved > 0 || adopted.removed > 0 => tracing::info!(
             event = "attachments_adopted",
             component = "migration",
@@ -83,7 +87,11 @@ async fn adopt_files(engine: &Engine, data_dir: &std::path::Path) {
         Err(e) => tracing::error!(event = "attachments_adoption_failed", component = "migration", error = %e),
     }
     let (engine, dir) = (engine.clone(), data_dir.to_path_buf());
-    match tokio::task::spawn_blocking(move || crm::contact::picture::adopt_files(&engine, &dir)).await {
+    match tokio::task::spawn_blocking(move || {
+        crm::legacy_files::adopt(&engine, &dir, &crm::contact::picture::LEGACY_FILES)
+    })
+    .await
+    {
         Ok(Ok(adopted)) if adopted.moved > 0 || adopted.removed > 0 => tracing::info!(
             event = "pictures_adopted",
             component = "migration",

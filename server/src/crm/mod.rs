@@ -31,6 +31,7 @@ pub mod household;
 pub mod ical_feed;
 pub mod import;
 pub mod kinds;
+pub mod legacy_files;
 pub mod note;
 pub mod reach_out;
 pub mod records;

@@ -6,13 +6,9 @@
 //! Not here: multipart parsing and response headers (the front door's).
 //!
 //! Earlier versions kept the bytes as files under `DATA_DIR/users/<user>/attachments/<id>`;
-//! [`adopt_files`] moves such files into the database when the data folder is opened, once.
+//! [`LEGACY_FILES`] says how such files move into the database when the data folder is opened.
 
-use std::collections::HashMap;
-use std::path::Path;
-use std::sync::Arc;
-
-use mycorrhizal_engine::{Engine, Precondition, Row, UserId, UserScope, UserView, Walk};
+use mycorrhizal_engine::{Precondition, Row, UserScope, UserView, Walk};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
@@ -20,6 +16,7 @@ use utoipa::ToSchema;
 use crate::crm::attachment::Attachment;
 use crate::crm::contact::Contact;
 use crate::crm::contact::ops::require_contacts;
+use crate::crm::legacy_files::{Legacy, Named};
 use crate::crm::records::BY_CONTACT;
 use crate::crm::{Error, Result};
 
@@ -166,87 +163,16 @@ pub async fn delete(scope: &UserScope, id: u64) -> Result<()> {
     Ok(())
 }
 
-/// Bytes of files moved per transaction: memory stays bounded whatever the folder holds.
-const ADOPT_BYTES_PER_COMMIT: usize = 32 * 1024 * 1024;
-
-/// What [`adopt_files`] did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Adopted {
-    /// Attachment files moved into the database.
-    pub moved: usize,
-    /// Files no live attachment row named (left by an interrupted write or a failed removal):
-    /// removed.
-    pub removed: usize,
-}
-
-/// Moves each user's attachment files (`DATA_DIR/users/<user>/attachments/<id>`) into the
-/// database as the blobs their rows name, then removes them and, once empty, their folder. A file
-/// is moved only when a live attachment row of that user has its id (bytes that no longer match
-/// the row's digest are moved too, and reads keep refusing them: nothing is lost, and the
-/// integrity check reports them); a file is removed only after the transaction holding its
-/// bytes committed, so an interruption at any point loses nothing (the next start moves what is
-/// left).
-pub fn adopt_files(engine: &Engine, data_dir: &Path) -> mycorrhizal_engine::Result<Adopted> {
-    let mut adopted = Adopted::default();
-    let Ok(users) = std::fs::read_dir(data_dir.join("users")) else { return Ok(adopted) };
-    for entry in users.flatten() {
-        let Some(user) = entry.file_name().to_str().and_then(|n| n.parse::<u64>().ok()) else { continue };
-        let dir = entry.path().join("attachments");
-        let Ok(files) = std::fs::read_dir(&dir) else { continue };
-        let scope = engine.user(UserId(user));
-        let rows: HashMap<u64, String> =
-            scope.view()?.list::<Attachment>()?.into_iter().map(|row| (row.id, row.body.sha256)).collect();
-        let mut pending: Vec<(u64, Vec<u8>)> = Vec::new();
-        let mut pending_bytes = 0;
-        for file in files.flatten() {
-            let name = file.file_name().to_string_lossy().into_owned();
-            let id = name.parse::<u64>().ok().filter(|id| rows.contains_key(id));
-            let Some(id) = id else {
-                if std::fs::remove_file(file.path()).is_ok() {
-                    adopted.removed += 1;
-                }
-                continue;
-            };
-            // A named file that cannot be read now stays for the next start.
-            let bytes = match std::fs::read(file.path()) {
-                Ok(bytes) => bytes,
-                Err(e) => {
-                    tracing::warn!(event = "attachment_unreadable", user, file = %name, error = %e);
-                    continue;
-                }
-            };
-            if rows.get(&id).is_some_and(|digest| *digest != hex::encode(Sha256::digest(&bytes))) {
-                tracing::warn!(event = "attachment_digest_mismatch", user, attachment = id);
-            }
-            pending_bytes += bytes.len();
-            pending.push((id, bytes));
-            if pending_bytes >= ADOPT_BYTES_PER_COMMIT {
-                adopted.moved += commit(&scope, &dir, std::mem::take(&mut pending))?;
-                pending_bytes = 0;
-            }
-        }
-        adopted.moved += commit(&scope, &dir, pending)?;
-        // Only an empty folder goes.
-        let _ = std::fs::remove_dir(&dir);
-    }
-    Ok(adopted)
-}
-
-/// Stores one user's attachment bytes in one transaction, then removes their files.
-fn commit(scope: &UserScope, dir: &Path, files: Vec<(u64, Vec<u8>)>) -> mycorrhizal_engine::Result<usize> {
-    if files.is_empty() {
-        return Ok(0);
-    }
-    let files = Arc::new(files);
-    let stored = Arc::clone(&files);
-    scope.write(move |tx| {
-        for (id, bytes) in stored.iter() {
-            tx.put_blob(&blob_name(*id), bytes)?;
-        }
-        Ok(())
-    })?;
-    for (id, _) in files.iter() {
-        let _ = std::fs::remove_file(dir.join(id.to_string()));
-    }
-    Ok(files.len())
-}
+/// Attachment files earlier versions kept (`DATA_DIR/users/<user>/attachments/<id>`): a file
+/// is the blob of the live attachment row with its id ([`crate::crm::legacy_files`]).
+pub const LEGACY_FILES: Legacy = Legacy {
+    folder: "attachments",
+    named: |view| {
+        let rows = view.list::<Attachment>()?;
+        Ok(rows
+            .into_iter()
+            .map(|row| (row.id.to_string(), Named { blob: blob_name(row.id), sha256: Some(row.body.sha256) }))
+            .collect())
+    },
+    keeps: |_| true,
+};

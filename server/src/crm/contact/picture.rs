@@ -8,16 +8,14 @@
 //! missing picture, deleting a contact removes its picture in the same commit, and backups
 //! (snapshots) carry them.
 //!
-//! Earlier versions kept them as files under `DATA_DIR/users/<id>/photos/`. [`adopt_files`] moves
+//! Earlier versions kept them as files under `DATA_DIR/users/<id>/photos/`. [`LEGACY_FILES`] moves
 //! such files into the database when the data folder is opened, once.
 
-use std::collections::HashSet;
-use std::path::Path;
-
-use mycorrhizal_engine::{Engine, Precondition, Row, TxUser, UserId, UserScope};
+use mycorrhizal_engine::{Precondition, Row, TxUser, UserScope};
 
 use crate::crm::Error;
 use crate::crm::contact::Contact;
+use crate::crm::legacy_files::{Legacy, Named};
 
 /// The largest picture kept, in bytes.
 pub const MAX_PHOTO: usize = 10 * 1024 * 1024;
@@ -125,93 +123,23 @@ pub fn read(scope: &UserScope, id: u64) -> mycorrhizal_engine::Result<Option<(&'
     Ok(sniff(&bytes).map(|(mime, _)| (mime, bytes)))
 }
 
-/// Bytes of pictures moved per transaction: memory stays bounded whatever the folder holds.
-const ADOPT_BYTES_PER_COMMIT: usize = 32 * 1024 * 1024;
-
-/// What [`adopt_files`] did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Adopted {
-    /// Picture files moved into the database.
-    pub moved: usize,
-    /// Files no contact named (left by an interrupted write or a failed removal): removed.
-    pub removed: usize,
-}
-
-/// Moves each user's picture files into the database, then removes them and, once empty, their
-/// folder. A file is moved only when a contact of that user names it and it is an image we keep;
-/// a file is removed from disk only after the transaction holding its bytes committed, so an
-/// interruption at any point loses nothing (the next start moves what is left).
-pub fn adopt_files(engine: &Engine, data_dir: &Path) -> mycorrhizal_engine::Result<Adopted> {
-    let mut adopted = Adopted::default();
-    let Ok(users) = std::fs::read_dir(data_dir.join("users")) else { return Ok(adopted) };
-    for entry in users.flatten() {
-        let Some(user) = entry.file_name().to_str().and_then(|n| n.parse::<u64>().ok()) else { continue };
-        let dir = entry.path().join("photos");
-        let Ok(files) = std::fs::read_dir(&dir) else { continue };
-        let scope = engine.user(UserId(user));
-        let named: HashSet<String> =
-            scope.view()?.list::<Contact>()?.into_iter().map(|row| row.body.photo).filter(|p| !p.is_empty()).collect();
-        let mut pending: Vec<(String, Vec<u8>)> = Vec::new();
-        let mut pending_bytes = 0;
-        for file in files.flatten() {
-            let name = file.file_name().to_string_lossy().into_owned();
-            // A named file that cannot be read now stays for the next start; only a file no
-            // contact names, or one that is not an image, is removed.
-            let bytes = match named.contains(&name).then(|| std::fs::read(file.path())) {
-                Some(Ok(bytes)) => Some(bytes).filter(|b| sniff(b).is_some()),
-                Some(Err(e)) => {
-                    tracing::warn!(event = "picture_unreadable", user, file = %name, error = %e);
-                    continue;
-                }
-                None => None,
-            };
-            let Some(bytes) = bytes else {
-                if std::fs::remove_file(file.path()).is_ok() {
-                    adopted.removed += 1;
-                }
-                continue;
-            };
-            pending_bytes += bytes.len();
-            pending.push((name, bytes));
-            if pending_bytes >= ADOPT_BYTES_PER_COMMIT {
-                adopted.moved += commit(engine, user, &dir, std::mem::take(&mut pending))?;
-                pending_bytes = 0;
-            }
-        }
-        adopted.moved += commit(engine, user, &dir, pending)?;
-        // Only an empty folder goes.
-        let _ = std::fs::remove_dir(&dir);
-    }
-    Ok(adopted)
-}
-
-/// Stores one user's pictures in one transaction, then removes their files.
-fn commit(
-    engine: &Engine,
-    user: u64,
-    dir: &Path,
-    pictures: Vec<(String, Vec<u8>)>,
-) -> mycorrhizal_engine::Result<usize> {
-    if pictures.is_empty() {
-        return Ok(0);
-    }
-    let pictures = std::sync::Arc::new(pictures);
-    let stored = std::sync::Arc::clone(&pictures);
-    engine.user(UserId(user)).write(move |tx| {
-        for (name, bytes) in stored.iter() {
-            tx.put_blob(name, bytes)?;
-        }
-        Ok(())
-    })?;
-    for (name, _) in pictures.iter() {
-        let _ = std::fs::remove_file(dir.join(name));
-    }
-    Ok(pictures.len())
-}
+/// Picture files earlier versions kept (`DATA_DIR/users/<user>/photos/<name>`): a file a
+/// contact names is its picture's blob, if it is an image ([`crate::crm::legacy_files`]).
+pub const LEGACY_FILES: Legacy = Legacy {
+    folder: "photos",
+    named: |view| {
+        let contacts = view.list::<Contact>()?;
+        let named = contacts.into_iter().map(|row| row.body.photo).filter(|p| !p.is_empty());
+        Ok(named.map(|photo| (photo.clone(), Named { blob: photo, sha256: None })).collect())
+    },
+    keeps: |bytes| sniff(bytes).is_some(),
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crm::legacy_files::{Adopted, adopt};
+    use mycorrhizal_engine::{Engine, UserId};
 
     #[test]
     fn images_are_recognised_by_content() {
@@ -253,7 +181,7 @@ mod tests {
         std::fs::write(photos.join(".x.png.partial"), b"half").expect("write");
         std::fs::create_dir_all(dir.path().join("users").join("not-a-user")).expect("mkdir");
 
-        let adopted = adopt_files(&engine, dir.path()).expect("adopt");
+        let adopted = adopt(&engine, dir.path(), &LEGACY_FILES).expect("adopt");
         assert_eq!(adopted, Adopted { moved: 1, removed: 2 });
         let view = engine.user(UserId(1)).view().expect("view");
         assert_eq!(view.blob("7.png").expect("blob").as_deref(), Some(PNG));
@@ -261,6 +189,6 @@ mod tests {
         assert_eq!(view.blob("orphan.png").expect("blob"), None);
         assert_eq!(engine.user(UserId(2)).view().expect("view").blob("7.png").expect("blob"), None);
         assert!(!photos.exists(), "the emptied folder goes");
-        assert_eq!(adopt_files(&engine, dir.path()).expect("again"), Adopted::default());
+        assert_eq!(adopt(&engine, dir.path(), &LEGACY_FILES).expect("again"), Adopted::default());
     }
 }
