@@ -112,14 +112,7 @@ pub async fn login_2fa(
 /// Ends the caller's session on the server and clears the cookies. No authentication needed.
 #[utoipa::path(post, path = "/api/v1/logout", tag = "auth", responses((status = 200, body = SignedOut, description = "`{message, redirect_url?}`; `redirect_url` only for SSO sessions whose provider has an end-session endpoint")))]
 pub async fn logout(State(state): State<AppState>, parts: Parts) -> Response {
-    let (cookies, redirect_url) = signin::sign_out(
-        &state.auth,
-        &state.engine,
-        state.oidc.as_deref(),
-        crate::http::caller::bearer(&parts).ok(),
-        crate::http::caller::cookie(&parts, "id_token"),
-    )
-    .await;
+    let (cookies, redirect_url) = crate::http::caller::sign_out(&state, &parts).await;
     let body = SignedOut { message: "Logged out".into(), redirect_url };
     (AppendHeaders(cookies.into_iter().map(|c| (SET_COOKIE, c)).collect::<Vec<_>>()), axum::Json(body)).into_response()
 }

@@ -25,6 +25,14 @@ pub fn cookie(parts: &Parts, name: &str) -> Option<String> {
         .find_map(|h| session::read_cookie(h, name).filter(|v| !v.is_empty()).map(str::to_string))
 }
 
+/// Ends the request's session (`auth::signin::sign_out`, handed the session it presents and the
+/// ID token kept for the provider's sign-out); the cookies that clear sign-in, and the provider's
+/// end-session URL for a single sign-on session. Both doors' sign-out.
+pub async fn sign_out(state: &AppState, parts: &Parts) -> (Vec<String>, Option<String>) {
+    let (token, id_token) = (bearer(parts).ok(), cookie(parts, "id_token"));
+    crate::auth::signin::sign_out(&state.auth, &state.engine, state.oidc.as_deref(), token, id_token).await
+}
+
 /// The bearer value of a request: cookie first, then the `Authorization` header.
 pub fn bearer(parts: &Parts) -> Result<String, ApiError> {
     if let Some(token) = cookie(parts, session::COOKIE) {

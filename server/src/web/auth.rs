@@ -230,14 +230,7 @@ pub async fn register(
 
 /// Ends the session (the form carries the CSRF token, so another site cannot sign you out).
 pub async fn logout(State(state): State<AppState>, parts: Parts, _form: Form) -> Response {
-    let (cookies, sso_end) = signin::sign_out(
-        &state.auth,
-        &state.engine,
-        state.oidc.as_deref(),
-        crate::http::caller::bearer(&parts).ok(),
-        crate::http::caller::cookie(&parts, "id_token"),
-    )
-    .await;
+    let (cookies, sso_end) = crate::http::caller::sign_out(&state, &parts).await;
     let to = sso_end.unwrap_or_else(|| "/login?notice=signed_out".into());
     let headers = AppendHeaders(cookies.into_iter().map(|c| (SET_COOKIE, c)).collect::<Vec<_>>());
     (headers, see_other(&to)).into_response()
