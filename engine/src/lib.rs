@@ -9,28 +9,28 @@
 //! - Every write goes through the group-commit writer ([`Engine::write`]) and [`tx::TxUser`].
 //! - The engine knows nothing of HTTP.
 
-pub mod audit;
-pub mod changes;
-pub mod check;
-pub mod clock;
+mod audit;
+mod changes;
+mod check;
+mod clock;
 pub mod codec;
 mod error;
 mod frame;
-pub mod global;
+mod global;
 mod meta;
 pub mod migrate;
-pub mod priority;
+mod priority;
 mod read;
-pub mod record;
-pub mod redo;
-pub mod reindex;
-pub mod restore;
-pub mod rows;
-pub mod search;
+mod record;
+mod redo;
+mod reindex;
+mod restore;
+mod rows;
+mod search;
 pub mod snapshot;
 pub mod system;
 mod tables;
-pub mod tx;
+mod tx;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -40,19 +40,28 @@ use std::sync::{Arc, Mutex, mpsc};
 use redb::{Database, ReadableDatabase};
 use tokio::sync::oneshot;
 
+pub use audit::{AuditEvent, FieldChange};
 pub use changes::{Change, Op};
+pub use check::Report as CheckReport;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::{Error, Invalid, Result, StorageError};
 pub use global::{GlobalRecord, GlobalView, TxGlobal};
 pub use migrate::{Migration, MigrationReport};
+pub use priority::lower_by as lower_thread_priority;
 pub use read::{Head, Lookup, Page, Skipped, UserView, Walk};
 pub use record::{Kind, Meta, Precondition, Prepared, Record, Row, SearchDoc};
+pub use redo::{Checkpoints, holds_writes as redo_holds_writes, path_for as redo_path};
 pub use reindex::{Indexed, KindReindexed, ReindexReport};
+pub use restore::{Checked, RowCheck, restore};
+pub use rows::check_bytes as check_row_bytes;
+pub use search::Snippet;
 pub use search::{
     Hit, Plan, RebuildReport, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,
     TOTAL_CAP as SEARCH_TOTAL_CAP,
 };
 pub use tx::{ChangeHook, Gathered, Tx, TxUser, UPDATED_INDEX};
+#[cfg(feature = "test-hooks")]
+pub use {audit::tamper_for_tests, reindex::rewind_for_tests};
 
 /// A user's id. User data is only reachable through [`Engine::user`] with one of these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -6,7 +6,7 @@
 //! cleared with its version bump: if the process dies mid-step, the next open refuses to start,
 //! because a step may also touch files outside the database.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use jiff::Timestamp;
@@ -260,7 +260,7 @@ pub(crate) fn verified_snapshot(db: &Database, dir: &Path, label: &str, now: Tim
 /// Rewinds the recorded schema version of a closed database file. Test support only: it lets a
 /// test present a real binary with an "older" database.
 #[cfg(feature = "test-hooks")]
-pub fn rewind_version_for_tests(path: &Path, version: u32) -> Result<PathBuf> {
+pub fn rewind_version_for_tests(path: &Path, version: u32) -> Result<std::path::PathBuf> {
     let db = Database::builder().set_cache_size(crate::SIDE_CACHE_BYTES).open(path)?;
     let txn = db.begin_write()?;
     set_marker(&txn, VERSION_KEY, Some(version))?;

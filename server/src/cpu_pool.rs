@@ -56,7 +56,7 @@ fn pool() -> &'static mpsc::Sender<Job> {
         for n in 0..threads {
             let queue = queue.clone();
             let spawned = std::thread::Builder::new().name(format!("request-cpu-{n}")).spawn(move || {
-                mycorrhizal_engine::priority::lower_by(POOL_NICE, "request_cpu_priority_unchanged");
+                mycorrhizal_engine::lower_thread_priority(POOL_NICE, "request_cpu_priority_unchanged");
                 loop {
                     let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
                     match next {

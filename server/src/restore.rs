@@ -19,7 +19,7 @@ use std::time::Instant;
 use std::collections::BTreeMap;
 
 use mycorrhizal_engine::UserId;
-use mycorrhizal_engine::restore::{Checked, RowCheck};
+use mycorrhizal_engine::{Checked, RowCheck};
 
 use crate::auth::records::Account;
 use crate::backup::{Refusal, Signer, Verified};
@@ -109,7 +109,7 @@ pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreErro
         }),
         Err(reason) => {
             let _ = std::fs::remove_file(&db_path);
-            let _ = std::fs::remove_file(mycorrhizal_engine::redo::path_for(&db_path));
+            let _ = std::fs::remove_file(mycorrhizal_engine::redo_path(&db_path));
             let _ = std::fs::remove_dir_all(data_dir.join("search"));
             for (from, to) in &moved {
                 if let Err(e) = std::fs::rename(to, from) {
@@ -130,7 +130,7 @@ pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreErro
 /// not hold yet) and the search index into `aside`; returns `(from, to)` of each move.
 fn move_aside(data_dir: &Path, db_path: &Path, aside: &Path) -> std::io::Result<Vec<(PathBuf, PathBuf)>> {
     let mut moved = Vec::new();
-    let log = mycorrhizal_engine::redo::path_for(db_path);
+    let log = mycorrhizal_engine::redo_path(db_path);
     for from in [db_path.to_path_buf(), log, data_dir.join("search")] {
         if !from.exists() {
             continue;
@@ -167,11 +167,10 @@ async fn bring_back(
     let (from, to) = (backup.to_path_buf(), partial.clone());
     // The contacts' derived columns are checked as the index's pass reads the rows.
     let checks = [RowCheck::of::<Contact>(crate::crm::contact::ops::derived_stale)];
-    let placed =
-        tokio::task::spawn_blocking(move || mycorrhizal_engine::restore::restore(&from, &to, search.as_ref(), &checks))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("cannot put the backup's database in place: {e}"))?;
+    let placed = tokio::task::spawn_blocking(move || mycorrhizal_engine::restore(&from, &to, search.as_ref(), &checks))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("cannot put the backup's database in place: {e}"))?;
     std::fs::rename(&partial, &db_path).map_err(|e| e.to_string())?;
     crate::ops::fs::sync_dir(&config.data_dir).map_err(|e| e.to_string())?;
     let indexed = placed.search_documents.is_some();

@@ -264,7 +264,7 @@ async fn a_backup_is_a_record_stream_that_a_changed_record_cannot_pass() {
         &mut stream,
     )
     .expect("decodes");
-    let summary = mycorrhizal_engine::rows::check_bytes(&stream).expect("a well-formed stream");
+    let summary = mycorrhizal_engine::check_row_bytes(&stream).expect("a well-formed stream");
     assert_eq!(summary.tables.get("rec:contact"), Some(&1));
     assert_eq!(serde_json::to_value(&summary.tables).expect("json"), manifest["tables"]);
 }
@@ -342,13 +342,8 @@ async fn the_integrity_check_finds_a_deleted_index_entry() {
 
     use mycorrhizal::crm::contact::Contact;
     use mycorrhizal_engine::Record;
-    mycorrhizal_engine::reindex::rewind_for_tests(
-        &instance.database(),
-        Contact::KIND,
-        &["sort_name"],
-        Contact::INDEX_VERSION,
-    )
-    .expect("remove the sort_name entries");
+    mycorrhizal_engine::rewind_for_tests(&instance.database(), Contact::KIND, &["sort_name"], Contact::INDEX_VERSION)
+        .expect("remove the sort_name entries");
     let server = instance.spawn();
     let report = integrity(&server).await;
     assert_eq!(report["status"], "failed", "{report}");
@@ -362,7 +357,7 @@ async fn the_integrity_check_finds_an_edited_audit_event() {
     let ada = server.sign_up("ada").await;
     new_contact(&ada, "Audit", "Trail").await;
     assert!(server.terminate().success());
-    mycorrhizal_engine::audit::tamper_for_tests(&instance.database(), ada.id).expect("edit an audit event");
+    mycorrhizal_engine::tamper_for_tests(&instance.database(), ada.id).expect("edit an audit event");
     let server = instance.spawn();
     let report = integrity(&server).await;
     assert_eq!(report["status"], "failed", "{report}");
@@ -420,7 +415,7 @@ async fn a_failed_integrity_pass_and_a_failed_drill_reach_the_admins_webhooks() 
     new_contact(&ada, "Audit", "Trail").await;
     assert!(server.terminate().success());
 
-    mycorrhizal_engine::audit::tamper_for_tests(&instance.database(), ada.id).expect("edit an audit event");
+    mycorrhizal_engine::tamper_for_tests(&instance.database(), ada.id).expect("edit an audit event");
     let server = instance.spawn();
     let report = integrity(&server).await;
     assert_eq!(report["status"], "failed", "{report}");

@@ -84,7 +84,7 @@ fn open_engine_without_migrating(path: &std::path::Path) -> u32 {
 #[tokio::test]
 async fn contacts_written_before_the_favourite_and_phone_indexes_are_backfilled_at_start() {
     use mycorrhizal::crm::contact::{Contact, INDEX_FAVORITE, INDEX_PHONE, phone_key};
-    use mycorrhizal_engine::{Record, UserId, reindex};
+    use mycorrhizal_engine::{Record, UserId, rewind_for_tests};
     use serde_json::json;
 
     let instance = Instance::new();
@@ -95,7 +95,7 @@ async fn contacts_written_before_the_favourite_and_phone_indexes_are_backfilled_
     let c = created["contact"]["id"].as_u64().unwrap();
     ada.post(&format!("/api/v1/contacts/{c}/favorite"), json!({})).await;
     assert!(server.terminate().success());
-    reindex::rewind_for_tests(&instance.database(), Contact::KIND, &[INDEX_FAVORITE, INDEX_PHONE], 0).unwrap();
+    rewind_for_tests(&instance.database(), Contact::KIND, &[INDEX_FAVORITE, INDEX_PHONE], 0).unwrap();
     let key = phone_key("020 7946 0958").unwrap();
     {
         let engine = open_engine(&instance.database());

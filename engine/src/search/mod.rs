@@ -49,12 +49,11 @@ mod source;
 pub(crate) use handle::Search;
 pub use handle::{RebuildReport, SearchOptions, SearchStatus};
 pub use query::{Plan, Snippet};
-pub use rebuild::{Finished, FromRows};
+pub use rebuild::FromRows;
 pub use run::{Hit, SearchGroup, SearchRequest, TOTAL_CAP};
 pub use source::Source;
 
 use crate::Error;
-pub use crate::record::SearchDoc;
 
 impl From<tantivy::TantivyError> for Error {
     fn from(e: tantivy::TantivyError) -> Self {

@@ -6,8 +6,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use mycorrhizal_engine::{Checkpoints, redo_holds_writes, redo_path, snapshot};
 use mycorrhizal_engine::{Engine, Indexed, Options, Precondition, UserId};
-use mycorrhizal_engine::{redo, snapshot};
 
 use crate::helpers::Person;
 
@@ -19,7 +19,7 @@ const TEST: &str = "redo::acknowledged_writes_survive_a_kill_between_checkpoints
 /// Checkpoints that never come while the child runs: every acknowledged write is in the log only.
 fn kept_log() -> Options {
     let never = Duration::from_secs(3600);
-    Options { checkpoints: redo::Checkpoints { idle: never, every: never, bytes: u64::MAX }, ..Options::default() }
+    Options { checkpoints: Checkpoints { idle: never, every: never, bytes: u64::MAX }, ..Options::default() }
 }
 
 /// The child: creates, updates and deletes rows of two users, printing each acknowledged one,
@@ -85,14 +85,14 @@ fn acknowledged_writes_survive_a_kill_between_checkpoints() {
     process.kill().expect("kill");
     process.wait().expect("wait");
     assert_eq!(acknowledged.len(), 300, "the child wrote before it was killed");
-    let log = std::fs::metadata(redo::path_for(&dir.path().join("db.redb"))).expect("the redo log").len();
+    let log = std::fs::metadata(redo_path(&dir.path().join("db.redb"))).expect("the redo log").len();
     assert!(log > 16, "the acknowledged writes were in the log only ({log} bytes)");
 
     // A backup taken with the server stopped holds them too (the log is replayed first): taken
     // from a copy of the killed files, so the replay at open below is checked as well.
     let copy = tempfile::tempdir().expect("tempdir");
     std::fs::copy(dir.path().join("db.redb"), copy.path().join("db.redb")).unwrap();
-    std::fs::copy(redo::path_for(&dir.path().join("db.redb")), redo::path_for(&copy.path().join("db.redb"))).unwrap();
+    std::fs::copy(redo_path(&dir.path().join("db.redb")), redo_path(&copy.path().join("db.redb"))).unwrap();
     let snapshot = snapshot::write_from_file(
         &copy.path().join("db.redb"),
         copy.path(),
@@ -154,11 +154,11 @@ fn a_log_of_another_database_is_set_aside_not_replayed() {
     let (engine, _) = Engine::open(a.path().join("db.redb"), kept_log()).unwrap();
     engine.user(ALICE).create(Person::new("Only in A", "a@example.org")).unwrap();
     // A's log, with a write A's database file does not hold durably, next to B's database.
-    std::fs::copy(redo::path_for(&a.path().join("db.redb")), b.path().join("log")).unwrap();
+    std::fs::copy(redo_path(&a.path().join("db.redb")), b.path().join("log")).unwrap();
     drop(engine);
     let (engine, _) = Engine::open(b.path().join("db.redb"), Options::default()).unwrap();
     drop(engine);
-    std::fs::rename(b.path().join("log"), redo::path_for(&b.path().join("db.redb"))).unwrap();
+    std::fs::rename(b.path().join("log"), redo_path(&b.path().join("db.redb"))).unwrap();
     let (engine, _) = Engine::open(b.path().join("db.redb"), Options::default()).unwrap();
     assert_eq!(engine.recovered().batches, 0);
     assert!(engine.user(ALICE).list::<Person>().unwrap().is_empty(), "nothing of A's reached B");
@@ -177,7 +177,7 @@ fn a_pause_in_the_writes_brings_a_checkpoint_and_empties_the_log() {
     let row = engine.user(ALICE).create(Person::new("Ada", "ada@example.org")).unwrap();
     // The idle checkpoint comes 100 ms after the last batch; allow a slow machine 30 s.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while redo::holds_writes(&dir.path().join("db.redb")) {
+    while redo_holds_writes(&dir.path().join("db.redb")) {
         assert!(std::time::Instant::now() < deadline, "no checkpoint after the writes paused");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -201,7 +201,7 @@ fn a_log_past_half_the_page_cache_is_checkpointed_while_the_writes_go_on() {
     }
     // 300 rows of 8 KiB logged 2.4 MB: checkpointed at half of the 1 MiB cache each time, the
     // log's file never held more than that and the zeros written ahead of it.
-    let log = std::fs::metadata(redo::path_for(&dir.path().join("db.redb"))).unwrap().len();
+    let log = std::fs::metadata(redo_path(&dir.path().join("db.redb"))).unwrap().len();
     assert!(log <= 1 << 20, "the log grew to {log} bytes");
     assert_eq!(engine.user(ALICE).list::<Person>().unwrap().len(), 300);
 }

@@ -2,7 +2,7 @@
 //! puts back the fields it changed when the record is still as that update left it (read and
 //! written in one transaction). Which kinds can be undone is the kinds registry's word.
 
-use mycorrhizal_engine::audit::AuditEvent;
+use mycorrhizal_engine::AuditEvent;
 use mycorrhizal_engine::{Op, UserScope, UserView};
 use serde_json::{Value, json};
 

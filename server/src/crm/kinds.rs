@@ -5,7 +5,7 @@
 //! fields name rows of other kinds, remapped on import). Adding a kind is one entry in [`all`].
 
 use jiff::Timestamp;
-use mycorrhizal_engine::audit::FieldChange;
+use mycorrhizal_engine::FieldChange;
 use mycorrhizal_engine::{Indexed, Precondition, Record, Source, TxUser};
 
 use super::bundle::{BundleKind, Ref, Shape};

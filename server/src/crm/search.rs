@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use mycorrhizal_engine::search::Snippet;
+use mycorrhizal_engine::Snippet;
 use mycorrhizal_engine::{Plan, Row, SearchRequest, UserScope, UserView};
 use serde::Serialize;
 use utoipa::ToSchema;

@@ -307,7 +307,7 @@ const BACKGROUND_NICE: i32 = 10;
 
 /// Lowers the calling thread's priority by [`BACKGROUND_NICE`] (see [`mycorrhizal_engine::priority`]).
 fn background_priority() {
-    mycorrhizal_engine::priority::lower_by(BACKGROUND_NICE, "outbox_priority_unchanged");
+    mycorrhizal_engine::lower_thread_priority(BACKGROUND_NICE, "outbox_priority_unchanged");
 }
 
 /// The running worker ([`start`]): dropping it stops the worker (at its next await).

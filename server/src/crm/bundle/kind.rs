@@ -2,7 +2,7 @@
 //! registry (`crm::kinds`): its rows as JSON lines, a check of one line, its creation from one
 //! line, and the fields that name rows of other kinds ([`Ref`]), which an import remaps.
 
-use mycorrhizal_engine::tx::UPDATED_INDEX;
+use mycorrhizal_engine::UPDATED_INDEX;
 use mycorrhizal_engine::{Invalid, Record, TxUser, UserView};
 use serde_json::Value;
 

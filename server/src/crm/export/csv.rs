@@ -5,7 +5,7 @@
 //! `archive`'s.
 
 use mycorrhizal_codecs::record::NeutralRecord;
-use mycorrhizal_engine::tx::UPDATED_INDEX;
+use mycorrhizal_engine::UPDATED_INDEX;
 use mycorrhizal_engine::{Row, UserScope};
 use serde_json::Value;
 

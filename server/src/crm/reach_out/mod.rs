@@ -78,7 +78,7 @@ pub fn migrate_values(txn: &mycorrhizal_engine::migrate::MigrationTx<'_>) -> myc
 /// The news in one audit event: each of the contact's organization, job title and first address
 /// that went from one non-empty value to another, as `(kind, old, new)`. Filling in a blank is
 /// data entry, not news, and clearing a value says nothing either.
-pub fn field_changes(event: &mycorrhizal_engine::audit::AuditEvent) -> Vec<(&'static str, String, String)> {
+pub fn field_changes(event: &mycorrhizal_engine::AuditEvent) -> Vec<(&'static str, String, String)> {
     use mycorrhizal_engine::Record as _;
     if event.kind != crate::crm::contact::Contact::KIND.name || event.action != mycorrhizal_engine::Op::Updated {
         return Vec::new();
