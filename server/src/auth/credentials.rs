@@ -72,11 +72,8 @@ pub async fn check(
 async fn by_token(auth: &Auth, engine: &Engine, identifier: &str, token: &str, scope: Scope) -> Option<Proven> {
     let user = auth.authenticate(engine, token).await.ok()?;
     let named = user.account.username.to_lowercase() == identifier || user.account.email.to_lowercase() == identifier;
-    (matches!(user.via, Via::ApiToken { scope: s, .. } if s == scope) && named).then(|| Proven {
-        id: user.id.0,
-        account: user.account,
-        by_token: true,
-    })
+    let of_scope = matches!(user.via, Via::ApiToken { scope: s, .. } if s == scope);
+    (of_scope && named).then_some(Proven { id: user.id.0, account: user.account, by_token: true })
 }
 
 async fn by_password(

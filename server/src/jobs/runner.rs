@@ -77,10 +77,10 @@ pub async fn run(state: &AppState, job: &'static Job, trigger: Trigger) -> JobRu
     if let (Some(days), JobResult::Success) = (days, run.result) {
         // Remembered only after a success: a failed day is tried again.
         let last = job_runs::last_day(&state.engine, job.name).await.ok().flatten();
-        if last.is_none_or(|l| l < days.day) {
-            if let Err(e) = job_runs::mark_day(&state.engine, job.name, days.day).await {
-                tracing::error!(event = "scheduler_write_failed", component = "scheduler", job = job.name, error = %e);
-            }
+        if last.is_none_or(|l| l < days.day)
+            && let Err(e) = job_runs::mark_day(&state.engine, job.name, days.day).await
+        {
+            tracing::error!(event = "scheduler_write_failed", component = "scheduler", job = job.name, error = %e);
         }
     }
     run

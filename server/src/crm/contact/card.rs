@@ -493,7 +493,7 @@ pub async fn put(
                     .map_err(Error::internal)??;
                     Err(Error::UidConflict { holder: holder.unwrap_or_default() })
                 }
-                Err(e) => Err(e.into()),
+                Err(e) => Err(e),
             }
         }
     }

@@ -99,10 +99,10 @@ impl PictureChange {
     /// After the update that renamed the picture from `previous` to `current`, inside its
     /// transaction: writes the new bytes and removes the blob no contact names any more.
     pub fn store(&self, tx: &TxUser<'_, '_>, previous: &str, current: &str) -> mycorrhizal_engine::Result<()> {
-        if let PictureChange::Set(bytes) = self {
-            if !current.is_empty() {
-                tx.put_blob(current, bytes)?;
-            }
+        if let PictureChange::Set(bytes) = self
+            && !current.is_empty()
+        {
+            tx.put_blob(current, bytes)?;
         }
         if !previous.is_empty() && previous != current {
             tx.delete_blob(previous)?;
