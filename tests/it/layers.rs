@@ -339,59 +339,57 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<BTreeSet<Stri
     reaches.iter().map(|(file, reached)| circle_of(*file, reached)).filter(|circle| circle.len() > 1).collect()
 }
 
-fn allowed(from: &str, to: &str) -> bool {
-    KNOWN_CIRCLE_EDGES.iter().any(|(f, t, _)| from.starts_with(*f) && to.starts_with(*t))
+/// What is wrong with `graph` against its `allowed` edges (from, to, why), `names(pattern, node)`
+/// telling whether a pattern names a node: each circle left once the allowed edges are taken
+/// out, and each allowance no circle needs any more (`list` names the constant to edit).
+fn circle_problems(
+    graph: &BTreeMap<String, BTreeSet<String>>,
+    allowed: &[(&str, &str, &str)],
+    names: fn(&str, &str) -> bool,
+    what: &str,
+    list: &str,
+) -> Vec<String> {
+    let is_allowed = |from: &str, to: &str| allowed.iter().any(|&(f, t, _)| names(f, from) && names(t, to));
+    let pruned: BTreeMap<String, BTreeSet<String>> = graph
+        .iter()
+        .map(|(from, targets)| (from.clone(), targets.iter().filter(|to| !is_allowed(from, to)).cloned().collect()))
+        .collect();
+    let mut problems: Vec<String> = circles(&pruned)
+        .iter()
+        .map(|circle| format!("a new {what}: {}", circle.iter().cloned().collect::<Vec<_>>().join(", ")))
+        .collect();
+    let today = circles(graph);
+    for &(f, t, why) in allowed {
+        let needed = today.iter().any(|circle| {
+            circle
+                .iter()
+                .filter(|from| names(f, from))
+                .any(|from| graph[from].iter().any(|to| names(t, to) && circle.contains(to)))
+        });
+        if !needed {
+            problems.push(format!("no {what} needs {f} -> {t} ({why}) any more: remove it from {list}"));
+        }
+    }
+    problems
 }
 
 #[test]
 fn no_file_level_import_circle_outside_the_known_debt() {
     let graph = file_graph(&parse_server());
-    let pruned: BTreeMap<String, BTreeSet<String>> = graph
-        .iter()
-        .map(|(from, targets)| (from.clone(), targets.iter().filter(|to| !allowed(from, to)).cloned().collect()))
-        .collect();
-    let mut problems: Vec<String> = circles(&pruned)
-        .iter()
-        .map(|circle| format!("a new import circle: {}", circle.iter().cloned().collect::<Vec<_>>().join(", ")))
-        .collect();
-    let today = circles(&graph);
-    for (f, t, why) in KNOWN_CIRCLE_EDGES {
-        let on_a_circle = today.iter().any(|circle| {
-            circle
-                .iter()
-                .filter(|from| from.starts_with(*f))
-                .any(|from| graph[from].iter().any(|to| to.starts_with(*t) && circle.contains(to)))
-        });
-        if !on_a_circle {
-            problems.push(format!("no circle needs {f} -> {t} ({why}) any more: remove it from KNOWN_CIRCLE_EDGES"));
-        }
-    }
+    let by_prefix: fn(&str, &str) -> bool = |prefix, file| file.starts_with(prefix);
+    let problems = circle_problems(&graph, KNOWN_CIRCLE_EDGES, by_prefix, "import circle", "KNOWN_CIRCLE_EDGES");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]
 fn no_loop_between_folders_outside_the_known_debt() {
-    let edges = module_edges();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (from, to) in edges.keys() {
+    for (from, to) in module_edges().keys() {
         graph.entry(to.clone()).or_default();
         graph.entry(from.clone()).or_default().insert(to.clone());
     }
-    let allowed = |from: &str, to: &str| KNOWN_MODULE_LOOPS.iter().any(|&(f, t, _)| f == from && t == to);
-    let pruned: BTreeMap<String, BTreeSet<String>> = graph
-        .iter()
-        .map(|(from, targets)| (from.clone(), targets.iter().filter(|to| !allowed(from, to)).cloned().collect()))
-        .collect();
-    let mut problems: Vec<String> = circles(&pruned)
-        .iter()
-        .map(|circle| format!("a new loop between folders: {}", circle.iter().cloned().collect::<Vec<_>>().join(", ")))
-        .collect();
-    let today = circles(&graph);
-    for &(f, t, why) in KNOWN_MODULE_LOOPS {
-        if !today.iter().any(|circle| circle.contains(f) && circle.contains(t) && graph[f].contains(t)) {
-            problems.push(format!("no loop needs {f} -> {t} ({why}) any more: remove it from KNOWN_MODULE_LOOPS"));
-        }
-    }
+    let by_name: fn(&str, &str) -> bool = |name, module| name == module;
+    let problems = circle_problems(&graph, KNOWN_MODULE_LOOPS, by_name, "loop between folders", "KNOWN_MODULE_LOOPS");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
