@@ -4,14 +4,15 @@
 use crate::http::extract::{Path, Query};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 use mycorrhizal_engine::Row;
 
 use crate::auth::AuthUser;
 use crate::crm::activity::Activity;
-use crate::crm::{activity::ops as activities, activity::ops::ActivityPage, activity::ops::ActivityView};
+use crate::crm::{
+    activity::ops as activities, activity::ops::ActivityPage, activity::ops::ActivitySaved, activity::ops::ActivityView,
+};
 use crate::error::ApiError;
-use crate::http::conditional::{if_match, tagged};
+use crate::http::conditional::{Tagged, if_match, tagged};
 use crate::http::json::Json;
 use crate::http::params::DatedQuery;
 use crate::state::AppState;
@@ -47,11 +48,11 @@ pub async fn create(
     State(state): State<AppState>,
     user: AuthUser,
     Json(input): Json<activities::ActivityInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<ActivitySaved>, ApiError> {
     let created = activities::save(&state.scope(&user), None, input).await?;
     let (row, activity) = shown(&state, &user, created.id).await?;
     let body = activities::ActivitySaved { message: "Activity created".into(), activity };
-    Ok(tagged(&row, None, StatusCode::CREATED, &body))
+    Ok(tagged(&row, None, StatusCode::CREATED, body))
 }
 
 #[utoipa::path(get, path = "/api/v1/activities/{id}", tag = "activities", params(("id" = u64, Path)), responses((status = 200, description = "The activity with its contacts", body = crate::crm::activity::ops::ActivityView), (status = 404, description = "No such activity")))]
@@ -60,9 +61,9 @@ pub async fn get(
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<ActivityView>, ApiError> {
     let (row, activity) = shown(&state, &user, id).await?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &activity))
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, activity))
 }
 
 #[utoipa::path(put, path = "/api/v1/activities/{id}", tag = "activities", params(("id" = u64, Path)), request_body = activities::ActivityInput, responses(
@@ -73,11 +74,11 @@ pub async fn update(
     headers: HeaderMap,
     Path(id): Path<u64>,
     Json(input): Json<activities::ActivityInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<ActivityView>, ApiError> {
     let pre = if_match(&headers)?;
     let saved = activities::save(&state.scope(&user), Some((id, pre)), input).await?;
     let (row, activity) = shown(&state, &user, saved.id).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &activity))
+    Ok(tagged(&row, None, StatusCode::OK, activity))
 }
 
 #[utoipa::path(delete, path = "/api/v1/activities/{id}", tag = "activities", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such activity"), (status = 412, description = "If-Match is stale")))]

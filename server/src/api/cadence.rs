@@ -4,15 +4,15 @@
 use crate::http::extract::Path;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 
 use crate::auth::AuthUser;
+use crate::crm::cadence::ops::PolicyDetail;
 use crate::crm::{
     cadence::ops as cadence, cadence::ops::OverdueList, cadence::ops::PolicyInput, cadence::ops::PolicyList,
     cadence::ops::PolicyView,
 };
 use crate::error::ApiError;
-use crate::http::conditional::{if_match, tagged};
+use crate::http::conditional::{Tagged, if_match, tagged};
 use crate::http::json::Json;
 use crate::state::AppState;
 
@@ -34,9 +34,9 @@ pub async fn create(
     State(state): State<AppState>,
     user: AuthUser,
     Json(input): Json<PolicyInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<PolicyView>, ApiError> {
     let row = cadence::save(&state.scope(&user), None, input).await?;
-    Ok(tagged(&row, None, StatusCode::CREATED, &PolicyView::of(&row)))
+    Ok(tagged(&row, None, StatusCode::CREATED, PolicyView::of(&row)))
 }
 
 #[utoipa::path(get, path = "/api/v1/cadence-policies/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The policy with the health of each covered contact", body = crate::crm::cadence::ops::PolicyDetail), (status = 404, description = "No such policy")))]
@@ -45,10 +45,10 @@ pub async fn get(
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<PolicyDetail>, ApiError> {
     let now = state.engine.clock().now();
     let (row, detail) = state.read(&user, move |v| cadence::detail(v, id, now)).await?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &detail))
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, detail))
 }
 
 #[utoipa::path(put, path = "/api/v1/cadence-policies/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::bodies::CadencePolicyBody, responses((status = 200, description = "The policy"), (status = 404, description = "No such policy or contact"), (status = 412, description = "If-Match is stale")))]
@@ -58,10 +58,10 @@ pub async fn update(
     headers: HeaderMap,
     Path(id): Path<u64>,
     Json(input): Json<PolicyInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<PolicyView>, ApiError> {
     let pre = if_match(&headers)?;
     let row = cadence::save(&state.scope(&user), Some((id, pre)), input).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &PolicyView::of(&row)))
+    Ok(tagged(&row, None, StatusCode::OK, PolicyView::of(&row)))
 }
 
 #[utoipa::path(delete, path = "/api/v1/cadence-policies/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such policy")))]

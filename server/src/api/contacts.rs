@@ -6,7 +6,6 @@
 use crate::http::extract::{Path, Query};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::IntoParams;
@@ -18,7 +17,7 @@ use crate::crm::contact::ops::{ContactInput, Flag};
 use crate::crm::contact::view::{BirthdayList, ContactCreated, ContactSummaries, ContactView};
 use crate::crm::contact::{detail, list as listing, ops, pick};
 use crate::error::ApiError;
-use crate::http::conditional::{if_match, tagged};
+use crate::http::conditional::{Tagged, if_match, tagged};
 use crate::http::json::Json;
 use crate::http::params;
 use crate::state::AppState;
@@ -110,10 +109,10 @@ pub async fn create(
     State(state): State<AppState>,
     user: AuthUser,
     Json(input): Json<ContactInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<ContactCreated>, ApiError> {
     let row = ops::create(&state.scope(&user), input).await?;
     let body = ContactCreated { message: "Contact created".into(), contact: ContactView::of(&row, &[]) };
-    Ok(tagged(&row, None, StatusCode::CREATED, &body))
+    Ok(tagged(&row, None, StatusCode::CREATED, body))
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -132,7 +131,7 @@ pub async fn get(
     headers: HeaderMap,
     Path(id): Path<u64>,
     Query(q): Query<GetQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<Value>, ApiError> {
     let (row, view) = state.read(&user, move |v| detail::get(v, id)).await?;
     let mut body = serde_json::to_value(view).map_err(ApiError::internal)?;
     if let Some(fields) = q.fields.filter(|f| !f.trim().is_empty())
@@ -141,7 +140,7 @@ pub async fn get(
         let wanted: Vec<&str> = fields.split(',').map(str::trim).collect();
         map.retain(|k, _| wanted.contains(&k.as_str()) || ["id", "uid", "etag", "revision"].contains(&k.as_str()));
     }
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &body))
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, body))
 }
 
 #[utoipa::path(put, path = "/api/v1/contacts/{id}", tag = "contacts", params(("id" = u64, Path)), request_body = ContactInput, responses(
@@ -154,10 +153,10 @@ pub async fn update(
     headers: HeaderMap,
     Path(id): Path<u64>,
     Json(input): Json<ContactInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<ContactView>, ApiError> {
     let pre = if_match(&headers)?;
     let row = ops::update(&state.scope(&user), id, pre, input).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &ContactView::of(&row, &[])))
+    Ok(tagged(&row, None, StatusCode::OK, ContactView::of(&row, &[])))
 }
 
 #[utoipa::path(delete, path = "/api/v1/contacts/{id}", tag = "contacts", params(("id" = u64, Path)), responses(
@@ -174,13 +173,23 @@ pub async fn delete(
     Ok(axum::Json(Message::new("Contact deleted")))
 }
 
-async fn set_flag(state: &AppState, user: &AuthUser, id: u64, flag: Flag, on: bool) -> Result<Response, ApiError> {
+async fn set_flag(
+    state: &AppState,
+    user: &AuthUser,
+    id: u64,
+    flag: Flag,
+    on: bool,
+) -> Result<Tagged<ContactView>, ApiError> {
     let row = ops::set_flag(&state.scope(user), id, flag, on).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &ContactView::of(&row, &[])))
+    Ok(tagged(&row, None, StatusCode::OK, ContactView::of(&row, &[])))
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/{id}/archive", tag = "contacts", params(("id" = u64, Path)), responses((status = 200, description = "The contact", body = ContactView), (status = 404, description = "No such contact")))]
-pub async fn archive(State(state): State<AppState>, user: AuthUser, Path(id): Path<u64>) -> Result<Response, ApiError> {
+pub async fn archive(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<u64>,
+) -> Result<Tagged<ContactView>, ApiError> {
     set_flag(&state, &user, id, Flag::Archived, true).await
 }
 
@@ -189,7 +198,7 @@ pub async fn unarchive(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<ContactView>, ApiError> {
     set_flag(&state, &user, id, Flag::Archived, false).await
 }
 
@@ -198,7 +207,7 @@ pub async fn favorite(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<ContactView>, ApiError> {
     set_flag(&state, &user, id, Flag::Favorite, true).await
 }
 
@@ -207,7 +216,7 @@ pub async fn unfavorite(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<ContactView>, ApiError> {
     set_flag(&state, &user, id, Flag::Favorite, false).await
 }
 

@@ -5,7 +5,6 @@
 use crate::http::extract::{Path, Query};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -17,7 +16,7 @@ use crate::crm::{
     depth::ops::GiftView, depth::ops::LifeEventCreated, depth::ops::LifeEventPage, depth::ops::LifeEventView,
 };
 use crate::error::ApiError;
-use crate::http::conditional::{if_match, tagged};
+use crate::http::conditional::{Tagged, if_match, tagged};
 use crate::http::json::Json;
 use crate::http::params;
 use crate::state::AppState;
@@ -87,7 +86,7 @@ pub async fn create_life_event(
     State(state): State<AppState>,
     user: AuthUser,
     Json(input): Json<depth_ops::LifeEventInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<LifeEventCreated>, ApiError> {
     let (who, event) = input.record();
     let row = depth_ops::save(&state.scope(&user), None, who, event).await?;
     let (row, view) = life_event(&state, &user, row).await?;
@@ -95,7 +94,7 @@ pub async fn create_life_event(
         &row,
         None,
         StatusCode::CREATED,
-        &LifeEventCreated { message: "Life event created".into(), life_event: view },
+        LifeEventCreated { message: "Life event created".into(), life_event: view },
     ))
 }
 
@@ -105,10 +104,10 @@ pub async fn get_life_event(
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<LifeEventView>, ApiError> {
     let row = state.read(&user, move |v| depth_ops::get::<LifeEvent>(v, id)).await?;
     let (row, view) = life_event(&state, &user, row).await?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &view))
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, view))
 }
 
 #[utoipa::path(put, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::bodies::LifeEventBody, responses((status = 200, description = "The life event", body = LifeEventView), (status = 404, description = "No such event or contact"), (status = 412, description = "If-Match is stale")))]
@@ -118,12 +117,12 @@ pub async fn update_life_event(
     headers: HeaderMap,
     Path(id): Path<u64>,
     Json(input): Json<depth_ops::LifeEventInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<LifeEventView>, ApiError> {
     let pre = if_match(&headers)?;
     let (who, event) = input.record();
     let row = depth_ops::save(&state.scope(&user), Some((id, pre)), who, event).await?;
     let (row, view) = life_event(&state, &user, row).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &view))
+    Ok(tagged(&row, None, StatusCode::OK, view))
 }
 
 #[utoipa::path(delete, path = "/api/v1/life-events/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such event")))]
@@ -168,11 +167,11 @@ pub async fn create_gift(
     State(state): State<AppState>,
     user: AuthUser,
     Json(input): Json<depth_ops::GiftInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<GiftCreated>, ApiError> {
     let (who, body) = input.record()?;
     let row = depth_ops::save(&state.scope(&user), None, who, body).await?;
     let (row, view) = gift(&state, &user, row).await?;
-    Ok(tagged(&row, None, StatusCode::CREATED, &GiftCreated { message: "Gift created".into(), gift: view }))
+    Ok(tagged(&row, None, StatusCode::CREATED, GiftCreated { message: "Gift created".into(), gift: view }))
 }
 
 #[utoipa::path(get, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "The gift", body = GiftView), (status = 404, description = "No such gift")))]
@@ -181,10 +180,10 @@ pub async fn get_gift(
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<GiftView>, ApiError> {
     let row = state.read(&user, move |v| depth_ops::get::<Gift>(v, id)).await?;
     let (row, view) = gift(&state, &user, row).await?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &view))
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, view))
 }
 
 #[utoipa::path(put, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), request_body = crate::crm::bodies::GiftBody, responses((status = 200, description = "The gift", body = GiftView), (status = 404, description = "No such gift or contact"), (status = 412, description = "If-Match is stale")))]
@@ -194,12 +193,12 @@ pub async fn update_gift(
     headers: HeaderMap,
     Path(id): Path<u64>,
     Json(input): Json<depth_ops::GiftInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<GiftView>, ApiError> {
     let pre = if_match(&headers)?;
     let (who, body) = input.record()?;
     let row = depth_ops::save(&state.scope(&user), Some((id, pre)), who, body).await?;
     let (row, view) = gift(&state, &user, row).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &view))
+    Ok(tagged(&row, None, StatusCode::OK, view))
 }
 
 #[utoipa::path(delete, path = "/api/v1/gifts/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such gift")))]
@@ -244,7 +243,7 @@ pub async fn create_agenda(
     State(state): State<AppState>,
     user: AuthUser,
     Json(input): Json<depth_ops::AgendaInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<AgendaItemCreated>, ApiError> {
     let (who, item) = input.record();
     let row = depth_ops::save(&state.scope(&user), None, who, item).await?;
     let (row, view) = agenda(&state, &user, row).await?;
@@ -252,7 +251,7 @@ pub async fn create_agenda(
         &row,
         None,
         StatusCode::CREATED,
-        &AgendaItemCreated { message: "Agenda item created".into(), conversation_agenda: view },
+        AgendaItemCreated { message: "Agenda item created".into(), conversation_agenda: view },
     ))
 }
 
@@ -262,10 +261,10 @@ pub async fn get_agenda(
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<AgendaItemView>, ApiError> {
     let row = state.read(&user, move |v| depth_ops::get::<AgendaItem>(v, id)).await?;
     let (row, view) = agenda(&state, &user, row).await?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &view))
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, view))
 }
 
 /// Changes the text only; the discussed state is changed by `/discuss`.
@@ -276,11 +275,11 @@ pub async fn update_agenda(
     headers: HeaderMap,
     Path(id): Path<u64>,
     Json(edit): Json<depth_ops::AgendaEdit>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<AgendaItemView>, ApiError> {
     let pre = if_match(&headers)?;
     let row = depth_ops::edit_agenda(&state.scope(&user), id, pre, edit).await?;
     let (row, view) = agenda(&state, &user, row).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &view))
+    Ok(tagged(&row, None, StatusCode::OK, view))
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -295,10 +294,10 @@ pub async fn discuss_agenda(
     user: AuthUser,
     Path(id): Path<u64>,
     Json(input): Json<DiscussInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<AgendaItemView>, ApiError> {
     let row = depth_ops::discuss(&state.scope(&user), id, input.activity_id).await?;
     let (row, view) = agenda(&state, &user, row).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &view))
+    Ok(tagged(&row, None, StatusCode::OK, view))
 }
 
 #[utoipa::path(delete, path = "/api/v1/conversation-agenda/{id}", tag = "depth", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such item")))]

@@ -19,7 +19,6 @@
 use crate::http::extract::{Path, Query};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -33,7 +32,7 @@ use crate::crm::{
     household::ops::SuggestionList,
 };
 use crate::error::ApiError;
-use crate::http::conditional::{if_match, tagged};
+use crate::http::conditional::{Tagged, if_match, tagged};
 use crate::http::json::Json;
 use crate::http::params;
 use crate::state::AppState;
@@ -97,19 +96,23 @@ pub async fn create(
     State(state): State<AppState>,
     user: AuthUser,
     Json(input): Json<household_ops::HouseholdInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<HouseholdCreated>, ApiError> {
     let row = household_ops::save(&state.scope(&user), None, input).await?;
     let body = HouseholdCreated { message: "Household created".into(), household: HouseholdView::of(&row) };
-    Ok(tagged(&row, None, StatusCode::CREATED, &body))
+    Ok(tagged(&row, None, StatusCode::CREATED, body))
 }
 
 /// The household and its members. The `ETag` is the household row's (for `If-Match` on update
 /// and delete); it does not cover the members, so there is no 304 here.
 #[utoipa::path(get, path = "/api/v1/households/{id}", tag = "households", params(("id" = u64, Path)), responses(
     (status = 200, description = "`{household, members}`", body = HouseholdWithMembers), (status = 404, description = "No such household")))]
-pub async fn get(State(state): State<AppState>, user: AuthUser, Path(id): Path<u64>) -> Result<Response, ApiError> {
+pub async fn get(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<u64>,
+) -> Result<Tagged<HouseholdWithMembers>, ApiError> {
     let (row, body) = state.read(&user, move |v| household_ops::get(v, id)).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &body))
+    Ok(tagged(&row, None, StatusCode::OK, body))
 }
 
 /// Replaces the household (name, type, address, notes; an absent address or notes clears it).
@@ -122,10 +125,10 @@ pub async fn update(
     headers: HeaderMap,
     Path(id): Path<u64>,
     Json(input): Json<household_ops::HouseholdInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<HouseholdView>, ApiError> {
     let pre = if_match(&headers)?;
     let row = household_ops::save(&state.scope(&user), Some((id, pre)), input).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &HouseholdView::of(&row)))
+    Ok(tagged(&row, None, StatusCode::OK, HouseholdView::of(&row)))
 }
 
 /// Deletes the household and, in the same transaction, its membership rows.
@@ -164,10 +167,10 @@ pub async fn add_member(
     user: AuthUser,
     Path(id): Path<u64>,
     Json(input): Json<household_ops::MemberInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<MemberChanged>, ApiError> {
     let row = household_ops::add_member(&state.scope(&user), id, input).await?;
     let (row, member) = member_shown(&state, &user, row).await?;
-    Ok(tagged(&row, None, StatusCode::CREATED, &MemberChanged { message: "Member added".into(), member }))
+    Ok(tagged(&row, None, StatusCode::CREATED, MemberChanged { message: "Member added".into(), member }))
 }
 
 /// Changes a member's `role`, `since` or `until` (conditional on the membership's `If-Match`).
@@ -182,11 +185,11 @@ pub async fn update_member(
     headers: HeaderMap,
     Path((id, member)): Path<(u64, String)>,
     Json(edit): Json<household_ops::MemberEdit>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<MemberChanged>, ApiError> {
     let pre = if_match(&headers)?;
     let row = household_ops::edit_member(&state.scope(&user), id, member, pre, edit).await?;
     let (row, member) = member_shown(&state, &user, row).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &MemberChanged { message: "Member updated".into(), member }))
+    Ok(tagged(&row, None, StatusCode::OK, MemberChanged { message: "Member updated".into(), member }))
 }
 
 #[utoipa::path(delete, path = "/api/v1/households/{id}/members/{member}", tag = "households",

@@ -4,7 +4,6 @@
 use crate::http::extract::{Path, Query};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 
 use crate::auth::AuthUser;
 use crate::crm::note::Note;
@@ -12,7 +11,7 @@ use crate::crm::{
     note::ops as notes, note::ops::NoteInput, note::ops::NotePage, note::ops::NoteSaved, note::ops::NoteView,
 };
 use crate::error::ApiError;
-use crate::http::conditional::{if_match, tagged};
+use crate::http::conditional::{Tagged, if_match, tagged};
 use crate::http::json::Json;
 use crate::http::params::DatedQuery;
 use crate::state::AppState;
@@ -38,8 +37,8 @@ pub async fn list_unassigned(
     Ok(axum::Json(state.read(&user, move |v| notes::page(v, None, &filter)).await?))
 }
 
-fn created(row: &mycorrhizal_engine::Row<Note>) -> Response {
-    tagged(row, None, StatusCode::CREATED, &NoteSaved { message: "Note created".into(), note: NoteView::of(row) })
+fn created(row: &mycorrhizal_engine::Row<Note>) -> Tagged<NoteSaved> {
+    tagged(row, None, StatusCode::CREATED, NoteSaved { message: "Note created".into(), note: NoteView::of(row) })
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/{id}/notes", tag = "notes", params(("id" = u64, Path)), request_body = NoteInput, responses((status = 201, body = NoteSaved), (status = 404, description = "No such contact")))]
@@ -48,7 +47,7 @@ pub async fn create_for_contact(
     user: AuthUser,
     Path(id): Path<u64>,
     Json(input): Json<NoteInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<NoteSaved>, ApiError> {
     Ok(created(&notes::create(&state.scope(&user), Some(id), input, state.engine.clock().now()).await?))
 }
 
@@ -57,7 +56,7 @@ pub async fn create(
     State(state): State<AppState>,
     user: AuthUser,
     Json(input): Json<NoteInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<NoteSaved>, ApiError> {
     let contact = input.contact_id;
     Ok(created(&notes::create(&state.scope(&user), contact, input, state.engine.clock().now()).await?))
 }
@@ -68,9 +67,9 @@ pub async fn get(
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<NoteView>, ApiError> {
     let row = state.read(&user, move |v| notes::get(v, id)).await?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &NoteView::of(&row)))
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, NoteView::of(&row)))
 }
 
 #[utoipa::path(put, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), request_body = NoteInput, responses(
@@ -81,10 +80,10 @@ pub async fn update(
     headers: HeaderMap,
     Path(id): Path<u64>,
     Json(input): Json<NoteInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<NoteSaved>, ApiError> {
     let pre = if_match(&headers)?;
     let row = notes::update(&state.scope(&user), id, pre, input).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &NoteSaved { message: "Note updated".into(), note: NoteView::of(&row) }))
+    Ok(tagged(&row, None, StatusCode::OK, NoteSaved { message: "Note updated".into(), note: NoteView::of(&row) }))
 }
 
 #[utoipa::path(delete, path = "/api/v1/notes/{id}", tag = "notes", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such note"), (status = 412, description = "If-Match is stale")))]

@@ -16,7 +16,7 @@ use crate::crm::contact::Contact;
 use crate::crm::contact::picture as pictures;
 use crate::crm::contact::view::ContactView;
 use crate::error::ApiError;
-use crate::http::conditional::tagged;
+use crate::http::conditional::{Tagged, tagged};
 use crate::outbound::image::{self, FetchError};
 use crate::state::AppState;
 
@@ -30,7 +30,7 @@ pub async fn upload(
     user: AuthUser,
     Path(id): Path<u64>,
     mut form: Multipart,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<ContactView>, ApiError> {
     state.read(&user, move |v| Ok(v.get::<Contact>(id)?)).await?;
     let mut bytes = None;
     while let Some(field) = form.next_field().await.map_err(|e| ApiError::invalid_input("photo", e.body_text()))? {
@@ -43,10 +43,10 @@ pub async fn upload(
     }
     let Some(bytes) = bytes else {
         let row = state.read(&user, move |v| Ok(v.get::<Contact>(id)?)).await?;
-        return Ok(tagged(&row, None, StatusCode::OK, &ContactView::of(&row, &[])));
+        return Ok(tagged(&row, None, StatusCode::OK, ContactView::of(&row, &[])));
     };
     let row = pictures::store(&state.scope(&user), id, bytes).await?;
-    Ok(tagged(&row, None, StatusCode::OK, &ContactView::of(&row, &[])))
+    Ok(tagged(&row, None, StatusCode::OK, ContactView::of(&row, &[])))
 }
 
 /// A profile picture upload: the multipart field `photo`.

@@ -5,7 +5,6 @@
 use crate::http::extract::{Path, Query};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -17,7 +16,7 @@ use crate::crm::{
     reminder::ops::ReminderList, reminder::ops::ReminderSaved, reminder::ops::ReminderView,
 };
 use crate::error::ApiError;
-use crate::http::conditional::{if_match, tagged};
+use crate::http::conditional::{Tagged, if_match, tagged};
 use crate::http::json::Json;
 use crate::state::AppState;
 
@@ -60,11 +59,11 @@ pub async fn create_for_contact(
     user: AuthUser,
     Path(id): Path<u64>,
     Json(input): Json<reminders::ReminderInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<ReminderSaved>, ApiError> {
     let row = reminders::create(&state.scope(&user), Some(id), input).await?;
     let reminder = ReminderView::of(&row, Some(state.today()), None);
     let body = ReminderSaved { message: "Reminder created".into(), reminder };
-    Ok(tagged(&row, None, StatusCode::CREATED, &body))
+    Ok(tagged(&row, None, StatusCode::CREATED, body))
 }
 
 #[utoipa::path(get, path = "/api/v1/reminders/{id}", tag = "reminders", params(("id" = u64, Path)), responses((status = 200, description = "The reminder, with `ETag`", body = crate::crm::reminder::ops::ReminderView), (status = 404, description = "No such reminder")))]
@@ -73,9 +72,9 @@ pub async fn get(
     user: AuthUser,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<ReminderView>, ApiError> {
     let row = state.read(&user, move |v| reminders::get(v, id)).await?;
-    Ok(tagged(&row, Some(&headers), StatusCode::OK, &ReminderView::of(&row, Some(state.today()), None)))
+    Ok(tagged(&row, Some(&headers), StatusCode::OK, ReminderView::of(&row, Some(state.today()), None)))
 }
 
 #[utoipa::path(put, path = "/api/v1/reminders/{id}", tag = "reminders", params(("id" = u64, Path)), request_body = reminders::ReminderInput, responses(
@@ -86,11 +85,11 @@ pub async fn update(
     headers: HeaderMap,
     Path(id): Path<u64>,
     Json(input): Json<reminders::ReminderInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Tagged<ReminderSaved>, ApiError> {
     let pre = if_match(&headers)?;
     let row = reminders::update(&state.scope(&user), id, pre, input).await?;
     let reminder = ReminderView::of(&row, Some(state.today()), None);
-    Ok(tagged(&row, None, StatusCode::OK, &ReminderSaved { message: "Reminder updated".into(), reminder }))
+    Ok(tagged(&row, None, StatusCode::OK, ReminderSaved { message: "Reminder updated".into(), reminder }))
 }
 
 #[utoipa::path(delete, path = "/api/v1/reminders/{id}", tag = "reminders", params(("id" = u64, Path)), responses((status = 200, description = "Deleted", body = crate::crm::Message), (status = 404, description = "No such reminder"), (status = 412, description = "If-Match is stale")))]

@@ -35,13 +35,30 @@ pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
         .is_some_and(|v| v.split(',').map(|t| t.trim().trim_start_matches("W/")).any(|t| t == etag || t == "*"))
 }
 
-/// A single-record response with its `ETag`, or 304 when the client's copy is current.
-pub fn tagged<R, B: Serialize>(row: &Row<R>, headers: Option<&HeaderMap>, status: StatusCode, body: &B) -> Response {
-    let etag = row.etag();
-    if status == StatusCode::OK && headers.is_some_and(|h| not_modified(h, &etag)) {
-        return with_etag(StatusCode::NOT_MODIFIED.into_response(), &etag);
+/// A single-record answer: its body, typed, with the record's `ETag`; 304 instead when the
+/// client's copy is current. Handlers return it, so their signature names the body they send.
+pub struct Tagged<B> {
+    status: StatusCode,
+    etag: String,
+    body: Option<B>,
+}
+
+impl<B: Serialize> IntoResponse for Tagged<B> {
+    fn into_response(self) -> Response {
+        let response = match self.body {
+            Some(body) => (self.status, axum::Json(body)).into_response(),
+            None => StatusCode::NOT_MODIFIED.into_response(),
+        };
+        with_etag(response, &self.etag)
     }
-    with_etag((status, axum::Json(body)).into_response(), &etag)
+}
+
+/// `body` as record `row`'s answer with its `ETag`, or 304 when `headers` hold that ETag already
+/// (a read, `200`, only).
+pub fn tagged<R, B: Serialize>(row: &Row<R>, headers: Option<&HeaderMap>, status: StatusCode, body: B) -> Tagged<B> {
+    let etag = row.etag();
+    let current = status == StatusCode::OK && headers.is_some_and(|h| not_modified(h, &etag));
+    Tagged { status, etag, body: (!current).then_some(body) }
 }
 
 fn with_etag(mut response: Response, etag: &str) -> Response {
