@@ -11,22 +11,9 @@ use std::collections::HashMap;
 use mycorrhizal_codecs::card::Card;
 use mycorrhizal_codecs::projection::{Flat, project};
 use mycorrhizal_engine::UserView;
-use serde::Serialize;
 
-use super::{ImportRow, diff, merge, stable_uid};
+use super::{DuplicateMatch, ImportRow, diff, merge, stable_uid};
 use crate::crm::contact::{Contact, INDEX_EMAIL, INDEX_PHONE, INDEX_SORT_NAME, INDEX_UID, phone_key};
-
-/// An existing contact an incoming row matches, and by what.
-#[derive(Debug, Clone, Serialize)]
-pub struct DuplicateMatch {
-    pub existing_contact_id: u64,
-    pub existing_firstname: String,
-    pub existing_lastname: String,
-    pub existing_email: String,
-    pub existing_phone: String,
-    /// `uid`, `email`, `phone` or `name`.
-    pub match_reason: &'static str,
-}
 
 /// The identifying keys of a card, strongest first: what duplicates are looked up by.
 fn keys(card: &Card, flat: &Flat) -> Vec<(&'static str, &'static str, String)> {

@@ -24,12 +24,14 @@ mod sessions;
 
 pub use apply::{Action, BATCH, BATCH_MAX, ImportResult, Op, Outcome, apply_batch, batch_rows, execute};
 pub use confirm::{CONCURRENT_CONFIRM_WAIT, Decision, confirm};
-pub use detect::{DuplicateMatch, detect};
+pub use detect::detect;
 pub use merge::{Added, FieldChange, MergeDiff, diff, merge};
 pub use pictures::Picture;
 pub use prepare::{ORIGINAL_UID_POINTER, new_contact, stable_uid, stable_uid_of};
 pub use preview::{CardFile, CsvUpload, Preview, parsed_contact, preview_cards, preview_csv, preview_rows, upload_csv};
-pub use rows::{Categories, ImportRow, MAX_RECORDS, check_count, rows_of, rows_of_cards, rows_of_records};
+pub use rows::{
+    Categories, DuplicateMatch, ImportRow, MAX_RECORDS, check_count, rows_of, rows_of_cards, rows_of_records,
+};
 pub use runs::{ImportRun, ImportRunList, ImportRunView, RUNS_KEPT, recent_runs, record_run, run_list};
 pub use sessions::{OPEN_SESSIONS_PER_USER, SESSION_LIFETIME, Session, SessionError, Sessions, Stage};
 

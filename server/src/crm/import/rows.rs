@@ -5,10 +5,23 @@
 
 use mycorrhizal_codecs::record::{Item, NeutralRecord};
 use mycorrhizal_codecs::vcard::Photo;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::pictures::inline_photo;
-use super::{DuplicateMatch, ImportError, MergeDiff, Source};
+use super::{ImportError, MergeDiff, Source};
+
+/// An existing contact an incoming row matches, and by what.
+#[derive(Debug, Clone, Serialize)]
+pub struct DuplicateMatch {
+    pub existing_contact_id: u64,
+    pub existing_firstname: String,
+    pub existing_lastname: String,
+    pub existing_email: String,
+    pub existing_phone: String,
+    /// `uid`, `email`, `phone` or `name`.
+    pub match_reason: &'static str,
+}
 
 /// Records one JSON batch may hold.
 pub const MAX_RECORDS: usize = 500;
