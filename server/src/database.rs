@@ -69,39 +69,22 @@ pub fn search_options(config: &Config) -> SearchOptions {
 /// (see [`crm::contact::picture`], [`crm::attachment`]); a no-op once done. Should it fail (a full
 /// disk), the server still starts: the files stay where they are and the next start moves them.
 async fn adopt_files(engine: &Engine, data_dir: &std::path::Path) {
-    let (engine2, dir) = (engine.clone(), data_dir.to_path_buf());
-    match tokio::task::spawn_blocking(move || {
-        crm::legacy_files::adopt(&engine2, &dir, &crm::attachment::ops::LEGACY_FILES)
-    })
-    .await
-    {
-        Ok(Ok(adopted)) if adopted.moved > 0 || adopted.removed > 0 => tracing::info!(
-            event = "attachments_adopted",
-            component = "migration",
-            moved = adopted.moved,
-            removed = adopted.removed,
-            "attachments moved from files into the database"
-        ),
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => tracing::error!(event = "attachments_adoption_failed", component = "migration", error = %e),
-        Err(e) => tracing::error!(event = "attachments_adoption_failed", component = "migration", error = %e),
-    }
-    let (engine, dir) = (engine.clone(), data_dir.to_path_buf());
-    match tokio::task::spawn_blocking(move || {
-        crm::legacy_files::adopt(&engine, &dir, &crm::contact::picture::LEGACY_FILES)
-    })
-    .await
-    {
-        Ok(Ok(adopted)) if adopted.moved > 0 || adopted.removed > 0 => tracing::info!(
-            event = "pictures_adopted",
-            component = "migration",
-            moved = adopted.moved,
-            removed = adopted.removed,
-            "contact pictures moved from files into the database"
-        ),
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => tracing::error!(event = "pictures_adoption_failed", component = "migration", error = %e),
-        Err(e) => tracing::error!(event = "pictures_adoption_failed", component = "migration", error = %e),
+    let kinds =
+        [("attachments", &crm::attachment::ops::LEGACY_FILES), ("pictures", &crm::contact::picture::LEGACY_FILES)];
+    for (what, legacy) in kinds {
+        let (engine, dir) = (engine.clone(), data_dir.to_path_buf());
+        let adopted = tokio::task::spawn_blocking(move || crm::legacy_files::adopt(&engine, &dir, legacy)).await;
+        match adopted.map_err(|e| e.to_string()).and_then(|done| done.map_err(|e| e.to_string())) {
+            Ok(adopted) if adopted.moved > 0 || adopted.removed > 0 => tracing::info!(
+                event = format!("{what}_adopted"),
+                component = "migration",
+                moved = adopted.moved,
+                removed = adopted.removed,
+                "{what} moved from files into the database"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::error!(event = format!("{what}_adoption_failed"), component = "migration", error = %e),
+        }
     }
 }
 
