@@ -3,6 +3,7 @@
 //! Start-up order is fixed: config -> open database -> pre-migration snapshot -> migrations ->
 //! bind the listener. Nothing listens while migrations run.
 
+pub mod account_removal;
 pub mod allocator;
 pub mod api;
 pub mod auth;
@@ -22,10 +23,12 @@ pub mod http;
 pub mod import_cli;
 pub mod integrity;
 pub mod jobs;
+pub mod keys;
 pub mod maintenance;
 pub mod notify;
 pub mod ops;
 pub mod outbound;
+pub mod outbox;
 pub mod restore;
 pub mod retention;
 pub mod state;
@@ -148,9 +151,9 @@ pub async fn rewrap_data_key(mut config: Config, new_key: String) -> Result<(), 
     }
     load_secret(&mut config).map_err(|e| format!("{e:#}"))?;
     let engine = open_engine(&config).await.map_err(|e| format!("{e:#}"))?;
-    let old = auth::keys::MasterKey::from_config(&config)?;
-    let new = auth::keys::MasterKey::derive(new_key.as_bytes(), auth::keys::MasterSource::DataEncryptionKey);
-    let result = auth::keys::rewrap(&engine, &old, &new).await;
+    let old = keys::MasterKey::from_config(&config)?;
+    let new = keys::MasterKey::derive(new_key.as_bytes(), keys::MasterSource::DataEncryptionKey);
+    let result = keys::rewrap(&engine, &old, &new).await;
     engine.shutdown();
     result
 }

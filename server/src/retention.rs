@@ -55,7 +55,7 @@ pub async fn purge(engine: &Engine, retention: &Retention, users: &[u64], now: T
             .await?;
     }
     if retention.webhook_delivery_days > 0 {
-        removed += crate::notify::outbox::purge(engine, days(retention.webhook_delivery_days)?).await?;
+        removed += crate::outbox::purge(engine, days(retention.webhook_delivery_days)?).await?;
     }
     Ok(removed)
 }

@@ -11,9 +11,9 @@ use crate::auth::oidc::OidcClient;
 use crate::config::Config;
 use crate::notify::Notifier;
 use crate::notify::email::Mailer;
-use crate::notify::outbox::{Outbox, Signal};
 use crate::notify::webhooks::OutboxHook;
 use crate::ops::events::{Event, emit};
+use crate::outbox::{Outbox, Signal};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -37,7 +37,7 @@ impl AppState {
     pub async fn build(engine: Engine, config: Config) -> Result<AppState, String> {
         ensure_indexes(&engine).await?;
         // A pending side written by an earlier version moves to the outbox's index by lane.
-        crate::notify::outbox::adopt_pending(&engine).await.map_err(|e| format!("cannot read the outbox: {e}"))?;
+        crate::outbox::adopt_pending(&engine).await.map_err(|e| format!("cannot read the outbox: {e}"))?;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(30))

@@ -579,8 +579,8 @@ async fn another_user_can_neither_see_change_delete_nor_test_my_channels() {
 #[tokio::test]
 async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_and_queued_messages() {
     use mycorrhizal::notify::channels::PushSubscription;
-    use mycorrhizal::notify::outbox::{Envelope, Message};
     use mycorrhizal::notify::webhooks::Webhook;
+    use mycorrhizal::outbox::{Envelope, Message};
     use mycorrhizal_engine::system::Trigger;
 
     let app = in_process(&[]).await;
@@ -614,7 +614,7 @@ async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_a
     assert_eq!(app.call("POST", "/api/v1/contacts", Some(&bob), gus).await.0, 201);
     let unexpanded = |app: &InProcess| {
         let g = app.state.engine.global().expect("a read");
-        let events = mycorrhizal::notify::outbox::pending_events(&g, usize::MAX).expect("events");
+        let events = mycorrhizal::outbox::pending_events(&g, usize::MAX).expect("events");
         events.into_iter().filter(|(_, e)| e.user_id == bob_id).map(|(_, e)| e).collect::<Vec<_>>()
     };
     let recorded = unexpanded(&app);
@@ -630,11 +630,8 @@ async fn deleting_an_account_removes_its_channels_browsers_webhooks_digest_day_a
             .filter(|(_, m)| m.user_id == bob_id)
             .map(|(id, _)| id)
             .collect();
-        let pending = mycorrhizal::notify::outbox::pending_ids(&g)
-            .expect("pending")
-            .iter()
-            .filter(|id| messages.contains(id))
-            .count();
+        let pending =
+            mycorrhizal::outbox::pending_ids(&g).expect("pending").iter().filter(|id| messages.contains(id)).count();
         (
             g.get::<ChannelConfig>(bob_id).is_ok(),
             g.list::<PushSubscription>().expect("subs").iter().filter(|(_, s)| s.user_id == bob_id).count(),
@@ -726,7 +723,7 @@ async fn diagnostics_show_each_channel_in_use_failing_once_its_messages_fail_in_
         app.call("POST", "/api/v1/notifications/channels/ntfy/test", Some(&bob), json!({})).await;
         app.call("POST", "/api/v1/notifications/channels/gotify/test", Some(&ada), json!({})).await;
     }
-    for _ in 0..mycorrhizal::notify::outbox::MAX_ATTEMPTS {
+    for _ in 0..mycorrhizal::outbox::MAX_ATTEMPTS {
         assert_eq!(deliver_once(&app.state.notify).await, 6);
         advance(&app, 7 * 3600);
     }

@@ -476,7 +476,7 @@ async fn finished_deliveries_are_purged_after_the_retention_window_and_pending_o
     // The event's envelope is stored once for both deliveries: purging the delivered one kept it
     // for the pending one, which still goes out whole; it goes with its last delivery.
     let envelopes = |app: &InProcess| {
-        app.state.engine.global().expect("a read").list::<mycorrhizal::notify::outbox::Envelope>().expect("envelopes")
+        app.state.engine.global().expect("a read").list::<mycorrhizal::outbox::Envelope>().expect("envelopes")
     };
     assert_eq!(envelopes(&app).len(), 1, "one envelope for the event's two deliveries");
     assert_eq!(deliver_once(&app.state.notify).await, 1, "the pending one is delivered");
@@ -494,8 +494,8 @@ async fn finished_deliveries_are_purged_after_the_retention_window_and_pending_o
 
 #[tokio::test]
 async fn a_delivery_queued_by_an_earlier_version_is_still_made_whole_and_in_order() {
-    use mycorrhizal::notify::outbox::{self, Message, Pending, Status, Target};
     use mycorrhizal::notify::webhooks::Webhook;
+    use mycorrhizal::outbox::{self, Message, Pending, Status, Target};
 
     let app = in_process(&[]).await;
     let receiver = Receiver::start().await;
@@ -549,7 +549,7 @@ async fn a_delivery_queued_by_an_earlier_version_is_still_made_whole_and_in_orde
 
 /// The outbox rows of `user`'s webhook deliveries: (message id, idempotency key, webhook id).
 fn delivery_rows(app: &InProcess, user: u64) -> Vec<(u64, String, u64)> {
-    use mycorrhizal::notify::outbox::Message;
+    use mycorrhizal::outbox::Message;
     let g = app.state.engine.global().expect("a read");
     g.list::<Message>()
         .expect("outbox")
@@ -559,9 +559,9 @@ fn delivery_rows(app: &InProcess, user: u64) -> Vec<(u64, String, u64)> {
         .collect()
 }
 
-fn recorded_events(app: &InProcess) -> Vec<(String, mycorrhizal::notify::outbox::Event)> {
+fn recorded_events(app: &InProcess) -> Vec<(String, mycorrhizal::outbox::Event)> {
     let g = app.state.engine.global().expect("a read");
-    mycorrhizal::notify::outbox::pending_events(&g, usize::MAX).expect("events")
+    mycorrhizal::outbox::pending_events(&g, usize::MAX).expect("events")
 }
 
 #[tokio::test]
@@ -614,7 +614,7 @@ async fn a_change_records_one_event_which_the_log_shows_as_deliveries_once_expan
 
 #[tokio::test]
 async fn an_expansion_cut_short_is_made_again_whole_with_the_same_key_and_never_twice() {
-    use mycorrhizal::notify::outbox;
+    use mycorrhizal::outbox;
 
     let app = in_process(&[]).await;
     let receiver = Receiver::start().await;
@@ -666,7 +666,8 @@ async fn an_expansion_cut_short_is_made_again_whole_with_the_same_key_and_never_
 
 #[tokio::test]
 async fn a_transactions_events_of_one_user_share_a_row_and_keep_their_order_each_with_its_own_key() {
-    use mycorrhizal::notify::{outbox, webhooks};
+    use mycorrhizal::notify::webhooks;
+    use mycorrhizal::outbox;
 
     let app = in_process(&[]).await;
     let receiver = Receiver::start().await;
@@ -786,7 +787,7 @@ async fn a_webhook_created_in_the_same_group_commit_as_changes_gets_the_events_o
 
 #[tokio::test]
 async fn events_recorded_by_earlier_builds_a_row_each_and_with_json_text_are_still_delivered_whole() {
-    use mycorrhizal::notify::outbox;
+    use mycorrhizal::outbox;
 
     let app = in_process(&[]).await;
     let receiver = Receiver::start().await;

@@ -111,7 +111,7 @@ pub async fn delete_user(
     _admin: AdminUser,
     Path(id): Path<u64>,
 ) -> Result<axum::Json<Message>, ApiError> {
-    accounts::delete(&state.auth, &state.engine, id).await?;
+    crate::account_removal::delete(&state.auth, &state.engine, id).await?;
     tracing::info!(event = "account_deleted", component = "auth", user_id = id);
     Ok(axum::Json(Message::new("User deleted")))
 }

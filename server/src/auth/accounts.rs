@@ -3,11 +3,11 @@
 //! cannot be demoted or deleted, and deleting an account with all its data.
 
 use jiff::Timestamp;
-use mycorrhizal_engine::{Error as EngineError, GlobalView, UserId};
+use mycorrhizal_engine::{Error as EngineError, GlobalView, Tx};
 
 use super::Error;
 use super::records::{Account, ApiToken, DeviceGrant, ResetToken, Session};
-use crate::notify::outbox::{self, Target};
+use crate::outbox::{self, Target};
 use mycorrhizal_engine::Engine;
 
 use super::Auth;
@@ -213,7 +213,7 @@ async fn password_changed_mail(auth: &Auth, engine: &Engine, user_id: u64) -> Re
 
 /// Seals a mail's text for the outbox (it may hold a reset link).
 pub fn seal_mail(auth: &Auth, user_id: u64, text: &str) -> Result<Vec<u8>, Error> {
-    auth.data_key.encrypt(text.as_bytes(), &crate::notify::deliver::mail_binding(user_id)).map_err(Error::internal)
+    auth.data_key.encrypt(text.as_bytes(), &outbox::text_binding(user_id)).map_err(Error::internal)
 }
 
 pub(crate) fn end_sessions(tx: &mycorrhizal_engine::Tx<'_>, user_id: u64) -> mycorrhizal_engine::Result<()> {
@@ -263,45 +263,32 @@ pub async fn set_admin(engine: &Engine, user_id: u64, is_admin: bool) -> Result<
     result
 }
 
-/// Deletes an account with all its data, sessions, tokens, notification state (channels,
-/// browsers, webhooks, queued messages) and files. The last admin stays.
-pub async fn delete(auth: &Auth, engine: &Engine, user_id: u64) -> Result<(), Error> {
-    let result = engine
-        .write_async(move |tx| {
-            let account: Account = tx.global().get(user_id)?;
-            if account.is_admin && other_admins(tx, user_id)? == 0 {
-                return Ok(Err(Error::Conflict("The last admin cannot be deleted".into())));
-            }
-            end_sessions(tx, user_id)?;
-            for (id, token) in tx.global().list::<ApiToken>()? {
-                if token.user_id == user_id {
-                    tx.global().delete::<ApiToken>(id)?;
-                }
-            }
-            for (id, grant) in tx.global().list::<DeviceGrant>()? {
-                if grant.user_id == user_id {
-                    tx.global().delete::<DeviceGrant>(id)?;
-                }
-            }
-            for (id, reset) in tx.global().list::<ResetToken>()? {
-                if reset.user_id == user_id {
-                    tx.global().delete::<ResetToken>(id)?;
-                }
-            }
-            // Channels, browsers, webhooks and every queued message: nothing is sent for an
-            // account once it is gone.
-            crate::notify::remove_user(tx, user_id)?;
-            tx.purge_user(UserId(user_id))?;
-            tx.global().delete::<Account>(user_id)?;
-            Ok(Ok(()))
-        })
-        .await?;
-    result?;
-    let files = auth.data_dir.join("users").join(user_id.to_string());
-    if files.exists() {
-        std::fs::remove_dir_all(&files).map_err(Error::internal)?;
+/// Removes the account's sign-in side inside `tx`, the account deletion's transaction
+/// (`crate::account_removal`): its sessions, API tokens, device grants, reset tokens and the
+/// account row. Refuses to remove the last admin (the inner error; nothing is removed then).
+pub fn remove_in(tx: &Tx<'_>, user_id: u64) -> mycorrhizal_engine::Result<Result<(), Error>> {
+    let account: Account = tx.global().get(user_id)?;
+    if account.is_admin && other_admins(tx, user_id)? == 0 {
+        return Ok(Err(Error::Conflict("The last admin cannot be deleted".into())));
     }
-    Ok(())
+    end_sessions(tx, user_id)?;
+    for (id, token) in tx.global().list::<ApiToken>()? {
+        if token.user_id == user_id {
+            tx.global().delete::<ApiToken>(id)?;
+        }
+    }
+    for (id, grant) in tx.global().list::<DeviceGrant>()? {
+        if grant.user_id == user_id {
+            tx.global().delete::<DeviceGrant>(id)?;
+        }
+    }
+    for (id, reset) in tx.global().list::<ResetToken>()? {
+        if reset.user_id == user_id {
+            tx.global().delete::<ResetToken>(id)?;
+        }
+    }
+    tx.global().delete::<Account>(user_id)?;
+    Ok(Ok(()))
 }
 
 /// Applies `change` to the caller's account in one write and returns the result.

@@ -11,7 +11,6 @@ pub mod breach;
 pub mod credentials;
 pub mod devices;
 pub mod error;
-pub mod keys;
 pub mod limits;
 pub mod memo;
 pub mod oidc;
@@ -40,7 +39,7 @@ const TOUCH_EVERY: SignedDuration = SignedDuration::from_secs(60);
 pub struct Auth {
     pub signer: Signer,
     pub hasher: password::Hasher,
-    pub data_key: keys::DataKey,
+    pub data_key: crate::keys::DataKey,
     pub cookies: CookiePolicy,
     /// Absolute session lifetime (`JWT_EXPIRY_HOURS`).
     pub session_lifetime: SignedDuration,
@@ -56,7 +55,7 @@ pub struct Auth {
     /// Whether account mail (reset links, password-changed notices) can go out.
     pub sends_mail: bool,
     /// Wakes the outbox's delivery worker once an account mail is queued.
-    pub outbox: std::sync::Arc<crate::notify::outbox::Signal>,
+    pub outbox: std::sync::Arc<crate::outbox::Signal>,
     /// `DATA_DIR`: files an earlier version kept per user are removed with the account.
     pub data_dir: std::path::PathBuf,
 }
@@ -84,11 +83,11 @@ impl Auth {
         engine: &Engine,
         config: &Config,
         http: reqwest::Client,
-        outbox: std::sync::Arc<crate::notify::outbox::Signal>,
+        outbox: std::sync::Arc<crate::outbox::Signal>,
     ) -> Result<Auth, String> {
         let secret = config.jwt_secret.as_ref().ok_or("JWT_SECRET_KEY is not loaded")?;
-        let master = keys::MasterKey::from_config(config)?;
-        let data_key = keys::DataKey::load_or_create(engine, &master).await?;
+        let master = crate::keys::MasterKey::from_config(config)?;
+        let data_key = crate::keys::DataKey::load_or_create(engine, &master).await?;
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         Ok(Auth {
             signer: Signer::new(secret.expose().as_bytes()),

@@ -5,9 +5,9 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::Error;
-use super::keys::binding;
 use super::records::{Account, Totp};
 use super::{AuthUser, accounts, totp};
+use crate::keys::binding;
 use mycorrhizal_engine::Engine;
 
 use super::Auth;

@@ -12,7 +12,7 @@ use super::oidc::OidcClient;
 use super::records::{Account, ResetToken, random_token, sha256_hex};
 use super::session::{self, Claims};
 use super::{accounts, credentials, second_factor};
-use crate::notify::outbox::{self, Target};
+use crate::outbox::{self, Target};
 use mycorrhizal_engine::Engine;
 
 use super::Auth;

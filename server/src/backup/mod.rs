@@ -24,8 +24,8 @@ use mycorrhizal_engine::snapshot::{self, Encoding, Manifest, Progress};
 use serde_json::json;
 use sha2::Sha256;
 
-use crate::auth::keys::MasterKey;
 use crate::config::Config;
+use crate::keys::MasterKey;
 use crate::ops::events::{Event, emit};
 
 /// Backup files are `<LABEL>-<UTC time>.rows.lz4` (earlier builds wrote `.redb.lz4` and `.redb`).

@@ -33,10 +33,10 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::notifier::Notifier;
-use super::outbox::{self, Target};
-use crate::auth::keys::DataKey;
 use crate::auth::records::Account;
 use crate::crm::{Error, Result};
+use crate::keys::DataKey;
+use crate::outbox::{self, Target};
 
 /// What is said to the user, whatever the channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,12 +172,7 @@ pub(crate) fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<
 
 /// What a channel token is sealed to.
 pub fn token_binding(user: u64, channel: Channel) -> String {
-    crate::auth::keys::binding("notify_channels", user, channel.name())
-}
-
-/// What a queued channel message's text is sealed to.
-pub fn text_binding(user: u64) -> String {
-    crate::auth::keys::binding("outbox", user, "text")
+    crate::keys::binding("notify_channels", user, channel.name())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -524,7 +519,7 @@ fn queue(
     let seal = || {
         senders
             .data_key
-            .encrypt(notification.text.as_bytes(), &text_binding(user))
+            .encrypt(notification.text.as_bytes(), &outbox::text_binding(user))
             .map_err(|e| mycorrhizal_engine::Error::Io(std::io::Error::other(e)))
     };
     let subject = notification.subject.clone();

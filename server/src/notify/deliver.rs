@@ -1,7 +1,7 @@
 //! One delivery attempt of one outbox message, by target: a signed webhook POST, a mail through
 //! the instance's provider, a channel's push (ntfy-style topic, Gotify-style server, one Web
 //! Push browser, one FCM device). Only the attempt: what its outcome changes is the outbox's
-//! business ([`super::outbox`]), except that a browser the push service says is gone (404, 410)
+//! business ([`crate::outbox`]), except that a browser the push service says is gone (404, 410)
 //! and a device FCM says is unregistered are removed here. Push channels carry the correlation id only in events and logs, never in
 //! a header.
 
@@ -12,10 +12,10 @@ use super::channels::{self, Channel, ChannelConfig};
 use super::fcm::{self, FcmDevice};
 use super::fcm_client;
 use super::notifier::Notifier;
-use super::outbox::{self, Attempt, Message, Target, classify, retry_after};
 use super::webhooks::{self, SIGNATURE_HEADER, Webhook};
 use super::webpush;
 use crate::outbound;
+use crate::outbox::{self, Attempt, Message, Target, classify, retry_after};
 
 /// Makes one attempt to deliver `message`.
 pub async fn attempt(notifier: &Notifier, message: &Message) -> Attempt {
@@ -128,7 +128,7 @@ async fn webhook(notifier: &Notifier, message: &Message, webhook_id: u64, event:
 }
 
 async fn email(notifier: &Notifier, user: u64, to: &str, subject: &str, sealed: &[u8]) -> Attempt {
-    let Some(text) = notifier.data_key.decrypt(sealed, &mail_binding(user)) else {
+    let Some(text) = notifier.data_key.decrypt(sealed, &outbox::text_binding(user)) else {
         return Attempt::Permanent { status: None, error: "the message cannot be read (data key changed)".into() };
     };
     let text = String::from_utf8_lossy(&text);
@@ -140,11 +140,6 @@ async fn email(notifier: &Notifier, user: u64, to: &str, subject: &str, sealed: 
             Attempt::Retry { status: None, error: "the mail provider did not answer in time".into(), retry_after: None }
         }
     }
-}
-
-/// What a queued mail's text is sealed to.
-pub fn mail_binding(user: u64) -> String {
-    crate::auth::keys::binding("outbox", user, "text")
 }
 
 /// An attempt that cannot be made and will not become possible.
@@ -170,7 +165,7 @@ async fn config(notifier: &Notifier, user: u64) -> Result<ChannelConfig, Attempt
 fn text_of(notifier: &Notifier, user: u64, sealed: &[u8]) -> Result<String, Attempt> {
     notifier
         .data_key
-        .decrypt(sealed, &channels::text_binding(user))
+        .decrypt(sealed, &outbox::text_binding(user))
         .map(|t| String::from_utf8_lossy(&t).into_owned())
         .ok_or_else(|| permanent("the message cannot be read (data key changed)"))
 }

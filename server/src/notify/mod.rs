@@ -17,7 +17,6 @@ pub mod fcm;
 pub mod fcm_client;
 pub mod health;
 mod notifier;
-pub mod outbox;
 pub mod webhook_ops;
 pub mod webhooks;
 pub mod webpush;
@@ -38,6 +37,6 @@ pub fn remove_user(tx: &Tx<'_>, user: u64) -> mycorrhizal_engine::Result<u64> {
     removed += fcm::remove_user(tx, user)?;
     removed += digest::remove_user(tx, user)?;
     removed += webhooks::remove_user(tx, user)?;
-    removed += outbox::remove_user(tx, user)?;
+    removed += crate::outbox::remove_user(tx, user)?;
     Ok(removed)
 }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use mycorrhizal_engine::Engine;
 
-use super::{email, fcm_client, outbox, webhooks};
+use super::{email, fcm_client, webhooks};
+use crate::outbox;
 
 /// What notify's operations use, assembled once by `state.rs`: the engine, the data key that
 /// seals channel tokens and message texts, the features that guard destinations, the server's
@@ -14,7 +15,7 @@ use super::{email, fcm_client, outbox, webhooks};
 #[derive(Clone)]
 pub struct Notifier {
     pub engine: Engine,
-    pub data_key: crate::auth::keys::DataKey,
+    pub data_key: crate::keys::DataKey,
     pub features: crate::config::Features,
     pub reminder_timezone: jiff::tz::TimeZone,
     pub mailer: email::Mailer,

@@ -7,13 +7,13 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::notifier::Notifier;
-use super::outbox::{self, Message, Target};
 use super::webhooks::{
     ADMIN_EVENTS, DeliveryList, DeliveryView, EventList, MAX_WEBHOOKS, SUBS_TABLE, Subscriptions, Webhook,
     WebhookInput, WebhookList, WebhookView, WebhookWithSecret, binding, envelope, event_names,
 };
 use crate::auth::records::Account;
 use crate::crm::{Error, Result};
+use crate::outbox::{self, Message, Target};
 
 fn new_secret() -> String {
     format!("whsec_{}", crate::auth::records::random_token(32))

@@ -35,8 +35,8 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use utoipa::ToSchema;
 
-use super::outbox::{self, Message, Signal, Status};
-use crate::auth::keys::DataKey;
+use crate::keys::DataKey;
+use crate::outbox::{self, Message, Signal, Status};
 
 /// Events that do not come from a record change.
 pub const DOMAIN_EVENTS: [&str; 4] = ["test", "reminder.triggered", "birthday.occurred", "cadence.overdue"];
@@ -222,7 +222,7 @@ pub fn signature(secret: &str, timestamp: i64, body: &str) -> String {
 }
 
 pub(super) fn binding(user: u64) -> String {
-    crate::auth::keys::binding("webhooks", user, "secret")
+    crate::keys::binding("webhooks", user, "secret")
 }
 
 /// The webhook's secret in the clear, for signing.
@@ -496,7 +496,7 @@ mod tests {
 /// a failure to queue is logged, never returned (an alert must not change its cause's outcome).
 pub async fn alert_admins(
     engine: &mycorrhizal_engine::Engine,
-    outbox: &super::outbox::Outbox,
+    outbox: &crate::outbox::Outbox,
     event: &'static str,
     each: Vec<Value>,
 ) {

@@ -33,8 +33,8 @@ use utoipa::ToSchema;
 
 use super::channels::{PushSubscription, config_of, endpoint_digest};
 use super::notifier::Notifier;
-use crate::auth::keys::DataKey;
 use crate::crm::{Error, Result};
+use crate::keys::DataKey;
 
 const KEY_TABLE: &str = "map:webpush";
 const KEY_NAME: &str = "vapid_private";
@@ -48,7 +48,7 @@ pub const MAX_SUBSCRIPTIONS: usize = 20;
 pub const TTL_SECONDS: u32 = 86_400;
 
 fn keys_binding(user: u64) -> String {
-    crate::auth::keys::binding("push_subscriptions", user, "keys")
+    crate::keys::binding("push_subscriptions", user, "keys")
 }
 
 /// A subscription as its owner sees it (never its keys).
@@ -100,7 +100,7 @@ pub struct VapidKeyView {
 // The VAPID key
 
 fn vapid_binding() -> String {
-    crate::auth::keys::binding("webpush", 0, "vapid")
+    crate::keys::binding("webpush", 0, "vapid")
 }
 
 /// A P-256 secret key from the OS random source.

@@ -20,9 +20,9 @@ use jiff::Timestamp;
 use mycorrhizal_engine::Engine;
 
 use super::notifier::Notifier;
-use super::outbox::{self, Attempt, Message, Status, next_attempt};
 use super::{deliver, webhooks};
 use crate::ops::events::{Event, emit};
+use crate::outbox::{self, Attempt, Message, Status, next_attempt};
 
 /// Messages of one lane delivered in one round (they go one after the other).
 const LANE_BATCH: usize = 200;

@@ -211,7 +211,7 @@ pub async fn delete_user(
     _form: Form,
 ) -> PageResult {
     admin(&viewer)?;
-    match accounts::delete(&state.auth, &state.engine, id).await {
+    match crate::account_removal::delete(&state.auth, &state.engine, id).await {
         Ok(()) => {
             tracing::info!(event = "account_deleted", component = "auth", user_id = id);
             Ok(see_other("/admin?notice=deleted"))

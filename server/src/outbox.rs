@@ -120,7 +120,7 @@ impl Target {
         }
     }
 
-    pub(super) fn forget_text(&mut self) {
+    pub(crate) fn forget_text(&mut self) {
         match self {
             Target::Webhook { .. } | Target::WebhookEvent { .. } => {}
             Target::Email { text, .. }
@@ -217,19 +217,19 @@ fn due_key(lane: &str, id: u64) -> String {
 }
 
 /// A pending-side entry: (lane, message id, due), `None` for a key of another shape.
-pub(super) fn due_entry<'k>(key: &'k str, value: &[u8]) -> Option<(&'k str, u64, Timestamp)> {
+pub(crate) fn due_entry<'k>(key: &'k str, value: &[u8]) -> Option<(&'k str, u64, Timestamp)> {
     let (lane, id) = key.rsplit_once('\u{0}')?;
     let micros = i64::from_le_bytes(value.try_into().ok()?);
     Some((lane, id.parse().ok()?, Timestamp::from_microsecond(micros).ok()?))
 }
 
 /// Marks message `id` (of lane `lane`) pending, due `at`.
-pub(super) fn set_due(tx: &Tx<'_>, lane: &str, id: u64, at: Timestamp) -> mycorrhizal_engine::Result<()> {
+pub(crate) fn set_due(tx: &Tx<'_>, lane: &str, id: u64, at: Timestamp) -> mycorrhizal_engine::Result<()> {
     tx.global().map_put(DUE_TABLE, &due_key(lane, id), &at.as_microsecond().to_le_bytes())
 }
 
 /// Message `id` is no longer pending.
-pub(super) fn clear_due(tx: &Tx<'_>, lane: &str, id: u64) -> mycorrhizal_engine::Result<bool> {
+pub(crate) fn clear_due(tx: &Tx<'_>, lane: &str, id: u64) -> mycorrhizal_engine::Result<bool> {
     tx.global().map_remove(DUE_TABLE, &due_key(lane, id))
 }
 
@@ -268,6 +268,12 @@ pub async fn adopt_pending(engine: &Engine) -> mycorrhizal_engine::Result<u64> {
             Ok(moved)
         })
         .await
+}
+
+/// What a queued message's text (a mail's, a channel notification's) is sealed to with the data
+/// key: the text is readable only as this user's outbox text.
+pub fn text_binding(user: u64) -> String {
+    crate::keys::binding("outbox", user, "text")
 }
 
 /// Writes `target` as a pending message of `user` in transaction `tx` (the cause's own), due now.
@@ -396,7 +402,7 @@ pub struct Gathering {
     /// Events not yet written, each user's in order.
     events: Vec<(u64, Vec<Event>)>,
     /// (webhook id, subscribed events) of each user this transaction has looked up.
-    pub(super) subscriptions: std::collections::HashMap<u64, Vec<(u64, Vec<String>)>>,
+    pub(crate) subscriptions: std::collections::HashMap<u64, Vec<(u64, Vec<String>)>>,
 }
 
 impl mycorrhizal_engine::Gathered for Gathering {
@@ -581,7 +587,7 @@ pub fn with_envelope(
 /// Wakes the delivery worker (after a commit that enqueued something).
 #[derive(Default)]
 pub struct Signal {
-    pub(super) notify: Notify,
+    pub(crate) notify: Notify,
     dirty: AtomicBool,
 }
 
