@@ -51,17 +51,12 @@ pub fn backup(mut config: Config, out: Option<&Path>) -> u8 {
 }
 
 /// The server is stopped: snapshot the file directly, then record the event in it.
-fn offline(config: &Config, dir: &Path, progress: &mut dyn FnMut(Progress)) -> Result<backup::Backup, String> {
+fn offline(config: &Config, dir: &Path, progress: &mut dyn FnMut(Progress)) -> Result<backup::Backup, backup::Error> {
     let signer = Signer::from_config(config)?;
     let started = Instant::now();
     let db_path = config.database_path();
-    let outcome = backup::create_offline(&db_path, dir, &signer, progress).map_err(|e| {
-        if mycorrhizal_engine::snapshot::in_use(&db_path) {
-            format!("{e} (a server holds the database, but its control socket does not answer)")
-        } else {
-            e
-        }
-    });
+    let outcome = backup::create_offline(&db_path, dir, &signer, progress)
+        .map_err(|e| if mycorrhizal_engine::snapshot::in_use(&db_path) { backup::Error::Held(Box::new(e)) } else { e });
     // The event goes into the database when opening it changes nothing (no pending migration).
     let current = outcome.as_ref().map(|b| b.manifest.schema_version == crate::crm::schema_version()).unwrap_or(false);
     if current && let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() {

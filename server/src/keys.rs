@@ -12,6 +12,30 @@ use sha2::Sha256;
 
 use crate::config::Config;
 
+/// Why the keys could not be loaded, created or used. Start-up prints it and stops.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("DATA_ENCRYPTION_KEY_FILE {path}: {source}")]
+    KeyFile { path: std::path::PathBuf, source: std::io::Error },
+    #[error("JWT_SECRET_KEY is not loaded")]
+    NoSecret,
+    #[error("no randomness: {0}")]
+    NoRandomness(getrandom::Error),
+    #[error("encryption failed")]
+    Encryption,
+    /// The stored data key does not open with the configured master key.
+    #[error("{}", unwrap_failure(*.0))]
+    WrongMasterKey(Option<MasterSource>),
+    #[error("stored data key has a bad length")]
+    BadLength,
+    #[error("no data key has been created yet")]
+    NotCreated,
+    #[error(transparent)]
+    Engine(#[from] mycorrhizal_engine::Error),
+    #[error(transparent)]
+    Blocking(#[from] crate::crm::Error),
+}
+
 const TABLE: &str = "map:keys";
 const WRAPPED: &str = "data_key";
 const SOURCE: &str = "master_source";
@@ -61,16 +85,15 @@ impl MasterKey {
     }
 
     /// The master key the configuration names.
-    pub fn from_config(config: &Config) -> Result<MasterKey, String> {
+    pub fn from_config(config: &Config) -> Result<MasterKey, Error> {
         if let Some(key) = &config.auth.data_encryption_key {
             return Ok(Self::derive(key.expose().as_bytes(), MasterSource::DataEncryptionKey));
         }
         if let Some(path) = &config.auth.data_encryption_key_file {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("DATA_ENCRYPTION_KEY_FILE {}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(path).map_err(|source| Error::KeyFile { path: path.clone(), source })?;
             return Ok(Self::derive(text.trim().as_bytes(), MasterSource::DataEncryptionKey));
         }
-        let secret = config.jwt_secret.as_ref().ok_or("JWT_SECRET_KEY is not loaded")?;
+        let secret = config.jwt_secret.as_ref().ok_or(Error::NoSecret)?;
         Ok(Self::derive(secret.expose().as_bytes(), MasterSource::JwtSecret))
     }
 
@@ -106,18 +129,17 @@ pub fn binding(table: &str, user: u64, field: &str) -> String {
     format!("{table}|{user}|{field}")
 }
 
-fn random<const N: usize>() -> Result<[u8; N], String> {
+fn random<const N: usize>() -> Result<[u8; N], Error> {
     let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
+    getrandom::fill(&mut bytes).map_err(Error::NoRandomness)?;
     Ok(bytes)
 }
 
-fn seal(cipher: &XChaCha20Poly1305, plaintext: &[u8], aad: &[u8]) -> Result<Vec<u8>, String> {
+fn seal(cipher: &XChaCha20Poly1305, plaintext: &[u8], aad: &[u8]) -> Result<Vec<u8>, Error> {
     let nonce = random::<NONCE_LEN>()?;
     let mut out = nonce.to_vec();
-    let sealed = cipher
-        .encrypt(XNonce::from_slice(&nonce), Payload { msg: plaintext, aad })
-        .map_err(|_| "encryption failed".to_string())?;
+    let sealed =
+        cipher.encrypt(XNonce::from_slice(&nonce), Payload { msg: plaintext, aad }).map_err(|_| Error::Encryption)?;
     out.extend(sealed);
     Ok(out)
 }
@@ -131,7 +153,7 @@ fn open(cipher: &XChaCha20Poly1305, sealed: &[u8], aad: &[u8]) -> Option<Vec<u8>
 }
 
 impl DataKey {
-    pub fn encrypt(&self, plaintext: &[u8], binding: &str) -> Result<Vec<u8>, String> {
+    pub fn encrypt(&self, plaintext: &[u8], binding: &str) -> Result<Vec<u8>, Error> {
         seal(&self.cipher, plaintext, binding.as_bytes())
     }
 
@@ -141,16 +163,12 @@ impl DataKey {
     }
 
     /// Unwraps the stored data key with `master`, creating and storing one on first start.
-    pub async fn load_or_create(engine: &Engine, master: &MasterKey) -> Result<DataKey, String> {
+    pub async fn load_or_create(engine: &Engine, master: &MasterKey) -> Result<DataKey, Error> {
         let (stored, source) = stored(engine).await?;
         match stored {
             Some(wrapped) => {
-                let raw = open(&master.cipher(), &wrapped, WRAPPED.as_bytes())
-                    .ok_or_else(|| unwrap_failure(source.as_deref()))?;
-                Ok(DataKey {
-                    cipher: XChaCha20Poly1305::new_from_slice(&raw)
-                        .map_err(|_| "stored data key has a bad length".to_string())?,
-                })
+                let raw = open(&master.cipher(), &wrapped, WRAPPED.as_bytes()).ok_or(Error::WrongMasterKey(source))?;
+                Ok(DataKey { cipher: XChaCha20Poly1305::new_from_slice(&raw).map_err(|_| Error::BadLength)? })
             }
             None => {
                 let raw = random::<32>()?;
@@ -162,18 +180,20 @@ impl DataKey {
 }
 
 /// The wrapped data key and the tag of the master key that wrapped it, read on the blocking pool.
-async fn stored(engine: &Engine) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>), String> {
-    crate::crm::blocking(engine, |engine| -> mycorrhizal_engine::Result<_> {
+async fn stored(engine: &Engine) -> Result<(Option<Vec<u8>>, Option<MasterSource>), Error> {
+    let (wrapped, tag) = crate::crm::blocking(engine, |engine| -> mycorrhizal_engine::Result<_> {
         let view = engine.global()?;
         Ok((view.map_get(TABLE, WRAPPED)?, view.map_get(TABLE, SOURCE)?))
     })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| e.to_string())
+    .await??;
+    let source = [MasterSource::DataEncryptionKey, MasterSource::JwtSecret]
+        .into_iter()
+        .find(|source| tag.as_deref() == Some(source.tag()));
+    Ok((wrapped, source))
 }
 
-fn unwrap_failure(source: Option<&[u8]>) -> String {
-    if source == Some(MasterSource::JwtSecret.tag()) {
+fn unwrap_failure(source: Option<MasterSource>) -> String {
+    if source == Some(MasterSource::JwtSecret) {
         "failed to unwrap the data key: it was wrapped with a key derived from JWT_SECRET_KEY, which has changed. \
          Restore the previous JWT_SECRET_KEY (or set DATA_ENCRYPTION_KEY to it and run `mycorrhizal rewrap-data-key`)"
             .into()
@@ -182,7 +202,7 @@ fn unwrap_failure(source: Option<&[u8]>) -> String {
     }
 }
 
-async fn store_wrapped(engine: &Engine, master: &MasterKey, raw: &[u8; 32]) -> Result<(), String> {
+async fn store_wrapped(engine: &Engine, master: &MasterKey, raw: &[u8; 32]) -> Result<(), Error> {
     let wrapped = seal(&master.cipher(), raw, WRAPPED.as_bytes())?;
     let tag = master.source.tag();
     engine
@@ -190,17 +210,17 @@ async fn store_wrapped(engine: &Engine, master: &MasterKey, raw: &[u8; 32]) -> R
             tx.global().map_put(TABLE, WRAPPED, &wrapped)?;
             tx.global().map_put(TABLE, SOURCE, tag)
         })
-        .await
-        .map_err(|e| e.to_string())
+        .await?;
+    Ok(())
 }
 
 /// Re-wraps the data key from `old` to `new`. The data key itself, and so every encrypted
 /// field, is unchanged.
-pub async fn rewrap(engine: &Engine, old: &MasterKey, new: &MasterKey) -> Result<(), String> {
+pub async fn rewrap(engine: &Engine, old: &MasterKey, new: &MasterKey) -> Result<(), Error> {
     let (wrapped, source) = stored(engine).await?;
-    let wrapped = wrapped.ok_or("no data key has been created yet")?;
-    let raw = open(&old.cipher(), &wrapped, WRAPPED.as_bytes()).ok_or_else(|| unwrap_failure(source.as_deref()))?;
-    let raw: [u8; 32] = raw.try_into().map_err(|_| "stored data key has a bad length".to_string())?;
+    let wrapped = wrapped.ok_or(Error::NotCreated)?;
+    let raw = open(&old.cipher(), &wrapped, WRAPPED.as_bytes()).ok_or(Error::WrongMasterKey(source))?;
+    let raw: [u8; 32] = raw.try_into().map_err(|_| Error::BadLength)?;
     store_wrapped(engine, new, &raw).await
 }
 

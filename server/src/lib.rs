@@ -151,11 +151,11 @@ pub async fn rewrap_data_key(mut config: Config, new_key: String) -> Result<(), 
     }
     load_secret(&mut config).map_err(|e| format!("{e:#}"))?;
     let engine = open_engine(&config).await.map_err(|e| format!("{e:#}"))?;
-    let old = keys::MasterKey::from_config(&config)?;
+    let old = keys::MasterKey::from_config(&config).map_err(|e| e.to_string())?;
     let new = keys::MasterKey::derive(new_key.as_bytes(), keys::MasterSource::DataEncryptionKey);
     let result = keys::rewrap(&engine, &old, &new).await;
     engine.shutdown();
-    result
+    result.map_err(|e| e.to_string())
 }
 
 /// Installs the SIGINT and SIGTERM handlers now (so a signal that arrives before serving starts

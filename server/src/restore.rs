@@ -79,7 +79,7 @@ pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreErro
     if crate::backup::control::server_running(&data_dir) || mycorrhizal_engine::snapshot::in_use(&db_path) {
         return Err(RestoreError::ServerRunning(data_dir.display().to_string()));
     }
-    let signer = Signer::from_config(config).map_err(RestoreError::Io)?;
+    let signer = Signer::from_config(config).map_err(|e| RestoreError::Io(e.to_string()))?;
     let allow_unsigned = config.integrity.backup_allow_unsigned;
     let path = backup.to_path_buf();
     let started = Instant::now();

@@ -47,7 +47,7 @@ impl AppState {
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let mailer = Mailer::new(config.auth.email.clone(), http.clone());
         let signal = Arc::new(Signal::default());
-        let auth = Auth::new(&engine, &config, http.clone(), signal.clone()).await?;
+        let auth = Auth::new(&engine, &config, http.clone(), signal.clone()).await.map_err(|e| e.to_string())?;
         let oidc = config.auth.oidc.clone().map(|oidc| {
             let frontend = config.auth.frontend_url.clone().unwrap_or_default();
             let redirect_uri = format!("{}/api/v1/auth/oidc/callback", frontend.trim_end_matches('/'));
@@ -69,7 +69,9 @@ impl AppState {
         let client = crate::outbound::guarded_client(config.features.webhook_block_private_urls, timeout)?;
         let outbox = Outbox { signal, client };
         let fcm = match config.fcm.clone() {
-            Some(account) => Some(Arc::new(crate::notify::fcm_client::FcmClient::new(account)?)),
+            Some(account) => {
+                Some(Arc::new(crate::notify::fcm_client::FcmClient::new(account).map_err(|e| e.to_string())?))
+            }
             None => None,
         };
         let notify = Arc::new(Notifier {

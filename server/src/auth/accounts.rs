@@ -92,7 +92,7 @@ pub async fn create(auth: &Auth, engine: &Engine, new: NewAccount) -> Result<(u6
     let password_hash = match new.password {
         Some(password) => {
             check_new_password(auth, "password", &password, &username, &email).await?;
-            Some(auth.hasher.hash(password).await.map_err(Error::internal)?)
+            Some(auth.hasher.hash(password).await?)
         }
         None => None,
     };
@@ -171,7 +171,7 @@ pub async fn set_password(
     revoke_tokens: bool,
     notify: bool,
 ) -> Result<Account, Error> {
-    let hash = auth.hasher.hash(password).await.map_err(Error::internal)?;
+    let hash = auth.hasher.hash(password).await?;
     let mail = if notify && auth.sends_mail { Some(password_changed_mail(auth, engine, user_id).await?) } else { None };
     let account = engine
         .write_async(move |tx| {

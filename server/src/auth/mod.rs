@@ -84,8 +84,8 @@ impl Auth {
         config: &Config,
         http: reqwest::Client,
         outbox: std::sync::Arc<crate::outbox::Signal>,
-    ) -> Result<Auth, String> {
-        let secret = config.jwt_secret.as_ref().ok_or("JWT_SECRET_KEY is not loaded")?;
+    ) -> Result<Auth, crate::keys::Error> {
+        let secret = config.jwt_secret.as_ref().ok_or(crate::keys::Error::NoSecret)?;
         let master = crate::keys::MasterKey::from_config(config)?;
         let data_key = crate::keys::DataKey::load_or_create(engine, &master).await?;
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);

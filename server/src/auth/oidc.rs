@@ -17,6 +17,29 @@ use crate::outbound;
 
 const DISCOVERY_TTL: Duration = Duration::from_secs(3600);
 
+/// Why a sign-in with the provider did not get as far as an identity. Logged (`oidc_failed`);
+/// the browser is told only that single sign-on failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An address of the provider is not one this server may reach (the outbound guard).
+    #[error("{0}")]
+    Refused(String),
+    /// The provider could not be reached, or answered `step` with what was not expected.
+    #[error("{step}: {detail}")]
+    Provider { step: &'static str, detail: String },
+    /// The ID token did not verify (signature, key, issuer, audience, expiry or nonce).
+    #[error("ID token: {0}")]
+    IdToken(String),
+}
+
+fn provider(step: &'static str) -> impl FnOnce(reqwest::Error) -> Error {
+    move |e| Error::Provider { step, detail: e.to_string() }
+}
+
+fn answered(step: &'static str, status: reqwest::StatusCode) -> Error {
+    Error::Provider { step, detail: format!("answered {status}") }
+}
+
 /// The parts of the discovery document we use.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Discovery {
@@ -71,7 +94,7 @@ impl OidcClient {
     }
 
     /// The provider's discovery document, cached for an hour.
-    pub async fn discovery(&self) -> Result<Discovery, String> {
+    pub async fn discovery(&self) -> Result<Discovery, Error> {
         if let Some((at, doc)) = self.discovery.read().await.as_ref()
             && at.elapsed() < DISCOVERY_TTL
         {
@@ -79,25 +102,25 @@ impl OidcClient {
         }
         let base = self.config.provider_url.trim_end_matches('/');
         let url = format!("{base}/.well-known/openid-configuration");
-        outbound::check(&url, self.block_private).await?;
-        let response = self.http.get(&url).send().await.map_err(|e| format!("discovery: {e}"))?;
+        outbound::check(&url, self.block_private).await.map_err(Error::Refused)?;
+        let response = self.http.get(&url).send().await.map_err(provider("discovery"))?;
         if !response.status().is_success() {
-            return Err(format!("discovery answered {}", response.status()));
+            return Err(answered("discovery", response.status()));
         }
-        let doc: Discovery = response.json().await.map_err(|e| format!("discovery document: {e}"))?;
+        let doc: Discovery = response.json().await.map_err(provider("discovery document"))?;
         if doc.issuer.trim_end_matches('/') != base {
-            return Err(format!("discovery issuer {} is not OIDC_PROVIDER_URL", doc.issuer));
+            let detail = format!("the issuer {} is not OIDC_PROVIDER_URL", doc.issuer);
+            return Err(Error::Provider { step: "discovery document", detail });
         }
         *self.discovery.write().await = Some((Instant::now(), doc.clone()));
         Ok(doc)
     }
 
     /// Begins a sign-in: where to send the browser, and the secrets to keep in cookies.
-    pub async fn start(&self, random: impl Fn() -> String) -> Result<Start, String> {
+    pub async fn start(&self, random: impl Fn() -> String) -> Result<Start, Error> {
         let doc = self.discovery().await?;
-        outbound::check(&doc.authorization_endpoint, false).await?;
+        let mut url = outbound::check(&doc.authorization_endpoint, false).await.map_err(Error::Refused)?;
         let (state, nonce, verifier) = (random(), random(), random());
-        let mut url = reqwest::Url::parse(&doc.authorization_endpoint).map_err(|e| e.to_string())?;
         url.query_pairs_mut()
             .append_pair("response_type", "code")
             .append_pair("client_id", &self.config.client_id)
@@ -111,9 +134,9 @@ impl OidcClient {
     }
 
     /// Exchanges the code and verifies the ID token. Returns the identity and the raw ID token.
-    pub async fn finish(&self, code: &str, verifier: &str, nonce: &str) -> Result<(Identity, String), String> {
+    pub async fn finish(&self, code: &str, verifier: &str, nonce: &str) -> Result<(Identity, String), Error> {
         let doc = self.discovery().await?;
-        outbound::check(&doc.token_endpoint, self.block_private).await?;
+        outbound::check(&doc.token_endpoint, self.block_private).await.map_err(Error::Refused)?;
         let form = [
             ("grant_type", "authorization_code"),
             ("code", code),
@@ -123,47 +146,47 @@ impl OidcClient {
             ("code_verifier", verifier),
         ];
         let response =
-            self.http.post(&doc.token_endpoint).form(&form).send().await.map_err(|e| format!("token exchange: {e}"))?;
+            self.http.post(&doc.token_endpoint).form(&form).send().await.map_err(provider("token exchange"))?;
         if !response.status().is_success() {
-            return Err(format!("token endpoint answered {}", response.status()));
+            return Err(answered("token exchange", response.status()));
         }
         #[derive(Deserialize)]
         struct Tokens {
             id_token: String,
         }
-        let tokens: Tokens = response.json().await.map_err(|e| format!("token response: {e}"))?;
+        let tokens: Tokens = response.json().await.map_err(provider("token response"))?;
         let identity = self.verify(&doc, &tokens.id_token).await?;
         if identity.nonce.as_deref() != Some(nonce) {
-            return Err("ID token nonce does not match".into());
+            return Err(Error::IdToken("the nonce does not match".into()));
         }
         Ok((identity, tokens.id_token))
     }
 
-    async fn verify(&self, doc: &Discovery, id_token: &str) -> Result<Identity, String> {
-        let header = jsonwebtoken::decode_header(id_token).map_err(|e| format!("ID token header: {e}"))?;
-        outbound::check(&doc.jwks_uri, self.block_private).await?;
+    async fn verify(&self, doc: &Discovery, id_token: &str) -> Result<Identity, Error> {
+        let header = jsonwebtoken::decode_header(id_token).map_err(|e| Error::IdToken(format!("header: {e}")))?;
+        outbound::check(&doc.jwks_uri, self.block_private).await.map_err(Error::Refused)?;
         let jwks: JwkSet = self
             .http
             .get(&doc.jwks_uri)
             .send()
             .await
-            .map_err(|e| format!("JWKS: {e}"))?
+            .map_err(provider("JWKS"))?
             .json()
             .await
-            .map_err(|e| format!("JWKS document: {e}"))?;
+            .map_err(provider("JWKS document"))?;
         let jwk = match &header.kid {
             Some(kid) => jwks.find(kid),
             None => jwks.keys.first(),
         }
-        .ok_or("no JWKS key matches the ID token")?;
-        let key = DecodingKey::from_jwk(jwk).map_err(|e| format!("JWKS key: {e}"))?;
+        .ok_or_else(|| Error::IdToken("no JWKS key matches it".into()))?;
+        let key = DecodingKey::from_jwk(jwk).map_err(|e| Error::IdToken(format!("JWKS key: {e}")))?;
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[doc.issuer.as_str()]);
         validation.set_audience(&[self.config.client_id.as_str()]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         jsonwebtoken::decode::<Identity>(id_token, &key, &validation)
             .map(|d| d.claims)
-            .map_err(|e| format!("ID token: {e}"))
+            .map_err(|e| Error::IdToken(e.to_string()))
     }
 }
 

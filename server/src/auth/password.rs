@@ -35,16 +35,18 @@ impl Hasher {
         Hasher { permits: Arc::new(Semaphore::new(permits.max(1))) }
     }
 
-    pub async fn hash(&self, password: String) -> Result<String, String> {
-        let _permit = self.permits.acquire().await.map_err(|e| e.to_string())?;
+    /// The PHC string of `password` under a fresh salt; a failure is not the caller's doing.
+    pub async fn hash(&self, password: String) -> Result<String, super::Error> {
+        use super::Error;
+        let _permit = self.permits.acquire().await.map_err(Error::internal)?;
         tokio::task::spawn_blocking(move || {
             let mut salt = [0u8; 16];
-            getrandom::fill(&mut salt).map_err(|e| e.to_string())?;
-            let salt = SaltString::encode_b64(&salt).map_err(|e| e.to_string())?;
-            argon2().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(|e| e.to_string())
+            getrandom::fill(&mut salt).map_err(Error::internal)?;
+            let salt = SaltString::encode_b64(&salt).map_err(Error::internal)?;
+            argon2().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(Error::internal)
         })
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(Error::internal)?
     }
 
     /// Verifies `password` against `hash`. With no hash (unknown user, SSO-only account) it

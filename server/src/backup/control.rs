@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 
-use super::{Backup, Signer};
+use super::{Backup, Error, Signer};
 use crate::state::AppState;
 
 /// The socket's path under the data folder.
@@ -112,12 +112,11 @@ async fn handle(stream: UnixStream, state: AppState) -> std::io::Result<()> {
                 let _ =
                     send(&mut write, &Reply::Progress { rows_copied: p.rows_copied, rows_total: p.rows_total }).await;
             }
-            let outcome: Result<Backup, String> =
-                task.await.unwrap_or_else(|e| Err(format!("backup task failed: {e}")));
+            let outcome: Result<Backup, Error> = task.await.unwrap_or_else(|e| Err(Error::Task(e.to_string())));
             super::record(&state.engine, &outcome, "command", started.elapsed().as_millis() as u64).await;
             let reply = match outcome {
                 Ok(backup) => Reply::Done { path: backup.path, manifest: Box::new(backup.manifest) },
-                Err(e) => Reply::Error(e),
+                Err(e) => Reply::Error(e.to_string()),
             };
             send(&mut write, &reply).await
         }
@@ -136,27 +135,30 @@ pub fn request_backup(
     data_dir: &Path,
     dir: &Path,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Option<Backup>, String> {
+) -> Result<Option<Backup>, Error> {
     let socket = path(data_dir);
     let mut stream = match std::os::unix::net::UnixStream::connect(&socket) {
         Ok(stream) => stream,
         Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused) => {
             return Ok(None);
         }
-        Err(e) => return Err(format!("cannot reach the running server at {}: {e}", socket.display())),
+        Err(e) => return Err(Error::Server(format!("cannot reach the running server at {}: {e}", socket.display()))),
     };
-    let mut request = serde_json::to_vec(&Request::Backup { dir: dir.to_path_buf() }).map_err(|e| e.to_string())?;
+    let mut request =
+        serde_json::to_vec(&Request::Backup { dir: dir.to_path_buf() }).map_err(|e| Error::Server(e.to_string()))?;
     request.push(b'\n');
-    stream.write_all(&request).map_err(|e| format!("cannot talk to the running server: {e}"))?;
+    stream.write_all(&request).map_err(|e| Error::Server(format!("cannot talk to the running server: {e}")))?;
     for line in BufReader::new(stream).lines() {
-        let line = line.map_err(|e| format!("the running server hung up: {e}"))?;
-        match serde_json::from_str::<Reply>(&line).map_err(|e| format!("unreadable answer from the server: {e}"))? {
+        let line = line.map_err(|e| Error::Server(format!("the running server hung up: {e}")))?;
+        let reply = serde_json::from_str::<Reply>(&line)
+            .map_err(|e| Error::Server(format!("unreadable answer from the server: {e}")))?;
+        match reply {
             Reply::Progress { rows_copied, rows_total } => progress(Progress { rows_copied, rows_total }),
             Reply::Done { path, manifest } => return Ok(Some(Backup { path, manifest: *manifest })),
-            Reply::Error(e) => return Err(e),
+            Reply::Error(e) => return Err(Error::Server(e)),
         }
     }
-    Err("the running server hung up before the backup finished".into())
+    Err(Error::Server("the running server hung up before the backup finished".into()))
 }
 
 /// Whether a server answers on `data_dir`'s control socket.

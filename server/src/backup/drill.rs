@@ -10,9 +10,28 @@ use std::time::{Duration, Instant};
 
 use mycorrhizal_engine::{Durability, Engine, Options, SystemClock, UserId};
 
-use super::{Signer, list, verify};
+use super::{Error, Signer, list, verify};
 use crate::auth::records::Account;
 use crate::config::Config;
+
+/// Why the drill's restored copy failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    #[error("cannot make {}: {source}", path.display())]
+    Scratch { path: PathBuf, source: std::io::Error },
+    #[error("cannot copy the backup: {0}")]
+    Copy(mycorrhizal_engine::Error),
+    #[error("the restored copy does not open: {0}")]
+    DoesNotOpen(mycorrhizal_engine::Error),
+    #[error("the restored copy cannot be read: {0}")]
+    Unreadable(mycorrhizal_engine::Error),
+    #[error("the restored rows of {0} user(s) differ from the manifest")]
+    RowsDiffer(usize),
+    #[error("the restored audit chains of {0} user(s) differ from the manifest")]
+    AuditHeadsDiffer(usize),
+    #[error("a restored audit chain does not verify: {0}")]
+    AuditChain(mycorrhizal_engine::Error),
+}
 
 /// A drill that passed.
 #[derive(Debug, Clone)]
@@ -25,14 +44,14 @@ pub struct Drill {
 
 /// Drills the newest backup in the configured backup folder. `Ok(None)` when there is none.
 /// Blocking.
-pub fn run(config: &Config, signer: &Signer) -> Result<Option<Drill>, String> {
+pub fn run(config: &Config, signer: &Signer) -> Result<Option<Drill>, Error> {
     let started = Instant::now();
     let Some(newest) = list(&config.integrity.backups_in(&config.data_dir)).into_iter().next() else {
         return Ok(None);
     };
     let name = newest.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-    let verified =
-        verify(&newest, signer, config.integrity.backup_allow_unsigned).map_err(|e| format!("{name}: {e}"))?;
+    let verified = verify(&newest, signer, config.integrity.backup_allow_unsigned)
+        .map_err(|refusal| Error::Refused { name: name.clone(), refusal })?;
     let scratch = config.data_dir.join("restore-drill");
     let outcome = restore_into(&scratch, &newest).and_then(|engine| {
         let checked = check(&engine, verified.manifest.as_ref());
@@ -40,17 +59,16 @@ pub fn run(config: &Config, signer: &Signer) -> Result<Option<Drill>, String> {
         checked
     });
     let _ = std::fs::remove_dir_all(&scratch);
-    let (users, rows) = outcome.map_err(|e| format!("{name}: {e}"))?;
+    let (users, rows) = outcome.map_err(|reason| Error::Drill { name, reason })?;
     Ok(Some(Drill { backup: newest, users, rows, took: started.elapsed() }))
 }
 
 /// Copies the backup into an empty `scratch` and opens it there.
-fn restore_into(scratch: &Path, backup: &Path) -> Result<Engine, String> {
+fn restore_into(scratch: &Path, backup: &Path) -> Result<Engine, Failure> {
     let _ = std::fs::remove_dir_all(scratch);
-    std::fs::create_dir_all(scratch).map_err(|e| format!("cannot make {}: {e}", scratch.display()))?;
+    std::fs::create_dir_all(scratch).map_err(|source| Failure::Scratch { path: scratch.to_path_buf(), source })?;
     let copy = scratch.join("mycorrhizal.redb");
-    mycorrhizal_engine::snapshot::materialize(backup, &copy, false)
-        .map_err(|e| format!("cannot copy the backup: {e}"))?;
+    mycorrhizal_engine::snapshot::materialize(backup, &copy, false).map_err(Failure::Copy)?;
     let options = Options {
         pre_migration_dir: Some(scratch.join("pre-migration")),
         migrations: crate::crm::migrations(),
@@ -60,34 +78,30 @@ fn restore_into(scratch: &Path, backup: &Path) -> Result<Engine, String> {
         search: None,
         ..Options::default()
     };
-    Engine::open(&copy, options).map(|(engine, _)| engine).map_err(|e| format!("the restored copy does not open: {e}"))
+    Engine::open(&copy, options).map(|(engine, _)| engine).map_err(Failure::DoesNotOpen)
 }
 
 /// Compares the restored copy with its manifest and walks every audit chain; returns the users
 /// and live rows it holds.
-fn check(engine: &Engine, manifest: Option<&mycorrhizal_engine::snapshot::Manifest>) -> Result<(usize, u64), String> {
-    let (users, heads) = engine.contents().map_err(|e| e.to_string())?;
+fn check(engine: &Engine, manifest: Option<&mycorrhizal_engine::snapshot::Manifest>) -> Result<(usize, u64), Failure> {
+    let (users, heads) = engine.contents().map_err(Failure::Unreadable)?;
     if let Some(manifest) = manifest {
         if let Some(expected) = &manifest.users {
             let differ = differing(expected, &users);
             if differ > 0 {
-                return Err(format!("the restored rows of {differ} user(s) differ from the manifest"));
+                return Err(Failure::RowsDiffer(differ));
             }
         }
         if let Some(expected) = &manifest.audit_heads {
             let differ = differing(expected, &heads);
             if differ > 0 {
-                return Err(format!("the restored audit chains of {differ} user(s) differ from the manifest"));
+                return Err(Failure::AuditHeadsDiffer(differ));
             }
         }
     }
-    let accounts = engine.global().and_then(|g| g.list::<Account>()).map_err(|e| e.to_string())?;
+    let accounts = engine.global().and_then(|g| g.list::<Account>()).map_err(Failure::Unreadable)?;
     for (id, _) in &accounts {
-        engine
-            .user(UserId(*id))
-            .view()
-            .and_then(|v| v.verify_audit())
-            .map_err(|e| format!("a restored audit chain does not verify: {e}"))?;
+        engine.user(UserId(*id)).view().and_then(|v| v.verify_audit()).map_err(Failure::AuditChain)?;
     }
     let rows = users.values().flat_map(|kinds| kinds.values()).sum();
     Ok((accounts.len(), rows))

@@ -35,6 +35,38 @@ pub const BACKUP_EXTENSIONS: [&str; 3] = [".rows.lz4", ".redb.lz4", ".redb"];
 const SCHEME: &str = "hmac-sha256";
 const PURPOSE: &[u8] = b"mycorrhizal backup manifest signature v1";
 
+/// Why a backup, a drill or a request to the running server did not succeed. Recorded as the
+/// `backup_failed` event's message and printed by the command line.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("there is no database at {0}")]
+    NoDatabase(PathBuf),
+    /// The signing key cannot be had (the at-rest environment).
+    #[error(transparent)]
+    Keys(#[from] crate::keys::Error),
+    /// The snapshot or its manifest could not be written or read.
+    #[error(transparent)]
+    Engine(#[from] mycorrhizal_engine::Error),
+    /// The backup was written; removing the ones past `BACKUP_KEEP` failed.
+    #[error("the backup was written, removing old ones failed: {0}")]
+    Prune(std::io::Error),
+    /// The newest backup is not accepted (the drill verifies it first).
+    #[error("{name}: {refusal}")]
+    Refused { name: String, refusal: Refusal },
+    /// The drill's restored copy could not be made, does not open or differs from its manifest.
+    #[error("{name}: {reason}")]
+    Drill { name: String, reason: drill::Failure },
+    /// The running server could not be asked, or its backup failed (its words).
+    #[error("{0}")]
+    Server(String),
+    /// The database file is held by a server whose control socket does not answer.
+    #[error("{0} (a server holds the database, but its control socket does not answer)")]
+    Held(Box<Error>),
+    /// The blocking task died.
+    #[error("backup task failed: {0}")]
+    Task(String),
+}
+
 /// Signs and checks manifests with the key the at-rest environment derives.
 pub struct Signer {
     key: [u8; 32],
@@ -44,7 +76,7 @@ pub struct Signer {
 }
 
 impl Signer {
-    pub fn from_config(config: &Config) -> Result<Signer, String> {
+    pub fn from_config(config: &Config) -> Result<Signer, Error> {
         let master = MasterKey::from_config(config)?;
         Ok(Signer { key: master.subkey(PURPOSE), source: master.source.variable() })
     }
@@ -157,8 +189,8 @@ pub fn create(
     dir: &Path,
     signer: &Signer,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Backup, String> {
-    let snapshot = engine.snapshot_with(dir, LABEL, Encoding::Rows, progress).map_err(|e| e.to_string())?;
+) -> Result<Backup, Error> {
+    let snapshot = engine.snapshot_with(dir, LABEL, Encoding::Rows, progress)?;
     seal(snapshot, signer)
 }
 
@@ -168,29 +200,28 @@ pub fn create_offline(
     dir: &Path,
     signer: &Signer,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Backup, String> {
+) -> Result<Backup, Error> {
     if !db_path.exists() {
-        return Err(format!("there is no database at {}", db_path.display()));
+        return Err(Error::NoDatabase(db_path.to_path_buf()));
     }
-    let snapshot = snapshot::write_from_file(db_path, dir, LABEL, jiff::Timestamp::now(), Encoding::Rows, progress)
-        .map_err(|e| e.to_string())?;
+    let snapshot = snapshot::write_from_file(db_path, dir, LABEL, jiff::Timestamp::now(), Encoding::Rows, progress)?;
     seal(snapshot, signer)
 }
 
-fn seal(snapshot: snapshot::Snapshot, signer: &Signer) -> Result<Backup, String> {
+fn seal(snapshot: snapshot::Snapshot, signer: &Signer) -> Result<Backup, Error> {
     let mut manifest = snapshot.manifest;
     manifest.build = Some(crate::build_info::LONG_VERSION.to_string());
     signer.sign(&mut manifest);
-    snapshot::store_manifest(&snapshot.path, &manifest).map_err(|e| e.to_string())?;
+    snapshot::store_manifest(&snapshot.path, &manifest)?;
     Ok(Backup { path: snapshot.path, manifest })
 }
 
 /// Signs a snapshot the engine wrote unsigned (the pre-migration snapshot), so it can be
 /// restored like any backup.
-pub fn sign_existing(path: &Path, signer: &Signer) -> Result<(), String> {
-    let mut manifest = snapshot::read_manifest(path).map_err(|e| e.to_string())?;
+pub fn sign_existing(path: &Path, signer: &Signer) -> Result<(), Error> {
+    let mut manifest = snapshot::read_manifest(path)?;
     signer.sign(&mut manifest);
-    snapshot::store_manifest(path, &manifest).map_err(|e| e.to_string())
+    Ok(snapshot::store_manifest(path, &manifest)?)
 }
 
 /// The backups in `dir`, newest first.
@@ -240,10 +271,10 @@ pub fn detail(backup: &Backup, trigger: &str) -> serde_json::Value {
 
 /// Records a backup's outcome as the system event operators and alerting read:
 /// `backup_completed` (component `backup`, operation `operator_backup`) or `backup_failed`.
-pub async fn record(engine: &Engine, outcome: &Result<Backup, String>, trigger: &str, duration_ms: u64) {
+pub async fn record(engine: &Engine, outcome: &Result<Backup, Error>, trigger: &str, duration_ms: u64) {
     let event = match outcome {
         Ok(backup) => Event::info("backup", "backup_completed").detail(detail(backup, trigger)),
-        Err(e) => Event::error("backup", "backup_failed", e.clone())
+        Err(e) => Event::error("backup", "backup_failed", e.to_string())
             .detail(json!({ "operation": "operator_backup", "trigger": trigger })),
     };
     emit(engine, event.duration_ms(duration_ms)).await;

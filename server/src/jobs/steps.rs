@@ -102,13 +102,13 @@ pub async fn backup(state: AppState, _: Context) -> Result<Ran> {
     let outcome = crate::crm::blocking(&state.engine, move |_| {
         let signer = Signer::from_config(&config)?;
         let made = backup::create(&engine, &dir, &signer, &mut |_| {})?;
-        backup::prune(&dir, keep).map_err(|e| format!("the backup was written, removing old ones failed: {e}"))?;
-        Ok::<_, String>(made)
+        backup::prune(&dir, keep).map_err(backup::Error::Prune)?;
+        Ok::<_, backup::Error>(made)
     })
     .await
-    .unwrap_or_else(|e| Err(e.to_string()));
+    .unwrap_or_else(|e| Err(backup::Error::Task(e.to_string())));
     backup::record(&state.engine, &outcome, "scheduled", started.elapsed().as_millis() as u64).await;
-    let made = outcome.map_err(Error::Internal)?;
+    let made = outcome.map_err(Error::internal)?;
     Ok(Ran::Items(made.manifest.users.map(|u| u.values().flat_map(|k| k.values()).sum()).unwrap_or(0)))
 }
 
@@ -123,7 +123,7 @@ pub async fn drill(state: AppState, _: Context) -> Result<Ran> {
         backup::drill::run(&config, &signer)
     })
     .await
-    .unwrap_or_else(|e| Err(e.to_string()));
+    .unwrap_or_else(|e| Err(backup::Error::Task(e.to_string())));
     let took_ms = started.elapsed().as_millis() as u64;
     match outcome {
         Ok(None) => Ok(Ran::Skipped("no backup to drill (run `mycorrhizal backup` or set BACKUP_DIR)".into())),
@@ -152,12 +152,12 @@ pub async fn drill(state: AppState, _: Context) -> Result<Ran> {
             Ok(Ran::Items(drill.rows))
         }
         Err(e) => {
-            let event = Event::error("backup", "backup_failed", e.clone())
+            let event = Event::error("backup", "backup_failed", e.to_string())
                 .detail(json!({ "operation": "restore_drill" }))
                 .duration_ms(took_ms);
             emit(&state.engine, event).await;
             alert_admins(&state.engine, &state.notify.outbox, "db.restore_drill_failed", vec![json!({})]).await;
-            Err(Error::Internal(e))
+            Err(Error::internal(e))
         }
     }
 }

@@ -389,7 +389,7 @@ pub async fn set_ntfy(notifier: &Notifier, user: u64, input: NtfyInput) -> Resul
     let token = input.token.as_deref().map(|t| check_token(t, false)).transpose()?;
     let sealed = match &token {
         Some(Some(t)) => Some(
-            notifier.data_key.encrypt(t.as_bytes(), &token_binding(user, Channel::Ntfy)).map_err(Error::Internal)?,
+            notifier.data_key.encrypt(t.as_bytes(), &token_binding(user, Channel::Ntfy)).map_err(Error::internal)?,
         ),
         _ => None,
     };
@@ -417,7 +417,7 @@ pub async fn set_gotify(notifier: &Notifier, user: u64, input: GotifyInput) -> R
     let token = input.token.as_deref().map(|t| check_token(t, true)).transpose()?.flatten();
     let sealed = match &token {
         Some(t) => Some(
-            notifier.data_key.encrypt(t.as_bytes(), &token_binding(user, Channel::Gotify)).map_err(Error::Internal)?,
+            notifier.data_key.encrypt(t.as_bytes(), &token_binding(user, Channel::Gotify)).map_err(Error::internal)?,
         ),
         None => None,
     };

@@ -143,12 +143,12 @@ async fn email(notifier: &Notifier, user: u64, to: &str, subject: &str, sealed: 
 }
 
 /// An attempt that cannot be made and will not become possible.
-fn permanent(error: impl Into<String>) -> Attempt {
-    Attempt::Permanent { status: None, error: error.into() }
+fn permanent(error: impl std::fmt::Display) -> Attempt {
+    Attempt::Permanent { status: None, error: error.to_string() }
 }
 
-fn retry(error: impl Into<String>) -> Attempt {
-    Attempt::Retry { status: None, error: error.into(), retry_after: None }
+fn retry(error: impl std::fmt::Display) -> Attempt {
+    Attempt::Retry { status: None, error: error.to_string(), retry_after: None }
 }
 
 /// The user's channel configuration, read for an attempt.

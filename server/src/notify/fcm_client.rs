@@ -16,6 +16,21 @@ const RENEW_BEFORE: SignedDuration = SignedDuration::from_secs(300);
 /// Most bytes of a notification's body (FCM's whole message is at most 4 KB).
 const MAX_BODY: usize = 3000;
 
+/// Why FCM's access token could not be had: a failed attempt's reason (retried).
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("the FCM private key is not an RSA key in PEM")]
+    NotAnRsaKey,
+    #[error("cannot sign the FCM assertion: {0}")]
+    Signing(jsonwebtoken::errors::Error),
+    #[error("cannot reach the FCM token endpoint: {0}")]
+    Unreachable(reqwest::Error),
+    #[error("the FCM token endpoint answered {0}")]
+    Refused(u16),
+    #[error("the FCM token endpoint's answer is not a token")]
+    NotAToken,
+}
+
 /// The configured account, its signing key and the cached access token.
 pub struct FcmClient {
     config: Fcm,
@@ -40,14 +55,14 @@ struct TokenAnswer {
 }
 
 impl FcmClient {
-    pub fn new(config: Fcm) -> std::result::Result<FcmClient, String> {
-        let key = EncodingKey::from_rsa_pem(config.private_key.expose().as_bytes())
-            .map_err(|_| "the FCM private key is not an RSA key in PEM".to_string())?;
+    pub fn new(config: Fcm) -> std::result::Result<FcmClient, TokenError> {
+        let key =
+            EncodingKey::from_rsa_pem(config.private_key.expose().as_bytes()).map_err(|_| TokenError::NotAnRsaKey)?;
         Ok(FcmClient { config, key, token: tokio::sync::Mutex::new(None) })
     }
 
     /// The JWT-bearer grant's assertion, issued at `now`.
-    pub fn assertion(&self, now: Timestamp) -> std::result::Result<String, String> {
+    pub fn assertion(&self, now: Timestamp) -> std::result::Result<String, TokenError> {
         let mut header = Header::new(Algorithm::RS256);
         header.kid = self.config.private_key_id.clone();
         let claims = Claims {
@@ -57,11 +72,15 @@ impl FcmClient {
             iat: now.as_second(),
             exp: now.as_second() + 3600,
         };
-        jsonwebtoken::encode(&header, &claims, &self.key).map_err(|e| format!("cannot sign the FCM assertion: {e}"))
+        jsonwebtoken::encode(&header, &claims, &self.key).map_err(TokenError::Signing)
     }
 
     /// An access token valid at `now`: the cached one, or a new one from the token endpoint.
-    pub async fn access_token(&self, http: &reqwest::Client, now: Timestamp) -> std::result::Result<String, String> {
+    pub async fn access_token(
+        &self,
+        http: &reqwest::Client,
+        now: Timestamp,
+    ) -> std::result::Result<String, TokenError> {
         let mut cached = self.token.lock().await;
         if let Some((token, renew_at)) = cached.as_ref()
             && now < *renew_at
@@ -70,18 +89,12 @@ impl FcmClient {
         }
         let assertion = self.assertion(now)?;
         let form = [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion.as_str())];
-        let response = http
-            .post(&self.config.token_uri)
-            .form(&form)
-            .send()
-            .await
-            .map_err(|e| format!("cannot reach the FCM token endpoint: {e}"))?;
+        let response = http.post(&self.config.token_uri).form(&form).send().await.map_err(TokenError::Unreachable)?;
         let status = response.status();
         if !status.is_success() {
-            return Err(format!("the FCM token endpoint answered {}", status.as_u16()));
+            return Err(TokenError::Refused(status.as_u16()));
         }
-        let answer: TokenAnswer =
-            response.json().await.map_err(|_| "the FCM token endpoint's answer is not a token".to_string())?;
+        let answer: TokenAnswer = response.json().await.map_err(|_| TokenError::NotAToken)?;
         let lifetime = SignedDuration::from_secs(answer.expires_in.unwrap_or(3600).clamp(60, 86_400));
         let renew_at = now.checked_add(lifetime - RENEW_BEFORE).unwrap_or(now);
         *cached = Some((answer.access_token.clone(), renew_at));

@@ -115,7 +115,7 @@ pub async fn create(notifier: &Notifier, user: u64, input: WebhookInput) -> Resu
         check_events(notifier, user, input.events.as_deref().ok_or_else(|| Error::invalid("events", "is required"))?)?;
     let description = check_description(input.description.as_deref())?;
     let secret = new_secret();
-    let sealed_secret = notifier.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::Internal)?;
+    let sealed_secret = notifier.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::internal)?;
     // Told before the write: the set may hold a user without webhooks, never the reverse.
     notifier.hook.subscribe(user);
     let active = input.active.unwrap_or(true);
@@ -211,7 +211,7 @@ pub async fn delete(notifier: &Notifier, user: u64, id: u64) -> Result<()> {
 /// A new secret for webhook `id`, shown once; the old one stops signing at once.
 pub async fn rotate_secret(notifier: &Notifier, user: u64, id: u64) -> Result<WebhookWithSecret> {
     let secret = new_secret();
-    let sealed = notifier.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::Internal)?;
+    let sealed = notifier.data_key.encrypt(secret.as_bytes(), &binding(user)).map_err(Error::internal)?;
     let view = notifier
         .engine
         .write_async(move |tx| {

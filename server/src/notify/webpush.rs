@@ -103,11 +103,26 @@ fn vapid_binding() -> String {
     crate::keys::binding("webpush", 0, "vapid")
 }
 
+/// Why a message could not be sealed for a browser (RFC 8291): a failed attempt's reason.
+#[derive(Debug, thiserror::Error)]
+pub enum SealError {
+    #[error("the message is too long for one record")]
+    TooLong,
+    #[error("p256dh is not a P-256 public key")]
+    NotAKey,
+    #[error("no randomness: {0}")]
+    NoRandomness(getrandom::Error),
+    #[error("key derivation failed")]
+    Derivation,
+    #[error("encryption failed")]
+    Encryption,
+}
+
 /// A P-256 secret key from the OS random source.
-fn random_secret() -> std::result::Result<SecretKey, String> {
+fn random_secret() -> std::result::Result<SecretKey, SealError> {
     loop {
         let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
+        getrandom::fill(&mut bytes).map_err(SealError::NoRandomness)?;
         // A value of zero or at least the group order (odds about 2^-32) is drawn again.
         if let Ok(key) = SecretKey::from_slice(&bytes) {
             return Ok(key);
@@ -115,17 +130,14 @@ fn random_secret() -> std::result::Result<SecretKey, String> {
     }
 }
 
-/// The server's VAPID key, created and stored (sealed) on first use.
-pub async fn vapid_key(engine: &Engine, data_key: &DataKey) -> std::result::Result<SecretKey, String> {
-    let stored = crate::crm::blocking(engine, |engine| engine.global()?.map_get(KEY_TABLE, KEY_NAME))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+/// The server's VAPID key, created and stored (sealed) on first use. Any failure is internal.
+pub async fn vapid_key(engine: &Engine, data_key: &DataKey) -> Result<SecretKey> {
+    let stored = crate::crm::blocking(engine, |engine| engine.global()?.map_get(KEY_TABLE, KEY_NAME)).await??;
     let sealed = match stored {
         Some(sealed) => sealed,
         None => {
-            let fresh = random_secret()?;
-            let sealed = data_key.encrypt(&fresh.to_bytes(), &vapid_binding())?;
+            let fresh = random_secret().map_err(Error::internal)?;
+            let sealed = data_key.encrypt(&fresh.to_bytes(), &vapid_binding()).map_err(Error::internal)?;
             // Two first uses at once: the write that comes second keeps the first one's key.
             engine
                 .write_async(move |tx| match tx.global().map_get(KEY_TABLE, KEY_NAME)? {
@@ -135,12 +147,13 @@ pub async fn vapid_key(engine: &Engine, data_key: &DataKey) -> std::result::Resu
                         Ok(sealed.clone())
                     }
                 })
-                .await
-                .map_err(|e| e.to_string())?
+                .await?
         }
     };
-    let raw = data_key.decrypt(&sealed, &vapid_binding()).ok_or("the VAPID key cannot be read (data key changed)")?;
-    SecretKey::from_slice(&raw).map_err(|_| "the stored VAPID key is not a P-256 key".to_string())
+    let raw = data_key
+        .decrypt(&sealed, &vapid_binding())
+        .ok_or_else(|| Error::internal("the VAPID key cannot be read (data key changed)"))?;
+    SecretKey::from_slice(&raw).map_err(|_| Error::internal("the stored VAPID key is not a P-256 key"))
 }
 
 /// A public key as an uncompressed point (65 bytes).
@@ -150,7 +163,7 @@ pub fn public_bytes(key: &PublicKey) -> Vec<u8> {
 
 /// The server's VAPID public key (base64url).
 pub async fn public_key(notifier: &Notifier) -> Result<VapidKeyView> {
-    let key = vapid_key(&notifier.engine, &notifier.data_key).await.map_err(Error::Internal)?;
+    let key = vapid_key(&notifier.engine, &notifier.data_key).await?;
     Ok(VapidKeyView { public_key: B64.encode(public_bytes(&key.public_key())) })
 }
 
@@ -180,11 +193,11 @@ pub fn encrypt_with(
     auth: &[u8],
     as_secret: &SecretKey,
     salt: &[u8; 16],
-) -> std::result::Result<Vec<u8>, String> {
+) -> std::result::Result<Vec<u8>, SealError> {
     if plaintext.len() + 17 > RECORD_SIZE as usize {
-        return Err("the message is too long for one record".into());
+        return Err(SealError::TooLong);
     }
-    let ua = PublicKey::from_sec1_bytes(ua_public).map_err(|_| "p256dh is not a P-256 public key")?;
+    let ua = PublicKey::from_sec1_bytes(ua_public).map_err(|_| SealError::NotAKey)?;
     let as_public = public_bytes(&as_secret.public_key());
     let shared = p256::ecdh::diffie_hellman(as_secret.to_nonzero_scalar(), ua.as_affine());
     // IKM = HKDF(auth, ecdh_secret, "WebPush: info" || 0 || ua_public || as_public, 32)
@@ -194,18 +207,18 @@ pub fn encrypt_with(
     let mut ikm = [0u8; 32];
     Hkdf::<Sha256>::new(Some(auth), shared.raw_secret_bytes())
         .expand(&key_info, &mut ikm)
-        .map_err(|_| "key derivation failed")?;
+        .map_err(|_| SealError::Derivation)?;
     let prk = Hkdf::<Sha256>::new(Some(salt), &ikm);
     let mut cek = [0u8; 16];
     let mut nonce = [0u8; 12];
-    prk.expand(b"Content-Encoding: aes128gcm\0", &mut cek).map_err(|_| "key derivation failed")?;
-    prk.expand(b"Content-Encoding: nonce\0", &mut nonce).map_err(|_| "key derivation failed")?;
+    prk.expand(b"Content-Encoding: aes128gcm\0", &mut cek).map_err(|_| SealError::Derivation)?;
+    prk.expand(b"Content-Encoding: nonce\0", &mut nonce).map_err(|_| SealError::Derivation)?;
     // One record, so it is the last: the padding delimiter is 2, no padding after it.
     let mut record = plaintext.to_vec();
     record.push(2);
     let sealed = Aes128Gcm::new(&cek.into())
         .encrypt(Nonce::from_slice(&nonce), record.as_slice())
-        .map_err(|_| "encryption failed")?;
+        .map_err(|_| SealError::Encryption)?;
     let mut body = Vec::with_capacity(86 + sealed.len());
     body.extend_from_slice(salt);
     body.extend_from_slice(&RECORD_SIZE.to_be_bytes());
@@ -216,9 +229,9 @@ pub fn encrypt_with(
 }
 
 /// Encrypts `plaintext` for a browser with a fresh ephemeral key and salt.
-pub fn encrypt(plaintext: &[u8], ua_public: &[u8], auth: &[u8]) -> std::result::Result<Vec<u8>, String> {
+pub fn encrypt(plaintext: &[u8], ua_public: &[u8], auth: &[u8]) -> std::result::Result<Vec<u8>, SealError> {
     let mut salt = [0u8; 16];
-    getrandom::fill(&mut salt).map_err(|e| format!("no randomness: {e}"))?;
+    getrandom::fill(&mut salt).map_err(SealError::NoRandomness)?;
     encrypt_with(plaintext, ua_public, auth, &random_secret()?, &salt)
 }
 
@@ -289,7 +302,7 @@ pub async fn subscribe(
     let auth = decode_b64("keys.auth", &input.keys.auth, 16)?;
     let mut keys = p256dh;
     keys.extend_from_slice(&auth);
-    let sealed_keys = notifier.data_key.encrypt(&keys, &keys_binding(user)).map_err(Error::Internal)?;
+    let sealed_keys = notifier.data_key.encrypt(&keys, &keys_binding(user)).map_err(Error::internal)?;
     notifier
         .engine
         .write_async(move |tx| {

@@ -104,22 +104,28 @@ fn due_lanes(engine: &Engine, now: Timestamp) -> mycorrhizal_engine::Result<Vec<
     let mut heads: Vec<(u64, String, Timestamp)> = Vec::new();
     let mut from = String::new();
     loop {
-        let mut next: Option<Result<(u64, String, Timestamp), String>> = None;
+        /// The next key of the due index: a lane's head, or a key that does not read as one.
+        enum Next {
+            Head(u64, String, Timestamp),
+            Unreadable(String),
+        }
+        let mut next = None;
         view.map_scan(outbox::DUE_TABLE, &from, |key, value| {
             next = Some(match outbox::due_entry(key, value) {
-                Some((lane, id, due)) => Ok((id, lane.to_string(), due)),
-                None => Err(key.to_string()),
+                Some((lane, id, due)) => Next::Head(id, lane.to_string(), due),
+                None => Next::Unreadable(key.to_string()),
             });
             false
         })?;
         match next {
             None => break,
-            Some(Ok(head)) => {
+            Some(Next::Head(id, lane, due)) => {
+                let head = (id, lane, due);
                 // Past the lane's last key: `\0` ends a lane's name in every key, `\u{1}` sorts after.
                 from = format!("{}\u{1}", head.1);
                 heads.push(head);
             }
-            Some(Err(key)) => {
+            Some(Next::Unreadable(key)) => {
                 tracing::error!(event = "outbox_entry_unreadable", component = "notification", key = %key.escape_debug());
                 from = format!("{key}\u{0}");
             }
