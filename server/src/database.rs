@@ -56,6 +56,32 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
     Ok(engine)
 }
 
+/// What the server needs before it serves, beyond what every command's `open_engine` does: the
+/// index entries of every record kind whose index set changed since this database was last
+/// served (`Record::INDEX_VERSION`; see the engine's `reindex`), each backfill recorded in the
+/// system timeline, and a pending side an earlier version wrote moved to the outbox's index by
+/// lane. Fails (refusing boot) when either cannot be done.
+pub async fn ready_to_serve(engine: &Engine) -> anyhow::Result<()> {
+    let handle = engine.clone();
+    let report = tokio::task::spawn_blocking(move || handle.ensure_indexes(&crm::record_kinds()))
+        .await
+        .context("index backfill")?
+        .map_err(|e| {
+            tracing::error!(event = "reindex_failed", component = "migration", error = %e);
+            anyhow::Error::new(e).context("cannot bring the indexes up to date")
+        })?;
+    if let Some(snapshot) = &report.snapshot {
+        let detail = json!({ "operation": "pre_reindex_snapshot", "tables": snapshot.manifest.tables.len(), "size_bytes": snapshot.manifest.size });
+        emit(engine, Event::info("migration", "backup_completed").detail(detail)).await;
+    }
+    for kind in report.kinds.iter().filter(|k| k.rows > 0) {
+        let detail = json!({ "kind": kind.kind, "from_version": kind.from, "to_version": kind.to, "rows": kind.rows });
+        emit(engine, Event::info("migration", "index_backfilled").detail(detail).duration_ms(kind.duration_ms)).await;
+    }
+    crate::outbox::adopt_pending(engine).await.context("cannot read the outbox")?;
+    Ok(())
+}
+
 /// How the server runs its search index (`DATA_DIR/search`, the searchable kinds, the commit
 /// interval and writer memory the configuration sets).
 pub fn search_options(config: &Config) -> SearchOptions {

@@ -110,11 +110,15 @@ pub async fn run(mut config: Config) -> anyhow::Result<()> {
     load_secret(&mut config)?;
     let shutdown = shutdown_signal()?;
     let engine = open_engine(&config).await?;
-    let state = match AppState::build(engine.clone(), config).await {
+    let built = match database::ready_to_serve(&engine).await {
+        Ok(()) => AppState::build(engine.clone(), config).await.map_err(anyhow::Error::msg),
+        Err(e) => Err(e),
+    };
+    let state = match built {
         Ok(state) => state,
         Err(reason) => {
             engine.shutdown();
-            anyhow::bail!("{reason}");
+            return Err(reason);
         }
     };
     let detail = json!({ "version": build_info::VERSION, "commit": build_info::COMMIT });

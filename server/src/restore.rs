@@ -197,6 +197,7 @@ async fn finish(
     steps: &mut Vec<(&'static str, std::time::Duration)>,
 ) -> Result<(u32, Counts), String> {
     let started = Instant::now();
+    crate::database::ready_to_serve(&engine).await.map_err(|e| format!("{e:#}"))?;
     let state = AppState::build(engine.clone(), config).await?;
     let (contacts_scanned, contacts_updated) = match checked {
         Some(mut checked) => {

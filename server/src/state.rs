@@ -12,7 +12,6 @@ use crate::config::Config;
 use crate::notify::Notifier;
 use crate::notify::email::Mailer;
 use crate::notify::webhooks::OutboxHook;
-use crate::ops::events::{Event, emit};
 use crate::outbox::{Outbox, Signal};
 
 #[derive(Clone)]
@@ -32,12 +31,9 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Builds the services, once the record kinds' indexes are up to date. Fails (refusing boot)
-    /// when an index backfill fails or the data key cannot be unwrapped.
+    /// Builds the services over an engine `database::ready_to_serve` has prepared. Fails
+    /// (refusing boot) when the data key cannot be unwrapped or a service cannot be built.
     pub async fn build(engine: Engine, config: Config) -> Result<AppState, String> {
-        ensure_indexes(&engine).await?;
-        // A pending side written by an earlier version moves to the outbox's index by lane.
-        crate::outbox::adopt_pending(&engine).await.map_err(|e| format!("cannot read the outbox: {e}"))?;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(30))
@@ -124,27 +120,4 @@ impl AppState {
     ) -> crate::crm::Result<T> {
         crate::crm::blocking(&self.engine, work).await
     }
-}
-
-/// Derives the index entries of every record kind whose index set changed since this database was
-/// last opened (`Record::INDEX_VERSION`; see the engine's `reindex`), before anything is served,
-/// and records each backfill in the system timeline.
-async fn ensure_indexes(engine: &Engine) -> Result<(), String> {
-    let handle = engine.clone();
-    let report = tokio::task::spawn_blocking(move || handle.ensure_indexes(&crate::crm::record_kinds()))
-        .await
-        .map_err(|e| format!("index backfill: {e}"))?
-        .map_err(|e| {
-            tracing::error!(event = "reindex_failed", component = "migration", error = %e);
-            format!("cannot bring the indexes up to date: {e}")
-        })?;
-    if let Some(snapshot) = &report.snapshot {
-        let detail = serde_json::json!({ "operation": "pre_reindex_snapshot", "tables": snapshot.manifest.tables.len(), "size_bytes": snapshot.manifest.size });
-        emit(engine, Event::info("migration", "backup_completed").detail(detail)).await;
-    }
-    for kind in report.kinds.iter().filter(|k| k.rows > 0) {
-        let detail = serde_json::json!({ "kind": kind.kind, "from_version": kind.from, "to_version": kind.to, "rows": kind.rows });
-        emit(engine, Event::info("migration", "index_backfilled").detail(detail).duration_ms(kind.duration_ms)).await;
-    }
-    Ok(())
 }
