@@ -10,6 +10,7 @@ use jiff::Timestamp;
 use mycorrhizal_engine::{Durability, Engine, FixedClock, Options, SearchOptions, UserId, UserScope};
 
 mod contacts;
+mod relationships;
 mod reminders;
 
 /// A temporary engine with the server's record kinds, migrations and search index, and a clock
