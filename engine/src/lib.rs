@@ -29,6 +29,7 @@ mod rows;
 mod search;
 pub mod snapshot;
 pub mod system;
+mod system_log;
 mod tables;
 mod tx;
 mod writer;
@@ -228,6 +229,10 @@ impl Engine {
                 recovered,
             }),
         };
+        let listed = engine.index_system_logs()?;
+        if listed > 0 {
+            tracing::info!(event = "system_logs_indexed", component = "migration", entries = listed);
+        }
         Ok((engine, report))
     }
 

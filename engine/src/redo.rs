@@ -182,12 +182,6 @@ impl<'t, K: Key + 'static, V: Value + 'static> Logged<'t, K, V> {
         self.remove_all(gone)
     }
 
-    /// Removes the entries for which `keep` is false; how many went.
-    pub fn retain(&mut self, mut keep: impl for<'f> FnMut(K::SelfType<'f>, V::SelfType<'f>) -> bool) -> Result<u64> {
-        let gone = unwanted(self.table.iter()?, &mut keep)?;
-        self.remove_all(gone)
-    }
-
     fn remove_all(&mut self, keys: Vec<Vec<u8>>) -> Result<u64> {
         for key in &keys {
             self.table.remove(K::from_bytes(key))?;

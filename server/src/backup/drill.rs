@@ -10,28 +10,9 @@ use std::time::{Duration, Instant};
 
 use mycorrhizal_engine::{Durability, Engine, Options, SystemClock, UserId};
 
-use super::{Error, Signer, list, verify};
+use super::{DrillFailure as Failure, Error, Signer, list, verify};
 use crate::auth::records::Account;
 use crate::config::Config;
-
-/// Why the drill's restored copy failed.
-#[derive(Debug, thiserror::Error)]
-pub enum Failure {
-    #[error("cannot make {}: {source}", path.display())]
-    Scratch { path: PathBuf, source: std::io::Error },
-    #[error("cannot copy the backup: {0}")]
-    Copy(mycorrhizal_engine::Error),
-    #[error("the restored copy does not open: {0}")]
-    DoesNotOpen(mycorrhizal_engine::Error),
-    #[error("the restored copy cannot be read: {0}")]
-    Unreadable(mycorrhizal_engine::Error),
-    #[error("the restored rows of {0} user(s) differ from the manifest")]
-    RowsDiffer(usize),
-    #[error("the restored audit chains of {0} user(s) differ from the manifest")]
-    AuditHeadsDiffer(usize),
-    #[error("a restored audit chain does not verify: {0}")]
-    AuditChain(mycorrhizal_engine::Error),
-}
 
 /// A drill that passed.
 #[derive(Debug, Clone)]

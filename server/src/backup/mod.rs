@@ -55,7 +55,7 @@ pub enum Error {
     Refused { name: String, refusal: Refusal },
     /// The drill's restored copy could not be made, does not open or differs from its manifest.
     #[error("{name}: {reason}")]
-    Drill { name: String, reason: drill::Failure },
+    Drill { name: String, reason: DrillFailure },
     /// The running server could not be asked, or its backup failed (its words).
     #[error("{0}")]
     Server(String),
@@ -65,6 +65,25 @@ pub enum Error {
     /// The blocking task died.
     #[error("backup task failed: {0}")]
     Task(String),
+}
+
+/// Why the drill's restored copy failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DrillFailure {
+    #[error("cannot make {}: {source}", path.display())]
+    Scratch { path: PathBuf, source: std::io::Error },
+    #[error("cannot copy the backup: {0}")]
+    Copy(mycorrhizal_engine::Error),
+    #[error("the restored copy does not open: {0}")]
+    DoesNotOpen(mycorrhizal_engine::Error),
+    #[error("the restored copy cannot be read: {0}")]
+    Unreadable(mycorrhizal_engine::Error),
+    #[error("the restored rows of {0} user(s) differ from the manifest")]
+    RowsDiffer(usize),
+    #[error("the restored audit chains of {0} user(s) differ from the manifest")]
+    AuditHeadsDiffer(usize),
+    #[error("a restored audit chain does not verify: {0}")]
+    AuditChain(mycorrhizal_engine::Error),
 }
 
 /// Signs and checks manifests with the key the at-rest environment derives.

@@ -149,6 +149,7 @@ where
         error,
         items_processed: items,
         correlation_id: Some(correlation),
+        detail: None,
     };
     job_runs::store(&state.engine, run).await
 }

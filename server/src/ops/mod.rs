@@ -9,3 +9,4 @@ pub mod fs;
 pub mod health;
 pub mod job_runs;
 pub mod storage;
+pub mod timeline;
