@@ -10,6 +10,7 @@ mod boot;
 mod bundle;
 mod calendar;
 mod channels;
+mod console;
 mod contract;
 mod crm;
 mod dav;

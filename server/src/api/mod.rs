@@ -28,6 +28,7 @@ pub mod relationships;
 pub mod reminders;
 pub mod safety;
 pub mod search;
+pub mod timeline;
 pub mod tokens;
 pub mod users;
 pub mod webhooks;
@@ -132,6 +133,11 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(admin::trigger_purge))
         .routes(routes!(admin::trigger_reminders))
         .routes(routes!(admin::diagnostics))
+        .routes(routes!(timeline::system_events))
+        .routes(routes!(timeline::subsystem_health))
+        .routes(routes!(timeline::job_runs))
+        .routes(routes!(timeline::job_health))
+        .routes(routes!(timeline::error_aggregation))
         .routes(routes!(search::search))
         .routes(routes!(contacts::list, contacts::create))
         .routes(routes!(contacts::circles))

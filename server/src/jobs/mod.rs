@@ -36,6 +36,11 @@ fn hours(h: u64) -> Duration {
     Duration::from_secs(h * 3600)
 }
 
+/// The name of every job, in the table's order.
+pub fn names() -> Vec<&'static str> {
+    JOBS.iter().map(|job| job.name).collect()
+}
+
 /// Every job, in the order they start.
 pub static JOBS: &[Job] = &[
     Job {

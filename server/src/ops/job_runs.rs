@@ -3,10 +3,14 @@
 //! (`jobs`); this file only stores and reads.
 
 use jiff::civil::Date;
+use jiff::{SignedDuration, Timestamp};
 use mycorrhizal_engine::Engine;
-use mycorrhizal_engine::system::JobRun;
+use mycorrhizal_engine::system::{JobResult, JobRun, LogQuery};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
-use crate::crm::{Result, blocking};
+use super::timeline::{instant, limit};
+use crate::crm::{Error, Result, blocking};
 
 /// The last local day each wall-clock job ran (key: job name, value: `YYYY-MM-DD`).
 const JOB_DAYS: &str = "map:job_days";
@@ -49,6 +53,11 @@ pub struct JobRunView {
     pub error: Option<String>,
     pub items_processed: Option<u64>,
     pub correlation_id: Option<String>,
+    /// When the run was recorded (it finished).
+    #[schema(value_type = String)]
+    pub created_at: jiff::Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl From<&JobRun> for JobRunView {
@@ -67,6 +76,167 @@ impl From<&JobRun> for JobRunView {
             error: run.error.clone(),
             items_processed: run.items_processed,
             correlation_id: run.correlation_id.clone(),
+            created_at: run.finished_at,
+            detail: run.detail.clone(),
         }
     }
+}
+
+/// The job runs' filters, as the query names them.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RunQuery {
+    pub job_name: Option<String>,
+    /// `success`, `failure` or `skipped`.
+    #[param(pattern = "^(success|failure|skipped)?$")]
+    pub result: Option<String>,
+    /// RFC 3339; runs started at or after it.
+    pub since: Option<String>,
+    /// RFC 3339; runs started at or before it.
+    pub until: Option<String>,
+    /// Default 100, at most 500.
+    pub limit: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunPage {
+    pub job_runs: Vec<JobRunView>,
+    /// Runs matching the filters in all.
+    pub total: u64,
+}
+
+fn result_of(raw: Option<&str>) -> Result<Option<JobResult>> {
+    match raw.filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some("success") => Ok(Some(JobResult::Success)),
+        Some("failure") => Ok(Some(JobResult::Failure)),
+        Some("skipped") => Ok(Some(JobResult::Skipped)),
+        Some(_) => Err(Error::bad_parameter("result", "must be success, failure or skipped")),
+    }
+}
+
+/// Job runs for `query`, newest first, with the number matching.
+pub async fn list(engine: &Engine, query: RunQuery) -> Result<RunPage> {
+    let result = result_of(query.result.as_deref())?;
+    let since = instant(query.since.as_deref(), "since")?;
+    let until = instant(query.until.as_deref(), "until")?;
+    let limit = limit(query.limit.as_deref())?;
+    let keys = match (query.job_name.filter(|n| !n.is_empty()), result) {
+        (Some(name), Some(result)) => vec![JobRun::key_job_result(&name, result)],
+        (Some(name), None) => vec![JobRun::key_job(&name)],
+        (None, Some(result)) => vec![JobRun::key_result(result)],
+        (None, None) => Vec::new(),
+    };
+    let page = blocking(engine, move |engine| {
+        engine.job_runs_page(&LogQuery { keys, since, until, limit, oldest_first: false })
+    })
+    .await??;
+    Ok(RunPage { job_runs: page.items.iter().map(JobRunView::from).collect(), total: page.total })
+}
+
+/// Runs that did work (not skipped) the duration trend is taken over.
+pub const DURATION_SAMPLE: usize = 20;
+
+/// One job's health, folded from its runs: a skipped run changes nothing; a success closes the
+/// incident; each failure after the last success adds to the streak.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct JobHealth {
+    pub job_name: String,
+    /// `healthy`, `failing` or `unknown` (never executed).
+    pub status: String,
+    #[schema(value_type = Option<String>)]
+    pub last_run_at: Option<Timestamp>,
+    /// The last run's result (`success`, `failure`, `skipped`), "" before the first.
+    pub last_result: String,
+    pub last_trigger: String,
+    pub last_duration_ms: Option<u64>,
+    pub last_items_processed: Option<u64>,
+    #[schema(value_type = Option<String>)]
+    pub last_success_at: Option<Timestamp>,
+    #[schema(value_type = Option<String>)]
+    pub last_failure_at: Option<Timestamp>,
+    /// The newest failure's error while failing, else "".
+    pub last_error: String,
+    #[schema(value_type = Option<String>)]
+    pub incident_first_failure_at: Option<Timestamp>,
+    pub consecutive_failures: u64,
+    /// Executed runs the averages are over (up to 20).
+    pub duration_sample_size: u64,
+    pub avg_duration_ms: Option<u64>,
+    pub max_duration_ms: Option<u64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobHealthList {
+    pub jobs: Vec<JobHealth>,
+}
+
+fn newest(
+    engine: &Engine,
+    key: String,
+    since: Option<Timestamp>,
+    limit: usize,
+    oldest: bool,
+) -> mycorrhizal_engine::Result<(Vec<JobRun>, u64)> {
+    let page = engine.job_runs_page(&LogQuery { keys: vec![key], since, until: None, limit, oldest_first: oldest })?;
+    Ok((page.items, page.total))
+}
+
+/// The health of job `name` (see [`JobHealth`]).
+pub fn health_of(engine: &Engine, name: &str) -> mycorrhizal_engine::Result<JobHealth> {
+    let (last, _) = newest(engine, JobRun::key_job(name), None, 1, false)?;
+    let (executed, _) = newest(engine, JobRun::key_job_executed(name), None, DURATION_SAMPLE, false)?;
+    let (success, _) = newest(engine, JobRun::key_job_result(name, JobResult::Success), None, 1, false)?;
+    let (failure, _) = newest(engine, JobRun::key_job_result(name, JobResult::Failure), None, 1, false)?;
+    let last = last.into_iter().next();
+    let last_success_at = success.first().map(|r| r.started_at);
+    let last_failure_at = failure.first().map(|r| r.started_at);
+    let failing = executed.first().is_some_and(|r| r.result == JobResult::Failure);
+    let (mut first, mut streak) = (None, 0);
+    if failing {
+        let after = last_success_at.map(|s| s + SignedDuration::from_micros(1));
+        let (oldest, count) = newest(engine, JobRun::key_job_result(name, JobResult::Failure), after, 1, true)?;
+        first = oldest.first().map(|r| r.started_at);
+        streak = count;
+    }
+    let durations: Vec<u64> = executed.iter().map(|r| r.duration_ms).collect();
+    let sample = durations.len() as u64;
+    let view = last.as_ref().map(JobRunView::from);
+    Ok(JobHealth {
+        job_name: name.to_string(),
+        status: if executed.is_empty() {
+            "unknown"
+        } else if failing {
+            "failing"
+        } else {
+            "healthy"
+        }
+        .into(),
+        last_run_at: last.as_ref().map(|r| r.started_at),
+        last_result: view.as_ref().map(|v| v.result.clone()).unwrap_or_default(),
+        last_trigger: view.as_ref().map(|v| v.trigger.clone()).unwrap_or_default(),
+        last_duration_ms: last.as_ref().map(|r| r.duration_ms),
+        last_items_processed: last.as_ref().and_then(|r| r.items_processed),
+        last_success_at,
+        last_failure_at,
+        last_error: if failing {
+            failure.first().and_then(|r| r.error.clone()).unwrap_or_default()
+        } else {
+            String::new()
+        },
+        incident_first_failure_at: first,
+        consecutive_failures: streak,
+        duration_sample_size: sample,
+        avg_duration_ms: (sample > 0).then(|| durations.iter().sum::<u64>() / sample),
+        max_duration_ms: durations.iter().max().copied(),
+    })
+}
+
+/// The health of each job in `names` (the scheduler's table), in that order.
+pub async fn health(engine: &Engine, names: Vec<&'static str>) -> Result<JobHealthList> {
+    let jobs = blocking(engine, move |engine| {
+        names.iter().map(|name| health_of(engine, name)).collect::<mycorrhizal_engine::Result<Vec<_>>>()
+    })
+    .await??;
+    Ok(JobHealthList { jobs })
 }

@@ -1,0 +1,64 @@
+//! The operator's console over JSON (admin session only): the event timeline, each subsystem's
+//! health, the job runs and each job's health, and failures gathered by cause. Each handler
+//! reads one `ops::` operation; the bounds and their 400s are the operation's.
+
+use axum::extract::State;
+
+use crate::error::ApiError;
+use crate::http::caller::AdminUser;
+use crate::http::extract::Query;
+use crate::jobs;
+use crate::ops::job_runs::{self, JobHealthList, RunPage, RunQuery};
+use crate::ops::timeline::{self, Aggregation, AggregationQuery, EventPage, EventQuery, SubsystemList};
+use crate::state::AppState;
+use axum::Json;
+
+/// The system-event timeline, newest `occurred_at` first, with the number matching.
+#[utoipa::path(get, path = "/api/v1/admin/system-events", tag = "admin", params(EventQuery), responses(
+    (status = 200, body = EventPage), (status = 400, description = "A filter out of its bounds"), (status = 403, description = "Not an admin session")))]
+pub async fn system_events(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Query(query): Query<EventQuery>,
+) -> Result<Json<EventPage>, ApiError> {
+    Ok(Json(timeline::events(&state.engine, query).await?))
+}
+
+/// Each subsystem's health, folded from its events, in a fixed order.
+#[utoipa::path(get, path = "/api/v1/admin/subsystem-health", tag = "admin", responses(
+    (status = 200, body = SubsystemList), (status = 403, description = "Not an admin session")))]
+pub async fn subsystem_health(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+) -> Result<Json<SubsystemList>, ApiError> {
+    Ok(Json(timeline::subsystems(&state.engine).await?))
+}
+
+/// Job runs, newest first, with the number matching.
+#[utoipa::path(get, path = "/api/v1/admin/job-runs", tag = "admin", params(RunQuery), responses(
+    (status = 200, body = RunPage), (status = 400, description = "A filter out of its bounds"), (status = 403, description = "Not an admin session")))]
+pub async fn job_runs(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Query(query): Query<RunQuery>,
+) -> Result<Json<RunPage>, ApiError> {
+    Ok(Json(job_runs::list(&state.engine, query).await?))
+}
+
+/// Each job's health (every job of the scheduler's table), folded from its runs.
+#[utoipa::path(get, path = "/api/v1/admin/job-runs/health", tag = "admin", responses(
+    (status = 200, body = JobHealthList), (status = 403, description = "Not an admin session")))]
+pub async fn job_health(State(state): State<AppState>, _admin: AdminUser) -> Result<Json<JobHealthList>, ApiError> {
+    Ok(Json(job_runs::health(&state.engine, jobs::names()).await?))
+}
+
+/// Failure events of the last `window_hours`, in buckets by component and cause.
+#[utoipa::path(get, path = "/api/v1/admin/error-aggregation", tag = "admin", params(AggregationQuery), responses(
+    (status = 200, body = Aggregation), (status = 400, description = "window_hours out of 1..168"), (status = 403, description = "Not an admin session")))]
+pub async fn error_aggregation(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Query(query): Query<AggregationQuery>,
+) -> Result<Json<Aggregation>, ApiError> {
+    Ok(Json(timeline::aggregate(&state.engine, query).await?))
+}
