@@ -148,8 +148,15 @@ impl Engine {
             Err(TableError::TableDoesNotExist(_)) => return Ok(LogPage { items: Vec::new(), total: 0 }),
             Err(e) => return Err(e.into()),
         };
-        let counts = txn.open_table(map_table(log.counts))?;
-        let rows = txn.open_table(log.rows)?;
+        // A purge opens (and so makes) the index before anything is listed: no counts or rows
+        // yet is an empty log.
+        let (counts, rows) = match (txn.open_table(map_table(log.counts)), txn.open_table(log.rows)) {
+            (Ok(counts), Ok(rows)) => (counts, rows),
+            (Err(TableError::TableDoesNotExist(_)), _) | (_, Err(TableError::TableDoesNotExist(_))) => {
+                return Ok(LogPage { items: Vec::new(), total: 0 });
+            }
+            (Err(e), _) | (_, Err(e)) => return Err(e.into()),
+        };
         // The rarest key asked for leads; the others are checked on each entry.
         let mut asked: Vec<(u64, &str)> = Vec::new();
         for key in &query.keys {

@@ -4,6 +4,7 @@
 //! bind the listener. Nothing listens while migrations run.
 
 pub mod account_removal;
+pub mod alerts;
 pub mod allocator;
 pub mod api;
 pub mod auth;

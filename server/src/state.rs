@@ -28,6 +28,8 @@ pub struct AppState {
     /// Notifications and the outbox: mail, mobile and web push, webhooks, the delivery side
     /// and the change hook that queues webhook events inside each write's transaction.
     pub notify: Arc<Notifier>,
+    /// When this process built its state (uptime; the baseline of a job never run yet).
+    pub started_at: jiff::Timestamp,
 }
 
 impl AppState {
@@ -81,6 +83,7 @@ impl AppState {
             outbox,
             hook,
         });
+        let engine_now = engine.clock().now();
         Ok(AppState {
             notify,
             engine,
@@ -89,6 +92,7 @@ impl AppState {
             http,
             oidc,
             imports: Arc::default(),
+            started_at: engine_now,
         })
     }
 

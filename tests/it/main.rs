@@ -3,6 +3,7 @@
 
 mod accounts;
 mod admin;
+mod alerts;
 mod attachments;
 mod audit;
 mod backup;

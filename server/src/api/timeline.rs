@@ -1,14 +1,17 @@
 //! The operator's console over JSON (admin session only): the event timeline, each subsystem's
-//! health, the job runs and each job's health, and failures gathered by cause. Each handler
+//! health, the job runs and each job's health, failures gathered by cause, and the alerts. Each handler
 //! reads one `ops::` operation; the bounds and their 400s are the operation's.
 
 use axum::extract::State;
 
+use mycorrhizal_engine::system::Trigger;
+
+use crate::alerts::AlertList;
 use crate::error::ApiError;
 use crate::http::caller::AdminUser;
 use crate::http::extract::Query;
 use crate::jobs;
-use crate::ops::job_runs::{self, JobHealthList, RunPage, RunQuery};
+use crate::ops::job_runs::{self, JobHealthList, JobRunView, RunPage, RunQuery};
 use crate::ops::timeline::{self, Aggregation, AggregationQuery, EventPage, EventQuery, SubsystemList};
 use crate::state::AppState;
 use axum::Json;
@@ -61,4 +64,20 @@ pub async fn error_aggregation(
     Query(query): Query<AggregationQuery>,
 ) -> Result<Json<Aggregation>, ApiError> {
     Ok(Json(timeline::aggregate(&state.engine, query).await?))
+}
+
+/// Every alert condition's state (`ok`, `alerting` or `disabled`, since when, what is wrong,
+/// whether its telling is still pending) and the newest transitions.
+#[utoipa::path(get, path = "/api/v1/admin/alerts", tag = "admin", responses(
+    (status = 200, body = AlertList), (status = 403, description = "Not an admin session")))]
+pub async fn alerts(State(state): State<AppState>, _admin: AdminUser) -> Result<Json<AlertList>, ApiError> {
+    Ok(Json(crate::alerts::list(&state.engine, &state.config).await?))
+}
+
+/// Evaluates every alert condition now (job run `alert_evaluation`, trigger `manual`): raises
+/// and recoveries are told as on schedule. The run is the answer.
+#[utoipa::path(post, path = "/api/v1/admin/trigger-alerts", tag = "admin", responses(
+    (status = 200, body = JobRunView), (status = 403, description = "Not an admin session")))]
+pub async fn trigger_alerts(State(state): State<AppState>, _admin: AdminUser) -> Result<Json<JobRunView>, ApiError> {
+    Ok(Json(JobRunView::from(&jobs::run(&state, jobs::ALERTS, Trigger::Manual).await?)))
 }

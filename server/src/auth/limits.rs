@@ -192,6 +192,12 @@ impl Limits {
         state.recent_ips.insert(ip, now);
     }
 
+    /// How long ago the last password spray was detected, if one was since start (the
+    /// `auth_spray` alert's signal).
+    pub fn since_last_spray(&self) -> Option<Duration> {
+        self.state().last_spray_at.map(|at| at.elapsed())
+    }
+
     /// Whether the spray throttle is engaged now (for the operations surface).
     pub fn spray_active(&self) -> bool {
         self.state().throttle_until.is_some_and(|until| until > Instant::now())

@@ -28,6 +28,7 @@ pub const BACKUP: &str = "scheduled_backup";
 pub const INTEGRITY: &str = "db_integrity_check";
 pub const RESTORE_DRILL: &str = "restore_drill";
 pub const SEARCH_REBUILD: &str = "search_index_rebuild";
+pub const ALERTS: &str = "alert_evaluation";
 
 const HOUR: Duration = Duration::from_secs(3600);
 const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -95,12 +96,24 @@ pub static JOBS: &[Job] = &[
         step: |s, c| Box::pin(steps::drill(s, c)),
     },
     Job {
+        name: ALERTS,
+        // A minute after start: the jobs that run at start have had their first go.
+        schedule: Schedule::Every { first: |_, _| Duration::from_secs(60), every: crate::alerts::interval },
+        enabled: |c| c.alerts.enabled,
+        step: |s, c| Box::pin(steps::alerts(s, c)),
+    },
+    Job {
         name: SEARCH_REBUILD,
         schedule: Schedule::OnDemand,
         enabled: |_| true,
         step: |s, _| Box::pin(steps::search_rebuild(s, None)),
     },
 ];
+
+/// The jobs `job_stopped` watches (see [`runner::watched`]).
+pub fn watched(config: &crate::config::Config) -> Vec<crate::alerts::Watched> {
+    runner::watched(JOBS, config, ALERTS)
+}
 
 /// The row named `name`.
 pub fn job(name: &str) -> Option<&'static Job> {
@@ -111,7 +124,7 @@ pub fn job(name: &str) -> Option<&'static Job> {
 /// `NotFound` for a name not in the table.
 pub async fn run(state: &AppState, name: &str, trigger: Trigger) -> crate::crm::Result<JobRun> {
     let job = job(name).ok_or(crate::crm::Error::NotFound)?;
-    Ok(runner::run(state, job, trigger).await)
+    Ok(runner::run(state, JOBS, job, trigger).await)
 }
 
 /// Starts the outbox's delivery worker and every enabled job's schedule.
@@ -123,7 +136,7 @@ pub fn start(state: AppState) {
         std::future::pending::<()>().await
     });
     for job in JOBS.iter().filter(|job| (job.enabled)(&state.config)) {
-        runner::start(&state, job);
+        runner::start(&state, JOBS, job);
     }
 }
 

@@ -26,9 +26,13 @@ pub enum Ran {
 }
 
 /// What a step is told about its run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Context {
     pub trigger: Trigger,
+    /// The scheduler's whole table (a step that watches the other jobs reads it here).
+    pub table: &'static [Job],
+    /// The name of the job this run is of.
+    pub name: &'static str,
     /// For a daily job, the local days this run covers (from the day after the last run, at most
     /// [`wall_clock::CATCH_UP_DAYS`], to the run's day).
     pub days: Option<Window>,
@@ -63,7 +67,7 @@ const LOOK_AGAIN: Duration = Duration::from_secs(15 * 60);
 
 /// Runs `job` once now and records the run. A daily job run by the schedule runs for the day
 /// that is due (skipped when none is); run by hand, for today.
-pub async fn run(state: &AppState, job: &'static Job, trigger: Trigger) -> JobRun {
+pub async fn run(state: &AppState, table: &'static [Job], job: &'static Job, trigger: Trigger) -> JobRun {
     let days = match job.schedule {
         Schedule::Daily => match daily_window(state, job, trigger).await {
             Ok(Some(days)) => Some(days),
@@ -72,7 +76,7 @@ pub async fn run(state: &AppState, job: &'static Job, trigger: Trigger) -> JobRu
         },
         _ => None,
     };
-    let (state_, context) = (state.clone(), Context { trigger, days });
+    let (state_, context) = (state.clone(), Context { trigger, table, name: job.name, days });
     let run = record(state, job.name, trigger, (job.step)(state_, context)).await;
     if let (Some(days), JobResult::Success) = (days, run.result) {
         // Remembered only after a success: a failed day is tried again.
@@ -156,7 +160,7 @@ where
 
 /// Keeps `job` on its schedule for as long as the runtime runs. The first run's trigger is
 /// `initial`.
-pub fn start(state: &AppState, job: &'static Job) {
+pub fn start(state: &AppState, table: &'static [Job], job: &'static Job) {
     let state = state.clone();
     match job.schedule {
         Schedule::Every { first, every } => {
@@ -166,7 +170,7 @@ pub fn start(state: &AppState, job: &'static Job) {
                 tokio::time::sleep(first).await;
                 let mut trigger = Trigger::Initial;
                 loop {
-                    run(&state, job, trigger).await;
+                    run(&state, table, job, trigger).await;
                     trigger = Trigger::Scheduled;
                     tokio::time::sleep(every).await;
                 }
@@ -179,7 +183,7 @@ pub fn start(state: &AppState, job: &'static Job) {
                     // Only a due day makes a run: waking early records nothing.
                     match daily_window(&state, job, trigger).await {
                         Ok(Some(_)) => {
-                            run(&state, job, trigger).await;
+                            run(&state, table, job, trigger).await;
                         }
                         Ok(None) => {}
                         Err(e) => {
@@ -199,4 +203,22 @@ pub fn start(state: &AppState, job: &'static Job) {
         }
         Schedule::OnDemand => {}
     }
+}
+
+/// The jobs of `table` the `job_stopped` alert watches: every one the configuration enables that
+/// runs on a schedule, but `except` (the alert evaluation itself), with its interval (a
+/// wall-clock job's is a day).
+pub fn watched(table: &[Job], config: &crate::config::Config, except: &str) -> Vec<crate::alerts::Watched> {
+    table
+        .iter()
+        .filter(|job| job.name != except && (job.enabled)(config))
+        .filter_map(|job| {
+            let every = match job.schedule {
+                Schedule::Every { every, .. } => every(config),
+                Schedule::Daily => Duration::from_secs(24 * 3600),
+                Schedule::OnDemand => return None,
+            };
+            Some(crate::alerts::Watched { name: job.name, every })
+        })
+        .collect()
 }

@@ -490,7 +490,7 @@ pub async fn send_test(notifier: &Notifier, user: u64, channel: Channel) -> Resu
         })
         .await??;
     notifier.outbox.signal.wake();
-    Ok(Queued { queued: queued.iter().map(|c| c.to_string()).collect() })
+    Ok(Queued { queued: queued.iter().map(|(c, _)| c.to_string()).collect() })
 }
 
 /// Queues `notification` for every channel `user` has enabled, in `tx`. `key` names the cause
@@ -503,7 +503,18 @@ pub fn fan_out(
     notification: &Notification,
     key: &str,
 ) -> mycorrhizal_engine::Result<Vec<&'static str>> {
-    queue(tx, senders, user, notification, key, None)
+    Ok(queue(tx, senders, user, notification, key, None)?.into_iter().map(|(name, _)| name).collect())
+}
+
+/// [`fan_out`], answering the queued messages' ids (to follow their delivery).
+pub fn fan_out_ids(
+    tx: &Tx<'_>,
+    senders: &Senders,
+    user: u64,
+    notification: &Notification,
+    key: &str,
+) -> mycorrhizal_engine::Result<Vec<u64>> {
+    Ok(queue(tx, senders, user, notification, key, None)?.into_iter().map(|(_, id)| id).collect())
 }
 
 fn queue(
@@ -513,7 +524,7 @@ fn queue(
     notification: &Notification,
     key: &str,
     only: Option<Channel>,
-) -> mycorrhizal_engine::Result<Vec<&'static str>> {
+) -> mycorrhizal_engine::Result<Vec<(&'static str, u64)>> {
     let config = config_of(tx, user)?;
     let wanted = |c: Channel| only.is_none_or(|o| o == c);
     let seal = || {
@@ -527,30 +538,26 @@ fn queue(
     if wanted(Channel::Email) && senders.mail && config.email.unwrap_or(true) {
         let account: Account = tx.global().get(user)?;
         let target = Target::Email { to: account.email, subject: subject.clone(), text: seal()? };
-        outbox::enqueue(tx, user, target, Some(format!("{key}:email")))?;
-        queued.push("email");
+        queued.push(("email", outbox::enqueue(tx, user, target, Some(format!("{key}:email")))?));
     }
     if wanted(Channel::Ntfy) && config.ntfy.is_some() {
-        outbox::enqueue(tx, user, Target::Ntfy { title: subject.clone(), text: seal()? }, Some(format!("{key}:ntfy")))?;
-        queued.push("ntfy");
+        let target = Target::Ntfy { title: subject.clone(), text: seal()? };
+        queued.push(("ntfy", outbox::enqueue(tx, user, target, Some(format!("{key}:ntfy")))?));
     }
     if wanted(Channel::Gotify) && config.gotify.is_some() {
         let target = Target::Gotify { title: subject.clone(), text: seal()? };
-        outbox::enqueue(tx, user, target, Some(format!("{key}:gotify")))?;
-        queued.push("gotify");
+        queued.push(("gotify", outbox::enqueue(tx, user, target, Some(format!("{key}:gotify")))?));
     }
     if wanted(Channel::Webpush) {
         for id in &config.push {
             let target = Target::WebPush { subscription_id: *id, title: subject.clone(), text: seal()? };
-            outbox::enqueue(tx, user, target, Some(format!("{key}:webpush:{id}")))?;
-            queued.push("webpush");
+            queued.push(("webpush", outbox::enqueue(tx, user, target, Some(format!("{key}:webpush:{id}")))?));
         }
     }
     if wanted(Channel::Fcm) && senders.fcm {
         for id in super::fcm::devices_of(tx, user)? {
             let target = Target::Fcm { device_id: id, title: subject.clone(), text: seal()? };
-            outbox::enqueue(tx, user, target, Some(format!("{key}:fcm:{id}")))?;
-            queued.push("fcm");
+            queued.push(("fcm", outbox::enqueue(tx, user, target, Some(format!("{key}:fcm:{id}")))?));
         }
     }
     Ok(queued)

@@ -9,6 +9,7 @@
 //! [`remove_user`] is what an account's deletion removes on this side, in the deletion's own
 //! transaction.
 
+pub mod alerts;
 pub mod channels;
 pub mod deliver;
 pub mod digest;

@@ -46,6 +46,9 @@ pub const DOMAIN_EVENTS: [&str; 4] = ["test", "reminder.triggered", "birthday.oc
 /// (no payload beyond the envelope). They go to the webhooks of the accounts that are admins when
 /// the event happens.
 pub const ADMIN_EVENTS: [&str; 2] = ["db.integrity_check_failed", "db.restore_drill_failed"];
+/// An alert condition raised and cleared (`crate::alerts`): broadcast to every webhook
+/// subscribed to it, whoever owns it, so its payload holds counts and names, never identifiers.
+pub const ALERT_EVENTS: [&str; 2] = ["alert.raised", "alert.cleared"];
 /// Most webhooks one user may have.
 pub const MAX_WEBHOOKS: usize = 20;
 /// A `map:` table, like every map table (snapshots and checks know a table's layout by its prefix).
@@ -84,6 +87,7 @@ pub fn event_names() -> Vec<String> {
         .collect();
     names.extend(DOMAIN_EVENTS.iter().map(|e| e.to_string()));
     names.extend(ADMIN_EVENTS.iter().map(|e| e.to_string()));
+    names.extend(ALERT_EVENTS.iter().map(|e| e.to_string()));
     names
 }
 
@@ -378,6 +382,21 @@ pub fn publish_to_admins(tx: &Tx<'_>, event: &str, data: &dyn Fn() -> Value) -> 
         }
     }
     Ok(queued)
+}
+
+/// Queues `event` with `data` (one envelope, idempotency key `key`) to every active webhook of
+/// every account subscribed to it, inside `tx`, as deliveries queued now. Returns their ids (to
+/// follow their delivery).
+pub fn broadcast(tx: &Tx<'_>, event: &str, key: &str, data: &Value) -> mycorrhizal_engine::Result<Vec<u64>> {
+    let mut ids = Vec::new();
+    for (user, _) in tx.global().list::<crate::auth::records::Account>()? {
+        let webhooks = subscribed(tx, user, event)?;
+        if !webhooks.is_empty() {
+            let body = envelope(key, event, tx.now(), data.clone());
+            ids.extend(outbox::enqueue_event(tx, user, &webhooks, event, key, body)?);
+        }
+    }
+    Ok(ids)
 }
 
 /// A record's stored body as the `data` of its event: the row's fields, with the contact's
