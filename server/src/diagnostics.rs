@@ -9,8 +9,12 @@
 //! mail provider, FCM with a service account, ntfy / gotify / webpush once a user set one up):
 //! `ok` while its last finished message was delivered (or none finished yet), `warning` after
 //! failures in a row, `error` once they reach `ALERT_NOTIFY_FAILURE_THRESHOLD` (with 0, a streak
-//! stays a warning). The spec's `config`, `backup`, `integration_<system>` and
-//! `background_jobs` checks are not made yet.
+//! stays a warning), `config` (the settings worth a second look, by variable), `backup` (the
+//! newest operator backup against `ALERT_BACKUP_MAX_AGE_HOURS`, and the backup subsystem's
+//! streak), one `integration_<system>` per outside system the configuration names (probed at
+//! once, [`crate::reach::PROBE_TIMEOUT`] each) and `background_jobs` (failing or stuck jobs).
+//! The whole sweep is bounded by [`SWEEP_LIMIT`]: a check that has not answered by then is an
+//! error saying so.
 
 use jiff::Timestamp;
 use serde::Serialize;
@@ -19,7 +23,11 @@ use utoipa::ToSchema;
 use crate::crm::Result;
 use crate::notify::health::{self, ChannelHealth};
 use crate::ops::fs;
+use crate::ops::job_runs::JobActivity;
 use crate::state::AppState;
+
+/// The longest a sweep may take.
+pub const SWEEP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Usage from which the disk counts as essentially full.
 const DISK_FULL_PERCENT: f64 = 99.0;
@@ -62,16 +70,63 @@ fn check(name: impl Into<String>, status: CheckStatus, message: impl Into<String
     DiagnosticCheck { name: name.into(), status, message: message.into() }
 }
 
-/// Runs every check once.
-pub async fn sweep(state: &AppState) -> Result<Diagnostics> {
+/// Runs every check once, within [`SWEEP_LIMIT`]; `activity` is the scheduler's report of its
+/// enabled jobs.
+pub async fn sweep(state: &AppState, activity: Vec<JobActivity>) -> Result<Diagnostics> {
+    let local = local_checks(state, activity);
+    let remote = async {
+        state
+            .reach
+            .probe_all()
+            .await
+            .into_iter()
+            .map(|(system, reach)| match reach.reason {
+                None => check(format!("integration_{system}"), CheckStatus::Ok, "answers"),
+                Some(why) => check(format!("integration_{system}"), CheckStatus::Error, why),
+            })
+            .collect::<Vec<_>>()
+    };
+    let (local, remote) =
+        tokio::join!(tokio::time::timeout(SWEEP_LIMIT, local), tokio::time::timeout(SWEEP_LIMIT, remote));
+    let limit = SWEEP_LIMIT.as_secs();
+    let mut checks = match local {
+        Ok(checks) => checks?,
+        Err(_) => {
+            vec![check("database", CheckStatus::Error, format!("the local checks did not finish within {limit} s"))]
+        }
+    };
+    match remote {
+        Ok(remote) => checks.extend(remote),
+        Err(_) => {
+            for system in state.reach.names() {
+                checks.push(check(
+                    format!("integration_{system}"),
+                    CheckStatus::Error,
+                    format!("no answer within {limit} s"),
+                ));
+            }
+        }
+    }
+    let count = |s: CheckStatus| checks.iter().filter(|c| c.status == s).count();
+    let summary = DiagnosticsSummary {
+        status: checks.iter().map(|c| c.status).max().unwrap_or(CheckStatus::Ok),
+        ok: count(CheckStatus::Ok),
+        warnings: count(CheckStatus::Warning),
+        errors: count(CheckStatus::Error),
+    };
+    Ok(Diagnostics { timestamp: state.engine.clock().now(), summary, checks })
+}
+
+async fn local_checks(state: &AppState, activity: Vec<JobActivity>) -> Result<Vec<DiagnosticCheck>> {
     let data_dir = state.config.data_dir.clone();
     let disk_threshold = f64::from(state.config.alerts.disk_usage_percent);
     let notify_threshold = state.config.alerts.notify_failure_threshold;
     let mail = state.notify.mailer.is_configured();
     let fcm = state.notify.fcm.is_some();
-    let checks = state
+    let config = state.config.clone();
+    state
         .blocking(move |engine| -> Result<Vec<DiagnosticCheck>> {
-            let mut checks = vec![database(engine), migrations(engine)];
+            let mut checks = vec![config_check(&config), database(engine), migrations(engine)];
             checks.push(match fs::probe_writable(&data_dir) {
                 Ok(()) => check("filesystem", CheckStatus::Ok, "the data folder is writable"),
                 Err(_) => check("filesystem", CheckStatus::Error, "the data folder is not writable"),
@@ -82,17 +137,71 @@ pub async fn sweep(state: &AppState) -> Result<Diagnostics> {
             for h in health::of(engine, &channels)? {
                 checks.push(notification(&h, notify_threshold));
             }
+            checks.push(backup(engine, &config)?);
+            checks.push(background_jobs(engine, &activity)?);
             Ok(checks)
         })
-        .await??;
-    let count = |s: CheckStatus| checks.iter().filter(|c| c.status == s).count();
-    let summary = DiagnosticsSummary {
-        status: checks.iter().map(|c| c.status).max().unwrap_or(CheckStatus::Ok),
-        ok: count(CheckStatus::Ok),
-        warnings: count(CheckStatus::Warning),
-        errors: count(CheckStatus::Error),
+        .await?
+}
+
+fn config_check(config: &crate::config::Config) -> DiagnosticCheck {
+    let notes = crate::status::config_notes(config);
+    if notes.is_empty() {
+        return check("config", CheckStatus::Ok, "valid; nothing to review");
+    }
+    let fields: Vec<&str> = notes.iter().map(|n| n.field.as_str()).collect();
+    check("config", CheckStatus::Warning, format!("valid; {} setting(s) to review: {}", notes.len(), fields.join(", ")))
+}
+
+/// The newest operator backup's age against its limit, and the backup subsystem's streak.
+fn backup(engine: &mycorrhizal_engine::Engine, config: &crate::config::Config) -> Result<DiagnosticCheck> {
+    use mycorrhizal_engine::system::{LogQuery, SystemEvent};
+    let health = crate::ops::timeline::subsystem(engine, "backup")?;
+    if health.status == "failing" {
+        let n = health.consecutive_failures;
+        return Ok(check("backup", CheckStatus::Error, format!("{n} backup(s) failed in a row; none succeeded since")));
+    }
+    let max_hours = match config.alerts.backup_max_age_hours {
+        0 => config.integrity.restore_drill_interval_hours * 2,
+        h => h,
     };
-    Ok(Diagnostics { timestamp: state.engine.clock().now(), summary, checks })
+    let newest = engine.events_page(&LogQuery {
+        keys: vec![SystemEvent::key_component("backup"), SystemEvent::key_type("backup_completed")],
+        limit: 1,
+        ..LogQuery::default()
+    })?;
+    Ok(match newest.items.first() {
+        None => {
+            check("backup", CheckStatus::Warning, "no operator backup yet (set BACKUP_DIR or run `mycorrhizal backup`)")
+        }
+        Some(last) => {
+            let age = engine.clock().now().duration_since(last.occurred_at).as_hours();
+            if age > max_hours as i64 {
+                check("backup", CheckStatus::Error, format!("the newest backup is {age} hours old (limit {max_hours})"))
+            } else {
+                check("backup", CheckStatus::Ok, format!("newest backup at {}", last.occurred_at))
+            }
+        }
+    })
+}
+
+fn background_jobs(engine: &mycorrhizal_engine::Engine, activity: &[JobActivity]) -> Result<DiagnosticCheck> {
+    let now = engine.clock().now();
+    let stuck: Vec<&str> = activity.iter().filter(|j| j.stuck(now)).map(|j| j.name).collect();
+    if !stuck.is_empty() {
+        return Ok(check("background_jobs", CheckStatus::Error, format!("stuck: {}", stuck.join(", "))));
+    }
+    let mut failing = Vec::new();
+    for job in activity {
+        if crate::ops::job_runs::health_of(engine, job.name)?.status == "failing" {
+            failing.push(job.name);
+        }
+    }
+    Ok(if failing.is_empty() {
+        check("background_jobs", CheckStatus::Ok, format!("{} job(s) enabled, none failing", activity.len()))
+    } else {
+        check("background_jobs", CheckStatus::Warning, format!("failing: {}", failing.join(", ")))
+    })
 }
 
 fn database(engine: &mycorrhizal_engine::Engine) -> DiagnosticCheck {

@@ -30,9 +30,12 @@ pub mod notify;
 pub mod ops;
 pub mod outbound;
 pub mod outbox;
+pub mod reach;
+pub mod release;
 pub mod restore;
 pub mod retention;
 pub mod state;
+pub mod status;
 pub mod telemetry;
 pub mod web;
 

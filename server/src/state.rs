@@ -28,6 +28,8 @@ pub struct AppState {
     /// Notifications and the outbox: mail, mobile and web push, webhooks, the delivery side
     /// and the change hook that queues webhook events inside each write's transaction.
     pub notify: Arc<Notifier>,
+    /// Whether the outside systems the configuration names answer (cached 30 s).
+    pub reach: Arc<crate::reach::Reach>,
     /// When this process built its state (uptime; the baseline of a job never run yet).
     pub started_at: jiff::Timestamp,
 }
@@ -84,6 +86,7 @@ impl AppState {
             hook,
         });
         let engine_now = engine.clock().now();
+        let reach = Arc::new(crate::reach::Reach::of(&config, http.clone()));
         Ok(AppState {
             notify,
             engine,
@@ -93,6 +96,7 @@ impl AppState {
             oidc,
             imports: Arc::default(),
             started_at: engine_now,
+            reach,
         })
     }
 

@@ -226,3 +226,90 @@ async fn only_an_admin_reads_the_console() {
         assert_eq!(app.call("GET", path, None, json!({})).await.0, 401, "{path}");
     }
 }
+
+#[tokio::test]
+async fn the_system_status_answers_every_facet() {
+    let app = in_process(&[]).await;
+    let admin = app.signed_in().await;
+    jobs::run(&app.state, jobs::STORAGE_SAMPLE, Trigger::Manual).await.unwrap();
+    let (status, body) = get(&app, &admin, "/api/v1/admin/system-status").await;
+    assert_eq!(status, 200, "{body}");
+    for facet in ["overall", "health", "version", "uptime", "migration", "config", "database", "storage", "update"] {
+        assert!(body.get(facet).is_some(), "{facet} missing: {body}");
+    }
+    assert_eq!(body["health"]["database"], "ok");
+    assert_eq!(body["health"]["migrations"], "ok");
+    assert_eq!(body["migration"]["pending"], 0);
+    assert_eq!(body["migration"]["applied"], body["migration"]["latest"]);
+    assert_eq!(body["version"]["version"], env!("CARGO_PKG_VERSION"));
+    assert!(body["storage"]["database_bytes"].as_u64().unwrap() > 0);
+    assert!(body["storage"]["filesystem"]["total_bytes"].as_u64().unwrap() > 0);
+    assert!(!body["storage"]["directories"].as_array().unwrap().is_empty());
+    assert!(["ok", "warning", "critical"].contains(&body["storage"]["threshold"].as_str().unwrap()));
+    assert_eq!(body["storage"]["growth_7d_bytes"], Value::Null, "no sample a week old yet");
+    assert_eq!(body["update"]["enabled"], false);
+    assert_eq!(body["config"]["features"]["metrics"], false);
+    let fields: Vec<&str> =
+        body["config"]["validation"].as_array().unwrap().iter().map(|n| n["field"].as_str().unwrap()).collect();
+    assert!(fields.contains(&"BACKUP_DIR"), "{fields:?}");
+    let text = body.to_string();
+    assert!(!text.contains("3f9c1a7be2d04c88"), "no configuration value is echoed");
+    let jobs_listed = body["health"]["background_jobs"]["jobs"].as_array().unwrap();
+    assert!(jobs_listed.iter().any(|j| j["name"] == jobs::STORAGE_SAMPLE && j["last_run_at"].is_string()));
+}
+
+/// A configured provider that does not answer: the diagnostics name it as an error within the
+/// probe's bound, `/health` turns `degraded` and says which, and the checklist holds the
+/// spec's checks.
+#[tokio::test]
+async fn an_unreachable_integration_is_an_error_in_diagnostics_and_degrades_health() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let provider = format!("http://127.0.0.1:{port}");
+    let provider: &'static str = Box::leak(provider.into_boxed_str());
+    let app = in_process(&[
+        ("OIDC_PROVIDER_URL", provider),
+        ("OIDC_CLIENT_ID", "mycorrhizal"),
+        ("OIDC_CLIENT_SECRET", "s3cret-value-never-shown"),
+        ("FRONTEND_URL", "http://localhost:7300"),
+    ])
+    .await;
+    let admin = app.signed_in().await;
+    let started = std::time::Instant::now();
+    let (status, body) = get(&app, &admin, "/api/v1/admin/diagnostics").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "the sweep is bounded");
+    let checks = body["checks"].as_array().unwrap();
+    let named = |name: &str| checks.iter().find(|c| c["name"] == name).cloned();
+    let oidc = named("integration_oidc").expect("the provider is checked");
+    assert_eq!(oidc["status"], "error", "{oidc}");
+    for name in ["config", "database", "migrations", "filesystem", "backup", "disk_space", "background_jobs", "version"]
+    {
+        assert!(named(name).is_some(), "{name} missing: {body}");
+    }
+    assert_eq!(named("backup").unwrap()["status"], "warning", "no backup yet");
+    assert_eq!(body["summary"]["status"], "error");
+    assert!(!body.to_string().contains(provider) && !body.to_string().contains("s3cret"), "values are never echoed");
+
+    let (status, health, _) = app.call("GET", "/health", None, json!({})).await;
+    assert_eq!(status, 200, "degraded is still 200");
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert_ne!(health["integrations"]["oidc"], "ok");
+}
+
+/// The release check refuses a private or loopback address whatever the configuration, and
+/// says so quietly: the run is skipped, the status keeps no version.
+#[tokio::test]
+async fn the_release_check_never_reaches_a_private_address() {
+    let app =
+        in_process(&[("UPDATE_CHECK_ENABLED", "true"), ("UPDATE_CHECK_URL", "http://127.0.0.1:9/releases/latest")])
+            .await;
+    let admin = app.signed_in().await;
+    let run = jobs::run(&app.state, jobs::RELEASE_CHECK, Trigger::Manual).await.unwrap();
+    assert_eq!(run.result, mycorrhizal_engine::system::JobResult::Skipped, "{:?}", run.error);
+    assert!(run.error.as_deref().unwrap().contains("private"), "{:?}", run.error);
+    let (_, body) = get(&app, &admin, "/api/v1/admin/system-status").await;
+    assert_eq!(body["update"]["enabled"], true);
+    assert_eq!(body["update"]["latest"], Value::Null);
+}

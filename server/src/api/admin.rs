@@ -201,5 +201,5 @@ pub async fn diagnostics(
     State(state): State<AppState>,
     _admin: AdminUser,
 ) -> Result<axum::Json<Diagnostics>, ApiError> {
-    Ok(axum::Json(crate::diagnostics::sweep(&state).await?))
+    Ok(axum::Json(crate::diagnostics::sweep(&state, crate::jobs::activity(&state.config)).await?))
 }

@@ -31,7 +31,8 @@ pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Ready>) {
 }
 
 /// Overall health with build facts. `degraded` when the database reads but refuses writes, the
-/// data folder is not writable, or its disk is past the critical threshold.
+/// data folder is not writable, its disk is past the critical threshold, or an outside system
+/// the configuration names does not answer (checked at most every 30 s).
 #[utoipa::path(get, path = "/health", tag = "health", responses(
     (status = 200, body = Health, description = "Healthy or degraded"),
     (status = 503, body = Health, description = "The database cannot be read"),
@@ -43,5 +44,7 @@ pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Health>)
         .blocking(move |engine| probe.health(engine, started))
         .await
         .unwrap_or_else(|_| fallback.unknown(state.engine.clock().now()));
+    let reach = state.reach.now().await;
+    let health = health.with_integrations(reach.into_iter().map(|(name, r)| (name, r.reason)));
     (if health.readable() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE }, Json(health))
 }

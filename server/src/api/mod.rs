@@ -139,6 +139,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(timeline::job_health))
         .routes(routes!(timeline::error_aggregation))
         .routes(routes!(timeline::alerts))
+        .routes(routes!(timeline::system_status))
         .routes(routes!(timeline::trigger_alerts))
         .routes(routes!(search::search))
         .routes(routes!(contacts::list, contacts::create))

@@ -14,6 +14,7 @@ use crate::jobs;
 use crate::ops::job_runs::{self, JobHealthList, JobRunView, RunPage, RunQuery};
 use crate::ops::timeline::{self, Aggregation, AggregationQuery, EventPage, EventQuery, SubsystemList};
 use crate::state::AppState;
+use crate::status::SystemStatus;
 use axum::Json;
 
 /// The system-event timeline, newest `occurred_at` first, with the number matching.
@@ -80,4 +81,13 @@ pub async fn alerts(State(state): State<AppState>, _admin: AdminUser) -> Result<
     (status = 200, body = JobRunView), (status = 403, description = "Not an admin session")))]
 pub async fn trigger_alerts(State(state): State<AppState>, _admin: AdminUser) -> Result<Json<JobRunView>, ApiError> {
     Ok(Json(JobRunView::from(&jobs::run(&state, jobs::ALERTS, Trigger::Manual).await?)))
+}
+
+/// Every facet an operator checks in one answer: overall health, the deep health of each part,
+/// version and uptime, migrations, the configuration's warnings and features, the database
+/// files, storage with its growth and tier, and the release check.
+#[utoipa::path(get, path = "/api/v1/admin/system-status", tag = "admin", responses(
+    (status = 200, body = SystemStatus), (status = 403, description = "Not an admin session")))]
+pub async fn system_status(State(state): State<AppState>, _admin: AdminUser) -> Result<Json<SystemStatus>, ApiError> {
+    Ok(Json(crate::status::system_status(&state, jobs::activity(&state.config)).await?))
 }

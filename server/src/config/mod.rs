@@ -179,11 +179,29 @@ pub struct Features {
     pub caldav_block_private_urls: bool,
     pub oidc_block_private_urls: bool,
     pub update_check_enabled: bool,
+    /// `UPDATE_CHECK_URL`: the latest-release document the release check reads (GitHub's
+    /// `releases/latest` shape: `tag_name`, `html_url`, `published_at`).
+    pub update_check_url: String,
     pub hibp_check_enabled: bool,
+    /// `METRICS_ENABLED` (default off): serve `/metrics` in the Prometheus text format.
+    pub metrics_enabled: bool,
+    /// `METRICS_TOKEN`: a bearer token a scraper may present instead of an admin session.
+    pub metrics_token: Option<secret::Secret>,
     /// `VAPID_SUBJECT`: the contact in every Web Push request's VAPID JWT (`sub`), a `mailto:`
     /// or `https:` URL. Default: `FRONTEND_URL` when set, otherwise `mailto:webpush@localhost`
     /// (some push services refuse that; set it on a public instance).
     pub vapid_subject: String,
+}
+
+/// Where the release check reads the latest release by default.
+pub const DEFAULT_UPDATE_CHECK_URL: &str = "https://api.github.com/repos/DrewBrunning/mycorrhizal-crm/releases/latest";
+
+fn update_check_url(env: &mut Env) -> String {
+    let url = env.string_or("UPDATE_CHECK_URL", DEFAULT_UPDATE_CHECK_URL);
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        env.fail("UPDATE_CHECK_URL", "must be an http(s) URL");
+    }
+    url
 }
 
 #[derive(Clone)]
@@ -382,7 +400,10 @@ impl Config {
             caldav_block_private_urls: env.bool("CALDAV_BLOCK_PRIVATE_URLS", false),
             oidc_block_private_urls: env.bool("OIDC_BLOCK_PRIVATE_URLS", false),
             update_check_enabled: env.bool("UPDATE_CHECK_ENABLED", false),
+            update_check_url: update_check_url(&mut env),
             hibp_check_enabled: env.bool("HIBP_CHECK_ENABLED", false),
+            metrics_enabled: env.bool("METRICS_ENABLED", false),
+            metrics_token: env.string("METRICS_TOKEN").filter(|t| !t.is_empty()).map(secret::Secret::new),
             vapid_subject: vapid_subject(&mut env),
         };
         let auth = auth(&mut env);

@@ -29,6 +29,7 @@ pub const INTEGRITY: &str = "db_integrity_check";
 pub const RESTORE_DRILL: &str = "restore_drill";
 pub const SEARCH_REBUILD: &str = "search_index_rebuild";
 pub const ALERTS: &str = "alert_evaluation";
+pub const RELEASE_CHECK: &str = "release_check";
 
 const HOUR: Duration = Duration::from_secs(3600);
 const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -103,6 +104,12 @@ pub static JOBS: &[Job] = &[
         step: |s, c| Box::pin(steps::alerts(s, c)),
     },
     Job {
+        name: RELEASE_CHECK,
+        schedule: Schedule::Every { first: |_, _| Duration::from_secs(5 * 60), every: |_| DAY },
+        enabled: |c| c.features.update_check_enabled,
+        step: |s, _| Box::pin(steps::release_check(s)),
+    },
+    Job {
         name: SEARCH_REBUILD,
         schedule: Schedule::OnDemand,
         enabled: |_| true,
@@ -113,6 +120,23 @@ pub static JOBS: &[Job] = &[
 /// The jobs `job_stopped` watches (see [`runner::watched`]).
 pub fn watched(config: &crate::config::Config) -> Vec<crate::alerts::Watched> {
     runner::watched(JOBS, config, ALERTS)
+}
+
+/// What the system status and the diagnostics read of each enabled job: its name, its
+/// interval (none for one run on demand), and since when it runs now.
+pub fn activity(config: &crate::config::Config) -> Vec<crate::ops::job_runs::JobActivity> {
+    JOBS.iter()
+        .filter(|job| (job.enabled)(config))
+        .map(|job| crate::ops::job_runs::JobActivity {
+            name: job.name,
+            every: match job.schedule {
+                Schedule::Every { every, .. } => Some(every(config)),
+                Schedule::Daily => Some(DAY),
+                Schedule::OnDemand => None,
+            },
+            running_since: runner::running_since(job.name),
+        })
+        .collect()
 }
 
 /// The row named `name`.

@@ -112,6 +112,7 @@ where
     let correlation = format!("job:{name}:{}", uuid::Uuid::new_v4());
     let started_at = state.engine.clock().now();
     let started = Instant::now();
+    let _running = Running::start(name, started_at);
     // Spawned so that a panic inside the job is caught as a join error, not a crash; within its
     // correlation id, so what it writes and queues (outbox rows, system events) carries it.
     let outcome = match tokio::spawn(crate::ops::correlation::within(correlation.clone(), work)).await {
@@ -221,4 +222,36 @@ pub fn watched(table: &[Job], config: &crate::config::Config, except: &str) -> V
             Some(crate::alerts::Watched { name: job.name, every })
         })
         .collect()
+}
+
+/// The jobs running now and since when (the system status's `locked` and `stuck`).
+static RUNNING: std::sync::Mutex<Vec<(&'static str, jiff::Timestamp)>> = std::sync::Mutex::new(Vec::new());
+
+/// A run in progress, listed in [`RUNNING`] until dropped (however the run ends).
+struct Running(&'static str);
+
+impl Running {
+    fn start(name: &'static str, at: jiff::Timestamp) -> Running {
+        RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((name, at));
+        Running(name)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut running = RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(at) = running.iter().position(|(name, _)| *name == self.0) {
+            running.remove(at);
+        }
+    }
+}
+
+/// Since when job `name` has been running, if it is running now.
+pub fn running_since(name: &str) -> Option<jiff::Timestamp> {
+    RUNNING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, at)| *at)
 }

@@ -207,3 +207,15 @@ pub async fn alerts(state: AppState, context: Context) -> Result<Ran> {
     }
     Ok(Ran::Items(done.evaluated))
 }
+
+/// The release check ([`crate::release`]): quiet when the feed cannot be read (the run is
+/// skipped, saying why); items: 1 when read.
+pub async fn release_check(state: AppState) -> Result<Ran> {
+    match crate::release::check(&state.engine, &state.config.features.update_check_url).await {
+        Ok(_) => Ok(Ran::Items(1)),
+        Err(e) => {
+            tracing::info!(event = "release_check_unavailable", component = "scheduler", operation = "release_check", error = %e);
+            Ok(Ran::Skipped(format!("the release feed could not be read: {e}")))
+        }
+    }
+}

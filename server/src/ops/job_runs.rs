@@ -240,3 +240,21 @@ pub async fn health(engine: &Engine, names: Vec<&'static str>) -> Result<JobHeal
     .await??;
     Ok(JobHealthList { jobs })
 }
+
+/// An enabled job as the scheduler reports it.
+#[derive(Debug, Clone)]
+pub struct JobActivity {
+    pub name: &'static str,
+    /// Its interval (a day for a wall-clock job); none when it runs only on demand.
+    pub every: Option<std::time::Duration>,
+    /// Since when it runs, when it runs now.
+    pub running_since: Option<Timestamp>,
+}
+
+impl JobActivity {
+    /// Running longer than its interval (an hour for a job run on demand): stuck.
+    pub fn stuck(&self, now: Timestamp) -> bool {
+        let limit = self.every.unwrap_or(std::time::Duration::from_secs(3600));
+        self.running_since.is_some_and(|since| now.duration_since(since).unsigned_abs() > limit)
+    }
+}
