@@ -28,6 +28,7 @@ mod restore;
 mod rows;
 mod search;
 pub mod snapshot;
+mod stats;
 pub mod system;
 mod system_log;
 mod tables;
@@ -60,6 +61,7 @@ pub use search::{
     Hit, Plan, RebuildReport, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,
     TOTAL_CAP as SEARCH_TOTAL_CAP,
 };
+pub use stats::{BATCH_SIZES, Histogram, HistogramSnapshot, SECONDS, Stats};
 pub use tx::{ChangeHook, Gathered, Tx, TxUser, UPDATED_INDEX};
 #[cfg(feature = "test-hooks")]
 pub use {audit::tamper_for_tests, reindex::rewind_for_tests};
@@ -158,6 +160,7 @@ struct Inner {
     change_hook: Arc<std::sync::OnceLock<Arc<dyn ChangeHook>>>,
     /// What the redo log held at open that the database did not.
     recovered: redo::Recovered,
+    stats: Arc<stats::Stats>,
 }
 
 impl Engine {
@@ -200,7 +203,9 @@ impl Engine {
         let in_flight = Arc::new(AtomicUsize::new(0));
         let (sender, queue) = mpsc::channel();
         let change_hook = Arc::new(std::sync::OnceLock::new());
+        let stats = Arc::new(stats::Stats::default());
         let writer = writer::Writer {
+            stats: stats.clone(),
             change_hook: change_hook.clone(),
             db: db.clone(),
             clock: options.clock.clone(),
@@ -227,6 +232,7 @@ impl Engine {
                 search,
                 change_hook,
                 recovered,
+                stats,
             }),
         };
         let listed = engine.index_system_logs()?;
@@ -234,6 +240,11 @@ impl Engine {
             tracing::info!(event = "system_logs_indexed", component = "migration", entries = listed);
         }
         Ok((engine, report))
+    }
+
+    /// The engine's counters: writer batches and their commit times, search times.
+    pub fn stats(&self) -> &stats::Stats {
+        &self.inner.stats
     }
 
     /// Installs the hook told of every change inside its transaction (see [`ChangeHook`]).
@@ -384,6 +395,23 @@ impl Engine {
         snapshot::contents(&self.db().begin_read()?)
     }
 
+    /// Live rows per record kind, summed over every user (no user is named).
+    pub fn live_totals(&self) -> Result<std::collections::BTreeMap<String, u64>> {
+        use redb::{ReadableDatabase, ReadableTable};
+        let mut totals = std::collections::BTreeMap::new();
+        let read = self.db().begin_read()?;
+        let table = match read.open_table(tables::LIVE_COUNTS) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(totals),
+            Err(e) => return Err(e.into()),
+        };
+        for entry in table.iter()? {
+            let (key, count) = entry?;
+            *totals.entry(key.value().1.to_string()).or_insert(0) += count.value();
+        }
+        Ok(totals)
+    }
+
     pub(crate) fn db(&self) -> &Database {
         &self.inner.db
     }
@@ -461,7 +489,10 @@ impl UserScope {
 
     /// Full-text search within this user's rows only: one group per requested kind.
     pub fn search(&self, request: &SearchRequest<'_>) -> Result<Vec<SearchGroup>> {
-        self.engine.search()?.search(self.user.0, request)
+        let started = std::time::Instant::now();
+        let found = self.engine.search()?.search(self.user.0, request);
+        self.engine.inner.stats.search_seconds.observe(started.elapsed().as_secs_f64());
+        found
     }
 
     pub fn create<R: Record>(&self, body: R) -> Result<Row<R>> {

@@ -38,6 +38,7 @@ pub(crate) struct Request {
 const MAX_BATCH: usize = 512;
 
 pub(crate) struct Writer {
+    pub stats: Arc<crate::stats::Stats>,
     pub db: Arc<Database>,
     pub clock: Arc<dyn Clock>,
     pub durability: Durability,
@@ -86,7 +87,9 @@ impl Writer {
             }
             let taken = batch.len();
             self.queued.fetch_sub(taken, Ordering::SeqCst);
+            let started = std::time::Instant::now();
             self.apply(batch);
+            self.stats.batch(taken, started.elapsed());
             self.in_flight.fetch_sub(taken, Ordering::SeqCst);
             if self.redo.as_ref().is_some_and(RedoLog::due) {
                 self.checkpoint();

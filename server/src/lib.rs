@@ -26,6 +26,7 @@ pub mod integrity;
 pub mod jobs;
 pub mod keys;
 pub mod maintenance;
+pub mod metrics;
 pub mod notify;
 pub mod ops;
 pub mod outbound;

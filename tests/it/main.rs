@@ -31,6 +31,7 @@ mod jobs;
 mod keys;
 mod layers;
 mod limits;
+mod metrics;
 mod migrations;
 mod oidc;
 mod photos;

@@ -19,6 +19,7 @@ pub mod health;
 pub mod households;
 pub mod ical;
 pub mod import;
+pub mod metrics;
 pub mod notes;
 pub mod notifications;
 pub mod oidc;
@@ -244,6 +245,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(health::live))
         .routes(routes!(health::ready))
         .routes(routes!(health::health))
+        .routes(routes!(metrics::metrics))
         .split_for_parts();
     let json = serde_json::to_vec(&finish(doc)).expect("the OpenAPI document serializes");
     router.layer(Extension(Document(json.into())))

@@ -51,6 +51,9 @@ pub fn bearer(parts: &Parts) -> Result<String, ApiError> {
 pub async fn authenticate(parts: &Parts, state: &AppState) -> Result<AuthUser, ApiError> {
     let token = bearer(parts)?;
     let user = state.auth.authenticate(&state.engine, &token).await?;
+    if let Some(slot) = parts.extensions.get::<Caller>() {
+        slot.0.store(user.id.0, std::sync::atomic::Ordering::Relaxed);
+    }
     state
         .auth
         .limits
@@ -68,6 +71,17 @@ impl FromRequestParts<AppState> for AuthUser {
             return Err(ApiError::Forbidden("This token is scoped to CardDAV and cannot be used for the API".into()));
         }
         Ok(user)
+    }
+}
+
+/// Who the request turned out to be, for its log line: set by [`authenticate`] in the slot the
+/// request log put into the request (0 while nobody is signed in).
+#[derive(Clone, Default)]
+pub struct Caller(pub std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl Caller {
+    pub fn user_id(&self) -> Option<u64> {
+        Some(self.0.load(std::sync::atomic::Ordering::Relaxed)).filter(|id| *id != 0)
     }
 }
 

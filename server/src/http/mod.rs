@@ -108,25 +108,31 @@ async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
 }
 
-/// One JSON line per request with the spec's log keys.
-async fn log_request(request: Request, next: Next) -> Response {
+/// One JSON line per request with the spec's log keys (and the signed-in user's id, once the
+/// handler authenticated one), and the request counted for `/metrics` under its route template.
+async fn log_request(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
     let route =
         request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string()).unwrap_or_else(|| "unmatched".into());
     let request_id = crate::ops::correlation::current().unwrap_or_default();
+    let caller = caller::Caller::default();
+    request.extensions_mut().insert(caller.clone());
     let response = next.run(request).await;
     let status = response.status();
+    let took = started.elapsed();
     let result = if status.is_server_error() { "failure" } else { "success" };
     tracing::info!(
         event = "http_request",
         component = "http",
         operation = %format!("{method} {route}"),
         status = status.as_u16(),
-        duration_ms = started.elapsed().as_millis() as u64,
+        duration_ms = took.as_millis() as u64,
         result,
         request_id = %request_id,
         correlation_id = %request_id,
+        user_id = caller.user_id(),
     );
+    crate::metrics::observe_http(&route, method.as_str(), status.as_u16(), took);
     response
 }
