@@ -17,6 +17,9 @@ pub enum ApiError {
     /// Missing, invalid, expired or revoked credentials; the message is the spec's exact text.
     #[error("unauthorized: {0}")]
     Unauthorized(&'static str),
+    /// A session or token that ran out: `TOKEN_EXPIRED` (401) with the spec's text.
+    #[error("expired: {0}")]
+    TokenExpired(&'static str),
     /// Wrong identifier or password (the same for both, so accounts cannot be enumerated).
     #[error("invalid credentials")]
     InvalidCredentials,
@@ -103,6 +106,9 @@ impl ApiError {
     fn parts(&self) -> (StatusCode, &'static str, String, Value) {
         match self {
             ApiError::Unauthorized(message) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED", (*message).into(), json!({})),
+            ApiError::TokenExpired(message) => {
+                (StatusCode::UNAUTHORIZED, "TOKEN_EXPIRED", (*message).into(), json!({}))
+            }
             ApiError::InvalidCredentials => {
                 (StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS", "Invalid credentials".into(), json!({}))
             }
@@ -238,6 +244,7 @@ impl From<crate::auth::Error> for ApiError {
         use crate::auth::Error as E;
         match e {
             E::Unauthorized(message) => ApiError::Unauthorized(message),
+            E::TokenExpired(message) => ApiError::TokenExpired(message),
             E::InvalidCredentials => ApiError::InvalidCredentials,
             E::Forbidden(message) => ApiError::Forbidden(message),
             E::ClientNotSupported(message) => ApiError::ClientNotSupported(message),

@@ -94,6 +94,7 @@ async fn an_idle_session_ends_after_the_idle_timeout() {
     let (status, body, _) = app.call("GET", "/api/v1/users/me", Some(&cookie), json!({})).await;
     assert_eq!(status, 401, "{body}");
     assert_eq!(body["message"], "Session expired, please sign in again");
+    assert_eq!(body["code"], "TOKEN_EXPIRED", "an expired session says so");
 }
 
 #[tokio::test]
@@ -105,4 +106,5 @@ async fn a_busy_session_still_ends_at_its_absolute_lifetime() {
     app.advance(2);
     let (status, body, _) = app.call("GET", "/api/v1/users/me", Some(&cookie), json!({})).await;
     assert_eq!((status, body["message"].as_str()), (401, Some("Token expired")), "the token ends with the session");
+    assert_eq!(body["code"], "TOKEN_EXPIRED");
 }

@@ -13,11 +13,19 @@ use crate::state::AppState;
 /// The caller's audit events as CSV, oldest first.
 #[utoipa::path(get, path = "/api/v1/audit/export", tag = "audit", responses((status = 200, description = "text/csv: id, at, kind, record_id, action, revision, changes (JSON), prev_hash, hash")))]
 pub async fn export(State(state): State<AppState>, user: AuthUser) -> Result<Response, ApiError> {
-    let csv = state.read(&user, audit::export_csv).await.inspect_err(|e| {
-        tracing::error!(event = "export_failed", component = "audit", error = %e);
-    })?;
-    Ok(([(CONTENT_TYPE, "text/csv; charset=utf-8"), (CONTENT_DISPOSITION, "attachment; filename=\"audit.csv\"")], csv)
-        .into_response())
+    match state.read(&user, audit::export_csv).await {
+        Ok(csv) => Ok((
+            [(CONTENT_TYPE, "text/csv; charset=utf-8"), (CONTENT_DISPOSITION, "attachment; filename=\"audit.csv\"")],
+            csv,
+        )
+            .into_response()),
+        // A refused request keeps the field's envelope; a failure is the export's nested 500.
+        Err(e @ (crate::crm::Error::Invalid { .. } | crate::crm::Error::BadParameter { .. })) => Err(e.into()),
+        Err(e) => {
+            tracing::error!(event = "export_failed", component = "audit", operation = "audit_export", error = %e);
+            Ok(super::export::export_failure("audit_export", "storage"))
+        }
+    }
 }
 
 #[utoipa::path(post, path = "/api/v1/audit/{id}/undo", tag = "audit", params(("id" = u64, Path)), responses(

@@ -40,7 +40,7 @@ fn respond(outcome: Result<Download, ExportError>) -> Result<Response, ApiError>
 }
 
 /// The spec's export failure: 500 with `{error: {code, message, details: {operation, category}}}`.
-fn export_failure(operation: &str, category: &str) -> Response {
+pub(crate) fn export_failure(operation: &str, category: &str) -> Response {
     let body = json!({
         "error": {
             "code": "INTERNAL_ERROR",

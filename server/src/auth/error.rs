@@ -8,6 +8,10 @@ pub enum Error {
     /// Missing, invalid, expired or revoked credentials; the message is the spec's exact text.
     #[error("unauthorized: {0}")]
     Unauthorized(&'static str),
+    /// A session or token that was valid and has run out (its lifetime, idle timeout or expiry):
+    /// the spec's `TOKEN_EXPIRED`, with its exact text.
+    #[error("expired: {0}")]
+    TokenExpired(&'static str),
     /// Wrong identifier or password (one answer for both, so accounts cannot be enumerated).
     #[error("invalid credentials")]
     InvalidCredentials,

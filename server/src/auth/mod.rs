@@ -147,10 +147,7 @@ impl Auth {
     }
 
     async fn authenticate_session(&self, engine: &Engine, token: &str) -> Result<AuthUser, Error> {
-        let claims = self
-            .signer
-            .verify(token, engine.clock().now().as_second())
-            .map_err(|e| Error::Unauthorized(e.message()))?;
+        let claims = self.signer.verify(token, engine.clock().now().as_second()).map_err(|e| e.refusal())?;
         if claims.purpose.is_some() || !claims.authorized {
             return Err(Error::Unauthorized("Invalid token"));
         }
@@ -175,7 +172,7 @@ impl Auth {
         let idle_end = session.last_seen_at.checked_add(self.idle_timeout).unwrap_or(Timestamp::MAX);
         if now >= session.expires_at || now >= idle_end {
             let _ = engine.write_async(move |tx| tx.global().delete::<Session>(sid).map(|_| ())).await;
-            return Err(Error::Unauthorized("Session expired, please sign in again"));
+            return Err(Error::TokenExpired("Session expired, please sign in again"));
         }
         if now.duration_since(session.last_seen_at) > TOUCH_EVERY {
             let engine = engine.clone();
@@ -203,7 +200,7 @@ impl Auth {
                 return Err(Error::Unauthorized("Invalid token"));
             }
             if record.expires_at <= now {
-                return Err(Error::Unauthorized("Token expired"));
+                return Err(Error::TokenExpired("Token expired"));
             }
             let account: Account = view.get(record.user_id).map_err(|_| Error::Unauthorized("Invalid token"))?;
             Ok((id, record, account))

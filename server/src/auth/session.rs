@@ -35,6 +35,14 @@ pub enum TokenError {
 }
 
 impl TokenError {
+    /// The error an account operation answers for it: an expired token is `TOKEN_EXPIRED`.
+    pub fn refusal(self) -> super::Error {
+        match self {
+            TokenError::Expired => super::Error::TokenExpired(self.message()),
+            other => super::Error::Unauthorized(other.message()),
+        }
+    }
+
     pub fn message(self) -> &'static str {
         match self {
             TokenError::BadSignature => "Invalid token signature",

@@ -77,8 +77,7 @@ pub async fn with_second_factor(
     code: &str,
 ) -> Result<(Account, Vec<String>), Error> {
     let pending = pending.ok_or(Error::Unauthorized("No sign-in is waiting for a second factor"))?;
-    let claims =
-        auth.signer.verify(&pending, engine.clock().now().as_second()).map_err(|e| Error::Unauthorized(e.message()))?;
+    let claims = auth.signer.verify(&pending, engine.clock().now().as_second()).map_err(|e| e.refusal())?;
     if claims.purpose.as_deref() != Some("2fa") {
         return Err(Error::Unauthorized("Invalid token"));
     }

@@ -14,8 +14,17 @@ fn csv_field(text: &str) -> String {
 
 /// The user's audit events as CSV (id, at, kind, record_id, action, revision, changes as JSON,
 /// prev_hash, hash), oldest first.
+/// Most events one export holds.
+pub const MAX_EXPORT: usize = 100_000;
+
 pub fn export_csv(v: &UserView) -> Result<String> {
-    let events = v.audit_events(0, usize::MAX)?;
+    let events = v.audit_events(0, MAX_EXPORT + 1)?;
+    if events.len() > MAX_EXPORT {
+        return Err(crate::crm::Error::bad_parameter(
+            "audit",
+            format!("more than {MAX_EXPORT} events: too many for one export"),
+        ));
+    }
     let mut out = String::from("id,at,kind,record_id,action,revision,changes,prev_hash,hash\n");
     for e in events {
         let changes: Vec<Value> =

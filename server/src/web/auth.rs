@@ -146,7 +146,7 @@ pub async fn second_factor(
             let headers = AppendHeaders(cookies.into_iter().map(|c| (SET_COOKIE, c)).collect::<Vec<_>>());
             Ok((headers, see_other(&next)).into_response())
         }
-        Err(ApiError::Unauthorized(_)) => Ok(see_other("/login")),
+        Err(ApiError::Unauthorized(_) | ApiError::TokenExpired(_)) => Ok(see_other("/login")),
         Err(e @ (ApiError::Validation { .. } | ApiError::InvalidInput { .. } | ApiError::RateLimited { .. })) => {
             let (status, _) = e.status_and_message();
             let message = c.lang.t("second_factor.wrong");

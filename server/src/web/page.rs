@@ -129,7 +129,7 @@ impl FromRequestParts<AppState> for Viewer {
         let next = parts.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
         let user = match crate::http::caller::authenticate(parts, state).await {
             Ok(user) => user,
-            Err(ApiError::Unauthorized(_)) => return Err(WebError::SignIn { next }),
+            Err(ApiError::Unauthorized(_) | ApiError::TokenExpired(_)) => return Err(WebError::SignIn { next }),
             Err(e) => return Err(e.into()),
         };
         // A token scoped to contact sync opens no page, as it opens no API route.
