@@ -602,6 +602,32 @@ def flow_admin(browser):
     context.close()
 
 
+def flow_operations(browser):
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "ada", "an entirely new passphrase here")
+    page.get_by_role("link", name="Admin").click()
+    page.get_by_role("link", name="Operations: status, alerts, events").click()
+    expect(page.get_by_role("heading", name="Operations", exact=True)).to_be_visible()
+    for heading in ["Alerts", "Subsystems", "Scheduled jobs", "Storage"]:
+        expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
+    check_accessibility(page, "operations")
+    shot(page, "desktop-operations")
+    page.get_by_role("button", name="Evaluate alerts now").click()
+    expect(page.get_by_role("heading", name="Operations", exact=True)).to_be_visible()
+    page.get_by_role("link", name="Event timeline").first.click()
+    expect(page.get_by_role("heading", name="Event timeline")).to_be_visible()
+    page.get_by_label("Severity").select_option("info")
+    page.get_by_role("button", name="Show").first.click()
+    expect(page.get_by_text("events.", exact=False).first).to_be_visible()
+    check_accessibility(page, "events")
+    page.goto(f"{BASE}/admin/diagnostics")
+    expect(page.get_by_role("heading", name="Diagnostics")).to_be_visible()
+    expect(page.get_by_role("cell", name="background_jobs", exact=True)).to_be_visible()
+    check_accessibility(page, "diagnostics")
+    context.close()
+
+
 def flow_german(browser):
     context = new_context(browser, locale="de-DE")
     page = watch(context.new_page())
@@ -635,6 +661,7 @@ def main():
             ("two-factor enrolment and sign-in", lambda: flow_second_factor_enrolment_and_sign_in(browser)),
             ("API tokens and password change", lambda: flow_tokens_and_password(browser)),
             ("administration", lambda: flow_admin(browser)),
+            ("operations console", lambda: flow_operations(browser)),
             ("German and the date format", lambda: flow_german(browser)),
         ]
         for name, step in steps:

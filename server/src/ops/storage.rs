@@ -36,6 +36,15 @@ pub fn sample(engine: &Engine, data_dir: &std::path::Path, users: u64) -> mycorr
     Ok(sample)
 }
 
+/// The samples of the last `days` days, oldest first (blocking).
+pub fn recent(engine: &Engine, days: i64) -> mycorrhizal_engine::Result<Vec<StorageSample>> {
+    let since = engine.clock().now() - jiff::SignedDuration::from_hours(24 * days);
+    let mut samples: Vec<StorageSample> =
+        engine.global()?.list::<StorageSample>()?.into_iter().map(|(_, s)| s).filter(|s| s.at >= since).collect();
+    samples.sort_by_key(|s| s.at);
+    Ok(samples)
+}
+
 /// Removes global records of type `R` older than `cutoff` by their time `at`; returns how many.
 pub fn purge_older<R: GlobalRecord>(
     tx: &mut mycorrhizal_engine::Tx<'_>,

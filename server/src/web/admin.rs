@@ -46,6 +46,7 @@ fn render(
     let pages = total.div_ceil(PAGE).max(1);
     let main = html! {
         h1 { (t("admin.title")) }
+        p { a href="/admin/status" { (t("admin.console")) } }
         @if let Some(e) = error { p class="error" role="alert" { (e) } }
         @if let Some(r) = result { p class="notice" role="status" { (r) } }
         section class="card wide" aria-labelledby="h-users" {

@@ -14,6 +14,7 @@ mod admin;
 mod assets;
 mod auth;
 mod cadence;
+mod console;
 mod contact_form;
 mod contacts;
 mod depth;
@@ -135,6 +136,12 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/admin/users/{id}/delete", post(admin::delete_user))
         .route("/admin/rebuild-search", post(admin::rebuild_search))
         .route("/admin/rebuild-derived", post(admin::rebuild_derived))
+        .route("/admin/status", get(console::status))
+        .route("/admin/events", get(console::events))
+        .route("/admin/diagnostics", get(console::diagnostics))
+        .route("/admin/console/evaluate", post(console::evaluate))
+        .route("/admin/console/backup", post(console::backup))
+        .route("/admin/console/restore-drill", post(console::restore_drill))
         .route("/assets/{file}", get(assets::serve))
         .layer(middleware::from_fn_with_state(state.clone(), chrome))
 }

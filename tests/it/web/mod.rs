@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Client, Cred, Instance, TestServer, set_cookie, wait_bounded};
 
+mod console;
 mod households;
 
 fn repo() -> PathBuf {
