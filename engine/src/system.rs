@@ -88,6 +88,9 @@ impl SystemEvent {
     pub fn key_correlation(id: &str) -> String {
         format!("x:{id}")
     }
+    pub fn key_component_type(component: &str, event_type: &str) -> String {
+        format!("ct:{component}|{event_type}")
+    }
 }
 
 impl Entry for SystemEvent {
@@ -114,6 +117,7 @@ impl SystemEvent {
             Self::key_severity(self.severity),
             Self::key_type(&self.event_type),
             Self::key_component_severity(&self.component, self.severity),
+            Self::key_component_type(&self.component, &self.event_type),
         ];
         if let Some(result) = self.result {
             keys.push(Self::key_result(result));

@@ -51,6 +51,9 @@ pub struct LogQuery {
     pub limit: usize,
     /// Oldest first instead of newest first.
     pub oldest_first: bool,
+    /// Stop once `limit` entries are found: `total` then counts only what was walked (for a
+    /// caller that wants the newest few, not how many there are).
+    pub skip_total: bool,
 }
 
 /// A page of a log: the entries, and how many entries the query matches in all.
@@ -180,6 +183,9 @@ impl Engine {
             let (key, _) = listed?;
             let id = key.value().3;
             if others.is_empty() {
+                if query.skip_total && items.len() >= query.limit {
+                    break;
+                }
                 // Counted from the index alone; a whole key's count is in the counts table.
                 if items.len() < query.limit {
                     if let Some(row) = rows.get(id)? {
@@ -191,6 +197,9 @@ impl Engine {
                 }
                 total += 1;
                 continue;
+            }
+            if query.skip_total && items.len() >= query.limit {
+                break;
             }
             let Some(row) = rows.get(id)? else { continue };
             let entry = T::decode(row.value())?;

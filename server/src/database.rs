@@ -41,9 +41,11 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
         Ok(opened) => opened,
         Err(e) => {
             tracing::error!(event = "migration_failed", component = "migration", error = %e);
+            remember_failure(&config.data_dir, started_at, &e.to_string());
             return Err(anyhow::Error::new(e).context("cannot open the database"));
         }
     };
+    record_remembered_failure(&engine, &config.data_dir).await;
     record_migration(&engine, &report, started_at, started.elapsed().as_millis() as u64).await;
     if let Some(snapshot) = &report.snapshot {
         // Signed like an operator backup, so `mycorrhizal restore` takes it for a rollback.
@@ -80,6 +82,30 @@ pub async fn ready_to_serve(engine: &Engine) -> anyhow::Result<()> {
     }
     crate::outbox::adopt_pending(engine).await.context("cannot read the outbox")?;
     Ok(())
+}
+
+/// A failed open is remembered beside the database (which may not be writable then) and put in
+/// the timeline as `migration_failed` once it opens again.
+const FAILED_OPEN: &str = "migration-failed.json";
+
+fn remember_failure(data_dir: &std::path::Path, at: jiff::Timestamp, error: &str) {
+    let note = json!({ "at": at, "error": crate::ops::events::sanitise(error) });
+    if let Err(e) = ops::fs::write_whole(data_dir, FAILED_OPEN, note.to_string().as_bytes()) {
+        tracing::warn!(event = "migration_failure_not_remembered", component = "migration", error = %e);
+    }
+}
+
+async fn record_remembered_failure(engine: &Engine, data_dir: &std::path::Path) {
+    let path = data_dir.join(FAILED_OPEN);
+    let Ok(text) = std::fs::read_to_string(&path) else { return };
+    let note: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let error = note["error"].as_str().unwrap_or("the database could not be opened").to_string();
+    let mut event = Event::error("migration", "migration_failed", error);
+    if let Some(at) = note["at"].as_str().and_then(|t| t.parse().ok()) {
+        event = event.at(at);
+    }
+    emit(engine, event).await;
+    let _ = std::fs::remove_file(&path);
 }
 
 /// How the server runs its search index (`DATA_DIR/search`, the searchable kinds, the commit

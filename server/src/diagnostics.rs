@@ -166,8 +166,9 @@ fn backup(engine: &mycorrhizal_engine::Engine, config: &crate::config::Config) -
         h => h,
     };
     let newest = engine.events_page(&LogQuery {
-        keys: vec![SystemEvent::key_component("backup"), SystemEvent::key_type("backup_completed")],
+        keys: vec![SystemEvent::key_component_type("backup", "backup_completed")],
         limit: 1,
+        skip_total: true,
         ..LogQuery::default()
     })?;
     Ok(match newest.items.first() {

@@ -59,6 +59,7 @@ fn an_unwritable_snapshot_target_refuses_to_start() {
     let blocker = instance.dir.path().join("not-a-dir");
     std::fs::write(&blocker, b"file").unwrap();
     let target = blocker.join("snapshots");
+    let plain_env = instance.env.clone();
     let instance = Instance {
         env: {
             let mut e = instance.env.clone();
@@ -73,6 +74,19 @@ fn an_unwritable_snapshot_target_refuses_to_start() {
     assert!(!output.contains("\"event\":\"listening\""), "never listened");
     let engine = open_engine_without_migrating(&instance.database());
     assert_eq!(engine, 0, "the database was not migrated");
+
+    // Fixed, the next start migrates, and the failed one is in the timeline from then on.
+    let failed_at = jiff::Timestamp::now();
+    let instance = Instance { env: plain_env, dir: instance.dir };
+    let mut server = instance.spawn();
+    assert!(server.terminate().success());
+    let engine = open_engine(&instance.database());
+    let failed = engine.system_events(100, |e| e.event_type == "migration_failed").unwrap();
+    assert_eq!(failed.len(), 1, "recorded once");
+    assert_eq!(failed[0].component, "migration");
+    assert!(failed[0].error.as_deref().unwrap().contains("ErrPreMigrationBackupFailed"), "{:?}", failed[0].error);
+    assert!(failed[0].occurred_at <= failed_at, "at the time it failed, not when it was recorded");
+    assert!(!instance.data_dir().join("migration-failed.json").exists(), "told once");
 }
 
 fn open_engine_without_migrating(path: &std::path::Path) -> u32 {

@@ -112,14 +112,22 @@ async fn indexed_pages_match_a_filter_of_every_event() {
                 .filter(|e| since.is_none_or(|s| e.occurred_at >= s) && until.is_none_or(|u| e.occurred_at <= u))
                 .collect();
             expected.sort_by_key(|e| std::cmp::Reverse((e.occurred_at, e.id)));
-            let page =
-                engine.events_page(&LogQuery { keys: keys.clone(), since, until, limit, oldest_first: false }).unwrap();
+            let page = engine
+                .events_page(&LogQuery { keys: keys.clone(), since, until, limit, ..LogQuery::default() })
+                .unwrap();
             assert_eq!(page.total, expected.len() as u64, "{keys:?} {since:?} {until:?}");
             let ids: Vec<u64> = page.items.iter().map(|e| e.id).collect();
             let want: Vec<u64> = expected.iter().take(limit).map(|e| e.id).collect();
             assert_eq!(ids, want, "{keys:?} {since:?} {until:?} limit {limit}");
             let oldest = engine
-                .events_page(&LogQuery { keys: keys.clone(), since, until, limit: 1, oldest_first: true })
+                .events_page(&LogQuery {
+                    keys: keys.clone(),
+                    since,
+                    until,
+                    limit: 1,
+                    oldest_first: true,
+                    ..LogQuery::default()
+                })
                 .unwrap();
             assert_eq!(oldest.items.first().map(|e| e.id), expected.last().map(|e| e.id));
         }

@@ -152,9 +152,8 @@ fn check(
             let query = LogQuery {
                 keys: vec![SystemEvent::key_component_result("webhook", JobResult::Failure)],
                 since: Some(now - quiet),
-                until: None,
                 limit: 1,
-                oldest_first: false,
+                ..LogQuery::default()
             };
             let recent = engine.events_page(&query)?.total;
             if recent > 0 {
@@ -257,8 +256,9 @@ fn backup_stale(
     };
     let max = SignedDuration::from_hours(max_hours as i64);
     let newest = engine.events_page(&LogQuery {
-        keys: vec![SystemEvent::key_component("backup"), SystemEvent::key_type("backup_completed")],
+        keys: vec![SystemEvent::key_component_type("backup", "backup_completed")],
         limit: 1,
+        skip_total: true,
         ..LogQuery::default()
     })?;
     let (since, never) = match newest.items.first() {

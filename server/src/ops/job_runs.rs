@@ -128,7 +128,7 @@ pub async fn list(engine: &Engine, query: RunQuery) -> Result<RunPage> {
         (None, None) => Vec::new(),
     };
     let page = blocking(engine, move |engine| {
-        engine.job_runs_page(&LogQuery { keys, since, until, limit, oldest_first: false })
+        engine.job_runs_page(&LogQuery { keys, since, until, limit, ..LogQuery::default() })
     })
     .await??;
     Ok(RunPage { job_runs: page.items.iter().map(JobRunView::from).collect(), total: page.total })
@@ -178,7 +178,13 @@ fn newest(
     limit: usize,
     oldest: bool,
 ) -> mycorrhizal_engine::Result<(Vec<JobRun>, u64)> {
-    let page = engine.job_runs_page(&LogQuery { keys: vec![key], since, until: None, limit, oldest_first: oldest })?;
+    let page = engine.job_runs_page(&LogQuery {
+        keys: vec![key],
+        since,
+        limit,
+        oldest_first: oldest,
+        ..LogQuery::default()
+    })?;
     Ok((page.items, page.total))
 }
 

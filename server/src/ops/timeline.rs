@@ -177,7 +177,7 @@ pub async fn events(engine: &Engine, query: EventQuery) -> Result<EventPage> {
             Ok::<_, mycorrhizal_engine::Error>((kept.into_iter().take(limit).collect(), total))
         }
         None => {
-            let page = engine.events_page(&LogQuery { keys, since, until, limit, oldest_first: false })?;
+            let page = engine.events_page(&LogQuery { keys, since, until, limit, ..LogQuery::default() })?;
             Ok((page.items, page.total))
         }
     })
@@ -217,7 +217,13 @@ fn edge(
     since: Option<Timestamp>,
     oldest: bool,
 ) -> mycorrhizal_engine::Result<(Option<SystemEvent>, u64)> {
-    let page = engine.events_page(&LogQuery { keys: vec![key], since, until: None, limit: 1, oldest_first: oldest })?;
+    let page = engine.events_page(&LogQuery {
+        keys: vec![key],
+        since,
+        limit: 1,
+        oldest_first: oldest,
+        ..LogQuery::default()
+    })?;
     Ok((page.items.into_iter().next(), page.total))
 }
 
@@ -362,7 +368,7 @@ pub async fn aggregate(engine: &Engine, query: AggregationQuery) -> Result<Aggre
                 since: Some(since),
                 until: Some(until),
                 limit: usize::MAX,
-                oldest_first: false,
+                ..LogQuery::default()
             };
             for event in engine.events_page(&query)?.items {
                 found.insert(event.id, event);
