@@ -279,7 +279,7 @@ impl Entry for JobRun {
 }
 
 /// Cuts `text` to [`MAX_ERROR_LEN`] characters on a character boundary.
-pub fn cap_error(text: &str) -> String {
+pub(crate) fn cap_error(text: &str) -> String {
     text.chars().take(MAX_ERROR_LEN).collect()
 }
 
