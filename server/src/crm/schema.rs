@@ -34,6 +34,20 @@ impl PartialSchema for DayOrBlank {
 }
 impl ToSchema for DayOrBlank {}
 
+/// An RFC 3339 instant, or blank for none (a query bound left empty by a form).
+pub struct InstantOrBlank;
+
+impl PartialSchema for InstantOrBlank {
+    fn schema() -> RefOr<Schema> {
+        OneOfBuilder::new()
+            .item(string(KnownFormat::DateTime))
+            .item(ObjectBuilder::new().schema_type(Type::String).max_length(Some(0)))
+            .description(Some("An RFC 3339 instant (e.g. `2026-12-07T08:00:00Z`), or empty for none"))
+            .into()
+    }
+}
+impl ToSchema for InstantOrBlank {}
+
 /// An RFC 3339 instant with `Z` or an offset, or a calendar day (midnight UTC).
 pub struct DayOrInstant;
 

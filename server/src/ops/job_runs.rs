@@ -91,10 +91,13 @@ pub struct RunQuery {
     #[param(pattern = "^(success|failure|skipped)?$")]
     pub result: Option<String>,
     /// RFC 3339; runs started at or after it.
+    #[param(value_type = Option<crate::crm::schema::InstantOrBlank>)]
     pub since: Option<String>,
     /// RFC 3339; runs started at or before it.
+    #[param(value_type = Option<crate::crm::schema::InstantOrBlank>)]
     pub until: Option<String>,
     /// Default 100, at most 500.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
     pub limit: Option<String>,
 }
 

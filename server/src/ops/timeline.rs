@@ -22,9 +22,10 @@ pub const RECURRING: u64 = 3;
 /// The subsystems, in the order the health answer lists them.
 pub const SUBSYSTEMS: [&str; 6] = ["contact_sync", "calendar_sync", "notification", "backup", "scheduler", "webhook"];
 
-/// A page size from the query: 1 to [`MAX_LIMIT`], [`DEFAULT_LIMIT`] when absent.
+/// A page size from the query: 1 to [`MAX_LIMIT`], [`DEFAULT_LIMIT`] when absent (an empty
+/// value is not a number: refused).
 pub fn limit(raw: Option<&str>) -> Result<usize> {
-    match raw.filter(|v| !v.is_empty()) {
+    match raw {
         None => Ok(DEFAULT_LIMIT),
         Some(v) => match v.parse::<usize>() {
             Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
@@ -33,7 +34,7 @@ pub fn limit(raw: Option<&str>) -> Result<usize> {
     }
 }
 
-/// An RFC 3339 instant from the query, naming the parameter when it is not one.
+/// An RFC 3339 instant from the query, naming the parameter when it is not one; blank is none.
 pub fn instant(raw: Option<&str>, name: &str) -> Result<Option<Timestamp>> {
     match raw.filter(|v| !v.is_empty()) {
         None => Ok(None),
@@ -55,12 +56,16 @@ pub struct EventQuery {
     pub event_type: Option<String>,
     pub correlation_id: Option<String>,
     /// RFC 3339; events that occurred at or after it.
+    #[param(value_type = Option<crate::crm::schema::InstantOrBlank>)]
     pub since: Option<String>,
     /// RFC 3339; events that occurred at or before it.
+    #[param(value_type = Option<crate::crm::schema::InstantOrBlank>)]
     pub until: Option<String>,
     /// Default 100, at most 500.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
     pub limit: Option<String>,
     /// Comma-separated event ids (at most 500).
+    #[param(pattern = "^([0-9]{1,19}(,[0-9]{1,19}){0,499})?$")]
     pub ids: Option<String>,
 }
 
@@ -278,6 +283,7 @@ pub async fn subsystems(engine: &Engine) -> Result<SubsystemList> {
 #[into_params(parameter_in = Query)]
 pub struct AggregationQuery {
     /// Hours back from now, 1 to 168 (default 24).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 168)]
     pub window_hours: Option<String>,
 }
 
@@ -350,7 +356,7 @@ pub fn cause_of(event: &SystemEvent) -> String {
 
 /// Failure events (result `failure` or severity `error`) of the last `window_hours`, in buckets.
 pub async fn aggregate(engine: &Engine, query: AggregationQuery) -> Result<Aggregation> {
-    let window_hours = match query.window_hours.as_deref().filter(|v| !v.is_empty()) {
+    let window_hours = match query.window_hours.as_deref() {
         None => 24,
         Some(v) => v
             .parse::<u32>()
