@@ -131,7 +131,13 @@ pub(crate) fn index_existing<T: Entry + Send + 'static>(engine: &Engine, log: &'
             let rows = tx.table(log.rows)?;
             let mut out = Vec::new();
             for row in rows.iter()? {
-                out.push(T::decode(row?.1.value())?);
+                let (id, bytes) = row?;
+                // A row that does not read is left unlisted (and logged), not a reason to refuse
+                // the database: the timeline is best-effort.
+                match T::decode(bytes.value()) {
+                    Ok(entry) => out.push(entry),
+                    Err(e) => tracing::warn!(event = "system_log_row_unreadable", id = id.value(), error = %e),
+                }
             }
             out
         };
@@ -241,24 +247,34 @@ impl Engine {
         cutoff: Timestamp,
     ) -> Result<u64> {
         self.write_async(move |tx| {
-            let expired: Vec<u64> = {
+            let below = time_key(cutoff);
+            let expired: Vec<(u64, String)> = {
                 let index = tx.table(index_table(log.index))?;
-                let below = time_key(cutoff);
-                let mut ids = Vec::new();
+                let mut found = Vec::new();
                 for listed in index.range((0u64, "", "", 0u64)..(0u64, "", below.as_str(), 0u64))? {
-                    ids.push(listed?.0.value().3);
+                    let key = listed?.0;
+                    let (_, _, time, id) = key.value();
+                    found.push((id, time.to_string()));
                 }
-                ids
+                found
             };
             let mut removed = 0;
-            for id in expired {
-                let entry = match tx.table(log.rows)?.get(id)? {
-                    Some(row) => T::decode(row.value())?,
-                    None => continue,
-                };
-                remove(tx, log, &entry)?;
-                tx.table(log.rows)?.remove(id)?;
-                removed += 1;
+            for (id, time) in expired {
+                let decoded = tx.table(log.rows)?.get(id)?.map(|row| T::decode(row.value()));
+                match decoded {
+                    Some(Ok(entry)) => remove(tx, log, &entry)?,
+                    // Unreadable or gone: its place in the time order goes (its other keys cannot
+                    // be known), so the purge does not meet it again.
+                    Some(Err(_)) | None => {
+                        tx.table(index_table(log.index))?.remove((0u64, "", time.as_str(), id))?;
+                        let mut counts = tx.table(map_table(log.counts))?;
+                        let all = count_of(counts.get("")?).saturating_sub(1);
+                        counts.insert("", all.to_le_bytes().as_slice())?;
+                    }
+                }
+                if tx.table(log.rows)?.remove(id)? {
+                    removed += 1;
+                }
             }
             Ok(removed)
         })

@@ -41,7 +41,19 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
         Ok(opened) => opened,
         Err(e) => {
             tracing::error!(event = "migration_failed", component = "migration", error = %e);
-            remember_failure(&config.data_dir, started_at, &e.to_string());
+            // Only a failure of the migration itself is the timeline's (a database another
+            // process holds, say, is not).
+            use mycorrhizal_engine::Error as E;
+            if matches!(
+                e,
+                E::SchemaAhead { .. }
+                    | E::DirtyMigration { .. }
+                    | E::PreMigrationBackupFailed { .. }
+                    | E::MigrationFailed { .. }
+                    | E::ReindexFailed { .. }
+            ) {
+                remember_failure(&config.data_dir, started_at, &e.to_string());
+            }
             return Err(anyhow::Error::new(e).context("cannot open the database"));
         }
     };
@@ -105,7 +117,9 @@ async fn record_remembered_failure(engine: &Engine, data_dir: &std::path::Path) 
         event = event.at(at);
     }
     emit(engine, event).await;
-    let _ = std::fs::remove_file(&path);
+    if let Err(e) = std::fs::remove_file(&path) {
+        tracing::warn!(event = "migration_failure_not_forgotten", component = "migration", error = %e);
+    }
 }
 
 /// How the server runs its search index (`DATA_DIR/search`, the searchable kinds, the commit

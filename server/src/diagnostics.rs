@@ -155,32 +155,23 @@ fn config_check(config: &crate::config::Config) -> DiagnosticCheck {
 
 /// The newest operator backup's age against its limit, and the backup subsystem's streak.
 fn backup(engine: &mycorrhizal_engine::Engine, config: &crate::config::Config) -> Result<DiagnosticCheck> {
-    use mycorrhizal_engine::system::{LogQuery, SystemEvent};
     let health = crate::ops::timeline::subsystem(engine, "backup")?;
     if health.status == "failing" {
         let n = health.consecutive_failures;
         return Ok(check("backup", CheckStatus::Error, format!("{n} backup(s) failed in a row; none succeeded since")));
     }
-    let max_hours = match config.alerts.backup_max_age_hours {
-        0 => config.integrity.restore_drill_interval_hours * 2,
-        h => h,
-    };
-    let newest = engine.events_page(&LogQuery {
-        keys: vec![SystemEvent::key_component_type("backup", "backup_completed")],
-        limit: 1,
-        skip_total: true,
-        ..LogQuery::default()
-    })?;
-    Ok(match newest.items.first() {
+    let max_hours = config.backup_max_age_hours();
+    let newest = crate::ops::timeline::newest_operator_backup(engine)?;
+    Ok(match newest {
         None => {
             check("backup", CheckStatus::Warning, "no operator backup yet (set BACKUP_DIR or run `mycorrhizal backup`)")
         }
-        Some(last) => {
-            let age = engine.clock().now().duration_since(last.occurred_at).as_hours();
+        Some(at) => {
+            let age = engine.clock().now().duration_since(at).as_hours();
             if age > max_hours as i64 {
                 check("backup", CheckStatus::Error, format!("the newest backup is {age} hours old (limit {max_hours})"))
             } else {
-                check("backup", CheckStatus::Ok, format!("newest backup at {}", last.occurred_at))
+                check("backup", CheckStatus::Ok, format!("newest backup at {at}"))
             }
         }
     })

@@ -27,8 +27,27 @@ fn http() -> &'static Mutex<Http> {
     HTTP.get_or_init(Mutex::default)
 }
 
-/// Counts one answered request under its route template (never its concrete path).
+/// Counts one answered request under its route template (never its concrete path) and its
+/// method (a name outside the standard ones and WebDAV's is `other`, so no client can grow the
+/// labels).
 pub fn observe_http(route: &str, method: &str, status: u16, took: Duration) {
+    const KNOWN: [&str; 14] = [
+        "GET",
+        "HEAD",
+        "POST",
+        "PUT",
+        "PATCH",
+        "DELETE",
+        "OPTIONS",
+        "PROPFIND",
+        "PROPPATCH",
+        "REPORT",
+        "MKCOL",
+        "MKCALENDAR",
+        "MOVE",
+        "COPY",
+    ];
+    let method = KNOWN.iter().find(|m| **m == method).copied().unwrap_or("other");
     let mut http = http().lock().unwrap_or_else(PoisonError::into_inner);
     *http.requests.entry((route.to_string(), method.to_string(), status)).or_insert(0) += 1;
     http.latency

@@ -73,6 +73,28 @@ impl Reach {
         self.targets.iter().map(|(name, _)| name.clone()).collect()
     }
 
+    /// The last answers without waiting for any probe (none yet: every system is taken as
+    /// answering), and a refresh started in the background when they are older than
+    /// [`CACHE_FOR`]: for `/health`, which must answer at once.
+    pub fn last_known(self: &std::sync::Arc<Self>) -> BTreeMap<String, Reachability> {
+        let stale = match self.cached.try_lock() {
+            Ok(cached) => match cached.as_ref() {
+                Some((at, answers)) if at.elapsed() < CACHE_FOR => return answers.clone(),
+                Some((_, answers)) => Some(answers.clone()),
+                None => None,
+            },
+            // A refresh is under way: its answers are not here yet.
+            Err(_) => return BTreeMap::new(),
+        };
+        if !self.targets.is_empty() {
+            let me = self.clone();
+            tokio::spawn(async move {
+                me.now().await;
+            });
+        }
+        stale.unwrap_or_default()
+    }
+
     /// Every configured system's reachability, probed at most every [`CACHE_FOR`].
     pub async fn now(&self) -> BTreeMap<String, Reachability> {
         let mut cached = self.cached.lock().await;

@@ -88,18 +88,22 @@ pub fn newer(latest: &str, current: &str) -> bool {
 pub async fn check(engine: &Engine, url: &str) -> Result<Latest> {
     let client = crate::outbound::guarded_client(true, std::time::Duration::from_secs(10)).map_err(Error::internal)?;
     crate::outbound::check(url, true).await.map_err(Error::internal)?;
-    let answer = client
+    let mut answer = client
         .get(url)
         .header("accept", "application/vnd.github+json, application/json")
         .send()
         .await
-        .map_err(|e| Error::internal(format!("the release feed cannot be reached: {e}")))?;
+        .map_err(|e| Error::internal(format!("the release feed cannot be reached: {}", e.without_url())))?;
     if !answer.status().is_success() {
         return Err(Error::internal(format!("the release feed answered {}", answer.status().as_u16())));
     }
-    let body = answer.bytes().await.map_err(Error::internal)?;
-    if body.len() > MAX_DOCUMENT {
-        return Err(Error::internal("the release document is too large"));
+    // Read at most MAX_DOCUMENT bytes, whatever the feed claims or sends.
+    let mut body = Vec::new();
+    while let Some(chunk) = answer.chunk().await.map_err(|e| Error::internal(e.without_url()))? {
+        if body.len() + chunk.len() > MAX_DOCUMENT {
+            return Err(Error::internal("the release document is too large"));
+        }
+        body.extend_from_slice(&chunk);
     }
     let (version, url, published_at) = parse(&body).map_err(Error::internal)?;
     let latest = Latest { version, url, published_at, checked_at: engine.clock().now() };

@@ -12,6 +12,7 @@ use mycorrhizal_engine::Clock;
 use mycorrhizal_engine::system::{JobResult, Trigger};
 use serde_json::{Value, json};
 
+use crate::channels::{sign_in, sign_up};
 use crate::helpers::PASSWORD;
 use crate::sessions::{InProcess, in_process};
 use crate::webhooks::{Receiver, Reply};
@@ -37,19 +38,6 @@ struct Watchers {
     member_ntfy: Receiver,
 }
 
-async fn sign_up(app: &InProcess, name: &str) -> String {
-    let register = json!({ "username": name, "email": format!("{name}@example.org"), "password": PASSWORD });
-    assert_eq!(app.call("POST", "/api/v1/register", None, register).await.0, 201);
-    sign_in(app, name).await
-}
-
-async fn sign_in(app: &InProcess, name: &str) -> String {
-    let (status, _, cookie) =
-        app.call("POST", "/api/v1/login", None, json!({ "identifier": name, "password": PASSWORD })).await;
-    assert_eq!(status, 200);
-    cookie.unwrap()
-}
-
 fn base(receiver: &Receiver) -> String {
     receiver.url.trim_end_matches("/hook").to_string()
 }
@@ -67,6 +55,10 @@ async fn watchers(app: &InProcess) -> Watchers {
     let hook = json!({ "url": w.webhook.url, "events": ["alert.raised", "alert.cleared"] });
     let (status, body, _) = app.call("POST", "/api/v1/webhooks", Some(&ada), hook).await;
     assert_eq!(status, 201, "{body}");
+    // Alerts are instance events: a member's webhook may not subscribe to them.
+    let refused = json!({ "url": w.member_ntfy.url, "events": ["alert.raised"] });
+    let (status, body, _) = app.call("POST", "/api/v1/webhooks", Some(&bob), refused).await;
+    assert_eq!((status, body["details"]["field"].as_str()), (400, Some("events")), "{body}");
     for (cookie, receiver) in [(&ada, &w.admin_ntfy), (&bob, &w.member_ntfy)] {
         let topic = json!({ "url": base(receiver), "topic": "alerts" });
         let (status, body, _) = app.call("PUT", "/api/v1/notifications/channels/ntfy", Some(cookie), topic).await;

@@ -84,13 +84,13 @@ impl Receiver {
     }
 }
 
-async fn sign_up(app: &InProcess, name: &str) -> String {
+pub async fn sign_up(app: &InProcess, name: &str) -> String {
     let register = json!({ "username": name, "email": format!("{name}@example.org"), "password": PASSWORD });
     assert_eq!(app.call("POST", "/api/v1/register", None, register).await.0, 201);
     sign_in(app, name).await
 }
 
-async fn sign_in(app: &InProcess, name: &str) -> String {
+pub async fn sign_in(app: &InProcess, name: &str) -> String {
     let (status, _, cookie) =
         app.call("POST", "/api/v1/login", None, json!({ "identifier": name, "password": PASSWORD })).await;
     assert_eq!(status, 200);

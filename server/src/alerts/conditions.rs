@@ -41,7 +41,8 @@ pub enum Verdict {
     },
 }
 
-/// A job `job_stopped` watches: enabled by the configuration, run every `every`.
+/// A job `job_stopped` watches: enabled by the configuration, run every `every`. It is stopped
+/// when no run has ended without failing for `every` times `ALERT_JOB_STALE_MULTIPLIER`.
 #[derive(Debug, Clone)]
 pub struct Watched {
     pub name: &'static str,
@@ -181,7 +182,7 @@ fn check(
         "disk_space" => match crate::ops::fs::usage_percent(&config.data_dir) {
             Some(used) => {
                 let threshold = f64::from(a.disk_usage_percent);
-                let fires = used >= threshold || (was_alerting && used > threshold - 5.0);
+                let fires = used >= threshold || (was_alerting && used > threshold - crate::ops::storage::HYSTERESIS);
                 if fires {
                     firing(
                         format!("The data folder's filesystem is {used:.0}% full (the limit is {threshold:.0}%)."),
@@ -198,12 +199,18 @@ fn check(
             for job in watched {
                 let limit =
                     SignedDuration::try_from(job.every * a.job_stale_multiplier as u32).unwrap_or(SignedDuration::MAX);
-                let query = LogQuery {
-                    keys: vec![JobRun::key_job_result(job.name, JobResult::Success)],
-                    limit: 1,
-                    ..LogQuery::default()
-                };
-                let last = engine.job_runs_page(&query)?.items.first().map(|r| r.finished_at);
+                // A run that did not fail (it worked, or found nothing to do) shows the job alive.
+                let mut last = None;
+                for result in [JobResult::Success, JobResult::Skipped] {
+                    let query = LogQuery {
+                        keys: vec![JobRun::key_job_result(job.name, result)],
+                        limit: 1,
+                        skip_total: true,
+                        ..LogQuery::default()
+                    };
+                    let at = engine.job_runs_page(&query)?.items.first().map(|r| r.finished_at);
+                    last = last.max(at);
+                }
                 // A server that was down does not count against its jobs: the clock starts at
                 // the later of the last success and this process's start.
                 let since = last.map_or(started_at, |l| l.max(started_at));
@@ -250,19 +257,11 @@ fn backup_stale(
     now: Timestamp,
     started_at: Timestamp,
 ) -> mycorrhizal_engine::Result<Verdict> {
-    let max_hours = match config.alerts.backup_max_age_hours {
-        0 => config.integrity.restore_drill_interval_hours * 2,
-        h => h,
-    };
+    let max_hours = config.backup_max_age_hours();
     let max = SignedDuration::from_hours(max_hours as i64);
-    let newest = engine.events_page(&LogQuery {
-        keys: vec![SystemEvent::key_component_type("backup", "backup_completed")],
-        limit: 1,
-        skip_total: true,
-        ..LogQuery::default()
-    })?;
-    let (since, never) = match newest.items.first() {
-        Some(backup) => (backup.occurred_at, false),
+    let newest = timeline::newest_operator_backup(engine)?;
+    let (since, never) = match newest {
+        Some(at) => (at, false),
         None => {
             let oldest = engine.events_page(&LogQuery { limit: 1, oldest_first: true, ..LogQuery::default() })?;
             (oldest.items.first().map_or(started_at, |e| e.occurred_at.min(started_at)), true)

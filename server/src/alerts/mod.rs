@@ -119,8 +119,11 @@ fn state_of(view: &mycorrhizal_engine::GlobalView, condition: &str) -> mycorrhiz
     view.map_get(STATES, condition)?.map(|bytes| codec::decode(STATES, &bytes)).transpose()
 }
 
-/// Evaluates every condition once (see the module's description).
+/// Evaluates every condition once (see the module's description). One evaluation at a time in
+/// the process: a manual one waits for a scheduled one, so a transition is never told twice.
 pub async fn evaluate(inputs: Inputs<'_>) -> Result<Evaluated> {
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = ONE_AT_A_TIME.lock().await;
     let now = inputs.engine.clock().now();
     let alerting = blocking(inputs.engine, |engine| {
         let view = engine.global()?;

@@ -440,6 +440,15 @@ impl Config {
         })
     }
 
+    /// How old the newest operator backup may be: `ALERT_BACKUP_MAX_AGE_HOURS`, or with 0 twice
+    /// the restore-drill interval.
+    pub fn backup_max_age_hours(&self) -> u64 {
+        match self.alerts.backup_max_age_hours {
+            0 => self.integrity.restore_drill_interval_hours * 2,
+            h => h,
+        }
+    }
+
     /// The database file.
     pub fn database_path(&self) -> PathBuf {
         self.data_dir.join("mycorrhizal.redb")

@@ -112,7 +112,11 @@ where
     let correlation = format!("job:{name}:{}", uuid::Uuid::new_v4());
     let started_at = state.engine.clock().now();
     let started = Instant::now();
-    let _running = Running::start(name, started_at);
+    // Listed as running for as long as the spawned work runs, even if the caller stops waiting.
+    let work = async move {
+        let _running = Running::start(name, started_at);
+        work.await
+    };
     // Spawned so that a panic inside the job is caught as a join error, not a crash; within its
     // correlation id, so what it writes and queues (outbox rows, system events) carries it.
     let outcome = match tokio::spawn(crate::ops::correlation::within(correlation.clone(), work)).await {
@@ -130,11 +134,7 @@ where
         Ok(Ran::Skipped(reason)) => (JobResult::Skipped, Some(reason), None),
         Err(e) => (JobResult::Failure, Some(e), None),
     };
-    let word = match result {
-        JobResult::Success => "success",
-        JobResult::Failure => "failure",
-        JobResult::Skipped => "skipped",
-    };
+    let word = result.name();
     match &error {
         Some(error) if result == JobResult::Failure => {
             tracing::error!(event = "job_finished", component = "scheduler", operation = name, duration_ms, result = word, error = %error, correlation_id = %correlation)

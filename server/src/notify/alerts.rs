@@ -1,6 +1,6 @@
 //! An alert leaves here: a condition raised or cleared (`crate::alerts`) goes out as the
-//! `alert.raised` / `alert.cleared` webhook event to every webhook subscribed to it, and as a
-//! notification to each admin's own channels (email, ntfy, Gotify, push), its subject marked red
+//! `alert.raised` / `alert.cleared` webhook event to every admin's webhook subscribed to it, and
+//! as a notification to each admin's own channels (email, ntfy, Gotify, push), its subject marked red
 //! for a raise and green for a recovery. Counts and names only, never identifiers.
 
 use jiff::Timestamp;

@@ -8,8 +8,8 @@ use serde_json::json;
 
 use super::notifier::Notifier;
 use super::webhooks::{
-    ADMIN_EVENTS, DeliveryList, DeliveryView, EventList, MAX_WEBHOOKS, SUBS_TABLE, Subscriptions, Webhook,
-    WebhookInput, WebhookList, WebhookView, WebhookWithSecret, binding, envelope, event_names,
+    ADMIN_EVENTS, ALERT_EVENTS, DeliveryList, DeliveryView, EventList, MAX_WEBHOOKS, SUBS_TABLE, Subscriptions,
+    Webhook, WebhookInput, WebhookList, WebhookView, WebhookWithSecret, binding, envelope, event_names,
 };
 use crate::auth::records::Account;
 use crate::crm::{Error, Result};
@@ -30,7 +30,7 @@ async fn check_url(notifier: &Notifier, url: &str) -> Result<String> {
 }
 
 /// The events a webhook of `user` may subscribe to, deduplicated; the instance events
-/// ([`ADMIN_EVENTS`]) only for an admin.
+/// ([`ADMIN_EVENTS`], [`ALERT_EVENTS`]) only for an admin.
 fn check_events(notifier: &Notifier, user: u64, events: &[String]) -> Result<Vec<String>> {
     let known = event_names();
     if events.is_empty() {
@@ -42,7 +42,7 @@ fn check_events(notifier: &Notifier, user: u64, events: &[String]) -> Result<Vec
         if !known.contains(e) {
             return Err(Error::invalid("events", format!("{e:?} is not an event (see GET /webhooks/events)")));
         }
-        if ADMIN_EVENTS.contains(&e.as_str()) {
+        if ADMIN_EVENTS.contains(&e.as_str()) || ALERT_EVENTS.contains(&e.as_str()) {
             let is_admin = match admin {
                 Some(is_admin) => is_admin,
                 None => *admin.insert(is_admin_account(notifier, user)?),

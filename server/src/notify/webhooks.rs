@@ -46,8 +46,9 @@ pub const DOMAIN_EVENTS: [&str; 4] = ["test", "reminder.triggered", "birthday.oc
 /// (no payload beyond the envelope). They go to the webhooks of the accounts that are admins when
 /// the event happens.
 pub const ADMIN_EVENTS: [&str; 2] = ["db.integrity_check_failed", "db.restore_drill_failed"];
-/// An alert condition raised and cleared (`crate::alerts`): broadcast to every webhook
-/// subscribed to it, whoever owns it, so its payload holds counts and names, never identifiers.
+/// An alert condition raised and cleared (`crate::alerts`): instance events like
+/// [`ADMIN_EVENTS`] (only an administrator's webhook may subscribe), broadcast to every
+/// subscribed webhook of the accounts that are admins when it is told. Counts and names only.
 pub const ALERT_EVENTS: [&str; 2] = ["alert.raised", "alert.cleared"];
 /// Most webhooks one user may have.
 pub const MAX_WEBHOOKS: usize = 20;
@@ -384,12 +385,15 @@ pub fn publish_to_admins(tx: &Tx<'_>, event: &str, data: &dyn Fn() -> Value) -> 
     Ok(queued)
 }
 
-/// Queues `event` with `data` (one envelope, idempotency key `key`) to every active webhook of
-/// every account subscribed to it, inside `tx`, as deliveries queued now. Returns their ids (to
+/// Queues `event` with `data` (one envelope, idempotency key `key`) to every active webhook
+/// subscribed to it of every account that is an admin now, inside `tx`, as deliveries queued now. Returns their ids (to
 /// follow their delivery).
 pub fn broadcast(tx: &Tx<'_>, event: &str, key: &str, data: &Value) -> mycorrhizal_engine::Result<Vec<u64>> {
     let mut ids = Vec::new();
-    for (user, _) in tx.global().list::<crate::auth::records::Account>()? {
+    for (user, account) in tx.global().list::<crate::auth::records::Account>()? {
+        if !account.is_admin {
+            continue;
+        }
         let webhooks = subscribed(tx, user, event)?;
         if !webhooks.is_empty() {
             let body = envelope(key, event, tx.now(), data.clone());

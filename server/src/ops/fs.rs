@@ -82,13 +82,13 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
-/// Percent of the filesystem under `dir` in use (as `df` counts it).
 /// Free and total bytes of the filesystem holding `dir` (free: what an unprivileged user may use).
 pub fn space(dir: &Path) -> Option<(u64, u64)> {
     let stat = rustix::fs::statvfs(dir).ok()?;
     Some((stat.f_bavail.saturating_mul(stat.f_frsize), stat.f_blocks.saturating_mul(stat.f_frsize)))
 }
 
+/// Percent of the filesystem under `dir` in use (as `df` counts it).
 pub fn usage_percent(dir: &Path) -> Option<f64> {
     let stat = rustix::fs::statvfs(dir).ok()?;
     let used = stat.f_blocks.saturating_sub(stat.f_bfree) as f64;

@@ -202,10 +202,8 @@ pub fn block(
 ) -> mycorrhizal_engine::Result<StorageBlock> {
     let now = engine.clock().now();
     let database_bytes = std::fs::metadata(engine.path()).map(|m| m.len()).unwrap_or(0);
-    let filesystem = rustix::fs::statvfs(data_dir).ok().map(|s| FilesystemUsage {
-        free_bytes: s.f_bavail.saturating_mul(s.f_frsize),
-        total_bytes: s.f_blocks.saturating_mul(s.f_frsize),
-    });
+    let filesystem =
+        super::fs::space(data_dir).map(|(free_bytes, total_bytes)| FilesystemUsage { free_bytes, total_bytes });
     let usage_percent = super::fs::usage_percent(data_dir).map(|p| (p * 10.0).round() / 10.0);
     let samples: Vec<StorageSample> = engine.global()?.list::<StorageSample>()?.into_iter().map(|(_, s)| s).collect();
     let (g7, g30, g90) = (
@@ -230,8 +228,12 @@ pub fn block(
                 .unwrap_or(Tier::Ok);
             let now_tier = tier(before, used, f64::from(warn), f64::from(critical));
             if now_tier != before {
+                // Best effort: a full disk refuses writes just when the tier turns critical, and
+                // the status must still answer then.
                 let bytes = serde_json::to_vec(&now_tier).unwrap_or_default();
-                engine.write(move |tx| tx.global().map_put(STATE, "tier", &bytes))?;
+                if let Err(e) = engine.write(move |tx| tx.global().map_put(STATE, "tier", &bytes)) {
+                    tracing::warn!(event = "storage_tier_not_stored", component = "app", error = %e);
+                }
             }
             Some(now_tier)
         }

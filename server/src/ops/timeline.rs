@@ -190,6 +190,18 @@ pub async fn events(engine: &Engine, query: EventQuery) -> Result<EventPage> {
     Ok(EventPage { system_events: page.0.into_iter().map(SystemEventView::from).collect(), total: page.1 })
 }
 
+/// When the newest operator backup landed (`backup_completed` of component `backup`; the
+/// pre-migration snapshot's, of component `migration`, is not one), if there is one.
+pub fn newest_operator_backup(engine: &Engine) -> mycorrhizal_engine::Result<Option<Timestamp>> {
+    let query = LogQuery {
+        keys: vec![SystemEvent::key_component_type("backup", "backup_completed")],
+        limit: 1,
+        skip_total: true,
+        ..LogQuery::default()
+    };
+    Ok(engine.events_page(&query)?.items.first().map(|e| e.occurred_at))
+}
+
 /// One subsystem's health, folded from its events.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SubsystemHealth {

@@ -19,7 +19,7 @@ use crate::state::AppState;
 const PAGE: usize = 50;
 
 /// The viewer, if an admin in a browser session (API tokens are refused, as on the API).
-fn admin(viewer: &Viewer) -> Result<(), WebError> {
+pub(super) fn admin(viewer: &Viewer) -> Result<(), WebError> {
     if matches!(viewer.user.via, Via::ApiToken { .. }) || !viewer.user.account.is_admin {
         return Err(WebError::Api(ApiError::Forbidden(viewer.t("admin.only").into())));
     }

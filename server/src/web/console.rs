@@ -12,19 +12,12 @@ use maud::{Markup, html};
 use mycorrhizal_engine::system::Trigger;
 use serde::Deserialize;
 
-use super::page::{Form, PageResult, Viewer, WebError, page, see_other, shell};
-use crate::auth::Via;
+use super::admin::admin;
+use super::page::{Form, PageResult, Viewer, page, see_other, shell};
 use crate::error::ApiError;
 use crate::ops::storage::StorageSample;
 use crate::ops::timeline::{self, AggregationQuery, EventQuery};
 use crate::state::AppState;
-
-fn admin(viewer: &Viewer) -> Result<(), WebError> {
-    if matches!(viewer.user.via, Via::ApiToken { .. }) || !viewer.user.account.is_admin {
-        return Err(WebError::Api(ApiError::Forbidden(viewer.t("admin.only").into())));
-    }
-    Ok(())
-}
 
 fn when(at: Option<Timestamp>) -> String {
     at.map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string()).unwrap_or_else(|| "–".into())
