@@ -246,15 +246,7 @@ async fn main() {
         time_async(50, || {
             let s = s.clone();
             async move {
-                let inputs = mycorrhizal::alerts::Inputs {
-                    engine: &s.engine,
-                    config: &s.config,
-                    limits: &s.auth.limits,
-                    senders: mycorrhizal::notify::channels::Senders::of(&s.notify),
-                    signal: &s.notify.outbox.signal,
-                    watched: mycorrhizal::jobs::watched(&s.config),
-                    started_at: s.started_at,
-                };
+                let inputs = mycorrhizal::alerts::Inputs::of(&s, mycorrhizal::jobs::watched(&s.config));
                 mycorrhizal::alerts::evaluate(inputs).await.expect("evaluation")
             }
         })

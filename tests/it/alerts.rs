@@ -201,15 +201,8 @@ async fn disk_space_recovers_five_points_below_its_threshold() {
     let evaluate_with = |config: mycorrhizal::config::Config| {
         let state = app.state.clone();
         async move {
-            let inputs = mycorrhizal::alerts::Inputs {
-                engine: &state.engine,
-                config: &config,
-                limits: &state.auth.limits,
-                senders: mycorrhizal::notify::channels::Senders::of(&state.notify),
-                signal: &state.notify.outbox.signal,
-                watched: Vec::new(),
-                started_at: state.started_at,
-            };
+            let inputs =
+                mycorrhizal::alerts::Inputs { config: &config, ..mycorrhizal::alerts::Inputs::of(&state, Vec::new()) };
             mycorrhizal::alerts::evaluate(inputs).await.unwrap()
         }
     };

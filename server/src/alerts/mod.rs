@@ -47,6 +47,21 @@ pub struct Inputs<'a> {
     pub started_at: Timestamp,
 }
 
+impl<'a> Inputs<'a> {
+    /// What the running server's state gives the evaluation, watching `watched`.
+    pub fn of(state: &'a crate::state::AppState, watched: Vec<Watched>) -> Inputs<'a> {
+        Inputs {
+            engine: &state.engine,
+            config: &state.config,
+            limits: &state.auth.limits,
+            senders: Senders::of(&state.notify),
+            signal: &state.notify.outbox.signal,
+            watched,
+            started_at: state.started_at,
+        }
+    }
+}
+
 /// A telling queued and not yet accepted.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Pending {

@@ -189,15 +189,8 @@ pub async fn search_rebuild(
 
 /// One evaluation of every alert condition ([`crate::alerts`]); items: the conditions evaluated.
 pub async fn alerts(state: AppState, context: Context) -> Result<Ran> {
-    let inputs = crate::alerts::Inputs {
-        engine: &state.engine,
-        config: &state.config,
-        limits: &state.auth.limits,
-        senders: crate::notify::channels::Senders::of(&state.notify),
-        signal: &state.notify.outbox.signal,
-        watched: super::runner::watched(context.table, &state.config, context.name),
-        started_at: state.started_at,
-    };
+    let watched = super::runner::watched(context.table, &state.config, context.name);
+    let inputs = crate::alerts::Inputs::of(&state, watched);
     let done = crate::alerts::evaluate(inputs).await?;
     for condition in &done.raised {
         tracing::warn!(event = "alert_raised", component = "scheduler", operation = "alert_evaluation", condition = %condition);
