@@ -442,10 +442,19 @@ mod tests {
     }
 }
 
-/// Rewrites the newest audit event of `user` in the closed database at `path` with one field
-/// changed and its stored hash kept, as an edit behind the engine's back would. Test support only.
+/// How [`tamper_for_tests`] damages an audit event.
 #[cfg(feature = "test-hooks")]
-pub fn tamper_for_tests(path: &std::path::Path, user: u64) -> Result<()> {
+#[derive(Debug, Clone, Copy)]
+pub enum Tamper {
+    /// One field changed and the stored hash kept, as an edit behind the engine's back would.
+    Edit,
+    /// The stored bytes replaced by ones that do not decode, as a damaged disk would.
+    Garble,
+}
+
+/// Damages the newest audit event of `user` in the closed database at `path`. Test support only.
+#[cfg(feature = "test-hooks")]
+pub fn tamper_for_tests(path: &std::path::Path, user: u64, how: Tamper) -> Result<()> {
     let db = redb::Database::builder().open(path)?;
     let txn = db.begin_write()?;
     {
@@ -455,8 +464,15 @@ pub fn tamper_for_tests(path: &std::path::Path, user: u64) -> Result<()> {
             let Some((key, bytes)) = last else { return Err(Error::NotFound) };
             (key.value(), codec::decode::<AuditEvent>("audit", bytes.value())?)
         };
-        event.revision += 1;
-        table.insert(key, codec::encode(&event).as_slice())?;
+        match how {
+            Tamper::Edit => {
+                event.revision += 1;
+                table.insert(key, codec::encode(&event).as_slice())?;
+            }
+            Tamper::Garble => {
+                table.insert(key, [0xff_u8; 7].as_slice())?;
+            }
+        }
     }
     txn.commit()?;
     Ok(())

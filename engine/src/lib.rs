@@ -64,7 +64,10 @@ pub use search::{
 pub use stats::{BATCH_SIZES, Histogram, HistogramSnapshot, SECONDS, Stats};
 pub use tx::{ChangeHook, Gathered, Tx, TxUser, UPDATED_INDEX};
 #[cfg(feature = "test-hooks")]
-pub use {audit::tamper_for_tests, reindex::rewind_for_tests};
+pub use {
+    audit::{Tamper, tamper_for_tests},
+    reindex::rewind_for_tests,
+};
 
 /// A user's id. User data is only reachable through [`Engine::user`] with one of these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -298,7 +298,7 @@ async fn a_backup_older_than_its_limit_raises_backup_stale_until_one_lands() {
 }
 
 #[tokio::test]
-async fn failed_sign_ins_for_many_accounts_raise_auth_spray() {
+async fn failed_sign_ins_for_many_accounts_raise_auth_spray_until_two_quiet_intervals_pass() {
     let app = in_process(&with(
         &[],
         &[
@@ -317,6 +317,14 @@ async fn failed_sign_ins_for_many_accounts_raise_auth_spray() {
     }
     evaluate(&app).await;
     assert_eq!(alert_state(&app, "auth_spray").await["state"], "alerting");
+    // Still within twice the evaluation interval (15 minutes) of the spray: still alerting.
+    app.clock.set(app.clock.now().checked_add(SignedDuration::from_mins(20)).unwrap());
+    evaluate(&app).await;
+    assert_eq!(alert_state(&app, "auth_spray").await["state"], "alerting");
+    // Thirty quiet minutes: all is well again.
+    app.clock.set(app.clock.now().checked_add(SignedDuration::from_mins(11)).unwrap());
+    evaluate(&app).await;
+    assert_eq!(alert_state(&app, "auth_spray").await["state"], "ok");
 }
 
 #[tokio::test]
@@ -363,42 +371,66 @@ async fn notifications_failing_past_the_threshold_raise_and_a_delivery_clears() 
 }
 
 /// A tampered audit chain fails the integrity sweep of the real binary, and the evaluation an
-/// admin triggers raises `db_integrity` to the subscribed webhook.
+/// admin triggers raises `db_integrity` to the subscribed webhook; once the broken chain is gone
+/// (the operator deletes the account it belonged to) the next sweep is `ok` and the alert clears.
 #[tokio::test]
-async fn a_tampered_audit_chain_raises_db_integrity_from_the_binary() {
+async fn a_tampered_audit_chain_raises_db_integrity_from_the_binary_until_the_sweep_is_clean() {
     use crate::helpers::Instance;
     let receiver = Receiver::start().await;
     let instance = Instance::new().with("ALERT_DISK_USAGE_PERCENT", "0");
     let mut server = instance.spawn();
     let ada = server.sign_up("ada").await;
-    let hook = ada.post("/api/v1/webhooks", json!({ "url": receiver.url, "events": ["alert.raised"] })).await;
+    let hook =
+        ada.post("/api/v1/webhooks", json!({ "url": receiver.url, "events": ["alert.raised", "alert.cleared"] })).await;
     assert_eq!(hook.status(), 201);
-    let contact = ada.post("/api/v1/contacts", json!({ "firstname": "Audit" })).await;
+    let bob = server.sign_up("bob").await;
+    let contact = bob.post("/api/v1/contacts", json!({ "firstname": "Audit" })).await;
     assert_eq!(contact.status(), 201);
     assert!(server.terminate().success());
-    mycorrhizal_engine::tamper_for_tests(&instance.database(), ada.id).expect("edit an audit event");
+    mycorrhizal_engine::tamper_for_tests(&instance.database(), bob.id, mycorrhizal_engine::Tamper::Edit)
+        .expect("edit an audit event");
     let server = instance.spawn();
     let ada = server.sign_in("ada", PASSWORD).await;
     let report: Value = ada.get("/api/v1/admin/integrity-check").await.json().await.unwrap();
     assert_eq!(report["status"], "failed", "{report}");
     let run: Value = ada.post("/api/v1/admin/trigger-alerts", json!({})).await.json().await.unwrap();
     assert_eq!(run["result"], "success", "{run}");
-    let alerts: Value = ada.get("/api/v1/admin/alerts").await.json().await.unwrap();
-    let integrity =
-        alerts["alerts"].as_array().unwrap().iter().find(|a| a["condition"] == "db_integrity").unwrap().clone();
-    assert_eq!(integrity["state"], "alerting", "{alerts}");
-    assert!(integrity["detail"].as_str().unwrap().contains("audit_chain"), "{integrity}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let raised = loop {
-        let told: Vec<Value> =
-            receiver.received().iter().map(|r| r.json()).filter(|e| e["event"] == "alert.raised").collect();
-        if let Some(first) = told.into_iter().find(|e| e["data"]["condition"] == "db_integrity") {
-            break first;
-        }
-        assert!(std::time::Instant::now() < deadline, "no alert.raised reached the receiver");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let integrity = |alerts: &Value| {
+        alerts["alerts"].as_array().unwrap().iter().find(|a| a["condition"] == "db_integrity").unwrap().clone()
     };
+    let alerts: Value = ada.get("/api/v1/admin/alerts").await.json().await.unwrap();
+    assert_eq!(integrity(&alerts)["state"], "alerting", "{alerts}");
+    assert!(integrity(&alerts)["detail"].as_str().unwrap().contains("audit_chain"), "{alerts}");
+    let told = |event: &'static str| {
+        let receiver = &receiver;
+        async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            loop {
+                let told: Vec<Value> =
+                    receiver.received().iter().map(|r| r.json()).filter(|e| e["event"] == event).collect();
+                if let Some(first) = told.into_iter().find(|e| e["data"]["condition"] == "db_integrity") {
+                    break first;
+                }
+                assert!(std::time::Instant::now() < deadline, "no {event} reached the receiver");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let raised = told("alert.raised").await;
     assert_eq!(raised["data"]["state"], "alerting");
     let text = raised["data"].to_string();
-    assert!(!text.contains("Audit") && !text.contains("ada"), "counts and names of passes only: {text}");
+    assert!(!text.contains("Audit") && !text.contains("bob"), "counts and names of passes only: {text}");
+
+    let gone = ada.send(reqwest::Method::DELETE, &format!("/api/v1/admin/users/{}", bob.id), json!({})).await;
+    assert!(gone.status().is_success(), "{}", gone.status());
+    let report: Value = ada.get("/api/v1/admin/integrity-check").await.json().await.unwrap();
+    assert_eq!(report["status"], "ok", "{report}");
+    let run: Value = ada.post("/api/v1/admin/trigger-alerts", json!({})).await.json().await.unwrap();
+    assert_eq!(run["result"], "success", "{run}");
+    let alerts: Value = ada.get("/api/v1/admin/alerts").await.json().await.unwrap();
+    assert_eq!(integrity(&alerts)["state"], "ok", "{alerts}");
+    let cleared = told("alert.cleared").await;
+    assert_eq!(cleared["data"]["condition"], "db_integrity");
+    let raises = receiver.received().iter().filter(|r| r.json()["event"] == "alert.raised").count();
+    assert_eq!(raises, 1, "raised once");
 }

@@ -45,3 +45,33 @@ async fn an_update_can_be_undone_once_and_deletes_cannot() {
     assert_eq!(refused.status(), 409);
     assert!(refused.json::<Value>().await.unwrap()["message"].as_str().unwrap().contains("Delete"));
 }
+
+/// An export that fails on a damaged row answers the export's nested 500 envelope (the
+/// operation and category, no stored text) and tells the log; other accounts still export.
+#[tokio::test]
+async fn an_export_over_a_damaged_row_answers_the_export_envelope() {
+    let instance = Instance::new();
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    crate::crm::new_contact(&ada, "Una", "Do").await;
+    crate::crm::new_contact(&bob, "Bea", "Re").await;
+    assert!(server.terminate().success());
+    mycorrhizal_engine::tamper_for_tests(&instance.database(), ada.id, mycorrhizal_engine::Tamper::Garble)
+        .expect("garble an audit event");
+    let server = instance.spawn();
+    let ada = server.sign_in("ada", crate::helpers::PASSWORD).await;
+    let failed = ada.get("/api/v1/audit/export").await;
+    assert_eq!(failed.status(), 500);
+    let body: Value = failed.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "INTERNAL_ERROR", "{body}");
+    assert_eq!(body["error"]["details"], json!({ "operation": "audit_export", "category": "storage" }), "{body}");
+    assert!(
+        server.log_lines().iter().any(|l| l["event"] == "export_failed" && l["operation"] == "audit_export"),
+        "the log says which export failed"
+    );
+    let bob = server.sign_in("bob", crate::helpers::PASSWORD).await;
+    let fine = bob.get("/api/v1/audit/export").await;
+    assert_eq!(fine.status(), 200);
+    assert!(fine.text().await.unwrap().contains("Bea"));
+}

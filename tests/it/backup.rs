@@ -357,7 +357,8 @@ async fn the_integrity_check_finds_an_edited_audit_event() {
     let ada = server.sign_up("ada").await;
     new_contact(&ada, "Audit", "Trail").await;
     assert!(server.terminate().success());
-    mycorrhizal_engine::tamper_for_tests(&instance.database(), ada.id).expect("edit an audit event");
+    mycorrhizal_engine::tamper_for_tests(&instance.database(), ada.id, mycorrhizal_engine::Tamper::Edit)
+        .expect("edit an audit event");
     let server = instance.spawn();
     let report = integrity(&server).await;
     assert_eq!(report["status"], "failed", "{report}");
@@ -415,7 +416,8 @@ async fn a_failed_integrity_pass_and_a_failed_drill_reach_the_admins_webhooks() 
     new_contact(&ada, "Audit", "Trail").await;
     assert!(server.terminate().success());
 
-    mycorrhizal_engine::tamper_for_tests(&instance.database(), ada.id).expect("edit an audit event");
+    mycorrhizal_engine::tamper_for_tests(&instance.database(), ada.id, mycorrhizal_engine::Tamper::Edit)
+        .expect("edit an audit event");
     let server = instance.spawn();
     let report = integrity(&server).await;
     assert_eq!(report["status"], "failed", "{report}");

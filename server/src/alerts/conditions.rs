@@ -77,8 +77,8 @@ fn hours(d: SignedDuration) -> i64 {
 pub struct Facts {
     pub watched: Vec<Watched>,
     pub started_at: Timestamp,
-    /// How long ago the last password spray was detected.
-    pub since_spray: Option<Duration>,
+    /// When the last password spray was detected (the engine's clock).
+    pub last_spray: Option<Timestamp>,
     /// The conditions alerting now (`disk_space` recovers only 5 points below its threshold).
     pub alerting: Vec<String>,
 }
@@ -99,7 +99,7 @@ pub async fn check_all(
                     Verdict::Disabled
                 } else {
                     let was = facts.alerting.iter().any(|a| a == c);
-                    check(engine, &config, c, now, was, &facts.watched, facts.started_at, facts.since_spray)?
+                    check(engine, &config, c, now, was, &facts.watched, facts.started_at, facts.last_spray)?
                 };
                 Ok((*c, verdict))
             })
@@ -118,7 +118,7 @@ fn check(
     was_alerting: bool,
     watched: &[Watched],
     started_at: Timestamp,
-    since_spray: Option<Duration>,
+    last_spray: Option<Timestamp>,
 ) -> mycorrhizal_engine::Result<Verdict> {
     let a = &config.alerts;
     Ok(match condition {
@@ -233,9 +233,9 @@ fn check(
             }
         }
         "auth_spray" => {
-            let quiet = Duration::from_secs(a.eval_interval_minutes.max(1) * 60 * 2);
-            match since_spray {
-                Some(ago) if ago < quiet => firing(
+            let quiet = SignedDuration::from_mins(a.eval_interval_minutes.max(1) as i64 * 2);
+            match last_spray {
+                Some(at) if now.duration_since(at) < quiet => firing(
                     "A password spray against many accounts was detected; sign-ins from new addresses are throttled."
                         .into(),
                     0,

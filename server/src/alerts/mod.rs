@@ -154,7 +154,7 @@ pub async fn evaluate(inputs: Inputs<'_>) -> Result<Evaluated> {
     let facts = Facts {
         watched: inputs.watched.clone(),
         started_at: inputs.started_at,
-        since_spray: inputs.limits.since_last_spray(),
+        last_spray: inputs.limits.last_spray_on(),
         alerting,
     };
     let verdicts = conditions::check_all(inputs.engine, inputs.config, facts, now).await?;

@@ -62,7 +62,7 @@ pub async fn check(
             Ok(proven)
         }
         None => {
-            limits.login_failed(&identifier, ip);
+            limits.login_failed(&identifier, ip, engine.clock().now());
             tracing::info!(event = "login_failed", component = "auth", result = "failure");
             Err(Error::InvalidCredentials)
         }

@@ -6,12 +6,16 @@
 //!   authenticated; one account failing from many IPs does not trip it;
 //! - token buckets for the auth and API request rates, per client IP and per user;
 //! - wrong two-factor codes per account.
-//! Monotonic time (`Instant`) throughout: a wall-clock jump neither locks nor frees anyone.
+//! Monotonic time (`Instant`) throughout: a wall-clock jump neither locks nor frees anyone. The
+//! one exception is when the last spray was detected, kept on the engine's clock because the
+//! `auth_spray` alert compares it with the evaluation's time.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
 
 use crate::config::{Rates, Spray};
 
@@ -43,7 +47,7 @@ struct State {
     locked_identifiers: HashMap<String, Instant>,
     spray: VecDeque<(Instant, String)>,
     throttle_until: Option<Instant>,
-    last_spray_at: Option<Instant>,
+    last_spray_on: Option<Timestamp>,
     recent_ips: HashMap<IpAddr, Instant>,
     recent_pairs: HashMap<(String, IpAddr), Instant>,
     buckets: HashMap<String, Bucket>,
@@ -137,8 +141,9 @@ impl Limits {
         Ok(())
     }
 
-    /// Records a failed sign-in: lockout counters and the spray signal.
-    pub fn login_failed(&self, identifier: &str, ip: IpAddr) {
+    /// Records a failed sign-in at `wall` (the engine's clock): lockout counters and the spray
+    /// signal.
+    pub fn login_failed(&self, identifier: &str, ip: IpAddr, wall: Timestamp) {
         let now = Instant::now();
         let mut state = self.state();
         let pair = (identifier.to_string(), ip);
@@ -167,7 +172,7 @@ impl Limits {
                 && distinct as u64 >= self.spray.identifier_threshold
             {
                 state.throttle_until = Some(now + Duration::from_secs(self.spray.throttle_seconds));
-                state.last_spray_at = Some(now);
+                state.last_spray_on = Some(wall);
                 tracing::warn!(
                     event = "auth_spray_detected",
                     component = "auth",
@@ -192,10 +197,10 @@ impl Limits {
         state.recent_ips.insert(ip, now);
     }
 
-    /// How long ago the last password spray was detected, if one was since start (the
-    /// `auth_spray` alert's signal).
-    pub fn since_last_spray(&self) -> Option<Duration> {
-        self.state().last_spray_at.map(|at| at.elapsed())
+    /// When the last password spray was detected on the engine's clock, if one was since start
+    /// (the `auth_spray` alert's signal).
+    pub fn last_spray_on(&self) -> Option<Timestamp> {
+        self.state().last_spray_on
     }
 
     /// Whether the spray throttle is engaged now (for the operations surface).
@@ -264,7 +269,7 @@ mod tests {
         let limits = spray(1000, 1000);
         for _ in 0..5 {
             assert!(limits.check_login("ada", ip(1)).is_ok());
-            limits.login_failed("ada", ip(1));
+            limits.login_failed("ada", ip(1), Timestamp::UNIX_EPOCH);
         }
         let refusal = limits.check_login("ada", ip(1)).unwrap_err();
         assert!(refusal.locked && refusal.retry_after > Duration::from_secs(800));
@@ -277,7 +282,7 @@ mod tests {
         let limits = spray(1000, 1000);
         limits.login_succeeded("ada", ip(9));
         for n in 0..20 {
-            limits.login_failed("ada", ip(100 + n));
+            limits.login_failed("ada", ip(100 + n), Timestamp::UNIX_EPOCH);
         }
         assert!(limits.check_login("ada", ip(50)).unwrap_err().locked, "backstop for new sources");
         assert!(limits.check_login("ada", ip(9)).is_ok(), "the owner's usual source still works");
@@ -287,16 +292,18 @@ mod tests {
     fn spray_trips_on_many_identifiers_not_on_one_account_from_many_ips() {
         let one_account = spray(10, 5);
         for n in 0..30 {
-            one_account.login_failed("ada", ip(n));
+            one_account.login_failed("ada", ip(n), Timestamp::UNIX_EPOCH);
         }
         assert!(!one_account.spray_active());
+        assert_eq!(one_account.last_spray_on(), None);
 
         let sprayed = spray(10, 5);
         sprayed.login_succeeded("owner", ip(7));
         for n in 0..10u8 {
-            sprayed.login_failed(&format!("user{n}"), ip(200));
+            sprayed.login_failed(&format!("user{n}"), ip(200), Timestamp::UNIX_EPOCH);
         }
         assert!(sprayed.spray_active());
+        assert_eq!(sprayed.last_spray_on(), Some(Timestamp::UNIX_EPOCH), "the alert's signal, on the given clock");
         assert!(!sprayed.check_login("stranger", ip(201)).unwrap_err().locked, "a throttle, not a lock");
         assert!(sprayed.check_login("owner", ip(7)).is_ok(), "returning users are exempt");
         assert!(sprayed.check_login("someone", ip(7)).is_ok(), "a recently authenticated source is exempt");
