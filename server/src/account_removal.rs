@@ -1,5 +1,5 @@
 //! Deleting an account, which spans subsystems: the sign-in side (`auth::accounts::remove_in`),
-//! the notification side (`notify::remove_user`) and the user's records (`Tx::purge_user`) go
+//! the notification side (`notify::remove_user`), the subscriptions (`sync::remove_user`) and the user's records (`Tx::purge_user`) go
 //! in one transaction, then the user's files. It sits above `auth/` and `notify/` so neither
 //! needs the other.
 
@@ -17,6 +17,7 @@ pub async fn delete(auth: &Auth, engine: &Engine, user_id: u64) -> Result<(), Er
             }
             // Nothing is sent for an account once it is gone.
             crate::notify::remove_user(tx, user_id)?;
+            crate::sync::remove_user(tx, user_id)?;
             tx.purge_user(UserId(user_id))?;
             Ok(Ok(()))
         })

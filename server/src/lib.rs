@@ -37,6 +37,7 @@ pub mod restore;
 pub mod retention;
 pub mod state;
 pub mod status;
+pub mod sync;
 pub mod telemetry;
 pub mod web;
 

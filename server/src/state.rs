@@ -32,6 +32,8 @@ pub struct AppState {
     pub reach: Arc<crate::reach::Reach>,
     /// When this process built its state (uptime; the baseline of a job never run yet).
     pub started_at: jiff::Timestamp,
+    /// Subscriptions to remote address books and calendars: who is syncing now.
+    pub sync: crate::sync::run::Syncer,
 }
 
 impl AppState {
@@ -87,7 +89,14 @@ impl AppState {
         });
         let engine_now = engine.clock().now();
         let reach = Arc::new(crate::reach::Reach::of(&config, http.clone()));
+        let sync = crate::sync::run::Syncer::new(
+            engine.clone(),
+            auth.data_key.clone(),
+            config.features.caldav_block_private_urls,
+            Duration::from_secs(config.features.caldav_sync_interval_hours * 3600),
+        );
         Ok(AppState {
+            sync,
             notify,
             engine,
             config: Arc::new(config),

@@ -65,9 +65,9 @@ async fn an_export_over_a_damaged_row_answers_the_export_envelope() {
     assert_eq!(failed.status(), 500);
     let body: Value = failed.json().await.unwrap();
     assert_eq!(body["error"]["code"], "INTERNAL_ERROR", "{body}");
-    assert_eq!(body["error"]["details"], json!({ "operation": "audit_export", "category": "storage" }), "{body}");
+    assert_eq!(body["error"]["details"], json!({ "operation": "export:audit", "category": "database" }), "{body}");
     assert!(
-        server.log_lines().iter().any(|l| l["event"] == "export_failed" && l["operation"] == "audit_export"),
+        server.log_lines().iter().any(|l| l["event"] == "export_failed" && l["operation"] == "export:audit"),
         "the log says which export failed"
     );
     let bob = server.sign_in("bob", crate::helpers::PASSWORD).await;

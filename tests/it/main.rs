@@ -40,6 +40,7 @@ pub mod reset;
 mod search;
 mod sessions;
 mod shapes;
+mod subscriptions;
 mod tokens;
 mod twofactor;
 mod web;

@@ -22,8 +22,8 @@ pub async fn export(State(state): State<AppState>, user: AuthUser) -> Result<Res
         // A refused request keeps the field's envelope; a failure is the export's nested 500.
         Err(e @ (crate::crm::Error::Invalid { .. } | crate::crm::Error::BadParameter { .. })) => Err(e.into()),
         Err(e) => {
-            tracing::error!(event = "export_failed", component = "audit", operation = "audit_export", error = %e);
-            Ok(super::export::export_failure("audit_export", "storage"))
+            tracing::error!(event = "export_failed", component = "audit", operation = "export:audit", error = %e);
+            Ok(super::export::export_failure("export:audit", "database"))
         }
     }
 }

@@ -134,6 +134,13 @@ pub async fn get(
 ) -> Result<Tagged<Value>, ApiError> {
     let (row, view) = state.read(&user, move |v| detail::get(v, id)).await?;
     let mut body = serde_json::to_value(view).map_err(ApiError::internal)?;
+    // A contact a subscription brought in says which (the next sync overwrites its card).
+    let owner = user.id.0;
+    if let Some(origin) = state.blocking(move |engine| crate::sync::origin_of(engine, owner, "contact", id)).await??
+        && let Value::Object(map) = &mut body
+    {
+        map.insert("subscription".into(), serde_json::to_value(origin).map_err(ApiError::internal)?);
+    }
     if let Some(fields) = q.fields.filter(|f| !f.trim().is_empty())
         && let Value::Object(map) = &mut body
     {

@@ -29,6 +29,7 @@ pub mod relationships;
 pub mod reminders;
 pub mod safety;
 pub mod search;
+pub mod subscriptions;
 pub mod timeline;
 pub mod tokens;
 pub mod users;
@@ -64,6 +65,7 @@ use crate::state::AppState;
         (name = "audit", description = "Your own hash-chained change history"),
         (name = "search", description = "Full-text search over your contacts, notes and activities"),
         (name = "import", description = "Import contacts from CSV, vCard 2.1/3.0/4.0, JSContact or a JSON batch of neutral records: upload, preview with duplicate detection, confirm row by row"),
+        (name = "subscriptions", description = "Remote address books (/contact-subscriptions) and calendars (/calendars) pulled in on a schedule, the remote copy winning: CRUD (the password never returned), discovery, a connection test, sync now and the sync's health"),
         (name = "webhooks", description = "Signed deliveries of your events to your own receivers: CRUD, the secret shown once (rotatable), a test event, the delivery log and redelivery"),
         (name = "notifications", description = "Your notification channels (email, an ntfy-style topic, a Gotify-style server, Web Push, mobile push through FCM), each with a test; the server's VAPID key, your browsers' push subscriptions and your phones' FCM registrations"),
         (name = "export", description = "Everything you keep, as streamed downloads: vCard 3.0/4.0 with photos, JSContact, and CSV"),
@@ -221,6 +223,26 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(import::bundle).layer(DefaultBodyLimit::disable()))
         .routes(routes!(export::vcf))
         .routes(routes!(export::jscontact))
+        .routes(routes!(subscriptions::list_books, subscriptions::create_book))
+        .routes(routes!(subscriptions::discover_books))
+        .routes(routes!(
+            subscriptions::get_book,
+            subscriptions::update_book,
+            subscriptions::patch_book,
+            subscriptions::delete_book
+        ))
+        .routes(routes!(subscriptions::sync_book))
+        .routes(routes!(subscriptions::test_book))
+        .routes(routes!(subscriptions::list_calendars, subscriptions::create_calendar))
+        .routes(routes!(subscriptions::discover_calendars))
+        .routes(routes!(
+            subscriptions::get_calendar,
+            subscriptions::update_calendar,
+            subscriptions::patch_calendar,
+            subscriptions::delete_calendar
+        ))
+        .routes(routes!(subscriptions::sync_calendar))
+        .routes(routes!(subscriptions::test_calendar))
         .routes(routes!(webhooks::list, webhooks::create))
         .routes(routes!(webhooks::events))
         .routes(routes!(webhooks::get, webhooks::update, webhooks::delete))

@@ -47,7 +47,9 @@ pub struct KindEntry {
     /// Removes tombstones deleted before the cutoff (`None`: the kind is hard-deleted).
     pub purge: Option<fn(&Tx<'_, '_>, Timestamp) -> mycorrhizal_engine::Result<u64>>,
     pub on_contact_delete: OnContactDelete,
-    cascade: Cascade,
+    /// The rows of this kind that hang off a contact (what its deletion touches).
+    dependents: Cascade,
+    delete: fn(&Tx<'_, '_>, &[u64]) -> mycorrhizal_engine::Result<()>,
     /// Its full-text search documents, when it has any.
     pub search: Option<Source>,
     /// Undo of an update event of this kind (`None`: its changes cannot be undone).
@@ -68,19 +70,19 @@ pub type Revert = fn(&Tx<'_, '_>, u64, u64, &[FieldChange]) -> mycorrhizal_engin
 
 impl KindEntry {
     fn of<R: Record>(on_contact_delete: OnContactDelete) -> KindEntry {
-        let cascade: Cascade = match on_contact_delete {
+        let dependents: Cascade = match on_contact_delete {
             OnContactDelete::Keep => |_, _| Ok(Vec::new()),
-            OnContactDelete::DeleteByContactTime => delete_by_contact_time::<R>,
-            OnContactDelete::DeleteByContact => delete_by_contact::<R>,
-            OnContactDelete::DeleteEdges => delete_edges::<R>,
-            OnContactDelete::Detach(_) => find_by_contact_time::<R>,
+            OnContactDelete::DeleteByContactTime | OnContactDelete::Detach(_) => find_by_contact_time::<R>,
+            OnContactDelete::DeleteByContact => find_by_contact::<R>,
+            OnContactDelete::DeleteEdges => find_edges::<R>,
         };
         KindEntry {
             name: R::KIND.name,
             indexed: Indexed::of::<R>(),
             purge: R::KIND.soft_delete.then_some(purge::<R> as fn(&Tx<'_, '_>, Timestamp) -> _),
             on_contact_delete,
-            cascade,
+            dependents,
+            delete: delete_all::<R>,
             search: None,
             revert: None,
             revert_of: revert::<R>,
@@ -194,11 +196,15 @@ pub fn export_tables() -> Vec<RecordTable> {
 /// its entry says; the bytes of the attachments removed go in the same commit.
 pub fn cascade_contact(tx: &Tx<'_, '_>, id: u64) -> mycorrhizal_engine::Result<()> {
     for entry in all() {
-        let touched = (entry.cascade)(tx, id)?;
-        if let OnContactDelete::Detach(leave) = entry.on_contact_delete {
-            for row in &touched {
-                leave(tx, *row, id)?;
+        let touched = (entry.dependents)(tx, id)?;
+        match entry.on_contact_delete {
+            OnContactDelete::Keep => {}
+            OnContactDelete::Detach(leave) => {
+                for row in &touched {
+                    leave(tx, *row, id)?;
+                }
             }
+            _ => (entry.delete)(tx, &touched)?,
         }
         if entry.name == Attachment::KIND.name {
             for attachment in &touched {
@@ -213,28 +219,35 @@ fn purge<R: Record>(tx: &Tx<'_, '_>, cutoff: Timestamp) -> mycorrhizal_engine::R
     tx.purge_tombstones::<R>(cutoff)
 }
 
-fn delete_all<R: Record>(tx: &Tx<'_, '_>, ids: Vec<u64>) -> mycorrhizal_engine::Result<Vec<u64>> {
-    for id in &ids {
+/// Whether anything the CRM keeps hangs off contact `id` (a note, an activity, a reminder, an
+/// edge, ...): what deleting it would delete or detach.
+pub fn holds_anything(tx: &Tx<'_, '_>, id: u64) -> mycorrhizal_engine::Result<bool> {
+    for entry in all() {
+        if !(entry.dependents)(tx, id)?.is_empty() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn delete_all<R: Record>(tx: &Tx<'_, '_>, ids: &[u64]) -> mycorrhizal_engine::Result<()> {
+    for id in ids {
         tx.delete::<R>(*id, Precondition::Any)?;
     }
-    Ok(ids)
+    Ok(())
 }
 
-fn delete_by_contact_time<R: Record>(tx: &Tx<'_, '_>, contact: u64) -> mycorrhizal_engine::Result<Vec<u64>> {
-    delete_all::<R>(tx, find_by_contact_time::<R>(tx, contact)?)
+fn find_by_contact<R: Record>(tx: &Tx<'_, '_>, contact: u64) -> mycorrhizal_engine::Result<Vec<u64>> {
+    tx.find::<R>(BY_CONTACT, &format!("{contact:020}"))
 }
 
-fn delete_by_contact<R: Record>(tx: &Tx<'_, '_>, contact: u64) -> mycorrhizal_engine::Result<Vec<u64>> {
-    delete_all::<R>(tx, tx.find::<R>(BY_CONTACT, &format!("{contact:020}"))?)
-}
-
-fn delete_edges<R: Record>(tx: &Tx<'_, '_>, contact: u64) -> mycorrhizal_engine::Result<Vec<u64>> {
+fn find_edges<R: Record>(tx: &Tx<'_, '_>, contact: u64) -> mycorrhizal_engine::Result<Vec<u64>> {
     let padded = format!("{contact:020}");
     let mut ids = tx.find::<R>(BY_SOURCE, &padded)?;
     ids.extend(tx.find::<R>(BY_TARGET, &padded)?);
     ids.sort_unstable();
     ids.dedup();
-    delete_all::<R>(tx, ids)
+    Ok(ids)
 }
 
 fn find_by_contact_time<R: Record>(tx: &Tx<'_, '_>, contact: u64) -> mycorrhizal_engine::Result<Vec<u64>> {

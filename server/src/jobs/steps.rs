@@ -212,3 +212,49 @@ pub async fn release_check(state: AppState) -> Result<Ran> {
         }
     }
 }
+
+/// The subscriptions whose sync is due, each synced as its own run of `contact_sync` or
+/// `calendar_sync` (four at a time); items: the syncs started.
+pub async fn subscriptions(state: AppState, context: Context) -> Result<Ran> {
+    let now = state.engine.clock().now();
+    let due = state.blocking(move |engine| crate::sync::run::due(engine, now)).await??;
+    if due.is_empty() {
+        return Ok(Ran::Skipped("no subscription is due".into()));
+    }
+    let started = due.len() as u64;
+    let trigger = match context.trigger {
+        mycorrhizal_engine::system::Trigger::Manual => mycorrhizal_engine::system::Trigger::Manual,
+        _ => mycorrhizal_engine::system::Trigger::Scheduled,
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    for (id, source) in due {
+        if tasks.len() >= 4 {
+            tasks.join_next().await;
+        }
+        let state = state.clone();
+        tasks.spawn(async move { super::sync_now(&state, id, source, trigger).await });
+    }
+    while tasks.join_next().await.is_some() {}
+    Ok(Ran::Items(started))
+}
+
+/// One subscription's sync ([`crate::sync::run::attempt`]); items: records created, updated and
+/// removed. The attempt goes to `report` when one waits for it.
+pub async fn sync_one(
+    state: AppState,
+    id: u64,
+    report: Option<tokio::sync::oneshot::Sender<crate::sync::run::Attempt>>,
+) -> Result<Ran> {
+    use crate::sync::run::Attempt;
+    let attempt = crate::sync::run::attempt(&state.sync, id).await;
+    let ran = match &attempt {
+        Attempt::Synced(c) => Ok(Ran::Items(c.created + c.updated + c.deleted + c.kept)),
+        Attempt::Failed(f) => Err(Error::Internal(format!("{} ({})", f.message, f.class.name()))),
+        Attempt::Busy => Ok(Ran::Skipped("a sync of this subscription is running".into())),
+        Attempt::Gone => Ok(Ran::Skipped("the subscription was deleted".into())),
+    };
+    if let Some(report) = report {
+        let _ = report.send(attempt);
+    }
+    ran
+}

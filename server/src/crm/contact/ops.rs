@@ -210,7 +210,7 @@ pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<()>
     Ok(())
 }
 
-fn delete_in(tx: &TxUser<'_, '_>, id: u64, pre: Precondition) -> mycorrhizal_engine::Result<()> {
+pub(crate) fn delete_in(tx: &TxUser<'_, '_>, id: u64, pre: Precondition) -> mycorrhizal_engine::Result<()> {
     let picture = tx.get::<Contact>(id)?.body.photo;
     tx.delete::<Contact>(id, pre)?;
     if !picture.is_empty() {

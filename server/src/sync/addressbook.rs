@@ -1,0 +1,381 @@
+//! One pass over a remote address book, the remote copy winning.
+//!
+//! - **What changed**: with a sync token, RFC 6578 `sync-collection` from it (a token the server
+//!   no longer accepts starts a full pass); without one, a full `sync-collection` where the
+//!   collection offers it, else its `getctag` (unchanged: nothing to do) and every card's ETag.
+//!   A full pass also finds what went away: links the listing no longer names.
+//! - **Bodies** in `addressbook-multiget` batches of [`BATCH`]; each card is stored the way a
+//!   CardDAV PUT stores it (`crm::contact::card::put`: the same codecs, the photo as the
+//!   contact's picture, the CRM envelope kept), under the linked contact's name or else the
+//!   card's UID, so a contact already holding that UID is adopted, never doubled. A card that
+//!   does not read is skipped with its reason; the rest go on.
+//! - **Removals**: the local copy is deleted, unless something the CRM keeps hangs off it
+//!   (a note, an activity, a reminder, an edge...): then it is archived and becomes local, so
+//!   nothing the user wrote is lost.
+
+use std::collections::{HashMap, HashSet};
+
+use libdav::carddav::{FindAddressBooks, GetAddressBookResources};
+use libdav::dav::{GetProperty, ListResources, SyncCollection};
+use libdav::{FetchedResource, PropertyName, names};
+use mycorrhizal_engine::{Engine, Precondition, UserId};
+
+use super::remote::{Class, Failure, Remote};
+use super::{Counts, Link, MAX_SKIPS, Skip, Subscription, drop_link, put_link};
+use crate::crm::contact::{Contact, card};
+
+/// Cards asked for in one multiget.
+pub const BATCH: usize = 100;
+/// Cards stored at once (the writer batches them).
+const IN_FLIGHT: usize = 32;
+const GETCTAG: PropertyName = PropertyName::new(names::CALENDAR_SERVER, "getctag");
+
+/// What a pass did and where the next one starts.
+#[derive(Debug, Default)]
+pub struct Pass {
+    pub counts: Counts,
+    pub skipped: Vec<Skip>,
+    pub sync_token: String,
+    pub ctag: String,
+    pub incremental: bool,
+}
+
+/// What the listing said: resources new or changed (href, ETag) and hrefs gone.
+struct Listing {
+    changed: Vec<(String, String)>,
+    gone: Vec<String>,
+    sync_token: String,
+    ctag: String,
+    incremental: bool,
+}
+
+fn local(e: impl std::fmt::Display) -> Failure {
+    Failure::new(Class::Local, format!("This server could not store what it read: {e}."))
+}
+
+/// Syncs subscription `id` (an address book at `url`) into its owner's contacts.
+pub async fn pass(
+    engine: &Engine,
+    id: u64,
+    sub: &Subscription,
+    remote: &Remote,
+    url: &reqwest::Url,
+) -> Result<Pass, Failure> {
+    let collection = url.path().to_string();
+    let links = {
+        let engine = engine.clone();
+        tokio::task::spawn_blocking(move || super::links(&engine.global()?, id)).await.map_err(local)?.map_err(local)?
+    };
+    let listing = match list(remote, &collection, sub, &links).await? {
+        Some(listing) => listing,
+        None => {
+            // The collection's tag has not moved: nothing changed.
+            let counts = Counts { unchanged: links.len() as u64, ..Counts::default() };
+            let state = &sub.state;
+            return Ok(Pass {
+                counts,
+                skipped: Vec::new(),
+                sync_token: String::new(),
+                ctag: state.ctag.clone(),
+                incremental: false,
+            });
+        }
+    };
+    let mut out = Pass {
+        sync_token: listing.sync_token.clone(),
+        ctag: listing.ctag.clone(),
+        incremental: listing.incremental,
+        ..Pass::default()
+    };
+    let scope = engine.user(UserId(sub.user_id));
+    let mut to_fetch = Vec::new();
+    for (href, etag) in listing.changed {
+        match links.get(&href) {
+            Some(link) if !etag.is_empty() && link.etag == etag => out.counts.unchanged += 1,
+            _ => to_fetch.push(href),
+        }
+    }
+    let mut gone = listing.gone;
+    for batch in to_fetch.chunks(BATCH) {
+        let request = GetAddressBookResources::new(&collection).with_hrefs(batch);
+        let fetched = remote.send(&request).await?.resources;
+        let returned: HashSet<&str> = fetched.iter().map(|r| r.href.as_str()).collect();
+        // A card the listing named and the multiget did not return is looked at next time.
+        let missing = batch.iter().filter(|h| !returned.contains(h.as_str())).count();
+        out.counts.skipped += missing as u64;
+        store(engine, &scope, id, sub, &links, fetched, &mut out, &mut gone).await?;
+    }
+    for href in gone {
+        if let Some(link) = links.get(&href) {
+            match remove(engine, id, sub.user_id, &href, link.record).await? {
+                Removal::Deleted => out.counts.deleted += 1,
+                Removal::Kept => out.counts.kept += 1,
+                Removal::AlreadyGone => {}
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What changed since the last pass, or `None` when the collection's tag says nothing did.
+async fn list(
+    remote: &Remote,
+    collection: &str,
+    sub: &Subscription,
+    links: &HashMap<String, Link>,
+) -> Result<Option<Listing>, Failure> {
+    let state = &sub.state;
+    if !state.sync_token.is_empty() {
+        let request = SyncCollection::new(collection).with_sync_token(&state.sync_token);
+        match remote.send(&request).await {
+            Ok(answer) => {
+                return Ok(Some(Listing {
+                    changed: answer
+                        .changed
+                        .into_iter()
+                        .filter(|r| is_member(collection, &r.href))
+                        .map(|r| (r.href, r.etag.unwrap_or_default()))
+                        .collect(),
+                    gone: answer.deleted,
+                    sync_token: answer.new_sync_token,
+                    ctag: String::new(),
+                    incremental: true,
+                }));
+            }
+            Err(f) if f.class == Class::TokenInvalid => {
+                tracing::info!(event = "sync_token_invalid", component = "contact_sync", "a full pass follows");
+            }
+            Err(f) => return Err(f),
+        }
+    }
+    // A full pass: does the collection offer sync-collection?
+    let about = remote.send(&FindAddressBooks::new(collection)).await?.addressbooks;
+    let offers_sync = about.iter().find(|c| same_path(&c.href, collection)).is_some_and(|c| c.supports_sync);
+    let (changed, sync_token, ctag): (Vec<(String, String)>, String, String) = if offers_sync {
+        let answer = remote.send(&SyncCollection::new(collection)).await?;
+        let changed = answer
+            .changed
+            .into_iter()
+            .filter(|r| is_member(collection, &r.href))
+            .map(|r| (r.href, r.etag.unwrap_or_default()))
+            .collect();
+        (changed, answer.new_sync_token, String::new())
+    } else {
+        let ctag =
+            remote.send(&GetProperty::new(collection, &GETCTAG)).await.ok().and_then(|p| p.value).unwrap_or_default();
+        if !ctag.is_empty() && ctag == state.ctag && state.last_success_at.is_some() {
+            return Ok(None);
+        }
+        let listed = remote.send(&ListResources::new(collection)).await?.resources;
+        let changed = listed
+            .into_iter()
+            .filter(|r| is_member(collection, &r.href))
+            .filter(|r| r.content_type.as_deref().is_none_or(|t| t.to_ascii_lowercase().contains("vcard")))
+            .map(|r| (r.href, r.etag.unwrap_or_default()))
+            .collect();
+        (changed, String::new(), ctag)
+    };
+    let listed: HashSet<&str> = changed.iter().map(|(h, _): &(String, String)| h.as_str()).collect();
+    let gone = links.keys().filter(|h| !listed.contains(h.as_str())).cloned().collect();
+    Ok(Some(Listing { changed, gone, sync_token, ctag, incremental: offers_sync }))
+}
+
+fn same_path(a: &str, b: &str) -> bool {
+    a.trim_end_matches('/') == b.trim_end_matches('/')
+}
+
+/// A resource of the collection, not the collection itself or a sub-collection.
+fn is_member(collection: &str, href: &str) -> bool {
+    !same_path(href, collection) && !href.ends_with('/')
+}
+
+/// The card's own UID, read without parsing the card (the name it is stored under).
+pub fn uid_of(text: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let upper = line.get(..4)?.to_ascii_uppercase();
+        if upper != "UID:" && upper != "UID;" {
+            return None;
+        }
+        let value = line[3..].split_once(':')?.1.trim();
+        (!value.is_empty()).then(|| value.to_string())
+    })
+}
+
+/// The name a card without a UID is stored under: its resource name.
+fn name_of_href(href: &str) -> String {
+    let last = href.trim_end_matches('/').rsplit('/').next().unwrap_or(href);
+    let last = last.strip_suffix(".vcf").unwrap_or(last);
+    percent_decode(last)
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(v) = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Stores one multiget's cards (several at once) and then their links, in one write.
+#[allow(clippy::too_many_arguments)]
+async fn store(
+    engine: &Engine,
+    scope: &mycorrhizal_engine::UserScope,
+    id: u64,
+    sub: &Subscription,
+    links: &HashMap<String, Link>,
+    fetched: Vec<FetchedResource>,
+    out: &mut Pass,
+    gone: &mut Vec<String>,
+) -> Result<(), Failure> {
+    // The names of linked contacts still here: their card goes back under the same name.
+    let linked: Vec<u64> = fetched.iter().filter_map(|r| links.get(&r.href).map(|l| l.record)).collect();
+    let names: HashMap<u64, String> = {
+        let scope = scope.clone();
+        tokio::task::spawn_blocking(move || -> mycorrhizal_engine::Result<HashMap<u64, String>> {
+            let view = scope.view()?;
+            let mut names = HashMap::new();
+            for id in linked {
+                if let Ok(row) = view.get::<Contact>(id) {
+                    names.insert(id, card::name_of(&row.body));
+                }
+            }
+            Ok(names)
+        })
+        .await
+        .map_err(local)?
+        .map_err(local)?
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut new_links: Vec<(String, Link)> = Vec::new();
+    let mut pending = fetched.into_iter();
+    loop {
+        while tasks.len() < IN_FLIGHT {
+            let Some(resource) = pending.next() else { break };
+            let content = match resource.content {
+                Ok(content) => content,
+                Err(status) if status.as_u16() == 404 || status.as_u16() == 410 => {
+                    gone.push(resource.href);
+                    continue;
+                }
+                Err(status) => {
+                    skip(out, &resource.href, format!("the server answered HTTP {status} for it"));
+                    continue;
+                }
+            };
+            let name = links
+                .get(&resource.href)
+                .and_then(|l| names.get(&l.record).cloned())
+                .or_else(|| uid_of(&content.data))
+                .unwrap_or_else(|| name_of_href(&resource.href));
+            let scope = scope.clone();
+            tasks.spawn(async move {
+                let outcome = card::put(&scope, &name, content.data.into_bytes(), card::PutCondition::default()).await;
+                (resource.href, content.etag, outcome)
+            });
+        }
+        let Some(done) = tasks.join_next().await else { break };
+        let (href, etag, outcome) = done.map_err(local)?;
+        match outcome {
+            Ok((row, created)) => {
+                if created {
+                    out.counts.created += 1;
+                } else {
+                    out.counts.updated += 1;
+                }
+                new_links.push((href, Link { record: row.id, etag }));
+            }
+            Err(crate::crm::Error::Unreadable(reason)) => skip(out, &href, reason),
+            Err(crate::crm::Error::Invalid { field, reason }) => skip(out, &href, format!("{field}: {reason}")),
+            Err(crate::crm::Error::UidConflict { holder }) => {
+                skip(out, &href, format!("its UID is already the one of contact {holder}"))
+            }
+            Err(e) => return Err(local(e)),
+        }
+    }
+    if new_links.is_empty() {
+        return Ok(());
+    }
+    let user = sub.user_id;
+    engine
+        .write_async(move |tx| {
+            for (href, link) in &new_links {
+                put_link(tx, id, user, "contact", href, link)?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(local)
+}
+
+fn skip(out: &mut Pass, href: &str, reason: String) {
+    out.counts.skipped += 1;
+    if out.skipped.len() < MAX_SKIPS {
+        out.skipped.push(Skip { href: href.to_string(), reason: crate::ops::events::sanitise(&reason) });
+    }
+}
+
+enum Removal {
+    Deleted,
+    Kept,
+    AlreadyGone,
+}
+
+/// The remote card at `href` is gone: its local copy goes too, unless the CRM holds something
+/// about the person (then it is archived and kept, now local). One transaction.
+async fn remove(engine: &Engine, id: u64, user: u64, href: &str, record: u64) -> Result<Removal, Failure> {
+    let href = href.to_string();
+    engine
+        .write_async(move |tx| {
+            let removal = {
+                let scope = tx.user(UserId(user));
+                match scope.get::<Contact>(record) {
+                    Err(mycorrhizal_engine::Error::NotFound) => Removal::AlreadyGone,
+                    Err(e) => return Err(e),
+                    Ok(_) if crate::crm::kinds::holds_anything(&scope, record)? => {
+                        scope.update::<Contact>(record, Precondition::Any, |c| {
+                            c.archived = true;
+                            Ok(())
+                        })?;
+                        Removal::Kept
+                    }
+                    Ok(_) => {
+                        crate::crm::contact::ops::delete_in(&scope, record, Precondition::Any)?;
+                        Removal::Deleted
+                    }
+                }
+            };
+            drop_link(tx, id, user, "contact", &href, record)?;
+            Ok(removal)
+        })
+        .await
+        .map_err(local)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cards_uid_is_read_from_its_line_and_a_missing_one_falls_back_to_the_resource_name() {
+        assert_eq!(
+            uid_of("BEGIN:VCARD\r\nVERSION:3.0\r\nUID:abc-1\r\nFN:A\r\nEND:VCARD\r\n").as_deref(),
+            Some("abc-1")
+        );
+        assert_eq!(uid_of("BEGIN:VCARD\nuid;VALUE=text:urn:uuid:x\nEND:VCARD").as_deref(), Some("urn:uuid:x"));
+        assert_eq!(uid_of("BEGIN:VCARD\nFN:UID: not this\nEND:VCARD"), None);
+        assert_eq!(name_of_href("/user/book/J%C3%B6rg%20K.vcf"), "Jörg K");
+        assert!(is_member("/user/book/", "/user/book/a.vcf"));
+        assert!(!is_member("/user/book/", "/user/book"));
+    }
+}

@@ -1,0 +1,499 @@
+//! Subscriptions against real DAV servers started here on loopback from the pinned packages of
+//! tests/requirements.txt: Radicale (Basic auth, `sync-collection`) and Xandikos. The server
+//! under test is the real binary; the remote is changed over its own HTTP interface, as another
+//! client would, and each sync is asked for by hand (`POST /{id}/sync`).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Client, Instance, TestServer};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+/// The venv's python (next to `MYCORRHIZAL_TEST_PYTHON`, or the repository's `.venv`).
+fn python() -> PathBuf {
+    let python = std::env::var_os("MYCORRHIZAL_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".venv/bin/python"));
+    assert!(
+        python.exists(),
+        "{} is missing: run ./scripts/test.sh, which installs tests/requirements.txt (Radicale, Xandikos) into .venv",
+        python.display()
+    );
+    python
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// Which server.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Radicale,
+    Xandikos,
+}
+
+/// A DAV server on loopback, stopped when dropped.
+pub struct DavServer {
+    kind: Kind,
+    child: Option<Child>,
+    port: u16,
+    dir: tempfile::TempDir,
+    pub user: String,
+    pub password: String,
+    http: reqwest::Client,
+}
+
+impl DavServer {
+    fn radicale() -> DavServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("users"), "remy:secret1\n").expect("users");
+        let mut server = DavServer {
+            kind: Kind::Radicale,
+            child: None,
+            port: free_port(),
+            dir,
+            user: "remy".into(),
+            password: "secret1".into(),
+            http: reqwest::Client::new(),
+        };
+        server.start();
+        server
+    }
+
+    fn xandikos() -> DavServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut server = DavServer {
+            kind: Kind::Xandikos,
+            child: None,
+            port: free_port(),
+            dir,
+            user: "user".into(),
+            password: String::new(),
+            http: reqwest::Client::new(),
+        };
+        server.start();
+        server
+    }
+
+    fn start(&mut self) {
+        let root = self.dir.path();
+        let mut command = Command::new(python());
+        match self.kind {
+            Kind::Radicale => {
+                let config = format!(
+                    "[server]\nhosts = 127.0.0.1:{}\n[auth]\ntype = htpasswd\nhtpasswd_filename = {}\n\
+                     htpasswd_encryption = plain\n[storage]\nfilesystem_folder = {}\n[rights]\ntype = owner_only\n\
+                     [logging]\nlevel = warning\n",
+                    self.port,
+                    root.join("users").display(),
+                    root.join("data").display()
+                );
+                std::fs::write(root.join("config"), config).expect("config");
+                command.args(["-m", "radicale", "--config", &root.join("config").display().to_string()]);
+            }
+            Kind::Xandikos => {
+                command.args(["-m", "xandikos.web", "--defaults", "-d"]).arg(root.join("data")).args([
+                    "-l",
+                    "127.0.0.1",
+                    "-p",
+                    &self.port.to_string(),
+                    "--current-user-principal",
+                    "/user/",
+                ]);
+            }
+        }
+        let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start the DAV server");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "the DAV server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The address book's path.
+    fn book(&self) -> &'static str {
+        match self.kind {
+            Kind::Radicale => "/remy/friends/",
+            Kind::Xandikos => "/user/contacts/addressbook/",
+        }
+    }
+
+    fn set_password(&mut self, password: &str) {
+        std::fs::write(self.dir.path().join("users"), format!("remy:{password}\n")).expect("users");
+        // Radicale reads the file when it changes; a restart makes sure of it.
+        self.stop();
+        self.start();
+    }
+
+    async fn request(&self, method: &str, path: &str, content_type: &str, body: String) -> reqwest::Response {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut request = self.http.request(method, self.url(path)).header("content-type", content_type).body(body);
+        if !self.password.is_empty() {
+            request = request.basic_auth(&self.user, Some(&self.password));
+        }
+        request.send().await.expect("DAV request")
+    }
+
+    /// Makes the address book (Xandikos's defaults have one already).
+    async fn make_book(&self) {
+        if self.kind == Kind::Xandikos {
+            return;
+        }
+        let body = r#"<?xml version="1.0"?><D:mkcol xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:carddav"><D:set><D:prop><D:resourcetype><D:collection/><C:addressbook/></D:resourcetype><D:displayname>Friends</D:displayname></D:prop></D:set></D:mkcol>"#;
+        let made = self.request("MKCOL", self.book(), "application/xml", body.into()).await;
+        assert_eq!(made.status(), 201, "{}", made.text().await.unwrap_or_default());
+    }
+
+    async fn put_card(&self, name: &str, card: &str) {
+        let path = format!("{}{name}.vcf", self.book());
+        let put = self.request("PUT", &path, "text/vcard", card.replace('\n', "\r\n")).await;
+        assert!(put.status().is_success(), "PUT {path}: {}", put.status());
+    }
+
+    async fn delete_card(&self, name: &str) {
+        let path = format!("{}{name}.vcf", self.book());
+        let deleted = self.request("DELETE", &path, "text/plain", String::new()).await;
+        assert!(deleted.status().is_success(), "DELETE {path}: {}", deleted.status());
+    }
+
+    /// Forgets every sync token Radicale handed out (as a server that pruned its history).
+    fn forget_sync_tokens(&self) {
+        let cache = self.dir.path().join("data/collection-root/remy/friends/.Radicale.cache/sync-token");
+        std::fs::remove_dir_all(&cache).expect("remove Radicale's sync-token cache");
+    }
+}
+
+impl Drop for DavServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A 1x1 PNG, and another one of another colour.
+const RED: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+const BLUE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPj/HwADAgH/eL9GtQAAAABJRU5ErkJggg==";
+
+fn card(uid: &str, given: &str, family: &str, extra: &str) -> String {
+    format!("BEGIN:VCARD\nVERSION:3.0\nUID:{uid}\nFN:{given} {family}\nN:{family};{given};;;\n{extra}END:VCARD\n")
+}
+
+fn photo(png: &str) -> String {
+    format!("PHOTO;ENCODING=b;TYPE=PNG:{png}\n")
+}
+
+async fn contacts(client: &Client) -> Vec<Value> {
+    let list: Value = client.get("/api/v1/contacts?limit=100").await.json().await.expect("contacts");
+    list["contacts"].as_array().expect("contacts").clone()
+}
+
+async fn find(client: &Client, first: &str) -> Option<Value> {
+    contacts(client).await.into_iter().find(|c| c["firstname"] == first)
+}
+
+async fn sync(client: &Client, base: &str, id: u64) -> (u16, Value) {
+    let answer = client.post(&format!("{base}/{id}/sync"), json!({})).await;
+    let status = answer.status().as_u16();
+    (status, answer.json().await.unwrap_or(Value::Null))
+}
+
+async fn subscribe(client: &Client, remote: &DavServer, url: &str) -> Value {
+    let body = json!({
+        "name": "Friends", "url": url, "username": remote.user, "password": remote.password, "sync_enabled": false
+    });
+    let made = client.post("/api/v1/contact-subscriptions", body).await;
+    let status = made.status();
+    let made: Value = made.json().await.expect("json");
+    assert_eq!(status, 201, "{made}");
+    made
+}
+
+fn start() -> (Instance, TestServer) {
+    let instance = Instance::new();
+    let server = instance.spawn();
+    (instance, server)
+}
+
+#[tokio::test]
+async fn a_radicale_address_book_comes_in_and_follows_every_remote_change() {
+    let remote = DavServer::radicale();
+    remote.make_book().await;
+    remote.put_card("ann", &card("ann-1", "Ann", "Lee", &format!("TEL:+44 20 1234 5678\n{}", photo(RED)))).await;
+    remote.put_card("bo", &card("bo-1", "Bo", "Ray", "EMAIL:bo@example.org\n")).await;
+    remote.put_card("cy", &card("cy-1", "Cy", "Ng", "")).await;
+    // Radicale takes it; the codecs refuse it (nothing to name a contact after).
+    remote.put_card("empty", "BEGIN:VCARD\nVERSION:3.0\nUID:empty-1\nFN:\nN:;;;;\nEND:VCARD\n").await;
+
+    let (_instance, server) = start();
+    let ada = server.sign_up("ada").await;
+    // The server's root is enough: the well-known address, the principal and its home set lead
+    // to the one address book.
+    let found: Value = ada
+        .post(
+            "/api/v1/contact-subscriptions/discover",
+            json!({ "url": remote.url("/"), "username": remote.user, "password": remote.password }),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let books = found["collections"].as_array().expect("collections");
+    assert_eq!(books.len(), 1, "{found}");
+    assert_eq!(books[0]["url"], remote.url("/remy/friends/"));
+    assert_eq!(books[0]["name"], "Friends");
+    assert_eq!(books[0]["incremental"], true);
+
+    let sub = subscribe(&ada, &remote, &remote.url("/")).await;
+    let id = sub["id"].as_u64().unwrap();
+    assert_eq!(sub["url"], remote.url("/remy/friends/"), "the collection found is stored");
+    assert_eq!(sub["has_password"], true);
+    assert!(sub.get("password").is_none() && !sub.to_string().contains("secret1"), "{sub}");
+    assert_eq!(sub["status"], "disabled");
+
+    let (status, first) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!((first["created"].as_u64(), first["skipped"].as_u64()), (Some(3), Some(1)), "{first}");
+    let state: Value = ada.get(&format!("/api/v1/contact-subscriptions/{id}")).await.json().await.unwrap();
+    assert_eq!(state["last_sync_status"], "success", "{state}");
+    assert_eq!(state["incremental"], true);
+    assert!(state["last_success_at"].is_string() && state["terminal_failure_at"].is_null());
+    let skipped = state["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{state}");
+    assert!(skipped[0]["href"].as_str().unwrap().ends_with("empty.vcf"));
+    assert!(skipped[0]["reason"].as_str().unwrap().contains("the card is empty"), "{state}");
+
+    let ann = find(&ada, "Ann").await.expect("Ann came in");
+    let ann_id = ann["id"].as_u64().unwrap();
+    let detail: Value = ada.get(&format!("/api/v1/contacts/{ann_id}")).await.json().await.unwrap();
+    assert_eq!(detail["subscription"], json!({ "id": id, "name": "Friends", "source": "address_book" }));
+    let picture = ada.get(&format!("/api/v1/contacts/{ann_id}/profile_picture")).await;
+    assert_eq!(picture.status(), 200);
+    let red = picture.bytes().await.unwrap();
+    // What the CRM keeps about Ann: a note and a circle.
+    let note =
+        ada.post(&format!("/api/v1/contacts/{ann_id}/notes"), json!({ "content": "Met at the climbing gym" })).await;
+    assert_eq!(note.status(), 201, "{}", note.text().await.unwrap_or_default());
+
+    // A remote edit and a new photo.
+    remote.put_card("ann", &card("ann-1", "Ann", "Lee", &format!("TEL:+44 20 9999 0000\n{}", photo(BLUE)))).await;
+    let (status, second) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["updated"], 1, "only Ann changed: {second}");
+    assert_eq!(second["created"], 0);
+    let detail: Value = ada.get(&format!("/api/v1/contacts/{ann_id}")).await.json().await.unwrap();
+    assert!(detail.to_string().contains("+44 20 9999 0000"), "remote wins: {detail}");
+    let blue = ada.get(&format!("/api/v1/contacts/{ann_id}/profile_picture")).await.bytes().await.unwrap();
+    assert_ne!(red, blue, "the new photo replaced the old");
+    let notes: Value = ada.get(&format!("/api/v1/contacts/{ann_id}/notes")).await.json().await.unwrap();
+    assert!(notes.to_string().contains("climbing gym"), "the note stays with Ann: {notes}");
+
+    // Remote deletions: Bo (nothing kept about him) goes; Ann (a note) is kept, archived, local.
+    let bo = find(&ada, "Bo").await.expect("Bo")["id"].as_u64().unwrap();
+    remote.delete_card("bo").await;
+    remote.delete_card("ann").await;
+    let (status, third) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
+    assert_eq!(status, 200, "{third}");
+    assert_eq!((third["deleted"].as_u64(), third["kept"].as_u64()), (Some(1), Some(1)), "{third}");
+    assert_eq!(ada.get(&format!("/api/v1/contacts/{bo}")).await.status(), 404);
+    let detail: Value = ada.get(&format!("/api/v1/contacts/{ann_id}")).await.json().await.unwrap();
+    assert_eq!(detail["archived"], true, "{detail}");
+    assert!(detail.get("subscription").is_none(), "Ann is local now: {detail}");
+
+    // Another user sees none of it.
+    let bob = server.sign_up("bob").await;
+    let list: Value = bob.get("/api/v1/contact-subscriptions").await.json().await.unwrap();
+    assert_eq!(list["contact_subscriptions"], json!([]));
+    assert_eq!(bob.get(&format!("/api/v1/contact-subscriptions/{id}")).await.status(), 404);
+    assert_eq!(sync(&bob, "/api/v1/contact-subscriptions", id).await.0, 404);
+    assert_eq!(bob.post(&format!("/api/v1/contact-subscriptions/{id}/test"), json!({})).await.status(), 404);
+    let gone = bob.send(reqwest::Method::DELETE, &format!("/api/v1/contact-subscriptions/{id}"), json!({})).await;
+    assert_eq!(gone.status(), 404);
+    assert!(contacts(&bob).await.is_empty());
+    assert_eq!(bob.get(&format!("/api/v1/contacts/{ann_id}")).await.status(), 404);
+}
+
+#[tokio::test]
+async fn notes_on_a_synced_contact_survive_ten_syncs_and_the_server_wins_each_time() {
+    let remote = DavServer::radicale();
+    remote.make_book().await;
+    remote.put_card("dee", &card("dee-1", "Dee", "Park", "TEL:100\n")).await;
+    let (_instance, server) = start();
+    let ada = server.sign_up("ada").await;
+    let id = subscribe(&ada, &remote, &remote.url("/remy/friends/")).await["id"].as_u64().unwrap();
+    assert_eq!(sync(&ada, "/api/v1/contact-subscriptions", id).await.0, 200);
+    let dee = find(&ada, "Dee").await.unwrap()["id"].as_u64().unwrap();
+    let noted = ada.post(&format!("/api/v1/contacts/{dee}/notes"), json!({ "content": "Likes jazz" })).await;
+    assert_eq!(noted.status(), 201);
+    for round in 1..=10 {
+        // A local edit of a subscribed field is overwritten by the next sync.
+        ada.send(reqwest::Method::PUT, &format!("/api/v1/contacts/{dee}"), json!({ "nickname": "local" })).await;
+        remote.put_card("dee", &card("dee-1", "Dee", "Park", &format!("TEL:{}\n", 100 + round))).await;
+        let (status, done) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
+        assert_eq!((status, done["updated"].as_u64()), (200, Some(1)), "round {round}: {done}");
+    }
+    let detail: Value = ada.get(&format!("/api/v1/contacts/{dee}")).await.json().await.unwrap();
+    assert!(detail.to_string().contains("\"110\""), "{detail}");
+    assert_eq!(detail["nickname"], "", "the remote card has no nickname: remote wins");
+    assert_eq!(contacts(&ada).await.len(), 1, "never doubled");
+    let notes: Value = ada.get(&format!("/api/v1/contacts/{dee}/notes")).await.json().await.unwrap();
+    assert!(notes.to_string().contains("Likes jazz"), "{notes}");
+}
+
+#[tokio::test]
+async fn a_password_changed_on_the_server_stops_the_sync_until_the_subscription_is_edited() {
+    let mut remote = DavServer::radicale();
+    remote.make_book().await;
+    remote.put_card("eve", &card("eve-1", "Eve", "Stone", "")).await;
+    let (_instance, server) = start();
+    let ada = server.sign_up("ada").await;
+    let id = subscribe(&ada, &remote, &remote.url("/remy/friends/")).await["id"].as_u64().unwrap();
+    assert_eq!(sync(&ada, "/api/v1/contact-subscriptions", id).await.0, 200);
+
+    remote.set_password("secret2");
+    let (status, failed) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
+    assert_eq!(status, 503, "{failed}");
+    assert_eq!(failed["code"], "EXTERNAL_SERVICE_ERROR");
+    let state: Value = ada.get(&format!("/api/v1/contact-subscriptions/{id}")).await.json().await.unwrap();
+    assert_eq!(state["status"], "stopped", "{state}");
+    assert!(state["status_text"].as_str().unwrap().starts_with("Sync stopped, action needed"), "{state}");
+    assert_eq!(state["last_error_class"], "credentials");
+    assert!(state["terminal_failure_at"].is_string() && state["incident_first_failure_at"].is_string());
+    let test: Value =
+        ada.post(&format!("/api/v1/contact-subscriptions/{id}/test"), json!({})).await.json().await.unwrap();
+    assert_eq!((test["ok"].as_bool(), test["class"].as_str()), (Some(false), Some("credentials")), "{test}");
+
+    // The new password clears the stop.
+    let edited = ada
+        .send(reqwest::Method::PUT, &format!("/api/v1/contact-subscriptions/{id}"), json!({ "password": "secret2" }))
+        .await;
+    assert_eq!(edited.status(), 200);
+    let edited: Value = edited.json().await.unwrap();
+    assert!(edited["terminal_failure_at"].is_null(), "{edited}");
+    let (status, done) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
+    assert_eq!(status, 200, "{done}");
+    let state: Value = ada.get(&format!("/api/v1/contact-subscriptions/{id}")).await.json().await.unwrap();
+    assert_eq!(state["status"], "disabled", "healthy again (the schedule is off in this test): {state}");
+    assert!(state["incident_first_failure_at"].is_null(), "{state}");
+
+    let events: Value = ada.get("/api/v1/admin/system-events?component=contact_sync").await.json().await.unwrap();
+    let types: Vec<&str> =
+        events["system_events"].as_array().unwrap().iter().map(|e| e["event_type"].as_str().unwrap()).collect();
+    assert!(
+        types.contains(&"sync_failed") && types.contains(&"sync_completed") && types.contains(&"sync_started"),
+        "{types:?}"
+    );
+    let failed = events["system_events"].as_array().unwrap().iter().find(|e| e["event_type"] == "sync_failed").unwrap();
+    assert_eq!(failed["severity"], "error", "a terminal failure: {failed}");
+    assert!(!failed.to_string().contains("secret"), "{failed}");
+}
+
+#[tokio::test]
+async fn a_stopped_server_is_retried_and_the_sync_recovers() {
+    let mut remote = DavServer::radicale();
+    remote.make_book().await;
+    remote.put_card("fay", &card("fay-1", "Fay", "Moss", "")).await;
+    let (_instance, server) = start();
+    let ada = server.sign_up("ada").await;
+    let id = subscribe(&ada, &remote, &remote.url("/remy/friends/")).await["id"].as_u64().unwrap();
+    remote.stop();
+    let (status, failed) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
+    assert_eq!(status, 503, "{failed}");
+    let state: Value = ada.get(&format!("/api/v1/contact-subscriptions/{id}")).await.json().await.unwrap();
+    assert_eq!(state["last_error_class"], "unreachable", "{state}");
+    assert!(state["terminal_failure_at"].is_null(), "transient: retried, {state}");
+    assert_eq!(state["consecutive_failures"], 1);
+    remote.start();
+    let (status, done) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
+    assert_eq!((status, done["created"].as_u64()), (200, Some(1)), "{done}");
+    let state: Value = ada.get(&format!("/api/v1/contact-subscriptions/{id}")).await.json().await.unwrap();
+    assert_eq!(state["consecutive_failures"], 0, "{state}");
+}
+
+#[tokio::test]
+async fn a_sync_token_the_server_no_longer_accepts_starts_a_full_pass() {
+    let remote = DavServer::radicale();
+    remote.make_book().await;
+    remote.put_card("gus", &card("gus-1", "Gus", "Hale", "")).await;
+    remote.put_card("hal", &card("hal-1", "Hal", "Ives", "")).await;
+    let (_instance, server) = start();
+    let ada = server.sign_up("ada").await;
+    let id = subscribe(&ada, &remote, &remote.url("/remy/friends/")).await["id"].as_u64().unwrap();
+    assert_eq!(sync(&ada, "/api/v1/contact-subscriptions", id).await.1["created"], 2);
+    remote.forget_sync_tokens();
+    remote.delete_card("hal").await;
+    remote.put_card("ivy", &card("ivy-1", "Ivy", "Jones", "")).await;
+    let (status, done) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(
+        (done["created"].as_u64(), done["deleted"].as_u64(), done["unchanged"].as_u64()),
+        (Some(1), Some(1), Some(1)),
+        "{done}"
+    );
+    let names: Vec<String> =
+        contacts(&ada).await.iter().map(|c| c["firstname"].as_str().unwrap().to_string()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}
+
+#[tokio::test]
+async fn a_xandikos_address_book_comes_in_follows_edits_and_deletes() {
+    let remote = DavServer::xandikos();
+    remote.put_card("jo", &card("jo-1", "Jo", "King", "TEL:1\n")).await;
+    remote.put_card("kim", &card("kim-1", "Kim", "Lowe", "")).await;
+    let (_instance, server) = start();
+    let ada = server.sign_up("ada").await;
+    let sub = subscribe(&ada, &remote, &remote.url("/")).await;
+    assert_eq!(sub["url"], remote.url("/user/contacts/addressbook/"), "{sub}");
+    let id = sub["id"].as_u64().unwrap();
+    assert_eq!(sync(&ada, "/api/v1/contact-subscriptions", id).await.1["created"], 2);
+    remote.put_card("jo", &card("jo-1", "Jo", "King", "TEL:2\n")).await;
+    remote.delete_card("kim").await;
+    let (status, done) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!((done["updated"].as_u64(), done["deleted"].as_u64()), (Some(1), Some(1)), "{done}");
+    let left = contacts(&ada).await;
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["firstname"], "Jo");
+}
+
+#[tokio::test]
+async fn bad_subscriptions_are_refused_naming_the_field() {
+    let remote = DavServer::radicale();
+    remote.make_book().await;
+    let (_instance, server) = start();
+    let ada = server.sign_up("ada").await;
+    for (body, field) in [
+        (json!({ "url": remote.url("/") }), "name"),
+        (json!({ "name": "x" }), "url"),
+        (json!({ "name": "x", "url": "ftp://example.org/" }), "url"),
+        (json!({ "name": "x", "url": remote.url("/"), "username": "remy", "password": "wrong" }), "password"),
+        (
+            json!({ "name": "x", "url": remote.url("/"), "username": "remy", "password": "secret1", "past_days": 3 }),
+            "past_days",
+        ),
+        (json!({ "name": "", "url": remote.url("/") }), "name"),
+    ] {
+        let refused = ada.post("/api/v1/contact-subscriptions", body.clone()).await;
+        let status = refused.status();
+        let answer: Value = refused.json().await.unwrap();
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert_eq!(answer["details"]["field"], field, "{body}: {answer}");
+    }
+}
