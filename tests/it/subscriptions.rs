@@ -497,3 +497,184 @@ async fn bad_subscriptions_are_refused_naming_the_field() {
         assert_eq!(answer["details"]["field"], field, "{body}: {answer}");
     }
 }
+
+impl DavServer {
+    /// The calendar's path.
+    fn calendar(&self) -> &'static str {
+        match self.kind {
+            Kind::Radicale => "/remy/cal/",
+            Kind::Xandikos => "/user/calendars/calendar/",
+        }
+    }
+
+    async fn make_calendar(&self) {
+        if self.kind == Kind::Xandikos {
+            return;
+        }
+        let body = r#"<?xml version="1.0"?><C:mkcalendar xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><D:set><D:prop><D:displayname>Plans</D:displayname></D:prop></D:set></C:mkcalendar>"#;
+        let made = self.request("MKCALENDAR", self.calendar(), "application/xml", body.into()).await;
+        assert_eq!(made.status(), 201, "{}", made.text().await.unwrap_or_default());
+    }
+
+    async fn put_event(&self, name: &str, ics: &str) {
+        let path = format!("{}{name}.ics", self.calendar());
+        let put = self.request("PUT", &path, "text/calendar", ics.replace('\n', "\r\n")).await;
+        assert!(put.status().is_success(), "PUT {path}: {} {}", put.status(), put.text().await.unwrap_or_default());
+    }
+
+    async fn delete_event(&self, name: &str) {
+        let path = format!("{}{name}.ics", self.calendar());
+        let deleted = self.request("DELETE", &path, "text/plain", String::new()).await;
+        assert!(deleted.status().is_success(), "DELETE {path}: {}", deleted.status());
+    }
+}
+
+/// `days` from now at `hour`:00 UTC, as iCalendar's UTC form.
+fn at(days: i64, hour: i8) -> String {
+    let day = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .checked_add(jiff::Span::new().days(days))
+        .unwrap();
+    format!("{}T{:02}0000Z", day.strftime("%Y%m%d"), hour)
+}
+
+fn vcalendar(body: &str) -> String {
+    format!("BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:-//test//EN\n{body}END:VCALENDAR\n")
+}
+
+/// A weekly standup from two days ahead, four times: the second moved to 15:00, the third
+/// cancelled by an EXDATE.
+fn standup(summary: &str) -> String {
+    vcalendar(&format!(
+        "BEGIN:VEVENT\nUID:standup-1\nDTSTAMP:{stamp}\nDTSTART:{first}\nDTEND:{first_end}\nRRULE:FREQ=WEEKLY;COUNT=4\n\
+         EXDATE:{third}\nSUMMARY:{summary}\nEND:VEVENT\nBEGIN:VEVENT\nUID:standup-1\nDTSTAMP:{stamp}\n\
+         RECURRENCE-ID:{second}\nDTSTART:{moved}\nDTEND:{moved_end}\nSUMMARY:{summary} (moved)\nEND:VEVENT\n",
+        stamp = at(0, 8),
+        first = at(2, 10),
+        first_end = at(2, 11),
+        third = at(16, 10),
+        second = at(9, 10),
+        moved = at(9, 15),
+        moved_end = at(9, 16),
+    ))
+}
+
+fn lunch(summary: &str, attendee: &str) -> String {
+    vcalendar(&format!(
+        "BEGIN:VEVENT\nUID:lunch-1\nDTSTAMP:{}\nDTSTART:{}\nDTEND:{}\nSUMMARY:{summary}\nLOCATION:Canteen\n\
+         ATTENDEE;CN=Someone:mailto:{attendee}\nEND:VEVENT\n",
+        at(0, 8),
+        at(3, 12),
+        at(3, 13)
+    ))
+}
+
+async fn activities(client: &Client) -> Vec<Value> {
+    let list: Value = client.get("/api/v1/activities?limit=100").await.json().await.expect("activities");
+    let mut all = list["activities"].as_array().expect("activities").clone();
+    all.sort_by_key(|a| a["date"].as_str().unwrap_or("").to_string());
+    all
+}
+
+async fn calendar_round(remote: &DavServer, url: &str) {
+    remote.make_calendar().await;
+    remote.put_event("standup", &standup("Standup")).await;
+    remote.put_event("lunch", &lunch("Lunch with Ann", "Ann@Example.org")).await;
+    let (_instance, server) = start();
+    let ada = server.sign_up("ada").await;
+    let ann = ada
+        .post(
+            "/api/v1/contacts",
+            json!({ "firstname": "Ann", "card": { "emails": [{ "address": "ann@example.org" }] } }),
+        )
+        .await;
+    assert_eq!(ann.status(), 201);
+    let ann: Value = ann.json().await.unwrap();
+    let ann = ann["contact"]["id"].as_u64().unwrap();
+    let body = json!({ "name": "Plans", "url": url, "username": remote.user, "password": remote.password, "sync_enabled": false });
+    let made = ada.post("/api/v1/calendars", body).await;
+    let status = made.status();
+    let made: Value = made.json().await.unwrap();
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(made["past_days"], 30);
+    let id = made["id"].as_u64().unwrap();
+
+    let (status, first) = sync(&ada, "/api/v1/calendars", id).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["created"], 4, "three standups (one moved, one cancelled) and a lunch: {first}");
+    let all = activities(&ada).await;
+    let titles: Vec<&str> = all.iter().map(|a| a["title"].as_str().unwrap()).collect();
+    assert_eq!(titles, ["Standup", "Lunch with Ann", "Standup (moved)", "Standup"], "{all:?}");
+    assert!(all.iter().all(|a| a["type"] == "calendar_event"));
+    assert_eq!(all[0]["external_ref"], "standup-1");
+    assert_eq!(all[1]["contact_ids"], json!([ann]), "the attendee is Ann: {}", all[1]);
+    assert_eq!(all[1]["location"], "Canteen");
+    let timeline: Value = ada.get(&format!("/api/v1/contacts/{ann}/timeline")).await.json().await.unwrap();
+    assert!(timeline.to_string().contains("Lunch with Ann"), "{timeline}");
+
+    // A remote edit overwrites; a deletion removes.
+    remote.put_event("standup", &standup("Daily sync")).await;
+    remote.delete_event("lunch").await;
+    let (status, second) = sync(&ada, "/api/v1/calendars", id).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!((second["updated"].as_u64(), second["deleted"].as_u64()), (Some(3), Some(1)), "{second}");
+    let titles: Vec<String> = activities(&ada).await.iter().map(|a| a["title"].as_str().unwrap().to_string()).collect();
+    assert_eq!(titles, ["Daily sync", "Daily sync (moved)", "Daily sync"]);
+    // Nothing changed: nothing written.
+    let (_, third) = sync(&ada, "/api/v1/calendars", id).await;
+    assert_eq!((third["created"].as_u64(), third["updated"].as_u64()), (Some(0), Some(0)), "{third}");
+}
+
+#[tokio::test]
+async fn a_radicale_calendar_becomes_activities_with_recurrences_exceptions_and_attendees() {
+    let remote = DavServer::radicale();
+    calendar_round(&remote, &remote.url("/")).await;
+}
+
+#[tokio::test]
+async fn a_xandikos_calendar_becomes_activities_with_recurrences_exceptions_and_attendees() {
+    let remote = DavServer::xandikos();
+    calendar_round(&remote, &remote.url("/user/calendars/calendar/")).await;
+}
+
+/// A plain `.ics` address (no CalDAV) served on loopback, read with `GET`.
+#[tokio::test]
+async fn an_ics_address_is_read_as_a_calendar() {
+    use std::sync::{Arc, Mutex};
+    let feed = Arc::new(Mutex::new(vcalendar(
+        &standup("Standup")
+            .replace("BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:-//test//EN\n", "")
+            .replace("END:VCALENDAR\n", ""),
+    )));
+    let served = feed.clone();
+    let app = axum::Router::new().route(
+        "/team.ics",
+        axum::routing::get(move || {
+            let body = served.lock().unwrap().replace('\n', "\r\n");
+            async move { ([("content-type", "text/calendar")], body) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let (_instance, server) = start();
+    let ada = server.sign_up("ada").await;
+    let made = ada
+        .post(
+            "/api/v1/calendars",
+            json!({ "name": "Team", "url": format!("http://127.0.0.1:{port}/team.ics"), "sync_enabled": false }),
+        )
+        .await;
+    let status = made.status();
+    let made: Value = made.json().await.unwrap();
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(made["feed"], true);
+    let id = made["id"].as_u64().unwrap();
+    let (status, first) = sync(&ada, "/api/v1/calendars", id).await;
+    assert_eq!((status, first["created"].as_u64()), (200, Some(3)), "{first}");
+    *feed.lock().unwrap() = vcalendar("");
+    let (_, second) = sync(&ada, "/api/v1/calendars", id).await;
+    assert_eq!(second["deleted"], 3, "{second}");
+    assert!(activities(&ada).await.is_empty());
+}

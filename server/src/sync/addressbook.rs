@@ -15,12 +15,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use libdav::carddav::{FindAddressBooks, GetAddressBookResources};
-use libdav::dav::{GetProperty, ListResources, SyncCollection};
-use libdav::{FetchedResource, PropertyName, names};
+use libdav::FetchedResource;
+use libdav::carddav::GetAddressBookResources;
 use mycorrhizal_engine::{Engine, Precondition, UserId};
 
-use super::remote::{Class, Failure, Remote};
+use super::remote::{Failure, Remote};
 use super::{Counts, Link, MAX_SKIPS, Skip, Subscription, drop_link, put_link};
 use crate::crm::contact::{Contact, card};
 
@@ -28,7 +27,6 @@ use crate::crm::contact::{Contact, card};
 pub const BATCH: usize = 100;
 /// Cards stored at once (the writer batches them).
 const IN_FLIGHT: usize = 32;
-const GETCTAG: PropertyName = PropertyName::new(names::CALENDAR_SERVER, "getctag");
 
 /// What a pass did and where the next one starts.
 #[derive(Debug, Default)]
@@ -38,19 +36,6 @@ pub struct Pass {
     pub sync_token: String,
     pub ctag: String,
     pub incremental: bool,
-}
-
-/// What the listing said: resources new or changed (href, ETag) and hrefs gone.
-struct Listing {
-    changed: Vec<(String, String)>,
-    gone: Vec<String>,
-    sync_token: String,
-    ctag: String,
-    incremental: bool,
-}
-
-fn local(e: impl std::fmt::Display) -> Failure {
-    Failure::new(Class::Local, format!("This server could not store what it read: {e}."))
 }
 
 /// Syncs subscription `id` (an address book at `url`) into its owner's contacts.
@@ -64,9 +49,12 @@ pub async fn pass(
     let collection = url.path().to_string();
     let links = {
         let engine = engine.clone();
-        tokio::task::spawn_blocking(move || super::links(&engine.global()?, id)).await.map_err(local)?.map_err(local)?
+        tokio::task::spawn_blocking(move || super::links(&engine.global()?, id))
+            .await
+            .map_err(Failure::local)?
+            .map_err(Failure::local)?
     };
-    let listing = match list(remote, &collection, sub, &links).await? {
+    let listing = match super::listing::list(remote, &collection, sub, &links).await? {
         Some(listing) => listing,
         None => {
             // The collection's tag has not moved: nothing changed.
@@ -115,78 +103,6 @@ pub async fn pass(
         }
     }
     Ok(out)
-}
-
-/// What changed since the last pass, or `None` when the collection's tag says nothing did.
-async fn list(
-    remote: &Remote,
-    collection: &str,
-    sub: &Subscription,
-    links: &HashMap<String, Link>,
-) -> Result<Option<Listing>, Failure> {
-    let state = &sub.state;
-    if !state.sync_token.is_empty() {
-        let request = SyncCollection::new(collection).with_sync_token(&state.sync_token);
-        match remote.send(&request).await {
-            Ok(answer) => {
-                return Ok(Some(Listing {
-                    changed: answer
-                        .changed
-                        .into_iter()
-                        .filter(|r| is_member(collection, &r.href))
-                        .map(|r| (r.href, r.etag.unwrap_or_default()))
-                        .collect(),
-                    gone: answer.deleted,
-                    sync_token: answer.new_sync_token,
-                    ctag: String::new(),
-                    incremental: true,
-                }));
-            }
-            Err(f) if f.class == Class::TokenInvalid => {
-                tracing::info!(event = "sync_token_invalid", component = "contact_sync", "a full pass follows");
-            }
-            Err(f) => return Err(f),
-        }
-    }
-    // A full pass: does the collection offer sync-collection?
-    let about = remote.send(&FindAddressBooks::new(collection)).await?.addressbooks;
-    let offers_sync = about.iter().find(|c| same_path(&c.href, collection)).is_some_and(|c| c.supports_sync);
-    let (changed, sync_token, ctag): (Vec<(String, String)>, String, String) = if offers_sync {
-        let answer = remote.send(&SyncCollection::new(collection)).await?;
-        let changed = answer
-            .changed
-            .into_iter()
-            .filter(|r| is_member(collection, &r.href))
-            .map(|r| (r.href, r.etag.unwrap_or_default()))
-            .collect();
-        (changed, answer.new_sync_token, String::new())
-    } else {
-        let ctag =
-            remote.send(&GetProperty::new(collection, &GETCTAG)).await.ok().and_then(|p| p.value).unwrap_or_default();
-        if !ctag.is_empty() && ctag == state.ctag && state.last_success_at.is_some() {
-            return Ok(None);
-        }
-        let listed = remote.send(&ListResources::new(collection)).await?.resources;
-        let changed = listed
-            .into_iter()
-            .filter(|r| is_member(collection, &r.href))
-            .filter(|r| r.content_type.as_deref().is_none_or(|t| t.to_ascii_lowercase().contains("vcard")))
-            .map(|r| (r.href, r.etag.unwrap_or_default()))
-            .collect();
-        (changed, String::new(), ctag)
-    };
-    let listed: HashSet<&str> = changed.iter().map(|(h, _): &(String, String)| h.as_str()).collect();
-    let gone = links.keys().filter(|h| !listed.contains(h.as_str())).cloned().collect();
-    Ok(Some(Listing { changed, gone, sync_token, ctag, incremental: offers_sync }))
-}
-
-fn same_path(a: &str, b: &str) -> bool {
-    a.trim_end_matches('/') == b.trim_end_matches('/')
-}
-
-/// A resource of the collection, not the collection itself or a sub-collection.
-fn is_member(collection: &str, href: &str) -> bool {
-    !same_path(href, collection) && !href.ends_with('/')
 }
 
 /// The card's own UID, read without parsing the card (the name it is stored under).
@@ -253,8 +169,8 @@ async fn store(
             Ok(names)
         })
         .await
-        .map_err(local)?
-        .map_err(local)?
+        .map_err(Failure::local)?
+        .map_err(Failure::local)?
     };
     let mut tasks = tokio::task::JoinSet::new();
     let mut new_links: Vec<(String, Link)> = Vec::new();
@@ -285,7 +201,7 @@ async fn store(
             });
         }
         let Some(done) = tasks.join_next().await else { break };
-        let (href, etag, outcome) = done.map_err(local)?;
+        let (href, etag, outcome) = done.map_err(Failure::local)?;
         match outcome {
             Ok((row, created)) => {
                 if created {
@@ -293,14 +209,14 @@ async fn store(
                 } else {
                     out.counts.updated += 1;
                 }
-                new_links.push((href, Link { record: row.id, etag }));
+                new_links.push((href, Link { record: row.id, etag, ..Link::default() }));
             }
             Err(crate::crm::Error::Unreadable(reason)) => skip(out, &href, reason),
             Err(crate::crm::Error::Invalid { field, reason }) => skip(out, &href, format!("{field}: {reason}")),
             Err(crate::crm::Error::UidConflict { holder }) => {
                 skip(out, &href, format!("its UID is already the one of contact {holder}"))
             }
-            Err(e) => return Err(local(e)),
+            Err(e) => return Err(Failure::local(e)),
         }
     }
     if new_links.is_empty() {
@@ -315,7 +231,7 @@ async fn store(
             Ok(())
         })
         .await
-        .map_err(local)
+        .map_err(Failure::local)
 }
 
 fn skip(out: &mut Pass, href: &str, reason: String) {
@@ -355,15 +271,16 @@ async fn remove(engine: &Engine, id: u64, user: u64, href: &str, record: u64) ->
                     }
                 }
             };
-            drop_link(tx, id, user, "contact", &href, record)?;
+            drop_link(tx, id, user, "contact", &href, &Link { record, ..Link::default() })?;
             Ok(removal)
         })
         .await
-        .map_err(local)
+        .map_err(Failure::local)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::listing::is_member;
     use super::*;
 
     #[test]

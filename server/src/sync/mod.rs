@@ -13,6 +13,8 @@
 //!   events, the failure classes); [`ops`] are what the doors call.
 
 pub mod addressbook;
+pub mod calendar;
+pub mod listing;
 pub mod ops;
 pub mod remote;
 pub mod run;
@@ -143,11 +145,16 @@ pub fn binding(user: u64) -> String {
     crate::keys::binding("subscriptions", user, "password")
 }
 
-/// A link from a remote resource to the local record it became.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+/// A link from a remote resource to the local record(s) it became.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Link {
+    /// The contact a card became (0 for a calendar resource).
     pub record: u64,
     pub etag: String,
+    /// A calendar resource's occurrences: `<uid>#<instance>` and the activity each became.
+    pub events: Vec<(String, u64)>,
+    /// Whether it holds a recurring event (expanded again at every pass, as the window moves).
+    pub recurring: bool,
 }
 
 pub(crate) fn link_key(sub: u64, href: &str) -> String {
@@ -206,20 +213,36 @@ pub(crate) fn put_link(
     link: &Link,
 ) -> mycorrhizal_engine::Result<()> {
     tx.global().map_put(LINKS, &link_key(sub, href), &mycorrhizal_engine::codec::encode(link))?;
-    tx.global().map_put(ORIGINS, &origin_key(user, kind, link.record), sub.to_string().as_bytes())
+    for record in link.records() {
+        tx.global().map_put(ORIGINS, &origin_key(user, kind, record), sub.to_string().as_bytes())?;
+    }
+    Ok(())
 }
 
-/// Forgets (inside `tx`) `href` of subscription `sub`, and where its record came from.
+impl Link {
+    /// The local records it names.
+    pub fn records(&self) -> Vec<u64> {
+        let mut out: Vec<u64> = self.events.iter().map(|(_, id)| *id).collect();
+        if self.record != 0 {
+            out.push(self.record);
+        }
+        out
+    }
+}
+
+/// Forgets (inside `tx`) `href` of subscription `sub`, and where its records came from.
 pub(crate) fn drop_link(
     tx: &Tx<'_>,
     sub: u64,
     user: u64,
     kind: &str,
     href: &str,
-    record: u64,
+    link: &Link,
 ) -> mycorrhizal_engine::Result<()> {
     tx.global().map_remove(LINKS, &link_key(sub, href))?;
-    tx.global().map_remove(ORIGINS, &origin_key(user, kind, record))?;
+    for record in link.records() {
+        tx.global().map_remove(ORIGINS, &origin_key(user, kind, record))?;
+    }
     Ok(())
 }
 
@@ -227,7 +250,7 @@ pub(crate) fn drop_link(
 pub(crate) fn remove_in(tx: &Tx<'_>, id: u64, sub: &Subscription) -> mycorrhizal_engine::Result<()> {
     let links = links_in(tx, id)?;
     for (href, link) in links {
-        drop_link(tx, id, sub.user_id, sub.source.kind(), &href, link.record)?;
+        drop_link(tx, id, sub.user_id, sub.source.kind(), &href, &link)?;
     }
     tx.global().remove::<Subscription>(id)?;
     Ok(())

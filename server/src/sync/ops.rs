@@ -407,7 +407,7 @@ pub async fn update(
                 // Another collection: what the old one brought in stays, detached.
                 let kind = sub.source.kind();
                 for (href, link) in super::links_in(tx, id)? {
-                    super::drop_link(tx, id, user, kind, &href, link.record)?;
+                    super::drop_link(tx, id, user, kind, &href, &link)?;
                 }
                 sub.url = url.clone();
                 sub.feed = *feed;

@@ -74,6 +74,11 @@ impl Failure {
         Failure { class, message: message.into() }
     }
 
+    /// This server failed to store what it read (retried).
+    pub fn local(e: impl std::fmt::Display) -> Failure {
+        Failure::new(Class::Local, format!("This server could not store what it read: {e}."))
+    }
+
     /// The failure an HTTP status means.
     pub fn of_status(status: http::StatusCode) -> Failure {
         let class = match status.as_u16() {

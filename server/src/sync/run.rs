@@ -144,9 +144,10 @@ pub async fn attempt(syncer: &Syncer, id: u64) -> Attempt {
                 let addressbook::Pass { counts, skipped, sync_token, ctag, incremental } = p;
                 (counts, skipped, sync_token, ctag, incremental)
             }),
-            Source::Calendar => {
-                Err(Failure::new(Class::Server, "Calendar subscriptions are not synced by this build yet."))
-            }
+            Source::Calendar => super::calendar::pass(engine, id, &sub, &remote, &url).await.map(|p| {
+                let super::calendar::Pass { counts, skipped, sync_token, ctag, incremental } = p;
+                (counts, skipped, sync_token, ctag, incremental)
+            }),
         },
         Err(f) => Err(f),
     };
