@@ -678,3 +678,101 @@ async fn an_ics_address_is_read_as_a_calendar() {
     assert_eq!(second["deleted"], 3, "{second}");
     assert!(activities(&ada).await.is_empty());
 }
+
+async fn wait_for_sync(client: &Client, base: &str, id: u64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let state: Value = client.get(&format!("{base}/{id}")).await.json().await.unwrap();
+        if state["last_sync_status"] != "" && state["status"] != "syncing" {
+            return state;
+        }
+        assert!(Instant::now() < deadline, "no sync happened: {state}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A new subscription syncs at once and is on the schedule; each sync is a job run of its own.
+#[tokio::test]
+async fn a_new_subscription_syncs_at_once_and_each_sync_is_a_job_run() {
+    let remote = DavServer::radicale();
+    remote.make_book().await;
+    remote.put_card("lea", &card("lea-1", "Lea", "Moor", "")).await;
+    let (_instance, server) = start();
+    let ada = server.sign_up("ada").await;
+    let body =
+        json!({ "name": "Friends", "url": remote.url("/remy/friends/"), "username": "remy", "password": "secret1" });
+    let made: Value = ada.post("/api/v1/contact-subscriptions", body).await.json().await.unwrap();
+    let id = made["id"].as_u64().unwrap();
+    let state = wait_for_sync(&ada, "/api/v1/contact-subscriptions", id).await;
+    assert_eq!((state["status"].as_str(), state["last_counts"]["created"].as_u64()), (Some("ok"), Some(1)), "{state}");
+    let next: jiff::Timestamp = state["next_sync_at"].as_str().unwrap().parse().unwrap();
+    let last: jiff::Timestamp = state["last_success_at"].as_str().unwrap().parse().unwrap();
+    let wait = next.duration_since(last).as_secs();
+    assert!((3600..3600 + 360).contains(&wait), "an hour later, spread by up to a tenth: {wait} s");
+    assert!(find(&ada, "Lea").await.is_some());
+    let runs: Value = ada.get("/api/v1/admin/job-runs?job_name=contact_sync").await.json().await.unwrap();
+    let runs = runs["job_runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!((runs[0]["result"].as_str(), runs[0]["trigger"].as_str()), (Some("success"), Some("manual")));
+    assert!(runs[0]["correlation_id"].as_str().unwrap().starts_with("job:contact_sync:"));
+    let health: Value = ada.get("/api/v1/admin/job-runs/health").await.json().await.unwrap();
+    assert!(health.to_string().contains("contact_sync"), "{health}");
+    let subsystems: Value = ada.get("/api/v1/admin/subsystem-health").await.json().await.unwrap();
+    let contact_sync =
+        subsystems["subsystems"].as_array().unwrap().iter().find(|s| s["subsystem"] == "contact_sync").cloned();
+    assert_eq!(contact_sync.unwrap()["status"], "healthy", "{subsystems}");
+}
+
+/// With `CALDAV_BLOCK_PRIVATE_URLS`, a loopback server is refused the way webhooks refuse it.
+#[tokio::test]
+async fn private_addresses_are_refused_when_the_operator_says_so() {
+    let remote = DavServer::radicale();
+    remote.make_book().await;
+    let server = Instance::new().with("CALDAV_BLOCK_PRIVATE_URLS", "true").spawn();
+    let ada = server.sign_up("ada").await;
+    for url in [remote.url("/remy/friends/"), "http://localhost:1/".to_string(), "http://[::ffff:127.0.0.1]/".into()] {
+        let refused = ada
+            .post(
+                "/api/v1/contact-subscriptions",
+                json!({ "name": "x", "url": url, "username": "remy", "password": "secret1" }),
+            )
+            .await;
+        let status = refused.status();
+        let body: Value = refused.json().await.unwrap();
+        assert_eq!((status.as_u16(), body["details"]["field"].as_str()), (400, Some("url")), "{url}: {body}");
+    }
+    let found = ada.post("/api/v1/calendars/discover", json!({ "url": remote.url("/") })).await;
+    assert_eq!(found.status(), 400);
+}
+
+/// Contact sync failing `ALERT_SYNC_FAILURE_THRESHOLD` times in a row raises `sync:contact_sync`;
+/// a sync that works clears it.
+#[tokio::test]
+async fn sync_failures_past_the_threshold_raise_the_sync_alert_until_a_sync_works() {
+    let mut remote = DavServer::radicale();
+    remote.make_book().await;
+    let server = Instance::new()
+        .with("ALERT_SYNC_FAILURE_THRESHOLD", "2")
+        .with("ALERT_DISK_USAGE_PERCENT", "0")
+        .with("ALERT_JOB_STOPPED_ENABLED", "false")
+        .spawn();
+    let ada = server.sign_up("ada").await;
+    let id = subscribe(&ada, &remote, &remote.url("/remy/friends/")).await["id"].as_u64().unwrap();
+    let state_of = |alerts: &Value| {
+        alerts["alerts"].as_array().unwrap().iter().find(|a| a["condition"] == "sync:contact_sync").unwrap()["state"]
+            .clone()
+    };
+    remote.stop();
+    for n in 1..=2 {
+        assert_eq!(sync(&ada, "/api/v1/contact-subscriptions", id).await.0, 503);
+        ada.post("/api/v1/admin/trigger-alerts", json!({})).await;
+        let alerts: Value = ada.get("/api/v1/admin/alerts").await.json().await.unwrap();
+        let expected = if n < 2 { "ok" } else { "alerting" };
+        assert_eq!(state_of(&alerts), expected, "after {n} failure(s): {alerts}");
+    }
+    remote.start();
+    assert_eq!(sync(&ada, "/api/v1/contact-subscriptions", id).await.0, 200);
+    ada.post("/api/v1/admin/trigger-alerts", json!({})).await;
+    let alerts: Value = ada.get("/api/v1/admin/alerts").await.json().await.unwrap();
+    assert_eq!(state_of(&alerts), "ok", "{alerts}");
+}

@@ -43,9 +43,12 @@ fn hours(h: u64) -> Duration {
     Duration::from_secs(h * 3600)
 }
 
-/// The name of every job, in the table's order.
+/// The name of every job runs are recorded under: the table's, in its order, then the
+/// subscriptions' syncs (started by [`SUBSCRIPTIONS`], one run each).
 pub fn names() -> Vec<&'static str> {
-    JOBS.iter().map(|job| job.name).collect()
+    let mut names: Vec<&'static str> = JOBS.iter().map(|job| job.name).collect();
+    names.extend([CONTACT_SYNC, CALENDAR_SYNC]);
+    names
 }
 
 /// Every job, in the order they start.
