@@ -51,7 +51,7 @@ pub struct DavServer {
 }
 
 impl DavServer {
-    fn radicale() -> DavServer {
+    pub(crate) fn radicale() -> DavServer {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::write(dir.path().join("users"), "remy:secret1\n").expect("users");
         let mut server = DavServer {
@@ -154,7 +154,7 @@ impl DavServer {
     }
 
     /// Makes the address book (Xandikos's defaults have one already).
-    async fn make_book(&self) {
+    pub(crate) async fn make_book(&self) {
         if self.kind == Kind::Xandikos {
             return;
         }
@@ -163,7 +163,7 @@ impl DavServer {
         assert_eq!(made.status(), 201, "{}", made.text().await.unwrap_or_default());
     }
 
-    async fn put_card(&self, name: &str, card: &str) {
+    pub(crate) async fn put_card(&self, name: &str, card: &str) {
         let path = format!("{}{name}.vcf", self.book());
         let put = self.request("PUT", &path, "text/vcard", card.replace('\n', "\r\n")).await;
         assert!(put.status().is_success(), "PUT {path}: {}", put.status());
@@ -192,7 +192,7 @@ impl Drop for DavServer {
 const RED: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 const BLUE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPj/HwADAgH/eL9GtQAAAABJRU5ErkJggg==";
 
-fn card(uid: &str, given: &str, family: &str, extra: &str) -> String {
+pub(crate) fn card(uid: &str, given: &str, family: &str, extra: &str) -> String {
     format!("BEGIN:VCARD\nVERSION:3.0\nUID:{uid}\nFN:{given} {family}\nN:{family};{given};;;\n{extra}END:VCARD\n")
 }
 
@@ -507,7 +507,7 @@ impl DavServer {
         }
     }
 
-    async fn make_calendar(&self) {
+    pub(crate) async fn make_calendar(&self) {
         if self.kind == Kind::Xandikos {
             return;
         }
@@ -516,7 +516,7 @@ impl DavServer {
         assert_eq!(made.status(), 201, "{}", made.text().await.unwrap_or_default());
     }
 
-    async fn put_event(&self, name: &str, ics: &str) {
+    pub(crate) async fn put_event(&self, name: &str, ics: &str) {
         let path = format!("{}{name}.ics", self.calendar());
         let put = self.request("PUT", &path, "text/calendar", ics.replace('\n', "\r\n")).await;
         assert!(put.status().is_success(), "PUT {path}: {} {}", put.status(), put.text().await.unwrap_or_default());
@@ -775,4 +775,53 @@ async fn sync_failures_past_the_threshold_raise_the_sync_alert_until_a_sync_work
     ada.post("/api/v1/admin/trigger-alerts", json!({})).await;
     let alerts: Value = ada.get("/api/v1/admin/alerts").await.json().await.unwrap();
     assert_eq!(state_of(&alerts), "ok", "{alerts}");
+}
+
+/// This server's own CardDAV book leaves out what a subscription brought in (the phone gets it
+/// from its source), and serves the user's own contacts as before.
+#[tokio::test]
+async fn subscribed_contacts_are_not_served_again_by_the_own_carddav_book() {
+    let remote = DavServer::radicale();
+    remote.make_book().await;
+    remote.put_card("mo", &card("mo-1", "Mo", "Reed", "")).await;
+    let server = Instance::new().with("CARDDAV_ENABLED", "true").spawn();
+    let ada = server.sign_up("ada").await;
+    crate::crm::new_contact(&ada, "Local", "Only").await;
+    let id = subscribe(&ada, &remote, &remote.url("/remy/friends/")).await["id"].as_u64().unwrap();
+    let dav = |method: &str, path: String, depth: &str, body: &str| {
+        server
+            .client
+            .request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), server.url(&path))
+            .basic_auth("ada", Some(crate::helpers::PASSWORD))
+            .header("Depth", depth)
+            .header("Content-Type", "application/xml")
+            .body(body.to_string())
+            .send()
+    };
+    let book = format!("/carddav/{}/contacts/", ada.id);
+    let props = r#"<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop></D:propfind>"#;
+    let sync_body = r#"<D:sync-collection xmlns:D="DAV:"><D:sync-token/><D:sync-level>1</D:sync-level><D:prop><D:getetag/></D:prop></D:sync-collection>"#;
+    let before = dav("REPORT", book.clone(), "1", sync_body).await.unwrap().text().await.unwrap();
+    let token = before
+        .split("<sync-token>")
+        .nth(1)
+        .or_else(|| before.split("sync-token>").nth(1))
+        .map(|t| t.split('<').next().unwrap().to_string());
+    assert_eq!(sync(&ada, "/api/v1/contact-subscriptions", id).await.0, 200);
+    let mo = find(&ada, "Mo").await.unwrap()["id"].as_u64().unwrap();
+    let listing = dav("PROPFIND", book.clone(), "1", props).await.unwrap().text().await.unwrap();
+    assert_eq!(listing.matches(".vcf").count(), 1, "only the local contact: {listing}");
+    // Served (were it served) under the card's own UID.
+    let mo_name = "mo-1".to_string();
+    assert_eq!(find(&ada, "Mo").await.unwrap()["id"].as_u64(), Some(mo));
+    assert!(!listing.contains(&mo_name), "{listing}");
+    let get = dav("GET", format!("{book}{mo_name}.vcf"), "0", "").await.unwrap();
+    assert_eq!(get.status(), 404);
+    let full = dav("REPORT", book.clone(), "1", sync_body).await.unwrap().text().await.unwrap();
+    assert_eq!(full.matches(".vcf").count(), 1, "{full}");
+    let token = token.expect("a sync token");
+    let incremental = sync_body.replace("<D:sync-token/>", &format!("<D:sync-token>{token}</D:sync-token>"));
+    let changes = dav("REPORT", book.clone(), "1", &incremental).await.unwrap().text().await.unwrap();
+    assert!(changes.contains(&mo_name) && changes.contains("404"), "Mo reads as not there: {changes}");
+    assert!(!changes.contains("getetag"), "no card of Mo's goes out: {changes}");
 }

@@ -308,7 +308,9 @@ async fn propfind(
     let request = xml::propfind(body).map_err(|e| DavError::bad_request(e.to_string()))?;
     let depth = depth(headers);
     let headers = headers.clone();
+    let engine = state.engine.clone();
     streamed(state, &user.clone(), move |view, sink| {
+        let hidden = crate::sync::subscribed_contacts(&engine, user.id.0)?;
         let mut out = Multistatus::new();
         let none = |_: &Prop| None;
         match target {
@@ -344,12 +346,15 @@ async fn propfind(
                     &none,
                 );
                 if depth > 0 && asks_cards(&request) {
-                    let rows = view.list::<Contact>()?;
+                    let mut rows = view.list::<Contact>()?;
+                    rows.retain(|r| !hidden.contains(&r.id));
                     if !card_responses(&mut out, sink, view, &served(&user, &rows), &request, &user, &headers) {
                         return Ok(());
                     }
                 } else if depth > 0 {
-                    for head in view.list_heads::<Contact, ContactHead>()? {
+                    for head in
+                        view.list_heads::<Contact, ContactHead>()?.into_iter().filter(|h| !hidden.contains(&h.id))
+                    {
                         head_response(&mut out, &head, &request, &user);
                         if !spill(&mut out, sink) {
                             return Ok(());
@@ -358,7 +363,8 @@ async fn propfind(
                 }
             }
             Target::Card(name) => {
-                let row = cards::find(view, &name)?.ok_or_else(DavError::not_found)?;
+                let row =
+                    cards::find(view, &name)?.filter(|r| !hidden.contains(&r.id)).ok_or_else(DavError::not_found)?;
                 card_responses(&mut out, sink, view, &served(&user, [&row]), &request, &user, &headers);
             }
         }
@@ -376,8 +382,10 @@ async fn get(
     head: bool,
 ) -> Result<Response, DavError> {
     let version = version(headers, None);
+    let (engine, owner) = (state.engine.clone(), user.id.0);
     let (etag, text) = reading(state, &user, move |view| {
-        let row = cards::find(view, &name)?.ok_or_else(DavError::not_found)?;
+        let hidden = crate::sync::subscribed_contacts(&engine, owner)?;
+        let row = cards::find(view, &name)?.filter(|r| !hidden.contains(&r.id)).ok_or_else(DavError::not_found)?;
         Ok((row.etag(), cards::card_text(Some(view), &row, version)?))
     })
     .await?;
@@ -497,7 +505,9 @@ pub(super) fn percent_decode(text: &str) -> String {
 async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8]) -> Result<Response, DavError> {
     let report = xml::report(body).map_err(|e| DavError::bad_request(e.to_string()))?;
     let headers = headers.clone();
+    let engine = state.engine.clone();
     streamed(state, &user.clone(), move |view, sink| {
+        let hidden = crate::sync::subscribed_contacts(&engine, user.id.0)?;
         let mut out = Multistatus::new();
         let token = match report {
             Report::AddressbookMultiget { props, hrefs } => {
@@ -507,7 +517,7 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                 // request's hrefs; a card found under a name is served under that name.
                 let answer = |at: usize, found: Option<cards::Named<'_>>| {
                     let mut part = Multistatus::part();
-                    match found {
+                    match found.filter(|named| !hidden.contains(&named.row.id)) {
                         Some(named) => {
                             let text = named.card.and_then(|card| written(named.row, card));
                             let href = props::card_href(&user, named.name);
@@ -534,7 +544,7 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                 let all = view.list::<Contact>()?;
                 let mut matched: Vec<&Row<Contact>> = Vec::new();
                 let mut truncated = false;
-                for row in &all {
+                for row in all.iter().filter(|r| !hidden.contains(&r.id)) {
                     if !filter.props.is_empty() {
                         let text = cards::card_text(None, row, Version::V4)?;
                         if !super::query::matches(&filter, &text) {
@@ -559,13 +569,14 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                 let request = Propfind::Prop(props);
                 let token = Some(token.as_str());
                 let (removed, truncated, next) = if asks_cards(&request) {
-                    let page = sync::walk(&sync::Book, view, token, limit).map_err(sync_error)?;
+                    let page = sync::walk(&sync::Book { hidden: &hidden }, view, token, limit).map_err(sync_error)?;
                     if !card_responses(&mut out, sink, view, &served(&user, &page.changed), &request, &user, &headers) {
                         return Ok(());
                     }
                     (page.removed, page.truncated, page.next)
                 } else {
-                    let page = sync::walk(&sync::BookHeads, view, token, limit).map_err(sync_error)?;
+                    let page =
+                        sync::walk(&sync::BookHeads { hidden: &hidden }, view, token, limit).map_err(sync_error)?;
                     for head in &page.changed {
                         head_response(&mut out, head, &request, &user);
                         if !spill(&mut out, sink) {

@@ -168,13 +168,16 @@ pub fn walk<C: Members>(
 }
 
 /// The address book: live contacts by id; a removed contact's name is read off its tombstone.
-pub struct Book;
+/// The contacts of `hidden` (brought in by a subscription) are not in it: they read as removed.
+pub struct Book<'h> {
+    pub hidden: &'h HashSet<u64>,
+}
 
-impl Members for Book {
+impl Members for Book<'_> {
     type Member = Row<Contact>;
 
     fn all(&self, view: &UserView) -> Result<Vec<(u64, Row<Contact>)>, SyncError> {
-        Ok(view.list::<Contact>()?.into_iter().map(|r| (r.id, r)).collect())
+        Ok(view.list::<Contact>()?.into_iter().filter(|r| !self.hidden.contains(&r.id)).map(|r| (r.id, r)).collect())
     }
 
     fn of_change(&self, change: &Change) -> Option<u64> {
@@ -183,6 +186,7 @@ impl Members for Book {
 
     fn resolve(&self, view: &UserView, key: u64) -> Result<Resolved<Row<Contact>>, SyncError> {
         Ok(match view.get_any::<Contact>(key)? {
+            Some(row) if self.hidden.contains(&row.id) => Resolved::Removed(cards::name_of(&row.body)),
             Some(row) if !row.is_deleted() => Resolved::Live(row),
             Some(row) => Resolved::Removed(cards::name_of(&row.body)),
             None => Resolved::Stale,
@@ -192,21 +196,28 @@ impl Members for Book {
 
 /// The address book for a sync that asks no card (`getetag` and the like): its members read as
 /// heads, so a first sync of ten thousand cards decodes no card.
-pub struct BookHeads;
+pub struct BookHeads<'h> {
+    pub hidden: &'h HashSet<u64>,
+}
 
-impl Members for BookHeads {
+impl Members for BookHeads<'_> {
     type Member = Row<ContactHead>;
 
     fn all(&self, view: &UserView) -> Result<Vec<(u64, Row<ContactHead>)>, SyncError> {
-        Ok(view.list_heads::<Contact, ContactHead>()?.into_iter().map(|r| (r.id, r)).collect())
+        Ok(view
+            .list_heads::<Contact, ContactHead>()?
+            .into_iter()
+            .filter(|r| !self.hidden.contains(&r.id))
+            .map(|r| (r.id, r))
+            .collect())
     }
 
     fn of_change(&self, change: &Change) -> Option<u64> {
-        Book.of_change(change)
+        Book { hidden: self.hidden }.of_change(change)
     }
 
     fn resolve(&self, view: &UserView, key: u64) -> Result<Resolved<Row<ContactHead>>, SyncError> {
-        Ok(match Book.resolve(view, key)? {
+        Ok(match (Book { hidden: self.hidden }).resolve(view, key)? {
             Resolved::Live(Row { id, meta, body }) => Resolved::Live(Row { id, meta, body: body.into() }),
             Resolved::Removed(name) => Resolved::Removed(name),
             Resolved::Stale => Resolved::Stale,

@@ -290,3 +290,21 @@ pub fn origin_of(
         Err(e) => Err(e),
     }
 }
+
+/// The contacts of `user` a subscription brought in: this server's own CardDAV book leaves them
+/// out, so a phone that syncs both that book and the remote one never shows a person twice.
+pub fn subscribed_contacts(
+    engine: &mycorrhizal_engine::Engine,
+    user: u64,
+) -> mycorrhizal_engine::Result<std::collections::HashSet<u64>> {
+    let prefix = format!("{user:020}/contact/");
+    let mut out = std::collections::HashSet::new();
+    engine.global()?.map_scan(ORIGINS, &prefix, |key, _| {
+        let Some(id) = key.strip_prefix(&prefix) else { return false };
+        if let Ok(id) = id.parse() {
+            out.insert(id);
+        }
+        true
+    })?;
+    Ok(out)
+}

@@ -58,22 +58,24 @@ impl Syncer {
     }
 }
 
-/// Subscription `id` marked running until dropped.
+/// Subscription `id` marked running in `running` until dropped.
 struct Turn<'s> {
-    syncer: &'s Syncer,
+    running: &'s Mutex<HashSet<u64>>,
     id: u64,
 }
 
 impl<'s> Turn<'s> {
-    fn take(syncer: &'s Syncer, id: u64) -> Option<Turn<'s>> {
-        let mut running = syncer.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        running.insert(id).then_some(Turn { syncer, id })
+    fn take(running: &'s Mutex<HashSet<u64>>, id: u64) -> Option<Turn<'s>> {
+        let mut held = running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Not `then_some`: a turn made and dropped here would lock the held mutex again, and
+        // free another attempt's subscription.
+        if held.insert(id) { Some(Turn { running, id }) } else { None }
     }
 }
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        self.syncer.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.id);
+        self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.id);
     }
 }
 
@@ -123,7 +125,7 @@ pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, Failure> {
 
 /// Syncs subscription `id` once now.
 pub async fn attempt(syncer: &Syncer, id: u64) -> Attempt {
-    let Some(_turn) = Turn::take(syncer, id) else { return Attempt::Busy };
+    let Some(_turn) = Turn::take(&syncer.running, id) else { return Attempt::Busy };
     let engine = &syncer.engine;
     let sub = match read(engine, id).await {
         Ok(Some(sub)) => sub,
@@ -286,6 +288,18 @@ pub fn due(engine: &Engine, now: Timestamp) -> mycorrhizal_engine::Result<Vec<(u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_turn_of_one_subscription_is_refused_until_the_first_ends() {
+        let running = Mutex::new(HashSet::new());
+        let first = Turn::take(&running, 1).expect("the first turn");
+        assert!(Turn::take(&running, 1).is_none(), "one at a time");
+        assert!(running.lock().unwrap().contains(&1), "a refused turn leaves the first one running");
+        assert!(Turn::take(&running, 2).is_some(), "another subscription is not held up");
+        drop(first);
+        assert!(!running.lock().unwrap().contains(&1));
+        assert!(Turn::take(&running, 1).is_some());
+    }
 
     #[test]
     fn the_spread_stays_inside_a_tenth_of_the_interval_and_differs_between_subscriptions() {

@@ -225,6 +225,11 @@ pub async fn render(
             Ok((d, photo, super::households::of_contact(v, id)?, attachments::list(v, id)?))
         })
         .await?;
+    let owner = viewer.user.id.0;
+    let origin = state
+        .blocking(move |engine| crate::sync::origin_of(engine, owner, "contact", id))
+        .await?
+        .map_err(crate::crm::Error::from)?;
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
     let zone = &state.config.reminder_timezone;
@@ -243,6 +248,9 @@ pub async fn render(
                 p {
                     @if k.is_favorite { span class="badge" { (t("contact.favorite_badge")) } " " }
                     @if k.archived { span class="badge" { (t("contact.archived_badge")) } }
+                }
+                @if let Some(origin) = &origin {
+                    p class="hint" { a href="/settings/subscriptions" { (viewer.lang.f("subs.from", &[("name", &origin.name)])) } }
                 }
             }
             div class="actions" {

@@ -31,6 +31,7 @@ mod record_forms;
 mod reminders;
 mod search;
 mod settings;
+mod subscriptions;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -115,6 +116,11 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/settings/2fa/confirm", post(settings::two_factor_confirm))
         .route("/settings/2fa/disable", post(settings::two_factor_disable))
         .route("/settings/2fa/recovery-codes", post(settings::recovery_codes))
+        .route("/settings/subscriptions", get(subscriptions::page).post(subscriptions::create))
+        .route("/settings/subscriptions/{id}/edit", post(subscriptions::edit))
+        .route("/settings/subscriptions/{id}/sync", post(subscriptions::sync))
+        .route("/settings/subscriptions/{id}/test", post(subscriptions::test))
+        .route("/settings/subscriptions/{id}/delete", post(subscriptions::delete))
         .route("/settings/feed", post(settings::feed))
         .route("/settings/feed/revoke", post(settings::feed_revoke))
         .route("/settings/notifications/email", post(settings::notify_email))

@@ -13,6 +13,7 @@ use crate::helpers::{Client, Cred, Instance, TestServer, set_cookie, wait_bounde
 
 mod console;
 mod households;
+mod subscriptions;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
