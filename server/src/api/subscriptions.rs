@@ -33,6 +33,9 @@ pub struct SyncResult {
     pub message: String,
     #[serde(flatten)]
     pub counts: Counts,
+    /// `duration_ms` and `remote_ms` (the part spent waiting on the remote server).
+    #[serde(flatten)]
+    pub timing: crate::sync::run::Timing,
 }
 
 async fn list(state: &AppState, user: &AuthUser, source: Source) -> Result<Vec<SubscriptionView>, ApiError> {
@@ -75,7 +78,9 @@ async fn sync(state: &AppState, user: &AuthUser, source: Source, id: u64) -> Res
         Source::Calendar => "Calendar",
     };
     match crate::jobs::sync_now(state, id, source, mycorrhizal_engine::system::Trigger::Manual).await {
-        Attempt::Synced(counts) => Ok(axum::Json(SyncResult { message: format!("{what} sync completed"), counts })),
+        Attempt::Synced(counts, timing) => {
+            Ok(axum::Json(SyncResult { message: format!("{what} sync completed"), counts, timing }))
+        }
         Attempt::Failed(failure) => Err(ApiError::External(format!("{what} sync failed: {}", failure.message))),
         Attempt::Busy => Err(ApiError::Conflict("A sync of this subscription is running".into())),
         Attempt::Gone => Err(ApiError::NotFound),

@@ -31,10 +31,7 @@ pub const SEARCH_REBUILD: &str = "search_index_rebuild";
 pub const ALERTS: &str = "alert_evaluation";
 pub const RELEASE_CHECK: &str = "release_check";
 pub const SUBSCRIPTIONS: &str = "subscription_sync";
-/// The runs of one address book's sync (not a row: [`SUBSCRIPTIONS`] starts them).
-pub const CONTACT_SYNC: &str = "contact_sync";
-/// The runs of one calendar's sync (not a row: [`SUBSCRIPTIONS`] starts them).
-pub const CALENDAR_SYNC: &str = "calendar_sync";
+pub use steps::{CALENDAR_SYNC, CONTACT_SYNC, sync_now};
 
 const HOUR: Duration = Duration::from_secs(3600);
 const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -208,28 +205,6 @@ pub async fn search_rebuild_now(state: &AppState) -> crate::crm::Result<mycorrhi
         Ok(rebuilt) => Ok(rebuilt?),
         Err(_) => Err(crate::crm::Error::Internal(run.error.unwrap_or_else(|| "the rebuild stopped".into()))),
     }
-}
-
-/// Syncs subscription `id` now, recorded as a run of its source's sync (`trigger` `manual` when
-/// its owner asked).
-pub async fn sync_now(
-    state: &AppState,
-    id: u64,
-    source: crate::sync::Source,
-    trigger: Trigger,
-) -> crate::sync::run::Attempt {
-    let (sender, receiver) = tokio::sync::oneshot::channel();
-    let name = match source {
-        crate::sync::Source::AddressBook => CONTACT_SYNC,
-        crate::sync::Source::Calendar => CALENDAR_SYNC,
-    };
-    let run = runner::record(state, name, trigger, steps::sync_one(state.clone(), id, Some(sender))).await;
-    receiver.await.unwrap_or_else(|_| {
-        crate::sync::run::Attempt::Failed(crate::sync::remote::Failure::new(
-            crate::sync::remote::Class::Local,
-            run.error.unwrap_or_else(|| "the sync stopped".into()),
-        ))
-    })
 }
 
 /// How long until the next scheduled backup is due, from the newest backup's file time.

@@ -213,6 +213,32 @@ pub async fn release_check(state: AppState) -> Result<Ran> {
     }
 }
 
+/// The runs of one address book's sync (not a row: `subscription_sync` starts them).
+pub const CONTACT_SYNC: &str = "contact_sync";
+/// The runs of one calendar's sync (not a row: `subscription_sync` starts them).
+pub const CALENDAR_SYNC: &str = "calendar_sync";
+
+/// Syncs subscription `id` now, recorded as a run of its source's sync (`trigger` `manual` when
+/// its owner asked).
+pub async fn sync_now(
+    state: &AppState,
+    id: u64,
+    source: crate::sync::Source,
+    trigger: mycorrhizal_engine::system::Trigger,
+) -> crate::sync::run::Attempt {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let name = match source {
+        crate::sync::Source::AddressBook => CONTACT_SYNC,
+        crate::sync::Source::Calendar => CALENDAR_SYNC,
+    };
+    let run = super::runner::record(state, name, trigger, sync_one(state.clone(), id, Some(sender))).await;
+    receiver.await.unwrap_or_else(|_| {
+        crate::sync::run::Attempt::Failed(crate::sync::remote::Failure::local(
+            run.error.unwrap_or_else(|| "the sync stopped".into()),
+        ))
+    })
+}
+
 /// The subscriptions whose sync is due, each synced as its own run of `contact_sync` or
 /// `calendar_sync` (four at a time); items: the syncs started.
 pub async fn subscriptions(state: AppState, context: Context) -> Result<Ran> {
@@ -232,7 +258,7 @@ pub async fn subscriptions(state: AppState, context: Context) -> Result<Ran> {
             tasks.join_next().await;
         }
         let state = state.clone();
-        tasks.spawn(async move { super::sync_now(&state, id, source, trigger).await });
+        tasks.spawn(async move { sync_now(&state, id, source, trigger).await });
     }
     while tasks.join_next().await.is_some() {}
     Ok(Ran::Items(started))
@@ -248,7 +274,7 @@ pub async fn sync_one(
     use crate::sync::run::Attempt;
     let attempt = crate::sync::run::attempt(&state.sync, id).await;
     let ran = match &attempt {
-        Attempt::Synced(c) => Ok(Ran::Items(c.created + c.updated + c.deleted + c.kept)),
+        Attempt::Synced(c, _) => Ok(Ran::Items(c.created + c.updated + c.deleted + c.kept)),
         Attempt::Failed(f) => Err(Error::Internal(format!("{} ({})", f.message, f.class.name()))),
         Attempt::Busy => Ok(Ran::Skipped("a sync of this subscription is running".into())),
         Attempt::Gone => Ok(Ran::Skipped("the subscription was deleted".into())),

@@ -134,6 +134,8 @@ pub struct Remote {
     origin: Uri,
     username: String,
     password: String,
+    /// Time spent waiting on the server (sending, its answer, reading it), in microseconds.
+    waited: std::sync::atomic::AtomicU64,
 }
 
 /// An answer: its head, its body, and the address it finally came from (after redirects).
@@ -150,12 +152,30 @@ impl Remote {
         let client = crate::outbound::guarded_client(block_internal, TIMEOUT)
             .map_err(|e| Failure::new(Class::Unreachable, e))?;
         let origin = origin_of(url)?;
-        Ok(Remote { client, origin, username: username.to_string(), password: password.to_string() })
+        Ok(Remote {
+            client,
+            origin,
+            username: username.to_string(),
+            password: password.to_string(),
+            waited: Default::default(),
+        })
     }
 
     /// Sends `request` (its URI relative to this server) and reads the answer, at most
     /// [`MAX_BODY`] bytes.
     pub async fn exchange(&self, request: http::Request<String>) -> Result<Answer, Failure> {
+        let started = std::time::Instant::now();
+        let answer = self.exchange_untimed(request).await;
+        self.waited.fetch_add(started.elapsed().as_micros() as u64, std::sync::atomic::Ordering::Relaxed);
+        answer
+    }
+
+    /// How long this client has waited on the server so far.
+    pub fn waited(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(self.waited.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    async fn exchange_untimed(&self, request: http::Request<String>) -> Result<Answer, Failure> {
         let (head, body) = request.into_parts();
         let url = reqwest::Url::parse(&head.uri.to_string())
             .map_err(|e| Failure::new(Class::Server, format!("A link of the server is not an address: {e}.")))?;

@@ -79,10 +79,19 @@ impl Drop for Turn<'_> {
     }
 }
 
+/// Where a sync's time went.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, utoipa::ToSchema)]
+pub struct Timing {
+    /// The whole attempt.
+    pub duration_ms: u64,
+    /// Waiting on the remote server (its answers and their transfer); the rest is this server's.
+    pub remote_ms: u64,
+}
+
 /// How an attempt ended.
 #[derive(Debug)]
 pub enum Attempt {
-    Synced(Counts),
+    Synced(Counts, Timing),
     Failed(Failure),
     /// Another sync of it is running.
     Busy,
@@ -140,20 +149,26 @@ pub async fn attempt(syncer: &Syncer, id: u64) -> Attempt {
         Source::Calendar => "calendar",
     };
     emit(engine, Event::info(component, "sync_started").user(sub.user_id).detail(json!({ "source": source }))).await;
+    let mut remote_wait = Duration::ZERO;
     let outcome = match connect(syncer, &sub) {
-        Ok((remote, url)) => match sub.source {
-            Source::AddressBook => addressbook::pass(engine, id, &sub, &remote, &url).await.map(|p| {
-                let addressbook::Pass { counts, skipped, sync_token, ctag, incremental } = p;
-                (counts, skipped, sync_token, ctag, incremental)
-            }),
-            Source::Calendar => super::calendar::pass(engine, id, &sub, &remote, &url).await.map(|p| {
-                let super::calendar::Pass { counts, skipped, sync_token, ctag, incremental } = p;
-                (counts, skipped, sync_token, ctag, incremental)
-            }),
-        },
+        Ok((remote, url)) => {
+            let outcome = match sub.source {
+                Source::AddressBook => addressbook::pass(engine, id, &sub, &remote, &url).await.map(|p| {
+                    let addressbook::Pass { counts, skipped, sync_token, ctag, incremental } = p;
+                    (counts, skipped, sync_token, ctag, incremental)
+                }),
+                Source::Calendar => super::calendar::pass(engine, id, &sub, &remote, &url).await.map(|p| {
+                    let super::calendar::Pass { counts, skipped, sync_token, ctag, incremental } = p;
+                    (counts, skipped, sync_token, ctag, incremental)
+                }),
+            };
+            remote_wait = remote.waited();
+            outcome
+        }
         Err(f) => Err(f),
     };
     let ms = started.elapsed().as_millis() as u64;
+    let timing = Timing { duration_ms: ms, remote_ms: remote_wait.as_millis() as u64 };
     let every = syncer.every(sub.source);
     let stored = store(engine, id, sub.updated_at, started_at, every, &outcome).await;
     if let Err(e) = stored {
@@ -164,10 +179,11 @@ pub async fn attempt(syncer: &Syncer, id: u64) -> Attempt {
             let detail = json!({
                 "source": source, "created": counts.created, "updated": counts.updated, "deleted": counts.deleted,
                 "kept": counts.kept, "unchanged": counts.unchanged, "skipped": counts.skipped,
+                "remote_ms": timing.remote_ms,
             });
             emit(engine, Event::info(component, "sync_completed").user(sub.user_id).duration_ms(ms).detail(detail))
                 .await;
-            Attempt::Synced(counts)
+            Attempt::Synced(counts, timing)
         }
         Err(failure) => {
             let severity_event = if failure.class.terminal() {

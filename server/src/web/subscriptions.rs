@@ -276,7 +276,7 @@ pub async fn sync(
     let (syncer, user) = (state.sync.clone(), viewer.user.id.0);
     state.blocking(move |_| ops::get(&syncer, user, source, id)).await??;
     let said = match crate::jobs::sync_now(&state, id, source, Trigger::Manual).await {
-        Attempt::Synced(c) => Said {
+        Attempt::Synced(c, _) => Said {
             message: viewer.lang.f(
                 "subs.synced",
                 &[
