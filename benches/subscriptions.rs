@@ -67,7 +67,8 @@ fn radicale(cards: usize) -> Radicale {
     let root = dir.path();
     let book = root.join("data/collection-root/remy/friends");
     std::fs::create_dir_all(&book).expect("book folder");
-    std::fs::write(book.join(".Radicale.props"), r#"{"D:displayname": "Bench", "tag": "VADDRESSBOOK"}"#).expect("props");
+    std::fs::write(book.join(".Radicale.props"), r#"{"D:displayname": "Bench", "tag": "VADDRESSBOOK"}"#)
+        .expect("props");
     for n in 0..cards {
         std::fs::write(book.join(format!("bench-{n:05}.vcf")), card(n, 0)).expect("card");
     }

@@ -239,6 +239,14 @@ async fn a_radicale_address_book_comes_in_and_follows_every_remote_change() {
     remote.put_card("ann", &card("ann-1", "Ann", "Lee", &format!("TEL:+44 20 1234 5678\n{}", photo(RED)))).await;
     remote.put_card("bo", &card("bo-1", "Bo", "Ray", "EMAIL:bo@example.org\n")).await;
     remote.put_card("cy", &card("cy-1", "Cy", "Ng", "")).await;
+    // The other vCard versions, read through the same codecs as an import.
+    remote
+        .put_card(
+            "old",
+            "BEGIN:VCARD\nVERSION:2.1\nUID:old-1\nN:Olden;Otto\nFN:Otto Olden\nTEL;CELL:+49 30 1234\nEND:VCARD\n",
+        )
+        .await;
+    remote.put_card("new", "BEGIN:VCARD\nVERSION:4.0\nUID:urn:uuid:5f1b4c0e-3c1d-4a7e-9d59-8c1e2b7a6f10\nFN:Nova Neu\nN:Neu;Nova;;;\nEMAIL;TYPE=work:nova@example.org\nEND:VCARD\n").await;
     // Radicale takes it; the codecs refuse it (nothing to name a contact after).
     remote.put_card("empty", "BEGIN:VCARD\nVERSION:3.0\nUID:empty-1\nFN:\nN:;;;;\nEND:VCARD\n").await;
 
@@ -270,7 +278,9 @@ async fn a_radicale_address_book_comes_in_and_follows_every_remote_change() {
 
     let (status, first) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
     assert_eq!(status, 200, "{first}");
-    assert_eq!((first["created"].as_u64(), first["skipped"].as_u64()), (Some(3), Some(1)), "{first}");
+    assert_eq!((first["created"].as_u64(), first["skipped"].as_u64()), (Some(5), Some(1)), "{first}");
+    assert!(find(&ada, "Otto").await.is_some_and(|c| c.to_string().contains("+49 30 1234")), "vCard 2.1");
+    assert!(find(&ada, "Nova").await.is_some_and(|c| c.to_string().contains("nova@example.org")), "vCard 4.0");
     let state: Value = ada.get(&format!("/api/v1/contact-subscriptions/{id}")).await.json().await.unwrap();
     assert_eq!(state["last_sync_status"], "success", "{state}");
     assert_eq!(state["incremental"], true);
@@ -648,10 +658,15 @@ async fn an_ics_address_is_read_as_a_calendar() {
             .replace("END:VCALENDAR\n", ""),
     )));
     let served = feed.clone();
+    let correlations: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = correlations.clone();
     let app = axum::Router::new().route(
         "/team.ics",
-        axum::routing::get(move || {
+        axum::routing::get(move |headers: axum::http::HeaderMap| {
             let body = served.lock().unwrap().replace('\n', "\r\n");
+            if let Some(id) = headers.get("x-correlation-id").and_then(|v| v.to_str().ok()) {
+                seen.lock().unwrap().push(id.to_string());
+            }
             async move { ([("content-type", "text/calendar")], body) }
         }),
     );
@@ -673,6 +688,8 @@ async fn an_ics_address_is_read_as_a_calendar() {
     let id = made["id"].as_u64().unwrap();
     let (status, first) = sync(&ada, "/api/v1/calendars", id).await;
     assert_eq!((status, first["created"].as_u64()), (200, Some(3)), "{first}");
+    let ids = correlations.lock().unwrap().clone();
+    assert!(ids.iter().any(|id| id.starts_with("job:calendar_sync:")), "each request names its sync: {ids:?}");
     *feed.lock().unwrap() = vcalendar("");
     let (_, second) = sync(&ada, "/api/v1/calendars", id).await;
     assert_eq!(second["deleted"], 3, "{second}");
@@ -824,4 +841,28 @@ async fn subscribed_contacts_are_not_served_again_by_the_own_carddav_book() {
     let changes = dav("REPORT", book.clone(), "1", &incremental).await.unwrap().text().await.unwrap();
     assert!(changes.contains(&mo_name) && changes.contains("404"), "Mo reads as not there: {changes}");
     assert!(!changes.contains("getetag"), "no card of Mo's goes out: {changes}");
+}
+
+/// A collection removed on the server is terminal ("gone"): the schedule leaves it until edited.
+#[tokio::test]
+async fn a_collection_removed_on_the_server_stops_the_sync() {
+    let remote = DavServer::radicale();
+    remote.make_book().await;
+    remote.put_card("pat", &card("pat-1", "Pat", "Quill", "")).await;
+    let (_instance, server) = start();
+    let ada = server.sign_up("ada").await;
+    let id = subscribe(&ada, &remote, &remote.url("/remy/friends/")).await["id"].as_u64().unwrap();
+    assert_eq!(sync(&ada, "/api/v1/contact-subscriptions", id).await.0, 200);
+    let removed = remote.request("DELETE", "/remy/friends/", "text/plain", String::new()).await;
+    assert!(removed.status().is_success(), "{}", removed.status());
+    let (status, failed) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
+    assert_eq!(status, 503, "{failed}");
+    let state: Value = ada.get(&format!("/api/v1/contact-subscriptions/{id}")).await.json().await.unwrap();
+    assert_eq!(
+        (state["status"].as_str(), state["last_error_class"].as_str()),
+        (Some("stopped"), Some("gone")),
+        "{state}"
+    );
+    assert!(state["next_sync_at"].is_null(), "off the schedule: {state}");
+    assert!(find(&ada, "Pat").await.is_some(), "what it brought in stays");
 }
