@@ -5,6 +5,26 @@ use std::borrow::Cow;
 
 /// Decodes a file: UTF-16 (LE or BE) when it starts with that BOM, UTF-8 (BOM dropped) when
 /// valid, Windows-1252 otherwise. Never fails; Windows-1252 maps every byte.
+/// `%XX` escapes of a URL path decoded (a lone or bad `%` kept as it is); bytes that are not
+/// UTF-8 afterwards become U+FFFD.
+pub fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(v) = text.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 pub fn decode(bytes: &[u8]) -> Cow<'_, str> {
     if let Some((encoding, bom)) = encoding_rs::Encoding::for_bom(bytes) {
         let (text, _) = encoding.decode_without_bom_handling(&bytes[bom..]);

@@ -16,7 +16,7 @@ fn repo() -> PathBuf {
 }
 
 /// The venv's `name` script.
-fn venv_tool(name: &str) -> PathBuf {
+pub(crate) fn venv_tool(name: &str) -> PathBuf {
     let from_env = std::env::var_os("MYCORRHIZAL_TEST_PYTHON")
         .map(PathBuf::from)
         .and_then(|python| python.parent().map(|bin| bin.join(name)));

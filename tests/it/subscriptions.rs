@@ -11,21 +11,10 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Client, Instance, TestServer};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
-}
-
-/// The venv's python (next to `MYCORRHIZAL_TEST_PYTHON`, or the repository's `.venv`).
+/// The venv's python (next to `MYCORRHIZAL_TEST_PYTHON`, or the repository's `.venv`), which
+/// runs Radicale and Xandikos.
 fn python() -> PathBuf {
-    let python = std::env::var_os("MYCORRHIZAL_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join(".venv/bin/python"));
-    assert!(
-        python.exists(),
-        "{} is missing: run ./scripts/test.sh, which installs tests/requirements.txt (Radicale, Xandikos) into .venv",
-        python.display()
-    );
-    python
+    crate::dav_clients::venv_tool("python")
 }
 
 fn free_port() -> u16 {

@@ -7,6 +7,7 @@ use axum::extract::Request;
 use axum::http::header::{ACCEPT, CONTENT_TYPE, ETAG, IF_MATCH, IF_NONE_MATCH, USER_AGENT};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+pub(super) use mycorrhizal_codecs::text::percent_decode;
 use mycorrhizal_codecs::vcard::Version;
 use mycorrhizal_engine::{Row, UserView};
 
@@ -482,24 +483,6 @@ fn name_in(href: &str, user: &DavUser) -> Option<String> {
         Target::Card(name) => Some(name),
         _ => None,
     }
-}
-
-pub(super) fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(v) = text.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(v);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8]) -> Result<Response, DavError> {

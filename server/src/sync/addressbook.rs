@@ -20,23 +20,13 @@ use libdav::carddav::GetAddressBookResources;
 use mycorrhizal_engine::{Engine, Precondition, UserId};
 
 use super::remote::{Failure, Remote};
-use super::{Counts, Link, MAX_SKIPS, Skip, Subscription, drop_link, put_link};
+use super::{Counts, Link, Pass, Subscription, drop_link, put_link};
 use crate::crm::contact::{Contact, card};
 
 /// Cards asked for in one multiget.
 pub const BATCH: usize = 100;
 /// Cards stored at once (the writer batches them).
 const IN_FLIGHT: usize = 32;
-
-/// What a pass did and where the next one starts.
-#[derive(Debug, Default)]
-pub struct Pass {
-    pub counts: Counts,
-    pub skipped: Vec<Skip>,
-    pub sync_token: String,
-    pub ctag: String,
-    pub incremental: bool,
-}
 
 /// Syncs subscription `id` (an address book at `url`) into its owner's contacts.
 pub async fn pass(
@@ -121,25 +111,7 @@ pub fn uid_of(text: &str) -> Option<String> {
 fn name_of_href(href: &str) -> String {
     let last = href.trim_end_matches('/').rsplit('/').next().unwrap_or(href);
     let last = last.strip_suffix(".vcf").unwrap_or(last);
-    percent_decode(last)
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(v) = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(v);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    mycorrhizal_codecs::text::percent_decode(last)
 }
 
 /// Stores one multiget's cards (several at once) and then their links, in one write.
@@ -185,7 +157,7 @@ async fn store(
                     continue;
                 }
                 Err(status) => {
-                    skip(out, &resource.href, format!("the server answered HTTP {status} for it"));
+                    out.skip(&resource.href, format!("the server answered HTTP {status} for it"));
                     continue;
                 }
             };
@@ -211,10 +183,10 @@ async fn store(
                 }
                 new_links.push((href, Link { record: row.id, etag, ..Link::default() }));
             }
-            Err(crate::crm::Error::Unreadable(reason)) => skip(out, &href, reason),
-            Err(crate::crm::Error::Invalid { field, reason }) => skip(out, &href, format!("{field}: {reason}")),
+            Err(crate::crm::Error::Unreadable(reason)) => out.skip(&href, reason),
+            Err(crate::crm::Error::Invalid { field, reason }) => out.skip(&href, format!("{field}: {reason}")),
             Err(crate::crm::Error::UidConflict { holder }) => {
-                skip(out, &href, format!("its UID is already the one of contact {holder}"))
+                out.skip(&href, format!("its UID is already the one of contact {holder}"))
             }
             Err(e) => return Err(Failure::local(e)),
         }
@@ -232,13 +204,6 @@ async fn store(
         })
         .await
         .map_err(Failure::local)
-}
-
-fn skip(out: &mut Pass, href: &str, reason: String) {
-    out.counts.skipped += 1;
-    if out.skipped.len() < MAX_SKIPS {
-        out.skipped.push(Skip { href: href.to_string(), reason: crate::ops::events::sanitise(&reason) });
-    }
 }
 
 enum Removal {

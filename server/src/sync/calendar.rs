@@ -16,7 +16,7 @@ use mycorrhizal_engine::{Engine, Precondition, TxUser, UserId};
 
 use super::listing::{is_member, list};
 use super::remote::{Failure, Remote};
-use super::{Counts, Link, MAX_SKIPS, Skip, Subscription, drop_link, put_link};
+use super::{Counts, Link, Pass, Subscription, drop_link, put_link};
 use crate::crm::activity::Activity;
 use crate::crm::contact::{Contact, INDEX_EMAIL};
 
@@ -26,16 +26,6 @@ const BATCH: usize = 100;
 const FEED: &str = "feed";
 /// What an activity from a calendar is (its open-vocabulary type).
 pub const KIND: &str = "calendar_event";
-
-/// What a pass did and where the next one starts.
-#[derive(Debug, Default)]
-pub struct Pass {
-    pub counts: Counts,
-    pub skipped: Vec<Skip>,
-    pub sync_token: String,
-    pub ctag: String,
-    pub incremental: bool,
-}
 
 /// The window of `sub` at `now`, in seconds since the epoch.
 fn window(sub: &Subscription, now: Timestamp) -> (i64, i64) {
@@ -140,18 +130,11 @@ async fn fetch(
                         out.counts.deleted += remove(engine, id, sub.user_id, &resource.href, link).await?;
                     }
                 }
-                Err(status) => skip(out, &resource.href, format!("the server answered HTTP {status} for it")),
+                Err(status) => out.skip(&resource.href, format!("the server answered HTTP {status} for it")),
             }
         }
     }
     Ok(())
-}
-
-fn skip(out: &mut Pass, href: &str, reason: String) {
-    out.counts.skipped += 1;
-    if out.skipped.len() < MAX_SKIPS {
-        out.skipped.push(Skip { href: href.to_string(), reason: crate::ops::events::sanitise(&reason) });
-    }
 }
 
 fn clip(text: &str, max: usize) -> String {
@@ -204,7 +187,7 @@ async fn apply(
     let found = match occurrences(text, span.0, span.1) {
         Ok(found) => found,
         Err(reason) => {
-            skip(out, href, reason);
+            out.skip(href, reason);
             return Ok(());
         }
     };

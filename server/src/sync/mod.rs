@@ -133,6 +133,26 @@ pub struct Counts {
     pub skipped: u64,
 }
 
+/// What a pass did and where the next one starts.
+#[derive(Debug, Default)]
+pub struct Pass {
+    pub counts: Counts,
+    pub skipped: Vec<Skip>,
+    pub sync_token: String,
+    pub ctag: String,
+    pub incremental: bool,
+}
+
+impl Pass {
+    /// Counts `href` as skipped, and remembers why (the first [`MAX_SKIPS`]).
+    pub(crate) fn skip(&mut self, href: &str, reason: String) {
+        self.counts.skipped += 1;
+        if self.skipped.len() < MAX_SKIPS {
+            self.skipped.push(Skip { href: href.to_string(), reason: crate::ops::events::sanitise(&reason) });
+        }
+    }
+}
+
 /// A remote resource a pass could not take, and why.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Skip {

@@ -153,14 +153,8 @@ pub async fn attempt(syncer: &Syncer, id: u64) -> Attempt {
     let outcome = match connect(syncer, &sub) {
         Ok((remote, url)) => {
             let outcome = match sub.source {
-                Source::AddressBook => addressbook::pass(engine, id, &sub, &remote, &url).await.map(|p| {
-                    let addressbook::Pass { counts, skipped, sync_token, ctag, incremental } = p;
-                    (counts, skipped, sync_token, ctag, incremental)
-                }),
-                Source::Calendar => super::calendar::pass(engine, id, &sub, &remote, &url).await.map(|p| {
-                    let super::calendar::Pass { counts, skipped, sync_token, ctag, incremental } = p;
-                    (counts, skipped, sync_token, ctag, incremental)
-                }),
+                Source::AddressBook => addressbook::pass(engine, id, &sub, &remote, &url).await,
+                Source::Calendar => super::calendar::pass(engine, id, &sub, &remote, &url).await,
             };
             remote_wait = remote.waited();
             outcome
@@ -175,7 +169,7 @@ pub async fn attempt(syncer: &Syncer, id: u64) -> Attempt {
         tracing::error!(event = "sync_state_not_stored", component, error = %e);
     }
     match outcome {
-        Ok((counts, ..)) => {
+        Ok(super::Pass { counts, .. }) => {
             let detail = json!({
                 "source": source, "created": counts.created, "updated": counts.updated, "deleted": counts.deleted,
                 "kept": counts.kept, "unchanged": counts.unchanged, "skipped": counts.skipped,
@@ -213,7 +207,7 @@ async fn read(engine: &Engine, id: u64) -> mycorrhizal_engine::Result<Option<Sub
     .map_err(|e| mycorrhizal_engine::Error::Io(std::io::Error::other(e.to_string())))?
 }
 
-type Outcome = Result<(Counts, Vec<super::Skip>, String, String, bool), Failure>;
+type Outcome = Result<super::Pass, Failure>;
 
 /// A spread of up to a tenth of `every`, fixed per subscription.
 fn jitter(id: u64, every: Duration) -> Duration {
@@ -236,8 +230,8 @@ async fn store(
     outcome: &Outcome,
 ) -> mycorrhizal_engine::Result<()> {
     let outcome = match outcome {
-        Ok((counts, skipped, token, ctag, incremental)) => {
-            Ok((*counts, skipped.clone(), token.clone(), ctag.clone(), *incremental))
+        Ok(pass) => {
+            Ok((pass.counts, pass.skipped.clone(), pass.sync_token.clone(), pass.ctag.clone(), pass.incremental))
         }
         Err(f) => Err(f.clone()),
     };

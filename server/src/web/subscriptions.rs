@@ -137,6 +137,25 @@ fn form_of(c: &super::page::Chrome<'_>, viewer: &Viewer, source: Source, s: Opti
     }
 }
 
+/// One source's subscriptions and the form that adds one.
+fn section(c: &super::page::Chrome<'_>, viewer: &Viewer, source: Source, list: &[SubscriptionView]) -> Markup {
+    let t = |k| viewer.t(k);
+    let (id, title, hint, add) = match source {
+        Source::AddressBook => ("h-books", "subs.books", "subs.books_hint", "subs.add_book"),
+        Source::Calendar => ("h-calendars", "subs.calendars", "subs.calendars_hint", "subs.add_calendar"),
+    };
+    html! {
+        section class="card wide" aria-labelledby=(id) {
+            h2 id=(id) { (t(title)) }
+            p class="hint" { (t(hint)) }
+            @if list.is_empty() { p class="muted" { (t("subs.none")) } }
+            @for s in list { (subscription(c, viewer, s)) }
+            h3 { (t(add)) }
+            (form_of(c, viewer, source, None))
+        }
+    }
+}
+
 async fn show(state: &AppState, viewer: &Viewer, status: StatusCode, said: Option<Said>) -> PageResult {
     let t = |k| viewer.t(k);
     let c = viewer.chrome();
@@ -153,22 +172,8 @@ async fn show(state: &AppState, viewer: &Viewer, status: StatusCode, said: Optio
         @if let Some(said) = &said {
             p class=(if said.error { "error" } else { "notice" }) role=(if said.error { "alert" } else { "status" }) { (said.message) }
         }
-        section class="card wide" aria-labelledby="h-books" {
-            h2 id="h-books" { (t("subs.books")) }
-            p class="hint" { (t("subs.books_hint")) }
-            @if books.is_empty() { p class="muted" { (t("subs.none")) } }
-            @for s in &books { (subscription(&c, viewer, s)) }
-            h3 { (t("subs.add_book")) }
-            (form_of(&c, viewer, Source::AddressBook, None))
-        }
-        section class="card wide" aria-labelledby="h-calendars" {
-            h2 id="h-calendars" { (t("subs.calendars")) }
-            p class="hint" { (t("subs.calendars_hint")) }
-            @if calendars.is_empty() { p class="muted" { (t("subs.none")) } }
-            @for s in &calendars { (subscription(&c, viewer, s)) }
-            h3 { (t("subs.add_calendar")) }
-            (form_of(&c, viewer, Source::Calendar, None))
-        }
+        (section(&c, viewer, Source::AddressBook, &books))
+        (section(&c, viewer, Source::Calendar, &calendars))
     };
     Ok(page_with(status, shell(&c, t("subs.title"), None, main)))
 }
