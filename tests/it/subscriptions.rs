@@ -855,3 +855,26 @@ async fn a_collection_removed_on_the_server_stops_the_sync() {
     assert!(state["next_sync_at"].is_null(), "off the schedule: {state}");
     assert!(find(&ada, "Pat").await.is_some(), "what it brought in stays");
 }
+
+/// RFC 6764's well-known address (which Radicale redirects with a 301) leads to the address book; the
+/// existing web client's "sync right after creating" gets the first sync's outcome, not a 409.
+#[tokio::test]
+async fn the_well_known_address_leads_to_the_book_and_a_sync_asked_during_the_first_joins_it() {
+    let remote = DavServer::radicale();
+    remote.make_book().await;
+    remote.put_card("quin", &card("quin-1", "Quin", "Rowe", "")).await;
+    let (_instance, server) = start();
+    let ada = server.sign_up("ada").await;
+    let body = json!({ "name": "Friends", "url": remote.url("/.well-known/carddav"), "username": "remy", "password": "secret1" });
+    let made = ada.post("/api/v1/contact-subscriptions", body).await;
+    let status = made.status();
+    let made: Value = made.json().await.unwrap();
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(made["url"], remote.url("/remy/friends/"), "{made}");
+    let id = made["id"].as_u64().unwrap();
+    let (status, answer) = sync(&ada, "/api/v1/contact-subscriptions", id).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["message"], "Contact sync completed");
+    assert!(find(&ada, "Quin").await.is_some());
+    assert_eq!(contacts(&ada).await.len(), 1, "one sync's worth, never doubled");
+}

@@ -82,7 +82,20 @@ async fn sync(state: &AppState, user: &AuthUser, source: Source, id: u64) -> Res
             Ok(axum::Json(SyncResult { message: format!("{what} sync completed"), counts, timing }))
         }
         Attempt::Failed(failure) => Err(ApiError::External(format!("{what} sync failed: {}", failure.message))),
-        Attempt::Busy => Err(ApiError::Conflict("A sync of this subscription is running".into())),
+        // One is running (its first sync, just after it was made): its outcome is the answer.
+        Attempt::Busy => {
+            let done =
+                ops::after_running(&state.sync, user.id.0, source, id, std::time::Duration::from_secs(120)).await?;
+            match done.last_sync_status {
+                "success" if done.status != "syncing" => Ok(axum::Json(SyncResult {
+                    message: format!("{what} sync completed"),
+                    counts: done.last_counts,
+                    timing: crate::sync::run::Timing::default(),
+                })),
+                "error" => Err(ApiError::External(format!("{what} sync failed: {}", done.last_sync_error))),
+                _ => Err(ApiError::Conflict("A sync of this subscription is running".into())),
+            }
+        }
         Attempt::Gone => Err(ApiError::NotFound),
     }
 }
@@ -132,7 +145,7 @@ macro_rules! resource {
         #[utoipa::path(post, path = concat!($base, "/{id}/sync"), tag = $tag, params(("id" = u64, Path)), responses(
             (status = 200, description = "Synced now: what it did", body = SyncResult),
             (status = 404, description = concat!("No such ", $item, " of yours")),
-            (status = 409, description = "A sync of it is running"),
+            (status = 409, description = "A sync of it was still running after two minutes"),
             (status = 503, description = "The sync failed (EXTERNAL_SERVICE_ERROR): the remote refused, is gone or did not answer; the subscription's state says which")))]
         pub async fn $sync(State(state): State<AppState>, user: AuthUser, Path(id): Path<u64>) -> Result<axum::Json<SyncResult>, ApiError> {
             sync(&state, &user, $source, id).await

@@ -506,3 +506,21 @@ pub async fn test(syncer: &Syncer, user: u64, source: Source, id: u64) -> Result
         Err(f) => TestResult { ok: false, message: f.message, class: Some(f.class) },
     })
 }
+
+/// Subscription `id` once the sync running now has ended (at most `limit`): a "sync now" asked
+/// while one runs answers with that one's outcome (the existing web client asks right after
+/// creating one, whose first sync has started).
+pub async fn after_running(
+    syncer: &Syncer,
+    user: u64,
+    source: Source,
+    id: u64,
+    limit: std::time::Duration,
+) -> Result<SubscriptionView> {
+    let deadline = std::time::Instant::now() + limit;
+    while syncer.is_running(id) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let syncer_ = syncer.clone();
+    crate::crm::blocking(&syncer.engine, move |_| get(&syncer_, user, source, id)).await?
+}

@@ -241,6 +241,18 @@ impl Remote {
         Ok(answer)
     }
 
+    /// Where `path` leads once its redirects are followed (RFC 6764's well-known address
+    /// redirects to the DAV root). Asked with a `GET`, since a `303` would turn a `PROPFIND`
+    /// into one on the way; the `PROPFIND` then goes to the place found.
+    pub async fn landing(&self, path: &str) -> Result<String, Failure> {
+        let uri = libdav::dav::make_relative_url(self.origin.clone(), path)
+            .map_err(|e| Failure::new(Class::Server, format!("The address could not be used: {e}.")))?;
+        let request = http::Request::get(uri)
+            .body(String::new())
+            .map_err(|e| Failure::new(Class::Server, format!("The request could not be made: {e}.")))?;
+        Ok(self.exchange(request).await?.url.path().to_string())
+    }
+
     /// The absolute address of `href` on this server.
     pub fn absolute(&self, href: &str) -> String {
         if href.starts_with("http://") || href.starts_with("https://") {
@@ -353,7 +365,8 @@ pub async fn discover(remote: &Remote, url: &reqwest::Url, source: Source) -> Re
             Source::AddressBook => "/.well-known/carddav",
             Source::Calendar => "/.well-known/caldav",
         };
-        principals = match hrefs(remote, well_known, &names::CURRENT_USER_PRINCIPAL).await {
+        let landing = remote.landing(well_known).await?;
+        principals = match hrefs(remote, &landing, &names::CURRENT_USER_PRINCIPAL).await {
             Ok(found) => found,
             Err(f) if f.class.terminal() && f.class != Class::Gone => return Err(f),
             Err(_) => Vec::new(),
