@@ -37,13 +37,7 @@ pub async fn pass(
     url: &reqwest::Url,
 ) -> Result<Pass, Failure> {
     let collection = url.path().to_string();
-    let links = {
-        let engine = engine.clone();
-        tokio::task::spawn_blocking(move || super::links(&engine.global()?, id))
-            .await
-            .map_err(Failure::local)?
-            .map_err(Failure::local)?
-    };
+    let links = super::links_of(engine, id).await?;
     let listing = match super::listing::list(remote, &collection, sub, &links).await? {
         Some(listing) => listing,
         None => {

@@ -43,13 +43,7 @@ pub async fn pass(
     remote: &Remote,
     url: &reqwest::Url,
 ) -> Result<Pass, Failure> {
-    let links = {
-        let engine = engine.clone();
-        tokio::task::spawn_blocking(move || super::links(&engine.global()?, id))
-            .await
-            .map_err(Failure::local)?
-            .map_err(Failure::local)?
-    };
+    let links = super::links_of(engine, id).await?;
     let mut out = Pass::default();
     let span = window(sub, engine.clock().now());
     if sub.feed {
