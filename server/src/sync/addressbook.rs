@@ -37,7 +37,7 @@ pub async fn pass(
     url: &reqwest::Url,
 ) -> Result<Pass, Failure> {
     let collection = url.path().to_string();
-    let links = super::links_of(engine, id).await?;
+    let links = super::listing::links_of(engine, id).await?;
     let listing = match super::listing::list(remote, &collection, sub, &links).await? {
         Some(listing) => listing,
         None => {

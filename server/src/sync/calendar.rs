@@ -43,7 +43,7 @@ pub async fn pass(
     remote: &Remote,
     url: &reqwest::Url,
 ) -> Result<Pass, Failure> {
-    let links = super::links_of(engine, id).await?;
+    let links = super::listing::links_of(engine, id).await?;
     let mut out = Pass::default();
     let span = window(sub, engine.clock().now());
     if sub.feed {

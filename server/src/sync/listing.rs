@@ -14,6 +14,15 @@ use libdav::{PropertyName, names};
 use super::remote::{Class, Failure, Remote};
 use super::{Link, Source, Subscription};
 
+/// Every link of subscription `sub`, read off the async threads (a pass's first step).
+pub(crate) async fn links_of(engine: &mycorrhizal_engine::Engine, sub: u64) -> Result<HashMap<String, Link>, Failure> {
+    let engine = engine.clone();
+    tokio::task::spawn_blocking(move || super::links(&engine.global()?, sub))
+        .await
+        .map_err(Failure::local)?
+        .map_err(Failure::local)
+}
+
 const GETCTAG: PropertyName = PropertyName::new(names::CALENDAR_SERVER, "getctag");
 
 /// What the listing said: resources new or changed (href, ETag) and hrefs gone.

@@ -192,18 +192,6 @@ pub fn origin(view: &GlobalView, user: u64, kind: &str, record: u64) -> mycorrhi
         .and_then(|bytes| std::str::from_utf8(&bytes).ok().and_then(|s| s.parse().ok())))
 }
 
-/// Every link of subscription `sub`, read off the async threads (a pass's first step).
-pub(crate) async fn links_of(
-    engine: &mycorrhizal_engine::Engine,
-    sub: u64,
-) -> Result<HashMap<String, Link>, remote::Failure> {
-    let engine = engine.clone();
-    tokio::task::spawn_blocking(move || links(&engine.global()?, sub))
-        .await
-        .map_err(remote::Failure::local)?
-        .map_err(remote::Failure::local)
-}
-
 /// Every link of subscription `sub`, by href.
 pub fn links(view: &GlobalView, sub: u64) -> mycorrhizal_engine::Result<HashMap<String, Link>> {
     collect_links(sub, |from, visit| view.map_scan(LINKS, from, visit))
