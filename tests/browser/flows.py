@@ -628,6 +628,25 @@ def flow_operations(browser):
     context.close()
 
 
+def flow_subscriptions(browser):
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "ada", "an entirely new passphrase here")
+    page.goto(f"{BASE}/settings")
+    page.get_by_role("link", name="Subscriptions: address books and calendars from elsewhere").click()
+    expect(page.get_by_role("heading", name="Subscriptions", exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name="Address books", exact=True)).to_be_visible()
+    check_accessibility(page, "subscriptions")
+    # Nothing listens there: the form comes back with the reason, naming the address.
+    page.get_by_label("Name").first.fill("Elsewhere")
+    page.get_by_label("Address (a server, your account's address or the collection's)").first.fill("http://127.0.0.1:9/")
+    page.get_by_role("button", name="Add").first.click()
+    expect(page.get_by_role("alert")).to_contain_text("url")
+    check_accessibility(page, "subscriptions-refused")
+    shot(page, "desktop-subscriptions")
+    context.close()
+
+
 def flow_german(browser):
     context = new_context(browser, locale="de-DE")
     page = watch(context.new_page())
@@ -662,6 +681,7 @@ def main():
             ("API tokens and password change", lambda: flow_tokens_and_password(browser)),
             ("administration", lambda: flow_admin(browser)),
             ("operations console", lambda: flow_operations(browser)),
+            ("subscriptions page", lambda: flow_subscriptions(browser)),
             ("German and the date format", lambda: flow_german(browser)),
         ]
         for name, step in steps:
