@@ -20,6 +20,7 @@ mod depth;
 mod derived;
 mod digest;
 mod domain;
+mod duplicates;
 mod fcm;
 mod health;
 mod helpers;

@@ -13,6 +13,7 @@ pub mod cadence;
 pub mod contacts;
 pub mod dashboard;
 pub mod depth;
+pub mod duplicates;
 pub mod export;
 pub mod groups;
 pub mod health;
@@ -145,6 +146,8 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(timeline::system_status))
         .routes(routes!(timeline::trigger_alerts))
         .routes(routes!(search::search))
+        .routes(routes!(duplicates::list))
+        .routes(routes!(duplicates::dismiss))
         .routes(routes!(contacts::list, contacts::create))
         .routes(routes!(contacts::circles))
         .routes(routes!(contacts::random))

@@ -10,6 +10,7 @@ use mycorrhizal_engine::{Indexed, Precondition, Record, Source, TxUser};
 
 use super::bundle::{BundleKind, Ref, Shape};
 use super::contact::Contact;
+use super::duplicate::DuplicateDismissal;
 use super::export::RecordTable;
 use super::reach_out::ReachOutSuggestion;
 use super::{
@@ -168,6 +169,9 @@ pub fn all() -> Vec<KindEntry> {
         // Its hashes are of the members' ids, which an import changes: carried as they are, a
         // dismissal no longer matches, and the suggestion may be offered again.
         KindEntry::of::<DismissedHouseholdSuggestion>(Keep),
+        // Dismissals name contact ids, remapped by an import like every other reference.
+        KindEntry::of::<DuplicateDismissal>(DeleteByContact)
+            .refers(const { &[Ref::one("low", CONTACT), Ref::one("high", CONTACT)] }),
         KindEntry::of::<ReachOutSuggestion>(DeleteByContact).refers(const { &[
             Ref::one("contact_id", CONTACT),
             Ref { field: "policy_id", kind: CadencePolicy::KIND.name, shape: Shape::ZeroForNone },

@@ -23,6 +23,7 @@ pub mod calendar_events;
 pub mod contact;
 pub mod cursor;
 pub mod depth;
+pub mod duplicate;
 mod error;
 pub mod export;
 pub mod groups;
