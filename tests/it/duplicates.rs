@@ -97,3 +97,164 @@ async fn the_scan_pairs_probable_doubles_best_first_and_a_dismissed_pair_stays_a
     let page: Value = ada.get("/api/v1/contacts/duplicates").await.json().await.unwrap();
     assert_eq!(page["total"], 2, "bob's attempt changed nothing: {page}");
 }
+
+async fn ok(response: reqwest::Response, status: u16) -> Value {
+    let got = response.status().as_u16();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    assert_eq!(got, status, "{body}");
+    body
+}
+
+/// A merge previews field by field, refuses an open conflict, then moves everything to the kept
+/// contact in one go: the lists joined, the chosen value, notes, activities, reminders, edges
+/// (none to itself, none doubled), household memberships (none doubled); the other is gone.
+#[tokio::test]
+async fn a_merge_previews_then_moves_everything_to_the_kept_contact() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let (ann, _) = contact(
+        &ada,
+        "Ann",
+        "Lee",
+        json!({ "emails": [{ "address": "ann@example.org" }], "organizations": [{ "name": "Acme" }] }),
+    )
+    .await;
+    let (twin, _) = contact(
+        &ada,
+        "Ann",
+        "Lee",
+        json!({
+            "emails": [{ "address": "ann.lee@work.example" }, { "address": "ANN@example.org" }],
+            "organizations": [{ "name": "Initech" }],
+            "nicknames": [{ "name": "Annie" }],
+            "phones": [{ "number": "+44 20 7946 0958" }],
+        }),
+    )
+    .await;
+    let (bo, _) = contact(&ada, "Bo", "Ray", json!({})).await;
+    let (cy, _) = contact(&ada, "Cy", "Ng", json!({})).await;
+    ok(ada.post(&format!("/api/v1/contacts/{ann}/notes"), json!({ "content": "kept note" })).await, 201).await;
+    ok(ada.post(&format!("/api/v1/contacts/{twin}/notes"), json!({ "content": "moved note" })).await, 201).await;
+    ok(
+        ada.post("/api/v1/activities", json!({ "title": "Lunch", "date": "2026-01-01", "contact_ids": [twin, bo] }))
+            .await,
+        201,
+    )
+    .await;
+    ok(
+        ada.post(
+            &format!("/api/v1/contacts/{twin}/reminders"),
+            json!({ "message": "Call", "remind_at": "2027-01-01", "recurrence": "once" }),
+        )
+        .await,
+        201,
+    )
+    .await;
+    for (from, to) in [(ann, bo), (twin, bo), (twin, ann), (cy, twin)] {
+        ok(
+            ada.post(&format!("/api/v1/contacts/{from}/relationships"), json!({ "target_id": to, "type": "friend" }))
+                .await,
+            201,
+        )
+        .await;
+    }
+    let house = ok(ada.post("/api/v1/households", json!({ "name": "Lee house" })).await, 201).await["household"]["id"]
+        .as_u64()
+        .unwrap();
+    for c in [ann, twin] {
+        ok(ada.post(&format!("/api/v1/households/{house}/members"), json!({ "contact_id": c })).await, 201).await;
+    }
+
+    let preview =
+        ok(ada.post("/api/v1/contacts/merge/preview", json!({ "keep_id": ann, "merge_id": twin })).await, 200).await;
+    let r = &preview["resolution"];
+    assert_eq!(
+        r["conflicts"],
+        json!([{ "field": "organization", "label": "Organization", "keeper_value": "Acme", "loser_value": "Initech" }]),
+        "{preview}"
+    );
+    assert_eq!(r["resolved_scalars"]["nickname"], "Annie");
+    assert_eq!(r["emails"], json!(["ann@example.org", "ann.lee@work.example"]), "the same address once: {preview}");
+    assert_eq!(r["phones"], json!(["+44 20 7946 0958"]));
+    let counts = &preview["association_counts"];
+    assert_eq!(
+        (counts["notes"].as_u64(), counts["activities"].as_u64(), counts["reminders"].as_u64()),
+        (Some(1), Some(1), Some(1)),
+        "{preview}"
+    );
+    assert_eq!(
+        (counts["relationship_edges"].as_u64(), counts["household_memberships"].as_u64()),
+        (Some(3), Some(1)),
+        "{preview}"
+    );
+
+    let open = ada.post("/api/v1/contacts/merge", json!({ "keep_id": ann, "merge_id": twin })).await;
+    let open = ok(open, 400).await;
+    assert_eq!(open["details"]["field"], "resolutions", "{open}");
+    assert!(open["message"].as_str().unwrap().contains("organization"));
+    assert_eq!(
+        ok(ada.post("/api/v1/contacts/merge", json!({ "keep_id": ann, "merge_id": ann })).await, 400).await["details"]
+            ["field"],
+        "merge_id"
+    );
+
+    let merged = ada
+        .post(
+            "/api/v1/contacts/merge",
+            json!({ "keep_id": ann, "merge_id": twin, "resolutions": { "organization": "Initech" } }),
+        )
+        .await;
+    let merged = ok(merged, 200).await;
+    assert_eq!(merged["message"], "Contacts merged");
+    assert_eq!(
+        (merged["moved"]["notes"].as_u64(), merged["moved"]["relationship_edges"].as_u64()),
+        (Some(1), Some(1)),
+        "the edge to Cy moved, the others were set aside: {merged}"
+    );
+    let kept = &merged["contact"];
+    assert_eq!((kept["org"].as_str(), kept["nickname"].as_str()), (Some("Initech"), Some("Annie")), "{kept}");
+    assert_eq!(kept["card"]["emails"].as_array().unwrap().len(), 2, "{kept}");
+    assert_eq!(ada.get(&format!("/api/v1/contacts/{twin}")).await.status(), 404, "the merged one is gone");
+
+    let notes = ok(ada.get(&format!("/api/v1/contacts/{ann}/notes")).await, 200).await.to_string();
+    assert!(notes.contains("kept note") && notes.contains("moved note"), "{notes}");
+    let activities = ok(ada.get("/api/v1/activities").await, 200).await;
+    assert_eq!(activities["activities"][0]["contact_ids"], json!([ann, bo]), "{activities}");
+    let reminders = ok(ada.get(&format!("/api/v1/contacts/{ann}/reminders")).await, 200).await.to_string();
+    assert!(reminders.contains("Call"), "{reminders}");
+    let out = ok(ada.get(&format!("/api/v1/contacts/{ann}/relationships")).await, 200).await;
+    let incoming = ok(ada.get(&format!("/api/v1/contacts/{ann}/incoming-relationships")).await, 200).await;
+    let all = format!("{out}{incoming}");
+    let edges: Vec<(u64, u64)> = [out, incoming]
+        .iter()
+        .flat_map(|list| {
+            list.as_array().cloned().or_else(|| list["relationships"].as_array().cloned()).unwrap_or_default()
+        })
+        .map(|e| (e["source_contact_id"].as_u64().unwrap(), e["target_contact_id"].as_u64().unwrap()))
+        .collect();
+    let mut edges = edges;
+    edges.sort();
+    edges.dedup();
+    let mut expected = vec![(ann, bo), (cy, ann)];
+    expected.sort();
+    assert_eq!(edges, expected, "no edge to itself, none doubled: {all}");
+    let members = ok(ada.get(&format!("/api/v1/households/{house}/members")).await, 200).await;
+    let ids: Vec<u64> =
+        members["members"].as_array().unwrap().iter().map(|m| m["contact_id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, vec![ann], "one membership: {members}");
+    let scan = ok(ada.get("/api/v1/contacts/duplicates").await, 200).await;
+    assert_eq!(scan["total"], 0, "no pair left: {scan}");
+
+    // Another user can merge nothing of ada's, nor ada's into theirs.
+    let bob = server.sign_up("bob").await;
+    let (own, _) = contact(&bob, "Own", "One", json!({})).await;
+    for body in [
+        json!({ "keep_id": ann, "merge_id": bo }),
+        json!({ "keep_id": own, "merge_id": bo }),
+        json!({ "keep_id": bo, "merge_id": own }),
+    ] {
+        assert_eq!(bob.post("/api/v1/contacts/merge", body.clone()).await.status(), 404, "{body}");
+        assert_eq!(bob.post("/api/v1/contacts/merge/preview", body.clone()).await.status(), 404, "{body}");
+    }
+    assert_eq!(ada.get(&format!("/api/v1/contacts/{bo}")).await.status(), 200);
+}

@@ -1,10 +1,11 @@
-//! The duplicate scan over HTTP, at the existing clients' paths: each handler extracts, calls
+//! The duplicate scan and merging over HTTP, at the existing clients' paths: each handler extracts, calls
 //! one operation of `crm::duplicate::ops`, and maps the result.
 
 use axum::extract::State;
 
 use crate::auth::AuthUser;
 use crate::crm::Message;
+use crate::crm::duplicate::merge::{self, MergeInput, MergePreview, Merged};
 use crate::crm::duplicate::ops::{self, DismissInput, DuplicatePage, DuplicateQuery};
 use crate::error::ApiError;
 use crate::http::extract::Query;
@@ -32,4 +33,31 @@ pub async fn dismiss(
 ) -> Result<axum::Json<Message>, ApiError> {
     ops::dismiss(&state.scope(&user), input).await?;
     Ok(axum::Json(Message::new("Pair dismissed")))
+}
+
+#[utoipa::path(post, path = "/api/v1/contacts/merge/preview", tag = "contacts", request_body = MergeInput, responses(
+    (status = 200, description = "What the kept contact will hold, field by field: the lists joined, each field with one value, the conflicts to choose from (keeper_value, loser_value), and what moves", body = MergePreview),
+    (status = 400, description = "keep_id and merge_id are the same (INVALID_INPUT naming merge_id)"),
+    (status = 404, description = "Not a contact of yours")))]
+pub async fn merge_preview(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(input): Json<MergeInput>,
+) -> Result<axum::Json<MergePreview>, ApiError> {
+    Ok(axum::Json(merge::preview(&state.scope(&user), input).await?))
+}
+
+#[utoipa::path(post, path = "/api/v1/contacts/merge", tag = "contacts", request_body = MergeInput, responses(
+    (status = 200, description = "Merged in one transaction: the kept contact, and what moved to it; the merged one is deleted", body = Merged),
+    (status = 400, description = "A conflict without a chosen value (VALIDATION_ERROR naming resolutions), or the same contact twice"),
+    (status = 404, description = "Not a contact of yours")))]
+pub async fn merge_contacts(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(input): Json<MergeInput>,
+) -> Result<axum::Json<Merged>, ApiError> {
+    let (row, moved) = merge::merge(&state.scope(&user), input).await?;
+    let id = row.id;
+    let (_, contact) = state.read(&user, move |v| crate::crm::contact::detail::get(v, id)).await?;
+    Ok(axum::Json(Merged { message: "Contacts merged".into(), contact, moved }))
 }

@@ -148,6 +148,8 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(search::search))
         .routes(routes!(duplicates::list))
         .routes(routes!(duplicates::dismiss))
+        .routes(routes!(duplicates::merge_preview))
+        .routes(routes!(duplicates::merge_contacts))
         .routes(routes!(contacts::list, contacts::create))
         .routes(routes!(contacts::circles))
         .routes(routes!(contacts::random))

@@ -50,6 +50,9 @@ pub struct KindEntry {
     pub on_contact_delete: OnContactDelete,
     /// The rows of this kind that hang off a contact (what its deletion touches).
     dependents: Cascade,
+    /// Rewrites the contact references (as `bundle.refs` name them) of the given rows from one
+    /// contact to another (a merge).
+    repoint: fn(&Tx<'_, '_>, &[u64], u64, u64, &[Ref]) -> mycorrhizal_engine::Result<()>,
     delete: fn(&Tx<'_, '_>, &[u64]) -> mycorrhizal_engine::Result<()>,
     /// Its full-text search documents, when it has any.
     pub search: Option<Source>,
@@ -83,6 +86,7 @@ impl KindEntry {
             purge: R::KIND.soft_delete.then_some(purge::<R> as fn(&Tx<'_, '_>, Timestamp) -> _),
             on_contact_delete,
             dependents,
+            repoint: repoint::<R>,
             delete: delete_all::<R>,
             search: None,
             revert: None,
@@ -221,6 +225,84 @@ pub fn cascade_contact(tx: &Tx<'_, '_>, id: u64) -> mycorrhizal_engine::Result<(
 
 fn purge<R: Record>(tx: &Tx<'_, '_>, cutoff: Timestamp) -> mycorrhizal_engine::Result<u64> {
     tx.purge_tombstones::<R>(cutoff)
+}
+
+/// Moves everything that hangs off contact `from` to contact `to` (a merge): every row of every
+/// kind that names `from` names `to` instead, stored again (validated, audited, re-indexed).
+/// Rows that must not move (an edge that would join `to` to itself, a second membership) are the
+/// caller's to remove first. How many rows moved, by kind.
+pub fn move_dependents(tx: &Tx<'_, '_>, from: u64, to: u64) -> mycorrhizal_engine::Result<Vec<(&'static str, u64)>> {
+    let mut moved = Vec::new();
+    for entry in all() {
+        let ids = (entry.dependents)(tx, from)?;
+        if ids.is_empty() {
+            continue;
+        }
+        (entry.repoint)(tx, &ids, from, to, entry.bundle.refs)?;
+        moved.push((entry.name, ids.len() as u64));
+    }
+    Ok(moved)
+}
+
+/// How many rows of each kind hang off contact `id`.
+pub fn count_dependents(tx: &Tx<'_, '_>, id: u64) -> mycorrhizal_engine::Result<Vec<(&'static str, u64)>> {
+    let mut counts = Vec::new();
+    for entry in all() {
+        let n = (entry.dependents)(tx, id)?.len() as u64;
+        if n > 0 {
+            counts.push((entry.name, n));
+        }
+    }
+    Ok(counts)
+}
+
+fn repoint<R: Record>(
+    tx: &Tx<'_, '_>,
+    ids: &[u64],
+    from: u64,
+    to: u64,
+    refs: &[Ref],
+) -> mycorrhizal_engine::Result<()> {
+    use serde_json::Value;
+    let swap = |v: &mut Value| {
+        if v.as_u64() == Some(from) {
+            *v = Value::from(to);
+        }
+    };
+    for id in ids {
+        tx.update::<R>(*id, Precondition::Any, |body| {
+            let invalid = |e: serde_json::Error| mycorrhizal_engine::Invalid::new("body", e.to_string());
+            let mut value = serde_json::to_value(&*body).map_err(invalid)?;
+            if let Value::Object(fields) = &mut value {
+                for r in refs.iter().filter(|r| r.kind == CONTACT) {
+                    match r.shape {
+                        super::bundle::Shape::Many => {
+                            if let Some(Value::Array(list)) = fields.get_mut(r.field) {
+                                list.iter_mut().for_each(swap);
+                                let mut seen = std::collections::HashSet::new();
+                                list.retain(|v| seen.insert(v.as_u64()));
+                            }
+                        }
+                        super::bundle::Shape::TextWhen { when, equals }
+                            if fields.get(when).and_then(Value::as_str) == Some(equals) =>
+                        {
+                            if fields.get(r.field).and_then(Value::as_str) == Some(from.to_string().as_str()) {
+                                fields.insert(r.field.into(), Value::from(to.to_string()));
+                            }
+                        }
+                        _ => {
+                            if let Some(v) = fields.get_mut(r.field) {
+                                swap(v);
+                            }
+                        }
+                    }
+                }
+            }
+            *body = serde_json::from_value(value).map_err(invalid)?;
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 /// Whether anything the CRM keeps hangs off contact `id` (a note, an activity, a reminder, an

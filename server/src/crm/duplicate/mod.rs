@@ -1,6 +1,7 @@
 //! Duplicate contacts: the scan that pairs the contacts that are probably one person, and the
 //! record that dismisses a pair for good. The scan and its rules are [`ops`].
 
+pub mod merge;
 pub mod ops;
 
 use mycorrhizal_engine::{Invalid, Kind, Record, kind};
