@@ -102,6 +102,7 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer, Query(q): Query
         div class="heading" {
             h1 { (t("contacts.title")) }
             a class="button primary" href="/contacts/new" { (t("contacts.new")) }
+            a class="button" href="/contacts/duplicates" { (t("dups.find")) }
         }
         form method="get" action="/contacts" class="filters" role="search" data-live="contact-results" {
             div {

@@ -18,6 +18,7 @@ mod console;
 mod contact_form;
 mod contacts;
 mod depth;
+mod duplicates;
 mod format;
 mod groups;
 mod home;
@@ -58,6 +59,9 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/reset-password", get(auth::reset_page).post(auth::reset))
         .route("/contacts", get(contacts::list).post(contacts::create))
         .route("/contacts/new", get(contacts::new_form))
+        .route("/contacts/duplicates", get(duplicates::list))
+        .route("/contacts/duplicates/dismiss", post(duplicates::dismiss))
+        .route("/contacts/merge", get(duplicates::merge_form).post(duplicates::merge_now))
         .route("/contacts/{id}", get(contacts::show).post(contacts::update))
         .route("/contacts/{id}/edit", get(contacts::edit_form))
         .route("/contacts/{id}/delete", post(contacts::delete))

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::helpers::{Client, Cred, Instance, TestServer, set_cookie, wait_bounded};
 
 mod console;
+mod duplicates;
 mod households;
 mod subscriptions;
 
