@@ -66,10 +66,12 @@ async fn an_export_over_a_damaged_row_answers_the_export_envelope() {
     let body: Value = failed.json().await.unwrap();
     assert_eq!(body["error"]["code"], "INTERNAL_ERROR", "{body}");
     assert_eq!(body["error"]["details"], json!({ "operation": "export:audit", "category": "database" }), "{body}");
-    assert!(
-        server.log_lines().iter().any(|l| l["event"] == "export_failed" && l["operation"] == "export:audit"),
-        "the log says which export failed"
-    );
+    // The log is written apart from the answer: looked for until it lands (bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !server.log_lines().iter().any(|l| l["event"] == "export_failed" && l["operation"] == "export:audit") {
+        assert!(std::time::Instant::now() < deadline, "the log says which export failed");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let bob = server.sign_in("bob", crate::helpers::PASSWORD).await;
     let fine = bob.get("/api/v1/audit/export").await;
     assert_eq!(fine.status(), 200);

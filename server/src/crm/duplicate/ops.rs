@@ -61,9 +61,11 @@ pub struct DuplicatePage {
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct DuplicateQuery {
-    /// 1-based page (default 1).
+    /// 1-based page (default 1, at most 1,000,000).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000000)]
     pub page: Option<String>,
     /// Pairs per page (default 25, 1 to 100).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
 }
 
@@ -219,7 +221,7 @@ fn number(field: &str, raw: Option<&str>, default: u32, max: u32) -> Result<u32>
 
 /// One page of the scan, best first.
 pub fn scan(view: &UserView, query: &DuplicateQuery) -> Result<DuplicatePage> {
-    let page = number("page", query.page.as_deref(), 1, u32::MAX)?;
+    let page = number("page", query.page.as_deref(), 1, 1_000_000)?;
     let limit = number("limit", query.limit.as_deref(), 25, 100)?;
     let mut ranked: Vec<((u64, u64), BTreeSet<Reason>, f64)> = find_pairs(view)?
         .into_iter()
