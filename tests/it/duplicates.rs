@@ -258,3 +258,55 @@ async fn a_merge_previews_then_moves_everything_to_the_kept_contact() {
     }
     assert_eq!(ada.get(&format!("/api/v1/contacts/{bo}")).await.status(), 200);
 }
+
+/// Bulk actions: circles, tags, archive, favourite and delete over a selection, in one request;
+/// a contact of someone else's is reported, never touched.
+#[tokio::test]
+async fn bulk_actions_change_a_selection_and_report_what_they_could_not_touch() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    let (a, a_uid) = contact(&ada, "Ann", "One", json!({})).await;
+    let (b, b_uid) = contact(&ada, "Bea", "Two", json!({ "keywords": ["Work"] })).await;
+    let (theirs, theirs_uid) = contact(&bob, "Bob", "Own", json!({})).await;
+    let run = |body: Value| {
+        let ada = ada.clone();
+        async move { ok(ada.post("/api/v1/contacts/bulk", body).await, 200).await }
+    };
+    let done =
+        run(json!({ "action": "add_circle", "vcard_uids": [a_uid, b_uid, theirs_uid], "circle": "Climbing" })).await;
+    assert_eq!(
+        (done["total"].as_u64(), done["succeeded"].as_u64(), done["failed"].as_u64()),
+        (Some(3), Some(2), Some(1)),
+        "{done}"
+    );
+    assert_eq!(done["failures"][0]["reason"], "contact not found or not owned");
+    run(json!({ "action": "add_tag", "ids": [a, b], "tag": "work" })).await;
+    run(json!({ "action": "favorite", "ids": [a] })).await;
+    run(json!({ "action": "archive", "ids": [b] })).await;
+    let one: Value = ada.get(&format!("/api/v1/contacts/{a}")).await.json().await.unwrap();
+    let two: Value = ada.get(&format!("/api/v1/contacts/{b}")).await.json().await.unwrap();
+    assert_eq!(
+        (one["circles"].clone(), one["tags"].clone(), one["is_favorite"].clone()),
+        (json!(["Climbing"]), json!(["work"]), json!(true)),
+        "{one}"
+    );
+    assert_eq!(two["tags"], json!(["Work"]), "a tag it has already is not doubled: {two}");
+    assert_eq!((two["archived"].as_bool(), two["circles"].clone()), (Some(true), json!(["Climbing"])), "{two}");
+    run(json!({ "action": "remove_circle", "ids": [a, b], "circle": "climbing" })).await;
+    let one: Value = ada.get(&format!("/api/v1/contacts/{a}")).await.json().await.unwrap();
+    assert_eq!(one["circles"], json!([]));
+    let refused = ada.post("/api/v1/contacts/bulk", json!({ "action": "add_tag", "ids": [a] })).await;
+    assert_eq!(ok(refused, 400).await["details"]["field"], "tag");
+    let refused = ada.post("/api/v1/contacts/bulk", json!({ "action": "archive", "ids": [] })).await;
+    assert_eq!(ok(refused, 400).await["details"]["field"], "vcard_uids");
+    let deleted = run(json!({ "action": "delete", "ids": [a, b, theirs] })).await;
+    assert_eq!((deleted["succeeded"].as_u64(), deleted["failed"].as_u64()), (Some(2), Some(1)), "{deleted}");
+    assert_eq!(ada.get(&format!("/api/v1/contacts/{a}")).await.status(), 404);
+    assert_eq!(bob.get(&format!("/api/v1/contacts/{theirs}")).await.status(), 200, "bob's contact untouched");
+    let audit = ada.get("/api/v1/audit/export").await.text().await.unwrap();
+    assert!(
+        audit.lines().filter(|l| l.contains(",contact,") && l.contains(",update,")).count() >= 6,
+        "one audit entry per contact and change: {audit}"
+    );
+}

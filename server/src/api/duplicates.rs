@@ -61,3 +61,14 @@ pub async fn merge_contacts(
     let (_, contact) = state.read(&user, move |v| crate::crm::contact::detail::get(v, id)).await?;
     Ok(axum::Json(Merged { message: "Contacts merged".into(), contact, moved }))
 }
+
+#[utoipa::path(post, path = "/api/v1/contacts/bulk", tag = "contacts", request_body = crate::crm::contact::bulk::BulkInput, responses(
+    (status = 200, description = "Done in one transaction: how many succeeded, and each contact that could not be acted on with why (not yours, not there)", body = crate::crm::contact::bulk::BulkResult),
+    (status = 400, description = "No contact or more than 500 named, or the circle or tag missing for its action; field named")))]
+pub async fn bulk(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(input): Json<crate::crm::contact::bulk::BulkInput>,
+) -> Result<axum::Json<crate::crm::contact::bulk::BulkResult>, ApiError> {
+    Ok(axum::Json(crate::crm::contact::bulk::run(&state.scope(&user), input).await?))
+}
