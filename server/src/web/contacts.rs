@@ -136,6 +136,21 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer, Query(q): Query
         }
         p { a href="/groups" { (t("groups.manage")) } }
         div id="contact-results" aria-live="polite" { (results) }
+        form id="bulk" method="post" action="/contacts/bulk" class="filters" {
+            (c.csrf_field())
+            div {
+                label for="bulk-action" { (t("bulk.action")) }
+                select id="bulk-action" name="action" {
+                    @for (value, key) in BULK_ACTIONS { option value=(value) { (t(key)) } }
+                }
+            }
+            div {
+                label for="bulk-label" { (t("bulk.label")) }
+                input id="bulk-label" name="label" maxlength="100";
+            }
+            button type="submit" { (t("bulk.apply")) }
+            button type="submit" name="merge" value="1" { (t("bulk.merge_two")) }
+        }
     };
     Ok(page(shell(&c, t("contacts.title"), notice(q.notice.as_deref()), main)))
 }
@@ -152,6 +167,8 @@ fn results(viewer: &Viewer, list: &ContactPage, count: Count, base: &[String]) -
         ul class="contact-list" {
             @for s in &list.contacts {
                 li {
+                    input type="checkbox" name="ids" value=(s.id) form="bulk"
+                        aria-label=(viewer.lang.f("bulk.select", &[("name", if s.name.is_empty() { t("contact.unnamed") } else { &s.name })]));
                     @if let Some(thumb) = &s.photo_thumbnail { img src=(thumb) alt="" width="32" height="32" class="avatar"; }
                     @else { span class="avatar initials" aria-hidden="true" { (initials(&s.name)) } }
                     div {
@@ -174,6 +191,39 @@ fn results(viewer: &Viewer, list: &ContactPage, count: Count, base: &[String]) -
             p { a class="button" rel="next" href={ "/contacts?" (query.join("&")) } { (t("contacts.next")) } }
         }
     }
+}
+
+/// The bulk actions the contact list offers: `(action, words)`.
+const BULK_ACTIONS: [(&str, &str); 9] = [
+    ("add_circle", "bulk.add_circle"),
+    ("remove_circle", "bulk.remove_circle"),
+    ("add_tag", "bulk.add_tag"),
+    ("remove_tag", "bulk.remove_tag"),
+    ("archive", "bulk.archive"),
+    ("unarchive", "bulk.unarchive"),
+    ("favorite", "bulk.favorite"),
+    ("unfavorite", "bulk.unfavorite"),
+    ("delete", "bulk.delete"),
+];
+
+/// The contact list's selection: a bulk action (`crm::contact::bulk`), or the merge of the two
+/// selected (its form).
+pub async fn bulk(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
+    let ids: Vec<u64> = form.all("ids").iter().filter_map(|id| id.parse().ok()).collect();
+    if form.has("merge") {
+        return match ids.as_slice() {
+            [keep, merge] => Ok(see_other(&format!("/contacts/merge?keep={keep}&merge={merge}"))),
+            _ => Err(ApiError::Validation { field: "ids".into(), reason: viewer.t("bulk.need_two").into() }.into()),
+        };
+    }
+    let action: crate::crm::contact::bulk::Action =
+        serde_json::from_value(serde_json::Value::String(form.get("action")))
+            .map_err(|_| ApiError::Validation { field: "action".into(), reason: "is not an action".into() })?;
+    let label = Some(form.get("label")).filter(|l| !l.is_empty());
+    let input =
+        crate::crm::contact::bulk::BulkInput { action, vcard_uids: Vec::new(), ids, circle: label.clone(), tag: label };
+    crate::crm::contact::bulk::run(&state.scope(&viewer.user), input).await?;
+    Ok(see_other("/contacts?notice=saved"))
 }
 
 fn initials(name: &str) -> String {

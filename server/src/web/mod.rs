@@ -59,6 +59,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/reset-password", get(auth::reset_page).post(auth::reset))
         .route("/contacts", get(contacts::list).post(contacts::create))
         .route("/contacts/new", get(contacts::new_form))
+        .route("/contacts/bulk", post(contacts::bulk))
         .route("/contacts/duplicates", get(duplicates::list))
         .route("/contacts/duplicates/dismiss", post(duplicates::dismiss))
         .route("/contacts/merge", get(duplicates::merge_form).post(duplicates::merge_now))

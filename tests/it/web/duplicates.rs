@@ -58,3 +58,34 @@ async fn doubles_are_listed_dismissed_and_merged_from_the_pages() {
     assert_eq!(other.post("/contacts/merge", &[("keep_id", k.as_str()), ("merge_id", m.as_str())]).await.status(), 404);
     assert_eq!(ada.get(&format!("/api/v1/contacts/{kim2}")).await.status(), 200);
 }
+
+/// The contact list's selection: a bulk action, and "merge the two selected" leading to the merge.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_contact_list_acts_on_a_selection_and_merges_two() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let (a, _) = person(&ada, "Ann", "ann@example.org", "Acme").await;
+    let (b, _) = person(&ada, "Bea", "bea@example.org", "Acme").await;
+    let browser = Browser::of(&server, &ada).await;
+    let list = browser.get("/contacts").await.text().await.unwrap();
+    assert!(list.contains(&format!("name=\"ids\" value=\"{a}\" form=\"bulk\"")), "{list}");
+    let (sa, sb) = (a.to_string(), b.to_string());
+    let tagged = browser
+        .post(
+            "/contacts/bulk",
+            &[("ids", sa.as_str()), ("ids", sb.as_str()), ("action", "add_tag"), ("label", "Climbing")],
+        )
+        .await;
+    assert_eq!(tagged.status(), 303);
+    for id in [a, b] {
+        let c: Value = ada.get(&format!("/api/v1/contacts/{id}")).await.json().await.unwrap();
+        assert_eq!(c["tags"], json!(["Climbing"]), "{c}");
+    }
+    let merge = browser.post("/contacts/bulk", &[("ids", sa.as_str()), ("ids", sb.as_str()), ("merge", "1")]).await;
+    assert_eq!(
+        (merge.status().as_u16(), merge.headers()["location"].to_str().unwrap()),
+        (303, format!("/contacts/merge?keep={a}&merge={b}").as_str())
+    );
+    let one = browser.post("/contacts/bulk", &[("ids", sa.as_str()), ("merge", "1")]).await;
+    assert_eq!(one.status(), 400);
+}
