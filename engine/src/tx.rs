@@ -135,6 +135,14 @@ impl<'a> Tx<'a> {
 
     /// Increments and returns the named counter (first value 1). Read from `COUNTERS` once per
     /// transaction, written back when it finishes.
+    /// The last value counter `name` gave out (0 when none).
+    pub(crate) fn counter(&self, name: &str) -> Result<u64> {
+        if let Some(last) = self.counters.borrow().get(name) {
+            return Ok(*last);
+        }
+        Ok(self.table(COUNTERS)?.get(name)?.map(|v| v.value()).unwrap_or(0))
+    }
+
     pub fn next_counter(&self, name: &str) -> Result<u64> {
         let mut cached = self.counters.borrow_mut();
         let last = match cached.get(name) {
@@ -382,6 +390,35 @@ impl TxUser<'_, '_> {
         let meta = Meta { revision: 1, created_at: now, updated_at: now, deleted_at: None };
         self.store(None, Stored { id, meta: &meta, body }, Op::Created, audit)?;
         Ok((id, meta))
+    }
+
+    /// Brings a deleted row back at its own id with `body` (an undone merge): a soft-deleted
+    /// kind's tombstone becomes live again (its revision after the tombstone's, its creation
+    /// instant kept); a hard-deleted row is written again at its id. Stored as a creation:
+    /// indexed, counted, in the change feed and the audit chain. A live row at `id` is
+    /// `Duplicate`; an id this kind never gave out is `NotFound`.
+    pub fn restore<R: Record>(&self, id: u64, mut body: R) -> Result<Row<R>> {
+        prepare(&mut body)?;
+        let old: Option<Row<R>> = {
+            let table = self.tx.table(tables::record_table(R::KIND.records))?;
+            read::any_row(&*table, R::KIND.records, self.user, id)?
+        };
+        if old.as_ref().is_some_and(|o| o.meta.deleted_at.is_none()) {
+            return Err(Error::Duplicate { index: "id" });
+        }
+        if old.is_none() && id > self.tx.counter(&format!("id:{}", R::KIND.name))? {
+            return Err(Error::NotFound);
+        }
+        let now = self.tx.now;
+        let meta = Meta {
+            revision: old.as_ref().map_or(1, |o| o.meta.revision + 1),
+            created_at: old.as_ref().map_or(now, |o| o.meta.created_at),
+            updated_at: now,
+            deleted_at: None,
+        };
+        // A tombstone has no index entries: the row is indexed as a new one.
+        self.store(None, Stored { id, meta: &meta, body: &body }, Op::Created, None)?;
+        Ok(Row { id, meta, body })
     }
 
     /// Replaces a live row's body.
