@@ -396,8 +396,9 @@ impl TxUser<'_, '_> {
     /// kind's tombstone becomes live again (its revision after the tombstone's, its creation
     /// instant kept); a hard-deleted row is written again at its id. Stored as a creation:
     /// indexed, counted, in the change feed and the audit chain. A live row at `id` is
-    /// `Duplicate`; an id this kind never gave out is `NotFound`.
-    pub fn restore<R: Record>(&self, id: u64, mut body: R) -> Result<Row<R>> {
+    /// `Duplicate`; an id this kind never gave out is `NotFound`. `created_at`: the creation
+    /// instant of a hard-deleted row (which left no tombstone to keep it), else now.
+    pub fn restore<R: Record>(&self, id: u64, mut body: R, created_at: Option<Timestamp>) -> Result<Row<R>> {
         prepare(&mut body)?;
         let old: Option<Row<R>> = {
             let table = self.tx.table(tables::record_table(R::KIND.records))?;
@@ -412,7 +413,7 @@ impl TxUser<'_, '_> {
         let now = self.tx.now;
         let meta = Meta {
             revision: old.as_ref().map_or(1, |o| o.meta.revision + 1),
-            created_at: old.as_ref().map_or(now, |o| o.meta.created_at),
+            created_at: old.as_ref().map(|o| o.meta.created_at).or(created_at).unwrap_or(now),
             updated_at: now,
             deleted_at: None,
         };

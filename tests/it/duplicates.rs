@@ -310,3 +310,123 @@ async fn bulk_actions_change_a_selection_and_report_what_they_could_not_touch() 
         "one audit entry per contact and change: {audit}"
     );
 }
+
+/// Everything a merge touches, as the API shows it, without what every write changes (revision,
+/// ETag, update instant).
+async fn state_of(client: &Client, contacts: &[u64], house: u64) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                for key in ["revision", "etag", "updated_at"] {
+                    map.remove(key);
+                }
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(list) => list.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut out = serde_json::Map::new();
+    for id in contacts {
+        for path in ["", "/notes", "/reminders", "/relationships", "/incoming-relationships"] {
+            let got: Value = client.get(&format!("/api/v1/contacts/{id}{path}")).await.json().await.unwrap();
+            out.insert(format!("{id}{path}"), got);
+        }
+    }
+    out.insert("activities".into(), client.get("/api/v1/activities").await.json().await.unwrap());
+    out.insert(
+        "members".into(),
+        client.get(&format!("/api/v1/households/{house}/members")).await.json().await.unwrap(),
+    );
+    let mut value = Value::Object(out);
+    strip(&mut value);
+    value
+}
+
+/// A merge taken back: both contacts at their own ids and every record moved or set aside are
+/// as they were; once undone it cannot be undone again, and a merge whose result changed since
+/// cannot be undone at all.
+#[tokio::test]
+async fn a_merge_is_undone_exactly_unless_something_changed_since() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let (ann, _) = contact(
+        &ada,
+        "Ann",
+        "Lee",
+        json!({ "emails": [{ "address": "ann@example.org" }], "organizations": [{ "name": "Acme" }] }),
+    )
+    .await;
+    let (twin, _) = contact(
+        &ada,
+        "Ann",
+        "Lee",
+        json!({ "emails": [{ "address": "ann.lee@work.example" }], "organizations": [{ "name": "Initech" }] }),
+    )
+    .await;
+    let (bo, _) = contact(&ada, "Bo", "Ray", json!({})).await;
+    ok(ada.post(&format!("/api/v1/contacts/{twin}/notes"), json!({ "content": "moved note" })).await, 201).await;
+    ok(
+        ada.post("/api/v1/activities", json!({ "title": "Lunch", "date": "2026-01-01", "contact_ids": [twin, bo] }))
+            .await,
+        201,
+    )
+    .await;
+    ok(
+        ada.post(
+            &format!("/api/v1/contacts/{twin}/reminders"),
+            json!({ "message": "Call", "remind_at": "2027-01-01", "recurrence": "once" }),
+        )
+        .await,
+        201,
+    )
+    .await;
+    for (from, to) in [(ann, bo), (twin, bo), (twin, ann), (bo, twin)] {
+        ok(
+            ada.post(&format!("/api/v1/contacts/{from}/relationships"), json!({ "target_id": to, "type": "friend" }))
+                .await,
+            201,
+        )
+        .await;
+    }
+    let house = ok(ada.post("/api/v1/households", json!({ "name": "Lee house" })).await, 201).await["household"]["id"]
+        .as_u64()
+        .unwrap();
+    for c in [ann, twin] {
+        ok(ada.post(&format!("/api/v1/households/{house}/members"), json!({ "contact_id": c })).await, 201).await;
+    }
+    let before = state_of(&ada, &[ann, twin, bo], house).await;
+
+    let merged = ada
+        .post(
+            "/api/v1/contacts/merge",
+            json!({ "keep_id": ann, "merge_id": twin, "resolutions": { "organization": "Initech" } }),
+        )
+        .await;
+    let merged = ok(merged, 200).await;
+    assert_eq!(merged["undo_id"], twin);
+    assert_ne!(state_of(&ada, &[ann, twin, bo], house).await, before, "the merge changed things");
+
+    let restored = ok(ada.post(&format!("/api/v1/contacts/merge/{twin}/undo"), json!({})).await, 200).await;
+    assert_eq!(restored["id"], twin, "back at its own id");
+    let after = state_of(&ada, &[ann, twin, bo], house).await;
+    assert_eq!(after, before, "everything as it was");
+    assert_eq!(ada.post(&format!("/api/v1/contacts/merge/{twin}/undo"), json!({})).await.status(), 404, "undone once");
+
+    // Merged again, then the kept contact is edited: the merge stays.
+    let merged = ada
+        .post(
+            "/api/v1/contacts/merge",
+            json!({ "keep_id": ann, "merge_id": twin, "resolutions": { "organization": "Acme" } }),
+        )
+        .await;
+    ok(merged, 200).await;
+    ok(ada.send(reqwest::Method::PUT, &format!("/api/v1/contacts/{ann}"), json!({ "nickname": "Annie" })).await, 200)
+        .await;
+    let refused = ok(ada.post(&format!("/api/v1/contacts/merge/{twin}/undo"), json!({})).await, 409).await;
+    assert!(refused["message"].as_str().unwrap().contains("changed since"), "{refused}");
+    assert_eq!(ada.get(&format!("/api/v1/contacts/{twin}")).await.status(), 404);
+
+    let bob = server.sign_up("bob").await;
+    assert_eq!(bob.post(&format!("/api/v1/contacts/merge/{twin}/undo"), json!({})).await.status(), 404);
+}

@@ -626,7 +626,7 @@ fn a_deleted_row_is_restored_at_its_own_id_indexed_counted_and_in_the_feed() {
     let row = alice.create(Person::new("Ada", "ada@example.org")).unwrap();
     alice.delete::<Person>(row.id, Precondition::Any).unwrap();
     assert_eq!(alice.view().unwrap().count::<Person>().unwrap(), 0);
-    let back = alice.write(move |tx| tx.restore(row.id, Person::new("Ada", "ada@example.org"))).unwrap();
+    let back = alice.write(move |tx| tx.restore(row.id, Person::new("Ada", "ada@example.org"), None)).unwrap();
     assert_eq!((back.id, back.meta.revision, back.meta.created_at), (row.id, 3, row.meta.created_at));
     assert_eq!(alice.get::<Person>(row.id).unwrap().body.sort_name, "ada", "prepared like a write");
     assert_eq!(alice.find::<Person>("email", "ada@example.org").unwrap(), vec![row.id], "indexed again");
@@ -634,9 +634,9 @@ fn a_deleted_row_is_restored_at_its_own_id_indexed_counted_and_in_the_feed() {
     let last = alice.view().unwrap().changes_since(0, 100).unwrap().pop().unwrap();
     assert_eq!((last.id, last.op, last.revision), (row.id, Op::Created, 3));
     // A live row is not restored over, and an id never given out is not made up.
-    let twice = alice.write(move |tx| tx.restore(row.id, Person::new("Ada", "")));
+    let twice = alice.write(move |tx| tx.restore(row.id, Person::new("Ada", ""), None));
     assert!(matches!(twice, Err(Error::Duplicate { .. })), "{twice:?}");
-    let unknown = alice.write(|tx| tx.restore(999, Person::new("Nobody", "")));
+    let unknown = alice.write(|tx| tx.restore(999, Person::new("Nobody", ""), None));
     assert!(matches!(unknown, Err(Error::NotFound)), "{unknown:?}");
     // The other user's id space is not touched.
     let bob = db.engine.user(UserId(2));

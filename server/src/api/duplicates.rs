@@ -56,10 +56,25 @@ pub async fn merge_contacts(
     user: AuthUser,
     Json(input): Json<MergeInput>,
 ) -> Result<axum::Json<Merged>, ApiError> {
+    let undo_id = input.merge_id;
     let (row, moved) = merge::merge(&state.scope(&user), input).await?;
     let id = row.id;
     let (_, contact) = state.read(&user, move |v| crate::crm::contact::detail::get(v, id)).await?;
-    Ok(axum::Json(Merged { message: "Contacts merged".into(), contact, moved }))
+    Ok(axum::Json(Merged { message: "Contacts merged".into(), contact, moved, undo_id }))
+}
+
+#[utoipa::path(post, path = "/api/v1/contacts/merge/{id}/undo", tag = "contacts", params(("id" = u64, Path, description = "The merged contact's id (the merge's undo_id)")), responses(
+    (status = 200, description = "Undone: both contacts and every record the merge moved or set aside are back as they were, at their own ids; the contact merged away is the answer", body = crate::crm::contact::view::ContactView),
+    (status = 404, description = "No merge of yours to undo under this id"),
+    (status = 409, description = "Something the merge touched changed since: it cannot be undone exactly")))]
+pub async fn merge_undo(
+    State(state): State<AppState>,
+    user: AuthUser,
+    crate::http::extract::Path(id): crate::http::extract::Path<u64>,
+) -> Result<axum::Json<crate::crm::contact::view::ContactView>, ApiError> {
+    let restored = merge::undo(&state.scope(&user), id).await?;
+    let (_, contact) = state.read(&user, move |v| crate::crm::contact::detail::get(v, restored)).await?;
+    Ok(axum::Json(contact))
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/bulk", tag = "contacts", request_body = crate::crm::contact::bulk::BulkInput, responses(

@@ -150,6 +150,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(duplicates::dismiss))
         .routes(routes!(duplicates::merge_preview))
         .routes(routes!(duplicates::merge_contacts))
+        .routes(routes!(duplicates::merge_undo))
         .routes(routes!(duplicates::bulk))
         .routes(routes!(contacts::list, contacts::create))
         .routes(routes!(contacts::circles))

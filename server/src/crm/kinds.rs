@@ -52,7 +52,13 @@ pub struct KindEntry {
     dependents: Cascade,
     /// Rewrites the contact references (as `bundle.refs` name them) of the given rows from one
     /// contact to another (a merge).
-    repoint: fn(&Tx<'_, '_>, &[u64], u64, u64, &[Ref]) -> mycorrhizal_engine::Result<()>,
+    repoint: fn(&Tx<'_, '_>, &[u64], u64, u64, &[Ref]) -> mycorrhizal_engine::Result<Vec<Moved>>,
+    /// A live row's revision and body as JSON (what an undo puts back).
+    snapshot: fn(&Tx<'_, '_>, u64) -> mycorrhizal_engine::Result<Option<(u64, String)>>,
+    /// Puts a body (JSON) back over a live row still at `revision`.
+    put_json: fn(&Tx<'_, '_>, u64, u64, &str) -> mycorrhizal_engine::Result<()>,
+    /// Brings a deleted row back at its id with a body (JSON) and its creation instant.
+    restore_json: fn(&Tx<'_, '_>, u64, &str, Option<Timestamp>) -> mycorrhizal_engine::Result<()>,
     delete: fn(&Tx<'_, '_>, &[u64]) -> mycorrhizal_engine::Result<()>,
     /// Its full-text search documents, when it has any.
     pub search: Option<Source>,
@@ -87,6 +93,9 @@ impl KindEntry {
             on_contact_delete,
             dependents,
             repoint: repoint::<R>,
+            snapshot: snapshot::<R>,
+            put_json: put_json::<R>,
+            restore_json: restore_json::<R>,
             delete: delete_all::<R>,
             search: None,
             revert: None,
@@ -227,21 +236,81 @@ fn purge<R: Record>(tx: &Tx<'_, '_>, cutoff: Timestamp) -> mycorrhizal_engine::R
     tx.purge_tombstones::<R>(cutoff)
 }
 
+/// A row a merge moved: its kind, id, body before (JSON) and revision after.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Moved {
+    pub kind: String,
+    pub id: u64,
+    pub before: String,
+    pub revision: u64,
+}
+
 /// Moves everything that hangs off contact `from` to contact `to` (a merge): every row of every
 /// kind that names `from` names `to` instead, stored again (validated, audited, re-indexed).
 /// Rows that must not move (an edge that would join `to` to itself, a second membership) are the
-/// caller's to remove first. How many rows moved, by kind.
-pub fn move_dependents(tx: &Tx<'_, '_>, from: u64, to: u64) -> mycorrhizal_engine::Result<Vec<(&'static str, u64)>> {
+/// caller's to remove first. Each moved row, with its body before.
+pub fn move_dependents(tx: &Tx<'_, '_>, from: u64, to: u64) -> mycorrhizal_engine::Result<Vec<Moved>> {
     let mut moved = Vec::new();
     for entry in all() {
         let ids = (entry.dependents)(tx, from)?;
         if ids.is_empty() {
             continue;
         }
-        (entry.repoint)(tx, &ids, from, to, entry.bundle.refs)?;
-        moved.push((entry.name, ids.len() as u64));
+        moved.extend((entry.repoint)(tx, &ids, from, to, entry.bundle.refs)?);
     }
     Ok(moved)
+}
+
+fn entry_of(kind: &str) -> mycorrhizal_engine::Result<KindEntry> {
+    all().into_iter().find(|e| e.name == kind).ok_or(mycorrhizal_engine::Error::NotFound)
+}
+
+/// Row `id` of kind `kind`: its revision and body as JSON, if live.
+pub fn snapshot_of(tx: &Tx<'_, '_>, kind: &str, id: u64) -> mycorrhizal_engine::Result<Option<(u64, String)>> {
+    (entry_of(kind)?.snapshot)(tx, id)
+}
+
+/// Puts `body` (JSON) back over row `id` of kind `kind`, if it is still at `revision`.
+pub fn put_json_of(tx: &Tx<'_, '_>, kind: &str, id: u64, revision: u64, body: &str) -> mycorrhizal_engine::Result<()> {
+    (entry_of(kind)?.put_json)(tx, id, revision, body)
+}
+
+/// Brings deleted row `id` of kind `kind` back with `body` (JSON), created at `created_at`.
+pub fn restore_json_of(
+    tx: &Tx<'_, '_>,
+    kind: &str,
+    id: u64,
+    body: &str,
+    created_at: Timestamp,
+) -> mycorrhizal_engine::Result<()> {
+    (entry_of(kind)?.restore_json)(tx, id, body, Some(created_at))
+}
+
+fn invalid_json(e: serde_json::Error) -> mycorrhizal_engine::Error {
+    mycorrhizal_engine::Error::Invalid(mycorrhizal_engine::Invalid::new("body", e.to_string()))
+}
+
+fn snapshot<R: Record>(tx: &Tx<'_, '_>, id: u64) -> mycorrhizal_engine::Result<Option<(u64, String)>> {
+    match tx.get::<R>(id) {
+        Ok(row) => Ok(Some((row.meta.revision, serde_json::to_string(&row.body).map_err(invalid_json)?))),
+        Err(mycorrhizal_engine::Error::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn put_json<R: Record>(tx: &Tx<'_, '_>, id: u64, revision: u64, body: &str) -> mycorrhizal_engine::Result<()> {
+    let body: R = serde_json::from_str(body).map_err(invalid_json)?;
+    tx.put(id, Precondition::Revision(revision), body).map(|_| ())
+}
+
+fn restore_json<R: Record>(
+    tx: &Tx<'_, '_>,
+    id: u64,
+    body: &str,
+    created_at: Option<Timestamp>,
+) -> mycorrhizal_engine::Result<()> {
+    let body: R = serde_json::from_str(body).map_err(invalid_json)?;
+    tx.restore(id, body, created_at).map(|_| ())
 }
 
 /// How many rows of each kind hang off contact `id`.
@@ -262,15 +331,17 @@ fn repoint<R: Record>(
     from: u64,
     to: u64,
     refs: &[Ref],
-) -> mycorrhizal_engine::Result<()> {
+) -> mycorrhizal_engine::Result<Vec<Moved>> {
     use serde_json::Value;
+    let mut moved = Vec::new();
     let swap = |v: &mut Value| {
         if v.as_u64() == Some(from) {
             *v = Value::from(to);
         }
     };
     for id in ids {
-        tx.update::<R>(*id, Precondition::Any, |body| {
+        let before = serde_json::to_string(&tx.get::<R>(*id)?.body).map_err(invalid_json)?;
+        let row = tx.update::<R>(*id, Precondition::Any, |body| {
             let invalid = |e: serde_json::Error| mycorrhizal_engine::Invalid::new("body", e.to_string());
             let mut value = serde_json::to_value(&*body).map_err(invalid)?;
             if let Value::Object(fields) = &mut value {
@@ -301,8 +372,9 @@ fn repoint<R: Record>(
             *body = serde_json::from_value(value).map_err(invalid)?;
             Ok(())
         })?;
+        moved.push(Moved { kind: R::KIND.name.to_string(), id: *id, before, revision: row.meta.revision });
     }
-    Ok(())
+    Ok(moved)
 }
 
 /// Whether anything the CRM keeps hangs off contact `id` (a note, an activity, a reminder, an

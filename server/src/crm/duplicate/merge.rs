@@ -26,6 +26,7 @@ use crate::crm::cadence::CadencePolicy;
 use crate::crm::contact::view::ContactView;
 use crate::crm::contact::{Contact, phone_key};
 use crate::crm::household::HouseholdMember;
+use crate::crm::kinds::Moved;
 use crate::crm::reach_out::ReachOutSuggestion;
 use crate::crm::records::BY_CONTACT;
 use crate::crm::relationship::{BY_SOURCE, BY_TARGET, Relationship};
@@ -85,6 +86,8 @@ pub struct Merged {
     /// What moved from the merged contact, by record kind.
     #[schema(value_type = Object)]
     pub moved: BTreeMap<&'static str, u64>,
+    /// The merged contact's id: `POST /contacts/merge/{undo_id}/undo` takes the merge back.
+    pub undo_id: u64,
 }
 
 /// The scalar fields a merge resolves: `(field, label, value of a contact)`.
@@ -238,8 +241,44 @@ pub async fn preview(scope: &UserScope, input: MergeInput) -> Result<MergePrevie
         .await?
 }
 
+/// What undoing a merge needs, kept with the user's data (a blob named [`undo_name`]) until the
+/// merge is undone: both contacts as they were, what moved (with its revision after, so a change
+/// since is seen) and what was set aside.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct MergeUndo {
+    keep_id: u64,
+    keep_before: String,
+    keep_revision: u64,
+    /// The picture the kept contact took from the merged one (removed on undo).
+    keep_new_photo: Option<String>,
+    merge_before: String,
+    /// The merged contact's picture: its name and bytes.
+    merge_photo: Option<(String, Vec<u8>)>,
+    moved: Vec<Moved>,
+    removed: Vec<Removed>,
+}
+
+/// A row a merge deleted: its kind, id and body (JSON).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Removed {
+    kind: String,
+    id: u64,
+    body: String,
+    created_at: jiff::Timestamp,
+}
+
+/// The blob an undo of merging contact `merged` is kept in.
+pub fn undo_name(merged: u64) -> String {
+    format!("merge-undo-{merged}")
+}
+
+fn json_error(e: serde_json::Error) -> mycorrhizal_engine::Error {
+    mycorrhizal_engine::Error::Invalid(mycorrhizal_engine::Invalid::new("body", e.to_string()))
+}
+
 /// Merges `input.merge_id` into `input.keep_id` in one transaction (see the module). A conflict
-/// without a chosen value is refused naming `resolutions` and the fields.
+/// without a chosen value is refused naming `resolutions` and the fields. What an undo needs is
+/// kept in the same transaction.
 pub async fn merge(scope: &UserScope, input: MergeInput) -> Result<(Row<Contact>, BTreeMap<&'static str, u64>)> {
     scope
         .write_async(move |tx| {
@@ -278,9 +317,7 @@ pub async fn merge(scope: &UserScope, input: MergeInput) -> Result<(Row<Contact>
             if let Err(e) = apply_flat(&mut card, &flat) {
                 return Ok(Err(Error::invalid(e.field, e.reason)));
             }
-            let card_text = serde_json::to_string(&card).map_err(|e| {
-                mycorrhizal_engine::Error::Invalid(mycorrhizal_engine::Invalid::new("card", e.to_string()))
-            })?;
+            let card_text = serde_json::to_string(&card).map_err(json_error)?;
             let circles = resolution.circles.clone();
             let gender = chosen("gender");
             let favorite = keep.body.favorite || merge.body.favorite;
@@ -293,25 +330,74 @@ pub async fn merge(scope: &UserScope, input: MergeInput) -> Result<(Row<Contact>
                 c.crm = Value::Object(crm).to_string();
                 Ok(())
             })?;
+            let merge_photo = match merge.body.photo.as_str() {
+                "" => None,
+                name => tx.blob(name)?.map(|bytes| (name.to_string(), bytes)),
+            };
             // The picture, when the kept contact has none.
+            let mut keep_new_photo = None;
             if keep.body.photo.is_empty()
-                && !merge.body.photo.is_empty()
-                && let Some(bytes) = tx.blob(&merge.body.photo)?
+                && let Some((_, bytes)) = &merge_photo
             {
-                crate::crm::contact::picture::put_in(tx, keep.id, &bytes)?;
+                keep_new_photo = Some(crate::crm::contact::picture::put_in(tx, keep.id, bytes)?.body.photo)
+                    .filter(|p| !p.is_empty());
             }
-            set_aside(tx, keep.id, merge.id)?;
-            let moved = by_wire_name(crate::crm::kinds::move_dependents(tx, merge.id, keep.id)?);
+            let mut removed = Vec::new();
+            let mut moved = set_aside(tx, keep.id, merge.id, &mut removed)?;
+            moved.extend(crate::crm::kinds::move_dependents(tx, merge.id, keep.id)?);
             crate::crm::contact::ops::delete_in(tx, merge.id, Precondition::Any)?;
-            Ok(Ok((tx.get::<Contact>(keep.id)?, moved)))
+            let kept = tx.get::<Contact>(keep.id)?;
+            let counts = by_wire_name(count_moved(&moved));
+            let undo = MergeUndo {
+                keep_id: keep.id,
+                keep_before: serde_json::to_string(&keep.body).map_err(json_error)?,
+                keep_revision: kept.meta.revision,
+                keep_new_photo,
+                merge_before: serde_json::to_string(&merge.body).map_err(json_error)?,
+                merge_photo,
+                moved,
+                removed,
+            };
+            tx.put_blob(&undo_name(merge.id), &serde_json::to_vec(&undo).map_err(json_error)?)?;
+            Ok(Ok((kept, counts)))
         })
         .await?
 }
 
+fn count_moved(moved: &[Moved]) -> Vec<(&'static str, u64)> {
+    let mut counts: Vec<(&'static str, u64)> = Vec::new();
+    for m in moved {
+        let Some(kind) = crate::crm::kinds::all().into_iter().map(|e| e.name).find(|k| *k == m.kind) else { continue };
+        match counts.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((kind, 1)),
+        }
+    }
+    counts
+}
+
+/// Deletes row `id` of `R`, keeping its body for an undo.
+fn remove<R: mycorrhizal_engine::Record>(
+    tx: &TxUser<'_, '_>,
+    id: u64,
+    removed: &mut Vec<Removed>,
+) -> mycorrhizal_engine::Result<()> {
+    let row = tx.get::<R>(id)?;
+    let body = serde_json::to_string(&row.body).map_err(json_error)?;
+    tx.delete::<R>(id, Precondition::Any)?;
+    removed.push(Removed { kind: R::KIND.name.to_string(), id, body, created_at: row.meta.created_at });
+    Ok(())
+}
+
 /// Removes what must not move from `merge` to `keep`: edges between them or that `keep` has
 /// already, a membership of a household `keep` belongs to, `merge`'s cadence when `keep` has one
-/// (else it moves), its reach-out suggestions and duplicate dismissals.
-fn set_aside(tx: &TxUser<'_, '_>, keep: u64, merge: u64) -> mycorrhizal_engine::Result<()> {
+/// (else it moves: returned as moved), its reach-out suggestions and duplicate dismissals.
+fn set_aside(
+    tx: &TxUser<'_, '_>,
+    keep: u64,
+    merge: u64,
+    removed: &mut Vec<Removed>,
+) -> mycorrhizal_engine::Result<Vec<Moved>> {
     let edges = |id: u64| -> mycorrhizal_engine::Result<Vec<Row<Relationship>>> {
         let padded = format!("{id:020}");
         let mut ids = tx.find::<Relationship>(BY_SOURCE, &padded)?;
@@ -327,7 +413,7 @@ fn set_aside(tx: &TxUser<'_, '_>, keep: u64, merge: u64) -> mycorrhizal_engine::
         let map = |x: u64| if x == merge { keep } else { x };
         let (s, t) = (map(source), map(target));
         if s == t || kept.contains(&(s, t, kind.clone())) {
-            tx.delete::<Relationship>(row.id, Precondition::Any)?;
+            remove::<Relationship>(tx, row.id, removed)?;
         }
     }
     let households: Vec<u64> = tx
@@ -337,16 +423,14 @@ fn set_aside(tx: &TxUser<'_, '_>, keep: u64, merge: u64) -> mycorrhizal_engine::
         .collect();
     for id in tx.find::<HouseholdMember>(BY_CONTACT, &format!("{merge:020}"))? {
         if tx.get::<HouseholdMember>(id).is_ok_and(|r| households.contains(&r.body.household_id)) {
-            tx.delete::<HouseholdMember>(id, Precondition::Any)?;
+            remove::<HouseholdMember>(tx, id, removed)?;
         }
     }
-    for kind in [BY_CONTACT] {
-        for id in tx.find::<ReachOutSuggestion>(kind, &format!("{merge:020}"))? {
-            tx.delete::<ReachOutSuggestion>(id, Precondition::Any)?;
-        }
-        for id in tx.find::<DuplicateDismissal>(kind, &format!("{merge:020}"))? {
-            tx.delete::<DuplicateDismissal>(id, Precondition::Any)?;
-        }
+    for id in tx.find::<ReachOutSuggestion>(BY_CONTACT, &format!("{merge:020}"))? {
+        remove::<ReachOutSuggestion>(tx, id, removed)?;
+    }
+    for id in tx.find::<DuplicateDismissal>(BY_CONTACT, &format!("{merge:020}"))? {
+        remove::<DuplicateDismissal>(tx, id, removed)?;
     }
     let mut policies = Vec::new();
     for id in tx.find_range::<CadencePolicy>(UPDATED_INDEX, "", "\u{10FFFF}")? {
@@ -356,15 +440,69 @@ fn set_aside(tx: &TxUser<'_, '_>, keep: u64, merge: u64) -> mycorrhizal_engine::
     }
     let target =
         |id: u64| policies.iter().find(|p| p.body.scope == "contact" && p.body.target == id.to_string()).map(|p| p.id);
+    let mut moved = Vec::new();
     if let Some(theirs) = target(merge) {
         if target(keep).is_some() {
-            tx.delete::<CadencePolicy>(theirs, Precondition::Any)?;
+            remove::<CadencePolicy>(tx, theirs, removed)?;
         } else {
-            tx.update::<CadencePolicy>(theirs, Precondition::Any, |p| {
+            let before = serde_json::to_string(&tx.get::<CadencePolicy>(theirs)?.body).map_err(json_error)?;
+            let row = tx.update::<CadencePolicy>(theirs, Precondition::Any, |p| {
                 p.target = keep.to_string();
                 Ok(())
             })?;
+            moved.push(Moved { kind: "cadence_policy".into(), id: theirs, before, revision: row.meta.revision });
         }
     }
-    Ok(())
+    Ok(moved)
+}
+
+/// Undoes the merge that deleted contact `merged`: both contacts and every moved or set-aside
+/// record come back exactly (the merged contact at its own id), as long as nothing of it changed
+/// since (else `Conflict`, naming what changed). `NotFound` when no such merge is kept.
+pub async fn undo(scope: &UserScope, merged: u64) -> Result<u64> {
+    scope
+        .write_async(move |tx| {
+            let Some(bytes) = tx.blob(&undo_name(merged))? else { return Ok(Err(Error::NotFound)) };
+            let undo: MergeUndo = serde_json::from_slice(&bytes).map_err(json_error)?;
+            let keep = match tx.get::<Contact>(undo.keep_id) {
+                Ok(row) => row,
+                Err(mycorrhizal_engine::Error::NotFound) => {
+                    return Ok(Err(Error::Conflict("The kept contact was deleted since the merge".into())));
+                }
+                Err(e) => return Err(e),
+            };
+            if keep.meta.revision != undo.keep_revision {
+                return Ok(Err(Error::Conflict(
+                    "The kept contact changed since the merge; undo only right after it".into(),
+                )));
+            }
+            for m in &undo.moved {
+                let now = crate::crm::kinds::snapshot_of(tx, &m.kind, m.id)?;
+                if now.map(|(revision, _)| revision) != Some(m.revision) {
+                    return Ok(Err(Error::Conflict(format!(
+                        "A {} moved by the merge changed since",
+                        m.kind.replace('_', " ")
+                    ))));
+                }
+            }
+            if let Some(name) = &undo.keep_new_photo {
+                tx.delete_blob(name)?;
+            }
+            let keep_before: Contact = serde_json::from_str(&undo.keep_before).map_err(json_error)?;
+            tx.put::<Contact>(undo.keep_id, Precondition::Revision(undo.keep_revision), keep_before)?;
+            let merge_before: Contact = serde_json::from_str(&undo.merge_before).map_err(json_error)?;
+            tx.restore::<Contact>(merged, merge_before, None)?;
+            if let Some((name, bytes)) = &undo.merge_photo {
+                tx.put_blob(name, bytes)?;
+            }
+            for m in &undo.moved {
+                crate::crm::kinds::put_json_of(tx, &m.kind, m.id, m.revision, &m.before)?;
+            }
+            for r in &undo.removed {
+                crate::crm::kinds::restore_json_of(tx, &r.kind, r.id, &r.body, r.created_at)?;
+            }
+            tx.delete_blob(&undo_name(merged))?;
+            Ok(Ok(merged))
+        })
+        .await?
 }
