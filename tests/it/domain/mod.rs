@@ -10,6 +10,7 @@ use jiff::Timestamp;
 use mycorrhizal_engine::{Durability, Engine, FixedClock, Options, SearchOptions, UserId, UserScope};
 
 mod contacts;
+mod merges;
 mod relationships;
 mod reminders;
 
