@@ -126,6 +126,9 @@ fn apply(tx: &TxUser<'_, '_>, id: u64, action: Action, name: &str) -> mycorrhiza
 
 /// Acts on the selection in one transaction.
 pub async fn run(scope: &UserScope, input: BulkInput) -> Result<BulkResult> {
+    if input.ids.iter().any(|id| *id > i64::MAX as u64) {
+        return Err(Error::invalid("ids", "an id is a whole number up to 9223372036854775807"));
+    }
     let count = input.vcard_uids.len() + input.ids.len();
     if count == 0 || count > MAX_SELECTION {
         return Err(Error::invalid("vcard_uids", format!("name 1 to {MAX_SELECTION} contacts")));
