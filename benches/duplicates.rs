@@ -4,6 +4,9 @@
 //! `BENCH_RUNS` times (default 5) on the real engine; it also reports the planted pairs found and
 //! any pair found beyond them. Target (issue #54): at 100,000 contacts a scan in at most 1 s.
 //!
+//! Then a merge of two contacts with `BENCH_ATTACHED` records each (default 1,000: notes and
+//! activities, half each) and its undo, `BENCH_RUNS` times, each pair fresh.
+//!
 //! Run: `cargo bench -p mycorrhizal --bench duplicates`.
 
 #[allow(dead_code)]
@@ -82,6 +85,68 @@ async fn main() {
             ms(times[0]),
             ms(times[runs - 1]),
             planted.len()
+        );
+    }
+    merge_bench(runs).await;
+}
+
+/// A merge of two contacts with many records attached each, and its undo.
+async fn merge_bench(runs: usize) {
+    use mycorrhizal::crm::activity::Activity;
+    use mycorrhizal::crm::duplicate::merge::{self, MergeInput};
+    use mycorrhizal::crm::note::Note;
+    let attached = seed::setting("ATTACHED", 1000);
+    let dir = tempfile::tempdir().expect("dir");
+    let (engine, _state) = seed::open(dir.path()).await;
+    let user = engine.user(UserId(2));
+    let (mut merges, mut undos) = (Vec::new(), Vec::new());
+    for run in 0..runs as u64 {
+        let pair: Vec<u64> = user
+            .write_async(move |tx| {
+                let mut ids = Vec::new();
+                for side in 0..2u64 {
+                    let c = tx.create(planted(run * 2 + side, run).apply(None).expect("contact"))?;
+                    for n in 0..attached {
+                        if n % 2 == 0 {
+                            let note: Note = serde_json::from_value(json!({
+                                "contact_id": c.id, "content": format!("note {n}"), "date": "2026-01-01T00:00:00Z"
+                            }))
+                            .expect("note");
+                            tx.create(note)?;
+                        } else {
+                            let activity: Activity = serde_json::from_value(json!({
+                                "uuid": format!("a-{run}-{side}-{n}"), "title": "Lunch", "description": "", "location": "",
+                                "date": "2026-01-01T00:00:00Z", "contact_ids": [c.id], "kind": "", "external_ref": "", "dav_name": ""
+                            }))
+                            .expect("activity");
+                            tx.create(activity)?;
+                        }
+                    }
+                    ids.push(c.id);
+                }
+                Ok(ids)
+            })
+            .await
+            .expect("seed the pair");
+        let input = MergeInput { keep_id: pair[0], merge_id: pair[1], resolutions: Default::default() };
+        let preview = merge::preview(&user, input.clone()).await.expect("preview");
+        let resolutions =
+            preview.resolution.conflicts.iter().map(|c| (c.field.to_string(), c.keeper_value.clone())).collect();
+        let started = Instant::now();
+        merge::merge(&user, MergeInput { resolutions, ..input }).await.expect("merge");
+        merges.push(started.elapsed());
+        let started = Instant::now();
+        merge::undo(&user, pair[1]).await.expect("undo");
+        undos.push(started.elapsed());
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    for (name, mut times) in [("merge", merges), ("undo", undos)] {
+        times.sort();
+        println!(
+            "| {name} of two contacts with {attached} records each | {runs} | {:.0} ms | {:.0}-{:.0} ms |",
+            ms(times[runs / 2]),
+            ms(times[0]),
+            ms(times[runs - 1])
         );
     }
 }
