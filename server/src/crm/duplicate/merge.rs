@@ -365,9 +365,10 @@ pub async fn merge(scope: &UserScope, input: MergeInput) -> Result<(Row<Contact>
 }
 
 fn count_moved(moved: &[Moved]) -> Vec<(&'static str, u64)> {
+    let names: Vec<&'static str> = crate::crm::kinds::all().into_iter().map(|e| e.name).collect();
     let mut counts: Vec<(&'static str, u64)> = Vec::new();
     for m in moved {
-        let Some(kind) = crate::crm::kinds::all().into_iter().map(|e| e.name).find(|k| *k == m.kind) else { continue };
+        let Some(kind) = names.iter().copied().find(|k| *k == m.kind) else { continue };
         match counts.iter_mut().find(|(k, _)| *k == kind) {
             Some((_, n)) => *n += 1,
             None => counts.push((kind, 1)),
