@@ -19,7 +19,8 @@ use crate::ops::storage::StorageSample;
 use crate::ops::timeline::{self, AggregationQuery, EventQuery};
 use crate::state::AppState;
 
-fn when(at: Option<Timestamp>) -> String {
+/// An instant as the operator's pages show it (UTC, to the minute), or a dash.
+pub(super) fn when(at: Option<Timestamp>) -> String {
     at.map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string()).unwrap_or_else(|| "–".into())
 }
 

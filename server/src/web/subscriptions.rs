@@ -6,11 +6,11 @@
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use jiff::Timestamp;
 use maud::{Markup, html};
 use mycorrhizal_engine::system::Trigger;
 use serde::Deserialize;
 
+use super::console::when;
 use super::page::{Form, PageResult, Viewer, field_error, page_with, see_other, shell};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -21,10 +21,6 @@ use crate::sync::run::Attempt;
 #[derive(Debug, Default, Deserialize)]
 pub struct PageQuery {
     notice: Option<String>,
-}
-
-fn when(at: Option<Timestamp>) -> String {
-    at.map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string()).unwrap_or_else(|| "–".into())
 }
 
 fn tone(status: &str) -> &'static str {
