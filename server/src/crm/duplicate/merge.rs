@@ -8,7 +8,8 @@
 //! hung off the merged contact moves to it (`crm::kinds::move_dependents`: notes, activities,
 //! reminders and completions, relationships, life events, gifts, agenda items, attachments,
 //! household memberships), except what would be doubled or meaningless: an edge between the two
-//! (it would join the contact to itself), an edge the kept one has already, a second membership
+//! (it would join the contact to itself), an edge the kept one has already (a symmetric one in
+//! either direction), a second membership
 //! of one household, a second cadence, the merged one's reach-out suggestions and duplicate
 //! dismissals. Then the merged contact is deleted (404 from then on, removed from CardDAV sync).
 
@@ -29,7 +30,7 @@ use crate::crm::household::HouseholdMember;
 use crate::crm::kinds::Moved;
 use crate::crm::reach_out::ReachOutSuggestion;
 use crate::crm::records::BY_CONTACT;
-use crate::crm::relationship::{BY_SOURCE, BY_TARGET, Relationship};
+use crate::crm::relationship::{BY_SOURCE, BY_TARGET, Relationship, SYMMETRIC_RELATIONS};
 use crate::crm::{Error, Result};
 
 /// Which two contacts, and the chosen value of each conflicting field (`field` -> value).
@@ -407,14 +408,20 @@ fn set_aside(
         ids.dedup();
         ids.into_iter().map(|id| tx.get::<Relationship>(id)).collect()
     };
-    let kept: Vec<(u64, u64, String)> =
+    // The edges there will be: the kept contact's, then each of the merged one's as it moves. A
+    // symmetric relation (friends, siblings) is one edge whichever way it points.
+    let mut present: Vec<(u64, u64, String)> =
         edges(keep)?.into_iter().map(|r| (r.body.source, r.body.target, r.body.kind)).collect();
     for row in edges(merge)? {
         let Relationship { source, target, kind, .. } = row.body.clone();
         let map = |x: u64| if x == merge { keep } else { x };
         let (s, t) = (map(source), map(target));
-        if s == t || kept.contains(&(s, t, kind.clone())) {
+        let symmetric = SYMMETRIC_RELATIONS.contains(&kind.as_str());
+        let doubled = present.contains(&(s, t, kind.clone())) || (symmetric && present.contains(&(t, s, kind.clone())));
+        if s == t || doubled {
             remove::<Relationship>(tx, row.id, removed)?;
+        } else {
+            present.push((s, t, kind));
         }
     }
     let households: Vec<u64> = tx
