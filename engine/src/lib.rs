@@ -55,11 +55,11 @@ pub use record::{Kind, Meta, Precondition, Prepared, Record, Row, SearchDoc};
 pub use redo::{Checkpoints, holds_writes as redo_holds_writes, path_for as redo_path};
 pub use reindex::{Indexed, KindReindexed, ReindexReport};
 pub use restore::{Checked, RowCheck, restore};
-pub use rows::check_bytes as check_row_bytes;
+pub use rows::{MAGIC as ROW_STREAM_MAGIC, check_bytes as check_row_bytes};
 pub use search::Snippet;
 pub use search::{
-    Hit, Plan, RebuildReport, SearchGroup, SearchOptions, SearchRequest, SearchStatus, Source,
-    TOTAL_CAP as SEARCH_TOTAL_CAP,
+    Clause as SearchClause, Hit, MAX_CLAUSES as SEARCH_MAX_CLAUSES, Plan, RebuildReport, SearchGroup, SearchOptions,
+    SearchRequest, SearchStatus, Source, TOTAL_CAP as SEARCH_TOTAL_CAP,
 };
 pub use stats::{BATCH_SIZES, Histogram, HistogramSnapshot, SECONDS, Stats};
 pub use tx::{ChangeHook, Gathered, Tx, TxUser, UPDATED_INDEX};

@@ -9,15 +9,15 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use libfuzzer_sys::fuzz_target;
-use mycorrhizal_engine::rows;
+use mycorrhizal_engine::{ROW_STREAM_MAGIC, check_row_bytes};
 use mycorrhizal_engine::snapshot::{self, Manifest};
 
 fuzz_target!(|data: &[u8]| {
     // Most inputs get the stream's magic, so the records are reached.
-    let mut stream = rows::MAGIC.to_vec();
+    let mut stream = ROW_STREAM_MAGIC.to_vec();
     stream.extend_from_slice(data);
-    let _ = rows::check_bytes(&stream);
-    let _ = rows::check_bytes(data);
+    let _ = check_row_bytes(&stream);
+    let _ = check_row_bytes(data);
 
     let dir = std::env::temp_dir().join(format!("fuzz-backup-rows-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);

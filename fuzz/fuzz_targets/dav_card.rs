@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mycorrhizal::crm::cards;
+use mycorrhizal::crm::contact::card as cards;
 use mycorrhizal::dav::sync::Token;
 
 fuzz_target!(|data: &[u8]| {

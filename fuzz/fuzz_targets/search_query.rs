@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mycorrhizal_engine::search::query::{Clause, MAX_CLAUSES, Plan};
+use mycorrhizal_engine::{Plan, SEARCH_MAX_CLAUSES as MAX_CLAUSES, SearchClause as Clause};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };

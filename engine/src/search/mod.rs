@@ -48,7 +48,7 @@ mod source;
 
 pub(crate) use handle::Search;
 pub use handle::{RebuildReport, SearchOptions, SearchStatus};
-pub use query::{Plan, Snippet};
+pub use query::{Clause, MAX_CLAUSES, Plan, Snippet};
 pub use rebuild::FromRows;
 pub use run::{Hit, SearchGroup, SearchRequest, TOTAL_CAP};
 pub use source::Source;
