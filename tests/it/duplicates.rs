@@ -105,6 +105,41 @@ async fn ok(response: reqwest::Response, status: u16) -> Value {
     body
 }
 
+/// What a merge moves, hung off `twin`: an activity shared with `bo`, a reminder, the friend
+/// edges `edges`, and a household both `ann` and `twin` belong to (its id).
+async fn attach(ada: &Client, ann: u64, twin: u64, bo: u64, edges: &[(u64, u64)]) -> u64 {
+    ok(
+        ada.post("/api/v1/activities", json!({ "title": "Lunch", "date": "2026-01-01", "contact_ids": [twin, bo] }))
+            .await,
+        201,
+    )
+    .await;
+    ok(
+        ada.post(
+            &format!("/api/v1/contacts/{twin}/reminders"),
+            json!({ "message": "Call", "remind_at": "2027-01-01", "recurrence": "once" }),
+        )
+        .await,
+        201,
+    )
+    .await;
+    for (from, to) in edges.iter().copied() {
+        ok(
+            ada.post(&format!("/api/v1/contacts/{from}/relationships"), json!({ "target_id": to, "type": "friend" }))
+                .await,
+            201,
+        )
+        .await;
+    }
+    let house = ok(ada.post("/api/v1/households", json!({ "name": "Lee house" })).await, 201).await["household"]["id"]
+        .as_u64()
+        .unwrap();
+    for c in [ann, twin] {
+        ok(ada.post(&format!("/api/v1/households/{house}/members"), json!({ "contact_id": c })).await, 201).await;
+    }
+    house
+}
+
 /// A merge previews field by field, refuses an open conflict, then moves everything to the kept
 /// contact in one go: the lists joined, the chosen value, notes, activities, reminders, edges
 /// (none to itself, none doubled), household memberships (none doubled); the other is gone.
@@ -135,35 +170,7 @@ async fn a_merge_previews_then_moves_everything_to_the_kept_contact() {
     let (cy, _) = contact(&ada, "Cy", "Ng", json!({})).await;
     ok(ada.post(&format!("/api/v1/contacts/{ann}/notes"), json!({ "content": "kept note" })).await, 201).await;
     ok(ada.post(&format!("/api/v1/contacts/{twin}/notes"), json!({ "content": "moved note" })).await, 201).await;
-    ok(
-        ada.post("/api/v1/activities", json!({ "title": "Lunch", "date": "2026-01-01", "contact_ids": [twin, bo] }))
-            .await,
-        201,
-    )
-    .await;
-    ok(
-        ada.post(
-            &format!("/api/v1/contacts/{twin}/reminders"),
-            json!({ "message": "Call", "remind_at": "2027-01-01", "recurrence": "once" }),
-        )
-        .await,
-        201,
-    )
-    .await;
-    for (from, to) in [(ann, bo), (twin, bo), (twin, ann), (cy, twin), (bo, twin)] {
-        ok(
-            ada.post(&format!("/api/v1/contacts/{from}/relationships"), json!({ "target_id": to, "type": "friend" }))
-                .await,
-            201,
-        )
-        .await;
-    }
-    let house = ok(ada.post("/api/v1/households", json!({ "name": "Lee house" })).await, 201).await["household"]["id"]
-        .as_u64()
-        .unwrap();
-    for c in [ann, twin] {
-        ok(ada.post(&format!("/api/v1/households/{house}/members"), json!({ "contact_id": c })).await, 201).await;
-    }
+    let house = attach(&ada, ann, twin, bo, &[(ann, bo), (twin, bo), (twin, ann), (cy, twin), (bo, twin)]).await;
 
     let preview =
         ok(ada.post("/api/v1/contacts/merge/preview", json!({ "keep_id": ann, "merge_id": twin })).await, 200).await;
@@ -366,35 +373,7 @@ async fn a_merge_is_undone_exactly_unless_something_changed_since() {
     .await;
     let (bo, _) = contact(&ada, "Bo", "Ray", json!({})).await;
     ok(ada.post(&format!("/api/v1/contacts/{twin}/notes"), json!({ "content": "moved note" })).await, 201).await;
-    ok(
-        ada.post("/api/v1/activities", json!({ "title": "Lunch", "date": "2026-01-01", "contact_ids": [twin, bo] }))
-            .await,
-        201,
-    )
-    .await;
-    ok(
-        ada.post(
-            &format!("/api/v1/contacts/{twin}/reminders"),
-            json!({ "message": "Call", "remind_at": "2027-01-01", "recurrence": "once" }),
-        )
-        .await,
-        201,
-    )
-    .await;
-    for (from, to) in [(ann, bo), (twin, bo), (twin, ann), (bo, twin)] {
-        ok(
-            ada.post(&format!("/api/v1/contacts/{from}/relationships"), json!({ "target_id": to, "type": "friend" }))
-                .await,
-            201,
-        )
-        .await;
-    }
-    let house = ok(ada.post("/api/v1/households", json!({ "name": "Lee house" })).await, 201).await["household"]["id"]
-        .as_u64()
-        .unwrap();
-    for c in [ann, twin] {
-        ok(ada.post(&format!("/api/v1/households/{house}/members"), json!({ "contact_id": c })).await, 201).await;
-    }
+    let house = attach(&ada, ann, twin, bo, &[(ann, bo), (twin, bo), (twin, ann), (bo, twin)]).await;
     let before = state_of(&ada, &[ann, twin, bo], house).await;
 
     let merged = ada
