@@ -294,12 +294,17 @@ fn bindings() -> Vec<(&'static str, &'static str, Vec<(&'static str, &'static st
         ("/api/v1/households/{id}", "households_kept", "households_doomed"),
         ("/api/v1/attachments/{id}", "attachments_kept", "attachments_doomed"),
         ("/api/v1/webhooks/{id}", "webhooks_kept", "webhooks_doomed"),
-        ("/api/v1/circles/{name}", "circles_kept", "circles_doomed"),
-        ("/api/v1/tags/{name}", "tags_kept", "tags_doomed"),
+        ("/api/v1/circles/{id}", "circles_kept", "circles_doomed"),
+        ("/api/v1/tags/{id}", "tags_kept", "tags_doomed"),
     ] {
-        let key = if path.ends_with("{name}") { "path.name" } else { "path.id" };
-        out.push((path, KEEP, vec![(key, kept)]));
-        out.push((path, DELETE, vec![(key, doomed)]));
+        out.push((path, KEEP, vec![("path.id", kept)]));
+        out.push((path, DELETE, vec![("path.id", doomed)]));
+    }
+    for (path, kept) in [("/api/v1/circles/{id}/members", "circles_kept"), ("/api/v1/tags/{id}/contacts", "tags_kept")]
+    {
+        out.push((path, ANY, vec![("path.id", kept), ("body.contact_id", "contacts_kept")]));
+        let member: &'static str = Box::leak(format!("{path}/{{member}}").into_boxed_str());
+        out.push((member, ANY, vec![("path.id", kept), ("path.member", "contact_texts")]));
     }
     for (path, kept) in [
         ("/api/v1/reminders/{id}/complete", "reminders_kept"),

@@ -213,10 +213,16 @@ async fn circles_and_tags_are_counted_renamed_and_removed_everywhere_at_once() {
         let body = json!({ "card": { "name": { "full": name }, "keywords": tags }, "crm": { "circles": circles } });
         assert_eq!(ada.post("/api/v1/contacts", body).await.status(), 201);
     }
+    let counts = |list: &serde_json::Value| -> serde_json::Value {
+        list.as_array().unwrap().iter().map(|g| json!({ "name": g["name"], "count": g["count"] })).collect()
+    };
     let circles = json_of(ada.get("/api/v1/circles").await).await;
-    assert_eq!(circles["circles"], json!([{ "name": "Climbing", "count": 2 }, { "name": "Work", "count": 1 }]));
+    assert_eq!(
+        counts(&circles["circles"]),
+        json!([{ "name": "Climbing", "count": 2 }, { "name": "Work", "count": 1 }])
+    );
     let tags = json_of(ada.get("/api/v1/tags").await).await;
-    assert_eq!(tags["tags"], json!([{ "name": "early bird", "count": 1 }, { "name": "vegan", "count": 2 }]));
+    assert_eq!(counts(&tags["tags"]), json!([{ "name": "early bird", "count": 1 }, { "name": "vegan", "count": 2 }]));
     assert_eq!(json_of(ada.get("/api/v1/contacts?tag=vegan").await).await["total"], 2);
     let first =
         json_of(ada.get("/api/v1/contacts?tag=early%20bird").await).await["contacts"][0]["id"].as_u64().unwrap();
@@ -236,7 +242,7 @@ async fn circles_and_tags_are_counted_renamed_and_removed_everywhere_at_once() {
     let removed = json_of(ada.send(reqwest::Method::DELETE, "/api/v1/tags/vegan", json!({})).await).await;
     assert_eq!(removed["contacts_updated"], 2);
     let tags = json_of(ada.get("/api/v1/tags").await).await;
-    assert_eq!(tags["tags"], json!([{ "name": "early bird", "count": 1 }]));
+    assert_eq!(counts(&tags["tags"]), json!([{ "name": "early bird", "count": 1 }]));
     assert_eq!(ada.send(reqwest::Method::DELETE, "/api/v1/tags/nonexistent", json!({})).await.status(), 404);
     assert_eq!(ada.send(reqwest::Method::PUT, "/api/v1/circles/Work", json!({ "name": " " })).await.status(), 400);
     let bob = server.sign_up("bob").await;

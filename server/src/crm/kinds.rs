@@ -12,6 +12,7 @@ use super::bundle::{BundleKind, Ref, Shape};
 use super::contact::Contact;
 use super::duplicate::DuplicateDismissal;
 use super::export::RecordTable;
+use super::groups::GroupEntity;
 use super::reach_out::ReachOutSuggestion;
 use super::{
     activity::Activity, note::Note, records::BY_CONTACT, records::contact_range, relationship::BY_SOURCE,
@@ -170,6 +171,9 @@ pub fn all() -> Vec<KindEntry> {
         ] }),
         KindEntry::of::<Attachment>(DeleteByContact).refers(TO_CONTACT),
         KindEntry::of::<Household>(Keep).undoable().exported("households"),
+        // Circle and tag rows: names only, membership is on the contacts (a rename touches
+        // both, so an undo of the row alone would part them: not undoable).
+        KindEntry::of::<GroupEntity>(Keep),
         KindEntry::of::<HouseholdMember>(DeleteByContact)
             .undoable()
             .exported("household_members")

@@ -204,7 +204,7 @@ macro_rules! text_type {
 
 text_type! {
     FieldName: 1..=50, "A custom field's name: 1 to 50 characters, not blank";
-    GroupName: 1..=100, "A circle's or tag's name: 1 to 100 characters, not blank";
+    GroupName: 1..=200, "A circle's or tag's name: 1 to 200 characters, not blank";
 }
 
 /// The custom field names of an account: at most 100, each listed once.

@@ -220,8 +220,15 @@ pub async fn bulk(State(state): State<AppState>, viewer: Viewer, form: Form) -> 
         serde_json::from_value(serde_json::Value::String(form.get("action")))
             .map_err(|_| ApiError::Validation { field: "action".into(), reason: "is not an action".into() })?;
     let label = Some(form.get("label")).filter(|l| !l.is_empty());
-    let input =
-        crate::crm::contact::bulk::BulkInput { action, vcard_uids: Vec::new(), ids, circle: label.clone(), tag: label };
+    let input = crate::crm::contact::bulk::BulkInput {
+        action,
+        vcard_uids: Vec::new(),
+        ids,
+        circle: label.clone(),
+        tag: label,
+        circle_id: None,
+        tag_id: None,
+    };
     crate::crm::contact::bulk::run(&state.scope(&viewer.user), input).await?;
     Ok(see_other("/contacts?notice=saved"))
 }

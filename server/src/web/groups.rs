@@ -1,12 +1,13 @@
-//! Circles and tags: each name with how many people carry it (a link to them), renamed or
-//! removed from everyone at once (`crm::groups::change`, one transaction).
+//! Circles and tags: each with how many people carry it (a link to them), created empty,
+//! renamed or removed from everyone at once (`crm::groups::ops`, one transaction each).
 
 use axum::extract::{Query, State};
 use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::page::{Form, PageResult, Viewer, WebError, encode, field_error, notice, page, page_with, see_other, shell};
-use crate::crm::groups::{self, Group, GroupCount};
+use crate::crm::groups::Group;
+use crate::crm::groups::ops::{self, GroupFilter, GroupView, Target};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -15,7 +16,7 @@ pub struct GroupsQuery {
     notice: Option<String>,
 }
 
-fn section(viewer: &Viewer, group: &str, filter: &str, title: &'static str, list: &[GroupCount]) -> Markup {
+fn section(viewer: &Viewer, group: &str, filter: &str, title: &'static str, list: &[GroupView]) -> Markup {
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
     html! {
@@ -34,7 +35,7 @@ fn section(viewer: &Viewer, group: &str, filter: &str, title: &'static str, list
                                 input type="hidden" name="group" value=(group);
                                 input type="hidden" name="from" value=(g.name);
                                 label for={ (group) "-to-" (i) } { (t("groups.new_name")) }
-                                input id={ (group) "-to-" (i) } name="to" required maxlength="100" value=(g.name);
+                                input id={ (group) "-to-" (i) } name="to" required maxlength="200" value=(g.name);
                                 button type="submit" { (t("groups.rename")) }
                             }
                         }
@@ -47,6 +48,14 @@ fn section(viewer: &Viewer, group: &str, filter: &str, title: &'static str, list
                     }
                 }
             }
+            form method="post" action="/groups" class="inline" {
+                (c.csrf_field())
+                input type="hidden" name="group" value=(group);
+                input type="hidden" name="create" value="1";
+                label for={ (group) "-new" } { (t("groups.new")) }
+                input id={ (group) "-new" } name="to" required maxlength="200";
+                button type="submit" { (t("groups.create")) }
+            }
         }
     }
 }
@@ -57,8 +66,9 @@ async fn render(
     error: Option<&str>,
     notice_key: Option<&'static str>,
 ) -> Result<Markup, ApiError> {
-    let (circles, tags) =
-        state.read(&viewer.user, |v| Ok((groups::counts(v, Group::Circle)?, groups::counts(v, Group::Tag)?))).await?;
+    let scope = state.scope(&viewer.user);
+    let circles = ops::list_ensured(&scope, Group::Circle, GroupFilter::default()).await?.groups;
+    let tags = ops::list_ensured(&scope, Group::Tag, GroupFilter::default()).await?.groups;
     let c = viewer.chrome();
     let main = html! {
         h1 { (viewer.t("groups.title")) }
@@ -76,18 +86,27 @@ pub async fn index(State(state): State<AppState>, viewer: Viewer, Query(q): Quer
     Ok(page(render(&state, &viewer, None, notice(q.notice.as_deref())).await?))
 }
 
-/// Renames (`to` given) or removes (no `to`) a circle or tag on every contact carrying it.
+/// Creates (`create`), renames (`to` given) or removes (no `to`) a circle or tag, on every
+/// contact carrying it.
 pub async fn change(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
     let group = match form.get("group").as_str() {
         "circle" => Group::Circle,
         "tag" => Group::Tag,
         _ => return Err(WebError::Api(ApiError::invalid_input("group", "must be circle or tag"))),
     };
-    let to = form.has("to").then(|| form.get("to"));
-    match groups::change(&state.scope(&viewer.user), group, form.get("from"), to).await {
+    let scope = state.scope(&viewer.user);
+    let from = Target::Name(form.get("from"));
+    let done = if form.has("create") {
+        ops::create(&scope, group, &form.get("to")).await.map(|_| ())
+    } else if form.has("to") {
+        ops::rename(&scope, group, from, &form.get("to")).await.map(|_| ())
+    } else {
+        ops::delete(&scope, group, from).await.map(|_| ())
+    };
+    match done {
         Ok(_) => Ok(see_other("/groups?notice=saved")),
         Err(e) => match ApiError::from(e) {
-            e @ (ApiError::Validation { .. } | ApiError::InvalidInput { .. }) => {
+            e @ (ApiError::Validation { .. } | ApiError::InvalidInput { .. } | ApiError::AlreadyExists { .. }) => {
                 let (status, message) = field_error(viewer.lang, &e);
                 Ok(page_with(status, render(&state, &viewer, Some(&message), None).await?))
             }

@@ -10,6 +10,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::{Contact, INDEX_UID};
+use crate::crm::groups::{Group, NAME_MAX, ops::name_of};
 use crate::crm::{Error, Result};
 
 /// Most contacts one request acts on.
@@ -44,6 +45,12 @@ pub struct BulkInput {
     pub circle: Option<String>,
     /// The tag, for `add_tag` and `remove_tag`.
     pub tag: Option<String>,
+    /// The circle by id (`GET /circles`), instead of `circle`.
+    #[schema(maximum = 9223372036854775807_u64)]
+    pub circle_id: Option<u64>,
+    /// The tag by id (`GET /tags`), instead of `tag`.
+    #[schema(maximum = 9223372036854775807_u64)]
+    pub tag_id: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -64,8 +71,8 @@ pub struct BulkResult {
 
 fn label(field: &str, value: Option<&str>) -> Result<String> {
     let value = value.map(str::trim).unwrap_or("");
-    if value.is_empty() || value.chars().count() > 100 {
-        return Err(Error::invalid(field, "is required for this action: 1 to 100 characters"));
+    if value.is_empty() || value.chars().count() > NAME_MAX {
+        return Err(Error::invalid(field, format!("is required for this action: 1 to {NAME_MAX} characters")));
     }
     Ok(value.to_string())
 }
@@ -133,9 +140,26 @@ pub async fn run(scope: &UserScope, input: BulkInput) -> Result<BulkResult> {
     if count == 0 || count > MAX_SELECTION {
         return Err(Error::invalid("vcard_uids", format!("name 1 to {MAX_SELECTION} contacts")));
     }
+    let by_id = match input.action {
+        Action::AddCircle | Action::RemoveCircle => input.circle_id.map(|id| (Group::Circle, id, "circle_id")),
+        Action::AddTag | Action::RemoveTag => input.tag_id.map(|id| (Group::Tag, id, "tag_id")),
+        _ => None,
+    };
+    let named_group = match by_id {
+        Some((group, id, field)) => {
+            let reader = scope.clone();
+            let found = tokio::task::spawn_blocking(move || name_of(&reader.view()?, group, id))
+                .await
+                .map_err(Error::internal)?;
+            Some(found.map_err(|_| Error::invalid(field, "names no circle or tag of yours"))?)
+        }
+        None => None,
+    };
     let name = match input.action {
-        Action::AddCircle | Action::RemoveCircle => label("circle", input.circle.as_deref())?,
-        Action::AddTag | Action::RemoveTag => label("tag", input.tag.as_deref())?,
+        Action::AddCircle | Action::RemoveCircle => {
+            label("circle", named_group.as_deref().or(input.circle.as_deref()))?
+        }
+        Action::AddTag | Action::RemoveTag => label("tag", named_group.as_deref().or(input.tag.as_deref()))?,
         _ => String::new(),
     };
     let action = input.action;
