@@ -22,6 +22,7 @@ mod digest;
 mod domain;
 mod duplicates;
 mod fcm;
+mod fields;
 mod groups;
 mod health;
 mod helpers;

@@ -56,6 +56,16 @@ pub const FIELDS: &[&str] = &[
     "address_label",
 ];
 
+/// A mapping's `contact_field` naming a custom field: `field:<key>`.
+pub const CUSTOM_FIELD_PREFIX: &str = "field:";
+/// Where a row's custom field values go in the record's `crm`: `{key: text}`.
+pub const CUSTOM_FIELDS_MEMBER: &str = "fields";
+
+/// The key of a `field:<key>` mapping target.
+pub fn custom_key(contact_field: &str) -> Option<&str> {
+    contact_field.trim().strip_prefix(CUSTOM_FIELD_PREFIX).map(str::trim).filter(|k| !k.is_empty())
+}
+
 pub(super) fn known_field(name: &str) -> Option<&'static str> {
     FIELDS.iter().copied().find(|f| *f == name)
 }
@@ -73,10 +83,13 @@ pub fn check_mappings(headers: &[String], mappings: &[ColumnMapping]) -> Result<
             return Err((format!("mappings[{i}].csv_column"), format!("\"{column}\" is not a column of the file")));
         }
         let field = m.contact_field.trim();
-        if !field.is_empty() && known_field(field).is_none() {
+        if !field.is_empty() && known_field(field).is_none() && custom_key(field).is_none() {
             return Err((
                 format!("mappings[{i}].contact_field"),
-                format!("\"{field}\" is not a contact field (allowed: \"\", {})", FIELDS.join(", ")),
+                format!(
+                    "\"{field}\" is not a contact field (allowed: \"\", field:<custom field key>, {})",
+                    FIELDS.join(", ")
+                ),
             ));
         }
     }

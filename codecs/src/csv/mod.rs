@@ -23,7 +23,10 @@ mod rows;
 
 use dates::{column_is_day_first, date_text, parse_date};
 pub use export::{CsvWriter, EXPORT_HEADERS, export, export_row, neutralise};
-pub use mapping::{ColumnMapping, FIELDS, check_mappings, implied_label, suggest_mappings};
+pub use mapping::{
+    CUSTOM_FIELD_PREFIX, CUSTOM_FIELDS_MEMBER, ColumnMapping, FIELDS, check_mappings, custom_key, implied_label,
+    suggest_mappings,
+};
 use mapping::{Family, family, known_field};
 pub use rows::{CsvRow, apply_mappings};
 

@@ -35,6 +35,8 @@ struct Column {
     header: String,
     implied: Option<&'static str>,
     day_first: bool,
+    /// The custom field key of a `field:<key>` mapping (`field` is then `"field:"`).
+    custom: Option<String>,
 }
 
 fn resolve(table: &Table, mappings: &[ColumnMapping]) -> Vec<Column> {
@@ -51,10 +53,20 @@ fn resolve(table: &Table, mappings: &[ColumnMapping]) -> Vec<Column> {
         }
         let index = matches.get(*nth).or(matches.first()).copied();
         *nth += 1;
-        let (Some(index), Some(field)) = (index, known_field(m.contact_field.trim())) else { continue };
+        let custom = custom_key(&m.contact_field).map(str::to_string);
+        let field = if custom.is_some() { Some(CUSTOM_FIELD_PREFIX) } else { known_field(m.contact_field.trim()) };
+        let (Some(index), Some(field)) = (index, field) else { continue };
         let header = table.headers.get(index).cloned().unwrap_or_default();
         let day_first = matches!(field, "birthday" | "anniversary") && column_is_day_first(table, index);
-        columns.push(Column { index, field, group: m.group, implied: implied_label(&header), header, day_first });
+        columns.push(Column {
+            index,
+            field,
+            group: m.group,
+            implied: implied_label(&header),
+            header,
+            day_first,
+            custom,
+        });
     }
     columns
 }
@@ -179,6 +191,8 @@ struct Gathered {
     circles: Vec<String>,
     tags: Vec<String>,
     groups: BTreeMap<(Family, u32), Group>,
+    /// Custom field values by key, as text (the server checks them against the definitions).
+    custom: Map<String, Value>,
 }
 
 /// The cells of one multi-valued group.
@@ -219,6 +233,11 @@ fn build_row(columns: &[Column], row: &[String], line: usize) -> CsvRow {
             "nickname" => push_unique(&mut g.nicknames, pieces(&value).into_iter().filter(|p| !p.is_empty())),
             "notes" => g.notes.push(value),
             "circles" => push_unique(&mut g.circles, list_items(&value)),
+            CUSTOM_FIELD_PREFIX => {
+                if let Some(key) = &col.custom {
+                    g.custom.entry(key.clone()).or_insert(Value::String(value));
+                }
+            }
             "tags" => push_unique(&mut g.tags, list_items(&value)),
             "how_we_met" | "work_information" | "contact_information" => {
                 g.texts.entry(col.field).or_default().push(value);
@@ -400,6 +419,9 @@ fn assemble(mut g: Gathered, dates: Vec<(&'static str, Partial)>) -> NeutralReco
     }
     for (field, texts) in g.texts {
         crm.insert(field.into(), json!(texts.join("\n")));
+    }
+    if !g.custom.is_empty() {
+        crm.insert(CUSTOM_FIELDS_MEMBER.into(), Value::Object(std::mem::take(&mut g.custom)));
     }
     NeutralRecord { card, crm, passthrough: Map::new(), gender }
 }

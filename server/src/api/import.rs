@@ -67,7 +67,8 @@ pub async fn upload_csv(
     state.imports.check_room(user.id).map_err(session_error)?;
     let bytes = read_file(form, &[".csv", ".txt"], state.config.import.max_csv_bytes).await?;
     let (sessions, max_cards) = (state.imports.clone(), state.config.import.max_cards);
-    let upload = state.blocking(move |_| import::upload_csv(&sessions, user.id, &bytes, max_cards)).await??;
+    let scope = state.scope(&user);
+    let upload = state.blocking(move |_| import::upload_csv(&sessions, &scope, &bytes, max_cards)).await??;
     Ok(axum::Json(upload))
 }
 

@@ -15,6 +15,7 @@ pub mod dashboard;
 pub mod depth;
 pub mod duplicates;
 pub mod export;
+pub mod fields;
 pub mod groups;
 pub mod health;
 pub mod households;
@@ -209,6 +210,9 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(depth::list_agenda, depth::create_agenda))
         .routes(routes!(depth::get_agenda, depth::update_agenda, depth::delete_agenda))
         .routes(routes!(depth::discuss_agenda))
+        .routes(routes!(fields::list, fields::create))
+        .routes(routes!(fields::get, fields::update, fields::delete))
+        .routes(routes!(fields::values, fields::put_values))
         .routes(routes!(households::list, households::create))
         .routes(routes!(households::list_suggestions))
         .routes(routes!(households::dismiss))

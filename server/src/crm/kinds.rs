@@ -12,6 +12,7 @@ use super::bundle::{BundleKind, Ref, Shape};
 use super::contact::Contact;
 use super::duplicate::DuplicateDismissal;
 use super::export::RecordTable;
+use super::field::FieldDefinition;
 use super::groups::GroupEntity;
 use super::reach_out::ReachOutSuggestion;
 use super::{
@@ -174,6 +175,8 @@ pub fn all() -> Vec<KindEntry> {
         // Circle and tag rows: names only, membership is on the contacts (a rename touches
         // both, so an undo of the row alone would part them: not undoable).
         KindEntry::of::<GroupEntity>(Keep),
+        // Custom field definitions: values live on the contacts, keyed by the definition's key.
+        KindEntry::of::<FieldDefinition>(Keep).exported("field_definitions"),
         KindEntry::of::<HouseholdMember>(DeleteByContact)
             .undoable()
             .exported("household_members")

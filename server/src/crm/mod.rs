@@ -26,6 +26,7 @@ pub mod depth;
 pub mod duplicate;
 mod error;
 pub mod export;
+pub mod field;
 pub mod groups;
 pub mod home;
 pub mod household;

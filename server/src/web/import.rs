@@ -161,9 +161,9 @@ pub async fn upload(
                 if upload.bytes.len() > state.config.import.max_csv_bytes {
                     return Err(ApiError::PayloadTooLarge { limit: state.config.import.max_csv_bytes });
                 }
-                let user = viewer.user.id;
+                let reader = scope.clone();
                 let csv =
-                    state.blocking(move |_| import::upload_csv(&sessions, user, &upload.bytes, max_cards)).await??;
+                    state.blocking(move |_| import::upload_csv(&sessions, &reader, &upload.bytes, max_cards)).await??;
                 Ok(mapping_page(
                     &viewer,
                     &csv.session_id,

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use super::Contact;
 use super::related::projected_relations;
 use super::view::ContactView;
+use crate::crm::groups::{self, Group, GroupEntity};
 use crate::crm::{
     Result, activity::ops as activities, note::ops as notes, relationship::ops as relationships,
     reminder::ops as reminders,
@@ -36,16 +37,15 @@ pub struct ContactDetail {
     pub life_events: Vec<LifeEventView>,
     pub agenda: Vec<AgendaItemView>,
     pub gifts: Vec<GiftView>,
-    #[schema(value_type = Vec<Object>)]
-    pub field_values: Vec<Value>,
+    pub field_values: Vec<crate::crm::field::ops::ValueView>,
     #[schema(value_type = Vec<Object>)]
     pub external_identities: Vec<Value>,
     #[schema(value_type = Vec<Object>)]
     pub external_activities: Vec<Value>,
-    /// `[{name}]`
+    /// `[{id, name}]` (`id` is null until the circles are listed once: see `groups::ops::ensure`).
     #[schema(value_type = Vec<Object>)]
     pub circles: Vec<Value>,
-    /// `[{name}]`
+    /// `[{id, name}]`
     #[schema(value_type = Vec<Object>)]
     pub tags: Vec<Value>,
 }
@@ -81,12 +81,23 @@ pub fn detail(v: &UserView, id: u64, today: Date, custom_fields: Vec<String>) ->
         life_events,
         agenda,
         gifts,
-        field_values: Vec::new(),
+        field_values: crate::crm::field::ops::values(v, id)?,
         external_identities: Vec::new(),
         external_activities: Vec::new(),
-        circles: row.body.circles.iter().map(|c| json!({ "name": c })).collect(),
-        tags: row.body.tags.iter().map(|t| json!({ "name": t })).collect(),
+        circles: named_groups(v, Group::Circle, &row.body.circles)?,
+        tags: named_groups(v, Group::Tag, &row.body.tags)?,
     })
+}
+
+/// `[{id, name}]` of a contact's circles or tags.
+fn named_groups(v: &UserView, group: Group, names: &[String]) -> Result<Vec<Value>> {
+    names
+        .iter()
+        .map(|name| {
+            let id = v.find::<GroupEntity>(groups::BY_NAME, &group.key(name))?.first().copied();
+            Ok(json!({ "id": id, "name": name }))
+        })
+        .collect()
 }
 
 /// A contact with its card's `relatedTo` filled from the relationships.

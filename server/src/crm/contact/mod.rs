@@ -78,6 +78,19 @@ pub const INDEX_TAG: &str = "tag";
 pub const INDEX_FAVORITE: &str = "favorite";
 /// Every phone's [`phone_key`], for duplicate detection on import.
 pub const INDEX_PHONE: &str = "phone";
+/// The key of every custom field value the contact holds (`crm.fields`).
+pub const INDEX_FIELD: &str = "field";
+
+/// The custom field values in a CRM envelope's text (`crm.fields`: key to value).
+pub fn field_values(crm: &str) -> serde_json::Map<String, serde_json::Value> {
+    match serde_json::from_str::<serde_json::Value>(crm) {
+        Ok(serde_json::Value::Object(mut crm)) => match crm.remove(crate::crm::field::CRM_FIELDS) {
+            Some(serde_json::Value::Object(fields)) => fields,
+            _ => Default::default(),
+        },
+        _ => Default::default(),
+    }
+}
 
 /// The comparable form of a phone number: its last nine ASCII digits (so `+44 20 7946 0958` and
 /// `020 7946 0958` match), `None` below six digits.
@@ -166,8 +179,8 @@ fn circles_of(crm: &str) -> Vec<String> {
 
 impl Record for Contact {
     const KIND: Kind = kind!("contact", soft_delete);
-    /// 1: the `favorite` and `phone` indexes.
-    const INDEX_VERSION: u32 = 1;
+    /// 1: the `favorite` and `phone` indexes; 2: the `field` index.
+    const INDEX_VERSION: u32 = 2;
     const UNIQUE: &'static [&'static str] = &[INDEX_UID];
     const AUDIT_SKIP: &'static [&'static str] = &["flat", "circles", "tags"];
 
@@ -214,6 +227,7 @@ impl Record for Contact {
         body.extend(card_notes(&self.card));
         body.extend(self.circles.iter().cloned());
         body.extend(self.tags.iter().cloned());
+        body.extend(field_values(&self.crm).values().map(crate::crm::field::as_text));
         Some(SearchDoc { title: title.join(" "), body: body.join("\n"), hidden: self.archived, contacts: Vec::new() })
     }
 
@@ -221,6 +235,7 @@ impl Record for Contact {
         let mut entries = vec![(INDEX_SORT_NAME, self.flat.sort_name.clone()), (INDEX_UID, self.uid.to_lowercase())];
         entries.extend(self.circles.iter().map(|c| (INDEX_CIRCLE, c.clone())));
         entries.extend(self.tags.iter().map(|t| (INDEX_TAG, t.clone())));
+        entries.extend(field_values(&self.crm).into_iter().map(|(key, _)| (INDEX_FIELD, key)));
         entries.extend(self.flat.emails.iter().map(|e| (INDEX_EMAIL, e.to_lowercase())));
         if let Some(md) = month_day(&self.flat.birthday) {
             entries.push((INDEX_BIRTHDAY, md));

@@ -51,6 +51,22 @@ fn object(field: &str, value: Option<Value>, existing: Option<&str>) -> std::res
     }
 }
 
+/// [`object`] for the CRM envelope: custom field values (`fields`), which change through their
+/// own route, are kept when a new envelope leaves them out (a client that knows nothing of them).
+fn crm_object(value: Option<Value>, existing: Option<&str>) -> std::result::Result<String, Invalid> {
+    let key = crate::crm::field::CRM_FIELDS;
+    match value {
+        Some(Value::Object(mut crm)) if !crm.contains_key(key) => {
+            let kept = existing.map(super::field_values).unwrap_or_default();
+            if !kept.is_empty() {
+                crm.insert(key.into(), Value::Object(kept));
+            }
+            Ok(Value::Object(crm).to_string())
+        }
+        other => object("crm", other, existing),
+    }
+}
+
 fn valid_uuid(text: &str) -> Option<String> {
     let text = text.trim().trim_start_matches("urn:uuid:").to_lowercase();
     uuid::Uuid::parse_str(&text).ok().map(|u| u.to_string())
@@ -87,7 +103,7 @@ impl ContactInput {
         let contact = Contact {
             uid,
             card: serde_json::to_string(&card).map_err(|e| Invalid::new("card", e.to_string()))?,
-            crm: object("crm", self.crm, existing.map(|c| c.crm.as_str()))?,
+            crm: crm_object(self.crm, existing.map(|c| c.crm.as_str()))?,
             passthrough: object("passthrough", self.passthrough, existing.map(|c| c.passthrough.as_str()))?,
             gender: self.gender.or_else(|| existing.map(|c| c.gender.clone())).unwrap_or_default(),
             archived: existing.is_some_and(|c| c.archived),

@@ -31,7 +31,7 @@ pub fn all_tables(scope: &UserScope, sink: &mut Sink) -> Result<(), Failure> {
     let failed = |e: zip::result::ZipError| Failure::serialization(e);
     zip.start_file("contacts.csv", options).map_err(failed)?;
     let mut entry = ZipEntry { zip: &mut zip, gone: false };
-    produce(scope, None, &Selection::default(), &mut CsvRender { ids: true }, &mut entry)?;
+    produce(scope, None, &Selection::default(), &mut CsvRender::of(scope, true)?, &mut entry)?;
     for table in kinds::export_tables() {
         if entry.gone {
             return Ok(());

@@ -34,8 +34,25 @@ impl RecordTable {
 
 /// Contacts as CSV. `ids` puts each contact's `id` and `uid` (as the API shows them) first: the ZIP's other tables name
 /// contacts by id. Without them (`GET /export`) the columns are exactly the re-importable ones.
+/// One column per custom field follows the others, headed by its label, in label order.
 pub struct CsvRender {
     pub ids: bool,
+    /// The custom fields' columns: (label, key).
+    pub fields: Vec<(String, String)>,
+}
+
+impl CsvRender {
+    /// With the user's custom fields as its last columns (blocking: reads the definitions).
+    pub fn of(scope: &UserScope, ids: bool) -> Result<CsvRender, Failure> {
+        let view = scope.view().map_err(Failure::database)?;
+        let mut fields: Vec<(String, String)> = crate::crm::field::ops::definitions(&view)
+            .map_err(|e| Failure::database(e.to_string()))?
+            .into_iter()
+            .map(|d| (d.body.label, d.body.key))
+            .collect();
+        fields.sort();
+        Ok(CsvRender { ids, fields })
+    }
 }
 
 impl Render for CsvRender {
@@ -45,8 +62,12 @@ impl Render for CsvRender {
 
     fn start(&mut self, out: &mut dyn Out) -> bool {
         let ids: &[&str] = if self.ids { &["id", "uid"] } else { &[] };
-        let headers: Vec<String> =
-            ids.iter().chain(mycorrhizal_codecs::csv::EXPORT_HEADERS).map(|h| h.to_string()).collect();
+        let headers: Vec<String> = ids
+            .iter()
+            .chain(mycorrhizal_codecs::csv::EXPORT_HEADERS)
+            .map(|h| h.to_string())
+            .chain(self.fields.iter().map(|(label, _)| label.clone()))
+            .collect();
         csv_row(&headers, out).unwrap_or(false)
     }
 
@@ -54,6 +75,12 @@ impl Render for CsvRender {
         let mut cells = mycorrhizal_codecs::csv::export_row(record);
         if self.ids {
             cells.splice(0..0, [row.id.to_string(), row.body.uid.clone()]);
+        }
+        if !self.fields.is_empty() {
+            let values = crate::crm::contact::field_values(&row.body.crm);
+            cells.extend(
+                self.fields.iter().map(|(_, key)| values.get(key).map(crate::crm::field::as_text).unwrap_or_default()),
+            );
         }
         csv_row(&cells, out)
     }

@@ -17,7 +17,12 @@ pub async fn csv(scope: UserScope, today: Date, table: Option<&str>) -> Result<D
     let table = table.map(str::trim).filter(|t| !t.is_empty()).unwrap_or("contacts");
     if table == "contacts" {
         let filename = format!("mycorrhizal-export-{today}.csv");
-        let render = CsvRender { ids: false };
+        let reader = scope.clone();
+        let failed = |failure| ExportError::Failed { operation: "export:csv", failure };
+        let render = tokio::task::spawn_blocking(move || CsvRender::of(&reader, false))
+            .await
+            .map_err(|e| failed(super::stream::Failure::database(e)))?
+            .map_err(failed)?;
         return download_contacts(
             scope,
             None,

@@ -36,6 +36,20 @@ fn keys(card: &Card, flat: &Flat) -> Vec<(&'static str, &'static str, String)> {
     out
 }
 
+/// What every preview does with its rows before they are shown: each record's custom field
+/// values are read against the user's definitions (`field::ops::absorb`: a `field:<key>` CSV
+/// column, an `X-NAME` vCard property; what fails is noted on the row), then [`detect`].
+pub fn prepare(view: &UserView, rows: &mut [ImportRow]) -> mycorrhizal_engine::Result<()> {
+    let defs: Vec<_> = crate::crm::field::ops::definitions(view)?.into_iter().map(|d| d.body).collect();
+    for row in rows.iter_mut() {
+        if let Some(record) = row.record.as_mut() {
+            let notes = crate::crm::field::ops::absorb(record, &defs);
+            row.diagnostics.extend(notes);
+        }
+    }
+    detect(view, rows)
+}
+
 /// Finds, for every row, the existing contact it duplicates and the earlier row of the same
 /// upload it repeats, and what an update would change. The lookups of a large upload run on
 /// several threads (rows are independent there); the repeats within the upload are then found

@@ -181,6 +181,10 @@ pub fn merge(existing: &Contact, incoming: &NeutralRecord) -> Contact {
                 }
             }
             (_, Value::String(s)) if s.trim().is_empty() => {}
+            // Custom field values: each incoming one over the stored one, the others kept.
+            (Some(Value::Object(old)), Value::Object(items)) => {
+                old.extend(items.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
             _ => {
                 crm.insert(key.clone(), value.clone());
             }

@@ -24,7 +24,7 @@ mod sessions;
 
 pub use apply::{Action, BATCH, BATCH_MAX, ImportResult, Op, Outcome, apply_batch, batch_rows, execute};
 pub use confirm::{CONCURRENT_CONFIRM_WAIT, Decision, confirm};
-pub use detect::detect;
+pub use detect::{detect, prepare};
 pub use merge::{Added, FieldChange, MergeDiff, diff, merge};
 pub use pictures::Picture;
 pub use prepare::{ORIGINAL_UID_POINTER, new_contact, stable_uid, stable_uid_of};

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use mycorrhizal_codecs::csv::{self, ColumnMapping};
 use mycorrhizal_codecs::projection::project;
 use mycorrhizal_codecs::record::NeutralRecord;
-use mycorrhizal_engine::{UserId, UserScope};
+use mycorrhizal_engine::UserScope;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Categories, check_count, detect, rows_of_cards};
+use super::{Categories, check_count, prepare, rows_of_cards};
 use super::{DuplicateMatch, ImportError, ImportRow, MergeDiff, SessionError, Sessions, Source, Stage};
 
 /// Rows shown in a CSV upload's `sample_data`.
@@ -124,7 +124,7 @@ pub fn preview_rows<T>(
     // Refused before the duplicate lookups, which are the costly part of a large upload.
     sessions.check_room(user)?;
     let id = Sessions::fresh_id();
-    detect(&scope.view()?, &mut rows)?;
+    prepare(&scope.view()?, &mut rows)?;
     let rendered = render(&Preview::of(&id, &rows));
     sessions.open_as(id, user, source, None, Stage::Previewed(rows))?;
     Ok(rendered)
@@ -174,12 +174,31 @@ pub struct CsvUpload {
 
 /// Reads a CSV file (any of the encodings and separators the codec recognises), at most
 /// `max_cards` rows, and opens its session. Blocking: call it off the async threads.
-pub fn upload_csv(sessions: &Sessions, user: UserId, bytes: &[u8], max_cards: usize) -> Result<CsvUpload, ImportError> {
+/// A column headed by a custom field's label or key (as our export writes it) is suggested as
+/// that field (`field:<key>`): exactly so even over a usual header (a field labelled
+/// `Homepage`), in another case only where nothing else was.
+pub fn upload_csv(
+    sessions: &Sessions,
+    scope: &UserScope,
+    bytes: &[u8],
+    max_cards: usize,
+) -> Result<CsvUpload, ImportError> {
+    let user = scope.id();
     let text = mycorrhizal_codecs::text::decode(bytes);
     let table = csv::read_table(&text).map_err(|e| ImportError::File(format!("line {}: {}", e.line, e.reason)))?;
     check_count(table.rows.len(), max_cards)?;
     let headers = table.headers.clone();
-    let suggested_mappings = csv::suggest_mappings(&table.headers);
+    let mut suggested_mappings = csv::suggest_mappings(&table.headers);
+    let defs = crate::crm::field::ops::definitions(&scope.view()?)?;
+    for m in suggested_mappings.iter_mut() {
+        let header = m.csv_column.trim();
+        let exact = defs.iter().find(|d| d.body.label == header || d.body.key == header);
+        let loose = || defs.iter().find(|d| d.body.label.eq_ignore_ascii_case(header));
+        let found = exact.or_else(|| if m.contact_field.is_empty() { loose() } else { None });
+        if let Some(d) = found {
+            m.contact_field = format!("{}{}", csv::CUSTOM_FIELD_PREFIX, d.body.key);
+        }
+    }
     let row_count = table.rows.len();
     let sample_data = table.rows.iter().take(SAMPLE_ROWS).cloned().collect();
     let session_id = sessions.open(user, Source::Csv, Some(table), Stage::Uploaded)?;
@@ -212,7 +231,7 @@ pub fn preview_csv<T>(
         .enumerate()
         .map(|(index, row)| ImportRow::from_csv(index, row))
         .collect();
-    detect(&scope.view()?, &mut rows)?;
+    prepare(&scope.view()?, &mut rows)?;
     let rendered = render(&Preview::of(session_id, &rows));
     sessions.with(user, session_id, |s| {
         // A confirm may have started while the mapping was applied: its rows stand.
