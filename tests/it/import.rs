@@ -552,6 +552,7 @@ async fn exports_stream_every_format_and_round_trip_through_another_user() {
             "households.csv",
             "household_members.csv",
             "cadence_policies.csv",
+            "field_definitions.csv",
             "README.txt"
         ]
     );

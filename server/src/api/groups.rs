@@ -37,9 +37,10 @@ pub struct ListQuery {
 
 impl ListQuery {
     fn filter(&self) -> Result<GroupFilter, ApiError> {
+        let members = params::flag(self.include_members.as_deref(), "include_members")?;
+        let contacts = params::flag(self.include_contacts.as_deref(), "include_contacts")?;
         Ok(GroupFilter {
-            include_members: params::flag(self.include_members.as_deref(), "include_members")?
-                || params::flag(self.include_contacts.as_deref(), "include_contacts")?,
+            include_members: members || contacts,
             cursor: self.cursor.clone(),
             limit: self.limit.as_deref().map(|raw| params::limit(Some(raw))),
         })

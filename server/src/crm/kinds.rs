@@ -172,11 +172,6 @@ pub fn all() -> Vec<KindEntry> {
         ] }),
         KindEntry::of::<Attachment>(DeleteByContact).refers(TO_CONTACT),
         KindEntry::of::<Household>(Keep).undoable().exported("households"),
-        // Circle and tag rows: names only, membership is on the contacts (a rename touches
-        // both, so an undo of the row alone would part them: not undoable).
-        KindEntry::of::<GroupEntity>(Keep),
-        // Custom field definitions: values live on the contacts, keyed by the definition's key.
-        KindEntry::of::<FieldDefinition>(Keep).exported("field_definitions"),
         KindEntry::of::<HouseholdMember>(DeleteByContact)
             .undoable()
             .exported("household_members")
@@ -186,6 +181,11 @@ pub fn all() -> Vec<KindEntry> {
             kind: CONTACT,
             shape: Shape::TextWhen { when: "scope", equals: "contact" },
         }] }),
+        // Circle and tag rows: names only, membership is on the contacts (a rename touches
+        // both, so an undo of the row alone would part them: not undoable).
+        KindEntry::of::<GroupEntity>(Keep),
+        // Custom field definitions: values live on the contacts, keyed by the definition's key.
+        KindEntry::of::<FieldDefinition>(Keep).exported("field_definitions"),
         // Its hashes are of the members' ids, which an import changes: carried as they are, a
         // dismissal no longer matches, and the suggestion may be offered again.
         KindEntry::of::<DismissedHouseholdSuggestion>(Keep),

@@ -45,7 +45,7 @@ impl CsvRender {
     /// With the user's custom fields as its last columns (blocking: reads the definitions).
     pub fn of(scope: &UserScope, ids: bool) -> Result<CsvRender, Failure> {
         let view = scope.view().map_err(Failure::database)?;
-        let mut fields: Vec<(String, String)> = crate::crm::field::ops::definitions(&view)
+        let mut fields: Vec<(String, String)> = crate::crm::field::definitions(&view)
             .map_err(|e| Failure::database(e.to_string()))?
             .into_iter()
             .map(|d| (d.body.label, d.body.key))

@@ -215,6 +215,14 @@ fn check_one(d: &FieldDefinition, value: &Value) -> Result<Option<Value>, String
     }
 }
 
+/// The definitions of the user, by key.
+pub fn definitions(
+    v: &mycorrhizal_engine::UserView,
+) -> mycorrhizal_engine::Result<Vec<mycorrhizal_engine::Row<FieldDefinition>>> {
+    let walk = mycorrhizal_engine::Walk { index: BY_KEY, from: "", to: None, after: None, descending: false };
+    Ok(v.walk::<FieldDefinition>(walk, 10_000, |_| true)?.rows)
+}
+
 /// A stored value as one line of text (a CSV cell, a vCard property, a search document).
 pub fn as_text(value: &Value) -> String {
     match value {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
+pub use super::definitions;
 use super::{BY_KEY, CRM_FIELDS, Constraints, FieldDefinition, INTERNAL, check};
 use crate::crm::contact::{Contact, INDEX_FIELD};
 use crate::crm::cursor::{decode_cursor, encode_cursor};
@@ -111,12 +112,6 @@ pub struct ValueInput {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub value: Value,
-}
-
-/// The definitions of the user, by key.
-pub fn definitions(v: &UserView) -> mycorrhizal_engine::Result<Vec<Row<FieldDefinition>>> {
-    let walk = Walk { index: BY_KEY, from: "", to: None, after: None, descending: false };
-    Ok(v.walk::<FieldDefinition>(walk, 10_000, |_| true)?.rows)
 }
 
 fn definitions_tx(tx: &TxUser<'_, '_>) -> mycorrhizal_engine::Result<Vec<Row<FieldDefinition>>> {
