@@ -647,6 +647,27 @@ def flow_subscriptions(browser):
     context.close()
 
 
+def flow_custom_fields(browser):
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "ada", "an entirely new passphrase here")
+    page.goto(f"{BASE}/settings")
+    page.get_by_role("link", name="Custom fields").click()
+    check_accessibility(page, "custom-fields")
+    page.get_by_label("Label").fill("Favourite drink")
+    page.get_by_label("Type").select_option("enum")
+    page.get_by_label("Choices (for enum)").fill("tea, coffee")
+    page.get_by_role("button", name="Add a field").click()
+    expect(page.locator("ul.items")).to_contain_text("Favourite drink")
+    create_contact(page, "Katherine", "Johnson")
+    page.get_by_text("Edit custom fields").click()
+    page.get_by_label("Favourite drink").select_option("tea")
+    page.get_by_role("button", name="Save fields").click()
+    expect(page.locator("#h-fields + dl")).to_contain_text("tea")
+    check_accessibility(page, "contact-with-fields")
+    context.close()
+
+
 def flow_german(browser):
     context = new_context(browser, locale="de-DE")
     page = watch(context.new_page())
@@ -682,6 +703,7 @@ def main():
             ("administration", lambda: flow_admin(browser)),
             ("operations console", lambda: flow_operations(browser)),
             ("subscriptions page", lambda: flow_subscriptions(browser)),
+            ("custom fields", lambda: flow_custom_fields(browser)),
             ("German and the date format", lambda: flow_german(browser)),
         ]
         for name, step in steps:

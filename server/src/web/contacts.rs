@@ -276,11 +276,12 @@ pub async fn render(
     sent: Option<&Sent>,
 ) -> PageResult {
     let (today, fields) = (viewer.today, viewer.user.account.custom_fields.clone());
-    let (d, photo, households, files) = state
+    let (d, photo, households, files, defs) = state
         .read(&viewer.user, move |v| {
             let d = detail::detail(v, id, today, fields)?;
             let photo = photo_url(&v.get::<Contact>(id)?);
-            Ok((d, photo, super::households::of_contact(v, id)?, attachments::list(v, id)?))
+            let defs = crate::crm::field::definitions(v)?;
+            Ok((d, photo, super::households::of_contact(v, id)?, attachments::list(v, id)?, defs))
         })
         .await?;
     let owner = viewer.user.id.0;
@@ -449,6 +450,7 @@ pub async fn render(
                     }
                 }
             }
+            (super::fields::contact_card(&c, viewer, id, &defs, &d.field_values, sent))
             (super::households::contact_section(viewer, id, &households, sent))
             (attachments_section(viewer, id, &files, sent))
             (super::record_forms::depth_forms(viewer, id, sent, super::cadence::contact_form(viewer, id)))

@@ -19,6 +19,7 @@ mod contact_form;
 mod contacts;
 mod depth;
 mod duplicates;
+mod fields;
 mod format;
 mod groups;
 mod home;
@@ -121,6 +122,9 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/settings/2fa/confirm", post(settings::two_factor_confirm))
         .route("/settings/2fa/disable", post(settings::two_factor_disable))
         .route("/settings/2fa/recovery-codes", post(settings::recovery_codes))
+        .route("/settings/fields", get(fields::page).post(fields::create))
+        .route("/settings/fields/{id}/delete", post(fields::delete))
+        .route("/contacts/{id}/fields", post(fields::save_values))
         .route("/settings/subscriptions", get(subscriptions::page).post(subscriptions::create))
         .route("/settings/subscriptions/{id}/edit", post(subscriptions::edit))
         .route("/settings/subscriptions/{id}/sync", post(subscriptions::sync))
