@@ -252,3 +252,31 @@ async fn values_leave_as_csv_columns_and_vcard_properties_and_come_back() {
     let vcf = ada.get("/api/v1/export/vcf").await.text().await.unwrap();
     assert!(!vcf.contains("X-SHOE-SIZE"), "{vcf}");
 }
+
+#[tokio::test]
+async fn a_merge_keeps_the_values_of_both_and_undo_puts_them_back() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let (shoe, diet, _) = define(&ada).await;
+    let (keep, gone) = (contact(&ada, "Fay").await, contact(&ada, "Fay").await);
+    for (id, values) in [
+        (keep, json!([{ "field_definition_id": shoe, "value": 42 }])),
+        (
+            gone,
+            json!([{ "field_definition_id": shoe, "value": 40 }, { "field_definition_id": diet, "value": "vegan" }]),
+        ),
+    ] {
+        let body = json!({ "field_values": values });
+        json_of(ada.send(Method::PUT, &format!("/api/v1/contacts/{id}/field-values"), body).await, 200).await;
+    }
+    let merged =
+        json_of(ada.post("/api/v1/contacts/merge", json!({ "keep_id": keep, "merge_id": gone })).await, 200).await;
+    let values = json_of(ada.get(&format!("/api/v1/contacts/{keep}/field-values")).await, 200).await;
+    assert_eq!(by_key(&values["field_values"]), [("diet".into(), json!("vegan")), ("shoe_size".into(), json!(42))]);
+    let vcf = ada.get("/api/v1/export/vcf").await.text().await.unwrap();
+    assert_eq!(vcf.matches("X-SHOE-SIZE").count(), 1, "{vcf}");
+    let undo = merged["undo_id"].as_u64().expect("the merge's undo id");
+    json_of(ada.post(&format!("/api/v1/contacts/merge/{undo}/undo"), json!({})).await, 200).await;
+    let values = json_of(ada.get(&format!("/api/v1/contacts/{gone}/field-values")).await, 200).await;
+    assert_eq!(by_key(&values["field_values"]), [("diet".into(), json!("vegan")), ("shoe_size".into(), json!(40))]);
+}

@@ -322,14 +322,21 @@ pub async fn merge(scope: &UserScope, input: MergeInput) -> Result<(Row<Contact>
             let circles = resolution.circles.clone();
             let gender = chosen("gender");
             let favorite = keep.body.favorite || merge.body.favorite;
+            // Custom field values: the kept contact's, and the merged one's where it has none.
+            let mut fields = crate::crm::contact::field_values(&merge.body.crm);
+            fields.extend(crate::crm::contact::field_values(&keep.body.crm));
+            let defs: Vec<_> = crate::crm::field::ops::definitions_in(tx)?.into_iter().map(|d| d.body).collect();
             tx.update::<Contact>(keep.id, Precondition::Any, |c| {
                 c.card = card_text.clone();
                 c.gender = gender.clone();
                 c.favorite = favorite;
                 let mut crm: serde_json::Map<String, Value> = serde_json::from_str(&c.crm).unwrap_or_default();
                 crm.insert("circles".into(), Value::from(circles.clone()));
+                if !fields.is_empty() {
+                    crm.insert(crate::crm::field::CRM_FIELDS.into(), Value::Object(fields.clone()));
+                }
                 c.crm = Value::Object(crm).to_string();
-                Ok(())
+                crate::crm::field::ops::project(c, &defs, &[])
             })?;
             let merge_photo = match merge.body.photo.as_str() {
                 "" => None,

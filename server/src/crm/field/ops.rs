@@ -114,7 +114,8 @@ pub struct ValueInput {
     pub value: Value,
 }
 
-fn definitions_tx(tx: &TxUser<'_, '_>) -> mycorrhizal_engine::Result<Vec<Row<FieldDefinition>>> {
+/// [`definitions`] inside a write transaction.
+pub fn definitions_in(tx: &TxUser<'_, '_>) -> mycorrhizal_engine::Result<Vec<Row<FieldDefinition>>> {
     let mut out = Vec::new();
     for id in tx.find_range::<FieldDefinition>(BY_KEY, "", "\u{10FFFF}")? {
         out.push(tx.get::<FieldDefinition>(id)?);
@@ -244,7 +245,7 @@ pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<u64
         .write_async(move |tx| {
             let gone = tx.get::<FieldDefinition>(id)?.body;
             tx.delete::<FieldDefinition>(id, pre)?;
-            let defs: Vec<FieldDefinition> = definitions_tx(tx)?.into_iter().map(|r| r.body).collect();
+            let defs: Vec<FieldDefinition> = definitions_in(tx)?.into_iter().map(|r| r.body).collect();
             let holders = tx.find::<Contact>(INDEX_FIELD, &gone.key)?;
             for contact in &holders {
                 tx.update::<Contact>(*contact, Precondition::Any, |c| {
@@ -262,7 +263,7 @@ pub async fn delete(scope: &UserScope, id: u64, pre: Precondition) -> Result<u64
 /// Re-projects the contacts holding a value of `before.key` after its definition changed
 /// (`before`'s old vCard property is cleared). Only a contact with a value ever had one.
 fn reproject_holders(tx: &TxUser<'_, '_>, before: &FieldDefinition) -> mycorrhizal_engine::Result<()> {
-    let defs: Vec<FieldDefinition> = definitions_tx(tx)?.into_iter().map(|r| r.body).collect();
+    let defs: Vec<FieldDefinition> = definitions_in(tx)?.into_iter().map(|r| r.body).collect();
     for contact in tx.find::<Contact>(INDEX_FIELD, &before.key)? {
         tx.update::<Contact>(contact, Precondition::Any, |c| project(c, &defs, std::slice::from_ref(before)))?;
     }
@@ -346,7 +347,7 @@ pub async fn put_values(scope: &UserScope, id: u64, given: Vec<ValueInput>) -> R
     let (contact, defs) = scope
         .write_async(move |tx| {
             tx.get::<Contact>(id)?;
-            let defs = definitions_tx(tx)?;
+            let defs = definitions_in(tx)?;
             let mut fields = Map::new();
             for (i, item) in given.iter().enumerate() {
                 let def = defs
