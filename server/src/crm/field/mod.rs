@@ -254,3 +254,62 @@ fn calendar_day(t: &str) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn def(kind: &str, constraints: Constraints) -> FieldDefinition {
+        FieldDefinition {
+            label: "F".into(),
+            key: "f".into(),
+            kind: kind.into(),
+            constraints,
+            projection: INTERNAL.into(),
+            sensitivity: "normal".into(),
+        }
+    }
+
+    #[test]
+    fn values_are_checked_per_type_and_read_back_as_stored() {
+        let choice = Constraints { values: vec!["tea".into(), "coffee".into()], ..Constraints::default() };
+        let list = Constraints { multi: true, ..Constraints::default() };
+        let cases: Vec<(FieldDefinition, Value, Result<Option<Value>, ()>)> = vec![
+            (def("number", Constraints::default()), json!("42"), Ok(Some(json!(42)))),
+            (def("number", Constraints::default()), json!(2.5), Ok(Some(json!(2.5)))),
+            (def("number", Constraints { max: Some(10.0), ..Constraints::default() }), json!(11), Err(())),
+            (def("number", Constraints::default()), json!("NaN"), Err(())),
+            (def("boolean", Constraints::default()), json!("yes"), Ok(Some(json!(true)))),
+            (def("date", Constraints::default()), json!("--02-29"), Ok(Some(json!("--02-29")))),
+            (def("date", Constraints::default()), json!("2023-02-29"), Err(())),
+            (
+                def("datetime", Constraints::default()),
+                json!("2026-12-07T10:00:00Z"),
+                Ok(Some(json!("2026-12-07T10:00:00Z"))),
+            ),
+            (def("uri", Constraints::default()), json!("javascript:alert(1)"), Err(())),
+            (def("email", Constraints::default()), json!(" ann@example.org "), Ok(Some(json!("ann@example.org")))),
+            (def("phone", Constraints::default()), json!("12"), Err(())),
+            (def("enum", choice.clone()), json!("tea"), Ok(Some(json!("tea")))),
+            (def("enum", choice), json!("Tea"), Err(())),
+            (def("string", Constraints { max_length: Some(3), ..Constraints::default() }), json!("four"), Err(())),
+            (
+                def("string", Constraints { pattern: Some("^[A-Z]+$".into()), ..Constraints::default() }),
+                json!("abc"),
+                Err(()),
+            ),
+            (def("string", list.clone()), json!("a; b;; c"), Ok(Some(json!(["a", "b", "c"])))),
+            (def("number", list), json!([1, "2"]), Ok(Some(json!([1, 2])))),
+            (def("string", Constraints::default()), json!(null), Ok(None)),
+            (def("string", Constraints::default()), json!("  "), Ok(None)),
+        ];
+        for (d, given, expected) in cases {
+            let got = check(&d, &given);
+            assert_eq!(got.clone().map_err(|_| ()), expected, "{} {given}", d.kind);
+            if let Ok(Some(stored)) = got {
+                assert_eq!(check(&d, &stored), Ok(Some(stored.clone())), "{} {stored} reads back as itself", d.kind);
+            }
+        }
+    }
+}
