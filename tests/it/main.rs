@@ -21,6 +21,7 @@ mod derived;
 mod digest;
 mod domain;
 mod duplicates;
+mod edges;
 mod fcm;
 mod fields;
 mod groups;

@@ -14,6 +14,7 @@ pub mod contacts;
 pub mod dashboard;
 pub mod depth;
 pub mod duplicates;
+pub mod edges;
 pub mod export;
 pub mod fields;
 pub mod groups;
@@ -210,6 +211,10 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(depth::list_agenda, depth::create_agenda))
         .routes(routes!(depth::get_agenda, depth::update_agenda, depth::delete_agenda))
         .routes(routes!(depth::discuss_agenda))
+        .routes(routes!(edges::list, edges::create))
+        .routes(routes!(edges::suggest))
+        .routes(routes!(edges::get, edges::replace, edges::delete))
+        .routes(routes!(edges::accept))
         .routes(routes!(fields::list, fields::create))
         .routes(routes!(fields::get, fields::update, fields::delete))
         .routes(routes!(fields::values, fields::put_values))

@@ -125,5 +125,10 @@ pub fn migrations() -> Vec<mycorrhizal_engine::Migration> {
         name: "activities carry the calendar resource name a CalDAV client created them under",
         run: activity::migrate_activity_names,
     });
+    steps.push(mycorrhizal_engine::Migration {
+        version: 6,
+        name: "relationship edges carry a status, an origin, a confidence and metadata",
+        run: relationship::migrate_edge_status,
+    });
     steps
 }

@@ -26,7 +26,7 @@ fn vcard_relation(kind: &str, outgoing: bool) -> &'static str {
 pub fn projected_relations(view: &UserView, contact: u64) -> Result<Vec<(String, &'static str)>> {
     let mut out = Vec::new();
     for (edge, outgoing) in edges_of(view, contact)? {
-        if edge.body.sensitivity != "normal" {
+        if edge.body.sensitivity != "normal" || !edge.body.is_confirmed() {
             continue;
         }
         let other = if outgoing { edge.body.target } else { edge.body.source };

@@ -45,10 +45,17 @@ pub struct RelationshipView {
     /// `normal`, `private` or `secret`.
     pub sensitivity: String,
     pub note: String,
-    /// Always `confirmed`.
+    /// `confirmed`, or `suggested` (inferred, waiting for an accept).
     pub status: String,
-    /// Always `user-confirmed`.
+    /// Where it came from: `user-confirmed`, `household-inferred`, `graph-inferred`, ...
     pub source: String,
+    /// Whether it reads one way only (`parent_of`); a symmetric type (`sibling_of`) does not.
+    pub directional: bool,
+    /// 0 to 1.
+    pub confidence: f64,
+    /// A free-form object.
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Value,
     pub revision: u64,
     #[schema(value_type = String)]
     pub created_at: Timestamp,
@@ -69,8 +76,11 @@ impl RelationshipView {
             custom: !KNOWN_RELATIONS.contains(&r.kind.as_str()),
             sensitivity: r.sensitivity.clone(),
             note: r.note.clone(),
-            status: "confirmed".into(),
-            source: "user-confirmed".into(),
+            status: r.status.clone(),
+            source: r.origin.clone(),
+            directional: !crate::crm::relationship::SYMMETRIC_RELATIONS.contains(&r.kind.as_str()),
+            confidence: r.confidence,
+            metadata: serde_json::from_str(&r.metadata).unwrap_or_else(|_| serde_json::json!({})),
             revision: row.meta.revision,
             created_at: row.meta.created_at,
             updated_at: row.meta.updated_at,
@@ -155,13 +165,13 @@ pub struct RelationshipInput {
 
 impl RelationshipInput {
     fn edge(self, source: u64) -> Relationship {
-        Relationship {
+        Relationship::confirmed(
             source,
-            target: self.target_id,
-            kind: relation_token(&self.kind),
-            sensitivity: self.sensitivity.unwrap_or_else(|| "normal".into()),
-            note: self.note.unwrap_or_default(),
-        }
+            self.target_id,
+            relation_token(&self.kind),
+            self.sensitivity.unwrap_or_else(|| "normal".into()),
+            self.note.unwrap_or_default(),
+        )
     }
 }
 
@@ -187,7 +197,15 @@ pub async fn update(scope: &UserScope, contact: u64, rid: u64, input: Relationsh
                 return Err(mycorrhizal_engine::Error::NotFound);
             }
             tx.get::<Contact>(edge.target)?;
-            tx.put(rid, Precondition::Any, edge.clone())
+            // What the user does not edit here stays: an accepted suggestion's origin, its metadata.
+            let kept = Relationship {
+                status: current.body.status,
+                origin: current.body.origin,
+                confidence: current.body.confidence,
+                metadata: current.body.metadata,
+                ..edge.clone()
+            };
+            tx.put(rid, Precondition::Any, kept)
         })
         .await?)
 }
@@ -257,7 +275,7 @@ pub fn graph(view: &UserView) -> Result<Graph> {
         }
         Ok(())
     };
-    for edge in view.list::<Relationship>()? {
+    for edge in view.list::<Relationship>()?.into_iter().filter(|e| e.body.is_confirmed()) {
         node(edge.body.source, &mut nodes)?;
         node(edge.body.target, &mut nodes)?;
         edges.push(GraphEdge {
