@@ -31,8 +31,8 @@ pub struct ListQuery {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub cursor: Option<String>,
-    /// Page size, default 25, at most 100.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    /// Page size, default 25; above 100 is 100.
+    #[param(value_type = Option<u32>, minimum = 1)]
     pub limit: Option<String>,
     /// `desc` (default, most recently changed first) or `asc`.
     #[param(pattern = "^(asc|desc)$")]
@@ -69,7 +69,7 @@ pub async fn list(
         status: q.status,
         kind: q.kind,
         cursor: q.cursor,
-        limit: params::limit(q.limit.as_deref()),
+        limit: params::page_limit(q.limit.as_deref())?,
         ascending: match q.order.as_deref() {
             None | Some("desc") => false,
             Some("asc") => true,

@@ -24,8 +24,8 @@ use crate::state::AppState;
 pub struct ListQuery {
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
-    /// Page size, default 25, at most 100.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    /// Page size, default 25; above 100 is 100.
+    #[param(value_type = Option<u32>, minimum = 1)]
     pub limit: Option<String>,
 }
 
@@ -51,7 +51,7 @@ pub async fn list(
     user: AuthUser,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<DefinitionPage>, ApiError> {
-    let limit = params::limit(q.limit.as_deref());
+    let limit = params::page_limit(q.limit.as_deref())?;
     Ok(axum::Json(state.read(&user, move |v| ops::list(v, q.cursor.as_deref(), limit)).await?))
 }
 

@@ -30,8 +30,8 @@ pub struct ListQuery {
     pub include_contacts: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
-    /// Page size, at most 100; absent: every group.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    /// Page size (above 100 is 100); absent: every group.
+    #[param(value_type = Option<u32>, minimum = 1)]
     pub limit: Option<String>,
 }
 
@@ -42,7 +42,7 @@ impl ListQuery {
         Ok(GroupFilter {
             include_members: members || contacts,
             cursor: self.cursor.clone(),
-            limit: self.limit.as_deref().map(|raw| params::limit(Some(raw))),
+            limit: self.limit.as_deref().map(|raw| params::page_limit(Some(raw))).transpose()?,
         })
     }
 }

@@ -450,7 +450,7 @@ pub async fn render(
                     }
                 }
             }
-            (super::fields::contact_card(&c, viewer, id, &defs, &d.field_values, sent))
+            (super::record_forms::field_card(&c, viewer, id, &defs, &d.field_values, sent))
             (super::households::contact_section(viewer, id, &households, sent))
             (attachments_section(viewer, id, &files, sent))
             (super::record_forms::depth_forms(viewer, id, sent, super::cadence::contact_form(viewer, id)))

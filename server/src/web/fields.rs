@@ -1,120 +1,25 @@
 //! Custom fields in the browser: the definitions on `/settings/fields` (listed, added with their
-//! type and choices, removed with every value), and a contact's values on its page (shown, and
-//! edited in one form whose inputs follow each field's type). Every change is a
-//! `crm::field::ops` operation the JSON API calls too.
+//! type and choices, removed with every value), and the save of a contact's values from its page
+//! (the card itself is `record_forms::field_card`). Every change is a `crm::field::ops`
+//! operation the JSON API calls too.
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use maud::{Markup, html};
-use mycorrhizal_engine::{Precondition, Row};
+use maud::html;
+use mycorrhizal_engine::Precondition;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::page::{Chrome, Form, PageResult, Sent, Viewer, field_error, page_with, see_other, shell};
-use crate::crm::field::ops::{self, DefinitionInput, ValueInput, ValueView};
-use crate::crm::field::{Constraints, FieldDefinition, INTERNAL, TYPES, as_text};
+use super::page::{Form, PageResult, Viewer, field_error, page_with, see_other, shell};
+use super::record_forms::field_input_name as input_name;
+use crate::crm::field::ops::{self, DefinitionInput, ValueInput};
+use crate::crm::field::{Constraints, INTERNAL, TYPES};
 use crate::error::ApiError;
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct PageQuery {
     notice: Option<String>,
-}
-
-/// The form field of a definition's value on the contact page.
-fn input_name(id: u64) -> String {
-    format!("field-{id}")
-}
-
-/// A contact's values, and the form that edits them (`sent`: that form sent back with its error).
-pub fn contact_card(
-    c: &Chrome<'_>,
-    viewer: &Viewer,
-    id: u64,
-    defs: &[Row<FieldDefinition>],
-    values: &[ValueView],
-    sent: Option<&Sent>,
-) -> Markup {
-    let t = |k| viewer.t(k);
-    let sent = Sent::to(sent, "fields");
-    let value_of = |d: &Row<FieldDefinition>| values.iter().find(|v| v.field_definition_id == d.id).map(|v| &v.value);
-    html! {
-        section class="card" aria-labelledby="h-fields" {
-            h2 id="h-fields" { (t("fields.title")) }
-            @if defs.is_empty() {
-                p class="muted" { (t("fields.none")) " " a href="/settings/fields" { (t("fields.manage")) } }
-            } @else {
-                dl {
-                    @for d in defs {
-                        @if let Some(v) = value_of(d) {
-                            dt { (d.body.label) }
-                            dd { @if d.body.kind == "uri" { a href=(as_text(v)) rel="noopener noreferrer" { (as_text(v)) } } @else { (as_text(v)) } }
-                        }
-                    }
-                }
-                details open[sent.is_some()] {
-                    summary { (t("fields.edit")) }
-                    form method="post" action={ "/contacts/" (id) "/fields" } class="stack" {
-                        (c.csrf_field())
-                        (Sent::alert(sent))
-                        @for (i, d) in defs.iter().enumerate() {
-                            @let name = input_name(d.id);
-                            @let shown = if sent.is_some() { Sent::value(sent, &name) } else { value_of(d).map(as_text).unwrap_or_default() };
-                            @let invalid = Sent::invalid(sent, &format!("field_values[{i}].value"));
-                            label for=(name) { (d.body.label) }
-                            (input_of(&d.body, &name, &shown, invalid, viewer))
-                        }
-                        button type="submit" { (t("fields.save")) }
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn input_of(d: &FieldDefinition, name: &str, shown: &str, invalid: Option<&str>, viewer: &Viewer) -> Markup {
-    let c = &d.constraints;
-    if d.kind == "enum" && !c.multi {
-        return html! {
-            select id=(name) name=(name) aria-invalid=[invalid] {
-                option value="" { (viewer.t("fields.no_value")) }
-                @for v in &c.values { option value=(v) selected[shown == v] { (v) } }
-            }
-        };
-    }
-    if d.kind == "boolean" && !c.multi {
-        return html! {
-            select id=(name) name=(name) aria-invalid=[invalid] {
-                option value="" { (viewer.t("fields.no_value")) }
-                option value="true" selected[shown == "true"] { (viewer.t("fields.yes")) }
-                option value="false" selected[shown == "false"] { (viewer.t("fields.no")) }
-            }
-        };
-    }
-    if d.kind == "text" {
-        return html! { textarea id=(name) name=(name) rows="3" maxlength="5000" aria-invalid=[invalid] { (shown) } };
-    }
-    let kind = match (d.kind.as_str(), c.multi) {
-        (_, true) => "text",
-        ("number", _) => "number",
-        ("date", _) => "text",
-        ("datetime", _) => "text",
-        ("uri", _) => "url",
-        ("email", _) => "email",
-        ("phone", _) => "tel",
-        _ => "text",
-    };
-    let hint = match (d.kind.as_str(), c.multi) {
-        (_, true) => Some(viewer.t("fields.multi_hint")),
-        ("date", _) => Some("YYYY-MM-DD · --MM-DD"),
-        ("datetime", _) => Some("2026-12-07T18:30:00Z"),
-        _ => None,
-    };
-    html! {
-        input id=(name) name=(name) type=(kind) value=(shown) step=[(kind == "number").then_some("any")]
-            min=[c.min.filter(|_| kind == "number")] max=[c.max.filter(|_| kind == "number")] aria-invalid=[invalid];
-        @if let Some(hint) = hint { span class="hint" { (hint) } }
-    }
 }
 
 /// Saves every value of the contact page's form (an empty input: no value).
