@@ -298,6 +298,32 @@ pub(crate) fn events(txn: &ReadTransaction, user: u64, after: u64, limit: usize)
     range.take(limit).map(|entry| codec::decode("audit", entry?.1.value())).collect()
 }
 
+/// A user's events newest first, those `keep` accepts, at most `limit` of them (a page of the
+/// trail as a person reads it, walking back from the newest).
+pub(crate) fn latest_events(
+    txn: &ReadTransaction,
+    user: u64,
+    limit: usize,
+    mut keep: impl FnMut(&AuditEvent) -> bool,
+) -> Result<Vec<AuditEvent>> {
+    let table = match txn.open_table(AUDIT) {
+        Ok(t) => t,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = Vec::new();
+    for entry in table.range((user, 0)..=(user, u64::MAX))?.rev() {
+        if out.len() >= limit {
+            break;
+        }
+        let event: AuditEvent = codec::decode("audit", entry?.1.value())?;
+        if keep(&event) {
+            out.push(event);
+        }
+    }
+    Ok(out)
+}
+
 /// Every user's chain head: the newest event's hash, or the anchor when retention removed every
 /// event (users with neither have no entry). What a backup manifest records so a restore can
 /// prove it brought back the chain it saved.

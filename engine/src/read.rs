@@ -438,6 +438,15 @@ impl UserView {
         crate::audit::events(&self.txn, self.user, after, limit)
     }
 
+    /// This user's audit events newest first, those `keep` accepts, at most `limit`.
+    pub fn latest_audit_events(
+        &self,
+        limit: usize,
+        keep: impl FnMut(&crate::audit::AuditEvent) -> bool,
+    ) -> Result<Vec<crate::audit::AuditEvent>> {
+        crate::audit::latest_events(&self.txn, self.user, limit, keep)
+    }
+
     /// Verifies this user's audit hash chain; returns how many events were checked.
     pub fn verify_audit(&self) -> Result<u64> {
         crate::audit::verify(&self.txn, self.user)

@@ -11,6 +11,7 @@ mod boot;
 mod bundle;
 mod calendar;
 mod channels;
+mod client_routes;
 mod console;
 mod contract;
 mod crm;

@@ -28,6 +28,36 @@ pub async fn export(State(state): State<AppState>, user: AuthUser) -> Result<Res
     }
 }
 
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// Only events of this kind (`contact`, `note`, ...; `circle` and `tag` name `group`).
+    pub entity_type: Option<String>,
+    /// Only events of this record: its id, or a contact's vCard UID.
+    pub entity_id: Option<String>,
+    /// How many, newest first: 1 to 500, otherwise 100.
+    pub limit: Option<String>,
+}
+
+/// The caller's own audit trail, newest first.
+#[utoipa::path(get, path = "/api/v1/audit", tag = "audit", params(AuditQuery), responses(
+    (status = 200, body = audit::AuditList, description = "`{audit_events, total}`; `total` is how many are listed")))]
+pub async fn list(
+    State(state): State<AppState>,
+    user: AuthUser,
+    crate::http::extract::Query(q): crate::http::extract::Query<AuditQuery>,
+) -> Result<axum::Json<audit::AuditList>, ApiError> {
+    let limit = q
+        .limit
+        .as_deref()
+        .and_then(|l| l.trim().parse::<usize>().ok())
+        .filter(|l| (1..=500).contains(l))
+        .unwrap_or(100);
+    let list =
+        state.read(&user, move |v| audit::latest(v, q.entity_type.as_deref(), q.entity_id.as_deref(), limit)).await?;
+    Ok(axum::Json(list))
+}
+
 #[utoipa::path(post, path = "/api/v1/audit/{id}/undo", tag = "audit", params(("id" = u64, Path)), responses(
     (status = 200, body = crate::crm::Message, description = "Reverted"), (status = 404, description = "No such event of yours"), (status = 409, description = "Not an update event, or the record changed since")))]
 pub async fn undo(

@@ -116,6 +116,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(users::set_language))
         .routes(routes!(users::set_date_format))
         .routes(routes!(users::custom_fields, users::set_custom_fields))
+        .routes(routes!(users::directory))
         .routes(routes!(users::totp_status))
         .routes(routes!(users::totp_setup))
         .routes(routes!(users::totp_confirm))
@@ -172,6 +173,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(relationships::graph))
         .routes(routes!(dashboard::dashboard))
         .routes(routes!(audit::export))
+        .routes(routes!(audit::list))
         .routes(
             routes!(attachments::list, attachments::upload)
                 .layer(DefaultBodyLimit::max(attachments::MAX_ATTACHMENT + 64 * 1024)),

@@ -87,6 +87,27 @@ pub struct CustomFields {
     pub custom_fields: Vec<String>,
 }
 
+/// Another user of the instance, as the share picker lists them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DirectoryEntry {
+    pub id: u64,
+    pub username: String,
+}
+
+/// `{users}`: every other user of the instance, by username.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Directory {
+    pub users: Vec<DirectoryEntry>,
+}
+
+#[utoipa::path(get, path = "/api/v1/users/directory", tag = "users", responses((status = 200, body = Directory)))]
+pub async fn directory(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<Directory>, ApiError> {
+    let users = accounts::directory(&state.engine, user.id.0).await?;
+    Ok(axum::Json(Directory {
+        users: users.into_iter().map(|(id, username)| DirectoryEntry { id, username }).collect(),
+    }))
+}
+
 #[utoipa::path(get, path = "/api/v1/users/custom-fields", tag = "users", responses((status = 200, body = CustomFields)))]
 pub async fn custom_fields(user: AuthUser) -> axum::Json<CustomFields> {
     axum::Json(CustomFields { custom_fields: user.account.custom_fields })

@@ -396,6 +396,16 @@ pub async fn page(engine: &Engine, page: usize, limit: usize) -> Result<(Vec<(u6
     Ok((page, total))
 }
 
+/// Every other account of the instance as `(id, username)`, by username: whom a contact can be
+/// shared with.
+pub async fn directory(engine: &Engine, except: u64) -> Result<Vec<(u64, String)>, Error> {
+    let all = read(engine, |view| Ok(view.list::<Account>()?)).await?;
+    let mut users: Vec<(u64, String)> =
+        all.into_iter().filter(|(id, _)| *id != except).map(|(id, a)| (id, a.username)).collect();
+    users.sort_by(|a, b| a.1.cmp(&b.1));
+    Ok(users)
+}
+
 /// An admin's password reset of account `id`: the strength rules apply, and every session and
 /// API token of the account ends.
 pub async fn reset_password(auth: &Auth, engine: &Engine, id: u64, password: String) -> Result<Account, Error> {

@@ -88,3 +88,100 @@ pub async fn verify_chains(engine: &mycorrhizal_engine::Engine, users: Vec<u64>)
     })
     .await
 }
+
+/// One event of `GET /audit`, at the existing clients' shape (`entity_type`, `entity_id`,
+/// `operation`, `before_snapshot`) with this server's own members beside it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct AuditEntry {
+    pub id: u64,
+    #[schema(value_type = String)]
+    pub created_at: jiff::Timestamp,
+    #[schema(value_type = String)]
+    pub updated_at: jiff::Timestamp,
+    /// The record kind (`contact`, `note`, ...; circles and tags are `group`).
+    pub entity_type: String,
+    /// A contact's vCard UID while it exists; otherwise the record's id, as text.
+    pub entity_id: String,
+    pub record_id: u64,
+    /// `create`, `update` or `delete`.
+    pub operation: &'static str,
+    /// The record's revision after the change.
+    pub revision: u64,
+    /// The changed fields' values before, as a JSON object text; absent for a create.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_snapshot: Option<String>,
+    /// `[{field, before, after}]`, each value as JSON text.
+    #[schema(value_type = Vec<Object>)]
+    pub changes: Vec<Value>,
+}
+
+/// `{audit_events, total}`: `total` is how many are listed.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct AuditList {
+    pub audit_events: Vec<AuditEntry>,
+    pub total: usize,
+}
+
+/// The user's newest `limit` events, of one kind (`entity_type`) and record (`entity_id`: an
+/// id, or a contact's vCard UID) when given.
+pub fn latest(v: &UserView, entity_type: Option<&str>, entity_id: Option<&str>, limit: usize) -> Result<AuditList> {
+    use crate::crm::contact::{Contact, INDEX_UID};
+    let kind = entity_type.map(str::trim).filter(|k| !k.is_empty()).map(|k| match k {
+        "circle" | "tag" => "group".to_string(),
+        other => other.to_string(),
+    });
+    let record = match entity_id.map(str::trim).filter(|e| !e.is_empty()) {
+        None => None,
+        Some(text) => Some(match text.parse::<u64>() {
+            Ok(id) => id,
+            Err(_) => match v.find::<Contact>(INDEX_UID, &text.to_lowercase())?.first() {
+                Some(id) => *id,
+                None => return Ok(AuditList { audit_events: Vec::new(), total: 0 }),
+            },
+        }),
+    };
+    let events = v.latest_audit_events(limit, |e| {
+        kind.as_deref().is_none_or(|k| e.kind == k) && record.is_none_or(|r| e.record_id == r)
+    })?;
+    let audit_events: Vec<AuditEntry> = events
+        .into_iter()
+        .map(|e| {
+            let operation = match e.action {
+                Op::Created => "create",
+                Op::Updated => "update",
+                Op::Deleted => "delete",
+            };
+            let entity_id = match (e.kind.as_str(), v.get::<Contact>(e.record_id)) {
+                ("contact", Ok(row)) => row.body.uid,
+                _ => e.record_id.to_string(),
+            };
+            let before_snapshot = (operation != "create").then(|| {
+                let before: serde_json::Map<String, Value> = e
+                    .changes
+                    .iter()
+                    .map(|c| {
+                        (c.field.clone(), serde_json::from_str(&c.before).unwrap_or(Value::String(c.before.clone())))
+                    })
+                    .collect();
+                Value::Object(before).to_string()
+            });
+            AuditEntry {
+                id: e.seq,
+                created_at: e.at,
+                updated_at: e.at,
+                entity_type: e.kind.clone(),
+                entity_id,
+                record_id: e.record_id,
+                operation,
+                revision: e.revision,
+                before_snapshot,
+                changes: e
+                    .changes
+                    .iter()
+                    .map(|c| json!({ "field": c.field, "before": c.before, "after": c.after }))
+                    .collect(),
+            }
+        })
+        .collect();
+    Ok(AuditList { total: audit_events.len(), audit_events })
+}

@@ -1,0 +1,75 @@
+//! Routes the existing web and Android clients call, against the real binary: the audit trail
+//! newest first with its filters, and the directory of the other users.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::Instance;
+
+async fn json_of(response: reqwest::Response, status: u16) -> Value {
+    let got = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    assert_eq!(got, status, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+#[tokio::test]
+async fn the_audit_trail_reads_newest_first_filtered_and_only_ones_own() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let made = json_of(ada.post("/api/v1/contacts", json!({ "firstname": "Ann" })).await, 201).await;
+    let (ann, uid) = (made["contact"]["id"].as_u64().unwrap(), made["contact"]["uid"].as_str().unwrap().to_string());
+    json_of(ada.send(Method::PUT, &format!("/api/v1/contacts/{ann}"), json!({ "firstname": "Anne" })).await, 200).await;
+    json_of(ada.post(&format!("/api/v1/contacts/{ann}/notes"), json!({ "content": "met at the lake" })).await, 201)
+        .await;
+
+    let all = json_of(ada.get("/api/v1/audit").await, 200).await;
+    let ops: Vec<(&str, &str)> = all["audit_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["entity_type"].as_str().unwrap(), e["operation"].as_str().unwrap()))
+        .collect();
+    assert_eq!(&ops[..3], [("note", "create"), ("contact", "update"), ("contact", "create")], "newest first: {all}");
+    assert_eq!(all["total"], all["audit_events"].as_array().unwrap().len());
+    let update = &all["audit_events"][1];
+    assert_eq!(update["entity_id"], uid.as_str(), "a live contact is named by its UID");
+    let before: Value = serde_json::from_str(update["before_snapshot"].as_str().unwrap()).unwrap();
+    assert!(before.to_string().contains("Ann"), "{before}");
+    assert!(all["audit_events"][2].get("before_snapshot").is_none(), "a create has no before");
+
+    let of_contact = json_of(ada.get(&format!("/api/v1/audit?entity_type=contact&entity_id={uid}")).await, 200).await;
+    assert_eq!(of_contact["total"], 2);
+    assert_eq!(json_of(ada.get(&format!("/api/v1/audit?entity_id={ann}&limit=1")).await, 200).await["total"], 1);
+    assert_eq!(
+        json_of(ada.get("/api/v1/audit?limit=9999").await, 200).await["total"],
+        all["total"],
+        "out of range: 100"
+    );
+    // The undo the Android client offers on a contact update.
+    let id = update["id"].as_u64().unwrap();
+    json_of(ada.send(Method::POST, &format!("/api/v1/audit/{id}/undo"), Value::Null).await, 200).await;
+    assert_eq!(json_of(ada.get(&format!("/api/v1/contacts/{ann}")).await, 200).await["firstname"], "Ann");
+
+    let bob = server.sign_up("bob").await;
+    let theirs = json_of(bob.get("/api/v1/audit").await, 200).await;
+    assert!(!theirs.to_string().contains(&uid), "{theirs}");
+    assert_eq!(json_of(bob.get(&format!("/api/v1/audit?entity_id={ann}")).await, 200).await["total"], 0);
+}
+
+#[tokio::test]
+async fn the_directory_lists_every_other_user_by_name() {
+    let server = Instance::new().spawn();
+    let carol = server.sign_up("carol").await;
+    let ada = server.sign_up("ada").await;
+    server.sign_up("bob").await;
+    let listed = json_of(carol.get("/api/v1/users/directory").await, 200).await;
+    let names: Vec<&str> =
+        listed["users"].as_array().unwrap().iter().map(|u| u["username"].as_str().unwrap()).collect();
+    assert_eq!(names, ["ada", "bob"]);
+    assert!(listed["users"][0]["id"].as_u64().is_some());
+    let listed = json_of(ada.get("/api/v1/users/directory").await, 200).await;
+    let names: Vec<&str> =
+        listed["users"].as_array().unwrap().iter().map(|u| u["username"].as_str().unwrap()).collect();
+    assert_eq!(names, ["bob", "carol"]);
+}
