@@ -73,3 +73,28 @@ async fn the_directory_lists_every_other_user_by_name() {
         listed["users"].as_array().unwrap().iter().map(|u| u["username"].as_str().unwrap()).collect();
     assert_eq!(names, ["bob", "carol"]);
 }
+
+#[tokio::test]
+async fn the_clients_choice_of_contact_fields_is_kept_per_user() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let bob = server.sign_up("bob").await;
+    let path = "/api/v1/users/enabled-contact-fields";
+    assert_eq!(json_of(ada.get(path).await, 200).await, json!({ "enabled_contact_fields": null }));
+    let set =
+        json_of(ada.send(Method::PATCH, path, json!({ "fields": ["emails", "phones", "birthday"] })).await, 200).await;
+    assert_eq!(set["enabled_contact_fields"], json!(["emails", "phones", "birthday"]));
+    assert_eq!(
+        json_of(ada.get(path).await, 200).await["enabled_contact_fields"],
+        json!(["emails", "phones", "birthday"])
+    );
+    assert_eq!(json_of(bob.get(path).await, 200).await["enabled_contact_fields"], Value::Null, "per user");
+    let refused =
+        json_of(ada.send(Method::PATCH, path, json!({ "fields": ["emails", "x".repeat(51)] })).await, 400).await;
+    assert_eq!(refused["details"]["field"], "fields[1]");
+    let made = json_of(ada.post("/api/v1/contacts", json!({ "firstname": "Ann" })).await, 201).await;
+    let detail = json_of(ada.get(&format!("/api/v1/contacts/{}/detail", made["contact"]["id"])).await, 200).await;
+    assert_eq!(detail["user"]["enabled_contact_fields"], json!(["emails", "phones", "birthday"]));
+    json_of(ada.send(Method::PATCH, path, json!({ "fields": null })).await, 200).await;
+    assert_eq!(json_of(ada.get(path).await, 200).await["enabled_contact_fields"], Value::Null, "reset");
+}

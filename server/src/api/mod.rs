@@ -117,6 +117,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(users::set_date_format))
         .routes(routes!(users::custom_fields, users::set_custom_fields))
         .routes(routes!(users::directory))
+        .routes(routes!(users::enabled_contact_fields, users::set_enabled_contact_fields))
         .routes(routes!(users::totp_status))
         .routes(routes!(users::totp_setup))
         .routes(routes!(users::totp_confirm))

@@ -87,6 +87,44 @@ pub struct CustomFields {
     pub custom_fields: Vec<String>,
 }
 
+/// `{enabled_contact_fields}`: the contact fields the client shows (`null`: never chosen).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EnabledContactFields {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub enabled_contact_fields: Option<Vec<String>>,
+}
+
+/// `{fields}`: the names, in order (`null` resets to the client's default).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EnabledContactFieldsBody {
+    #[serde(default)]
+    pub fields: Option<Vec<String>>,
+}
+
+#[utoipa::path(get, path = "/api/v1/users/enabled-contact-fields", tag = "users", responses((status = 200, body = EnabledContactFields)))]
+pub async fn enabled_contact_fields(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<axum::Json<EnabledContactFields>, ApiError> {
+    let fields = state.read(&user, crate::crm::client_settings::enabled_contact_fields).await?;
+    Ok(axum::Json(EnabledContactFields { message: None, enabled_contact_fields: fields }))
+}
+
+#[utoipa::path(patch, path = "/api/v1/users/enabled-contact-fields", tag = "users", request_body = EnabledContactFieldsBody,
+    responses((status = 200, body = EnabledContactFields), (status = 400, description = "A name is blank or too long, named")))]
+pub async fn set_enabled_contact_fields(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<EnabledContactFieldsBody>,
+) -> Result<axum::Json<EnabledContactFields>, ApiError> {
+    let fields = crate::crm::client_settings::set_enabled_contact_fields(&state.scope(&user), body.fields).await?;
+    Ok(axum::Json(EnabledContactFields {
+        message: Some("Enabled contact fields updated".into()),
+        enabled_contact_fields: fields,
+    }))
+}
+
 /// Another user of the instance, as the share picker lists them.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DirectoryEntry {

@@ -20,6 +20,7 @@ pub mod bundle;
 pub mod cadence;
 pub mod calendar;
 pub mod calendar_events;
+pub mod client_settings;
 pub mod contact;
 pub mod cursor;
 pub mod depth;

@@ -72,7 +72,10 @@ pub fn detail(v: &UserView, id: u64, today: Date, custom_fields: Vec<String>) ->
         .collect();
     Ok(ContactDetail {
         contact: ContactView::of(&row, &related),
-        user: json!({ "custom_fields": custom_fields, "enabled_contact_fields": Value::Null }),
+        user: json!({
+            "custom_fields": custom_fields,
+            "enabled_contact_fields": crate::crm::client_settings::enabled_contact_fields(v)?,
+        }),
         notes: notes::of_contact(v, id, LATEST)?,
         activities: activities::of_contact(v, id, LATEST)?,
         completions: reminders::completions_of(v, id, LATEST)?,
