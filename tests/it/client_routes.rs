@@ -98,3 +98,62 @@ async fn the_clients_choice_of_contact_fields_is_kept_per_user() {
     json_of(ada.send(Method::PATCH, path, json!({ "fields": null })).await, 200).await;
     assert_eq!(json_of(ada.get(path).await, 200).await["enabled_contact_fields"], Value::Null, "reset");
 }
+
+#[tokio::test]
+async fn link_types_start_with_the_defaults_and_keep_the_users_order() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let list = json_of(ada.get("/api/v1/link-field-types").await, 200).await;
+    let types = list["link_field_types"].as_array().unwrap();
+    assert_eq!(types.len(), 19, "{list}");
+    assert_eq!((types[0]["name"].as_str(), types[0]["category"].as_str()), (Some("Signal"), Some("messaging")));
+    assert_eq!(types[3]["protocol"], "https://t.me/{value}");
+    assert!(types.iter().all(|t| t["is_default"] == true));
+    assert_eq!(
+        json_of(ada.get("/api/v1/link-field-types").await, 200).await["link_field_types"].as_array().unwrap().len(),
+        19,
+        "seeded once"
+    );
+
+    let body =
+        json!({ "name": "Mastodon", "protocol": "https://{value}", "category": "social", "icon": "mdiMastodon" });
+    let made = json_of(ada.post("/api/v1/link-field-types", body.clone()).await, 201).await["link_field_type"].clone();
+    assert_eq!((made["is_default"].as_bool(), made["position"].as_u64()), (Some(false), Some(19)));
+    json_of(ada.post("/api/v1/link-field-types", body).await, 409).await;
+    let bad = json!({ "name": "Evil", "protocol": " javascript:alert(1)", "category": "social" });
+    assert_eq!(json_of(ada.post("/api/v1/link-field-types", bad).await, 400).await["details"]["field"], "protocol");
+    let bad = json!({ "name": "Odd", "category": "news" });
+    assert_eq!(json_of(ada.post("/api/v1/link-field-types", bad).await, 400).await["details"]["field"], "category");
+    let id = made["id"].as_u64().unwrap();
+    let edited =
+        json!({ "name": "Mastodon (home)", "protocol": "https://social.example/@{value}", "category": "social" });
+    let replaced = json_of(ada.send(Method::PUT, &format!("/api/v1/link-field-types/{id}"), edited).await, 200).await;
+    assert_eq!((replaced["name"].as_str(), replaced["position"].as_u64()), (Some("Mastodon (home)"), Some(19)));
+    assert!(replaced.get("icon").is_none(), "an omitted icon is cleared");
+
+    let mut ids: Vec<u64> = json_of(ada.get("/api/v1/link-field-types").await, 200).await["link_field_types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_u64().unwrap())
+        .collect();
+    ids.reverse();
+    let reordered =
+        json_of(ada.send(Method::PUT, "/api/v1/link-field-types/reorder", json!({ "order": ids })).await, 200).await;
+    assert_eq!(reordered["link_field_types"][0]["name"], "Slack", "messaging first, then by the new positions");
+    let partial = json!({ "order": &ids[1..] });
+    assert_eq!(
+        json_of(ada.send(Method::PUT, "/api/v1/link-field-types/reorder", partial).await, 400).await["details"]["field"],
+        "order"
+    );
+
+    let bob = server.sign_up("bob").await;
+    json_of(bob.get(&format!("/api/v1/link-field-types/{id}")).await, 404).await;
+    json_of(bob.send(Method::DELETE, &format!("/api/v1/link-field-types/{id}"), json!({})).await, 404).await;
+    assert_eq!(
+        json_of(bob.get("/api/v1/link-field-types").await, 200).await["link_field_types"].as_array().unwrap().len(),
+        19
+    );
+    json_of(ada.send(Method::DELETE, &format!("/api/v1/link-field-types/{id}"), json!({})).await, 200).await;
+    json_of(ada.get(&format!("/api/v1/link-field-types/{id}")).await, 404).await;
+}

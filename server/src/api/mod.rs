@@ -22,6 +22,7 @@ pub mod health;
 pub mod households;
 pub mod ical;
 pub mod import;
+pub mod link_types;
 pub mod metrics;
 pub mod notes;
 pub mod notifications;
@@ -218,6 +219,9 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(edges::suggest))
         .routes(routes!(edges::get, edges::replace, edges::delete))
         .routes(routes!(edges::accept))
+        .routes(routes!(link_types::list, link_types::create))
+        .routes(routes!(link_types::reorder))
+        .routes(routes!(link_types::get, link_types::replace, link_types::delete))
         .routes(routes!(fields::list, fields::create))
         .routes(routes!(fields::get, fields::update, fields::delete))
         .routes(routes!(fields::values, fields::put_values))

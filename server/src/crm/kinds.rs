@@ -14,6 +14,7 @@ use super::duplicate::DuplicateDismissal;
 use super::export::RecordTable;
 use super::field::FieldDefinition;
 use super::groups::GroupEntity;
+use super::link_type::LinkFieldType;
 use super::reach_out::ReachOutSuggestion;
 use super::{
     activity::Activity, note::Note, records::BY_CONTACT, records::contact_range, relationship::BY_SOURCE,
@@ -186,6 +187,7 @@ pub fn all() -> Vec<KindEntry> {
         KindEntry::of::<GroupEntity>(Keep),
         // Custom field definitions: values live on the contacts, keyed by the definition's key.
         KindEntry::of::<FieldDefinition>(Keep).exported("field_definitions"),
+        KindEntry::of::<LinkFieldType>(Keep),
         // Its hashes are of the members' ids, which an import changes: carried as they are, a
         // dismissal no longer matches, and the suggestion may be offered again.
         KindEntry::of::<DismissedHouseholdSuggestion>(Keep),

@@ -35,6 +35,7 @@ pub mod ical_feed;
 pub mod import;
 pub mod kinds;
 pub mod legacy_files;
+pub mod link_type;
 pub mod note;
 pub mod reach_out;
 pub mod records;
