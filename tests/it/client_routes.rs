@@ -157,3 +157,48 @@ async fn link_types_start_with_the_defaults_and_keep_the_users_order() {
     json_of(ada.send(Method::DELETE, &format!("/api/v1/link-field-types/{id}"), json!({})).await, 200).await;
     json_of(ada.get(&format!("/api/v1/link-field-types/{id}")).await, 404).await;
 }
+
+#[tokio::test]
+async fn the_clients_notification_form_reads_and_sets_the_channels() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let config = json_of(ada.get("/api/v1/notifications/config").await, 200).await;
+    assert_eq!((config["ntfy_url"].as_str(), config["notify_ntfy"].as_bool()), (Some(""), Some(false)));
+    assert!(config["vapid_public_key"].as_str().is_some_and(|k| k.len() > 40), "{config}");
+
+    let set = json!({ "ntfy_url": "http://127.0.0.1:9/", "ntfy_topic": "crm-alerts", "notify_ntfy": true });
+    let config = json_of(ada.send(Method::PUT, "/api/v1/notifications/config", set).await, 200).await;
+    assert_eq!(
+        (config["ntfy_url"].as_str(), config["ntfy_topic"].as_str()),
+        (Some("http://127.0.0.1:9"), Some("crm-alerts"))
+    );
+    assert_eq!(config["notify_ntfy"], true);
+    let channels = json_of(ada.get("/api/v1/notifications/channels").await, 200).await;
+    assert_eq!(channels["ntfy"]["topic"], "crm-alerts", "the same channel: {channels}");
+    let tested = json_of(ada.post("/api/v1/notifications/config/test", json!({ "channel": "ntfy" })).await, 200).await;
+    assert_eq!(tested, json!({ "ok": true }));
+    let tested =
+        json_of(ada.post("/api/v1/notifications/config/test", json!({ "channel": "gotify" })).await, 200).await;
+    assert_eq!(tested["ok"], false);
+    assert!(tested["error"].as_str().is_some_and(|e| !e.is_empty()), "{tested}");
+    json_of(ada.post("/api/v1/notifications/config/test", json!({ "channel": "email" })).await, 400).await;
+    let bad = json!({ "ntfy_url": "ftp://example.org", "ntfy_topic": "x" });
+    assert_eq!(
+        json_of(ada.send(Method::PUT, "/api/v1/notifications/config", bad).await, 400).await["details"]["field"],
+        "ntfy_url"
+    );
+    let off =
+        json_of(ada.send(Method::PUT, "/api/v1/notifications/config", json!({ "notify_ntfy": false })).await, 200)
+            .await;
+    assert_eq!((off["notify_ntfy"].as_bool(), off["ntfy_url"].as_str()), (Some(false), Some("")));
+
+    assert_eq!(json_of(ada.get("/api/v1/notifications/devices").await, 200).await, json!({ "devices": [] }));
+    let phone = json!({ "token": "fcm-token-0123456789abcdef", "client": "apns", "device_label": "iPhone" });
+    assert_eq!(
+        json_of(ada.post("/api/v1/notifications/devices", phone).await, 400).await["details"]["field"],
+        "client"
+    );
+    let phone = json!({ "token": "fcm-token-0123456789abcdef", "client": "fcm", "device_label": "Pixel" });
+    json_of(ada.post("/api/v1/notifications/devices", phone).await, 409).await;
+    json_of(ada.send(Method::DELETE, "/api/v1/notifications/devices/77", json!({})).await, 404).await;
+}

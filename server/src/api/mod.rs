@@ -25,6 +25,7 @@ pub mod import;
 pub mod link_types;
 pub mod metrics;
 pub mod notes;
+pub mod notification_config;
 pub mod notifications;
 pub mod oidc;
 pub mod photos;
@@ -219,6 +220,10 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(edges::suggest))
         .routes(routes!(edges::get, edges::replace, edges::delete))
         .routes(routes!(edges::accept))
+        .routes(routes!(notification_config::config, notification_config::set_config))
+        .routes(routes!(notification_config::test))
+        .routes(routes!(notification_config::devices, notification_config::register))
+        .routes(routes!(notification_config::unregister))
         .routes(routes!(link_types::list, link_types::create))
         .routes(routes!(link_types::reorder))
         .routes(routes!(link_types::get, link_types::replace, link_types::delete))

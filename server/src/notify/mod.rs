@@ -11,6 +11,7 @@
 
 pub mod alerts;
 pub mod channels;
+pub mod client_config;
 pub mod deliver;
 pub mod digest;
 pub mod email;
