@@ -78,7 +78,7 @@ fn given(text: &Option<String>) -> Option<String> {
 /// the switch not off) sets it, checked as the channel's own route checks it.
 pub async fn set_config(notifier: &Notifier, user: u64, input: ClientConfigInput) -> Result<ClientConfig> {
     if input.notify_ntfy == Some(false) {
-        channels::clear(notifier, user, Channel::Ntfy).await?;
+        off(notifier, user, Channel::Ntfy).await?;
     } else if let Some(url) = given(&input.ntfy_url) {
         let topic =
             given(&input.ntfy_topic).ok_or_else(|| Error::invalid("ntfy_topic", "is required with ntfy_url"))?;
@@ -87,12 +87,20 @@ pub async fn set_config(notifier: &Notifier, user: u64, input: ClientConfigInput
             .map_err(|e| renamed(e, "ntfy_"))?;
     }
     if input.notify_gotify == Some(false) {
-        channels::clear(notifier, user, Channel::Gotify).await?;
+        off(notifier, user, Channel::Gotify).await?;
     } else if let Some(url) = given(&input.gotify_url) {
         let token = given(&input.gotify_token);
         channels::set_gotify(notifier, user, GotifyInput { url, token }).await.map_err(|e| renamed(e, "gotify_"))?;
     }
     config(notifier, user).await
+}
+
+/// Removes a channel; one not set up is off already.
+async fn off(notifier: &Notifier, user: u64, channel: Channel) -> Result<()> {
+    match channels::clear(notifier, user, channel).await {
+        Ok(_) | Err(Error::NotFound) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// A channel route's refusal with its field named as the form names it (`url` → `ntfy_url`).
