@@ -202,3 +202,65 @@ async fn the_clients_notification_form_reads_and_sets_the_channels() {
     json_of(ada.post("/api/v1/notifications/devices", phone).await, 409).await;
     json_of(ada.send(Method::DELETE, "/api/v1/notifications/devices/77", json!({})).await, 404).await;
 }
+
+#[tokio::test]
+async fn a_briefing_gathers_what_to_know_before_meeting_someone() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let today = jiff::Zoned::now().with_time_zone(jiff::tz::TimeZone::UTC).date();
+    let soon = today.checked_add(jiff::Span::new().days(10)).unwrap();
+    let birthday = format!("1990-{:02}-{:02}", soon.month(), soon.day());
+    let made = json_of(
+        ada.post("/api/v1/contacts", json!({ "firstname": "Ann", "lastname": "Lee", "birthday": birthday })).await,
+        201,
+    )
+    .await;
+    let (ann, ann_uid) =
+        (made["contact"]["id"].as_u64().unwrap(), made["contact"]["uid"].as_str().unwrap().to_string());
+    let empty = json_of(ada.get(&format!("/api/v1/contacts/{ann}/briefing")).await, 200).await;
+    for list in ["recent_notes", "open_agenda_items", "relationships", "life_events", "upcoming_reminders"] {
+        assert_eq!(empty[list], json!([]), "{list} is an empty array: {empty}");
+    }
+    assert!(empty.get("last_activity").is_none() && empty.get("cadence").is_none());
+
+    for i in 0..6 {
+        json_of(
+            ada.post(&format!("/api/v1/contacts/{ann}/notes"), json!({ "content": format!("note {i}") })).await,
+            201,
+        )
+        .await;
+    }
+    let body = json!({ "title": "Lunch", "date": today.to_string(), "contact_ids": [ann] });
+    json_of(ada.post("/api/v1/activities", body).await, 201).await;
+    json_of(ada.post("/api/v1/conversation-agenda", json!({ "contact_id": ann, "content": "her new job" })).await, 201)
+        .await;
+    json_of(ada.post("/api/v1/cadence-policies", json!({ "contact_id": ann, "interval_days": 30 })).await, 201).await;
+    let body = json!({ "source_id": ann_uid, "target_thin": { "name": "Kit" }, "type": "parent_of" });
+    json_of(ada.post("/api/v1/relationship-edges", body).await, 201).await;
+    let in_days = |n: i64| today.checked_add(jiff::Span::new().days(n)).unwrap().to_string();
+    for (message, when) in [("call her", in_days(5)), ("far away", in_days(60))] {
+        let body = json!({ "message": message, "remind_at": when, "recurrence": "once" });
+        json_of(ada.post(&format!("/api/v1/contacts/{ann}/reminders"), body).await, 201).await;
+    }
+
+    let b = json_of(ada.get(&format!("/api/v1/contacts/{ann}/briefing")).await, 200).await;
+    assert_eq!(
+        (b["contact_id"].as_u64(), b["uid"].as_str(), b["name"].as_str()),
+        (Some(ann), Some(ann_uid.as_str()), Some("Ann Lee"))
+    );
+    assert_eq!(b["last_activity"]["title"], "Lunch");
+    assert_eq!(b["recent_notes"].as_array().unwrap().len(), 5);
+    assert_eq!(b["open_agenda_items"][0]["content"], "her new job");
+    assert_eq!(b["cadence"]["policy"]["interval_days"], 30);
+    assert_eq!(b["cadence"]["health"]["has_qualifying_interaction"], true);
+    assert_eq!(b["relationships"][0]["display_token"], "child_of", "Kit is Ann's child: {b}");
+    assert_eq!(b["relationships"][0]["other_party_name"], "Kit");
+    let reminders: Vec<&str> =
+        b["upcoming_reminders"].as_array().unwrap().iter().map(|r| r["message"].as_str().unwrap()).collect();
+    assert_eq!(reminders, ["call her"]);
+    assert_eq!(b["upcoming_dates"][0]["label"], "birthday");
+    assert!((9..=10).contains(&b["upcoming_dates"][0]["days_until"].as_i64().unwrap()), "{b}");
+
+    let bob = server.sign_up("bob").await;
+    json_of(bob.get(&format!("/api/v1/contacts/{ann}/briefing")).await, 404).await;
+}

@@ -262,6 +262,20 @@ pub async fn birthdays(
     Ok(axum::Json(BirthdayList { birthdays }))
 }
 
+/// What to know before meeting them: last activity, newest notes, rhythm, open agenda,
+/// relationships, life events, reminders due within 30 days and dates within a year.
+#[utoipa::path(get, path = "/api/v1/contacts/{id}/briefing", tag = "contacts", params(("id" = u64, Path)), responses(
+    (status = 200, description = "Every list an array, never null", body = crate::crm::contact::briefing::Briefing),
+    (status = 404, description = "No such contact")))]
+pub async fn briefing(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<u64>,
+) -> Result<axum::Json<crate::crm::contact::briefing::Briefing>, ApiError> {
+    let (today, now) = (state.today(), state.engine.clock().now());
+    Ok(axum::Json(state.read(&user, move |v| crate::crm::contact::briefing::briefing(v, id, today, now)).await?))
+}
+
 /// The contact and everything about it in one call; every collection is an array.
 #[utoipa::path(get, path = "/api/v1/contacts/{id}/detail", tag = "contacts", params(("id" = u64, Path)), responses(
     (status = 200, description = "The contact and everything about it", body = crate::crm::contact::detail::ContactDetail),

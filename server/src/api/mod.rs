@@ -164,6 +164,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(contacts::birthdays))
         .routes(routes!(contacts::get, contacts::update, contacts::delete))
         .routes(routes!(contacts::detail))
+        .routes(routes!(contacts::briefing))
         .routes(routes!(photos::download, photos::upload).layer(DefaultBodyLimit::max(photos::MAX_PHOTO + 64 * 1024)))
         .routes(routes!(photos::proxy))
         .routes(routes!(contacts::archive))
