@@ -203,3 +203,65 @@ async fn suggestions_wait_for_an_accept_and_never_repeat() {
         0
     );
 }
+
+#[tokio::test]
+async fn connections_are_the_shortest_chains_through_confirmed_edges() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let (_, ann) = person(&ada, "Ann").await;
+    let (_, bea) = person(&ada, "Bea").await;
+    let (_, cal) = person(&ada, "Cal").await;
+    let (_, kid) = person(&ada, "Kid").await;
+    let (_, spy) = person(&ada, "Spy").await;
+    edge(&ada, &ann, "sibling_of", &bea).await;
+    edge(&ada, &bea, "spouse_of", &cal).await;
+    edge(&ada, &cal, "parent_of", &kid).await;
+    edge(&ada, &ann, "friend_of", &kid).await;
+    let secret = json!({ "source_id": ann, "target_id": spy, "type": "friend_of", "sensitivity": "secret" });
+    json_of(ada.post("/api/v1/relationship-edges", secret).await, 201).await;
+
+    let found = json_of(ada.get(&format!("/api/v1/graph/connections?from={ann}")).await, 200).await;
+    assert_eq!((found["from_name"].as_str(), found["depth"].as_u64()), (Some("Ann Lee"), Some(3)));
+    let chains: Vec<(String, u64, Vec<String>)> = found["chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let steps = c["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| format!("{} {}", s["contact_name"].as_str().unwrap(), s["relation"].as_str().unwrap()))
+                .collect();
+            (c["target_name"].as_str().unwrap().to_string(), c["depth"].as_u64().unwrap(), steps)
+        })
+        .collect();
+    assert_eq!(
+        chains,
+        [
+            ("Bea Lee".to_string(), 1, vec!["Bea Lee sibling_of".to_string()]),
+            ("Kid Lee".into(), 1, vec!["Kid Lee friend_of".into()]),
+            ("Cal Lee".into(), 2, vec!["Bea Lee sibling_of".into(), "Cal Lee spouse_of".into()]),
+        ],
+        "the shortest chain each, no secret edge: {found}"
+    );
+    let through = json_of(ada.get(&format!("/api/v1/graph/connections?from={ann}&relation=husband")).await, 200).await;
+    let targets: Vec<&str> =
+        through["chains"].as_array().unwrap().iter().map(|c| c["target_name"].as_str().unwrap()).collect();
+    assert_eq!(
+        targets,
+        ["Cal Lee", "Bea Lee", "Kid Lee"],
+        "only chains through a spouse, the shortest such: {through}"
+    );
+    assert_eq!(through["chains"][1]["steps"][2]["relation"], "spouse_of", "Bea by way of Kid and Cal");
+    assert_eq!(through["chains"][2]["steps"][2]["relation"], "child_of");
+    let near = json_of(ada.get(&format!("/api/v1/graph/connections?from={ann}&depth=1")).await, 200).await;
+    assert_eq!(near["chains"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        json_of(ada.get(&format!("/api/v1/graph/connections?from={ann}&depth=9")).await, 400).await["details"]["field"],
+        "depth"
+    );
+    assert_eq!(json_of(ada.get("/api/v1/graph/connections").await, 400).await["details"]["field"], "from");
+    let eve = server.sign_up("eve").await;
+    json_of(eve.get(&format!("/api/v1/graph/connections?from={ann}")).await, 404).await;
+}

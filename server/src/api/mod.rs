@@ -175,6 +175,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(relationships::update, relationships::delete))
         .routes(routes!(relationships::incoming))
         .routes(routes!(relationships::graph))
+        .routes(routes!(relationships::connections))
         .routes(routes!(dashboard::dashboard))
         .routes(routes!(audit::export))
         .routes(routes!(audit::list))

@@ -88,3 +88,41 @@ pub async fn graph(
     let body = state.read(&user, relationships::graph).await?;
     Ok(axum::Json(body))
 }
+
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ConnectionsQuery {
+    /// The contact to start from: its vCard UID (or id).
+    pub from: Option<String>,
+    /// Most hops, 1 to 5 (default 3).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 5)]
+    pub depth: Option<String>,
+    /// Only chains through this relation: a token (`sibling_of`) or a word (`brothers`).
+    pub relation: Option<String>,
+}
+
+/// The shortest chain of confirmed, non-secret relationships to each contact reachable.
+#[utoipa::path(get, path = "/api/v1/graph/connections", tag = "relationships", params(ConnectionsQuery), responses(
+    (status = 200, body = crate::crm::relationship::connections::Connections),
+    (status = 400, description = "`from` missing, or `depth` not 1 to 5"), (status = 404, description = "No such contact")))]
+pub async fn connections(
+    State(state): State<AppState>,
+    user: AuthUser,
+    crate::http::extract::Query(q): crate::http::extract::Query<ConnectionsQuery>,
+) -> Result<axum::Json<crate::crm::relationship::connections::Connections>, ApiError> {
+    let depth = match q.depth.as_deref().map(str::trim) {
+        None | Some("") => 3,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|d| (1..=5).contains(d))
+            .ok_or_else(|| ApiError::invalid_input("depth", "must be 1 to 5"))?,
+    };
+    let from = q.from.unwrap_or_default();
+    let found = state
+        .read(&user, move |v| {
+            crate::crm::relationship::connections::connections(v, &from, depth, q.relation.as_deref())
+        })
+        .await?;
+    Ok(axum::Json(found))
+}

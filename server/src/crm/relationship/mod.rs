@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::crm::records::length;
 
+pub mod connections;
 pub mod edges;
 pub mod ops;
 
