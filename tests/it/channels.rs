@@ -423,6 +423,13 @@ async fn web_push_is_encrypted_for_the_browser_and_signed_with_the_vapid_key() {
     assert_eq!(status, 201, "{created}");
     let (status, _, _) = app.call("POST", "/api/v1/notifications/push-subscriptions", Some(&ada), subscription).await;
     assert_eq!(status, 200, "the same browser again replaces its registration");
+    // The existing web client's flat form is the same registration.
+    let flat = json!({ "endpoint": endpoint, "p256dh": p256dh, "auth": auth, "device_label": "Firefox" });
+    let (status, _, _) = app.call("POST", "/api/v1/notifications/push-subscriptions", Some(&ada), flat).await;
+    assert_eq!(status, 200, "flat keys read as the same browser");
+    let keyless = json!({ "endpoint": endpoint, "p256dh": p256dh });
+    let (status, body, _) = app.call("POST", "/api/v1/notifications/push-subscriptions", Some(&ada), keyless).await;
+    assert_eq!((status, body["details"]["field"].as_str()), (400, Some("keys")), "{body}");
     let (_, listed, _) = app.call("GET", "/api/v1/notifications/push-subscriptions", Some(&ada), json!({})).await;
     assert_eq!(listed["subscriptions"].as_array().unwrap().len(), 1);
     assert!(!listed.to_string().contains(&p256dh) && !listed.to_string().contains(&auth), "keys are never shown");

@@ -264,3 +264,29 @@ async fn a_briefing_gathers_what_to_know_before_meeting_someone() {
     let bob = server.sign_up("bob").await;
     json_of(bob.get(&format!("/api/v1/contacts/{ann}/briefing")).await, 404).await;
 }
+
+#[tokio::test]
+async fn the_graph_has_everyone_and_an_activity_names_its_people_as_contacts() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let lone = json_of(
+        ada.post("/api/v1/contacts", json!({ "firstname": "Lone", "lastname": "Wolf", "nickname": "Lo" })).await,
+        201,
+    )
+    .await;
+    let lone = lone["contact"]["id"].as_u64().unwrap();
+    let gone = json_of(ada.post("/api/v1/contacts", json!({ "firstname": "Gone" })).await, 201).await["contact"]["id"]
+        .as_u64()
+        .unwrap();
+    json_of(ada.send(Method::POST, &format!("/api/v1/contacts/{gone}/archive"), Value::Null).await, 200).await;
+    let graph = json_of(ada.get("/api/v1/graph").await, 200).await;
+    let nodes: Vec<&str> = graph["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
+    assert!(nodes.contains(&format!("c-{lone}").as_str()), "a contact with no edge is a node: {graph}");
+    assert!(!nodes.contains(&format!("c-{gone}").as_str()), "an archived one is not");
+
+    let body = json!({ "title": "Hike", "date": "2026-05-01", "contact_ids": [lone] });
+    let made = json_of(ada.post("/api/v1/activities", body).await, 201).await;
+    let person = &made["activity"]["contacts"][0];
+    assert_eq!((person["ID"].as_u64(), person["firstname"].as_str()), (Some(lone), Some("Lone")));
+    assert_eq!((person["lastname"].as_str(), person["nickname"].as_str()), (Some("Wolf"), Some("Lo")));
+}

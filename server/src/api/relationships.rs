@@ -80,12 +80,12 @@ pub async fn delete(
 }
 
 /// The user's network: contacts joined by relationships, plus activities shared by two or more.
-#[utoipa::path(get, path = "/api/v1/graph", tag = "relationships", responses((status = 200, description = "`{nodes: [{id, type, label}], edges: [{id, source, target, type, label}]}`", body = relationships::Graph)))]
+#[utoipa::path(get, path = "/api/v1/graph", tag = "relationships", responses((status = 200, description = "`{nodes: [{id, type, label}], edges: [{id, source, target, type, label}]}`; every active contact is a node", body = relationships::Graph)))]
 pub async fn graph(
     State(state): State<AppState>,
     user: AuthUser,
 ) -> Result<axum::Json<relationships::Graph>, ApiError> {
-    let body = state.read(&user, relationships::graph).await?;
+    let body = state.read(&user, |v| relationships::graph(v, true)).await?;
     Ok(axum::Json(body))
 }
 

@@ -77,14 +77,23 @@ pub struct PushKeys {
     pub auth: String,
 }
 
-/// A browser's `PushSubscription.toJSON()` (`expirationTime` is accepted and ignored).
+/// A browser's `PushSubscription.toJSON()` (`expirationTime` is accepted and ignored), or the
+/// existing web client's flat form (`p256dh` and `auth` beside `endpoint`, with a
+/// `device_label`, accepted and not kept).
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushSubscriptionInput {
     /// The push service's URL for this browser, http or https.
     #[schema(schema_with = crate::outbound::url_schema)]
     pub endpoint: String,
-    pub keys: PushKeys,
+    /// The keys (or, flat, `p256dh` and `auth`).
+    pub keys: Option<PushKeys>,
+    #[schema(pattern = r"^[A-Za-z0-9_-]{87}={0,1}$")]
+    pub p256dh: Option<String>,
+    #[schema(pattern = r"^[A-Za-z0-9_-]{22}(==)?$")]
+    pub auth: Option<String>,
+    #[schema(max_length = 200)]
+    pub device_label: Option<String>,
     #[serde(rename = "expirationTime")]
     pub expiration_time: Option<f64>,
 }
@@ -297,9 +306,14 @@ pub async fn subscribe(
     // here an internal literal is refused at once.
     crate::outbound::check_literal(&parsed, notifier.features.webhook_block_private_urls)
         .map_err(|reason| Error::invalid("endpoint", reason))?;
-    let p256dh = decode_b64("keys.p256dh", &input.keys.p256dh, 65)?;
+    let (p256dh, auth) = match (input.keys, input.p256dh, input.auth) {
+        (Some(keys), _, _) => (keys.p256dh, keys.auth),
+        (None, Some(p256dh), Some(auth)) => (p256dh, auth),
+        _ => return Err(Error::invalid("keys", "is required: keys.p256dh and keys.auth (or p256dh and auth)")),
+    };
+    let p256dh = decode_b64("keys.p256dh", &p256dh, 65)?;
     PublicKey::from_sec1_bytes(&p256dh).map_err(|_| Error::invalid("keys.p256dh", "is not a P-256 public key"))?;
-    let auth = decode_b64("keys.auth", &input.keys.auth, 16)?;
+    let auth = decode_b64("keys.auth", &auth, 16)?;
     let mut keys = p256dh;
     keys.extend_from_slice(&auth);
     let sealed_keys = notifier.data_key.encrypt(&keys, &keys_binding(user)).map_err(Error::internal)?;

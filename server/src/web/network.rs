@@ -157,7 +157,7 @@ fn layout(graph: &Graph, size: f64) -> (Vec<(String, String, f64, f64)>, Vec<(us
 }
 
 pub async fn picture(State(state): State<AppState>, viewer: Viewer) -> PageResult {
-    let graph = state.read(&viewer.user, relationships::graph).await?;
+    let graph = state.read(&viewer.user, |v| relationships::graph(v, false)).await?;
     let size = 800.0;
     let (nodes, edges) = layout(&graph, size);
     let c = viewer.chrome();

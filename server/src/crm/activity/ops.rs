@@ -19,6 +19,13 @@ pub struct ContactName {
     pub id: u64,
     pub uid: String,
     pub name: String,
+    /// The existing clients read a participant as a contact: `ID`, `firstname`, `lastname`,
+    /// `nickname`.
+    #[serde(rename = "ID")]
+    pub legacy_id: u64,
+    pub firstname: String,
+    pub lastname: String,
+    pub nickname: String,
 }
 
 /// An activity as clients read it.
@@ -75,7 +82,15 @@ pub fn named(v: &UserView, row: &Row<Activity>) -> ActivityView {
         .contact_ids
         .iter()
         .filter_map(|id| v.get::<Contact>(*id).ok())
-        .map(|c| ContactName { id: c.id, uid: c.body.uid.clone(), name: c.body.name() })
+        .map(|c| ContactName {
+            id: c.id,
+            uid: c.body.uid.clone(),
+            name: c.body.name(),
+            legacy_id: c.id,
+            firstname: c.body.flat.firstname.clone(),
+            lastname: c.body.flat.lastname.clone(),
+            nickname: c.body.flat.nickname.clone(),
+        })
         .collect();
     ActivityView::of(row, contacts)
 }

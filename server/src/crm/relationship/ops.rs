@@ -263,8 +263,10 @@ pub struct Graph {
     pub edges: Vec<GraphEdge>,
 }
 
-/// The user's network: contacts joined by relationships, plus activities shared by two or more.
-pub fn graph(view: &UserView) -> Result<Graph> {
+/// The user's network: contacts joined by confirmed relationships, plus activities shared by two
+/// or more; with `everyone`, also every active contact with neither (the existing clients build
+/// their circle view and contact picker from the nodes).
+pub fn graph(view: &UserView, everyone: bool) -> Result<Graph> {
     let mut nodes = Vec::new();
     let mut edges = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
@@ -299,6 +301,13 @@ pub fn graph(view: &UserView) -> Result<Graph> {
                     kind: "activity".into(),
                     label: title.clone(),
                 });
+            }
+        }
+    }
+    if everyone {
+        for c in view.list::<Contact>()? {
+            if !c.body.archived && seen.insert(c.id) {
+                nodes.push(GraphNode { id: format!("c-{}", c.id), kind: "contact".into(), label: c.body.name() });
             }
         }
     }
