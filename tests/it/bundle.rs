@@ -160,6 +160,7 @@ fn normalise(value: &Value) -> Value {
             map.iter()
                 .filter(|(k, _)| {
                     !(k.as_str() == "id"
+                        || k.as_str() == "ID"
                         || k.ends_with("_id")
                         || k.ends_with("_ids")
                         || k.ends_with("_at")

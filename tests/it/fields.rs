@@ -37,6 +37,17 @@ async fn contact(client: &Client, first: &str) -> u64 {
     json_of(client.post("/api/v1/contacts", body).await, 201).await["contact"]["id"].as_u64().unwrap()
 }
 
+/// A confirm that adds every row of `preview`.
+fn add_all(preview: &Value) -> Value {
+    let actions: Vec<Value> = preview["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| json!({ "row_index": r["row_index"], "action": "add" }))
+        .collect();
+    json!({ "session_id": preview["session_id"], "actions": actions })
+}
+
 fn by_key(values: &Value) -> Vec<(String, Value)> {
     let mut out: Vec<(String, Value)> = values
         .as_array()
@@ -195,14 +206,7 @@ async fn values_leave_as_csv_columns_and_vcard_properties_and_come_back() {
         200,
     )
     .await;
-    let actions: Vec<Value> = preview["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| json!({ "row_index": r["row_index"], "action": "add" }))
-        .collect();
-    let done = json!({ "session_id": preview["session_id"], "actions": actions });
-    assert_eq!(json_of(bob.post("/api/v1/contacts/import/confirm", done).await, 200).await["created"], 1);
+    assert_eq!(json_of(bob.post("/api/v1/contacts/import/confirm", add_all(&preview)).await, 200).await["created"], 1);
     let from_csv =
         json_of(bob.get("/api/v1/contacts?limit=10").await, 200).await["contacts"][0]["id"].as_u64().unwrap();
     let got = json_of(bob.get(&format!("/api/v1/contacts/{from_csv}/field-values")).await, 200).await;
@@ -233,13 +237,7 @@ async fn values_leave_as_csv_columns_and_vcard_properties_and_come_back() {
     ] {
         let preview =
             json_of(upload(&carol, "/api/v1/contacts/import/vcf/upload", "in.vcf", file.as_bytes()).await, 200).await;
-        let actions: Vec<Value> = preview["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| json!({ "row_index": r["row_index"], "action": "add" }))
-            .collect();
-        let done = json!({ "session_id": preview["session_id"], "actions": actions });
+        let done = add_all(&preview);
         assert_eq!(json_of(carol.post("/api/v1/contacts/import/vcf/confirm", done).await, 200).await["created"], 1);
         let newest = json_of(carol.get(&format!("/api/v1/contacts?search={name}")).await, 200).await;
         let id = newest["contacts"][0]["id"].as_u64().unwrap();

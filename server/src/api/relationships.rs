@@ -93,6 +93,7 @@ pub async fn graph(
 #[into_params(parameter_in = Query)]
 pub struct ConnectionsQuery {
     /// The contact to start from: its vCard UID (or id).
+    #[param(required = true, min_length = 1)]
     pub from: Option<String>,
     /// Most hops, 1 to 5 (default 3).
     #[param(value_type = Option<u32>, minimum = 1, maximum = 5)]
