@@ -194,3 +194,61 @@ fn stored_activities_of_the_old_shape_gain_an_empty_calendar_name() {
     );
     engine.shutdown();
 }
+
+/// Relationship edges stored before they carried a status (schema 5) read after the step-6
+/// migration as the user's own confirmed edges.
+#[test]
+fn stored_edges_of_the_old_shape_become_confirmed_edges_of_the_user() {
+    use mycorrhizal_engine::{Engine, Kind, Options, Record, UserId, kind};
+    #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+    struct OldShape {
+        source: u64,
+        target: u64,
+        kind: String,
+        sensitivity: String,
+        note: String,
+    }
+    impl Record for OldShape {
+        const KIND: Kind = kind!("relationship", hard_delete);
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db.redb");
+    let mut before = mycorrhizal::crm::migrations();
+    before.retain(|m| m.version <= 5);
+    let (engine, _) = Engine::open(&path, Options { migrations: before, ..Options::default() }).expect("open");
+    assert_eq!(engine.schema_version(), 5);
+    let stored = OldShape {
+        source: 1,
+        target: 2,
+        kind: "sibling_of".into(),
+        sensitivity: "private".into(),
+        note: "twins".into(),
+    };
+    let id = engine.user(UserId(1)).write(move |tx| Ok(tx.create(stored.clone())?.id)).expect("write");
+    engine.shutdown();
+    drop(engine);
+
+    let options = Options {
+        migrations: mycorrhizal::crm::migrations(),
+        pre_migration_dir: Some(dir.path().join("pre")),
+        ..Options::default()
+    };
+    let (engine, report) = Engine::open(&path, options).expect("reopen");
+    assert_eq!((report.from, report.to), (5, mycorrhizal::crm::schema_version()));
+    let row = engine
+        .user(UserId(1))
+        .view()
+        .expect("view")
+        .get::<mycorrhizal::crm::relationship::Relationship>(id)
+        .expect("row");
+    let r = &row.body;
+    assert_eq!(
+        (r.source, r.target, r.kind.as_str(), r.sensitivity.as_str(), r.note.as_str()),
+        (1, 2, "sibling_of", "private", "twins")
+    );
+    assert_eq!(
+        (r.status.as_str(), r.origin.as_str(), r.confidence, r.metadata.as_str()),
+        ("confirmed", "user-confirmed", 1.0, "{}")
+    );
+    engine.shutdown();
+}
