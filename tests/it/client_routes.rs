@@ -290,3 +290,51 @@ async fn the_graph_has_everyone_and_an_activity_names_its_people_as_contacts() {
     assert_eq!((person["ID"].as_u64(), person["firstname"].as_str()), (Some(lone), Some("Lone")));
     assert_eq!((person["lastname"].as_str(), person["nickname"].as_str()), (Some("Wolf"), Some("Lo")));
 }
+
+#[tokio::test]
+async fn preferences_hang_off_a_contact_named_by_uid() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let made = json_of(ada.post("/api/v1/contacts", json!({ "firstname": "Ann" })).await, 201).await;
+    let (ann, uid) = (made["contact"]["id"].as_u64().unwrap(), made["contact"]["uid"].as_str().unwrap().to_string());
+    let other = json_of(ada.post("/api/v1/contacts", json!({ "firstname": "Bo" })).await, 201).await["contact"]["id"]
+        .as_u64()
+        .unwrap();
+    let body = json!({ "entity_id": uid, "category": "food", "key": "favorite", "value": "Sushi", "source": "user", "confidence": 0.8 });
+    let made = json_of(ada.post("/api/v1/preferences", body).await, 201).await["preference"].clone();
+    assert_eq!((made["entity_id"].as_str(), made["contact_id"].as_u64()), (Some(uid.as_str()), Some(ann)));
+    assert_eq!((made["value"].as_str(), made["sensitivity"].as_str()), (Some("Sushi"), Some("normal")));
+    assert!(made.get("notes").is_none(), "empty members are left out: {made}");
+    json_of(
+        ada.post("/api/v1/preferences", json!({ "contact_id": other, "category": "drink", "value": "Tea" })).await,
+        201,
+    )
+    .await;
+    for (body, field) in [
+        (json!({ "entity_id": uid, "category": "", "value": "x" }), "category"),
+        (json!({ "entity_id": uid, "category": "food", "value": "x", "confidence": 3 }), "confidence"),
+        (json!({ "entity_id": uid, "category": "food", "value": "x", "source": "gossip" }), "source"),
+        (json!({ "category": "food", "value": "x" }), "entity_id"),
+    ] {
+        assert_eq!(json_of(ada.post("/api/v1/preferences", body).await, 400).await["details"]["field"], field);
+    }
+    let of_ann = json_of(ada.get(&format!("/api/v1/preferences?entity_id={uid}")).await, 200).await;
+    assert_eq!((of_ann["total"].as_u64(), of_ann["preferences"][0]["value"].as_str()), (Some(1), Some("Sushi")));
+    assert_eq!(json_of(ada.get("/api/v1/preferences").await, 200).await["total"], 2);
+    let id = made["id"].as_u64().unwrap();
+    let body =
+        json!({ "entity_id": uid, "category": "food", "key": "allergy", "value": "Peanuts", "sensitivity": "private" });
+    let replaced = json_of(ada.send(Method::PUT, &format!("/api/v1/preferences/{id}"), body).await, 200).await;
+    assert_eq!((replaced["key"].as_str(), replaced["sensitivity"].as_str()), (Some("allergy"), Some("private")));
+
+    let bob = server.sign_up("bob").await;
+    json_of(bob.get(&format!("/api/v1/preferences/{id}")).await, 404).await;
+    json_of(bob.post("/api/v1/preferences", json!({ "entity_id": uid, "category": "food", "value": "x" })).await, 404)
+        .await;
+    assert_eq!(json_of(bob.get("/api/v1/preferences").await, 200).await["total"], 0);
+
+    // Deleting the contact takes its preferences along.
+    json_of(ada.send(Method::DELETE, &format!("/api/v1/contacts/{ann}"), json!({})).await, 200).await;
+    json_of(ada.get(&format!("/api/v1/preferences/{id}")).await, 404).await;
+    assert_eq!(json_of(ada.get("/api/v1/preferences").await, 200).await["total"], 1);
+}

@@ -553,6 +553,7 @@ async fn exports_stream_every_format_and_round_trip_through_another_user() {
             "household_members.csv",
             "cadence_policies.csv",
             "field_definitions.csv",
+            "preferences.csv",
             "README.txt"
         ]
     );

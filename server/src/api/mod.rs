@@ -29,6 +29,7 @@ pub mod notification_config;
 pub mod notifications;
 pub mod oidc;
 pub mod photos;
+pub mod preferences;
 pub mod reach_out;
 pub mod relationships;
 pub mod reminders;
@@ -226,6 +227,8 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(notification_config::test))
         .routes(routes!(notification_config::devices, notification_config::register))
         .routes(routes!(notification_config::unregister))
+        .routes(routes!(preferences::list, preferences::create))
+        .routes(routes!(preferences::get, preferences::replace, preferences::delete))
         .routes(routes!(link_types::list, link_types::create))
         .routes(routes!(link_types::reorder))
         .routes(routes!(link_types::get, link_types::replace, link_types::delete))

@@ -15,6 +15,7 @@ use super::export::RecordTable;
 use super::field::FieldDefinition;
 use super::groups::GroupEntity;
 use super::link_type::LinkFieldType;
+use super::preference::Preference;
 use super::reach_out::ReachOutSuggestion;
 use super::{
     activity::Activity, note::Note, records::BY_CONTACT, records::contact_range, relationship::BY_SOURCE,
@@ -188,6 +189,7 @@ pub fn all() -> Vec<KindEntry> {
         // Custom field definitions: values live on the contacts, keyed by the definition's key.
         KindEntry::of::<FieldDefinition>(Keep).exported("field_definitions"),
         KindEntry::of::<LinkFieldType>(Keep),
+        KindEntry::of::<Preference>(DeleteByContact).undoable().exported("preferences").refers(TO_CONTACT),
         // Its hashes are of the members' ids, which an import changes: carried as they are, a
         // dismissal no longer matches, and the suggestion may be offered again.
         KindEntry::of::<DismissedHouseholdSuggestion>(Keep),

@@ -37,6 +37,7 @@ pub mod kinds;
 pub mod legacy_files;
 pub mod link_type;
 pub mod note;
+pub mod preference;
 pub mod reach_out;
 pub mod records;
 pub mod relationship;
