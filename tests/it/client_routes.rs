@@ -338,3 +338,42 @@ async fn preferences_hang_off_a_contact_named_by_uid() {
     json_of(ada.get(&format!("/api/v1/preferences/{id}")).await, 404).await;
     assert_eq!(json_of(ada.get("/api/v1/preferences").await, 200).await["total"], 1);
 }
+
+#[tokio::test]
+async fn a_rhythm_takes_the_existing_clients_names_and_lists_with_its_health() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let made = json_of(ada.post("/api/v1/contacts", json!({ "firstname": "Ann" })).await, 201).await;
+    let (ann, uid) = (made["contact"]["id"].as_u64().unwrap(), made["contact"]["uid"].as_str().unwrap().to_string());
+    json_of(ada.post("/api/v1/contacts", json!({ "firstname": "Bo" })).await, 201).await;
+    let body = json!({ "entity_id": uid, "target_interval_days": 21 });
+    let made = json_of(ada.post("/api/v1/cadence-policies", body).await, 201).await;
+    assert_eq!((made["target"].as_str(), made["interval_days"].as_u64()), (Some(ann.to_string().as_str()), Some(21)));
+    assert_eq!(made["target_interval_days"], 21);
+    json_of(
+        ada.post("/api/v1/cadence-policies", json!({ "scope": "circle", "target": "Work", "interval_days": 90 })).await,
+        201,
+    )
+    .await;
+    let refused = json_of(ada.post("/api/v1/cadence-policies", json!({ "entity_id": uid })).await, 400).await;
+    assert_eq!(refused["details"]["field"], "interval_days");
+    json_of(
+        ada.post(
+            "/api/v1/cadence-policies",
+            json!({ "entity_id": "1b4e28ba-2fa1-4d2e-8a9b-1c2d3e4f5a6b", "interval_days": 5 }),
+        )
+        .await,
+        404,
+    )
+    .await;
+
+    let mine = json_of(ada.get(&format!("/api/v1/cadence-policies?entity_id={uid}")).await, 200).await;
+    assert_eq!(mine["total"], 1);
+    let p = &mine["cadence_policies"][0];
+    assert_eq!((p["entity_id"].as_str(), p["target_interval_days"].as_u64()), (Some(uid.as_str()), Some(21)));
+    assert_eq!(p["health"]["has_qualifying_interaction"], false);
+    assert_eq!(json_of(ada.get("/api/v1/cadence-policies").await, 200).await["total"], 2);
+    let bob = server.sign_up("bob").await;
+    json_of(bob.get(&format!("/api/v1/cadence-policies?entity_id={uid}")).await, 404).await;
+    json_of(bob.post("/api/v1/cadence-policies", json!({ "entity_id": uid, "interval_days": 5 })).await, 404).await;
+}

@@ -16,9 +16,32 @@ use crate::http::conditional::{Tagged, if_match, tagged};
 use crate::http::json::Json;
 use crate::state::AppState;
 
-#[utoipa::path(get, path = "/api/v1/cadence-policies", tag = "depth", responses((status = 200, body = PolicyList)))]
-pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<PolicyList>, ApiError> {
-    let cadence_policies = state.read(&user, cadence::list).await?;
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only the policy of this contact (vCard UID) ...
+    pub entity_id: Option<String>,
+    /// ... or id.
+    #[param(value_type = Option<u64>, maximum = 9223372036854775807_u64)]
+    pub contact_id: Option<String>,
+}
+
+/// Every policy; a contact policy with its contact's `entity_id` (vCard UID) and `health`.
+#[utoipa::path(get, path = "/api/v1/cadence-policies", tag = "depth", params(ListQuery), responses(
+    (status = 200, body = PolicyList), (status = 404, description = "No such contact")))]
+pub async fn list(
+    State(state): State<AppState>,
+    user: AuthUser,
+    crate::http::extract::Query(q): crate::http::extract::Query<ListQuery>,
+) -> Result<axum::Json<PolicyList>, ApiError> {
+    if let Some(id) = q.contact_id.as_deref().filter(|i| !i.trim().is_empty())
+        && id.trim().parse::<i64>().is_err()
+    {
+        return Err(ApiError::invalid_input("contact_id", "must be a contact id"));
+    }
+    let now = state.engine.clock().now();
+    let only = q.entity_id.or(q.contact_id);
+    let cadence_policies = state.read(&user, move |v| cadence::list_with_health(v, only.as_deref(), now)).await?;
     Ok(axum::Json(PolicyList { total: cadence_policies.len(), cadence_policies }))
 }
 

@@ -143,7 +143,15 @@ pub async fn add(State(state): State<AppState>, viewer: Viewer, form: Form) -> P
         },
     };
     let back = if scope == "contact" { contact_id.map(|id| format!("/contacts/{id}?notice=saved")) } else { None };
-    let input = PolicyInput { scope: Some(scope), contact_id, target, interval_days, qualifying_types: types };
+    let input = PolicyInput {
+        scope: Some(scope),
+        contact_id,
+        entity_id: None,
+        target,
+        interval_days: Some(interval_days),
+        target_interval_days: None,
+        qualifying_types: types,
+    };
     match cadence::save(&state.scope(&viewer.user), None, input).await {
         Ok(_) => Ok(see_other(&back.unwrap_or_else(|| "/cadence?notice=saved".into()))),
         Err(e) => refused(&state, &viewer, e.into()).await,

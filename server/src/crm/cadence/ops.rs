@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::crm::cadence::CadencePolicy;
-use crate::crm::contact::{Contact, INDEX_CIRCLE, INDEX_TAG};
+use crate::crm::contact::{Contact, INDEX_CIRCLE, INDEX_TAG, INDEX_UID};
 use crate::crm::{Error, Result};
 use crate::crm::{activity::Activity, records::BY_CONTACT, records::contact_range};
 
@@ -18,14 +18,19 @@ pub struct PolicyInput {
     /// `contact` (default), `circle` or `tag`.
     #[schema(pattern = "^(contact|circle|tag)$")]
     pub scope: Option<String>,
-    /// For a contact policy: its id.
+    /// For a contact policy: its id ...
     pub contact_id: Option<u64>,
+    /// ... or its vCard UID (the existing clients' `entity_id`).
+    pub entity_id: Option<String>,
     /// For a circle or tag policy: its name, 1 to 100 characters.
     #[schema(max_length = 100)]
     pub target: Option<String>,
-    /// 1 to 3650.
+    /// 1 to 3650 (required, or as `target_interval_days`).
     #[schema(minimum = 1, maximum = 3650)]
-    pub interval_days: u32,
+    pub interval_days: Option<u32>,
+    /// The existing clients' name for `interval_days`.
+    #[schema(minimum = 1, maximum = 3650)]
+    pub target_interval_days: Option<u32>,
     /// Activity types that count (`call`, `meal`, ...); empty means any activity.
     #[serde(default)]
     pub qualifying_types: Vec<String>,
@@ -51,7 +56,15 @@ pub struct PolicyView {
     pub scope: String,
     pub target: String,
     pub interval_days: u32,
+    /// `interval_days`, by the existing clients' name.
+    pub target_interval_days: u32,
     pub qualifying_types: Vec<String>,
+    /// A contact policy's contact, by vCard UID (in lists).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entity_id: Option<String>,
+    /// How a contact policy's contact stands (in lists).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<Health>,
     /// `revision`, `etag`, `created_at`, `updated_at`.
     #[serde(flatten)]
     pub stamp: crate::crm::Stamp,
@@ -64,7 +77,10 @@ impl PolicyView {
             scope: row.body.scope.clone(),
             target: row.body.target.clone(),
             interval_days: row.body.interval_days,
+            target_interval_days: row.body.interval_days,
             qualifying_types: row.body.qualifying.clone(),
+            entity_id: None,
+            health: None,
             stamp: crate::crm::Stamp::of(row),
         }
     }
@@ -110,15 +126,20 @@ pub struct Overdue {
 }
 
 impl PolicyInput {
-    /// The policy this input makes; a contact policy's contact must be the user's (`exists`).
-    fn policy(self, exists: impl Fn(u64) -> bool) -> Result<CadencePolicy> {
+    /// The policy this input makes; a contact policy's contact must be the user's (`exists`;
+    /// `find` reads a vCard UID).
+    fn policy(self, exists: impl Fn(u64) -> bool, find: impl Fn(&str) -> Option<u64>) -> Result<CadencePolicy> {
         let scope = self.scope.unwrap_or_else(|| "contact".into());
         // Ids are at most i64::MAX (the document's `int64`), whatever the scope.
         if self.contact_id.is_some_and(|id| i64::try_from(id).is_err()) {
             return Err(Error::invalid("contact_id", "must be at most 9223372036854775807"));
         }
         let target = if scope == "contact" {
-            let id = self.contact_id.ok_or_else(|| Error::invalid("contact_id", "is required for a contact policy"))?;
+            let id = match (self.contact_id, self.entity_id.as_deref().map(str::trim).filter(|u| !u.is_empty())) {
+                (Some(id), _) => id,
+                (None, Some(uid)) => find(uid).ok_or(Error::NotFound)?,
+                (None, None) => return Err(Error::invalid("contact_id", "is required for a contact policy")),
+            };
             if !exists(id) {
                 return Err(Error::NotFound);
             }
@@ -126,7 +147,11 @@ impl PolicyInput {
         } else {
             self.target.unwrap_or_default().trim().to_string()
         };
-        Ok(CadencePolicy { scope, target, interval_days: self.interval_days, qualifying: self.qualifying_types })
+        let interval_days = self
+            .interval_days
+            .or(self.target_interval_days)
+            .ok_or_else(|| Error::invalid("interval_days", "is required: 1 to 3650"))?;
+        Ok(CadencePolicy { scope, target, interval_days, qualifying: self.qualifying_types })
     }
 }
 
@@ -139,7 +164,13 @@ pub async fn save(
 ) -> Result<Row<CadencePolicy>> {
     scope
         .write_async(move |tx| {
-            let policy = match input.clone().policy(|c| tx.get::<Contact>(c).is_ok()) {
+            let find = |uid: &str| {
+                tx.find::<Contact>(INDEX_UID, &uid.to_lowercase())
+                    .ok()?
+                    .into_iter()
+                    .find(|c| tx.get::<Contact>(*c).is_ok())
+            };
+            let policy = match input.clone().policy(|c| tx.get::<Contact>(c).is_ok(), find) {
                 Ok(p) => p,
                 Err(e) => return Ok(Err(e)),
             };
@@ -186,6 +217,34 @@ pub fn health(v: &UserView, policy: &Row<CadencePolicy>, contact: u64, now: Time
 /// Every policy, oldest first.
 pub fn list(v: &UserView) -> Result<Vec<PolicyView>> {
     Ok(v.list::<CadencePolicy>()?.iter().map(PolicyView::of).collect())
+}
+
+/// The policies (only those of contact `only`, a vCard UID or id, when given), a contact
+/// policy with its contact's UID and health at `now`.
+pub fn list_with_health(v: &UserView, only: Option<&str>, now: Timestamp) -> Result<Vec<PolicyView>> {
+    let only = match only.map(str::trim).filter(|o| !o.is_empty()) {
+        None => None,
+        Some(named) => Some(match named.parse::<u64>() {
+            Ok(id) => id,
+            Err(_) => *v.find::<Contact>(INDEX_UID, &named.to_lowercase())?.first().ok_or(Error::NotFound)?,
+        }),
+    };
+    let mut out = Vec::new();
+    for row in v.list::<CadencePolicy>()? {
+        let contact = (row.body.scope == "contact").then(|| row.body.target.parse::<u64>().ok()).flatten();
+        if only.is_some() && contact != only {
+            continue;
+        }
+        let mut view = PolicyView::of(&row);
+        if let Some(c) = contact
+            && let Ok(found) = v.get::<Contact>(c)
+        {
+            view.entity_id = Some(found.body.uid);
+            view.health = Some(health(v, &row, c, now)?);
+        }
+        out.push(view);
+    }
+    Ok(out)
 }
 
 /// Policy `id` with the health of every contact it covers.
