@@ -147,6 +147,9 @@ impl PolicyInput {
         } else {
             self.target.unwrap_or_default().trim().to_string()
         };
+        if self.target_interval_days.is_some_and(|t| !(1..=3650).contains(&t)) {
+            return Err(Error::invalid("target_interval_days", "must be 1 to 3650"));
+        }
         let interval_days = self
             .interval_days
             .or(self.target_interval_days)
