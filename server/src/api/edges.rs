@@ -70,11 +70,7 @@ pub async fn list(
         kind: q.kind,
         cursor: q.cursor,
         limit: params::page_limit(q.limit.as_deref())?,
-        ascending: match q.order.as_deref() {
-            None | Some("desc") => false,
-            Some("asc") => true,
-            Some(_) => return Err(ApiError::invalid_input("order", "must be asc or desc")),
-        },
+        ascending: params::ascending(q.order.as_deref())?,
     };
     Ok(axum::Json(state.read(&user, move |v| edges::list(v, &filter)).await?))
 }

@@ -81,11 +81,7 @@ pub async fn list(
         member_vcard_uid: q.member_vcard_uid,
         cursor: q.cursor,
         limit: params::limit(q.limit.as_deref()),
-        ascending: match q.order.as_deref() {
-            None | Some("desc") => false,
-            Some("asc") => true,
-            Some(_) => return Err(ApiError::invalid_input("order", "must be asc or desc")),
-        },
+        ascending: params::ascending(q.order.as_deref())?,
     };
     Ok(axum::Json(state.read(&user, move |v| household_ops::list(v, &filter)).await?))
 }

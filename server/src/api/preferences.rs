@@ -54,11 +54,7 @@ pub async fn list(
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<PreferencePage>, ApiError> {
     let limit = params::page_limit(q.limit.as_deref())?;
-    let ascending = match q.order.as_deref() {
-        None | Some("desc") => false,
-        Some("asc") => true,
-        Some(_) => return Err(ApiError::invalid_input("order", "must be asc or desc")),
-    };
+    let ascending = params::ascending(q.order.as_deref())?;
     let page =
         state.read(&user, move |v| ops::list(v, q.entity_id.as_deref(), q.cursor.as_deref(), limit, ascending)).await?;
     Ok(axum::Json(page))

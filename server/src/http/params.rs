@@ -26,6 +26,16 @@ pub fn page_limit(raw: Option<&str>) -> Result<usize, ApiError> {
     }
 }
 
+/// A list's `order`: `desc` (the default) or `asc`, which is `true`; anything else refused with
+/// `order` named.
+pub fn ascending(raw: Option<&str>) -> Result<bool, ApiError> {
+    match raw {
+        None | Some("desc") => Ok(false),
+        Some("asc") => Ok(true),
+        Some(_) => Err(ApiError::invalid_input("order", "must be asc or desc")),
+    }
+}
+
 /// Parses a `true`/`false` flag from the query, naming the parameter when it is neither.
 pub fn flag(raw: Option<&str>, name: &str) -> Result<bool, ApiError> {
     match raw {
