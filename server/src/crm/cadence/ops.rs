@@ -227,10 +227,7 @@ pub fn list(v: &UserView) -> Result<Vec<PolicyView>> {
 pub fn list_with_health(v: &UserView, only: Option<&str>, now: Timestamp) -> Result<Vec<PolicyView>> {
     let only = match only.map(str::trim).filter(|o| !o.is_empty()) {
         None => None,
-        Some(named) => Some(match named.parse::<u64>() {
-            Ok(id) => id,
-            Err(_) => *v.find::<Contact>(INDEX_UID, &named.to_lowercase())?.first().ok_or(Error::NotFound)?,
-        }),
+        Some(text) => Some(crate::crm::contact::named(v, text).ok_or(Error::NotFound)?),
     };
     let mut out = Vec::new();
     for row in v.list::<CadencePolicy>()? {

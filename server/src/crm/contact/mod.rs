@@ -82,6 +82,25 @@ pub const INDEX_PHONE: &str = "phone";
 /// The key of every custom field value the contact holds (`crm.fields`).
 pub const INDEX_FIELD: &str = "field";
 
+/// The live contact `text` names: its id, or its vCard UID (how the existing clients name one),
+/// read through `find` (the `uid` index) and `exists` (a view's or a transaction's).
+pub fn named_by(
+    find: impl Fn(&str) -> mycorrhizal_engine::Result<Vec<u64>>,
+    exists: impl Fn(u64) -> bool,
+    text: &str,
+) -> Option<u64> {
+    let text = text.trim();
+    if let Ok(id) = text.parse::<u64>() {
+        return exists(id).then_some(id);
+    }
+    find(&text.to_lowercase()).ok()?.into_iter().find(|id| exists(*id))
+}
+
+/// [`named_by`] in a read.
+pub fn named(v: &mycorrhizal_engine::UserView, text: &str) -> Option<u64> {
+    named_by(|uid| v.find::<Contact>(INDEX_UID, uid), |id| v.get::<Contact>(id).is_ok(), text)
+}
+
 /// The custom field values in a CRM envelope's text (`crm.fields`: key to value).
 pub fn field_values(crm: &str) -> serde_json::Map<String, serde_json::Value> {
     match serde_json::from_str::<serde_json::Value>(crm) {

@@ -13,7 +13,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{BY_NAME, Group, GroupEntity, names, valid_name};
-use crate::crm::contact::{Contact, INDEX_UID};
+use crate::crm::contact::{Contact, named};
 use crate::crm::cursor::{decode_cursor, encode_cursor};
 use crate::crm::{Error, Result, Stamp};
 
@@ -271,16 +271,11 @@ pub async fn delete(scope: &UserScope, group: Group, target: Target) -> Result<u
 }
 
 /// The contact a member input or path names: its id, or its vCard UID.
-fn contact_of(v: &UserView, field: &str, named: &str) -> Result<u64> {
-    let named = named.trim();
-    if named.is_empty() {
+fn contact_of(v: &UserView, field: &str, text: &str) -> Result<u64> {
+    if text.trim().is_empty() {
         return Err(Error::invalid(field, "is required (the contact's vCard UID), or contact_id"));
     }
-    if let Ok(id) = named.parse::<u64>() {
-        v.get::<Contact>(id).map_err(|_| Error::NotFound)?;
-        return Ok(id);
-    }
-    v.find::<Contact>(INDEX_UID, &named.to_lowercase())?.first().copied().ok_or(Error::NotFound)
+    named(v, text).ok_or(Error::NotFound)
 }
 
 /// The input field that names a member of `group` (and a duplicate's 409 names).

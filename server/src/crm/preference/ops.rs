@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::Preference;
-use crate::crm::contact::{Contact, INDEX_UID};
+use crate::crm::contact::{Contact, named};
 use crate::crm::cursor::{decode_cursor, encode_cursor};
 use crate::crm::{Error, Result, Stamp};
 
@@ -92,13 +92,11 @@ pub struct PreferencePage {
 
 /// The contact `uid` or `id` names, which must be the user's.
 fn contact_of(v: &UserView, uid: Option<&str>, id: Option<u64>) -> Result<u64> {
-    let id = match (uid.map(str::trim).filter(|u| !u.is_empty()), id) {
-        (_, Some(id)) => id,
-        (Some(uid), None) => *v.find::<Contact>(INDEX_UID, &uid.to_lowercase())?.first().ok_or(Error::NotFound)?,
-        (None, None) => return Err(Error::invalid("entity_id", "is required: the contact's vCard UID")),
-    };
-    v.get::<Contact>(id).map_err(|_| Error::NotFound)?;
-    Ok(id)
+    match (uid.map(str::trim).filter(|u| !u.is_empty()), id) {
+        (_, Some(id)) => named(v, &id.to_string()).ok_or(Error::NotFound),
+        (Some(uid), None) => named(v, uid).ok_or(Error::NotFound),
+        (None, None) => Err(Error::invalid("entity_id", "is required: the contact's vCard UID")),
+    }
 }
 
 /// A page of the user's preferences (only contact `entity`'s when given), newest change first.
@@ -110,10 +108,7 @@ pub fn list(
     ascending: bool,
 ) -> Result<PreferencePage> {
     let only = match entity.map(str::trim).filter(|e| !e.is_empty()) {
-        Some(named) => Some(match named.parse::<u64>() {
-            Ok(id) => contact_of(v, None, Some(id))?,
-            Err(_) => contact_of(v, Some(named), None)?,
-        }),
+        Some(text) => Some(named(v, text).ok_or(Error::NotFound)?),
         None => None,
     };
     let after = cursor.filter(|c| !c.trim().is_empty()).map(decode_cursor).transpose()?;

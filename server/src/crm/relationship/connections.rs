@@ -10,7 +10,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{Relationship, inverse, relation_token};
-use crate::crm::contact::{Contact, INDEX_UID};
+use crate::crm::contact::{Contact, named};
 use crate::crm::{Error, Result};
 
 /// The deepest chain asked for.
@@ -68,10 +68,7 @@ pub fn connections(v: &UserView, from: &str, depth: u32, relation: Option<&str>)
     if from.is_empty() {
         return Err(Error::bad_parameter("from", "is required: a contact's vCard UID"));
     }
-    let start = match from.parse::<u64>() {
-        Ok(id) => id,
-        Err(_) => *v.find::<Contact>(INDEX_UID, &from.to_lowercase())?.first().ok_or(Error::NotFound)?,
-    };
+    let start = named(v, from).ok_or(Error::NotFound)?;
     let me = v.get::<Contact>(start)?;
     if depth == 0 || depth > MAX_DEPTH {
         return Err(Error::bad_parameter("depth", format!("must be 1 to {MAX_DEPTH}")));

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use super::ops::{RelationshipView, shown};
 use super::{BY_SOURCE, Relationship, SYMMETRIC_RELATIONS, inverse, relation_token};
 use crate::crm::contact::ops::ContactInput;
-use crate::crm::contact::{Contact, INDEX_UID};
+use crate::crm::contact::{Contact, INDEX_UID, named, named_by};
 use crate::crm::cursor::{decode_cursor, encode_cursor};
 use crate::crm::{Error, Result};
 
@@ -79,25 +79,8 @@ pub struct Suggested {
     pub total: u64,
 }
 
-fn contact_named(
-    find: impl Fn(&str) -> mycorrhizal_engine::Result<Vec<u64>>,
-    exists: impl Fn(u64) -> bool,
-    named: &str,
-) -> Option<u64> {
-    let named = named.trim();
-    if let Ok(id) = named.parse::<u64>() {
-        return exists(id).then_some(id);
-    }
-    find(&named.to_lowercase()).ok()?.into_iter().find(|id| exists(*id))
-}
-
-/// Contact `named` (vCard UID or id) of the user, in a read.
-fn contact_in_view(v: &UserView, named: &str) -> Option<u64> {
-    contact_named(|uid| v.find::<Contact>(INDEX_UID, uid), |id| v.get::<Contact>(id).is_ok(), named)
-}
-
 fn contact_in_tx(tx: &TxUser<'_, '_>, named: &str) -> Option<u64> {
-    contact_named(|uid| tx.find::<Contact>(INDEX_UID, uid), |id| tx.get::<Contact>(id).is_ok(), named)
+    named_by(|uid| tx.find::<Contact>(INDEX_UID, uid), |id| tx.get::<Contact>(id).is_ok(), named)
 }
 
 fn invalid(field: &str, reason: &str) -> mycorrhizal_engine::Error {
@@ -173,7 +156,7 @@ impl EdgeInput {
 /// A page of the user's edges, newest change first (or oldest with `ascending`).
 pub fn list(v: &UserView, q: &EdgeFilter) -> Result<EdgePage> {
     let contact = match q.contact.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
-        Some(named) => Some(contact_in_view(v, named).ok_or(Error::NotFound)?),
+        Some(text) => Some(named(v, text).ok_or(Error::NotFound)?),
         None => None,
     };
     let kind = q.kind.as_deref().map(relation_token).filter(|k| !k.is_empty());
