@@ -45,6 +45,7 @@ pub mod reset;
 mod search;
 mod sessions;
 mod shapes;
+mod shares;
 mod subscriptions;
 mod tokens;
 mod twofactor;

@@ -30,6 +30,7 @@ pub mod notifications;
 pub mod oidc;
 pub mod photos;
 pub mod preferences;
+pub mod shares;
 pub mod reach_out;
 pub mod relationships;
 pub mod reminders;
@@ -229,6 +230,12 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(notification_config::unregister))
         .routes(routes!(preferences::list, preferences::create))
         .routes(routes!(preferences::get, preferences::replace, preferences::delete))
+        .routes(routes!(shares::create))
+        .routes(routes!(shares::incoming))
+        .routes(routes!(shares::outgoing))
+        .routes(routes!(shares::accept))
+        .routes(routes!(shares::confirm))
+        .routes(routes!(shares::decline))
         .routes(routes!(link_types::list, link_types::create))
         .routes(routes!(link_types::reorder))
         .routes(routes!(link_types::get, link_types::replace, link_types::delete))

@@ -43,3 +43,39 @@ mod tests {
         assert!(decode_cursor(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("no-id")).is_err());
     }
 }
+
+/// The collections a client syncs by change feed (`?since=`), as every cursor list says.
+pub const INCREMENTAL: &[&str] =
+    &["contacts", "notes", "activities", "life_events", "preferences", "cadence_policies", "conversation_agenda", "gifts"];
+/// The collections a client reloads whole to sync.
+pub const FULL_RESYNC: &[&str] = &[
+    "circles",
+    "households",
+    "tags",
+    "relationship_edges",
+    "field_definitions",
+    "external_identities",
+    "external_activities",
+];
+
+/// The `sync` member of a cursor list: how a client keeps this collection current, and the
+/// fixed lists of which collections sync which way.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct SyncInfo {
+    /// `incremental` (a `since` feed) or `full_resync` (reload the list).
+    pub mode: &'static str,
+    pub incremental: &'static [&'static str],
+    pub full_resync: &'static [&'static str],
+}
+
+impl SyncInfo {
+    /// Of a collection reloaded whole.
+    pub fn full_resync() -> SyncInfo {
+        SyncInfo { mode: "full_resync", incremental: INCREMENTAL, full_resync: FULL_RESYNC }
+    }
+
+    /// Of a collection with a change feed.
+    pub fn incremental() -> SyncInfo {
+        SyncInfo { mode: "incremental", incremental: INCREMENTAL, full_resync: FULL_RESYNC }
+    }
+}

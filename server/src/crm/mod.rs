@@ -38,6 +38,7 @@ pub mod legacy_files;
 pub mod link_type;
 pub mod note;
 pub mod preference;
+pub mod share;
 pub mod reach_out;
 pub mod records;
 pub mod relationship;

@@ -43,6 +43,11 @@ impl<'a> Preview<'a> {
             error_count: rows.iter().filter(|r| r.record.is_none()).count(),
         }
     }
+
+    /// The session the preview opens.
+    pub fn session_id(&self) -> &str {
+        self.session_id
+    }
 }
 
 struct PreviewRows<'a>(&'a [ImportRow]);

@@ -33,6 +33,9 @@ pub struct Session {
     /// The parsed CSV, kept until the mapping is applied.
     pub table: Option<mycorrhizal_codecs::csv::Table>,
     pub stage: Stage,
+    /// What the session was opened for beyond an upload (a contact share's id): its confirm
+    /// there checks it.
+    pub bound: Option<String>,
 }
 
 /// Why a session cannot be used.
@@ -142,7 +145,7 @@ impl Sessions {
         let mut map = self.lock();
         self.sweep(&mut map);
         self.room(&map, user)?;
-        map.insert(id, Session { user, source, created: (self.now)(), table, stage });
+        map.insert(id, Session { user, source, created: (self.now)(), table, stage, bound: None });
         Ok(())
     }
 
