@@ -2,6 +2,7 @@
 //! with a temporary data folder and speaks HTTP to it.
 
 mod accounts;
+mod address_suggestions;
 mod admin;
 mod alerts;
 mod attachments;

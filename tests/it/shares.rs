@@ -26,7 +26,8 @@ async fn a_share_is_a_copy_of_the_chosen_sections_that_the_recipient_previews_an
     };
     let (bob_id, carol_id) = (id_of("bob"), id_of("carol"));
     let me = json_of(bob.get("/api/v1/users/directory").await, 200).await;
-    let ada_id = me["users"].as_array().unwrap().iter().find(|u| u["username"] == "ada").unwrap()["id"].as_u64().unwrap();
+    let ada_id =
+        me["users"].as_array().unwrap().iter().find(|u| u["username"] == "ada").unwrap()["id"].as_u64().unwrap();
 
     let made = json_of(
         ada.post(
@@ -67,7 +68,10 @@ async fn a_share_is_a_copy_of_the_chosen_sections_that_the_recipient_previews_an
     assert_eq!(incoming["sync"]["mode"], "full_resync");
     assert!(incoming["contact_shares"][0].get("contact_id").is_none(), "the sender's contact id stays theirs");
     let outgoing = json_of(ada.get("/api/v1/contact-shares/outgoing").await, 200).await;
-    assert_eq!((outgoing["total"].as_u64(), outgoing["contact_shares"][0]["contact_id"].as_u64()), (Some(1), Some(ann)));
+    assert_eq!(
+        (outgoing["total"].as_u64(), outgoing["contact_shares"][0]["contact_id"].as_u64()),
+        (Some(1), Some(ann))
+    );
     assert_eq!(outgoing["usernames"][bob_id.to_string()], "bob");
     assert_eq!(json_of(ada.get("/api/v1/contact-shares/incoming").await, 200).await["total"], 0);
     assert_eq!(json_of(carol.get("/api/v1/contact-shares/incoming").await, 200).await["total"], 0);
@@ -89,7 +93,8 @@ async fn a_share_is_a_copy_of_the_chosen_sections_that_the_recipient_previews_an
     // A session that is not this share's preview is refused.
     let add = json!([{ "row_index": 0, "action": "add" }]);
     let wrong = json_of(
-        bob.post(&format!("/api/v1/contact-shares/{id}/confirm"), json!({ "session_id": "nope", "actions": add })).await,
+        bob.post(&format!("/api/v1/contact-shares/{id}/confirm"), json!({ "session_id": "nope", "actions": add }))
+            .await,
         400,
     )
     .await;
@@ -120,18 +125,17 @@ async fn a_share_is_a_copy_of_the_chosen_sections_that_the_recipient_previews_an
         json_of(bob.send(Method::POST, &format!("/api/v1/contact-shares/{id}/{what}"), Value::Null).await, 409).await;
     }
     // An earlier, unconfirmed preview of an answered share imports nothing.
-    let second = json_of(ada.post("/api/v1/contact-shares", share(bob_id, json!(["emails", "phones"]))).await, 200).await;
+    let second =
+        json_of(ada.post("/api/v1/contact-shares", share(bob_id, json!(["emails", "phones"]))).await, 200).await;
     let second = second["contact_share"]["id"].as_str().unwrap().to_string();
     let preview =
         json_of(bob.send(Method::POST, &format!("/api/v1/contact-shares/{second}/accept"), Value::Null).await, 200)
             .await;
     assert_eq!(preview["duplicate_count"], 1, "Bob has Ann now: {preview}");
     let stale = json!({ "session_id": preview["session_id"], "actions": [{ "row_index": 0, "action": "update" }] });
-    let declined = json_of(
-        bob.send(Method::POST, &format!("/api/v1/contact-shares/{second}/decline"), Value::Null).await,
-        200,
-    )
-    .await;
+    let declined =
+        json_of(bob.send(Method::POST, &format!("/api/v1/contact-shares/{second}/decline"), Value::Null).await, 200)
+            .await;
     assert_eq!(declined["message"], "Share declined");
     json_of(bob.post(&format!("/api/v1/contact-shares/{second}/confirm"), stale).await, 409).await;
     let page = json_of(ada.get("/api/v1/contact-shares/outgoing?order=desc").await, 200).await;

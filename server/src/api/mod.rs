@@ -5,6 +5,7 @@
 //! anonymous callers.
 
 pub mod activities;
+pub mod addresses;
 pub mod admin;
 pub mod attachments;
 pub mod audit;
@@ -30,12 +31,12 @@ pub mod notifications;
 pub mod oidc;
 pub mod photos;
 pub mod preferences;
-pub mod shares;
 pub mod reach_out;
 pub mod relationships;
 pub mod reminders;
 pub mod safety;
 pub mod search;
+pub mod shares;
 pub mod subscriptions;
 pub mod timeline;
 pub mod tokens;
@@ -231,6 +232,8 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(preferences::list, preferences::create))
         .routes(routes!(preferences::get, preferences::replace, preferences::delete))
         .routes(routes!(shares::create))
+        .routes(routes!(addresses::scan))
+        .routes(routes!(addresses::apply))
         .routes(routes!(shares::incoming))
         .routes(routes!(shares::outgoing))
         .routes(routes!(shares::accept))

@@ -79,7 +79,12 @@ pub async fn create(
     Ok(axum::Json(ShareCreated { message: "Share created".into(), contact_share }))
 }
 
-async fn page(state: AppState, user: AuthUser, q: ListQuery, incoming: bool) -> Result<axum::Json<SharePage>, ApiError> {
+async fn page(
+    state: AppState,
+    user: AuthUser,
+    q: ListQuery,
+    incoming: bool,
+) -> Result<axum::Json<SharePage>, ApiError> {
     let limit = params::page_limit(q.limit.as_deref())?;
     let ascending = params::ascending(q.order.as_deref())?;
     let me = user.id.0;
@@ -127,7 +132,11 @@ pub async fn outgoing(
     (status = 200, description = "An import preview of the copy (`{session_id, rows, total_rows, valid_rows, duplicate_count, error_count}`), bound to the share; nothing is written until the confirm"),
     (status = 404, description = "No such share sent to you"), (status = 409, description = "Already accepted or declined"),
     (status = 429, description = "Too many import previews wait for a confirm")))]
-pub async fn accept(State(state): State<AppState>, user: AuthUser, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub async fn accept(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let (sessions, scope) = (state.imports.clone(), state.engine.user(user.id));
     let body = state
         .blocking(move |_| ops::accept(&sessions, &scope, &id, |p| serde_json::to_vec(p).map_err(ApiError::internal)))

@@ -45,8 +45,16 @@ mod tests {
 }
 
 /// The collections a client syncs by change feed (`?since=`), as every cursor list says.
-pub const INCREMENTAL: &[&str] =
-    &["contacts", "notes", "activities", "life_events", "preferences", "cadence_policies", "conversation_agenda", "gifts"];
+pub const INCREMENTAL: &[&str] = &[
+    "contacts",
+    "notes",
+    "activities",
+    "life_events",
+    "preferences",
+    "cadence_policies",
+    "conversation_agenda",
+    "gifts",
+];
 /// The collections a client reloads whole to sync.
 pub const FULL_RESYNC: &[&str] = &[
     "circles",

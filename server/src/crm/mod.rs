@@ -13,6 +13,7 @@
 //! registry `kinds.rs`; rules about dates are `calendar.rs`. A new kind is a new folder.
 
 pub mod activity;
+pub mod address_suggestions;
 pub mod attachment;
 pub mod audit;
 pub mod bodies;
@@ -38,13 +39,13 @@ pub mod legacy_files;
 pub mod link_type;
 pub mod note;
 pub mod preference;
-pub mod share;
 pub mod reach_out;
 pub mod records;
 pub mod relationship;
 pub mod reminder;
 pub mod schema;
 pub mod search;
+pub mod share;
 
 pub use error::{Error, Result};
 

@@ -17,7 +17,9 @@ use crate::crm::contact::{Contact, named};
 use crate::crm::cursor::{decode_cursor, encode_cursor};
 use crate::crm::export::{Selection, record_of};
 use crate::crm::field::{self, FieldDefinition};
-use crate::crm::import::{self, CardFile, Categories, Decision, ImportError, ImportResult, Preview, Sessions, Source, Stage};
+use crate::crm::import::{
+    self, CardFile, Categories, Decision, ImportError, ImportResult, Preview, Sessions, Source, Stage,
+};
 use crate::crm::{Error, Result};
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -116,7 +118,9 @@ fn copy_of(v: &UserView, contact: &Row<Contact>, selection: &Selection, include_
             if let (Some(property), Some(value)) = (d.vcard_property(), values.get(&d.key)) {
                 let text = field::as_text(value);
                 if !text.is_empty() {
-                    props.push(json!({ "name": property.to_lowercase(), "params": {}, "type": "unknown", "value": text }));
+                    props.push(
+                        json!({ "name": property.to_lowercase(), "params": {}, "type": "unknown", "value": text }),
+                    );
                 }
             }
         }
@@ -285,7 +289,10 @@ pub async fn confirm(
     })?;
     let bound = sessions.with(scope.id(), &session_id, |s| Ok(s.bound.clone())).ok().flatten();
     if bound.as_deref() != Some(row.body.share.as_str()) {
-        return Err(ShareError::Share(Error::invalid("session_id", "is not a preview of this share (accept it again)")));
+        return Err(ShareError::Share(Error::invalid(
+            "session_id",
+            "is not a preview of this share (accept it again)",
+        )));
     }
     if row.body.status != "pending" {
         // Only a repeat of the confirm that answered it gets an answer: that result again.
