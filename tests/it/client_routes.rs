@@ -377,3 +377,100 @@ async fn a_rhythm_takes_the_existing_clients_names_and_lists_with_its_health() {
     json_of(bob.get(&format!("/api/v1/cadence-policies?entity_id={uid}")).await, 404).await;
     json_of(bob.post("/api/v1/cadence-policies", json!({ "entity_id": uid, "interval_days": 5 })).await, 404).await;
 }
+
+#[tokio::test]
+async fn the_timeline_answers_the_existing_clients_shape_and_filters() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let made = |name: &str| {
+        let (ada, name) = (&ada, name.to_string());
+        async move {
+            json_of(ada.post("/api/v1/contacts", json!({ "firstname": name, "lastname": "Lee" })).await, 201).await
+                ["contact"]["id"]
+                .as_u64()
+                .unwrap()
+        }
+    };
+    let (ann, bo) = (made("Ann").await, made("Bo").await);
+    let note = json_of(
+        ada.post(&format!("/api/v1/contacts/{ann}/notes"), json!({ "content": "hi", "date": "2026-01-05" })).await,
+        201,
+    )
+    .await;
+    let note_id = note["note"]["id"].as_u64().unwrap_or_else(|| note["id"].as_u64().unwrap());
+    let activity = json!({ "title": "Lunch", "date": "2026-02-01", "contact_ids": [ann, bo] });
+    let activity =
+        json_of(ada.post("/api/v1/activities", activity).await, 201).await["activity"]["id"].as_u64().unwrap();
+    let reminder = json!({ "message": "Call", "remind_at": "2026-03-01", "recurrence": "once" });
+    let reminder =
+        json_of(ada.post(&format!("/api/v1/contacts/{ann}/reminders"), reminder).await, 201).await["reminder"]["id"]
+            .as_u64()
+            .unwrap();
+    json_of(ada.post(&format!("/api/v1/reminders/{reminder}/complete"), json!({})).await, 200).await;
+    // Life events without a year, one with no date at all (`null`, as a client may send it).
+    json_of(ada.post("/api/v1/life-events", json!({ "contact_id": ann, "type": "moved", "date": null })).await, 201)
+        .await;
+    let yearly = json!({ "contact_id": ann, "type": "name_day", "date": { "month": 6, "day": 1 } });
+    json_of(ada.post("/api/v1/life-events", yearly).await, 201).await;
+
+    let page = json_of(ada.get(&format!("/api/v1/contacts/{ann}/timeline")).await, 200).await;
+    let kinds = |list: &Value, key: &str| -> Vec<String> {
+        list[key].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    let mut old = kinds(&page, "items");
+    old.sort();
+    assert_eq!(old, ["activity", "completion", "life_event", "life_event", "note"], "{page}");
+    assert_eq!(kinds(&page, "timeline").iter().filter(|k| *k == "life_event").count(), 0, "no year: not in `timeline`");
+    assert_eq!((page["limit"].as_u64(), page["next_cursor"].as_str()), (Some(25), Some("")));
+    let items = page["items"].as_array().unwrap();
+    let of = |kind: &str| items.iter().find(|e| e["type"] == kind).unwrap().clone();
+    assert_eq!(of("note")["data"]["ID"], note_id);
+    assert_eq!(of("note")["id"], note_id.to_string());
+    assert_eq!(of("activity")["data"]["ID"], activity);
+    assert!(of("completion")["data"]["ID"].as_u64().is_some());
+    let people = of("activity")["data"]["contacts"].clone();
+    assert_eq!(people.as_array().unwrap().len(), 2, "{people}");
+    assert!(people.as_array().unwrap().iter().any(|c| c["ID"] == bo && c["firstname"] == "Bo"), "{people}");
+
+    let some = json_of(ada.get(&format!("/api/v1/contacts/{ann}/timeline?type=note,completion")).await, 200).await;
+    let mut got = kinds(&some, "items");
+    got.sort();
+    assert_eq!(got, ["completion", "note"]);
+    let none = json_of(ada.get(&format!("/api/v1/contacts/{ann}/timeline?type=external_activity")).await, 200).await;
+    assert_eq!(none["items"], json!([]));
+    let bad = json_of(ada.get(&format!("/api/v1/contacts/{ann}/timeline?type=note,toes")).await, 400).await;
+    assert_eq!(bad["details"]["field"], "type");
+    let bad = json_of(ada.get(&format!("/api/v1/contacts/{ann}/timeline?bucket=someday")).await, 400).await;
+    assert_eq!(bad["details"]["field"], "bucket");
+    // Everything above is older than a week, but the completion (now) and the undated event
+    // (recorded now).
+    let recent = json_of(ada.get(&format!("/api/v1/contacts/{ann}/timeline?bucket=last_7_days")).await, 200).await;
+    let mut got = kinds(&recent, "items");
+    got.sort();
+    assert!(!got.contains(&"note".to_string()) && !got.contains(&"activity".to_string()), "{recent}");
+
+    // Paging by the old client's cursor reaches every entry once.
+    let (mut seen, mut cursor) = (Vec::new(), String::new());
+    loop {
+        let page =
+            json_of(ada.get(&format!("/api/v1/contacts/{ann}/timeline?limit=1&cursor={cursor}")).await, 200).await;
+        seen.extend(page["items"].as_array().unwrap().iter().map(|e| format!("{}{}", e["type"], e["id"])));
+        cursor = page["next_cursor"].as_str().unwrap().to_string();
+        if cursor.is_empty() {
+            break;
+        }
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 5, "{seen:?}");
+
+    // An activity replaced without `contact_ids` keeps its contacts.
+    let edit = json!({ "title": "Long lunch", "date": "2026-02-01" });
+    let edited = json_of(ada.send(Method::PUT, &format!("/api/v1/activities/{activity}"), edit).await, 200).await;
+    let edited = if edited.get("activity").is_some() { edited["activity"].clone() } else { edited };
+    assert_eq!(edited["contact_ids"], json!([ann, bo]), "{edited}");
+    let cleared = json!({ "title": "Long lunch", "date": "2026-02-01", "contact_ids": [] });
+    let cleared = json_of(ada.send(Method::PUT, &format!("/api/v1/activities/{activity}"), cleared).await, 200).await;
+    let cleared = if cleared.get("activity").is_some() { cleared["activity"].clone() } else { cleared };
+    assert_eq!(cleared["contact_ids"], json!([]));
+}

@@ -31,15 +31,28 @@ pub struct TimelineQuery {
     /// Blank is the same as absent (the first page).
     #[param(value_type = Option<crate::crm::schema::DayOrInstantOrBlank>)]
     pub before: Option<String>,
-    /// Only entries of this type: `note`, `activity`, `reminder_completion`, `gift` or
-    /// `life_event`.
-    #[param(pattern = "^(note|activity|reminder_completion|gift|life_event)?$")]
+    /// The previous page's `next_cursor` (the same as `before`; the existing clients' name).
+    #[param(value_type = Option<crate::crm::schema::DayOrInstantOrBlank>)]
+    pub cursor: Option<String>,
+    /// Only entries of these types, comma separated: `note`, `activity`,
+    /// `reminder_completion` (or `completion`), `gift`, `life_event`; `external_activity` is
+    /// accepted and matches nothing here.
+    #[param(
+        pattern = "^((note|activity|reminder_completion|completion|gift|life_event|external_activity)(,(note|activity|reminder_completion|completion|gift|life_event|external_activity))*)?$"
+    )]
     pub r#type: Option<String>,
+    /// Only recent entries: `last_7_days`, `last_30_days`, `last_90_days`, `this_year`, or
+    /// `all` (the default).
+    #[param(pattern = "^(all|last_7_days|last_30_days|last_90_days|this_year)?$")]
+    pub bucket: Option<String>,
 }
+
+const TYPES: &str = "note, activity, reminder_completion (or completion), gift, life_event or external_activity";
 
 /// A contact's history, newest first, paged by `before` (a page ends only between instants).
 #[utoipa::path(get, path = "/api/v1/contacts/{id}/timeline", tag = "contacts", params(("id" = u64, Path), TimelineQuery), responses(
-    (status = 200, body = home::Timeline, description = "`{timeline: [{type, date, item}], next_before}` (`next_before` empty on the last page)"), (status = 400, description = "A bad `before` or `type`, named"), (status = 404, description = "No such contact")))]
+    (status = 200, body = home::Timeline, description = "`{timeline: [{type, date, item}], next_before}` and, for the existing clients, `{items: [{type, id, date, data}], next_cursor, limit}` (which also hold life events without a year); the next-page values are empty on the last page"),
+    (status = 400, description = "A bad `before`, `cursor`, `type` or `bucket`, named"), (status = 404, description = "No such contact")))]
 pub async fn timeline(
     State(state): State<AppState>,
     user: AuthUser,
@@ -47,13 +60,45 @@ pub async fn timeline(
     Query(q): Query<TimelineQuery>,
 ) -> Result<axum::Json<home::Timeline>, ApiError> {
     let limit = params::limit(q.limit.as_deref());
-    let before = crate::crm::calendar::instant_or_blank("before", q.before.as_deref())?;
-    let only = match q.r#type.as_deref().filter(|t| !t.is_empty()) {
-        None => None,
-        Some(t) => Some(home::TimelineType::parse(t).ok_or_else(|| {
-            ApiError::invalid_input("type", "must be note, activity, reminder_completion, gift or life_event")
-        })?),
+    let before = match crate::crm::calendar::instant_or_blank("before", q.before.as_deref())? {
+        Some(b) => Some(b),
+        None => crate::crm::calendar::instant_or_blank("cursor", q.cursor.as_deref())?,
     };
-    let body = state.read(&user, move |v| home::timeline(v, id, before, limit, only)).await?;
+    let mut only = Vec::new();
+    for token in q.r#type.as_deref().unwrap_or("").split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        match (token, home::TimelineType::parse(token)) {
+            (_, Some(t)) => only.push(t),
+            // Kept apart from "every type": a list of only these matches nothing.
+            ("external_activity", None) => {}
+            _ => return Err(ApiError::invalid_input("type", format!("each type must be one of {TYPES}"))),
+        }
+    }
+    let nothing = only.is_empty() && q.r#type.as_deref().is_some_and(|t| !t.trim().is_empty());
+    let today = state.today();
+    let now = state.engine.clock().now();
+    let since = match q.bucket.as_deref().map(str::trim).unwrap_or("") {
+        "" | "all" => None,
+        "last_7_days" => Some(now - jiff::SignedDuration::from_hours(7 * 24)),
+        "last_30_days" => Some(now - jiff::SignedDuration::from_hours(30 * 24)),
+        "last_90_days" => Some(now - jiff::SignedDuration::from_hours(90 * 24)),
+        "this_year" => Some(crate::crm::calendar::midnight(jiff::civil::date(today.year(), 1, 1))),
+        _ => {
+            return Err(ApiError::invalid_input(
+                "bucket",
+                "must be all, last_7_days, last_30_days, last_90_days or this_year",
+            ));
+        }
+    };
+    let request = home::TimelineRequest { before, since, limit, only, today: Some(today) };
+    let mut body = state.read(&user, move |v| home::timeline(v, id, &request)).await?;
+    if nothing {
+        body = home::Timeline {
+            timeline: Vec::new(),
+            next_before: String::new(),
+            items: Vec::new(),
+            next_cursor: String::new(),
+            limit,
+        };
+    }
     Ok(axum::Json(body))
 }

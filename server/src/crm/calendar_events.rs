@@ -371,7 +371,7 @@ pub async fn edit_activity(
         description: Some(description),
         location: Some(incoming.location),
         date: start_of(&incoming.start)?.to_string(),
-        contact_ids: a.contact_ids,
+        contact_ids: Some(a.contact_ids),
         kind: Some(a.kind),
         external_ref: Some(a.external_ref),
     };
@@ -408,7 +408,7 @@ pub async fn create_activity(
         description: Some(incoming.description),
         location: Some(incoming.location),
         date: start_of(&incoming.start)?.to_string(),
-        contact_ids: Vec::new(),
+        contact_ids: Some(Vec::new()),
         kind: None,
         external_ref: None,
     };

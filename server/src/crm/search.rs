@@ -103,8 +103,6 @@ pub struct ContactHit {
 pub struct NoteHit {
     #[serde(flatten)]
     pub note: NoteView,
-    #[serde(rename = "ID")]
-    pub legacy_id: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contact_name: Option<String>,
     #[serde(flatten)]
@@ -116,8 +114,6 @@ pub struct NoteHit {
 pub struct ActivityHit {
     #[serde(flatten)]
     pub activity: ActivityView,
-    #[serde(rename = "ID")]
-    pub legacy_id: u64,
     #[serde(flatten)]
     pub snippet: SnippetView,
 }
@@ -236,7 +232,6 @@ fn note_hit(view: &UserView, plan: &Plan, row: &Row<Note>) -> NoteHit {
     let snippet = plan.snippet(&row.body.content, SNIPPET_CHARS);
     NoteHit {
         note: NoteView::of(row),
-        legacy_id: row.id,
         contact_name: row.body.contact_id.and_then(|c| contact_name(view, c)),
         snippet: SnippetView::of(snippet.or_else(|| first_chars(&row.body.content))),
     }
@@ -248,11 +243,7 @@ fn activity_hit(view: &UserView, plan: &Plan, row: &Row<Activity>) -> ActivityHi
         .into_iter()
         .find_map(|t| plan.snippet(t, SNIPPET_CHARS))
         .or_else(|| first_chars(&a.title));
-    ActivityHit {
-        activity: crate::crm::activity::ops::named(view, row),
-        legacy_id: row.id,
-        snippet: SnippetView::of(snippet),
-    }
+    ActivityHit { activity: crate::crm::activity::ops::named(view, row), snippet: SnippetView::of(snippet) }
 }
 
 /// The start of a text, for a hit matched only by typo or in another field.

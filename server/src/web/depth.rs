@@ -40,7 +40,7 @@ pub async fn add_life_event(
         contact_id: Some(id),
         kind: form.get("type"),
         category: String::new(),
-        date,
+        date: Some(date),
         description: form.get("description"),
         related_entity_ids: Vec::new(),
         remind: false,
@@ -112,7 +112,7 @@ pub async fn timeline(
     let (name, body) = state
         .read(&viewer.user, move |v| {
             let name = v.get::<crate::crm::contact::Contact>(id)?.body.name();
-            Ok((name, home::timeline(v, id, before, 50, None)?))
+            Ok((name, home::timeline(v, id, &home::TimelineRequest { before, limit: 50, ..Default::default() })?))
         })
         .await?;
     let c = viewer.chrome();

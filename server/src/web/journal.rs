@@ -120,7 +120,7 @@ fn activity_input(form: &Form, contact_ids: Vec<u64>) -> activities::ActivityInp
         description: text("description"),
         location: text("location"),
         date: form.get("date"),
-        contact_ids,
+        contact_ids: Some(contact_ids),
         kind: text("type"),
         external_ref: None,
     }

@@ -32,6 +32,9 @@ pub struct ContactName {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ActivityView {
     pub id: u64,
+    /// `id` again, under the name the existing clients read.
+    #[serde(rename = "ID")]
+    pub legacy_id: u64,
     pub uuid: String,
     pub title: String,
     pub description: String,
@@ -54,6 +57,7 @@ impl ActivityView {
         let a = &row.body;
         ActivityView {
             id: row.id,
+            legacy_id: row.id,
             uuid: a.uuid.clone(),
             title: a.title.clone(),
             description: a.description.clone(),
@@ -118,9 +122,8 @@ pub struct ActivityInput {
     /// RFC 3339 instant or `YYYY-MM-DD`.
     #[schema(value_type = crate::crm::schema::DayOrInstant)]
     pub date: String,
-    /// Contacts involved; all must be yours.
-    #[serde(default)]
-    pub contact_ids: Vec<u64>,
+    /// Contacts involved; all must be yours. Left out of a replacement, they stay as they are.
+    pub contact_ids: Option<Vec<u64>>,
     /// Open vocabulary: `call`, `meal`, `visit`, ...
     #[serde(rename = "type")]
     #[schema(max_length = 100)]
@@ -136,7 +139,7 @@ impl ActivityInput {
             description: self.description.unwrap_or_default(),
             location: self.location.unwrap_or_default(),
             date: instant("date", &self.date)?,
-            contact_ids: self.contact_ids,
+            contact_ids: self.contact_ids.unwrap_or_default(),
             kind: self.kind.unwrap_or_default(),
             external_ref: self.external_ref.unwrap_or_default(),
             dav_name: String::new(),
@@ -168,6 +171,7 @@ pub async fn save_as(
     input: ActivityInput,
     event: Option<EventName>,
 ) -> Result<Row<Activity>> {
+    let keep_contacts = input.contact_ids.is_none();
     let mut activity = match &event {
         Some(event) => input.activity(event.uid.clone())?,
         None => input.activity(uuid::Uuid::new_v4().to_string())?,
@@ -184,9 +188,14 @@ pub async fn save_as(
                 Some((id, pre)) => {
                     let activity = activity.clone();
                     tx.update::<Activity>(id, pre, move |current| {
+                        let contact_ids = match keep_contacts {
+                            true => std::mem::take(&mut current.contact_ids),
+                            false => activity.contact_ids,
+                        };
                         *current = Activity {
                             uuid: std::mem::take(&mut current.uuid),
                             dav_name: std::mem::take(&mut current.dav_name),
+                            contact_ids,
                             ..activity
                         };
                         Ok(())

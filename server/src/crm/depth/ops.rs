@@ -340,10 +340,10 @@ pub struct LifeEventInput {
     #[serde(default)]
     #[schema(pattern = "^(|home_living|health_wellness|work_education|travel_experiences|family_relationships)$")]
     pub category: String,
-    /// `{year?, month?, day?}`, any subset.
-    #[schema(value_type = crate::crm::schema::PartialDate)]
+    /// `{year?, month?, day?}`, any subset; `null` or left out when unknown.
+    #[schema(value_type = Option<crate::crm::schema::PartialDate>)]
     #[serde(default)]
-    pub date: Partial,
+    pub date: Option<Partial>,
     /// At most 2000 characters.
     #[serde(default)]
     #[schema(max_length = 2000)]
@@ -362,7 +362,7 @@ impl LifeEventInput {
             contact_id: 0,
             kind: self.kind.trim().to_string(),
             category: self.category,
-            date: self.date.into(),
+            date: self.date.unwrap_or_default().into(),
             description: self.description,
             related: self.related_entity_ids,
             remind: self.remind,

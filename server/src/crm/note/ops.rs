@@ -18,6 +18,9 @@ use crate::crm::{note::Note, records::BY_CONTACT};
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct NoteView {
     pub id: u64,
+    /// `id` again, under the name the existing clients read.
+    #[serde(rename = "ID")]
+    pub legacy_id: u64,
     pub content: String,
     #[schema(value_type = String)]
     pub date: Timestamp,
@@ -31,6 +34,7 @@ impl NoteView {
     pub fn of(row: &Row<Note>) -> NoteView {
         NoteView {
             id: row.id,
+            legacy_id: row.id,
             content: row.body.content.clone(),
             date: row.body.date,
             contact_id: row.body.contact_id,

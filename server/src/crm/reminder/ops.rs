@@ -100,6 +100,9 @@ pub struct CompletionList {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CompletionView {
     pub id: u64,
+    /// `id` again, under the name the existing clients read.
+    #[serde(rename = "ID")]
+    pub legacy_id: u64,
     pub reminder_id: Option<u64>,
     pub contact_id: u64,
     pub message: String,
@@ -113,6 +116,7 @@ impl CompletionView {
     pub fn of(row: &Row<Completion>) -> CompletionView {
         CompletionView {
             id: row.id,
+            legacy_id: row.id,
             reminder_id: row.body.reminder_id,
             contact_id: row.body.contact_id,
             message: row.body.message.clone(),
