@@ -474,3 +474,53 @@ async fn the_timeline_answers_the_existing_clients_shape_and_filters() {
     let cleared = if cleared.get("activity").is_some() { cleared["activity"].clone() } else { cleared };
     assert_eq!(cleared["contact_ids"], json!([]));
 }
+
+#[tokio::test]
+async fn contacts_without_a_way_to_reach_them_can_be_hidden_and_are_counted() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    for body in [
+        json!({ "firstname": "Mail", "email": "m@example.org" }),
+        json!({ "firstname": "Phone", "phone": "(555) 987-6543" }),
+        json!({ "firstname": "Link", "card": { "name": { "full": "Link" }, "links": [{ "uri": "https://example.org" }] } }),
+        json!({ "firstname": "Nobody" }),
+        json!({ "firstname": "Nobody Else" }),
+        json!({ "firstname": "Abroad", "phone": "+15552223333" }),
+    ] {
+        json_of(ada.post("/api/v1/contacts", body).await, 201).await;
+    }
+    let names = |page: &Value| -> Vec<String> {
+        let mut n: Vec<String> =
+            page["contacts"].as_array().unwrap().iter().map(|c| c["firstname"].as_str().unwrap().to_string()).collect();
+        n.sort();
+        n
+    };
+    let all = json_of(ada.get("/api/v1/contacts").await, 200).await;
+    assert_eq!(all["contacts"].as_array().unwrap().len(), 6);
+    assert!(all.get("hidden_count").is_none(), "only asked for: {all}");
+    let reachable = json_of(ada.get("/api/v1/contacts?has_contact_info=true&limit=2").await, 200).await;
+    assert_eq!((reachable["total"].as_u64(), reachable["hidden_count"].as_u64()), (Some(4), Some(2)), "{reachable}");
+    let reachable = json_of(ada.get("/api/v1/contacts?has_contact_info=true").await, 200).await;
+    assert_eq!(names(&reachable), ["Abroad", "Link", "Mail", "Phone"]);
+    let searched = json_of(ada.get("/api/v1/contacts?has_contact_info=true&search=nobody").await, 200).await;
+    assert_eq!((searched["total"].as_u64(), searched["hidden_count"].as_u64()), (Some(0), Some(2)), "{searched}");
+    let bad = json_of(ada.get("/api/v1/contacts?has_contact_info=maybe").await, 400).await;
+    assert_eq!(bad["details"]["field"], "has_contact_info");
+
+    // A number typed with punctuation finds it however it is stored, in the list and in search.
+    for (typed, who) in [
+        ("5559876543", "Phone"),
+        ("555-987", "Phone"),
+        ("(555) 987-6543", "Phone"),
+        ("555-222", "Abroad"),
+        ("(555) 222-3333", "Abroad"),
+    ] {
+        let q = typed.replace(' ', "%20").replace('(', "%28").replace(')', "%29");
+        let list = json_of(ada.get(&format!("/api/v1/contacts?search={q}")).await, 200).await;
+        assert_eq!(names(&list), [who], "{typed}: {list}");
+        let found = json_of(ada.get(&format!("/api/v1/search?q={q}")).await, 200).await;
+        let hits: Vec<&str> =
+            found["contacts"].as_array().unwrap().iter().map(|c| c["firstname"].as_str().unwrap()).collect();
+        assert_eq!(hits, [who], "{typed}: {found}");
+    }
+}

@@ -35,8 +35,10 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 use super::query::{self, GRAM_MAX};
 
-/// Stored in every commit's payload; a mismatch at start triggers a rebuild.
-pub(crate) const SCHEMA_VERSION: u32 = 7;
+/// Stored in every commit's payload; a mismatch at start triggers a rebuild. Also raised when
+/// what a kind puts in its documents changes, so stored rows are indexed again (8: a contact's
+/// custom field values, and a phone's national digits).
+pub(crate) const SCHEMA_VERSION: u32 = 8;
 
 pub(crate) const F_USER: &str = "user";
 pub(crate) const F_KEY: &str = "key";

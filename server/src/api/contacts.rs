@@ -43,6 +43,10 @@ pub struct ListQuery {
     /// `true` for favourites only.
     #[param(pattern = "^(true|false)?$")]
     pub favorites: Option<String>,
+    /// `true` for the contacts with an email, a phone number or a link only; the page then
+    /// says how many others matched (`hidden_count`).
+    #[param(pattern = "^(true|false)?$")]
+    pub has_contact_info: Option<String>,
     /// `updated_at` (default, newest first) or `name` (A to Z).
     #[param(pattern = "^(updated_at|name)?$")]
     pub sort: Option<String>,
@@ -68,6 +72,7 @@ impl ListQuery {
             include_archived: params::flag(self.include_archived.as_deref(), "include_archived")?,
             archived_only: params::flag(self.archived.as_deref(), "archived")?,
             favorites: params::flag(self.favorites.as_deref(), "favorites")?,
+            has_contact_info: params::flag(self.has_contact_info.as_deref(), "has_contact_info")?,
             sort: match self.sort.as_deref() {
                 None | Some("") => None,
                 Some("updated_at") => Some(Sort::Updated),

@@ -10,8 +10,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::activity::ops::ActivityView;
-use super::contact::Contact;
 use super::contact::view::ContactSummary;
+use super::contact::{Contact, phone_digits};
 use super::note::ops::NoteView;
 use super::{Error, Result, household as households};
 use super::{
@@ -157,6 +157,27 @@ pub fn search(scope: &UserScope, p: SearchParams) -> Result<SearchResults> {
                     seen.insert(row.id);
                     let snippet = SnippetView::of(contact_snippet(&plan, &row.body));
                     out.contacts.push(ContactHit { contact: ContactSummary::of(&row), snippet });
+                }
+                // A phone number typed with punctuation: its digits find the number however it
+                // is stored.
+                if let Some(digits) = phone_digits(&text).and_then(|d| Plan::parse(&d))
+                    && offset == 0
+                {
+                    let only = SearchRequest { plan: &digits, kinds: Some(&["contact"]), offset: 0, ..request };
+                    let more = scope.search(&only)?.pop();
+                    let extra =
+                        more.as_ref().map(|g| g.hits.iter().filter(|h| !seen.contains(&h.id)).count()).unwrap_or(0);
+                    out.totals.contacts += extra;
+                    for hit in more.map(|g| g.hits).unwrap_or_default() {
+                        if out.contacts.len() >= limit {
+                            break;
+                        }
+                        let Ok(row) = view.get::<Contact>(hit.id) else { continue };
+                        if seen.insert(row.id) {
+                            let snippet = SnippetView::of(contact_snippet(&digits, &row.body));
+                            out.contacts.push(ContactHit { contact: ContactSummary::of(&row), snippet });
+                        }
+                    }
                 }
                 if let Some(token) = &relation
                     && offset == 0

@@ -65,6 +65,7 @@ pub async fn list(State(state): State<AppState>, viewer: Viewer, Query(q): Query
         include_archived: false,
         archived_only: archived,
         favorites: false,
+        has_contact_info: false,
         sort,
         descending: None,
         limit: PAGE,

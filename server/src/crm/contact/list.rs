@@ -28,6 +28,9 @@ pub struct ListParams {
     pub include_archived: bool,
     pub archived_only: bool,
     pub favorites: bool,
+    /// Only contacts that can be reached: an email, a phone number or a link (the page then
+    /// says how many others matched as `hidden_count`).
+    pub has_contact_info: bool,
     /// `None`: recency (or relevance when searching).
     pub sort: Option<Sort>,
     /// `None`: the sort's default direction.
@@ -66,24 +69,35 @@ pub fn list_counted(scope: &UserScope, p: ListParams, bounded: bool) -> Result<(
     let circle = p.circle.clone().filter(|c| !c.is_empty());
     let tag = p.tag.clone().filter(|t| !t.is_empty());
     let (include_archived, archived_only, favorites) = (p.include_archived, p.archived_only, p.favorites);
-    let keep = |row: &Row<Contact>| {
+    let reachable_only = p.has_contact_info;
+    let base = |row: &Row<Contact>| {
         let c = &row.body;
         (if archived_only { c.archived } else { include_archived || !c.archived })
             && (!favorites || c.favorite)
             && circle.as_ref().is_none_or(|name| c.circles.contains(name))
             && tag.as_ref().is_none_or(|t| c.tags.contains(t))
     };
+    let keep = |row: &Row<Contact>| base(row) && (!reachable_only || reachable(&row.body));
+    let hidden = |row: &Row<Contact>| base(row) && !reachable(&row.body);
     if let Some(needle) = p.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
         let plan = Plan::parse(needle);
-        let narrowed = favorites || circle.is_some() || tag.is_some();
+        let digits = super::phone_digits(needle).and_then(|d| Plan::parse(&d));
+        let narrowed = favorites || circle.is_some() || tag.is_some() || reachable_only;
         let sort = p.sort.is_some().then_some((index, descending));
         let archived = (include_archived, archived_only);
-        return searched(scope, plan.as_ref(), sort, archived, &keep, narrowed, after, limit, bounded);
+        let (mut page, count) =
+            searched(scope, plan.as_ref(), digits.as_ref(), sort, archived, &keep, narrowed, after, limit, bounded)?;
+        if reachable_only {
+            let (others, _) =
+                searched(scope, plan.as_ref(), digits.as_ref(), None, archived, &hidden, true, None, 1, false)?;
+            page.hidden_count = Some(others.total);
+        }
+        return Ok((page, count));
     }
     let view = scope.view()?;
     let walk = Walk { index, from: "", to: None, after: after.as_ref().map(|(v, id)| (v.as_str(), *id)), descending };
     let page = view.walk::<Contact>(walk, limit, keep)?;
-    let filtered = circle.is_some() || tag.is_some() || favorites;
+    let filtered = circle.is_some() || tag.is_some() || favorites || reachable_only;
     let total = if filtered {
         view.walk::<Contact>(Walk { after: None, ..walk }, usize::MAX, keep)?.rows.len() as u64
     } else {
@@ -99,18 +113,46 @@ pub fn list_counted(scope: &UserScope, p: ListParams, bounded: bool) -> Result<(
     };
     let next_cursor = page.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default();
     let contacts = page.rows.iter().map(ContactSummary::of).collect();
-    Ok((ContactPage { contacts, next_cursor, limit, total }, Count::Exact))
+    let hidden_count = match reachable_only {
+        true => {
+            let mut n = 0;
+            view.walk::<Contact>(Walk { after: None, ..walk }, usize::MAX, |r| {
+                n += u64::from(hidden(r));
+                false
+            })?;
+            Some(n)
+        }
+        false => None,
+    };
+    Ok((ContactPage { contacts, next_cursor, limit, total, hidden_count }, Count::Exact))
+}
+
+/// Whether a contact can be reached: an email, a phone number or a link that is not blank.
+pub fn reachable(c: &Contact) -> bool {
+    let given = |s: &str| !s.trim().is_empty();
+    let f = &c.flat;
+    given(&f.email)
+        || given(&f.phone)
+        || f.emails.iter().any(|e| given(e))
+        || f.phones.iter().any(|p| given(&p.value))
+        || c.parsed_card()
+            .extra
+            .get("links")
+            .and_then(|l| l.as_array())
+            .is_some_and(|links| links.iter().any(|l| l.get("uri").and_then(|u| u.as_str()).is_some_and(given)))
 }
 
 /// Cursor value of a page in relevance order (its id part is the offset).
 const RELEVANCE_CURSOR: &str = "~rank";
 
 /// The list filtered by a search term, through the full-text index (the same engine and rules
-/// as `/search`). Without an explicit `sort`, the best matches come first.
+/// as `/search`). Without an explicit `sort`, the best matches come first. `digits`: the term
+/// as a phone number's digits, whose matches follow the term's own.
 #[allow(clippy::too_many_arguments)]
 fn searched(
     scope: &UserScope,
     plan: Option<&Plan>,
+    digits: Option<&Plan>,
     sort: Option<(&'static str, bool)>,
     archived: (bool, bool),
     keep: &dyn Fn(&Row<Contact>) -> bool,
@@ -124,6 +166,7 @@ fn searched(
         next_cursor,
         limit,
         total: total as u64,
+        hidden_count: None,
     };
     let Some(plan) = plan else { return Ok((page(Vec::new(), String::new(), 0), Count::Exact)) };
     let (include_archived, archived_only) = archived;
@@ -134,7 +177,7 @@ fn searched(
     };
     // Only the relevance order of every match (no filter to apply after the index) can stop at
     // this page's hits; a sort or a filter needs them all.
-    let pruned = bounded && sort.is_none() && !narrowed && !archived_only;
+    let pruned = bounded && sort.is_none() && !narrowed && !archived_only && digits.is_none();
     let request = SearchRequest {
         plan,
         kinds: Some(&["contact"]),
@@ -144,8 +187,14 @@ fn searched(
         offset: 0,
     };
     let group = scope.search(&request)?.pop();
-    let counted = group.as_ref().map(|g| g.total).unwrap_or(0);
-    let hits = group.map(|g| g.hits).unwrap_or_default();
+    let mut counted = group.as_ref().map(|g| g.total).unwrap_or(0);
+    let mut hits = group.map(|g| g.hits).unwrap_or_default();
+    if let Some(digits) = digits {
+        let more = scope.search(&SearchRequest { plan: digits, ..request })?.pop().map(|g| g.hits).unwrap_or_default();
+        let seen: std::collections::HashSet<u64> = hits.iter().map(|h| h.id).collect();
+        hits.extend(more.into_iter().filter(|h| !seen.contains(&h.id)));
+        counted = hits.len();
+    }
     let view = scope.view()?;
     if pruned {
         let rows: Vec<Row<Contact>> =

@@ -122,6 +122,17 @@ pub fn phone_key(number: &str) -> Option<String> {
     Some(digits[digits.len().saturating_sub(9)..].iter().collect())
 }
 
+/// The digits of a search text written as a phone number with punctuation (`(555) 123-4567`,
+/// `555-123`, `+1 555.123`): digits and `+ ( ) - . /` and spaces only, with at least three
+/// digits and one of the others. A number is indexed as its digits too, so searching for these
+/// finds it however either side is punctuated.
+pub fn phone_digits(text: &str) -> Option<String> {
+    let text = text.trim();
+    let shaped = text.chars().all(|c| c.is_ascii_digit() || "+()-./ \t".contains(c));
+    let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+    (shaped && digits.len() >= 3 && digits.len() < text.chars().count()).then_some(digits)
+}
+
 impl Contact {
     pub fn parsed_card(&self) -> Card {
         serde_json::from_str(&self.card).unwrap_or_default()
@@ -236,6 +247,11 @@ impl Record for Contact {
         for phone in &f.phones {
             body.push(phone.value.clone());
             let digits: String = phone.value.chars().filter(char::is_ascii_digit).collect();
+            // A number with a country code is also found by its national part's start
+            // (`555-222` finds `+1 555 222 3333`): its last ten digits.
+            if digits.len() > 10 {
+                body.push(digits[digits.len() - 10..].to_string());
+            }
             body.push(digits);
         }
         body.extend(

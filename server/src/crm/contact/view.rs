@@ -201,6 +201,9 @@ pub struct ContactPage {
     pub limit: usize,
     /// How many contacts match, over all pages.
     pub total: u64,
+    /// With `has_contact_info=true`: how many more would match without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden_count: Option<u64>,
 }
 
 /// `{message, contact}`: a contact created.
