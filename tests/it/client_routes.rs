@@ -524,3 +524,57 @@ async fn contacts_without_a_way_to_reach_them_can_be_hidden_and_are_counted() {
         assert_eq!(hits, [who], "{typed}: {found}");
     }
 }
+
+#[tokio::test]
+async fn the_legacy_csv_layout_is_the_existing_implementations_file() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let made = json_of(
+        ada.post(
+            "/api/v1/contacts",
+            json!({ "firstname": "Ann", "lastname": "Lee", "email": "ann@example.org", "crm": { "circles": ["Work", "Family"] } }),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let (ann, uid) = (made["contact"]["id"].as_u64().unwrap(), made["contact"]["uid"].as_str().unwrap().to_string());
+    let bo = json_of(ada.post("/api/v1/contacts", json!({ "firstname": "=Bo" })).await, 201).await["contact"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    json_of(
+        ada.post("/api/v1/relationship-edges", json!({ "source_id": uid, "target_id": bo, "type": "friend_of" })).await,
+        201,
+    )
+    .await;
+    json_of(ada.post(&format!("/api/v1/contacts/{ann}/notes"), json!({ "content": "likes tea" })).await, 201).await;
+    let pref = json!({ "entity_id": uid, "category": "food", "value": "Sushi" });
+    json_of(ada.post("/api/v1/preferences", pref).await, 201).await;
+    json_of(
+        ada.post("/api/v1/field-definitions", json!({ "label": "Shoe size", "key": "shoe", "type": "number" })).await,
+        201,
+    )
+    .await;
+
+    let response = ada.get("/api/v1/export?layout=legacy").await;
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-disposition"].to_str().unwrap().contains("mycorrhizal-export-"));
+    let text = response.text().await.unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "=== CONTACTS ===");
+    assert_eq!(
+        lines[1],
+        "ID,Firstname,Lastname,Nickname,Gender,Email,Phone,Birthday,Address,How We Met,Food Preference,Work Information,Contact Information,Circles,Tags,Created At,Updated At,Shoe size"
+    );
+    let ann_line = lines.iter().find(|l| l.contains("ann@example.org")).unwrap();
+    assert!(ann_line.starts_with(&format!("{ann},Ann,Lee,")), "{ann_line}");
+    assert!(ann_line.contains(",Sushi,") && ann_line.contains("Family; Work"), "{ann_line}");
+    assert!(text.contains("'=Bo"), "cells are formula-neutralised: {text}");
+    for section in ["=== RELATIONSHIPS ===", "=== ACTIVITIES ===", "=== NOTES ===", "=== REMINDERS ==="] {
+        assert!(lines.contains(&section), "{section}: {text}");
+    }
+    assert!(text.contains(",friend_of,") && text.contains(",Ann Lee,likes tea,"), "{text}");
+    let bad = json_of(ada.get("/api/v1/export?layout=sideways").await, 400).await;
+    assert_eq!(bad["details"]["field"], "layout");
+}

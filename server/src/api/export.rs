@@ -125,6 +125,11 @@ pub struct CsvQuery {
         pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(contacts|all|notes|activities|reminders|reminder_completions|relationships|life_events|gifts|conversation_agenda|households|household_members|cadence_policies)?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
     )]
     pub table: Option<String>,
+    /// `default`, or `legacy`: the existing implementation's file (sections `=== CONTACTS ===`,
+    /// `RELATIONSHIPS`, `ACTIVITIES`, `NOTES`, `REMINDERS`, each with its header row and that
+    /// implementation's column names: `ID,Firstname,Lastname,...`); `table` is then not read.
+    #[param(pattern = "^(default|legacy)?$")]
+    pub layout: Option<String>,
 }
 
 #[utoipa::path(get, path = "/api/v1/export", tag = "export", params(CsvQuery), responses(
@@ -137,7 +142,7 @@ pub async fn csv(
     Query(q): Query<CsvQuery>,
 ) -> Result<Response, ApiError> {
     let today = state.today();
-    respond(export::csv(state.engine.user(user.id), today, q.table.as_deref()).await)
+    respond(export::csv(state.engine.user(user.id), today, q.table.as_deref(), q.layout.as_deref()).await)
 }
 
 #[utoipa::path(get, path = "/api/v1/export/bundle", tag = "export", responses(

@@ -18,6 +18,7 @@ mod archive;
 mod cards;
 mod contacts;
 mod csv;
+mod legacy;
 mod sections;
 mod stream;
 mod tables;

@@ -13,8 +13,26 @@ use crate::crm::kinds;
 /// The CSV export of `table` (`contacts` when none or blank; `all` is every table in one ZIP),
 /// named for `today`: `mycorrhizal-export-<date>.csv`, `mycorrhizal-export-<table>-<date>.csv`
 /// or `mycorrhizal-export-<date>.zip`.
-pub async fn csv(scope: UserScope, today: Date, table: Option<&str>) -> Result<Download, ExportError> {
+/// With `layout` `legacy`: the existing implementation's file of five sections (see `legacy`).
+pub async fn csv(
+    scope: UserScope,
+    today: Date,
+    table: Option<&str>,
+    layout: Option<&str>,
+) -> Result<Download, ExportError> {
     let table = table.map(str::trim).filter(|t| !t.is_empty()).unwrap_or("contacts");
+    match layout.map(str::trim).unwrap_or("") {
+        "" | "default" => {}
+        // The whole export in one file: `table` has nothing to choose.
+        "legacy" => {
+            let filename = format!("mycorrhizal-export-{today}.csv");
+            return download("text/csv; charset=utf-8", filename, "export:csv", move |out| {
+                super::legacy::write(&scope, out)
+            })
+            .await;
+        }
+        _ => return Err(ExportError::Invalid { field: "layout", reason: "must be default or legacy".into() }),
+    }
     if table == "contacts" {
         let filename = format!("mycorrhizal-export-{today}.csv");
         let reader = scope.clone();
