@@ -36,7 +36,13 @@ pub async fn list(
     let now = state.engine.clock().now();
     let only = q.entity_id.or(q.contact_id);
     let cadence_policies = state.read(&user, move |v| cadence::list_with_health(v, only.as_deref(), now)).await?;
-    Ok(axum::Json(PolicyList { total: cadence_policies.len(), cadence_policies }))
+    Ok(axum::Json(PolicyList {
+        total: cadence_policies.len(),
+        limit: cadence_policies.len(),
+        next_cursor: String::new(),
+        sync: crate::crm::cursor::SyncInfo::incremental(),
+        cadence_policies,
+    }))
 }
 
 #[utoipa::path(get, path = "/api/v1/cadence-policies/overdue", tag = "depth", responses((status = 200, body = OverdueList, description = "`{overdue: [{policy, health, contact_id, contact_name}]}`, most overdue first")))]

@@ -54,6 +54,8 @@ pub struct CirclePage {
     pub total: u64,
     /// `""` on the last page.
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub members: Option<Vec<MemberView>>,
@@ -65,6 +67,8 @@ pub struct TagPage {
     pub tags: Vec<GroupView>,
     pub total: u64,
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contacts: Option<Vec<MemberView>>,
@@ -194,6 +198,7 @@ pub async fn circles(
         circles: p.groups,
         total: p.total,
         next_cursor: p.next_cursor,
+        sync: p.sync,
         limit: p.limit,
         members: p.members,
     }))
@@ -284,6 +289,7 @@ pub async fn tags(
         tags: p.groups,
         total: p.total,
         next_cursor: p.next_cursor,
+        sync: p.sync,
         limit: p.limit,
         contacts: p.members,
     }))

@@ -227,6 +227,8 @@ pub fn resource_name(id: u64, activity: &Activity) -> String {
 pub struct ActivityPage {
     pub activities: Vec<ActivityView>,
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
 }
 
@@ -261,6 +263,7 @@ pub fn page(v: &UserView, contact: Option<u64>, f: &DatedFilter) -> Result<Activ
     Ok(ActivityPage {
         activities: found.rows.iter().map(|r| named(v, r)).collect(),
         next_cursor: found.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default(),
+        sync: crate::crm::cursor::SyncInfo::incremental(),
         limit: f.limit,
     })
 }

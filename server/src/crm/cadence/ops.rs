@@ -41,6 +41,12 @@ pub struct PolicyInput {
 pub struct PolicyList {
     pub total: usize,
     pub cadence_policies: Vec<PolicyView>,
+    /// Always empty: the list is never cut into pages.
+    pub next_cursor: String,
+    /// How many are listed.
+    pub limit: usize,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
 }
 
 /// `{overdue}`: the contacts past their cadence, most overdue first.

@@ -124,7 +124,17 @@ pub fn list_counted(scope: &UserScope, p: ListParams, bounded: bool) -> Result<(
         }
         false => None,
     };
-    Ok((ContactPage { contacts, next_cursor, limit, total, hidden_count }, Count::Exact))
+    Ok((
+        ContactPage {
+            contacts,
+            next_cursor,
+            sync: crate::crm::cursor::SyncInfo::incremental(),
+            limit,
+            total,
+            hidden_count,
+        },
+        Count::Exact,
+    ))
 }
 
 /// Whether a contact can be reached: an email, a phone number or a link that is not blank.
@@ -164,6 +174,7 @@ fn searched(
     let page = |contacts: Vec<ContactSummary>, next_cursor: String, total: usize| ContactPage {
         contacts,
         next_cursor,
+        sync: crate::crm::cursor::SyncInfo::incremental(),
         limit,
         total: total as u64,
         hidden_count: None,

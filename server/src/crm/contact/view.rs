@@ -198,6 +198,8 @@ pub struct ContactPage {
     pub contacts: Vec<ContactSummary>,
     /// Opaque; empty on the last page.
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
     /// How many contacts match, over all pages.
     pub total: u64,

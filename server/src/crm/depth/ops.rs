@@ -274,6 +274,8 @@ pub struct DepthFilter {
 pub struct LifeEventPage {
     pub life_events: Vec<LifeEventView>,
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
 }
 
@@ -282,6 +284,8 @@ pub struct LifeEventPage {
 pub struct GiftPage {
     pub gifts: Vec<GiftView>,
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
 }
 
@@ -290,6 +294,8 @@ pub struct GiftPage {
 pub struct AgendaPage {
     pub conversation_agenda: Vec<AgendaItemView>,
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
 }
 
@@ -313,19 +319,24 @@ fn page<R: Record, V>(v: &UserView, f: &DepthFilter, render: impl Fn(&Row<R>) ->
 /// A page of life events, each with its next occurrence after `today`.
 pub fn life_event_page(v: &UserView, f: &DepthFilter, today: Date) -> Result<LifeEventPage> {
     let (life_events, next_cursor) = page(v, f, |r| LifeEventView::of(v, r, today))?;
-    Ok(LifeEventPage { life_events, next_cursor, limit: f.limit })
+    Ok(LifeEventPage { life_events, next_cursor, sync: crate::crm::cursor::SyncInfo::incremental(), limit: f.limit })
 }
 
 /// A page of gifts.
 pub fn gift_page(v: &UserView, f: &DepthFilter) -> Result<GiftPage> {
     let (gifts, next_cursor) = page(v, f, |r| GiftView::of(v, r))?;
-    Ok(GiftPage { gifts, next_cursor, limit: f.limit })
+    Ok(GiftPage { gifts, next_cursor, sync: crate::crm::cursor::SyncInfo::incremental(), limit: f.limit })
 }
 
 /// A page of conversation-agenda items.
 pub fn agenda_page(v: &UserView, f: &DepthFilter) -> Result<AgendaPage> {
     let (conversation_agenda, next_cursor) = page(v, f, |r| AgendaItemView::of(v, r))?;
-    Ok(AgendaPage { conversation_agenda, next_cursor, limit: f.limit })
+    Ok(AgendaPage {
+        conversation_agenda,
+        next_cursor,
+        sync: crate::crm::cursor::SyncInfo::incremental(),
+        limit: f.limit,
+    })
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

@@ -76,6 +76,8 @@ pub struct DefinitionPage {
     pub field_definitions: Vec<DefinitionView>,
     pub total: u64,
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
 }
 
@@ -138,6 +140,7 @@ pub fn list(v: &UserView, cursor: Option<&str>, limit: usize) -> Result<Definiti
         field_definitions: page.rows.iter().map(DefinitionView::of).collect(),
         total: v.count::<FieldDefinition>()?,
         next_cursor: page.next.as_ref().map(|(value, id)| encode_cursor(value, *id)).unwrap_or_default(),
+        sync: crate::crm::cursor::SyncInfo::full_resync(),
         limit,
     })
 }

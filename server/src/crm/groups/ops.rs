@@ -86,6 +86,8 @@ pub struct GroupPage {
     pub groups: Vec<GroupView>,
     pub total: u64,
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
     /// The memberships of the groups on this page, with `include_members`.
     pub members: Option<Vec<MemberView>>,
@@ -198,6 +200,7 @@ pub fn list(v: &UserView, group: Group, q: &GroupFilter) -> Result<GroupPage> {
         groups: page.rows.iter().map(|row| view(v, row)).collect::<Result<_>>()?,
         total,
         next_cursor: page.next.as_ref().map(|(value, id)| encode_cursor(value, *id)).unwrap_or_default(),
+        sync: crate::crm::cursor::SyncInfo::full_resync(),
         limit: q.limit.unwrap_or(total as usize),
         members,
     })

@@ -263,6 +263,8 @@ pub struct HouseholdPage {
     /// All the households the filter matches, across pages.
     pub total: u64,
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
     /// With `include_members=true` only: the memberships of the households on this page.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -379,6 +381,7 @@ pub fn list(v: &UserView, q: &HouseholdFilter) -> Result<HouseholdPage> {
         households: page.rows.iter().map(HouseholdView::of).collect(),
         total,
         next_cursor,
+        sync: crate::crm::cursor::SyncInfo::full_resync(),
         limit,
         members,
     })

@@ -116,6 +116,8 @@ pub async fn update(scope: &UserScope, id: u64, pre: Precondition, input: NoteIn
 pub struct NotePage {
     pub notes: Vec<NoteView>,
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
     /// Only for the unassigned notes.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -150,6 +152,7 @@ pub fn page(view: &UserView, contact: Option<u64>, f: &DatedFilter) -> Result<No
     Ok(NotePage {
         notes: found.rows.iter().map(NoteView::of).collect(),
         next_cursor: found.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default(),
+        sync: crate::crm::cursor::SyncInfo::incremental(),
         limit: f.limit,
         total,
     })

@@ -87,6 +87,8 @@ pub struct PreferencePage {
     pub preferences: Vec<PreferenceView>,
     pub total: u64,
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
 }
 
@@ -129,6 +131,7 @@ pub fn list(
         preferences: page.rows.iter().map(|r| PreferenceView::of(v, r)).collect(),
         total,
         next_cursor: page.next.as_ref().map(|(value, id)| encode_cursor(value, *id)).unwrap_or_default(),
+        sync: crate::crm::cursor::SyncInfo::incremental(),
         limit,
     })
 }

@@ -68,6 +68,8 @@ pub struct EdgePage {
     pub relationship_edges: Vec<RelationshipView>,
     pub total: u64,
     pub next_cursor: String,
+    /// How a client keeps this collection current.
+    pub sync: crate::crm::cursor::SyncInfo,
     pub limit: usize,
 }
 
@@ -182,6 +184,7 @@ pub fn list(v: &UserView, q: &EdgeFilter) -> Result<EdgePage> {
         relationship_edges: page.rows.iter().map(|r| shown(v, r)).collect::<Result<_>>()?,
         total,
         next_cursor: page.next.as_ref().map(|(value, id)| encode_cursor(value, *id)).unwrap_or_default(),
+        sync: crate::crm::cursor::SyncInfo::full_resync(),
         limit: q.limit,
     })
 }
