@@ -578,3 +578,37 @@ async fn the_legacy_csv_layout_is_the_existing_implementations_file() {
     let bad = json_of(ada.get("/api/v1/export?layout=sideways").await, 400).await;
     assert_eq!(bad["details"]["field"], "layout");
 }
+
+#[tokio::test]
+async fn a_hobby_preference_is_on_the_card_while_it_lasts() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let made = json_of(ada.post("/api/v1/contacts", json!({ "firstname": "Ann" })).await, 201).await;
+    let (ann, uid) = (made["contact"]["id"].as_u64().unwrap(), made["contact"]["uid"].as_str().unwrap().to_string());
+    let hobbies = |card: &Value| -> Vec<String> {
+        card["card"]["personalInfo"]
+            .as_array()
+            .map(|l| {
+                l.iter().filter(|i| i["kind"] == "hobby").map(|i| i["value"].as_str().unwrap().to_string()).collect()
+            })
+            .unwrap_or_default()
+    };
+    let pref = |value: &str, sensitivity: &str| json!({ "entity_id": uid, "category": "hobby", "value": value, "sensitivity": sensitivity });
+    let climbing = json_of(ada.post("/api/v1/preferences", pref("Climbing", "normal")).await, 201).await["preference"]
+        ["id"]
+        .as_u64()
+        .unwrap();
+    json_of(ada.post("/api/v1/preferences", pref("Poker", "private")).await, 201).await;
+    let card = json_of(ada.get(&format!("/api/v1/contacts/{ann}")).await, 200).await;
+    assert_eq!(hobbies(&card), ["Climbing"], "a private one stays off the card: {card}");
+    let vcf = ada.get(&format!("/api/v1/export/jscontact")).await.text().await.unwrap();
+    assert!(vcf.contains("Climbing") && !vcf.contains("Poker"), "{vcf}");
+
+    json_of(ada.send(Method::PUT, &format!("/api/v1/preferences/{climbing}"), pref("Bouldering", "normal")).await, 200)
+        .await;
+    let card = json_of(ada.get(&format!("/api/v1/contacts/{ann}")).await, 200).await;
+    assert_eq!(hobbies(&card), ["Bouldering"]);
+    json_of(ada.send(Method::DELETE, &format!("/api/v1/preferences/{climbing}"), Value::Null).await, 200).await;
+    let card = json_of(ada.get(&format!("/api/v1/contacts/{ann}")).await, 200).await;
+    assert_eq!(hobbies(&card), Vec::<String>::new());
+}

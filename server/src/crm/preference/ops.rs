@@ -2,13 +2,15 @@
 //! change first), create, replace, delete. A preference names its contact by vCard UID
 //! (`entity_id`, as the existing clients do) or by id.
 
-use mycorrhizal_engine::{Precondition, Row, UPDATED_INDEX, UserScope, UserView, Walk};
+use mycorrhizal_engine::{Precondition, Row, TxUser, UPDATED_INDEX, UserScope, UserView, Walk};
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::Preference;
 use crate::crm::contact::{Contact, named};
 use crate::crm::cursor::{decode_cursor, encode_cursor};
+use crate::crm::records::BY_CONTACT;
 use crate::crm::{Error, Result, Stamp};
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -158,14 +160,77 @@ pub async fn save(scope: &UserScope, id: Option<u64>, input: PreferenceInput) ->
     Ok(scope
         .write_async(move |tx| {
             tx.get::<Contact>(body.contact_id)?;
-            match id {
-                None => tx.create(body.clone()),
-                Some(id) => tx.put(id, Precondition::Any, body.clone()),
+            let (row, before) = match id {
+                None => (tx.create(body.clone())?, None),
+                Some(id) => {
+                    let before = tx.get::<Preference>(id)?.body;
+                    (tx.put(id, Precondition::Any, body.clone())?, Some(before))
+                }
+            };
+            let mut dropped = Vec::new();
+            match before {
+                Some(b) if b.contact_id != body.contact_id => project_hobbies(tx, b.contact_id, &[b.value])?,
+                Some(b) => dropped.push(b.value),
+                None => {}
             }
+            project_hobbies(tx, body.contact_id, &dropped)?;
+            Ok(row)
         })
         .await?)
 }
 
 pub async fn delete(scope: &UserScope, id: u64) -> Result<()> {
-    Ok(scope.write_async(move |tx| tx.delete::<Preference>(id, Precondition::Any)).await?)
+    Ok(scope
+        .write_async(move |tx| {
+            let gone = tx.get::<Preference>(id)?.body;
+            tx.delete::<Preference>(id, Precondition::Any)?;
+            project_hobbies(tx, gone.contact_id, &[gone.value])
+        })
+        .await?)
+}
+
+/// Keeps a contact's card in step with its hobbies: each `hobby` preference of normal
+/// sensitivity is a `personalInfo` entry of kind `hobby` (so vCard and JSContact carry it), and
+/// an entry whose value only a preference changed or deleted just now held (`dropped`) goes.
+/// Hobbies the card had of its own (from an import) stay.
+fn project_hobbies(tx: &TxUser<'_, '_>, contact: u64, dropped: &[String]) -> mycorrhizal_engine::Result<()> {
+    let key = |s: &str| s.trim().to_lowercase();
+    let mut hobbies: Vec<String> = Vec::new();
+    for id in tx.find::<Preference>(BY_CONTACT, &format!("{contact:020}"))? {
+        let p = tx.get::<Preference>(id)?.body;
+        if p.category == "hobby" && p.sensitivity == "normal" && !hobbies.iter().any(|h| key(h) == key(&p.value)) {
+            hobbies.push(p.value);
+        }
+    }
+    let Ok(row) = tx.get::<Contact>(contact) else { return Ok(()) };
+    let mut card = row.body.parsed_card();
+    let mut info: Vec<Value> = card.extra.get("personalInfo").and_then(Value::as_array).cloned().unwrap_or_default();
+    let is_hobby = |i: &Value| i.get("kind").and_then(Value::as_str) == Some("hobby");
+    let value_of = |i: &Value| i.get("value").and_then(Value::as_str).map(key).unwrap_or_default();
+    let before = info.len();
+    info.retain(|i| {
+        !(is_hobby(i)
+            && dropped.iter().any(|d| key(d) == value_of(i))
+            && !hobbies.iter().any(|h| key(h) == value_of(i)))
+    });
+    let mut changed = info.len() != before;
+    for h in &hobbies {
+        if !info.iter().any(|i| is_hobby(i) && value_of(i) == key(h)) {
+            info.push(json!({ "kind": "hobby", "value": h }));
+            changed = true;
+        }
+    }
+    if !changed {
+        return Ok(());
+    }
+    if info.is_empty() {
+        card.extra.remove("personalInfo");
+    } else {
+        card.extra.insert("personalInfo".into(), Value::Array(info));
+    }
+    tx.update::<Contact>(contact, Precondition::Any, move |c| {
+        c.card = serde_json::to_string(&card).map_err(|e| mycorrhizal_engine::Invalid::new("card", e.to_string()))?;
+        Ok(())
+    })
+    .map(|_| ())
 }
