@@ -454,6 +454,7 @@ pub async fn render(
             (super::record_forms::field_card(&c, viewer, id, &defs, &d.field_values, sent))
             (super::households::contact_section(viewer, id, &households, sent))
             (attachments_section(viewer, id, &files, sent))
+            (super::record_forms::merge_card(viewer, id))
             (super::record_forms::depth_forms(viewer, id, sent, super::cadence::contact_form(viewer, id)))
         }
     };

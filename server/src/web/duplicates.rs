@@ -82,6 +82,38 @@ pub async fn dismiss(State(state): State<AppState>, viewer: Viewer, form: Form) 
 pub struct MergeQuery {
     keep: Option<u64>,
     merge: Option<u64>,
+    /// From a contact's page: who to merge it with, as typed (a name, an email, a number).
+    with: Option<String>,
+}
+
+/// The contacts `text` finds, but `keep`, to choose the one to merge into `keep` (at most 20).
+fn picker(viewer: &Viewer, keep: u64, keep_name: &str, text: &str, found: &[(u64, String, String)]) -> Markup {
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    let main = html! {
+        h1 { (t("dups.merge_title")) }
+        p { (t("dups.kept")) ": " a href={ "/contacts/" (keep) } { (keep_name) } }
+        form method="get" action="/contacts/merge" class="stack" {
+            input type="hidden" name="keep" value=(keep);
+            label for="merge-with" { (t("dups.merge_with")) }
+            input id="merge-with" name="with" type="search" value=(text) required;
+            button type="submit" { (t("dups.find_other")) }
+        }
+        @if found.is_empty() {
+            p class="muted" { (t("dups.no_match")) }
+        } @else {
+            p { (t("dups.pick")) }
+            ul class="items" {
+                @for (id, name, detail) in found {
+                    li {
+                        a href={ "/contacts/merge?keep=" (keep) "&merge=" (id) } { (name) }
+                        @if !detail.is_empty() { " " span class="muted" { (detail) } }
+                    }
+                }
+            }
+        }
+    };
+    shell(&c, t("dups.merge_title"), None, main)
 }
 
 fn preview_page(viewer: &Viewer, preview: &MergePreview, error: Option<String>) -> Markup {
@@ -129,6 +161,45 @@ fn preview_page(viewer: &Viewer, preview: &MergePreview, error: Option<String>) 
 }
 
 pub async fn merge_form(State(state): State<AppState>, viewer: Viewer, Query(q): Query<MergeQuery>) -> PageResult {
+    if let (Some(keep), None, Some(text)) = (q.keep, q.merge, q.with.as_deref().map(str::trim)) {
+        let scope = state.scope(&viewer.user);
+        let typed = text.to_string();
+        let (keep_name, found) = state
+            .blocking(move |_| -> crate::crm::Result<_> {
+                let keep_name = scope.view()?.get::<crate::crm::contact::Contact>(keep)?.body.name();
+                if typed.is_empty() {
+                    return Ok((keep_name, Vec::new()));
+                }
+                let params = crate::crm::contact::list::ListParams {
+                    search: Some(typed),
+                    include_archived: true,
+                    limit: 21,
+                    ..Default::default()
+                };
+                let page = crate::crm::contact::list::list(&scope, params)?;
+                let found: Vec<(u64, String, String)> = page
+                    .contacts
+                    .into_iter()
+                    .filter(|s| s.id != keep)
+                    .take(20)
+                    .map(|s| {
+                        let detail = [s.primary_email.as_str(), s.primary_phone.as_str()]
+                            .iter()
+                            .filter(|v| !v.is_empty())
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(" · ");
+                        (s.id, s.name.clone(), detail)
+                    })
+                    .collect();
+                Ok((keep_name, found))
+            })
+            .await??;
+        if let [(only, _, _)] = found.as_slice() {
+            return Ok(see_other(&format!("/contacts/merge?keep={keep}&merge={only}")));
+        }
+        return Ok(page(picker(&viewer, keep, &keep_name, text, &found)));
+    }
     let (Some(keep), Some(merge)) = (q.keep, q.merge) else { return Err(ApiError::NotFound.into()) };
     let input = MergeInput { keep_id: keep, merge_id: merge, resolutions: BTreeMap::new() };
     let preview = merge::preview(&state.scope(&viewer.user), input).await?;

@@ -106,6 +106,27 @@ pub fn field_input_name(id: u64) -> String {
 }
 
 /// A contact's custom field values, and the form that edits them (`sent`: that form sent back with its error).
+/// The contact page's way into a merge: who to merge this contact with, as typed; the merge
+/// page then shows the contacts found, or the preview when one is.
+pub fn merge_card(viewer: &Viewer, id: u64) -> Markup {
+    let t = |k| viewer.t(k);
+    html! {
+        section class="card" aria-labelledby="h-merge" {
+            h2 id="h-merge" { (t("dups.merge_title")) }
+            details {
+                summary { (t("dups.merge_with")) }
+                form method="get" action="/contacts/merge" class="stack" {
+                    input type="hidden" name="keep" value=(id);
+                    label for="merge-with" { (t("dups.merge_with")) }
+                    input id="merge-with" name="with" type="search" required;
+                    p class="muted" { (t("dups.merge_with_hint")) }
+                    button type="submit" { (t("dups.find_other")) }
+                }
+            }
+        }
+    }
+}
+
 pub fn field_card(
     c: &Chrome<'_>,
     viewer: &Viewer,

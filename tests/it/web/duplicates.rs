@@ -89,3 +89,34 @@ async fn the_contact_list_acts_on_a_selection_and_merges_two() {
     let one = browser.post("/contacts/bulk", &[("ids", sa.as_str()), ("merge", "1")]).await;
     assert_eq!(one.status(), 400);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_merge_starts_from_a_contacts_page_with_whoever_is_typed() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let (ann, _) = person(&ada, "Ann", "ann@example.org", "Acme").await;
+    let (annie, _) = person(&ada, "Annie", "annie@example.org", "Acme").await;
+    let (kim, _) = person(&ada, "Kim", "kim@example.org", "Initech").await;
+    let browser = Browser::of(&server, &ada).await;
+
+    let page = browser.get(&format!("/contacts/{ann}")).await.text().await.unwrap();
+    assert!(
+        page.contains("action=\"/contacts/merge\"") && page.contains(&format!("name=\"keep\" value=\"{ann}\"")),
+        "{page}"
+    );
+    // One match: straight to the preview.
+    let one = browser.get(&format!("/contacts/merge?keep={ann}&with=kim%40example.org")).await;
+    assert_eq!(one.status(), 303);
+    assert_eq!(one.headers()["location"], format!("/contacts/merge?keep={ann}&merge={kim}").as_str());
+    // Several: a choice, never the kept contact itself.
+    let several = browser.get(&format!("/contacts/merge?keep={kim}&with=acme")).await.text().await.unwrap();
+    assert!(several.contains(&format!("/contacts/merge?keep={kim}&amp;merge={ann}")), "{several}");
+    assert!(several.contains(&format!("/contacts/merge?keep={kim}&amp;merge={annie}")), "{several}");
+    assert!(!several.contains(&format!("merge={kim}\"")), "{several}");
+    let none = browser.get(&format!("/contacts/merge?keep={ann}&with=zebra")).await.text().await.unwrap();
+    assert!(none.contains("No other contact matches."), "{none}");
+    // Another member cannot start one from Ada's contact.
+    let bob = server.sign_up("bob").await;
+    let other = Browser::of(&server, &bob).await;
+    assert_eq!(other.get(&format!("/contacts/merge?keep={ann}&with=kim")).await.status(), 404);
+}
