@@ -286,6 +286,7 @@ pub async fn render(
         })
         .await?;
     let owner = viewer.user.id.0;
+    let users = crate::auth::accounts::directory(&state.engine, owner).await?;
     let origin = state
         .blocking(move |engine| crate::sync::origin_of(engine, owner, "contact", id))
         .await?
@@ -454,6 +455,7 @@ pub async fn render(
             (super::record_forms::field_card(&c, viewer, id, &defs, &d.field_values, sent))
             (super::households::contact_section(viewer, id, &households, sent))
             (attachments_section(viewer, id, &files, sent))
+            (super::record_forms::share_card(&c, viewer, id, &users, sent))
             (super::record_forms::merge_card(viewer, id))
             (super::record_forms::depth_forms(viewer, id, sent, super::cadence::contact_form(viewer, id)))
         }

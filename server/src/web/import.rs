@@ -5,15 +5,16 @@
 //! and apply are `crm::import`'s, exactly as behind `/api/v1/contacts/import/*`. Exports are the
 //! API's streamed downloads, linked from here.
 
-use axum::extract::{Multipart, Path, State};
+use axum::extract::{Multipart, Path, Query, State};
 use maud::{Markup, html};
 use mycorrhizal_codecs::csv::{ColumnMapping, FIELDS};
 use serde_json::Value;
 
 use super::format;
 use super::home::contact_link;
-use super::page::{Csrf, Form, PageResult, Upload, Viewer, field_error, page, page_with, shell};
-use crate::crm::import::{self, CardFile, Categories, Decision, Source};
+use super::page::{Csrf, Form, PageResult, Upload, Viewer, field_error, page, page_with, see_other, shell};
+use crate::crm::import::{self, CardFile, Categories, Decision, ImportResult, Source};
+use crate::crm::share::ops::{self as shares, ShareInput};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -69,17 +70,153 @@ fn upload_form(viewer: &Viewer, error: Option<&str>) -> Markup {
     }
 }
 
-pub async fn index(State(state): State<AppState>, viewer: Viewer) -> PageResult {
-    let runs = recent_runs(&viewer, &state).await?;
-    Ok(page(home_page(&viewer, None, runs)))
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct IndexQuery {
+    notice: Option<String>,
 }
 
-fn home_page(viewer: &Viewer, error: Option<&str>, runs: Markup) -> Markup {
+pub async fn index(State(state): State<AppState>, viewer: Viewer, Query(q): Query<IndexQuery>) -> PageResult {
+    let runs = recent_runs(&viewer, &state).await?;
+    let shared = shares_section(&viewer, &state).await?;
+    Ok(page(home_page(&viewer, None, runs, shared, super::page::notice(q.notice.as_deref()))))
+}
+
+/// Contacts other users of this server shared with the viewer (each pending one to review,
+/// through the import preview, or to decline) and the ones the viewer shared.
+async fn shares_section(viewer: &Viewer, state: &AppState) -> Result<Markup, ApiError> {
+    let me = viewer.user.id.0;
+    let (incoming, outgoing) = state
+        .read(&viewer.user, |v| Ok((shares::list(v, true, None, 50, false)?, shares::list(v, false, None, 50, false)?)))
+        .await?;
+    let names: std::collections::HashMap<u64, String> =
+        crate::auth::accounts::directory(&state.engine, me).await?.into_iter().collect();
+    let who = |id: u64| names.get(&id).cloned().unwrap_or_else(|| viewer.t("share.gone_user").to_string());
+    let c = viewer.chrome();
+    let t = |k| viewer.t(k);
+    let status = |s: &str| match s {
+        "accepted" => t("share.accepted"),
+        "declined" => t("share.declined"),
+        _ => t("share.pending"),
+    };
+    Ok(html! {
+        section class="card wide" aria-labelledby="h-shares" {
+            h2 id="h-shares" { (t("share.incoming")) }
+            @if incoming.shares.is_empty() { p class="muted" { (t("share.none_incoming")) } }
+            ul class="items" {
+                @for s in &incoming.shares {
+                    li {
+                        strong { (s.body.contact_display_name) } " "
+                        span class="muted" { (viewer.lang.f("share.from", &[("user", &who(s.body.other_user))])) " · " (status(&s.body.status)) }
+                        @if s.body.status == "pending" {
+                            (c.button_form(&format!("/shares/{}/review", s.body.share), t("share.review"), "small", None))
+                            (c.button_form(&format!("/shares/{}/decline", s.body.share), t("share.decline"), "small secondary", Some(t("share.decline_confirm"))))
+                        }
+                    }
+                }
+            }
+            @if !outgoing.shares.is_empty() {
+                h3 { (t("share.outgoing")) }
+                ul class="items" {
+                    @for s in &outgoing.shares {
+                        li {
+                            (s.body.contact_display_name) " "
+                            span class="muted" { (viewer.lang.f("share.to", &[("user", &who(s.body.other_user))])) " · " (status(&s.body.status)) }
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Opens a contact shared with the viewer as an import preview, confirmed through the share.
+pub async fn share_review(State(state): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> PageResult {
+    let (sessions, scope) = (state.imports.clone(), state.scope(&viewer.user));
+    let share = id.clone();
+    let preview = state
+        .blocking(move |_| shares::accept(&sessions, &scope, &share, |p| serde_json::to_value(p)))
+        .await?
+        .map_err(ApiError::from)?
+        .map_err(ApiError::internal)?;
+    let session = preview["session_id"].as_str().unwrap_or("").to_string();
+    Ok(page(preview_page(&viewer, &preview, &format!("/shares/{id}/confirm/{session}"))))
+}
+
+pub async fn share_confirm(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path((id, session)): Path<(String, String)>,
+    form: Form,
+) -> PageResult {
+    let decisions = decisions_of(&form);
+    let batch = state.config.import.batch_rows;
+    let result = shares::confirm(
+        &state.engine,
+        state.imports.clone(),
+        state.scope(&viewer.user),
+        &id,
+        session,
+        &decisions,
+        batch,
+    )
+    .await
+    .map_err(ApiError::from)?;
+    Ok(page(result_page(&viewer, &result)))
+}
+
+pub async fn share_decline(State(state): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> PageResult {
+    shares::decline(&state.engine, &state.scope(&viewer.user), &id).await?;
+    Ok(see_other("/import?notice=declined"))
+}
+
+/// Shares contact `id` with another user of this server: the sections ticked.
+pub async fn share_create(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    form: Form,
+) -> PageResult {
+    let outcome = async {
+        let to = form
+            .get("to_user_id")
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| ApiError::validation("to_user_id", "choose who to share with"))?;
+        if crate::auth::accounts::get(&state.engine, to).await.is_err() {
+            return Err(ApiError::validation("to_user_id", "choose who to share with"));
+        }
+        let sections: Vec<String> = form.0.iter().filter(|(k, _)| k == "sections").map(|(_, v)| v.clone()).collect();
+        let input = ShareInput {
+            to_user_id: to,
+            vcard_uid: None,
+            contact_id: Some(id),
+            sections,
+            include_sensitive: form.has("include_sensitive"),
+        };
+        shares::create(&state.engine, viewer.user.id, mycorrhizal_engine::UserId(to), input)
+            .await
+            .map_err(ApiError::from)
+    }
+    .await;
+    match outcome {
+        Ok(_) => Ok(see_other(&format!("/contacts/{id}?notice=shared"))),
+        Err(e) => super::contacts::refused(&state, &viewer, id, "share", form, e).await,
+    }
+}
+
+fn home_page(
+    viewer: &Viewer,
+    error: Option<&str>,
+    runs: Markup,
+    shared: Markup,
+    notice: Option<&'static str>,
+) -> Markup {
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
     let main = html! {
         h1 { (t("import.title")) }
         div class="grid" {
+            (shared)
             section class="card" aria-labelledby="h-upload" {
                 h2 id="h-upload" { (t("import.upload_title")) }
                 (upload_form(viewer, error))
@@ -93,6 +230,7 @@ fn home_page(viewer: &Viewer, error: Option<&str>, runs: Markup) -> Markup {
                     li { a href="/api/v1/export/jscontact" download { (t("export.jscontact")) } }
                     li { a href="/api/v1/export" download { (t("export.csv")) } }
                     li { a href="/api/v1/export?table=all" download { (t("export.zip")) } }
+                    li { a href="/api/v1/export?layout=legacy" download { (t("export.legacy")) } }
                     li { a href="/api/v1/export/bundle" download { (t("export.bundle")) } }
                 }
             }
@@ -112,7 +250,7 @@ fn home_page(viewer: &Viewer, error: Option<&str>, runs: Markup) -> Markup {
             }
         }
     };
-    shell(&c, t("import.title"), None, main)
+    shell(&c, t("import.title"), notice, main)
 }
 
 /// The file's kind, from its name (as the API's routes decide it), or from its first bytes.
@@ -184,7 +322,8 @@ pub async fn upload(
                     .await?
                     .map_err(ApiError::from)?
                     .map_err(ApiError::internal)?;
-                Ok(preview_page(&viewer, &preview))
+                let action = format!("/import/{}/confirm", preview["session_id"].as_str().unwrap_or(""));
+                Ok(preview_page(&viewer, &preview, &action))
             }
         }
     }
@@ -194,7 +333,8 @@ pub async fn upload(
         Err(e @ (ApiError::InvalidInput { .. } | ApiError::Validation { .. } | ApiError::PayloadTooLarge { .. })) => {
             let (status, message) = field_error(viewer.lang, &e);
             let runs = recent_runs(&viewer, &state).await?;
-            Ok(page_with(status, home_page(&viewer, Some(&message), runs)))
+            let shared = shares_section(&viewer, &state).await?;
+            Ok(page_with(status, home_page(&viewer, Some(&message), runs, shared, None)))
         }
         Err(e) => Err(e.into()),
     }
@@ -225,7 +365,8 @@ pub async fn upload_bundle(
         Err(e @ (ApiError::InvalidInput { .. } | ApiError::Validation { .. } | ApiError::PayloadTooLarge { .. })) => {
             let (status, message) = field_error(viewer.lang, &e);
             let runs = recent_runs(&viewer, &state).await?;
-            return Ok(page_with(status, home_page(&viewer, Some(&message), runs)));
+            let shared = shares_section(&viewer, &state).await?;
+            return Ok(page_with(status, home_page(&viewer, Some(&message), runs, shared, None)));
         }
         Err(e) => return Err(e.into()),
     };
@@ -320,7 +461,8 @@ pub async fn preview_csv(
         .await?
         .map_err(ApiError::from)?
         .map_err(ApiError::internal)?;
-    Ok(page(preview_page(&viewer, &preview)))
+    let action = format!("/import/{}/confirm", preview["session_id"].as_str().unwrap_or(""));
+    Ok(page(preview_page(&viewer, &preview, &action)))
 }
 
 fn action_key(action: &str) -> &'static str {
@@ -331,10 +473,10 @@ fn action_key(action: &str) -> &'static str {
     }
 }
 
-fn preview_page(viewer: &Viewer, preview: &Value) -> Markup {
+/// The preview of an import session, its decisions sent to `action`.
+fn preview_page(viewer: &Viewer, preview: &Value, action: &str) -> Markup {
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
-    let session = preview["session_id"].as_str().unwrap_or("");
     let rows = preview["rows"].as_array().cloned().unwrap_or_default();
     let count = |k: &str| preview[k].as_u64().unwrap_or(0).to_string();
     let main = html! {
@@ -343,7 +485,7 @@ fn preview_page(viewer: &Viewer, preview: &Value) -> Markup {
             (viewer.lang.f("import.summary", &[("total", &count("total_rows")), ("valid", &count("valid_rows")),
                 ("duplicates", &count("duplicate_count")), ("errors", &count("error_count"))]))
         }
-        form method="post" action={ "/import/" (session) "/confirm" } class="stack" {
+        form method="post" action=(action) class="stack" {
             (c.csrf_field())
             fieldset {
                 legend { (t("import.bulk")) }
@@ -421,6 +563,19 @@ pub async fn confirm(
     Path(session): Path<String>,
     form: Form,
 ) -> PageResult {
+    let decisions = decisions_of(&form);
+    let batch = state.config.import.batch_rows;
+    let accepts = [Source::Csv, Source::Vcf, Source::JsContact];
+    let result =
+        import::confirm(state.imports.clone(), state.scope(&viewer.user), session, &decisions, &accepts, batch)
+            .await
+            .map_err(ApiError::from)?;
+    Ok(page(result_page(&viewer, &result)))
+}
+
+/// The decisions a preview's form sent: each row's choice, or what the choice for all rows
+/// makes of it.
+fn decisions_of(form: &Form) -> Vec<Decision> {
     let bulk = form.get("bulk");
     // The rows of this session and what each row's select said (or what the bulk choice makes of it).
     let mut decisions = Vec::new();
@@ -436,12 +591,10 @@ pub async fn confirm(
         };
         decisions.push(Decision { row_index: index, action: action.to_string() });
     }
-    let batch = state.config.import.batch_rows;
-    let accepts = [Source::Csv, Source::Vcf, Source::JsContact];
-    let result =
-        import::confirm(state.imports.clone(), state.scope(&viewer.user), session, &decisions, &accepts, batch)
-            .await
-            .map_err(ApiError::from)?;
+    decisions
+}
+
+fn result_page(viewer: &Viewer, result: &ImportResult) -> Markup {
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
     let main = html! {
@@ -456,5 +609,5 @@ pub async fn confirm(
         }
         p { a class="button primary" href="/contacts?sort=updated" { (t("import.see_contacts")) } " " a class="button" href="/import" { (t("import.another")) } }
     };
-    Ok(page(shell(&c, t("import.result_title"), None, main)))
+    shell(&c, t("import.result_title"), None, main)
 }

@@ -369,6 +369,8 @@ const NOTICES: &[(&str, &str)] = &[
     ("password", "notice.password"),
     ("password_reset", "notice.password_reset"),
     ("test_queued", "notice.test_queued"),
+    ("shared", "notice.shared"),
+    ("declined", "notice.declined"),
 ];
 
 pub fn notice(key: Option<&str>) -> Option<&'static str> {

@@ -106,6 +106,66 @@ pub fn field_input_name(id: u64) -> String {
 }
 
 /// A contact's custom field values, and the form that edits them (`sent`: that form sent back with its error).
+/// The sections a share may hold, each with its label key; the sensitive ones are not ticked
+/// at first.
+const SHARE_SECTIONS: &[(&str, &str, bool)] = &[
+    ("emails", "share.s_emails", true),
+    ("phones", "share.s_phones", true),
+    ("addresses", "share.s_addresses", true),
+    ("organizations", "share.s_organizations", true),
+    ("anniversaries", "share.s_anniversaries", true),
+    ("media", "share.s_media", true),
+    ("online_services", "share.s_online_services", true),
+    ("links", "share.s_links", true),
+    ("notes", "share.s_notes", true),
+    ("keywords", "share.s_keywords", true),
+    ("speak_to_as", "share.s_speak_to_as", true),
+    ("languages", "share.s_languages", true),
+    ("related_to", "share.s_related_to", false),
+    ("personal_info", "share.s_personal_info", false),
+    ("custom_fields", "share.s_custom_fields", false),
+];
+
+/// The contact page's share form: another user of this server gets a copy of the sections
+/// ticked, which they review before anything is added to their book.
+pub fn share_card(c: &Chrome<'_>, viewer: &Viewer, id: u64, users: &[(u64, String)], sent: Option<&Sent>) -> Markup {
+    let t = |k| viewer.t(k);
+    let sent = Sent::to(sent, "share");
+    let ticked = |name: &str, default: bool| match sent {
+        Some(s) => s.fields.0.iter().any(|(k, v)| k == "sections" && v == name),
+        None => default,
+    };
+    html! {
+        section class="card" aria-labelledby="h-share" {
+            h2 id="h-share" { (t("share.title")) }
+            @if users.is_empty() {
+                p class="muted" { (t("share.no_users")) }
+            } @else {
+                details open[sent.is_some()] {
+                    summary { (t("share.with_someone")) }
+                    form method="post" action={ "/contacts/" (id) "/share" } class="stack" {
+                        (c.csrf_field())
+                        (Sent::alert(sent))
+                        label for="share-to" { (t("share.to_user")) }
+                        select id="share-to" name="to_user_id" required aria-invalid=[Sent::invalid(sent, "to_user_id")] {
+                            @for (uid, name) in users { option value=(uid) { (name) } }
+                        }
+                        fieldset {
+                            legend { (t("share.sections")) }
+                            @for (name, key, default) in SHARE_SECTIONS {
+                                label class="check" { input type="checkbox" name="sections" value=(name) checked[ticked(name, *default)]; " " (t(key)) }
+                            }
+                        }
+                        label class="check" { input type="checkbox" name="include_sensitive" value="1"; " " (t("share.include_sensitive")) }
+                        p class="hint" { (t("share.hint")) }
+                        button type="submit" { (t("share.send")) }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The contact page's way into a merge: who to merge this contact with, as typed; the merge
 /// page then shows the contacts found, or the preview when one is.
 pub fn merge_card(viewer: &Viewer, id: u64) -> Markup {

@@ -15,6 +15,7 @@ mod console;
 mod duplicates;
 mod fields;
 mod households;
+mod shares;
 mod subscriptions;
 
 fn repo() -> PathBuf {
