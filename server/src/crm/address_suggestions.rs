@@ -79,10 +79,35 @@ pub fn address_key(a: &Address) -> String {
     normalized(&mycorrhizal_codecs::projection::one_line(a))
 }
 
-/// Every suggestion before de-duplication: one per (recipient, address, source).
+/// Every suggestion before de-duplication: one per (recipient, address, source). Only the
+/// contacts at an end of a cohabiting edge or in a household with an address are read.
 fn candidates(v: &UserView) -> Result<Vec<AddressSuggestion>> {
-    let contacts: HashMap<u64, Row<Contact>> =
-        v.list::<Contact>()?.into_iter().filter(|c| !c.body.archived).map(|c| (c.id, c)).collect();
+    let edges: Vec<Row<Relationship>> = v
+        .list::<Relationship>()?
+        .into_iter()
+        .filter(|e| {
+            e.body.is_confirmed() && e.body.sensitivity != "secret" && COHABITING.contains(&e.body.kind.as_str())
+        })
+        .collect();
+    let households: Vec<Row<Household>> =
+        v.list::<Household>()?.into_iter().filter(|h| !h.body.address.is_empty()).collect();
+    let mut members: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    if !households.is_empty() {
+        for m in v.list::<HouseholdMember>()? {
+            members.entry(m.body.household_id).or_default().push(m.body.contact_id);
+        }
+    }
+    let involved: BTreeSet<u64> = edges
+        .iter()
+        .flat_map(|e| [e.body.source, e.body.target])
+        .chain(households.iter().flat_map(|h| members.get(&h.id).into_iter().flatten().copied()))
+        .collect();
+    let contacts: HashMap<u64, Row<Contact>> = involved
+        .into_iter()
+        .filter_map(|id| v.get::<Contact>(id).ok())
+        .filter(|c| !c.body.archived)
+        .map(|c| (c.id, c))
+        .collect();
     let cards: HashMap<u64, Vec<Address>> =
         contacts.iter().map(|(id, c)| (*id, c.body.parsed_card().addresses)).collect();
     let has: HashMap<u64, BTreeSet<String>> =
@@ -107,11 +132,8 @@ fn candidates(v: &UserView) -> Result<Vec<AddressSuggestion>> {
                 address_key: key,
             });
         };
-    for edge in v.list::<Relationship>()? {
+    for edge in &edges {
         let e = &edge.body;
-        if !e.is_confirmed() || e.sensitivity == "secret" || !COHABITING.contains(&e.kind.as_str()) {
-            continue;
-        }
         // `source` is `kind` of `target`: seen from the source, the target is the inverse.
         for (from, to, relation) in
             [(e.source, e.target, Some(e.kind.clone())), (e.target, e.source, inverse(&e.kind).map(String::from))]
@@ -122,14 +144,7 @@ fn candidates(v: &UserView) -> Result<Vec<AddressSuggestion>> {
             }
         }
     }
-    let mut members: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for m in v.list::<HouseholdMember>()? {
-        members.entry(m.body.household_id).or_default().push(m.body.contact_id);
-    }
-    for household in v.list::<Household>()? {
-        if household.body.address.is_empty() {
-            continue;
-        }
+    for household in &households {
         let address = household.body.address.to_card();
         for member in members.get(&household.id).into_iter().flatten() {
             offer(*member, &address, "household", household.id.to_string(), household.body.name.clone(), None);

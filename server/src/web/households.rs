@@ -186,8 +186,11 @@ async fn list_page(state: &AppState, viewer: &Viewer, q: &ListQuery, sent: Optio
         ascending: false,
         ..HouseholdFilter::default()
     };
-    let (list, suggestions) = state
-        .read(&viewer.user, move |v| Ok((household_ops::list(v, &filter)?, household_ops::suggestions(v, None)?)))
+    let (list, suggestions, addresses) = state
+        .read(&viewer.user, move |v| {
+            let addresses = crate::crm::address_suggestions::suggestions(v)?;
+            Ok((household_ops::list(v, &filter)?, household_ops::suggestions(v, None)?, addresses))
+        })
         .await?;
     let c = viewer.chrome();
     let t = |k| viewer.t(k);
@@ -222,6 +225,29 @@ async fn list_page(state: &AppState, viewer: &Viewer, q: &ListQuery, sent: Optio
                     ul class="items" { @for s in &suggestions.suggestions { (suggestion(viewer, s, "/households", true)) } }
                 }
             }
+            @if !addresses.suggestions.is_empty() {
+                section class="card" aria-labelledby="h-addresses" {
+                    h2 id="h-addresses" { (t("address.suggestions")) }
+                    p class="hint" { (t("address.hint")) }
+                    ul class="items" {
+                        @for s in addresses.suggestions.iter().take(50) {
+                            li {
+                                a href={ "/contacts/" (s.contact_id) } { (s.contact_name) } ": "
+                                (mycorrhizal_codecs::projection::one_line(&s.address)) " "
+                                span class="muted" { "(" (viewer.lang.f("address.from", &[("source", &s.source_name)])) ")" }
+                                form method="post" action="/addresses/apply" class="inline" {
+                                    (c.csrf_field())
+                                    input type="hidden" name="contact_vcard_uid" value=(s.contact_vcard_uid);
+                                    input type="hidden" name="source_kind" value=(s.source_kind);
+                                    input type="hidden" name="source_id" value=(s.source_id);
+                                    input type="hidden" name="address_key" value=(s.address_key);
+                                    button type="submit" class="small" { (t("address.add")) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
             section class="card" aria-labelledby="h-new-household" {
                 h2 id="h-new-household" { (t("household.new")) }
                 (household_form(viewer, "/households", &typed, Sent::to(sent, "household"), t("household.create")))
@@ -234,6 +260,22 @@ async fn list_page(state: &AppState, viewer: &Viewer, q: &ListQuery, sent: Optio
 
 pub async fn index(State(state): State<AppState>, viewer: Viewer, Query(q): Query<ListQuery>) -> PageResult {
     list_page(&state, &viewer, &q, None).await
+}
+
+/// Adds a suggested address to its contact (`crm::address_suggestions::apply`), back to the
+/// households page; one that no longer holds says so there.
+pub async fn apply_address(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
+    let input = crate::crm::address_suggestions::ApplyInput {
+        contact_vcard_uid: form.get("contact_vcard_uid"),
+        source_kind: form.get("source_kind"),
+        source_id: form.get("source_id"),
+        address_key: form.get("address_key"),
+    };
+    match crate::crm::address_suggestions::apply(&state.scope(&viewer.user), input).await {
+        Ok(_) => Ok(see_other("/households?notice=address_added")),
+        Err(crate::crm::Error::Conflict(_)) => Ok(see_other("/households?notice=address_stale")),
+        Err(e) => Err(ApiError::from(e).into()),
+    }
 }
 
 pub async fn create(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {

@@ -86,6 +86,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/attachments/{id}/delete", post(contacts::delete_attachment))
         .route("/households", get(households::index).post(households::create))
         .route("/households/suggestions/dismiss", post(households::dismiss))
+        .route("/addresses/apply", post(households::apply_address))
         .route("/households/{id}", get(households::show).post(households::update))
         .route("/households/{id}/delete", post(households::delete))
         .route("/households/{id}/address", post(households::use_address))

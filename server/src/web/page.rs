@@ -371,6 +371,8 @@ const NOTICES: &[(&str, &str)] = &[
     ("test_queued", "notice.test_queued"),
     ("shared", "notice.shared"),
     ("declined", "notice.declined"),
+    ("address_added", "notice.address_added"),
+    ("address_stale", "notice.address_stale"),
 ];
 
 pub fn notice(key: Option<&str>) -> Option<&'static str> {

@@ -340,3 +340,50 @@ async fn a_members_role_and_dates_are_edited_from_the_households_page() {
     assert_eq!(wrong.status(), 404);
     assert_eq!(stored().await["role"], "adult");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_spouses_address_is_offered_on_the_households_page_and_added() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let make = |body: serde_json::Value| {
+        let ada = &ada;
+        async move {
+            let made: serde_json::Value = ada.post("/api/v1/contacts", body).await.json().await.unwrap();
+            (made["contact"]["id"].as_u64().unwrap(), made["contact"]["uid"].as_str().unwrap().to_string())
+        }
+    };
+    let (_, ann) = make(serde_json::json!({ "firstname": "Ann", "address": "1 Main St, Springfield" })).await;
+    let (bo, bo_uid) = make(serde_json::json!({ "firstname": "Bo" })).await;
+    let edge = serde_json::json!({ "source_id": ann, "target_id": bo_uid, "type": "spouse_of" });
+    assert_eq!(ada.post("/api/v1/relationship-edges", edge).await.status(), 201);
+    let browser = Browser::of(&server, &ada).await;
+    let page = browser.get("/households").await.text().await.unwrap();
+    assert!(page.contains("Addresses to add") && page.contains("1 Main St, Springfield"), "{page}");
+    let added = browser
+        .post(
+            "/addresses/apply",
+            &[
+                ("contact_vcard_uid", &bo_uid),
+                ("source_kind", "relationship"),
+                ("source_id", &ann),
+                ("address_key", "1 main st springfield"),
+            ],
+        )
+        .await;
+    assert_eq!(added.headers()["location"], "/households?notice=address_added");
+    let bos: serde_json::Value = ada.get(&format!("/api/v1/contacts/{bo}")).await.json().await.unwrap();
+    assert_eq!(bos["address"], "1 Main St, Springfield");
+    let again = browser
+        .post(
+            "/addresses/apply",
+            &[
+                ("contact_vcard_uid", &bo_uid),
+                ("source_kind", "relationship"),
+                ("source_id", &ann),
+                ("address_key", "1 main st springfield"),
+            ],
+        )
+        .await;
+    assert_eq!(again.headers()["location"], "/households?notice=address_stale");
+    assert!(!browser.get("/households").await.text().await.unwrap().contains("Addresses to add"));
+}
