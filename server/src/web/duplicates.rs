@@ -95,7 +95,7 @@ fn picker(viewer: &Viewer, keep: u64, keep_name: &str, text: &str, found: &[(u64
         p { (t("dups.kept")) ": " a href={ "/contacts/" (keep) } { (keep_name) } }
         form method="get" action="/contacts/merge" class="stack" {
             input type="hidden" name="keep" value=(keep);
-            label for="merge-with" { (t("dups.merge_with")) }
+            label for="merge-with" { (t("dups.merge_who")) }
             input id="merge-with" name="with" type="search" value=(text) required;
             button type="submit" { (t("dups.find_other")) }
         }

@@ -177,7 +177,7 @@ pub fn merge_card(viewer: &Viewer, id: u64) -> Markup {
                 summary { (t("dups.merge_with")) }
                 form method="get" action="/contacts/merge" class="stack" {
                     input type="hidden" name="keep" value=(id);
-                    label for="merge-with" { (t("dups.merge_with")) }
+                    label for="merge-with" { (t("dups.merge_who")) }
                     input id="merge-with" name="with" type="search" required;
                     p class="muted" { (t("dups.merge_with_hint")) }
                     button type="submit" { (t("dups.find_other")) }
