@@ -554,6 +554,8 @@ async fn exports_stream_every_format_and_round_trip_through_another_user() {
             "cadence_policies.csv",
             "field_definitions.csv",
             "preferences.csv",
+            "external_identities.csv",
+            "external_activities.csv",
             "README.txt"
         ]
     );

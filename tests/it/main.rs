@@ -24,6 +24,7 @@ mod digest;
 mod domain;
 mod duplicates;
 mod edges;
+mod external;
 mod fcm;
 mod fields;
 mod groups;

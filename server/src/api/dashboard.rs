@@ -35,8 +35,7 @@ pub struct TimelineQuery {
     #[param(value_type = Option<crate::crm::schema::DayOrInstantOrBlank>)]
     pub cursor: Option<String>,
     /// Only entries of these types, comma separated: `note`, `activity`,
-    /// `reminder_completion` (or `completion`), `gift`, `life_event`; `external_activity` is
-    /// accepted and matches nothing here.
+    /// `reminder_completion` (or `completion`), `gift`, `life_event`, `external_activity`.
     #[param(
         pattern = "^((note|activity|reminder_completion|completion|gift|life_event|external_activity)(,(note|activity|reminder_completion|completion|gift|life_event|external_activity))*)?$"
     )]
@@ -66,14 +65,11 @@ pub async fn timeline(
     };
     let mut only = Vec::new();
     for token in q.r#type.as_deref().unwrap_or("").split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        match (token, home::TimelineType::parse(token)) {
-            (_, Some(t)) => only.push(t),
-            // Kept apart from "every type": a list of only these matches nothing.
-            ("external_activity", None) => {}
-            _ => return Err(ApiError::invalid_input("type", format!("each type must be one of {TYPES}"))),
+        match home::TimelineType::parse(token) {
+            Some(t) => only.push(t),
+            None => return Err(ApiError::invalid_input("type", format!("each type must be one of {TYPES}"))),
         }
     }
-    let nothing = only.is_empty() && q.r#type.as_deref().is_some_and(|t| !t.trim().is_empty());
     let today = state.today();
     let now = state.engine.clock().now();
     let since = match q.bucket.as_deref().map(str::trim).unwrap_or("") {
@@ -90,15 +86,6 @@ pub async fn timeline(
         }
     };
     let request = home::TimelineRequest { before, since, limit, only, today: Some(today) };
-    let mut body = state.read(&user, move |v| home::timeline(v, id, &request)).await?;
-    if nothing {
-        body = home::Timeline {
-            timeline: Vec::new(),
-            next_before: String::new(),
-            items: Vec::new(),
-            next_cursor: String::new(),
-            limit,
-        };
-    }
+    let body = state.read(&user, move |v| home::timeline(v, id, &request)).await?;
     Ok(axum::Json(body))
 }

@@ -120,9 +120,10 @@ pub async fn jscontact(
 pub struct CsvQuery {
     /// `contacts` (default), `all` (every table below in one ZIP), `notes`, `activities`,
     /// `reminders`, `reminder_completions`, `relationships`, `life_events`, `gifts`,
-    /// `conversation_agenda`, `households`, `household_members` or `cadence_policies`.
+    /// `conversation_agenda`, `households`, `household_members`, `cadence_policies`,
+    /// `field_definitions`, `preferences`, `external_identities` or `external_activities`.
     #[param(
-        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(contacts|all|notes|activities|reminders|reminder_completions|relationships|life_events|gifts|conversation_agenda|households|household_members|cadence_policies)?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
+        pattern = "^[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*(contacts|all|notes|activities|reminders|reminder_completions|relationships|life_events|gifts|conversation_agenda|households|household_members|cadence_policies|field_definitions|preferences|external_identities|external_activities)?[\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]*$"
     )]
     pub table: Option<String>,
     /// `default`, or `legacy`: the existing implementation's file (sections `=== CONTACTS ===`,
@@ -133,7 +134,7 @@ pub struct CsvQuery {
 }
 
 #[utoipa::path(get, path = "/api/v1/export", tag = "export", params(CsvQuery), responses(
-    (status = 200, description = "`text/csv; charset=utf-8`, attachment `mycorrhizal-export-YYYY-MM-DD.csv` (or `…-<table>-YYYY-MM-DD.csv`). Your data is several tables: `contacts` (the default; its columns re-import with identity mappings) and, with `table=`, notes, activities, reminders, reminder_completions, relationships, life_events, gifts, conversation_agenda, households, household_members and cadence_policies (columns `id`, `created_at`, `updated_at`, then the record's own fields; lists and objects as JSON). `table=all` gives all of them at once: `application/zip`, attachment `mycorrhizal-export-YYYY-MM-DD.zip`, holding `contacts.csv` (the contacts table with each contact's `id` and `uid` first, which the other tables' `contact_id` columns name), one `<table>.csv` per table above (a table with no rows is a header-only file) and `README.txt` saying what each file holds. Cells that a spreadsheet would run as a formula are prefixed with `'`."),
+    (status = 200, description = "`text/csv; charset=utf-8`, attachment `mycorrhizal-export-YYYY-MM-DD.csv` (or `…-<table>-YYYY-MM-DD.csv`). Your data is several tables: `contacts` (the default; its columns re-import with identity mappings) and, with `table=`, notes, activities, reminders, reminder_completions, relationships, life_events, gifts, conversation_agenda, households, household_members, cadence_policies, field_definitions, preferences, external_identities and external_activities (columns `id`, `created_at`, `updated_at`, then the record's own fields; lists and objects as JSON). `table=all` gives all of them at once: `application/zip`, attachment `mycorrhizal-export-YYYY-MM-DD.zip`, holding `contacts.csv` (the contacts table with each contact's `id` and `uid` first, which the other tables' `contact_id` columns name), one `<table>.csv` per table above (a table with no rows is a header-only file) and `README.txt` saying what each file holds. Cells that a spreadsheet would run as a formula are prefixed with `'`."),
     (status = 400, description = "`VALIDATION_ERROR` naming `table`"),
     (status = 500, description = "`{error: {code: INTERNAL_ERROR, message, details: {operation, category}}}`")))]
 pub async fn csv(

@@ -17,6 +17,7 @@ pub mod depth;
 pub mod duplicates;
 pub mod edges;
 pub mod export;
+pub mod external;
 pub mod fields;
 pub mod groups;
 pub mod health;
@@ -232,6 +233,10 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(preferences::list, preferences::create))
         .routes(routes!(preferences::get, preferences::replace, preferences::delete))
         .routes(routes!(shares::create))
+        .routes(routes!(external::list_identities, external::create_identity))
+        .routes(routes!(external::get_identity, external::replace_identity, external::delete_identity))
+        .routes(routes!(external::list_activities, external::create_activity))
+        .routes(routes!(external::get_activity, external::replace_activity, external::delete_activity))
         .routes(routes!(addresses::scan))
         .routes(routes!(addresses::apply))
         .routes(routes!(shares::incoming))

@@ -72,6 +72,7 @@ pub enum TimelineType {
     ReminderCompletion,
     Gift,
     LifeEvent,
+    ExternalActivity,
 }
 
 impl TimelineType {
@@ -83,6 +84,7 @@ impl TimelineType {
             "reminder_completion" | "completion" => TimelineType::ReminderCompletion,
             "gift" => TimelineType::Gift,
             "life_event" => TimelineType::LifeEvent,
+            "external_activity" => TimelineType::ExternalActivity,
             _ => return None,
         })
     }
@@ -95,6 +97,7 @@ impl TimelineType {
             TimelineType::ReminderCompletion => "completion",
             TimelineType::Gift => "gift",
             TimelineType::LifeEvent => "life_event",
+            TimelineType::ExternalActivity => "external_activity",
         }
     }
 }
@@ -108,6 +111,7 @@ pub enum TimelineItem {
     ReminderCompletion(CompletionView),
     Gift(GiftView),
     LifeEvent(LifeEventView),
+    ExternalActivity(crate::crm::external::ops::ActivityView),
 }
 
 /// One entry of a contact's history.
@@ -196,6 +200,12 @@ fn entries(v: &UserView, contact: u64, request: &TimelineRequest) -> Result<Vec<
         for r in v.walk::<Gift>(walk, usize::MAX, |g| g.body.date.is_some())?.rows {
             let date = r.body.date.unwrap_or(Timestamp::UNIX_EPOCH);
             out.push(entry(TimelineType::Gift, date, TimelineItem::Gift(GiftView::of(v, &r)), r.id));
+        }
+    }
+    if wanted(TimelineType::ExternalActivity) {
+        for r in v.walk::<crate::crm::external::ExternalActivity>(walk, usize::MAX, |_| true)?.rows {
+            let item = TimelineItem::ExternalActivity(crate::crm::external::ops::ActivityView::of(v, &r));
+            out.push(entry(TimelineType::ExternalActivity, r.body.occurred_at, item, r.id));
         }
     }
     // The timeline shows what happened; the next yearly occurrence is not its concern.

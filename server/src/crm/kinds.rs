@@ -12,6 +12,7 @@ use super::bundle::{BundleKind, Ref, Shape};
 use super::contact::Contact;
 use super::duplicate::DuplicateDismissal;
 use super::export::RecordTable;
+use super::external::{ExternalActivity, ExternalIdentity};
 use super::field::FieldDefinition;
 use super::groups::GroupEntity;
 use super::link_type::LinkFieldType;
@@ -190,6 +191,16 @@ pub fn all() -> Vec<KindEntry> {
         KindEntry::of::<FieldDefinition>(Keep).exported("field_definitions"),
         KindEntry::of::<LinkFieldType>(Keep),
         KindEntry::of::<Preference>(DeleteByContact).undoable().exported("preferences").refers(TO_CONTACT),
+        // Links to other systems and what happened there: they follow their contact (a merge
+        // moves them, a delete takes them along).
+        KindEntry::of::<ExternalIdentity>(DeleteByContact)
+            .undoable()
+            .exported("external_identities")
+            .refers(TO_CONTACT),
+        KindEntry::of::<ExternalActivity>(DeleteByContactTime)
+            .undoable()
+            .exported("external_activities")
+            .refers(TO_CONTACT),
         // Its hashes are of the members' ids, which an import changes: carried as they are, a
         // dismissal no longer matches, and the suggestion may be offered again.
         KindEntry::of::<DismissedHouseholdSuggestion>(Keep),

@@ -28,6 +28,7 @@ pub mod depth;
 pub mod duplicate;
 mod error;
 pub mod export;
+pub mod external;
 pub mod field;
 pub mod groups;
 pub mod home;

@@ -134,6 +134,7 @@ pub async fn timeline(
                         TimelineItem::ReminderCompletion(done) => { (done.message) }
                         TimelineItem::Gift(gift) => { (gift.description) " (" (t(gift_status_key(&gift.status))) ")" }
                         TimelineItem::LifeEvent(event) => { (event.kind) " " (event.description) }
+                        TimelineItem::ExternalActivity(a) => { (a.kind) " · " (a.source_system) }
                     }
                 }
             }
@@ -150,5 +151,6 @@ fn entry_key(kind: TimelineType) -> &'static str {
         TimelineType::ReminderCompletion => "depth.entry_done",
         TimelineType::Gift => "depth.entry_gift",
         TimelineType::LifeEvent => "depth.entry_life_event",
+        TimelineType::ExternalActivity => "depth.entry_external",
     }
 }
