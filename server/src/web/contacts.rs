@@ -455,12 +455,21 @@ pub async fn render(
             (super::record_forms::field_card(&c, viewer, id, &defs, &d.field_values, sent))
             (super::households::contact_section(viewer, id, &households, sent))
             (attachments_section(viewer, id, &files, sent))
+            (super::record_forms::external_card(&c, viewer, &d.external_identities))
             (super::record_forms::share_card(&c, viewer, id, &users, sent))
             (super::record_forms::merge_card(viewer, id))
             (super::record_forms::depth_forms(viewer, id, sent, super::cadence::contact_form(viewer, id)))
         }
     };
     Ok(page_with(Sent::status(sent), shell(&c, &name, notice_key, main)))
+}
+
+/// Removes a link to another system, back to its contact's page.
+pub async fn unlink_external(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>) -> PageResult {
+    let scope = state.scope(&viewer.user);
+    let row = state.read(&viewer.user, move |v| Ok(v.get::<crate::crm::external::ExternalIdentity>(id)?)).await?;
+    crate::crm::external::ops::delete_identity(&scope, id).await?;
+    Ok(see_other(&format!("/contacts/{}?notice=saved", row.body.contact_id)))
 }
 
 /// The contact page's files: each to open or download, delete (after a confirmation), and the

@@ -84,6 +84,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         )
         .route("/attachments/{id}", get(contacts::download_attachment))
         .route("/attachments/{id}/delete", post(contacts::delete_attachment))
+        .route("/external-identities/{id}/delete", post(contacts::unlink_external))
         .route("/households", get(households::index).post(households::create))
         .route("/households/suggestions/dismiss", post(households::dismiss))
         .route("/addresses/apply", post(households::apply_address))

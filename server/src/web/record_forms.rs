@@ -166,6 +166,33 @@ pub fn share_card(c: &Chrome<'_>, viewer: &Viewer, id: u64, users: &[(u64, Strin
     }
 }
 
+/// The contact page's links to other systems (a person in the photo library, a document), each
+/// opening there in a new tab, each removable; nothing when there are none.
+pub fn external_card(c: &Chrome<'_>, viewer: &Viewer, identities: &[serde_json::Value]) -> Markup {
+    let t = |k| viewer.t(k);
+    let text = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap_or("").to_string();
+    html! {
+        @if !identities.is_empty() {
+            section class="card" aria-labelledby="h-external" {
+                h2 id="h-external" { (t("external.title")) }
+                ul class="items" {
+                    @for i in identities {
+                        @let meta = &i["metadata"];
+                        @let shown = [meta["person_name"].as_str(), meta["title"].as_str(), meta["name"].as_str()]
+                            .into_iter().flatten().find(|s| !s.is_empty()).map(str::to_string).unwrap_or_else(|| text(i, "external_id"));
+                        li {
+                            span class="muted" { (text(i, "system")) } " "
+                            @if text(i, "url").is_empty() { (shown) }
+                            @else { a href=(text(i, "url")) rel="noopener noreferrer" target="_blank" { (shown) } }
+                            (c.button_form(&format!("/external-identities/{}/delete", i["id"]), t("external.unlink"), "small secondary", Some(t("external.unlink_confirm"))))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The contact page's way into a merge: who to merge this contact with, as typed; the merge
 /// page then shows the contacts found, or the preview when one is.
 pub fn merge_card(viewer: &Viewer, id: u64) -> Markup {

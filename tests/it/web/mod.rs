@@ -13,6 +13,7 @@ use crate::helpers::{Client, Cred, Instance, TestServer, set_cookie, wait_bounde
 
 mod console;
 mod duplicates;
+mod external;
 mod fields;
 mod households;
 mod shares;

@@ -329,3 +329,11 @@ pub fn of_contact(v: &UserView, contact: u64) -> Result<Vec<Row<ExternalIdentity
     rows.sort_by(|a, b| (&a.body.system, &a.body.external_id).cmp(&(&b.body.system, &b.body.external_id)));
     Ok(rows)
 }
+
+/// A contact's newest `limit` activities, by when they happened.
+pub fn recent_of_contact(v: &UserView, contact: u64, limit: usize) -> Result<Vec<Row<ExternalActivity>>> {
+    let (from, to) = crate::crm::records::contact_range(contact);
+    let walk =
+        Walk { index: crate::crm::records::BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true };
+    Ok(v.walk::<ExternalActivity>(walk, limit, |_| true)?.rows)
+}
