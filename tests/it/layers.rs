@@ -418,3 +418,43 @@ fn codecs_do_no_io() {
     let found = lines_mentioning("codecs", &["std::fs", "std::net", "tokio", "reqwest"]);
     assert!(found.is_empty(), "the codecs do I/O:\n{}", found.join("\n"));
 }
+
+/// The OpenAPI document names each schema after its type (or its `#[schema(as = ...)]`); two
+/// types of one name would silently share one schema, and one route would be documented with the
+/// other's shape. Every name is one type's.
+#[test]
+fn every_schema_name_is_one_types() {
+    let src = root().join("server").join("src");
+    let mut names: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for file in rust_files(&src) {
+        let text = code(&src.join(&file));
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for (i, line) in lines.iter().enumerate() {
+            if !(line.starts_with("#[derive(") && line.contains("ToSchema")) {
+                continue;
+            }
+            let mut alias = None;
+            for next in &lines[i + 1..] {
+                if let Some(rest) = next.strip_prefix("#[schema(as = ") {
+                    alias = rest.split(')').next().map(|a| a.rsplit("::").next().unwrap_or(a).trim().to_string());
+                } else if next.starts_with("#[") || next.starts_with("///") {
+                    continue;
+                } else {
+                    let name = next
+                        .split_whitespace()
+                        .skip_while(|w| !matches!(*w, "struct" | "enum"))
+                        .nth(1)
+                        .map(|n| n.trim_end_matches(['{', ';', '<']).split('<').next().unwrap_or(n).to_string());
+                    if let Some(name) = alias.clone().or(name) {
+                        names.entry(name).or_default().push(file.clone());
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    assert!(names.len() > 100, "the scan found only {} schemas", names.len());
+    let shared: Vec<String> =
+        names.iter().filter(|(_, files)| files.len() > 1).map(|(n, f)| format!("{n}: {}", f.join(", "))).collect();
+    assert!(shared.is_empty(), "schema names of more than one type:\n{}", shared.join("\n"));
+}

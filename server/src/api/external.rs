@@ -10,7 +10,9 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::AuthUser;
 use crate::crm::Message;
 use crate::crm::cursor::SyncInfo;
-use crate::crm::external::ops::{self, ActivityInput, ActivityView, Filter, IdentityInput, IdentityView};
+use crate::crm::external::ops::{
+    self, ExternalActivityInput, ExternalActivityView, ExternalIdentityInput, ExternalIdentityView, Filter,
+};
 use crate::crm::external::{ExternalActivity, ExternalIdentity};
 use crate::error::ApiError;
 use crate::http::extract::{Path, Query};
@@ -48,8 +50,8 @@ impl ListQuery {
 
 /// `{external_identities, total, next_cursor, limit, sync}`.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct IdentityPage {
-    pub external_identities: Vec<IdentityView>,
+pub struct ExternalIdentityPage {
+    pub external_identities: Vec<ExternalIdentityView>,
     pub total: u64,
     pub next_cursor: String,
     pub limit: usize,
@@ -58,8 +60,8 @@ pub struct IdentityPage {
 
 /// `{external_activities, total, next_cursor, limit, sync}`.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ActivityPage {
-    pub external_activities: Vec<ActivityView>,
+pub struct ExternalActivityPage {
+    pub external_activities: Vec<ExternalActivityView>,
     pub total: u64,
     pub next_cursor: String,
     pub limit: usize,
@@ -68,49 +70,49 @@ pub struct ActivityPage {
 
 /// `{message, external_identity}`.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct IdentityCreated {
+pub struct ExternalIdentityCreated {
     pub message: String,
-    pub external_identity: IdentityView,
+    pub external_identity: ExternalIdentityView,
 }
 
 /// `{message, external_activity}`.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ActivityCreated {
+pub struct ExternalActivityCreated {
     pub message: String,
-    pub external_activity: ActivityView,
+    pub external_activity: ExternalActivityView,
 }
 
 async fn identity_view(
     state: &AppState,
     user: &AuthUser,
     row: mycorrhizal_engine::Row<ExternalIdentity>,
-) -> Result<IdentityView, ApiError> {
-    Ok(state.read(user, move |v| Ok(IdentityView::of(v, &row))).await?)
+) -> Result<ExternalIdentityView, ApiError> {
+    Ok(state.read(user, move |v| Ok(ExternalIdentityView::of(v, &row))).await?)
 }
 
 async fn activity_view(
     state: &AppState,
     user: &AuthUser,
     row: mycorrhizal_engine::Row<ExternalActivity>,
-) -> Result<ActivityView, ApiError> {
-    Ok(state.read(user, move |v| Ok(ActivityView::of(v, &row))).await?)
+) -> Result<ExternalActivityView, ApiError> {
+    Ok(state.read(user, move |v| Ok(ExternalActivityView::of(v, &row))).await?)
 }
 
 #[utoipa::path(get, path = "/api/v1/external-identities", tag = "contacts", params(ListQuery), responses(
-    (status = 200, body = IdentityPage), (status = 400, description = "Bad cursor, limit or order, named"),
+    (status = 200, body = ExternalIdentityPage), (status = 400, description = "Bad cursor, limit or order, named"),
     (status = 404, description = "No such contact")))]
 pub async fn list_identities(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<IdentityPage>, ApiError> {
+) -> Result<axum::Json<ExternalIdentityPage>, ApiError> {
     let f = q.filter()?;
     let limit = f.limit;
     let body = state
         .read(&user, move |v| {
             let page = ops::identities(v, &f)?;
-            Ok(IdentityPage {
-                external_identities: page.rows.iter().map(|r| IdentityView::of(v, r)).collect(),
+            Ok(ExternalIdentityPage {
+                external_identities: page.rows.iter().map(|r| ExternalIdentityView::of(v, r)).collect(),
                 total: page.total,
                 next_cursor: page.next_cursor,
                 limit,
@@ -121,41 +123,41 @@ pub async fn list_identities(
     Ok(axum::Json(body))
 }
 
-#[utoipa::path(post, path = "/api/v1/external-identities", tag = "contacts", request_body = IdentityInput, responses(
-    (status = 201, body = IdentityCreated), (status = 400, description = "Invalid, field named (a URL must be http or https)"),
+#[utoipa::path(post, path = "/api/v1/external-identities", tag = "contacts", request_body = ExternalIdentityInput, responses(
+    (status = 201, body = ExternalIdentityCreated), (status = 400, description = "Invalid, field named (a URL must be http or https)"),
     (status = 404, description = "No such contact"), (status = 409, description = "This system's identifier is linked already (`ALREADY_EXISTS`, `external_id`)")))]
 pub async fn create_identity(
     State(state): State<AppState>,
     user: AuthUser,
-    Json(input): Json<IdentityInput>,
-) -> Result<(StatusCode, axum::Json<IdentityCreated>), ApiError> {
+    Json(input): Json<ExternalIdentityInput>,
+) -> Result<(StatusCode, axum::Json<ExternalIdentityCreated>), ApiError> {
     let row = ops::save_identity(&state.scope(&user), None, input).await?;
     let external_identity = identity_view(&state, &user, row).await?;
     Ok((
         StatusCode::CREATED,
-        axum::Json(IdentityCreated { message: "External identity created".into(), external_identity }),
+        axum::Json(ExternalIdentityCreated { message: "External identity created".into(), external_identity }),
     ))
 }
 
 #[utoipa::path(get, path = "/api/v1/external-identities/{id}", tag = "contacts", params(("id" = u64, Path)), responses(
-    (status = 200, body = IdentityView), (status = 404, description = "No such identity")))]
+    (status = 200, body = ExternalIdentityView), (status = 404, description = "No such identity")))]
 pub async fn get_identity(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<IdentityView>, ApiError> {
-    Ok(axum::Json(state.read(&user, move |v| Ok(IdentityView::of(v, &v.get::<ExternalIdentity>(id)?))).await?))
+) -> Result<axum::Json<ExternalIdentityView>, ApiError> {
+    Ok(axum::Json(state.read(&user, move |v| Ok(ExternalIdentityView::of(v, &v.get::<ExternalIdentity>(id)?))).await?))
 }
 
-#[utoipa::path(put, path = "/api/v1/external-identities/{id}", tag = "contacts", params(("id" = u64, Path)), request_body = IdentityInput,
-    responses((status = 200, body = IdentityView), (status = 400, description = "Invalid, field named"),
+#[utoipa::path(put, path = "/api/v1/external-identities/{id}", tag = "contacts", params(("id" = u64, Path)), request_body = ExternalIdentityInput,
+    responses((status = 200, body = ExternalIdentityView), (status = 400, description = "Invalid, field named"),
     (status = 404, description = "No such identity or contact"), (status = 409, description = "This system's identifier is linked already")))]
 pub async fn replace_identity(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-    Json(input): Json<IdentityInput>,
-) -> Result<axum::Json<IdentityView>, ApiError> {
+    Json(input): Json<ExternalIdentityInput>,
+) -> Result<axum::Json<ExternalIdentityView>, ApiError> {
     let row = ops::save_identity(&state.scope(&user), Some(id), input).await?;
     Ok(axum::Json(identity_view(&state, &user, row).await?))
 }
@@ -172,20 +174,20 @@ pub async fn delete_identity(
 }
 
 #[utoipa::path(get, path = "/api/v1/external-activities", tag = "contacts", params(ListQuery), responses(
-    (status = 200, body = ActivityPage), (status = 400, description = "Bad cursor, limit or order, named"),
+    (status = 200, body = ExternalActivityPage), (status = 400, description = "Bad cursor, limit or order, named"),
     (status = 404, description = "No such contact")))]
 pub async fn list_activities(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<ActivityPage>, ApiError> {
+) -> Result<axum::Json<ExternalActivityPage>, ApiError> {
     let f = q.filter()?;
     let limit = f.limit;
     let body = state
         .read(&user, move |v| {
             let page = ops::activities(v, &f)?;
-            Ok(ActivityPage {
-                external_activities: page.rows.iter().map(|r| ActivityView::of(v, r)).collect(),
+            Ok(ExternalActivityPage {
+                external_activities: page.rows.iter().map(|r| ExternalActivityView::of(v, r)).collect(),
                 total: page.total,
                 next_cursor: page.next_cursor,
                 limit,
@@ -196,41 +198,41 @@ pub async fn list_activities(
     Ok(axum::Json(body))
 }
 
-#[utoipa::path(post, path = "/api/v1/external-activities", tag = "contacts", request_body = ActivityInput, responses(
-    (status = 201, body = ActivityCreated), (status = 400, description = "Invalid, field named"),
+#[utoipa::path(post, path = "/api/v1/external-activities", tag = "contacts", request_body = ExternalActivityInput, responses(
+    (status = 201, body = ExternalActivityCreated), (status = 400, description = "Invalid, field named"),
     (status = 404, description = "No such contact"), (status = 409, description = "This system's event is recorded already (`ALREADY_EXISTS`, `external_id`)")))]
 pub async fn create_activity(
     State(state): State<AppState>,
     user: AuthUser,
-    Json(input): Json<ActivityInput>,
-) -> Result<(StatusCode, axum::Json<ActivityCreated>), ApiError> {
+    Json(input): Json<ExternalActivityInput>,
+) -> Result<(StatusCode, axum::Json<ExternalActivityCreated>), ApiError> {
     let row = ops::save_activity(&state.scope(&user), None, input).await?;
     let external_activity = activity_view(&state, &user, row).await?;
     Ok((
         StatusCode::CREATED,
-        axum::Json(ActivityCreated { message: "External activity created".into(), external_activity }),
+        axum::Json(ExternalActivityCreated { message: "External activity created".into(), external_activity }),
     ))
 }
 
 #[utoipa::path(get, path = "/api/v1/external-activities/{id}", tag = "contacts", params(("id" = u64, Path)), responses(
-    (status = 200, body = ActivityView), (status = 404, description = "No such activity")))]
+    (status = 200, body = ExternalActivityView), (status = 404, description = "No such activity")))]
 pub async fn get_activity(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-) -> Result<axum::Json<ActivityView>, ApiError> {
-    Ok(axum::Json(state.read(&user, move |v| Ok(ActivityView::of(v, &v.get::<ExternalActivity>(id)?))).await?))
+) -> Result<axum::Json<ExternalActivityView>, ApiError> {
+    Ok(axum::Json(state.read(&user, move |v| Ok(ExternalActivityView::of(v, &v.get::<ExternalActivity>(id)?))).await?))
 }
 
-#[utoipa::path(put, path = "/api/v1/external-activities/{id}", tag = "contacts", params(("id" = u64, Path)), request_body = ActivityInput,
-    responses((status = 200, body = ActivityView), (status = 400, description = "Invalid, field named"),
+#[utoipa::path(put, path = "/api/v1/external-activities/{id}", tag = "contacts", params(("id" = u64, Path)), request_body = ExternalActivityInput,
+    responses((status = 200, body = ExternalActivityView), (status = 400, description = "Invalid, field named"),
     (status = 404, description = "No such activity or contact"), (status = 409, description = "This system's event is recorded already")))]
 pub async fn replace_activity(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<u64>,
-    Json(input): Json<ActivityInput>,
-) -> Result<axum::Json<ActivityView>, ApiError> {
+    Json(input): Json<ExternalActivityInput>,
+) -> Result<axum::Json<ExternalActivityView>, ApiError> {
     let row = ops::save_activity(&state.scope(&user), Some(id), input).await?;
     Ok(axum::Json(activity_view(&state, &user, row).await?))
 }

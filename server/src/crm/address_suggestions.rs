@@ -21,7 +21,7 @@ pub const COHABITING: &[&str] = &["parent_of", "child_of", "spouse_of", "roommat
 
 /// One suggestion: the address, who would get it and where it comes from.
 #[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct AddressSuggestion {
+pub struct ContactAddressSuggestion {
     /// Who would get the address.
     pub contact_vcard_uid: String,
     pub contact_id: u64,
@@ -44,14 +44,14 @@ pub struct AddressSuggestion {
 
 /// `{suggestions, total}`.
 #[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct SuggestionList {
-    pub suggestions: Vec<AddressSuggestion>,
+pub struct AddressSuggestionList {
+    pub suggestions: Vec<ContactAddressSuggestion>,
     pub total: usize,
 }
 
 /// Which suggestion to apply, as the scan named it.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-pub struct ApplyInput {
+pub struct AddressApplyInput {
     #[serde(default)]
     #[schema(required = true, min_length = 1)]
     pub contact_vcard_uid: String,
@@ -81,7 +81,7 @@ pub fn address_key(a: &Address) -> String {
 
 /// Every suggestion before de-duplication: one per (recipient, address, source). Only the
 /// contacts at an end of a cohabiting edge or in a household with an address are read.
-fn candidates(v: &UserView) -> Result<Vec<AddressSuggestion>> {
+fn candidates(v: &UserView) -> Result<Vec<ContactAddressSuggestion>> {
     let edges: Vec<Row<Relationship>> = v
         .list::<Relationship>()?
         .into_iter()
@@ -120,7 +120,7 @@ fn candidates(v: &UserView) -> Result<Vec<AddressSuggestion>> {
             if key.is_empty() || held.contains(&key) {
                 return;
             }
-            out.push(AddressSuggestion {
+            out.push(ContactAddressSuggestion {
                 contact_vcard_uid: contact.body.uid.clone(),
                 contact_id: to,
                 contact_name: contact.body.name(),
@@ -155,10 +155,10 @@ fn candidates(v: &UserView) -> Result<Vec<AddressSuggestion>> {
 
 /// The scan: each address a contact probably shares and lacks, once per contact and address
 /// (a relationship's source before a household's), by contact name.
-pub fn suggestions(v: &UserView) -> Result<SuggestionList> {
+pub fn suggestions(v: &UserView) -> Result<AddressSuggestionList> {
     let mut all = candidates(v)?;
     // A person's address before a household's: it says who the address comes from.
-    let key = |s: &AddressSuggestion| {
+    let key = |s: &ContactAddressSuggestion| {
         (
             s.contact_name.to_lowercase(),
             s.contact_id,
@@ -169,12 +169,12 @@ pub fn suggestions(v: &UserView) -> Result<SuggestionList> {
     };
     all.sort_by_key(key);
     all.dedup_by(|b, a| a.contact_id == b.contact_id && a.address_key == b.address_key);
-    Ok(SuggestionList { total: all.len(), suggestions: all })
+    Ok(AddressSuggestionList { total: all.len(), suggestions: all })
 }
 
 /// Adds the address a suggestion names to its contact's card, derived again from the data as
 /// it is now; returns the contact's UID. 409 when it no longer holds.
-pub async fn apply(scope: &UserScope, input: ApplyInput) -> Result<String> {
+pub async fn apply(scope: &UserScope, input: AddressApplyInput) -> Result<String> {
     let reader = scope.clone();
     let derived = tokio::task::spawn_blocking(move || -> Result<(u64, Address, u64)> {
         let v = reader.view()?;

@@ -111,7 +111,7 @@ pub enum TimelineItem {
     ReminderCompletion(CompletionView),
     Gift(GiftView),
     LifeEvent(LifeEventView),
-    ExternalActivity(crate::crm::external::ops::ActivityView),
+    ExternalActivity(crate::crm::external::ops::ExternalActivityView),
 }
 
 /// One entry of a contact's history.
@@ -204,7 +204,7 @@ fn entries(v: &UserView, contact: u64, request: &TimelineRequest) -> Result<Vec<
     }
     if wanted(TimelineType::ExternalActivity) {
         for r in v.walk::<crate::crm::external::ExternalActivity>(walk, usize::MAX, |_| true)?.rows {
-            let item = TimelineItem::ExternalActivity(crate::crm::external::ops::ActivityView::of(v, &r));
+            let item = TimelineItem::ExternalActivity(crate::crm::external::ops::ExternalActivityView::of(v, &r));
             out.push(entry(TimelineType::ExternalActivity, r.body.occurred_at, item, r.id));
         }
     }

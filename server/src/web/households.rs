@@ -265,7 +265,7 @@ pub async fn index(State(state): State<AppState>, viewer: Viewer, Query(q): Quer
 /// Adds a suggested address to its contact (`crm::address_suggestions::apply`), back to the
 /// households page; one that no longer holds says so there.
 pub async fn apply_address(State(state): State<AppState>, viewer: Viewer, form: Form) -> PageResult {
-    let input = crate::crm::address_suggestions::ApplyInput {
+    let input = crate::crm::address_suggestions::AddressApplyInput {
         contact_vcard_uid: form.get("contact_vcard_uid"),
         source_kind: form.get("source_kind"),
         source_id: form.get("source_id"),

@@ -87,11 +87,11 @@ pub fn detail(v: &UserView, id: u64, today: Date, custom_fields: Vec<String>) ->
         field_values: crate::crm::field::ops::values(v, id)?,
         external_identities: crate::crm::external::ops::of_contact(v, id)?
             .iter()
-            .filter_map(|r| serde_json::to_value(crate::crm::external::ops::IdentityView::of(v, r)).ok())
+            .filter_map(|r| serde_json::to_value(crate::crm::external::ops::ExternalIdentityView::of(v, r)).ok())
             .collect(),
         external_activities: crate::crm::external::ops::recent_of_contact(v, id, 5)?
             .iter()
-            .filter_map(|r| serde_json::to_value(crate::crm::external::ops::ActivityView::of(v, r)).ok())
+            .filter_map(|r| serde_json::to_value(crate::crm::external::ops::ExternalActivityView::of(v, r)).ok())
             .collect(),
         circles: named_groups(v, Group::Circle, &row.body.circles)?,
         tags: named_groups(v, Group::Tag, &row.body.tags)?,

@@ -250,6 +250,7 @@ pub fn scan(view: &UserView, query: &DuplicateQuery) -> Result<DuplicatePage> {
 /// A pair not to be offered again, named by the contacts' vCard UIDs.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DuplicateDismissInput)]
 pub struct DismissInput {
     pub uid_a: String,
     pub uid_b: String,

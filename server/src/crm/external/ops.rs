@@ -14,7 +14,7 @@ use crate::crm::cursor::{SyncInfo, decode_cursor, encode_cursor};
 use crate::crm::{Error, Result, Stamp};
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-pub struct IdentityInput {
+pub struct ExternalIdentityInput {
     /// The contact's vCard UID (or `contact_id`).
     pub entity_id: Option<String>,
     #[schema(maximum = 9223372036854775807_u64)]
@@ -38,7 +38,7 @@ pub struct IdentityInput {
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-pub struct ActivityInput {
+pub struct ExternalActivityInput {
     /// The contact's vCard UID (or `contact_id`).
     pub entity_id: Option<String>,
     #[schema(maximum = 9223372036854775807_u64)]
@@ -68,7 +68,7 @@ pub struct ActivityInput {
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct IdentityView {
+pub struct ExternalIdentityView {
     pub id: u64,
     /// The contact's vCard UID.
     pub entity_id: String,
@@ -88,7 +88,7 @@ pub struct IdentityView {
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct ActivityView {
+pub struct ExternalActivityView {
     pub id: u64,
     pub entity_id: String,
     pub contact_id: u64,
@@ -114,10 +114,10 @@ fn json_of(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Map::new()))
 }
 
-impl IdentityView {
-    pub fn of(v: &UserView, row: &Row<ExternalIdentity>) -> IdentityView {
+impl ExternalIdentityView {
+    pub fn of(v: &UserView, row: &Row<ExternalIdentity>) -> ExternalIdentityView {
         let i = &row.body;
-        IdentityView {
+        ExternalIdentityView {
             id: row.id,
             entity_id: uid_of(v, i.contact_id),
             contact_id: i.contact_id,
@@ -132,10 +132,10 @@ impl IdentityView {
     }
 }
 
-impl ActivityView {
-    pub fn of(v: &UserView, row: &Row<ExternalActivity>) -> ActivityView {
+impl ExternalActivityView {
+    pub fn of(v: &UserView, row: &Row<ExternalActivity>) -> ExternalActivityView {
         let a = &row.body;
-        ActivityView {
+        ExternalActivityView {
             id: row.id,
             entity_id: uid_of(v, a.contact_id),
             contact_id: a.contact_id,
@@ -233,7 +233,11 @@ fn object_text(value: Option<Map<String, Value>>) -> String {
 
 /// Creates an external identity (with `id`: replaces identity `id`), its contact checked in
 /// the same transaction. A status left out is `idle`, or kept by a replacement.
-pub async fn save_identity(scope: &UserScope, id: Option<u64>, input: IdentityInput) -> Result<Row<ExternalIdentity>> {
+pub async fn save_identity(
+    scope: &UserScope,
+    id: Option<u64>,
+    input: ExternalIdentityInput,
+) -> Result<Row<ExternalIdentity>> {
     let reader = scope.clone();
     let (uid, cid) = (input.entity_id.clone(), input.contact_id);
     let contact = tokio::task::spawn_blocking(move || contact_of(&reader.view()?, uid.as_deref(), cid))
@@ -271,7 +275,11 @@ pub async fn save_identity(scope: &UserScope, id: Option<u64>, input: IdentityIn
 
 /// Creates an external activity (with `id`: replaces activity `id`), its contact checked in
 /// the same transaction. Provenance and sync state left out are `external` and `synced`, or kept.
-pub async fn save_activity(scope: &UserScope, id: Option<u64>, input: ActivityInput) -> Result<Row<ExternalActivity>> {
+pub async fn save_activity(
+    scope: &UserScope,
+    id: Option<u64>,
+    input: ExternalActivityInput,
+) -> Result<Row<ExternalActivity>> {
     let occurred_at = crate::crm::calendar::instant_or_blank("occurred_at", Some(&input.occurred_at))?
         .ok_or_else(|| Error::invalid("occurred_at", "is required: an RFC 3339 instant"))?;
     let reader = scope.clone();

@@ -32,6 +32,7 @@ pub struct GroupView {
 /// A contact's membership of a circle (`circle_id`, `member_vcard_uid`) or tag (`tag_id`,
 /// `contact_vcard_uid`). A membership has no row of its own: its `id` is the contact's.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = GroupMemberView)]
 pub struct MemberView {
     pub id: u64,
     pub contact_id: u64,

@@ -194,6 +194,7 @@ impl HouseholdView {
 
 /// A membership as clients read it, with the member contact named.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = HouseholdMemberView)]
 pub struct MemberView {
     pub id: u64,
     pub household_id: u64,
@@ -273,6 +274,7 @@ pub struct HouseholdPage {
 
 /// An address suggested for a household, computed on read.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = HouseholdAddressSuggestion)]
 pub struct AddressSuggestion {
     pub household_id: u64,
     pub household_name: String,
@@ -291,6 +293,7 @@ pub struct AddressSuggestion {
 
 /// The undismissed address suggestions.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = HouseholdSuggestionList)]
 pub struct SuggestionList {
     pub suggestions: Vec<AddressSuggestion>,
     pub total: usize,
@@ -563,6 +566,7 @@ pub fn suggestions(v: &UserView, only: Option<u64>) -> Result<SuggestionList> {
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
+#[schema(as = HouseholdDismissInput)]
 pub struct DismissInput {
     /// As given by the suggestion: 64 hex digits.
     #[serde(default)]

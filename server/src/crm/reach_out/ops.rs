@@ -98,6 +98,7 @@ impl SuggestionView {
 
 /// `{suggestions, total}`: a list of suggestions.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = ReachOutSuggestionList)]
 pub struct SuggestionList {
     pub suggestions: Vec<SuggestionView>,
     pub total: usize,
