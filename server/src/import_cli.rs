@@ -37,7 +37,7 @@ pub fn rows_of_file(source: Source, bytes: &[u8]) -> Result<Vec<ImportRow>, Stri
                 .map(|(index, row)| ImportRow::from_csv(index, row))
                 .collect()
         }
-        Source::Records => return Err("records are imported over HTTP".into()),
+        Source::Records | Source::Share => return Err("records and shares are imported over HTTP".into()),
     })
 }
 

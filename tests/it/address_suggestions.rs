@@ -88,6 +88,10 @@ async fn close_people_and_households_suggest_the_addresses_a_contact_lacks() {
     let apply = json!({ "contact_vcard_uid": bo_uid, "source_kind": "relationship", "source_id": ann_uid,
                         "address_key": for_bo["address_key"] });
     json_of(eve.post("/api/v1/contacts/address-suggestions/apply", apply.clone()).await, 404).await;
+    let blank =
+        json!({ "contact_vcard_uid": "", "source_kind": "relationship", "source_id": ann_uid, "address_key": "x" });
+    let blank = json_of(ada.post("/api/v1/contacts/address-suggestions/apply", blank).await, 400).await;
+    assert_eq!(blank["details"]["field"], "contact_vcard_uid", "{blank}");
 
     let applied = json_of(ada.post("/api/v1/contacts/address-suggestions/apply", apply.clone()).await, 200).await;
     assert_eq!(

@@ -67,7 +67,14 @@ async fn identities_and_activities_link_a_contact_to_other_systems_and_reach_its
         (made["external_activity"]["provenance"].as_str(), made["external_activity"]["sync_state"].as_str()),
         (Some("external"), Some("synced"))
     );
-    json_of(ada.post("/api/v1/external-activities", photo).await, 409).await;
+    json_of(ada.post("/api/v1/external-activities", photo.clone()).await, 409).await;
+    // One photo shows several people: each their own appearance.
+    let bo =
+        json_of(ada.post("/api/v1/contacts", json!({ "firstname": "Bo" })).await, 201).await["contact"]["id"].clone();
+    let mut with_bo = photo;
+    with_bo["entity_id"] = Value::Null;
+    with_bo["contact_id"] = bo;
+    json_of(ada.post("/api/v1/external-activities", with_bo).await, 201).await;
     let late = json!({ "entity_id": uid, "source_system": "immich", "external_id": "asset-2", "type": "photo-appearance", "occurred_at": "yesterday" });
     let bad = json_of(ada.post("/api/v1/external-activities", late).await, 400).await;
     assert_eq!(bad["details"]["field"], "occurred_at");

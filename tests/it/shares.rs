@@ -50,6 +50,10 @@ async fn a_share_is_a_copy_of_the_chosen_sections_that_the_recipient_previews_an
     let none = json_of(ada.post("/api/v1/contact-shares", share(bob_id, json!([]))).await, 400).await;
     assert_eq!(none["details"]["field"], "sections", "{none}");
     json_of(ada.post("/api/v1/contact-shares", share(999_999, json!(["emails"]))).await, 404).await;
+    let nobody =
+        json_of(ada.post("/api/v1/contact-shares", json!({ "vcard_uid": uid, "sections": ["emails"] })).await, 400)
+            .await;
+    assert_eq!(nobody["details"]["field"], "to_user_id", "{nobody}");
     // Bob cannot share Ada's contact: it is not his.
     let theirs = json!({ "to_user_id": carol_id, "vcard_uid": uid, "sections": ["emails"] });
     json_of(bob.post("/api/v1/contact-shares", theirs).await, 404).await;
@@ -99,6 +103,19 @@ async fn a_share_is_a_copy_of_the_chosen_sections_that_the_recipient_previews_an
     )
     .await;
     assert_eq!(wrong["details"]["field"], "session_id", "{wrong}");
+    // The import endpoints do not take a share's preview: only the share's confirm does.
+    let elsewhere = json!({ "session_id": session, "actions": add });
+    let refused = json_of(bob.post("/api/v1/contacts/import/vcf/confirm", elsewhere).await, 400).await;
+    assert_eq!(refused["details"]["field"], "session", "{refused}");
+    // A confirm that adds nothing leaves the share waiting.
+    let skip = json!({ "session_id": session, "actions": [{ "row_index": 0, "action": "skip" }] });
+    let skipped = json_of(bob.post(&format!("/api/v1/contact-shares/{id}/confirm"), skip).await, 200).await;
+    assert_eq!(skipped["skipped"], 1, "{skipped}");
+    let page = json_of(bob.get("/api/v1/contact-shares/incoming").await, 200).await;
+    assert_eq!(page["contact_shares"][0]["status"], "pending", "{page}");
+    let preview =
+        json_of(bob.send(Method::POST, &format!("/api/v1/contact-shares/{id}/accept"), Value::Null).await, 200).await;
+    let session = preview["session_id"].as_str().unwrap().to_string();
     // Carol cannot confirm Bob's preview.
     let confirm = json!({ "session_id": session, "actions": add });
     json_of(carol.post(&format!("/api/v1/contact-shares/{id}/confirm"), confirm.clone()).await, 404).await;

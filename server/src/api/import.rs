@@ -226,6 +226,7 @@ fn session_error(e: SessionError) -> ApiError {
                 Source::Vcf | Source::JsContact => {
                     "a vCard or JSContact session is confirmed at /contacts/import/vcf/confirm"
                 }
+                Source::Share => "a shared contact is confirmed at /contact-shares/{id}/confirm",
             },
         ),
         SessionError::NotPreviewed => {

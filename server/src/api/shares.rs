@@ -71,7 +71,10 @@ pub async fn create(
     Json(input): Json<ShareInput>,
 ) -> Result<axum::Json<ShareCreated>, ApiError> {
     let to = input.to_user_id;
-    if to != user.id.0 && accounts::get(&state.engine, to).await.is_err() {
+    if to == 0 {
+        return Err(ApiError::validation("to_user_id", "is required: the recipient's id (GET /users/directory)"));
+    }
+    if to != user.id.0 && !accounts::directory(&state.engine, user.id.0).await?.iter().any(|(id, _)| *id == to) {
         return Err(ApiError::NotFound);
     }
     let row = ops::create(&state.engine, user.id, mycorrhizal_engine::UserId(to), input).await?;

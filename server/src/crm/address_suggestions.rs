@@ -178,6 +178,18 @@ pub async fn apply(scope: &UserScope, input: AddressApplyInput) -> Result<String
     let reader = scope.clone();
     let derived = tokio::task::spawn_blocking(move || -> Result<(u64, Address, u64)> {
         let v = reader.view()?;
+        for (field, value) in [
+            ("contact_vcard_uid", &input.contact_vcard_uid),
+            ("source_id", &input.source_id),
+            ("address_key", &input.address_key),
+        ] {
+            if value.trim().is_empty() {
+                return Err(Error::invalid(field, "is required (as the scan named it)"));
+            }
+        }
+        if !matches!(input.source_kind.as_str(), "relationship" | "household") {
+            return Err(Error::invalid("source_kind", "must be relationship or household"));
+        }
         let contact = named(&v, input.contact_vcard_uid.trim()).ok_or(Error::NotFound)?;
         match input.source_kind.as_str() {
             "relationship" => named(&v, input.source_id.trim()).map(|_| ()).ok_or(Error::NotFound)?,

@@ -223,10 +223,13 @@ fn entries(v: &UserView, contact: u64, request: &TimelineRequest) -> Result<Vec<
                 Some(day) => (calendar::midnight(day), false),
                 None => continue,
             },
-            (None, Some(_), Some(today)) => match day(today.year()) {
-                Some(day) => (calendar::midnight(day), true),
-                None => (r.meta.created_at, true),
-            },
+            // The latest occurrence on or before today: a timeline holds no future.
+            (None, Some(_), Some(today)) => {
+                match day(today.year()).filter(|d| *d <= today).or_else(|| day(today.year() - 1)) {
+                    Some(day) => (calendar::midnight(day), true),
+                    None => (r.meta.created_at, true),
+                }
+            }
             (None, _, _) => (r.meta.created_at, true),
         };
         let item = TimelineItem::LifeEvent(LifeEventView::of(v, &r, epoch));

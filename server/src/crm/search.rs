@@ -143,7 +143,16 @@ pub fn search(scope: &UserScope, p: SearchParams) -> Result<SearchResults> {
     };
     let contacts = members.as_deref();
     let request = SearchRequest { plan: &plan, kinds: None, include_hidden: false, contacts, limit, offset };
-    let groups = scope.search(&request)?;
+    let mut groups = scope.search(&request)?;
+    // A phone number typed with punctuation: contacts are found by its digits, however either
+    // side is punctuated (as the existing implementation did); notes and activities by the text.
+    let digits = phone_digits(&text).and_then(|d| Plan::parse(&d));
+    if let Some(digits) = &digits {
+        let by_digits = scope.search(&SearchRequest { plan: digits, kinds: Some(&["contact"]), ..request })?;
+        groups.retain(|g| g.kind != "contact");
+        groups.splice(0..0, by_digits);
+    }
+    let contact_plan = digits.as_ref().unwrap_or(&plan);
     let view = scope.view()?;
     let token = relation_token(&text);
     let relation = (KNOWN_RELATIONS.contains(&token.as_str()) && token != text.trim().to_lowercase()).then_some(token);
@@ -155,29 +164,8 @@ pub fn search(scope: &UserScope, p: SearchParams) -> Result<SearchResults> {
                 for hit in &group.hits {
                     let Ok(row) = view.get::<Contact>(hit.id) else { continue };
                     seen.insert(row.id);
-                    let snippet = SnippetView::of(contact_snippet(&plan, &row.body));
+                    let snippet = SnippetView::of(contact_snippet(contact_plan, &row.body));
                     out.contacts.push(ContactHit { contact: ContactSummary::of(&row), snippet });
-                }
-                // A phone number typed with punctuation: its digits find the number however it
-                // is stored.
-                if let Some(digits) = phone_digits(&text).and_then(|d| Plan::parse(&d))
-                    && offset == 0
-                {
-                    let only = SearchRequest { plan: &digits, kinds: Some(&["contact"]), offset: 0, ..request };
-                    let more = scope.search(&only)?.pop();
-                    let extra =
-                        more.as_ref().map(|g| g.hits.iter().filter(|h| !seen.contains(&h.id)).count()).unwrap_or(0);
-                    out.totals.contacts += extra;
-                    for hit in more.map(|g| g.hits).unwrap_or_default() {
-                        if out.contacts.len() >= limit {
-                            break;
-                        }
-                        let Ok(row) = view.get::<Contact>(hit.id) else { continue };
-                        if seen.insert(row.id) {
-                            let snippet = SnippetView::of(contact_snippet(&digits, &row.body));
-                            out.contacts.push(ContactHit { contact: ContactSummary::of(&row), snippet });
-                        }
-                    }
                 }
                 if let Some(token) = &relation
                     && offset == 0

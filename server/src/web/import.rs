@@ -311,7 +311,7 @@ pub async fn upload(
                     None,
                 ))
             }
-            Source::Vcf | Source::JsContact | Source::Records => {
+            Source::Vcf | Source::JsContact | Source::Records | Source::Share => {
                 let file = if kind == Source::Vcf { CardFile::Vcf } else { CardFile::JsContact };
                 let preview = state
                     .blocking(move |_| {

@@ -12,8 +12,8 @@ use crate::crm::records::{BY_CONTACT, length};
 
 pub mod ops;
 
-/// Unique per user: one identity per (system, identifier in it). Named after the input field a
-/// duplicate is reported on.
+/// Unique per user: one identity per (system, identifier in it), one activity per (system,
+/// identifier, contact). Named after the input field a duplicate is reported on.
 pub const BY_EXTERNAL_ID: &str = "external_id";
 
 pub const SYNC_STATUSES: &[&str] = &["idle", "syncing", "synced", "error"];
@@ -118,7 +118,8 @@ impl Record for ExternalActivity {
     fn index_entries(&self) -> Vec<(&'static str, String)> {
         vec![
             (BY_CONTACT, crate::crm::records::contact_time(self.contact_id, self.occurred_at)),
-            (BY_EXTERNAL_ID, format!("{}\u{1f}{}", self.source_system, self.external_id)),
+            // Per contact: one photo shows several people, each its own appearance.
+            (BY_EXTERNAL_ID, format!("{}\u{1f}{}\u{1f}{}", self.source_system, self.external_id, self.contact_id)),
         ]
     }
 }

@@ -44,6 +44,8 @@ pub enum Source {
     Vcf,
     JsContact,
     Records,
+    /// A contact another user shared (JSContact), confirmed only through its share.
+    Share,
 }
 
 impl Source {
@@ -53,6 +55,8 @@ impl Source {
             Source::Vcf => "vcf",
             Source::JsContact => "jscontact",
             Source::Records => "records",
+            // Its run is a JSContact import (the runs' formats are the files').
+            Source::Share => "jscontact",
         }
     }
 }

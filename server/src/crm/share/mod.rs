@@ -16,6 +16,11 @@ pub mod ops;
 
 /// Index of share rows by their public id, unique per user.
 pub const BY_SHARE: &str = "share";
+/// Index of share rows by the other user and status (`<user>:<status>`).
+pub const BY_OTHER: &str = "other";
+
+/// Unanswered shares one user may have from another at once: a recipient is not to be flooded.
+pub const PENDING_PER_SENDER: usize = 50;
 
 /// The statuses a share goes through: `pending`, then `accepted` or `declined`.
 pub const STATUSES: &[&str] = &["pending", "accepted", "declined"];
@@ -68,6 +73,6 @@ impl Record for ContactShare {
     }
 
     fn index_entries(&self) -> Vec<(&'static str, String)> {
-        vec![(BY_SHARE, self.share.clone())]
+        vec![(BY_SHARE, self.share.clone()), (BY_OTHER, format!("{}:{}", self.other_user, self.status))]
     }
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
-use super::{BY_SHARE, ContactShare};
+use super::{BY_OTHER, BY_SHARE, ContactShare, PAYLOAD_MAX, PENDING_PER_SENDER};
 use crate::crm::contact::{Contact, named};
 use crate::crm::cursor::{decode_cursor, encode_cursor};
 use crate::crm::export::{Selection, record_of};
@@ -161,6 +161,9 @@ pub async fn create(engine: &Engine, from: UserId, to: UserId, input: ShareInput
         })?;
         let contact = v.get::<Contact>(id)?;
         let payload = copy_of(&v, &contact, &selection, include_sensitive)?;
+        if payload.len() > PAYLOAD_MAX {
+            return Err(Error::invalid("sections", "the copy is larger than 12 MB: leave out media (the photo)"));
+        }
         Ok((id, contact.body.name(), payload))
     })
     .await
@@ -179,12 +182,19 @@ pub async fn create(engine: &Engine, from: UserId, to: UserId, input: ShareInput
         payload: if incoming { payload.clone() } else { String::new() },
     };
     let (outgoing, incoming) = (side(false), side(true));
-    Ok(engine
+    let outcome = engine
         .write_async(move |tx| {
-            tx.user(to).create(incoming.clone())?;
-            tx.user(from).create(outgoing.clone())
+            let recipient = tx.user(to);
+            if recipient.find::<ContactShare>(BY_OTHER, &format!("{}:pending", from.0))?.len() >= PENDING_PER_SENDER {
+                return Ok(Err(Error::Conflict(format!(
+                    "{PENDING_PER_SENDER} of your shares wait for this user's answer: wait until they answer some"
+                ))));
+            }
+            recipient.create(incoming.clone())?;
+            tx.user(from).create(outgoing.clone()).map(Ok)
         })
-        .await?)
+        .await?;
+    outcome
 }
 
 /// The user's side of share `id` (its public id).
@@ -256,6 +266,8 @@ pub fn accept<T>(
     .map_err(ShareError::Import)?;
     sessions
         .with(scope.id(), &session, |s| {
+            // Only the share's confirm takes it: the import endpoints refuse a share's source.
+            s.source = Source::Share;
             s.bound = Some(row.body.share.clone());
             Ok(())
         })
@@ -294,27 +306,60 @@ pub async fn confirm(
             "is not a preview of this share (accept it again)",
         )));
     }
+    let done = sessions.with(scope.id(), &session_id, |s| Ok(matches!(s.stage, Stage::Done(_)))).unwrap_or(false);
     if row.body.status != "pending" {
         // Only a repeat of the confirm that answered it gets an answer: that result again.
-        let done = sessions.with(scope.id(), &session_id, |s| Ok(matches!(s.stage, Stage::Done(_)))).unwrap_or(false);
         if !done || row.body.status != "accepted" {
             return Err(ShareError::Share(Error::Conflict("the share has already been answered".into())));
         }
-        return import::confirm(sessions, scope, session_id, decisions, &[Source::JsContact], batch)
+        return import::confirm(sessions, scope, session_id, decisions, &[Source::Share], batch)
             .await
             .map_err(ShareError::Import);
     }
-    let result = import::confirm(sessions, scope.clone(), session_id, decisions, &[Source::JsContact], batch)
+    // One confirm or decline of a share at a time (this process is the only server).
+    let _claim = Claim::take(&row.body.share).ok_or_else(|| {
+        ShareError::Share(Error::Conflict("the share is being answered: try again in a moment".into()))
+    })?;
+    let result = import::confirm(sessions, scope.clone(), session_id, decisions, &[Source::Share], batch)
         .await
         .map_err(ShareError::Import)?;
-    answer(engine, scope.id(), &row.body.share, "accepted").await.map_err(ShareError::Share)?;
+    // Accepted once the copy is in the book; a confirm that added nothing (every row skipped, or
+    // failed) leaves the share waiting, to review again or decline.
+    if result.created + result.updated > 0 && !done {
+        answer(engine, scope.id(), &row.body.share, "accepted").await.map_err(ShareError::Share)?;
+    }
     Ok(result)
 }
 
 /// Declines pending share `id`: nothing is imported, and the sender sees the answer.
 pub async fn decline(engine: &Engine, scope: &UserScope, id: &str) -> Result<()> {
     let share = pending(&scope.view()?, id)?.body.share;
+    let _claim = Claim::take(&share)
+        .ok_or_else(|| Error::Conflict("the share is being answered: try again in a moment".into()))?;
     answer(engine, scope.id(), &share, "declined").await
+}
+
+/// The shares being answered now, by public id: a confirm and a decline (or two confirms of
+/// two previews) of one share never run at once.
+static CLAIMED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+struct Claim(String);
+
+impl Claim {
+    fn take(share: &str) -> Option<Claim> {
+        let mut claimed = CLAIMED.lock().unwrap_or_else(|p| p.into_inner());
+        if claimed.iter().any(|s| s == share) {
+            return None;
+        }
+        claimed.push(share.to_string());
+        Some(Claim(share.to_string()))
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        CLAIMED.lock().unwrap_or_else(|p| p.into_inner()).retain(|s| s != &self.0);
+    }
 }
 
 /// Sets the status of both sides of `share` (the recipient's `me`), in one transaction; the
