@@ -4,14 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::Instance;
-
-async fn json_of(response: reqwest::Response, status: u16) -> Value {
-    let got = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    assert_eq!(got, status, "{text}");
-    serde_json::from_str(&text).unwrap()
-}
+use crate::helpers::{Instance, json_of};
 
 #[tokio::test]
 async fn the_audit_trail_reads_newest_first_filtered_and_only_ones_own() {

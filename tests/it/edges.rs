@@ -6,14 +6,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Client, Instance};
-
-async fn json_of(response: reqwest::Response, status: u16) -> Value {
-    let got = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    assert_eq!(got, status, "{text}");
-    serde_json::from_str(&text).unwrap()
-}
+use crate::helpers::{Client, Instance, json_of};
 
 async fn person(client: &Client, first: &str) -> (u64, String) {
     let made =

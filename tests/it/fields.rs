@@ -7,15 +7,8 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Client, Instance};
+use crate::helpers::{Client, Instance, json_of};
 use crate::import::upload;
-
-async fn json_of(response: reqwest::Response, status: u16) -> Value {
-    let got = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    assert_eq!(got, status, "{text}");
-    serde_json::from_str(&text).unwrap()
-}
 
 /// The user's definitions: shoe size (a number 10 to 60, served as `X-SHOE-SIZE`), diet (a
 /// choice), and a private homepage. Their ids, in that order.

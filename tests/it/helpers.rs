@@ -274,3 +274,11 @@ impl TestServer {
         Client { base: self.url(""), http: self.client.clone(), cred: Cred::Bearer(String::new()), id: 0 }
     }
 }
+
+/// A response's JSON body, after asserting its status (the body is in the message when not).
+pub async fn json_of(response: reqwest::Response, status: u16) -> serde_json::Value {
+    let got = response.status().as_u16();
+    let text = response.text().await.expect("response body");
+    assert_eq!(got, status, "{text}");
+    serde_json::from_str(&text).expect("a JSON body")
+}

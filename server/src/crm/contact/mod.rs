@@ -101,6 +101,19 @@ pub fn named(v: &mycorrhizal_engine::UserView, text: &str) -> Option<u64> {
     named_by(|uid| v.find::<Contact>(INDEX_UID, uid), |id| v.get::<Contact>(id).is_ok(), text)
 }
 
+/// The contact a record names by vCard UID (`entity_id`, as the existing clients send it) or by
+/// `contact_id`, which must be the user's: 404 otherwise, 400 naming `entity_id` when neither.
+pub fn entity(v: &mycorrhizal_engine::UserView, uid: Option<&str>, id: Option<u64>) -> crate::crm::Result<u64> {
+    let found = match (uid.map(str::trim).filter(|u| !u.is_empty()), id) {
+        (_, Some(id)) => named(v, &id.to_string()),
+        (Some(uid), None) => named(v, uid),
+        (None, None) => {
+            return Err(crate::crm::Error::invalid("entity_id", "is required: the contact's vCard UID"));
+        }
+    };
+    found.ok_or(crate::crm::Error::NotFound)
+}
+
 /// The custom field values in a CRM envelope's text (`crm.fields`: key to value).
 pub fn field_values(crm: &str) -> serde_json::Map<String, serde_json::Value> {
     match serde_json::from_str::<serde_json::Value>(crm) {

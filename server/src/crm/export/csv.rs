@@ -87,7 +87,7 @@ impl Render for CsvRender {
 }
 
 /// One CSV row (quoted and formula-neutralised by the codec's writer) into the stream.
-fn csv_row(cells: &[String], out: &mut dyn Out) -> Result<bool, Failure> {
+pub(super) fn csv_row(cells: &[String], out: &mut dyn Out) -> Result<bool, Failure> {
     let mut writer = mycorrhizal_codecs::csv::CsvWriter::buffer();
     let refs: Vec<&str> = cells.iter().map(String::as_str).collect();
     let bytes = writer.write_row(&refs).and_then(|()| writer.finish()).map_err(Failure::serialization)?;

@@ -43,10 +43,7 @@ const CONTACT_HEADERS: &[&str] = &[
 ];
 
 fn row(cells: &[String], out: &mut dyn Out) -> Result<(), Failure> {
-    let mut writer = mycorrhizal_codecs::csv::CsvWriter::buffer();
-    let refs: Vec<&str> = cells.iter().map(String::as_str).collect();
-    let bytes = writer.write_row(&refs).and_then(|()| writer.finish()).map_err(Failure::serialization)?;
-    if out.push(&bytes) { Ok(()) } else { Err(Failure::database("the download was cancelled")) }
+    if super::csv::csv_row(cells, out)? { Ok(()) } else { Err(Failure::database("the download was cancelled")) }
 }
 
 fn section(title: &str, headers: &[&str], out: &mut dyn Out) -> Result<(), Failure> {

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::{ExternalActivity, ExternalIdentity};
-use crate::crm::contact::{Contact, named};
+use crate::crm::contact::{Contact, entity, named};
 use crate::crm::cursor::{SyncInfo, decode_cursor, encode_cursor};
 use crate::crm::{Error, Result, Stamp};
 
@@ -172,15 +172,6 @@ pub struct Filter {
     pub ascending: bool,
 }
 
-/// The contact `uid` or `id` names, which must be the user's.
-fn contact_of(v: &UserView, uid: Option<&str>, id: Option<u64>) -> Result<u64> {
-    match (uid.map(str::trim).filter(|u| !u.is_empty()), id) {
-        (_, Some(id)) => named(v, &id.to_string()).ok_or(Error::NotFound),
-        (Some(uid), None) => named(v, uid).ok_or(Error::NotFound),
-        (None, None) => Err(Error::invalid("entity_id", "is required: the contact's vCard UID")),
-    }
-}
-
 fn list<R: Record>(
     v: &UserView,
     f: &Filter,
@@ -240,7 +231,7 @@ pub async fn save_identity(
 ) -> Result<Row<ExternalIdentity>> {
     let reader = scope.clone();
     let (uid, cid) = (input.entity_id.clone(), input.contact_id);
-    let contact = tokio::task::spawn_blocking(move || contact_of(&reader.view()?, uid.as_deref(), cid))
+    let contact = tokio::task::spawn_blocking(move || entity(&reader.view()?, uid.as_deref(), cid))
         .await
         .map_err(Error::internal)??;
     let status = input.sync_status.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
@@ -284,7 +275,7 @@ pub async fn save_activity(
         .ok_or_else(|| Error::invalid("occurred_at", "is required: an RFC 3339 instant"))?;
     let reader = scope.clone();
     let (uid, cid) = (input.entity_id.clone(), input.contact_id);
-    let contact = tokio::task::spawn_blocking(move || contact_of(&reader.view()?, uid.as_deref(), cid))
+    let contact = tokio::task::spawn_blocking(move || entity(&reader.view()?, uid.as_deref(), cid))
         .await
         .map_err(Error::internal)??;
     let given = |v: Option<String>| v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::Preference;
-use crate::crm::contact::{Contact, named};
+use crate::crm::contact::{Contact, entity, named};
 use crate::crm::cursor::{decode_cursor, encode_cursor};
 use crate::crm::records::BY_CONTACT;
 use crate::crm::{Error, Result, Stamp};
@@ -94,15 +94,6 @@ pub struct PreferencePage {
     pub limit: usize,
 }
 
-/// The contact `uid` or `id` names, which must be the user's.
-fn contact_of(v: &UserView, uid: Option<&str>, id: Option<u64>) -> Result<u64> {
-    match (uid.map(str::trim).filter(|u| !u.is_empty()), id) {
-        (_, Some(id)) => named(v, &id.to_string()).ok_or(Error::NotFound),
-        (Some(uid), None) => named(v, uid).ok_or(Error::NotFound),
-        (None, None) => Err(Error::invalid("entity_id", "is required: the contact's vCard UID")),
-    }
-}
-
 /// A page of the user's preferences (only contact `entity`'s when given), newest change first.
 pub fn list(
     v: &UserView,
@@ -143,7 +134,7 @@ pub fn list(
 pub async fn save(scope: &UserScope, id: Option<u64>, input: PreferenceInput) -> Result<Row<Preference>> {
     let reader = scope.clone();
     let (uid, cid) = (input.entity_id.clone(), input.contact_id);
-    let contact = tokio::task::spawn_blocking(move || contact_of(&reader.view()?, uid.as_deref(), cid))
+    let contact = tokio::task::spawn_blocking(move || entity(&reader.view()?, uid.as_deref(), cid))
         .await
         .map_err(Error::internal)??;
     let body = Preference {
