@@ -320,6 +320,11 @@ pub async fn confirm(
     let _claim = Claim::take(&row.body.share).ok_or_else(|| {
         ShareError::Share(Error::Conflict("the share is being answered: try again in a moment".into()))
     })?;
+    // Another answer may have ended just before the claim: what holds is the share as it is now.
+    let now = scope.view().map_err(|e| ShareError::Share(e.into()))?;
+    if side(&now, id).map_err(ShareError::Share)?.body.status != "pending" {
+        return Err(ShareError::Share(Error::Conflict("the share has already been answered".into())));
+    }
     let result = import::confirm(sessions, scope.clone(), session_id, decisions, &[Source::Share], batch)
         .await
         .map_err(ShareError::Import)?;
