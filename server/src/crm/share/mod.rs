@@ -5,8 +5,8 @@
 //! vCard sent by mail is.
 //!
 //! A share is two rows with one public id ([`ContactShare::share`], a UUID): the sender's
-//! (outgoing, naming the contact shared) and the recipient's (incoming, holding the copy as
-//! JSContact). Both are written, and later answered, in one transaction, so each user's data
+//! (outgoing, naming the contact shared) and the recipient's (incoming, naming the blob that
+//! holds the copy as JSContact, so listing shares never reads copies). Both are written, and later answered, in one transaction, so each user's data
 //! holds only rows of their own, and deleting an account takes its side along.
 
 use mycorrhizal_engine::{Invalid, Kind, Record, kind};
@@ -48,8 +48,16 @@ pub struct ContactShare {
     pub status: String,
     /// When the recipient answered (RFC 3339), or empty.
     pub responded_at: String,
-    /// The recipient's side: the copy, a JSON array of one JSContact card.
-    pub payload: String,
+    /// The recipient's side: the name of the blob holding the copy (a JSON array of one
+    /// JSContact card), written in the transaction that writes the row; empty on the sender's.
+    pub copy: String,
+}
+
+impl ContactShare {
+    /// The blob name of share `share`'s copy.
+    pub fn copy_name(share: &str) -> String {
+        format!("share-{share}.json")
+    }
 }
 
 impl Record for ContactShare {
@@ -62,9 +70,6 @@ impl Record for ContactShare {
         }
         if !STATUSES.contains(&self.status.as_str()) {
             return Err(Invalid::new("status", "must be pending, accepted or declined"));
-        }
-        if self.payload.len() > PAYLOAD_MAX {
-            return Err(Invalid::new("payload", format!("the copy must be at most {PAYLOAD_MAX} bytes")));
         }
         if self.sections.is_empty() {
             return Err(Invalid::new("sections", "must name at least one section"));

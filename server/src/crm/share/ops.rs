@@ -179,7 +179,7 @@ pub async fn create(engine: &Engine, from: UserId, to: UserId, input: ShareInput
         include_sensitive,
         status: "pending".into(),
         responded_at: String::new(),
-        payload: if incoming { payload.clone() } else { String::new() },
+        copy: if incoming { ContactShare::copy_name(&share) } else { String::new() },
     };
     let (outgoing, incoming) = (side(false), side(true));
     let outcome = engine
@@ -190,6 +190,7 @@ pub async fn create(engine: &Engine, from: UserId, to: UserId, input: ShareInput
                     "{PENDING_PER_SENDER} of your shares wait for this user's answer: wait until they answer some"
                 ))));
             }
+            recipient.put_blob(&incoming.copy, payload.as_bytes())?;
             recipient.create(incoming.clone())?;
             tx.user(from).create(outgoing.clone()).map(Ok)
         })
@@ -249,21 +250,22 @@ pub fn accept<T>(
     id: &str,
     render: impl FnOnce(&Preview<'_>) -> T,
 ) -> std::result::Result<T, ShareError> {
-    let row = scope.view().map_err(Error::from).and_then(|v| pending(&v, id)).map_err(ShareError::Share)?;
+    let (row, payload) = scope
+        .view()
+        .map_err(Error::from)
+        .and_then(|v| {
+            let row = pending(&v, id)?;
+            let payload = v.blob(&row.body.copy)?.ok_or_else(|| Error::internal("the share's copy is missing"))?;
+            Ok((row, payload))
+        })
+        .map_err(ShareError::Share)?;
     let mut session = String::new();
-    let rendered = import::preview_cards(
-        sessions,
-        scope,
-        CardFile::JsContact,
-        row.body.payload.as_bytes(),
-        Categories::default(),
-        1,
-        |preview| {
+    let rendered =
+        import::preview_cards(sessions, scope, CardFile::JsContact, &payload, Categories::default(), 1, |preview| {
             session = preview.session_id().to_string();
             render(preview)
-        },
-    )
-    .map_err(ShareError::Import)?;
+        })
+        .map_err(ShareError::Import)?;
     sessions
         .with(scope.id(), &session, |s| {
             // Only the share's confirm takes it: the import endpoints refuse a share's source.
@@ -388,6 +390,8 @@ async fn answer(engine: &Engine, me: UserId, share: &str, status: &'static str) 
                 Ok(())
             };
             mine.update::<ContactShare>(id, Precondition::Any, set)?;
+            // The copy is not needed once answered: what was accepted is in the book now.
+            mine.delete_blob(&row.body.copy)?;
             let sender = tx.user(UserId(row.body.other_user));
             if let Some(theirs) = sender.find::<ContactShare>(BY_SHARE, &share)?.first().copied() {
                 sender.update::<ContactShare>(theirs, Precondition::Any, set)?;
