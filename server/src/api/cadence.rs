@@ -40,7 +40,7 @@ pub async fn list(
         total: cadence_policies.len(),
         limit: cadence_policies.len(),
         next_cursor: String::new(),
-        sync: crate::crm::cursor::SyncInfo::incremental(),
+        sync: crate::crm::cursor::SyncInfo::full_resync(),
         cadence_policies,
     }))
 }

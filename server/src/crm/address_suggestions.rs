@@ -191,24 +191,22 @@ pub async fn apply(scope: &UserScope, input: AddressApplyInput) -> Result<String
             return Err(Error::invalid("source_kind", "must be relationship or household"));
         }
         let contact = named(&v, input.contact_vcard_uid.trim()).ok_or(Error::NotFound)?;
-        match input.source_kind.as_str() {
-            "relationship" => named(&v, input.source_id.trim()).map(|_| ()).ok_or(Error::NotFound)?,
-            "household" => {
+        // The source as the scan names it: a contact by its vCard UID, a household by its id.
+        let source = match input.source_kind.as_str() {
+            "relationship" => {
+                let id = named(&v, input.source_id.trim()).ok_or(Error::NotFound)?;
+                v.get::<Contact>(id)?.body.uid
+            }
+            _ => {
                 let id = input.source_id.trim().parse::<u64>().map_err(|_| Error::NotFound)?;
                 v.get::<Household>(id)?;
+                id.to_string()
             }
-            _ => return Err(Error::invalid("source_kind", "must be relationship or household")),
-        }
+        };
         let row = v.get::<Contact>(contact)?;
         if row.body.parsed_card().addresses.iter().any(|a| address_key(a) == input.address_key) {
             return Err(Error::Conflict("the contact already has this address".into()));
         }
-        let source = match input.source_kind.as_str() {
-            "relationship" => named(&v, input.source_id.trim()).map(|id| v.get::<Contact>(id).map(|c| c.body.uid)),
-            _ => None,
-        }
-        .transpose()?
-        .unwrap_or_else(|| input.source_id.trim().to_string());
         let found = candidates(&v)?.into_iter().find(|s| {
             s.contact_id == contact
                 && s.source_kind == input.source_kind

@@ -31,6 +31,43 @@ pub struct DatedFilter {
     pub ascending: bool,
 }
 
+/// The collections of the `sync` lists, every one reloaded whole to sync: this server serves no
+/// `since` change feed on its JSON lists (CardDAV and CalDAV clients sync by token), and a client
+/// told a collection is incremental would wait for deletions that are never reported.
+pub const FULL_RESYNC: &[&str] = &[
+    "contacts",
+    "notes",
+    "activities",
+    "life_events",
+    "preferences",
+    "cadence_policies",
+    "conversation_agenda",
+    "gifts",
+    "circles",
+    "households",
+    "tags",
+    "relationship_edges",
+    "field_definitions",
+    "external_identities",
+    "external_activities",
+];
+
+/// The `sync` member of a cursor list: how a client keeps it current (`full_resync`: reload the
+/// list), and which collections sync which way (`incremental` is empty here).
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct SyncInfo {
+    /// Always `full_resync` here.
+    pub mode: &'static str,
+    pub incremental: &'static [&'static str],
+    pub full_resync: &'static [&'static str],
+}
+
+impl SyncInfo {
+    pub fn full_resync() -> SyncInfo {
+        SyncInfo { mode: "full_resync", incremental: &[], full_resync: FULL_RESYNC }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,49 +78,5 @@ mod tests {
         assert_eq!(decode_cursor(&c).unwrap(), ("lovelace ada|x".to_string(), 42));
         assert!(decode_cursor("!!!").is_err());
         assert!(decode_cursor(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("no-id")).is_err());
-    }
-}
-
-/// The collections a client syncs by change feed (`?since=`), as every cursor list says.
-pub const INCREMENTAL: &[&str] = &[
-    "contacts",
-    "notes",
-    "activities",
-    "life_events",
-    "preferences",
-    "cadence_policies",
-    "conversation_agenda",
-    "gifts",
-];
-/// The collections a client reloads whole to sync.
-pub const FULL_RESYNC: &[&str] = &[
-    "circles",
-    "households",
-    "tags",
-    "relationship_edges",
-    "field_definitions",
-    "external_identities",
-    "external_activities",
-];
-
-/// The `sync` member of a cursor list: how a client keeps this collection current, and the
-/// fixed lists of which collections sync which way.
-#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
-pub struct SyncInfo {
-    /// `incremental` (a `since` feed) or `full_resync` (reload the list).
-    pub mode: &'static str,
-    pub incremental: &'static [&'static str],
-    pub full_resync: &'static [&'static str],
-}
-
-impl SyncInfo {
-    /// Of a collection reloaded whole.
-    pub fn full_resync() -> SyncInfo {
-        SyncInfo { mode: "full_resync", incremental: INCREMENTAL, full_resync: FULL_RESYNC }
-    }
-
-    /// Of a collection with a change feed.
-    pub fn incremental() -> SyncInfo {
-        SyncInfo { mode: "incremental", incremental: INCREMENTAL, full_resync: FULL_RESYNC }
     }
 }

@@ -263,7 +263,7 @@ pub fn page(v: &UserView, contact: Option<u64>, f: &DatedFilter) -> Result<Activ
     Ok(ActivityPage {
         activities: found.rows.iter().map(|r| named(v, r)).collect(),
         next_cursor: found.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default(),
-        sync: crate::crm::cursor::SyncInfo::incremental(),
+        sync: crate::crm::cursor::SyncInfo::full_resync(),
         limit: f.limit,
     })
 }

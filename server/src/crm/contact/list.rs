@@ -128,7 +128,7 @@ pub fn list_counted(scope: &UserScope, p: ListParams, bounded: bool) -> Result<(
         ContactPage {
             contacts,
             next_cursor,
-            sync: crate::crm::cursor::SyncInfo::incremental(),
+            sync: crate::crm::cursor::SyncInfo::full_resync(),
             limit,
             total,
             hidden_count,
@@ -174,7 +174,7 @@ fn searched(
     let page = |contacts: Vec<ContactSummary>, next_cursor: String, total: usize| ContactPage {
         contacts,
         next_cursor,
-        sync: crate::crm::cursor::SyncInfo::incremental(),
+        sync: crate::crm::cursor::SyncInfo::full_resync(),
         limit,
         total: total as u64,
         hidden_count: None,

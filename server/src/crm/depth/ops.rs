@@ -319,13 +319,13 @@ fn page<R: Record, V>(v: &UserView, f: &DepthFilter, render: impl Fn(&Row<R>) ->
 /// A page of life events, each with its next occurrence after `today`.
 pub fn life_event_page(v: &UserView, f: &DepthFilter, today: Date) -> Result<LifeEventPage> {
     let (life_events, next_cursor) = page(v, f, |r| LifeEventView::of(v, r, today))?;
-    Ok(LifeEventPage { life_events, next_cursor, sync: crate::crm::cursor::SyncInfo::incremental(), limit: f.limit })
+    Ok(LifeEventPage { life_events, next_cursor, sync: crate::crm::cursor::SyncInfo::full_resync(), limit: f.limit })
 }
 
 /// A page of gifts.
 pub fn gift_page(v: &UserView, f: &DepthFilter) -> Result<GiftPage> {
     let (gifts, next_cursor) = page(v, f, |r| GiftView::of(v, r))?;
-    Ok(GiftPage { gifts, next_cursor, sync: crate::crm::cursor::SyncInfo::incremental(), limit: f.limit })
+    Ok(GiftPage { gifts, next_cursor, sync: crate::crm::cursor::SyncInfo::full_resync(), limit: f.limit })
 }
 
 /// A page of conversation-agenda items.
@@ -334,7 +334,7 @@ pub fn agenda_page(v: &UserView, f: &DepthFilter) -> Result<AgendaPage> {
     Ok(AgendaPage {
         conversation_agenda,
         next_cursor,
-        sync: crate::crm::cursor::SyncInfo::incremental(),
+        sync: crate::crm::cursor::SyncInfo::full_resync(),
         limit: f.limit,
     })
 }

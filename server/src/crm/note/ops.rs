@@ -152,7 +152,7 @@ pub fn page(view: &UserView, contact: Option<u64>, f: &DatedFilter) -> Result<No
     Ok(NotePage {
         notes: found.rows.iter().map(NoteView::of).collect(),
         next_cursor: found.next.as_ref().map(|(v, id)| encode_cursor(v, *id)).unwrap_or_default(),
-        sync: crate::crm::cursor::SyncInfo::incremental(),
+        sync: crate::crm::cursor::SyncInfo::full_resync(),
         limit: f.limit,
         total,
     })

@@ -124,7 +124,7 @@ pub fn list(
         preferences: page.rows.iter().map(|r| PreferenceView::of(v, r)).collect(),
         total,
         next_cursor: page.next.as_ref().map(|(value, id)| encode_cursor(value, *id)).unwrap_or_default(),
-        sync: crate::crm::cursor::SyncInfo::incremental(),
+        sync: crate::crm::cursor::SyncInfo::full_resync(),
         limit,
     })
 }
