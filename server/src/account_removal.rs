@@ -18,6 +18,7 @@ pub async fn delete(auth: &Auth, engine: &Engine, user_id: u64) -> Result<(), Er
             // Nothing is sent for an account once it is gone.
             crate::notify::remove_user(tx, user_id)?;
             crate::sync::remove_user(tx, user_id)?;
+            crate::integrations::config::remove_user(tx, user_id)?;
             tx.purge_user(UserId(user_id))?;
             Ok(Ok(()))
         })

@@ -75,16 +75,16 @@ fn check(name: impl Into<String>, status: CheckStatus, message: impl Into<String
 pub async fn sweep(state: &AppState, activity: Vec<JobActivity>) -> Result<Diagnostics> {
     let local = local_checks(state, activity);
     let remote = async {
-        state
-            .reach
-            .probe_all()
-            .await
+        let (instance, users) = tokio::join!(state.reach.probe_all(), crate::integrations::health::sweep(&state.integrations));
+        let mut checks: Vec<DiagnosticCheck> = instance
             .into_iter()
             .map(|(system, reach)| match reach.reason {
                 None => check(format!("integration_{system}"), CheckStatus::Ok, "answers"),
                 Some(why) => check(format!("integration_{system}"), CheckStatus::Error, why),
             })
-            .collect::<Vec<_>>()
+            .collect();
+        checks.extend(users.iter().map(user_integration));
+        checks
     };
     let (local, remote) =
         tokio::join!(tokio::time::timeout(SWEEP_LIMIT, local), tokio::time::timeout(SWEEP_LIMIT, remote));
@@ -142,6 +142,26 @@ async fn local_checks(state: &AppState, activity: Vec<JobActivity>) -> Result<Ve
             Ok(checks)
         })
         .await?
+}
+
+/// A users' integration's check: every connection answering is ok; some failing or holding a
+/// credential that no longer opens is a warning (it is each user's to mend); all failing an
+/// error.
+fn user_integration(h: &crate::integrations::health::SystemHealth) -> DiagnosticCheck {
+    let name = format!("integration_{}", h.system.name());
+    let (n, bad) = (h.configured, h.failing + h.unreadable);
+    if bad == 0 {
+        return check(name, CheckStatus::Ok, format!("{n} user connection(s), all answering"));
+    }
+    let mut parts = Vec::new();
+    if h.failing > 0 {
+        parts.push(format!("{} failing ({})", h.failing, h.example));
+    }
+    if h.unreadable > 0 {
+        parts.push(format!("{} with a credential to re-enter after a key change", h.unreadable));
+    }
+    let status = if bad == n { CheckStatus::Error } else { CheckStatus::Warning };
+    check(name, status, format!("{n} user connection(s): {}", parts.join("; ")))
 }
 
 fn config_check(config: &crate::config::Config) -> DiagnosticCheck {

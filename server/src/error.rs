@@ -39,6 +39,13 @@ pub enum ApiError {
     External(String),
     #[error("not found")]
     NotFound,
+    /// Not found, saying what (an integration's answer).
+    #[error("not found: {0}")]
+    Missing(String),
+    /// A user's integration failed or is not set up (503 with `details.service`, never 401:
+    /// the existing web client signs out on any 401).
+    #[error("integration {service}: {message}")]
+    Integration { service: &'static str, message: String },
     /// The route exists but its feature is not configured on this instance (404).
     #[error("feature disabled: {0}")]
     FeatureDisabled(&'static str),
@@ -139,6 +146,13 @@ impl ApiError {
                 (StatusCode::SERVICE_UNAVAILABLE, "EXTERNAL_SERVICE_ERROR", message.clone(), json!({}))
             }
             ApiError::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND", "Not found".into(), json!({})),
+            ApiError::Missing(message) => (StatusCode::NOT_FOUND, "NOT_FOUND", message.clone(), json!({})),
+            ApiError::Integration { service, message } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "EXTERNAL_SERVICE_ERROR",
+                message.clone(),
+                json!({ "service": service }),
+            ),
             ApiError::MethodNotAllowed => (
                 StatusCode::METHOD_NOT_ALLOWED,
                 "METHOD_NOT_ALLOWED",
@@ -235,6 +249,17 @@ impl From<crate::crm::Error> for ApiError {
             E::Unreadable(reason) => ApiError::Validation { field: "body".into(), reason },
             E::Engine(e) => e.into(),
             E::Internal(detail) => ApiError::Internal(detail),
+        }
+    }
+}
+
+impl From<crate::integrations::Error> for ApiError {
+    fn from(e: crate::integrations::Error) -> Self {
+        use crate::integrations::Error as E;
+        match e {
+            E::Crm(e) => e.into(),
+            E::Remote { system, message } => ApiError::Integration { service: system.name(), message },
+            E::Missing(message) => ApiError::Missing(message),
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod diagnostics;
 pub mod error;
 pub mod http;
 pub mod import_cli;
+pub mod integrations;
 pub mod integrity;
 pub mod jobs;
 pub mod keys;

@@ -34,6 +34,8 @@ pub struct AppState {
     pub started_at: jiff::Timestamp,
     /// Subscriptions to remote address books and calendars: who is syncing now.
     pub sync: crate::sync::run::Syncer,
+    /// The users' photo library, document archive, file library and WebDAV connections.
+    pub integrations: crate::integrations::Integrations,
 }
 
 impl AppState {
@@ -95,8 +97,12 @@ impl AppState {
             config.features.caldav_block_private_urls,
             Duration::from_secs(config.features.caldav_sync_interval_hours * 3600),
         );
+        let root_secret = config.jwt_secret.as_ref().map(|s| s.expose().to_string()).unwrap_or_default();
+        let integrations =
+            crate::integrations::Integrations::new(engine.clone(), auth.data_key.clone(), &root_secret)?;
         Ok(AppState {
             sync,
+            integrations,
             notify,
             engine,
             config: Arc::new(config),

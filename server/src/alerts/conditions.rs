@@ -150,16 +150,28 @@ fn check(
         }
         "integrations" => {
             let quiet = SignedDuration::from_hours(a.incident_quiet_hours as i64);
+            // Webhooks that ran out of retries and the users' integrations (photo library,
+            // documents, files, WebDAV) that failed: each an `integration_failed`.
             let query = LogQuery {
-                keys: vec![SystemEvent::key_component_result("webhook", JobResult::Failure)],
+                keys: vec![SystemEvent::key_type("integration_failed")],
                 since: Some(now - quiet),
-                limit: 1,
+                limit: 200,
                 ..LogQuery::default()
             };
-            let recent = engine.events_page(&query)?.total;
+            let page = engine.events_page(&query)?;
+            let recent = page.total;
             if recent > 0 {
                 let h = a.incident_quiet_hours;
-                firing(format!("{recent} webhook delivery(ies) ran out of retries in the last {h} hour(s)."), recent)
+                let mut systems: Vec<&str> = page.items.iter().map(|e| e.component.as_str()).collect();
+                systems.sort_unstable();
+                systems.dedup();
+                firing(
+                    format!(
+                        "{recent} integration failure(s) in the last {h} hour(s): {} (webhook deliveries that ran out of retries, users' integrations that did not answer).",
+                        systems.join(", ")
+                    ),
+                    recent,
+                )
             } else {
                 Verdict::Ok
             }

@@ -18,6 +18,7 @@ pub mod duplicates;
 pub mod edges;
 pub mod export;
 pub mod external;
+pub mod integrations;
 pub mod fields;
 pub mod groups;
 pub mod health;
@@ -77,6 +78,7 @@ use crate::state::AppState;
         (name = "subscriptions", description = "Remote address books (/contact-subscriptions) and calendars (/calendars) pulled in on a schedule, the remote copy winning: CRUD (the password never returned), discovery, a connection test, sync now and the sync's health"),
         (name = "webhooks", description = "Signed deliveries of your events to your own receivers: CRUD, the secret shown once (rotatable), a test event, the delivery log and redelivery"),
         (name = "notifications", description = "Your notification channels (email, an ntfy-style topic, a Gotify-style server, Web Push, mobile push through FCM), each with a test; the server's VAPID key, your browsers' push subscriptions and your phones' FCM registrations"),
+        (name = "integrations", description = "Your photo library (Immich), document archive (Paperless-ngx), file library (Seafile) and WebDAV server (Nextcloud, ownCloud, any): settings with the credential sealed and never returned, a connection test, and links from contacts to people, documents, files and folders. Private and loopback addresses are always refused"),
         (name = "export", description = "Everything you keep, as streamed downloads: vCard 3.0/4.0 with photos, JSContact, and CSV"),
     )
 )]
@@ -237,6 +239,25 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(external::get_identity, external::replace_identity, external::delete_identity))
         .routes(routes!(external::list_activities, external::create_activity))
         .routes(routes!(external::get_activity, external::replace_activity, external::delete_activity))
+        .routes(routes!(integrations::get_config, integrations::put_config, integrations::delete_config))
+        .routes(routes!(integrations::test_connection))
+        .routes(routes!(integrations::unlink))
+        .routes(routes!(integrations::immich_people))
+        .routes(routes!(integrations::immich_sync))
+        .routes(routes!(integrations::immich_link, integrations::immich_unlink))
+        .routes(routes!(integrations::immich_summary))
+        .routes(routes!(integrations::immich_thumbnail))
+        .routes(routes!(integrations::immich_assets))
+        .routes(routes!(integrations::immich_asset_image))
+        .routes(routes!(integrations::paperless_documents))
+        .routes(routes!(integrations::paperless_correspondents))
+        .routes(routes!(integrations::paperless_tags))
+        .routes(routes!(integrations::paperless_link))
+        .routes(routes!(integrations::seafile_libraries))
+        .routes(routes!(integrations::seafile_dir))
+        .routes(routes!(integrations::seafile_link))
+        .routes(routes!(integrations::webdav_dir))
+        .routes(routes!(integrations::webdav_link))
         .routes(routes!(addresses::scan))
         .routes(routes!(addresses::apply))
         .routes(routes!(shares::incoming))

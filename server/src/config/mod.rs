@@ -170,7 +170,8 @@ pub struct Features {
     pub caldav_enabled: bool,
     pub caldav_sync_interval_hours: u64,
     pub caldav_two_way_enabled: bool,
-    /// `PHOTO_LIBRARY_SYNC_INTERVAL_HOURS` (the spec leaves the name open).
+    /// `PHOTO_LIBRARY_SYNC_INTERVAL_HOURS` (the spec leaves the name open; the existing
+    /// implementation's `IMMICH_SYNC_INTERVAL_HOURS` is read when it is not set).
     pub photo_library_sync_interval_hours: u64,
     pub webhook_block_private_urls: bool,
     /// `WEBHOOK_TIMEOUT_SECONDS` (default 10, 1 to 120): how long one webhook, topic or push
@@ -394,7 +395,12 @@ impl Config {
             caldav_enabled: env.bool("CALDAV_ENABLED", false),
             caldav_sync_interval_hours: env.count("CALDAV_SYNC_INTERVAL_HOURS", 6, 8_760).max(1),
             caldav_two_way_enabled: env.bool("CALDAV_TWO_WAY_ENABLED", false),
-            photo_library_sync_interval_hours: env.count("PHOTO_LIBRARY_SYNC_INTERVAL_HOURS", 6, 8_760).max(1),
+            // The existing implementation's name is read too, for an operator moving over.
+            photo_library_sync_interval_hours: match env.string("PHOTO_LIBRARY_SYNC_INTERVAL_HOURS") {
+                Some(_) => env.count("PHOTO_LIBRARY_SYNC_INTERVAL_HOURS", 6, 8_760),
+                None => env.count("IMMICH_SYNC_INTERVAL_HOURS", 6, 8_760),
+            }
+            .max(1),
             webhook_block_private_urls: env.bool("WEBHOOK_BLOCK_PRIVATE_URLS", false),
             webhook_timeout_seconds: env.count("WEBHOOK_TIMEOUT_SECONDS", 10, 120).max(1),
             caldav_block_private_urls: env.bool("CALDAV_BLOCK_PRIVATE_URLS", false),

@@ -31,6 +31,7 @@ pub const SEARCH_REBUILD: &str = "search_index_rebuild";
 pub const ALERTS: &str = "alert_evaluation";
 pub const RELEASE_CHECK: &str = "release_check";
 pub const SUBSCRIPTIONS: &str = "subscription_sync";
+pub const PHOTO_LIBRARY: &str = "photo_library_sync";
 pub use steps::{CALENDAR_SYNC, CONTACT_SYNC, sync_now};
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -120,6 +121,16 @@ pub static JOBS: &[Job] = &[
         schedule: Schedule::Every { first: |_, _| Duration::from_secs(60), every: |_| Duration::from_secs(5 * 60) },
         enabled: |_| true,
         step: |s, c| Box::pin(steps::subscriptions(s, c)),
+    },
+    Job {
+        name: PHOTO_LIBRARY,
+        // Every user's linked people, a few minutes after start.
+        schedule: Schedule::Every {
+            first: |_, _| Duration::from_secs(3 * 60),
+            every: |c| hours(c.features.photo_library_sync_interval_hours),
+        },
+        enabled: |_| true,
+        step: |s, _| Box::pin(steps::photo_library(s)),
     },
     Job {
         name: SEARCH_REBUILD,

@@ -213,6 +213,21 @@ pub async fn release_check(state: AppState) -> Result<Ran> {
     }
 }
 
+/// The photo library's sync ([`crate::integrations::immich::sync_all`]): items: users synced;
+/// a failure when some user's sync failed (each is an `integration_failed` event too).
+pub async fn photo_library(state: AppState) -> Result<Ran> {
+    let (ok, failed) = crate::integrations::immich::sync_all(&state.integrations)
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    if failed > 0 {
+        return Err(Error::Internal(format!("{failed} of {} user(s)' photo library sync failed", ok + failed)));
+    }
+    if ok == 0 {
+        return Ok(Ran::Skipped("no user has the photo library connected with its sync on".into()));
+    }
+    Ok(Ran::Items(ok))
+}
+
 /// The runs of one address book's sync (not a row: `subscription_sync` starts them).
 pub const CONTACT_SYNC: &str = "contact_sync";
 /// The runs of one calendar's sync (not a row: `subscription_sync` starts them).

@@ -203,25 +203,36 @@ pub async fn check(url: &str, block_internal: bool) -> Result<Url, String> {
 
 /// Resolves `host` once; refuses it when any answer is internal (or there is none).
 async fn resolve_public(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+    resolve_checked(host, port, false).await
+}
+
+/// [`resolve_public`], loopback answers let through when `loopback` (the test builds' path).
+async fn resolve_checked(host: &str, port: u16, loopback: bool) -> Result<Vec<SocketAddr>, String> {
     let addresses: Vec<SocketAddr> =
         tokio::net::lookup_host((host, port)).await.map_err(|e| format!("cannot resolve {host}: {e}"))?.collect();
     if addresses.is_empty() {
         return Err(format!("{host} has no address"));
     }
-    if let Some(bad) = addresses.iter().find(|a| is_internal(a.ip())) {
+    if let Some(bad) = addresses.iter().find(|a| refused(a.ip(), loopback)) {
         return Err(format!("{host} resolves to {} which {REFUSED}", bad.ip()));
     }
     Ok(addresses)
 }
 
-/// A resolver that hands the connector only addresses it checked.
-struct PublicOnly;
+fn refused(ip: IpAddr, loopback: bool) -> bool {
+    is_internal(ip) && !(loopback && ip.is_loopback())
+}
+
+/// A resolver that hands the connector only addresses it checked (loopback ones too when
+/// `.0`: the test builds' path of the guarded-always client).
+struct PublicOnly(bool);
 
 impl Resolve for PublicOnly {
     fn resolve(&self, name: Name) -> Resolving {
         let host = name.as_str().to_string();
+        let loopback = self.0;
         Box::pin(async move {
-            let addresses = resolve_public(&host, 0)
+            let addresses = resolve_checked(&host, 0, loopback)
                 .await
                 .map_err(|e| Box::new(Refused(e)) as Box<dyn std::error::Error + Send + Sync>)?;
             Ok(Box::new(addresses.into_iter()) as Addrs)
@@ -273,9 +284,78 @@ pub fn guarded_client(block_internal: bool, timeout: Duration) -> Result<reqwest
         .redirect(policy)
         .user_agent(concat!("mycorrhizal/", env!("CARGO_PKG_VERSION")));
     if block_internal {
-        builder = builder.dns_resolver(Arc::new(PublicOnly));
+        builder = builder.dns_resolver(Arc::new(PublicOnly(false)));
     }
     builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// Whether this build lets the guarded-always integrations reach loopback (127.0.0.0/8 and
+/// `::1`, nothing else internal): only a debug build, the test suite's, started with
+/// `MYCORRHIZAL_TEST_LOOPBACK_OUTBOUND=1`, so that tests can reach their stand-ins. A release
+/// build has no such path: this is `false` there whatever the environment says.
+pub fn test_loopback() -> bool {
+    #[cfg(debug_assertions)]
+    {
+        std::env::var_os("MYCORRHIZAL_TEST_LOOPBACK_OUTBOUND").is_some_and(|v| v == "1")
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        false
+    }
+}
+
+/// The early answer for a guarded-always integration (photo library, document archive, file
+/// library, WebDAV): http(s), and a host that is and resolves only to public addresses.
+pub async fn check_always(url: &str) -> Result<Url, String> {
+    let parsed = parse(url)?;
+    let loopback = test_loopback();
+    match literal(&parsed) {
+        Some(ip) if refused(ip, loopback) => return Err(format!("{ip} {REFUSED}")),
+        Some(_) => {}
+        None => {
+            let host = parsed.host_str().unwrap_or_default().to_string();
+            let port = parsed.port_or_known_default().unwrap_or(443);
+            resolve_checked(&host, port, loopback).await?;
+        }
+    }
+    Ok(parsed)
+}
+
+/// Refuses `url` when its host is an internal literal, under the guarded-always posture.
+pub fn check_literal_always(url: &Url) -> Result<(), String> {
+    match literal(url) {
+        Some(ip) if refused(ip, test_loopback()) => Err(format!("{ip} {REFUSED}")),
+        _ => Ok(()),
+    }
+}
+
+/// The client of the guarded-always integrations: names resolved once by the guard and
+/// connected to as checked, internal literals refused before the request
+/// ([`check_literal_always`], the caller's). A redirect is followed (at most three) only on the
+/// same host (`http` to `https` behind a proxy): a key in a header of the integration's own
+/// (`x-api-key`) would otherwise travel to whatever host a redirect names.
+pub fn always_client(timeout: Duration) -> Result<reqwest::Client, String> {
+    let policy = reqwest::redirect::Policy::custom(move |attempt| {
+        let same_host = attempt.previous().first().and_then(|u| u.host_str()) == attempt.url().host_str();
+        if attempt.previous().len() >= 3 {
+            attempt.error("too many redirects")
+        } else if !same_host {
+            attempt.error(Refused("a redirect to another host is not followed".into()))
+        } else {
+            match check_literal_always(attempt.url()) {
+                Ok(()) => attempt.follow(),
+                Err(e) => attempt.error(Refused(format!("redirect refused: {e}"))),
+            }
+        }
+    });
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(5).min(timeout))
+        .timeout(timeout)
+        .redirect(policy)
+        .user_agent(concat!("mycorrhizal/", env!("CARGO_PKG_VERSION")))
+        .dns_resolver(Arc::new(PublicOnly(test_loopback())))
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
 #[cfg(test)]

@@ -336,3 +336,102 @@ pub fn recent_of_contact(v: &UserView, contact: u64, limit: usize) -> Result<Vec
         Walk { index: crate::crm::records::BY_CONTACT, from: &from, to: Some(&to), after: None, descending: true };
     Ok(v.walk::<ExternalActivity>(walk, limit, |_| true)?.rows)
 }
+
+/// The user's identities in `system`, each with its contact (the integrations' sync).
+pub fn of_system(v: &UserView, system: &str) -> Result<Vec<Row<ExternalIdentity>>> {
+    let walk = Walk { index: UPDATED_INDEX, from: "", to: None, after: None, descending: false };
+    Ok(v.walk::<ExternalIdentity>(walk, usize::MAX, |r| r.body.system == system)?.rows)
+}
+
+/// The contact's identity in `system` named `external_id`, if linked.
+pub fn find_identity(v: &UserView, system: &str, external_id: &str) -> Result<Option<Row<ExternalIdentity>>> {
+    let key = format!("{system}\u{1f}{external_id}");
+    Ok(v.find::<ExternalIdentity>(super::BY_EXTERNAL_ID, &key)?.first().and_then(|id| v.get(*id).ok()))
+}
+
+/// Whether `contact` has an activity of `system` named `external_id` (a photo it appears in).
+pub fn has_activity(v: &UserView, system: &str, external_id: &str, contact: u64) -> Result<bool> {
+    let key = format!("{system}\u{1f}{external_id}\u{1f}{contact}");
+    Ok(!v.find::<ExternalActivity>(super::BY_EXTERNAL_ID, &key)?.is_empty())
+}
+
+/// One thing a sync saw: an activity to record for a contact, or to move to its new date.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub external_id: String,
+    pub kind: String,
+    pub occurred_at: Timestamp,
+    pub payload: Map<String, Value>,
+}
+
+/// Records what a sync of identity `identity` saw, in one transaction: each activity created
+/// for the identity's contact (or its date brought up to date), and the identity marked
+/// synced with `metadata` merged into its own. Returns how many activities were new.
+pub async fn record_sync(
+    scope: &UserScope,
+    identity: u64,
+    seen: Vec<Seen>,
+    metadata: Map<String, Value>,
+) -> Result<usize> {
+    Ok(scope
+        .write_async(move |tx| {
+            let who = tx.get::<ExternalIdentity>(identity)?;
+            let contact = who.body.contact_id;
+            let mut created = 0;
+            for s in &seen {
+                let key = format!("{}\u{1f}{}\u{1f}{contact}", who.body.system, s.external_id);
+                match tx.find::<ExternalActivity>(super::BY_EXTERNAL_ID, &key)?.first() {
+                    Some(&id) => {
+                        let at = s.occurred_at;
+                        if tx.get::<ExternalActivity>(id)?.body.occurred_at != at {
+                            tx.update::<ExternalActivity>(id, Precondition::Any, move |a| {
+                                a.occurred_at = at;
+                                Ok(())
+                            })?;
+                        }
+                    }
+                    None => {
+                        tx.create(ExternalActivity {
+                            contact_id: contact,
+                            source_system: who.body.system.clone(),
+                            external_id: s.external_id.clone(),
+                            kind: s.kind.clone(),
+                            occurred_at: s.occurred_at,
+                            payload: Value::Object(s.payload.clone()).to_string(),
+                            provenance: "external".into(),
+                            sync_state: "synced".into(),
+                        })?;
+                        created += 1;
+                    }
+                }
+            }
+            let (metadata, now) = (metadata.clone(), tx.now());
+            tx.update::<ExternalIdentity>(identity, Precondition::Any, move |i| {
+                let mut merged = match serde_json::from_str::<Value>(&i.metadata) {
+                    Ok(Value::Object(m)) => m,
+                    _ => Map::new(),
+                };
+                merged.extend(metadata);
+                i.metadata = Value::Object(merged).to_string();
+                i.sync_status = "synced".into();
+                i.last_synced_at = Some(now);
+                Ok(())
+            })?;
+            Ok(created)
+        })
+        .await?)
+}
+
+/// Marks identity `id` as failing to sync (its status `error`).
+pub async fn mark_error(scope: &UserScope, id: u64) -> Result<()> {
+    scope
+        .write_async(move |tx| {
+            tx.update::<ExternalIdentity>(id, Precondition::Any, |i| {
+                i.sync_status = "error".into();
+                Ok(())
+            })
+            .map(|_| ())
+        })
+        .await?;
+    Ok(())
+}

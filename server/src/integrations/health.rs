@@ -1,0 +1,90 @@
+//! What the operator is told of the users' integrations: per system, how many users connected
+//! it, and whether each answers now (a connection test, [`PROBE_TIMEOUT`] each, all at once)
+//! or holds a credential that no longer opens. Names no user and no address.
+
+use std::time::Duration;
+
+use super::{Integrations, System, config};
+
+/// How long one user's connection test may take in the sweep.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Most connections probed per system in one sweep (the rest are judged by their last use).
+pub const MAX_PROBED: usize = 20;
+
+/// One system's state across users.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemHealth {
+    pub system: System,
+    pub configured: usize,
+    /// Connections that failed their test, or (past [`MAX_PROBED`]) their last use.
+    pub failing: usize,
+    /// Connections whose credential no longer opens (re-entered by their users).
+    pub unreadable: usize,
+    /// The first failure's message.
+    pub example: String,
+}
+
+/// Every system some user connected.
+pub async fn sweep(i: &Integrations) -> Vec<SystemHealth> {
+    let mut out = Vec::new();
+    for system in System::ALL {
+        let Ok(users) = config::configured(i, system) else { continue };
+        if users.is_empty() {
+            continue;
+        }
+        let mut h = SystemHealth { system, configured: users.len(), failing: 0, unreadable: 0, example: String::new() };
+        let mut probes = tokio::task::JoinSet::new();
+        for (n, (user, connection)) in users.into_iter().enumerate() {
+            if config::open(i, user, system).is_err() {
+                h.unreadable += 1;
+                continue;
+            }
+            if n >= MAX_PROBED {
+                if connection.health.consecutive_failures > 0 {
+                    h.failing += 1;
+                    h.example.get_or_insert_default_with(&connection.health.last_error);
+                }
+                continue;
+            }
+            let i = i.clone();
+            probes.spawn(async move {
+                match tokio::time::timeout(PROBE_TIMEOUT, test(&i, user, system)).await {
+                    Ok(Ok(r)) if r.ok => None,
+                    Ok(Ok(r)) => Some(r.message),
+                    Ok(Err(e)) => Some(e.to_string()),
+                    Err(_) => Some(format!("no answer within {} s", PROBE_TIMEOUT.as_secs())),
+                }
+            });
+        }
+        while let Some(answer) = probes.join_next().await {
+            if let Ok(Some(why)) = answer {
+                h.failing += 1;
+                h.example.get_or_insert_default_with(&why);
+            }
+        }
+        out.push(h);
+    }
+    out
+}
+
+/// `system`'s connection test for `user`.
+pub async fn test(i: &Integrations, user: u64, system: System) -> super::Result<super::remote::TestResult> {
+    match system {
+        System::Immich => super::immich::test(i, user).await,
+        System::Paperless => super::paperless::test(i, user).await,
+        System::Seafile => super::seafile::test(i, user).await,
+        System::Nextcloud => super::webdav::test(i, user).await,
+    }
+}
+
+trait FirstText {
+    fn get_or_insert_default_with(&mut self, text: &str);
+}
+
+impl FirstText for String {
+    fn get_or_insert_default_with(&mut self, text: &str) {
+        if self.is_empty() {
+            self.push_str(text);
+        }
+    }
+}
