@@ -33,6 +33,7 @@ mod helpers;
 mod households;
 mod import;
 mod inventory;
+mod integrations;
 mod isolation;
 mod jobs;
 mod keys;
