@@ -54,7 +54,7 @@ pub async fn put_config(
     Json(input): Json<ConfigInput>,
 ) -> Result<axum::Json<ConfigView>, ApiError> {
     let system = system(&name)?;
-    Ok(axum::Json(config::save(&state.integrations, user.id.0, system, input).await?))
+    Ok(axum::Json(crate::integrations::connect::save(&state.integrations, user.id.0, system, input).await?))
 }
 
 #[utoipa::path(delete, path = "/api/v1/{system}/config", tag = "integrations",

@@ -1,7 +1,7 @@
 //! Each user's integration settings: one global record per user (`sys:integrations`, keyed by
 //! the user's id) with a [`Connection`] per system. The credential is sealed
 //! ([`Integrations::binding`]) and only ever said to be set; the address is checked by the
-//! guard when saved and at every request. What happened at the last use is kept beside it
+//! guard when saved (`super::connect`) and at every request. What happened at the last use is kept beside it
 //! ([`Health`]), so the settings page, the API and the diagnostics tell the truth.
 
 use jiff::Timestamp;
@@ -270,10 +270,10 @@ pub fn normalise(system: System, raw: &str) -> std::result::Result<String, Strin
     }
 }
 
-/// Saves `system`'s settings: the address checked by the guard, the credential required the
-/// first time (kept when left out after), sealed. WebDAV's is checked first by
-/// `webdav::admit` (an app password, and where its files are).
-pub async fn save(i: &Integrations, user: u64, system: System, input: ConfigInput) -> Result<ConfigView> {
+/// Checks `system`'s settings before they are saved: the address (the guard too), the
+/// credential (required the first time, kept when left out after while the server and account
+/// are the same). Returns them opened, and whether the sync is on.
+pub async fn prepare(i: &Integrations, user: u64, system: System, input: ConfigInput) -> Result<(Opened, bool)> {
     let base_url = normalise(system, &input.base_url).map_err(|r| CrmError::invalid("base_url", r))?;
     crate::outbound::check_always(&base_url).await.map_err(|r| CrmError::invalid("base_url", r))?;
     let secret = input.secret(system);
@@ -290,9 +290,8 @@ pub async fn save(i: &Integrations, user: u64, system: System, input: ConfigInpu
         }
     }
     let current = read(i, user)?;
-    let existing = current.get(system).filter(|c| opens(i, user, system, c));
-    // A credential left out is kept while the server and account are the same.
-    let kept = existing
+    let kept = current
+        .get(system)
         .filter(|c| c.base_url == base_url && c.username == username)
         .and_then(|c| i.data_key.decrypt(&c.sealed_secret, &i.binding(user, system)))
         .and_then(|s| String::from_utf8(s).ok());
@@ -300,32 +299,27 @@ pub async fn save(i: &Integrations, user: u64, system: System, input: ConfigInpu
         let reason = format!("is required when first connecting {} (or after its address changes)", system.label());
         return Err(CrmError::invalid(system.secret_field(), reason).into());
     };
-    let mut opened = Opened {
-        system,
-        user,
-        base_url: base_url.clone(),
-        username: username.clone(),
-        secret: plain.clone(),
-        dav_root: String::new(),
-    };
-    if system == System::Nextcloud {
-        opened.dav_root = super::webdav::admit(i, &opened).await?;
-    }
-    let sealed = i.data_key.encrypt(plain.as_bytes(), &i.binding(user, system)).map_err(CrmError::internal)?;
-    let sync_enabled = input.sync_enabled.unwrap_or(true);
-    let dav_root = opened.dav_root.clone();
+    let opened = Opened { system, user, base_url, username, secret: plain, dav_root: String::new() };
+    Ok((opened, input.sync_enabled.unwrap_or(true)))
+}
+
+/// Stores settings [`prepare`] checked, the credential sealed. What was known of the
+/// connection's health stays while the address does.
+pub async fn store(i: &Integrations, opened: Opened, sync_enabled: bool) -> Result<ConfigView> {
+    let (user, system) = (opened.user, opened.system);
+    let sealed = i.data_key.encrypt(opened.secret.as_bytes(), &i.binding(user, system)).map_err(CrmError::internal)?;
     let saved = i
         .engine
         .write_async(move |tx| {
             let mut c = config_in(tx, user)?;
             let slot = c.slot(system);
-            let health = slot.as_ref().filter(|old| old.base_url == base_url).map(|old| old.health.clone());
+            let health = slot.as_ref().filter(|old| old.base_url == opened.base_url).map(|old| old.health.clone());
             *slot = Some(Connection {
-                base_url: base_url.clone(),
-                username: username.clone(),
+                base_url: opened.base_url.clone(),
+                username: opened.username.clone(),
                 sealed_secret: sealed.clone(),
                 sync_enabled,
-                dav_root: dav_root.clone(),
+                dav_root: opened.dav_root.clone(),
                 updated_at: tx.now(),
                 health: health.unwrap_or_default(),
             });

@@ -16,6 +16,7 @@
 //! - [`health`]: the `integration_<system>` diagnostics.
 
 pub mod config;
+pub mod connect;
 pub mod health;
 pub mod immich;
 pub mod paperless;

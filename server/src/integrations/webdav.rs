@@ -24,7 +24,7 @@ use utoipa::ToSchema;
 
 use super::config::Opened;
 use super::remote::{Body, Call, Failure, TestResult, join, segment};
-use super::{Error, Integrations, Result, System};
+use super::{Integrations, Result, System};
 use crate::crm::external::ops::{ExternalIdentityInput, ExternalIdentityView};
 
 const DAV: &str = "DAV:";
@@ -412,12 +412,7 @@ pub async fn link(i: &Integrations, scope: &UserScope, user: u64, uid: &str, inp
         metadata: Some(metadata),
         sync_status: None,
     };
-    super::save_link(scope, input).await.map_err(|e| match e {
-        Error::Crm(crate::crm::Error::Engine(mycorrhizal_engine::Error::Duplicate { .. })) => {
-            crate::crm::Error::Conflict("This file is already linked to a contact.".into()).into()
-        }
-        e => e,
-    })
+    super::save_link(scope, input).await
 }
 
 #[cfg(test)]

@@ -335,7 +335,19 @@ pub fn check_literal_always(url: &Url) -> Result<(), String> {
 /// same host (`http` to `https` behind a proxy): a key in a header of the integration's own
 /// (`x-api-key`) would otherwise travel to whatever host a redirect names.
 pub fn always_client(timeout: Duration) -> Result<reqwest::Client, String> {
-    let policy = reqwest::redirect::Policy::custom(move |attempt| {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(5).min(timeout))
+        .timeout(timeout)
+        .redirect(always_redirects())
+        .user_agent(concat!("mycorrhizal/", env!("CARGO_PKG_VERSION")))
+        .dns_resolver(Arc::new(PublicOnly(test_loopback())))
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// The guarded-always redirect rule: at most three, on the same host, to no refused literal.
+fn always_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(move |attempt| {
         let same_host = attempt.previous().first().and_then(|u| u.host_str()) == attempt.url().host_str();
         if attempt.previous().len() >= 3 {
             attempt.error("too many redirects")
@@ -347,15 +359,7 @@ pub fn always_client(timeout: Duration) -> Result<reqwest::Client, String> {
                 Err(e) => attempt.error(Refused(format!("redirect refused: {e}"))),
             }
         }
-    });
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(5).min(timeout))
-        .timeout(timeout)
-        .redirect(policy)
-        .user_agent(concat!("mycorrhizal/", env!("CARGO_PKG_VERSION")))
-        .dns_resolver(Arc::new(PublicOnly(test_loopback())))
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+    })
 }
 
 #[cfg(test)]
@@ -462,5 +466,58 @@ mod tests {
         let accepted = tokio::spawn(async move { listener.accept().await.is_ok() });
         let _ = open.get(format!("http://localhost:{port}/")).send().await;
         assert!(accepted.await.unwrap(), "without blocking the same name is reached");
+    }
+
+    #[tokio::test]
+    async fn the_guarded_always_posture_refuses_internal_addresses_without_the_test_path() {
+        // The test binary is not started with MYCORRHIZAL_TEST_LOOPBACK_OUTBOUND.
+        assert!(!test_loopback());
+        for url in [
+            "http://127.0.0.1:2283",
+            "http://localhost:2283",
+            "http://[::1]/",
+            "http://10.0.0.1/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://169.254.169.254/latest",
+        ] {
+            assert!(check_always(url).await.is_err(), "{url}");
+            assert!(check_literal_always(&Url::parse(url).unwrap()).is_err() || literal(&Url::parse(url).unwrap()).is_none());
+        }
+        assert!(!refused("8.8.8.8".parse().unwrap(), false));
+        assert!(refused("127.0.0.1".parse().unwrap(), false));
+        // The test path lets loopback through and nothing else internal.
+        assert!(!refused("127.0.0.1".parse().unwrap(), true));
+        assert!(!refused("::1".parse().unwrap(), true));
+        assert!(refused("10.0.0.1".parse().unwrap(), true));
+        assert!(refused("::ffff:127.0.0.1".parse().unwrap(), true));
+        assert!(refused("169.254.169.254".parse().unwrap(), true));
+    }
+
+    #[tokio::test]
+    async fn the_guarded_always_client_refuses_a_loopback_name_at_connect_time() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let client = always_client(Duration::from_secs(2)).unwrap();
+        let error = client.get(format!("http://localhost:{port}/")).send().await.unwrap_err();
+        assert!(is_refusal(&error), "{error:?}");
+    }
+
+    #[tokio::test]
+    async fn the_guarded_always_client_follows_no_redirect_to_another_host() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // The guarded-always redirect rule on a client that may reach this loopback server:
+        // the redirect it answers goes to another host and must not be followed.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buffer = [0u8; 1024];
+            let _ = socket.read(&mut buffer).await;
+            let answer = "HTTP/1.1 302 Found\r\nLocation: http://example.org/steal\r\nContent-Length: 0\r\n\r\n";
+            let _ = socket.write_all(answer.as_bytes()).await;
+        });
+        let client = reqwest::Client::builder().redirect(always_redirects()).build().unwrap();
+        let error = client.get(format!("http://127.0.0.1:{port}/")).send().await.unwrap_err();
+        assert!(is_refusal(&error), "{error:?}");
     }
 }
