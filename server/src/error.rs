@@ -260,6 +260,7 @@ impl From<crate::integrations::Error> for ApiError {
             E::Crm(e) => e.into(),
             E::Remote { system, message } => ApiError::Integration { service: system.name(), message },
             E::Missing(message) => ApiError::Missing(message),
+            e @ E::NotConfigured(_) => ApiError::Conflict(e.to_string()),
         }
     }
 }

@@ -139,8 +139,8 @@ async fn the_photo_library_links_a_person_syncs_their_photos_and_fills_the_pictu
     let empty = json_of(ada.get("/api/v1/immich/config").await, 200).await;
     assert_eq!((empty["base_url"].as_str(), empty["has_api_key"].as_bool()), (Some(""), Some(false)), "{empty}");
     assert_eq!(empty["status"], "not_configured");
-    let unset = json_of(ada.get("/api/v1/immich/people").await, 503).await;
-    assert_eq!(unset["code"], "EXTERNAL_SERVICE_ERROR", "{unset}");
+    let unset = json_of(ada.get("/api/v1/immich/people").await, 409).await;
+    assert!(unset["message"].as_str().unwrap().contains("not configured"), "{unset}");
 
     let address = format!("{}/api/", library.base);
     let keyless = json_of(put(&ada, "/api/v1/immich/config", json!({ "base_url": address })).await, 400).await;
@@ -390,7 +390,7 @@ async fn the_document_archive_finds_documents_by_correspondent_or_text_and_links
     assert_eq!(detail["external_identities"][0]["system"], "paperless", "{detail}");
 
     let bob = server.sign_up("bob").await;
-    assert_eq!(json_of(bob.get("/api/v1/paperless/documents").await, 503).await["details"]["service"], "paperless");
+    assert_eq!(bob.get("/api/v1/paperless/documents").await.status(), 409, "not configured for Bob");
     let id = identity["id"].as_u64().unwrap();
     let theirs = bob.send(Method::DELETE, &format!("/api/v1/paperless/contacts/{ann_uid}/links/{id}"), json!({})).await;
     assert_eq!(theirs.status(), 404, "not Bob's");
@@ -599,10 +599,10 @@ async fn isolation_holds_across_every_integration_route() {
     for system in ["immich", "paperless", "seafile", "nextcloud"] {
         let config = json_of(bob.get(&format!("/api/v1/{system}/config")).await, 200).await;
         assert_eq!(config["status"], "not_configured", "{system}");
-        assert_eq!(bob.post(&format!("/api/v1/{system}/test-connection"), json!({})).await.status(), 503, "{system}");
+        assert_eq!(bob.post(&format!("/api/v1/{system}/test-connection"), json!({})).await.status(), 409, "{system}");
     }
     assert_eq!(bob.post(&format!("/api/v1/immich/contacts/{ann_uid}/link"), json!({ "person_id": "p-ann" })).await.status(), 404);
     assert_eq!(bob.send(Method::DELETE, &format!("/api/v1/immich/contacts/{ann_uid}/link"), json!({})).await.status(), 404);
-    assert_eq!(bob.post("/api/v1/immich/sync", json!({})).await.status(), 503);
+    assert_eq!(bob.post("/api/v1/immich/sync", json!({})).await.status(), 409);
     assert_eq!(library.seen().len(), before, "none of Bob's requests reached Ada's library");
 }

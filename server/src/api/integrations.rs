@@ -75,7 +75,8 @@ pub async fn delete_config(
     params(("system" = String, Path, pattern = "^(immich|paperless|seafile|nextcloud)$")),
     responses((status = 200, body = TestResult, description = "`{ok, stage, message}`: the stored settings tried; a failure is 200 with `ok: false`"),
         (status = 404, description = "No such system"),
-        (status = 503, description = "Not configured, or the credential no longer opens (re-enter it)")))]
+        (status = 409, description = "Not configured"),
+        (status = 503, description = "The credential no longer opens after a key change (re-enter it)")))]
 pub async fn test_connection(
     State(state): State<AppState>,
     user: AuthUser,
@@ -132,14 +133,15 @@ pub struct ImmichPeople {
 
 #[utoipa::path(get, path = "/api/v1/immich/people", tag = "integrations", responses(
     (status = 200, body = ImmichPeople, description = "The library's people, named first"),
-    (status = 503, description = "Immich not configured or not answering")))]
+    (status = 409, description = "Immich not configured"), (status = 503, description = "Immich not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn immich_people(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<ImmichPeople>, ApiError> {
     Ok(axum::Json(ImmichPeople { people: immich::people(&state.integrations, user.id.0).await? }))
 }
 
 #[utoipa::path(post, path = "/api/v1/immich/sync", tag = "integrations", responses(
     (status = 200, body = immich::Synced, description = "Every linked person synced (some may have failed: `failed`)"),
-    (status = 503, description = "Not configured, or every linked person failed")))]
+    (status = 409, description = "Immich not configured"),
+    (status = 503, description = "Every linked person failed, or the credential no longer opens")))]
 pub async fn immich_sync(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<immich::Synced>, ApiError> {
     Ok(axum::Json(immich::sync_user(&state.integrations, user.id.0).await?))
 }
@@ -160,7 +162,7 @@ pub struct ImmichLinkInput {
     (status = 201, body = IntegrationLinked), (status = 400, description = "No person_id"),
     (status = 404, description = "No such contact, or no such person in Immich"),
     (status = 409, description = "The contact is linked already, or the person is linked to another contact"),
-    (status = 503, description = "Immich not configured or not answering")))]
+    (status = 409, description = "Immich not configured"), (status = 503, description = "Immich not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn immich_link(
     State(state): State<AppState>,
     user: AuthUser,
@@ -223,7 +225,7 @@ fn image(img: immich::Image) -> Response {
     params(("vcard_uid" = String, Path)), responses(
     (status = 200, content_type = "image/jpeg", description = "The linked person's face (JPEG, PNG, GIF or WebP, at most 10 MB)"),
     (status = 404, description = "No such contact, not linked, or no such person"),
-    (status = 503, description = "Immich not configured or not answering")))]
+    (status = 409, description = "Immich not configured"), (status = 503, description = "Immich not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn immich_thumbnail(
     State(state): State<AppState>,
     user: AuthUser,
@@ -242,7 +244,7 @@ pub struct ImmichAssets {
     params(("vcard_uid" = String, Path)), responses(
     (status = 200, body = ImmichAssets, description = "The person's 30 newest photos, newest first (recorded on the timeline too)"),
     (status = 404, description = "No such contact, or not linked"),
-    (status = 503, description = "Immich not configured or not answering")))]
+    (status = 409, description = "Immich not configured"), (status = 503, description = "Immich not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn immich_assets(
     State(state): State<AppState>,
     user: AuthUser,
@@ -263,7 +265,7 @@ pub struct AssetPath {
     params(AssetPath), responses(
     (status = 200, content_type = "image/jpeg", description = "The photo's thumbnail (JPEG, PNG, GIF or WebP, at most 10 MB)"),
     (status = 404, description = "No such contact, not linked, or not a photo recorded of this contact"),
-    (status = 503, description = "Immich not configured or not answering")))]
+    (status = 409, description = "Immich not configured"), (status = 503, description = "Immich not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn immich_asset_image(
     State(state): State<AppState>,
     user: AuthUser,
@@ -308,7 +310,7 @@ pub struct PaperlessDocuments {
 #[utoipa::path(get, path = "/api/v1/paperless/documents", tag = "integrations", params(DocumentQuery), responses(
     (status = 200, body = PaperlessDocuments, description = "Matching documents, newest added first, at most 100"),
     (status = 400, description = "Bad correspondent or tag, named"),
-    (status = 503, description = "Paperless not configured or not answering")))]
+    (status = 409, description = "Paperless not configured"), (status = 503, description = "Paperless not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn paperless_documents(
     State(state): State<AppState>,
     user: AuthUser,
@@ -333,7 +335,7 @@ pub struct PaperlessLabels {
 
 #[utoipa::path(get, path = "/api/v1/paperless/correspondents", tag = "integrations", responses(
     (status = 200, body = PaperlessLabels, description = "`{correspondents}`, by name"),
-    (status = 503, description = "Paperless not configured or not answering")))]
+    (status = 409, description = "Paperless not configured"), (status = 503, description = "Paperless not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn paperless_correspondents(
     State(state): State<AppState>,
     user: AuthUser,
@@ -344,7 +346,7 @@ pub async fn paperless_correspondents(
 
 #[utoipa::path(get, path = "/api/v1/paperless/tags", tag = "integrations", responses(
     (status = 200, body = PaperlessLabels, description = "`{tags}`, by name"),
-    (status = 503, description = "Paperless not configured or not answering")))]
+    (status = 409, description = "Paperless not configured"), (status = 503, description = "Paperless not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn paperless_tags(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<PaperlessLabels>, ApiError> {
     let list = paperless::labels(&state.integrations, user.id.0, true).await?;
     Ok(axum::Json(PaperlessLabels { correspondents: None, tags: Some(list) }))
@@ -362,7 +364,7 @@ pub struct PaperlessLinkInput {
     (status = 201, body = IntegrationLinked), (status = 400, description = "Not a document id"),
     (status = 404, description = "No such contact or document"),
     (status = 409, description = "The document is linked to a contact already"),
-    (status = 503, description = "Paperless not configured or not answering")))]
+    (status = 409, description = "Paperless not configured"), (status = 503, description = "Paperless not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn paperless_link(
     State(state): State<AppState>,
     user: AuthUser,
@@ -388,7 +390,7 @@ pub struct SeafileLibraries {
 }
 
 #[utoipa::path(get, path = "/api/v1/seafile/libraries", tag = "integrations", responses(
-    (status = 200, body = SeafileLibraries), (status = 503, description = "Seafile not configured or not answering")))]
+    (status = 200, body = SeafileLibraries), (status = 409, description = "Seafile not configured"), (status = 503, description = "Seafile not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn seafile_libraries(
     State(state): State<AppState>,
     user: AuthUser,
@@ -413,7 +415,7 @@ pub struct SeafileItems {
     params(("repo_id" = String, Path), DirQuery), responses(
     (status = 200, body = SeafileItems, description = "The folder's entries, folders first"),
     (status = 400, description = "Bad path, named"), (status = 404, description = "No such library or folder"),
-    (status = 503, description = "Seafile not configured or not answering")))]
+    (status = 409, description = "Seafile not configured"), (status = 503, description = "Seafile not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn seafile_dir(
     State(state): State<AppState>,
     user: AuthUser,
@@ -428,7 +430,7 @@ pub async fn seafile_dir(
     (status = 201, body = IntegrationLinked), (status = 400, description = "Bad library or path, named"),
     (status = 404, description = "No such contact, library, file or folder"),
     (status = 409, description = "Linked to a contact already"),
-    (status = 503, description = "Seafile not configured or not answering")))]
+    (status = 409, description = "Seafile not configured"), (status = 503, description = "Seafile not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn seafile_link(
     State(state): State<AppState>,
     user: AuthUser,
@@ -451,7 +453,7 @@ pub struct WebdavItems {
 #[utoipa::path(get, path = "/api/v1/nextcloud/dir", tag = "integrations", params(DirQuery), responses(
     (status = 200, body = WebdavItems, description = "The folder's entries, folders first (paths end with `/`)"),
     (status = 400, description = "Bad path, named"), (status = 404, description = "No such folder"),
-    (status = 503, description = "WebDAV not configured or not answering")))]
+    (status = 409, description = "WebDAV not configured"), (status = 503, description = "WebDAV not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn webdav_dir(
     State(state): State<AppState>,
     user: AuthUser,
@@ -465,7 +467,7 @@ pub async fn webdav_dir(
     (status = 201, body = IntegrationLinked), (status = 400, description = "Bad path, named"),
     (status = 404, description = "No such contact, file or folder"),
     (status = 409, description = "Linked to a contact already"),
-    (status = 503, description = "WebDAV not configured or not answering")))]
+    (status = 409, description = "WebDAV not configured"), (status = 503, description = "WebDAV not answering, refusing the credential, or the credential no longer opens")))]
 pub async fn webdav_link(
     State(state): State<AppState>,
     user: AuthUser,

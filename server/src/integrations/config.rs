@@ -348,12 +348,7 @@ pub async fn delete(i: &Integrations, user: u64, system: System) -> Result<()> {
 /// user can act on.
 pub fn open(i: &Integrations, user: u64, system: System) -> Result<Opened> {
     let config = read(i, user)?;
-    let Some(c) = config.get(system) else {
-        return Err(Error::Remote {
-            system,
-            message: format!("{} is not configured: connect it in the settings first.", system.label()),
-        });
-    };
+    let Some(c) = config.get(system) else { return Err(Error::NotConfigured(system)) };
     let Some(secret) = i.data_key.decrypt(&c.sealed_secret, &i.binding(user, system)) else {
         return Err(Error::Remote {
             system,

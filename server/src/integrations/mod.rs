@@ -105,6 +105,9 @@ pub enum Error {
     /// The system answered that the thing asked for is not there.
     #[error("{0}")]
     Missing(String),
+    /// The user has not connected the system (409: connect it first).
+    #[error("{} is not configured: connect it in the settings first.", .0.label())]
+    NotConfigured(System),
 }
 
 impl From<mycorrhizal_engine::Error> for Error {
