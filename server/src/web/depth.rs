@@ -134,7 +134,14 @@ pub async fn timeline(
                         TimelineItem::ReminderCompletion(done) => { (done.message) }
                         TimelineItem::Gift(gift) => { (gift.description) " (" (t(gift_status_key(&gift.status))) ")" }
                         TimelineItem::LifeEvent(event) => { (event.kind) " " (event.description) }
-                        TimelineItem::ExternalActivity(a) => { (a.kind) " · " (a.source_system) }
+                        TimelineItem::ExternalActivity(a) => {
+                            @if a.source_system == "immich" && a.kind == crate::integrations::immich::APPEARANCE {
+                                @let person = a.payload["person_name"].as_str().unwrap_or_default();
+                                img src={ "/api/v1/immich/contacts/" (id) "/assets/" (super::page::encode(&a.external_id)) "/image" }
+                                    alt=(viewer.lang.f("integrations.photo_of", &[("name", person), ("date", &day(a.occurred_at))])) width="96" height="96" loading="lazy";
+                                " " (t("integrations.photo_appearance")) " · " (a.source_system)
+                            } @else { (a.kind) " · " (a.source_system) }
+                        }
                     }
                 }
             }

@@ -25,6 +25,7 @@ mod groups;
 mod home;
 mod households;
 pub mod i18n;
+mod integrations;
 mod import;
 mod journal;
 mod network;
@@ -131,6 +132,12 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/settings/fields", get(fields::page).post(fields::create))
         .route("/settings/fields/{id}/delete", post(fields::delete))
         .route("/contacts/{id}/fields", post(fields::save_values))
+        .route("/settings/integrations", get(integrations::page))
+        .route("/settings/integrations/immich/sync", post(integrations::sync))
+        .route("/settings/integrations/{system}", post(integrations::save))
+        .route("/settings/integrations/{system}/test", post(integrations::test))
+        .route("/settings/integrations/{system}/delete", post(integrations::delete))
+        .route("/contacts/{id}/link/{system}", get(integrations::find).post(integrations::link))
         .route("/settings/subscriptions", get(subscriptions::page).post(subscriptions::create))
         .route("/settings/subscriptions/{id}/edit", post(subscriptions::edit))
         .route("/settings/subscriptions/{id}/sync", post(subscriptions::sync))

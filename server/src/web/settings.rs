@@ -187,7 +187,7 @@ fn render(
     let day = |ts: jiff::Timestamp| format::day_of(viewer.lang, c.date_format, ts, &zone);
     let main = html! {
         h1 { (t("settings.title")) }
-        p { a href="/settings/subscriptions" { (t("settings.subscriptions")) } " · " a href="/settings/fields" { (t("fields.title")) } }
+        p { a href="/settings/subscriptions" { (t("settings.subscriptions")) } " · " a href="/settings/integrations" { (t("integrations.title")) } " · " a href="/settings/fields" { (t("fields.title")) } }
         div class="grid" {
         section class="card" aria-labelledby="h-account" {
             h2 id="h-account" { (t("settings.account")) }
