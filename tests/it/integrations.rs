@@ -116,7 +116,7 @@ pub async fn immich() -> StandIn {
 }
 
 /// A server that may reach loopback stand-ins (the test builds' path).
-fn instance() -> Instance {
+pub fn instance() -> Instance {
     Instance::new().with("MYCORRHIZAL_TEST_LOOPBACK_OUTBOUND", "1")
 }
 
@@ -320,7 +320,7 @@ async fn a_credential_sealed_under_another_root_secret_asks_to_be_entered_again(
 
 /// Paperless-ngx, as its REST API documentation describes the calls used; the token must be
 /// `Token paper-token`.
-async fn paperless() -> StandIn {
+pub async fn paperless() -> StandIn {
     StandIn::start(|r| {
         if r.header("authorization") != "Token paper-token" {
             return (401, "application/json", br#"{"detail":"Invalid token."}"#.to_vec());

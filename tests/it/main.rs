@@ -33,7 +33,7 @@ mod helpers;
 mod households;
 mod import;
 mod inventory;
-mod integrations;
+pub mod integrations;
 mod isolation;
 mod jobs;
 mod keys;

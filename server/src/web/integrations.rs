@@ -321,7 +321,7 @@ async fn find_page(
     let t = |k| viewer.t(k);
     let c = viewer.chrome();
     let contact = state.read(&viewer.user, move |v| Ok(v.get::<crate::crm::contact::Contact>(id)?)).await?;
-    let who = crate::crm::contact::card::name_of(&contact.body);
+    let who = contact.body.name();
     let user = viewer.user.id.0;
     let i = &state.integrations;
     let action = format!("/contacts/{id}/link/{}", system.name());

@@ -15,6 +15,7 @@ mod console;
 mod duplicates;
 mod external;
 mod fields;
+mod integrations;
 mod households;
 mod shares;
 mod subscriptions;
