@@ -647,6 +647,25 @@ def flow_subscriptions(browser):
     context.close()
 
 
+def flow_integrations(browser):
+    context = new_context(browser)
+    page = watch(context.new_page())
+    sign_in(page, "ada", "an entirely new passphrase here")
+    page.goto(f"{BASE}/settings")
+    page.get_by_role("link", name="Integrations").click()
+    expect(page.get_by_role("heading", name="Integrations", exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name="Immich", exact=True)).to_be_visible()
+    check_accessibility(page, "integrations")
+    # A private address is refused whatever the configuration: the form says why.
+    page.get_by_label("Server address").first.fill("http://192.168.1.20:2283")
+    page.get_by_label("API key").fill("a-key")
+    page.get_by_role("button", name="Connect").first.click()
+    expect(page.get_by_role("alert")).to_contain_text("private or internal")
+    check_accessibility(page, "integrations-refused")
+    shot(page, "desktop-integrations")
+    context.close()
+
+
 def flow_custom_fields(browser):
     context = new_context(browser)
     page = watch(context.new_page())
@@ -703,6 +722,7 @@ def main():
             ("administration", lambda: flow_admin(browser)),
             ("operations console", lambda: flow_operations(browser)),
             ("subscriptions page", lambda: flow_subscriptions(browser)),
+            ("integrations page", lambda: flow_integrations(browser)),
             ("custom fields", lambda: flow_custom_fields(browser)),
             ("German and the date format", lambda: flow_german(browser)),
         ]
