@@ -135,6 +135,8 @@ async fn the_photo_library_links_a_person_syncs_their_photos_and_fills_the_pictu
     let server = instance().spawn();
     let ada = server.sign_up("ada").await;
     let (ann, ann_uid) = contact(&ada, "Ann").await;
+    let detail = json_of(ada.get(&format!("/api/v1/contacts/{ann}/detail")).await, 200).await;
+    assert!(detail.get("immich").is_none(), "no photo library, no `immich`: {detail}");
 
     let empty = json_of(ada.get("/api/v1/immich/config").await, 200).await;
     assert_eq!((empty["base_url"].as_str(), empty["has_api_key"].as_bool()), (Some(""), Some(false)), "{empty}");
@@ -188,6 +190,8 @@ async fn the_photo_library_links_a_person_syncs_their_photos_and_fills_the_pictu
     assert_eq!(photos[0]["data"]["external_id"], "asset-1", "newest first");
     assert_eq!(photos[0]["data"]["payload"]["person_name"], "Ann Example");
 
+    let detail = json_of(ada.get(&format!("/api/v1/contacts/{ann}/detail")).await, 200).await;
+    assert_eq!(detail["immich"]["summary"]["photo_count"], 2, "{detail}");
     let summary = json_of(ada.get(&format!("/api/v1/immich/contacts/{ann_uid}/summary")).await, 200).await;
     let s = &summary["summary"];
     assert_eq!((s["photo_count"].as_u64(), s["latest_asset_id"].as_str()), (Some(2), Some("asset-1")), "{summary}");
@@ -261,6 +265,13 @@ async fn a_failing_integration_is_told_to_its_user_the_diagnostics_and_the_event
     let check = check.unwrap_or_else(|| panic!("{diagnostics}"));
     assert_eq!(check["status"], "error", "the one connection fails: {check}");
     assert!(check["message"].as_str().unwrap().contains("1 failing"), "{check}");
+    let run = json_of(ada.post("/api/v1/admin/trigger-alerts", json!({})).await, 200).await;
+    assert_eq!(run["result"], "success", "{run}");
+    let alerts = json_of(ada.get("/api/v1/admin/alerts").await, 200).await;
+    let integrations =
+        alerts["alerts"].as_array().unwrap().iter().find(|a| a["condition"] == "integrations").cloned().unwrap();
+    assert_eq!(integrations["state"], "alerting", "{alerts}");
+    assert!(integrations["detail"].as_str().unwrap().contains("immich"), "{integrations}");
 
     // Mended: the key is replaced, the status follows.
     let body = json!({ "base_url": library.base, "api_key": "immich-key" });
@@ -605,4 +616,58 @@ async fn isolation_holds_across_every_integration_route() {
     assert_eq!(bob.send(Method::DELETE, &format!("/api/v1/immich/contacts/{ann_uid}/link"), json!({})).await.status(), 404);
     assert_eq!(bob.post("/api/v1/immich/sync", json!({})).await.status(), 409);
     assert_eq!(library.seen().len(), before, "none of Bob's requests reached Ada's library");
+}
+
+/// The scheduled job (`photo_library_sync`) syncs every user whose sync is on, as one recorded
+/// run. In process, with the test builds' loopback path turned on for this state's
+/// integrations; the settings are stored as the save stores them once checked.
+#[tokio::test]
+async fn the_scheduled_photo_library_sync_is_one_recorded_run_over_every_user() {
+    use mycorrhizal::integrations::config::{self, Opened};
+    use mycorrhizal::integrations::System;
+    use mycorrhizal_engine::system::{JobResult, Trigger};
+
+    let library = immich().await;
+    let mut app = crate::sessions::in_process(&[]).await;
+    app.state.integrations = app.state.integrations.clone().with_loopback();
+    let cookie = app.signed_in().await;
+    let (_, made, _) = app.call("POST", "/api/v1/contacts", Some(&cookie), json!({ "firstname": "Ann" })).await;
+    let ann = made["contact"]["id"].as_u64().unwrap();
+    let (_, me, _) = app.call("GET", "/api/v1/users/me", Some(&cookie), json!({})).await;
+    let user = me["id"].as_u64().unwrap();
+
+    let skipped = mycorrhizal::jobs::run(&app.state, "photo_library_sync", Trigger::Manual).await.unwrap();
+    assert_eq!(skipped.result, JobResult::Skipped, "nobody connected: {skipped:?}");
+
+    let opened = Opened {
+        system: System::Immich,
+        user,
+        base_url: library.base.clone(),
+        username: String::new(),
+        secret: "immich-key".into(),
+        dav_root: String::new(),
+    };
+    config::store(&app.state.integrations, opened, true).await.unwrap();
+    let link = json!({ "contact_id": ann, "system": "immich", "external_id": "p-ann", "metadata": { "person_name": "Ann" } });
+    assert_eq!(app.call("POST", "/api/v1/external-identities", Some(&cookie), link).await.0, 201);
+
+    let run = mycorrhizal::jobs::run(&app.state, "photo_library_sync", Trigger::Manual).await.unwrap();
+    assert_eq!((run.result, run.items_processed), (JobResult::Success, Some(1)), "{run:?}");
+    let (_, activities, _) = app.call("GET", "/api/v1/external-activities?system=immich", Some(&cookie), json!({})).await;
+    assert_eq!(activities["total"], 2, "{activities}");
+    let (_, settings, _) = app.call("GET", "/api/v1/immich/config", Some(&cookie), json!({})).await;
+    assert_eq!(settings["last_sync_status"], "success", "{settings}");
+
+    // Turned off, the user is left out.
+    let opened = Opened {
+        system: System::Immich,
+        user,
+        base_url: library.base.clone(),
+        username: String::new(),
+        secret: "immich-key".into(),
+        dav_root: String::new(),
+    };
+    config::store(&app.state.integrations, opened, false).await.unwrap();
+    let off = mycorrhizal::jobs::run(&app.state, "photo_library_sync", Trigger::Manual).await.unwrap();
+    assert_eq!(off.result, JobResult::Skipped, "{off:?}");
 }

@@ -292,5 +292,11 @@ pub async fn detail(
 ) -> Result<axum::Json<crate::crm::contact::detail::ContactDetail>, ApiError> {
     let custom_fields = user.account.custom_fields.clone();
     let today = state.today();
-    Ok(axum::Json(state.read(&user, move |v| detail::detail(v, id, today, custom_fields)).await?))
+    let mut body = state.read(&user, move |v| detail::detail(v, id, today, custom_fields)).await?;
+    let (i, scope, owner) = (state.integrations.clone(), state.scope(&user), user.id.0);
+    body.immich = state
+        .blocking(move |_| crate::integrations::immich::detail(&i, &scope, owner, id))
+        .await?
+        .map_err(ApiError::from)?;
+    Ok(axum::Json(body))
 }

@@ -275,7 +275,7 @@ pub fn normalise(system: System, raw: &str) -> std::result::Result<String, Strin
 /// are the same). Returns them opened, and whether the sync is on.
 pub async fn prepare(i: &Integrations, user: u64, system: System, input: ConfigInput) -> Result<(Opened, bool)> {
     let base_url = normalise(system, &input.base_url).map_err(|r| CrmError::invalid("base_url", r))?;
-    crate::outbound::check_always(&base_url).await.map_err(|r| CrmError::invalid("base_url", r))?;
+    crate::outbound::check_always_with(&base_url, i.loopback()).await.map_err(|r| CrmError::invalid("base_url", r))?;
     let secret = input.secret(system);
     if secret.as_ref().is_some_and(|s| s.chars().count() > 512) {
         return Err(CrmError::invalid(system.secret_field(), "must be at most 512 characters").into());

@@ -280,6 +280,16 @@ pub fn summary(scope: &UserScope, uid: &str) -> Result<Option<Summary>> {
     }))
 }
 
+/// What a contact's detail says of the photo library: nothing when the user has not connected
+/// it, else `{summary}` (null when the contact is not linked).
+pub fn detail(i: &Integrations, scope: &UserScope, user: u64, contact: u64) -> Result<Option<Value>> {
+    if super::config::read(i, user)?.immich.is_none() {
+        return Ok(None);
+    }
+    let summary = summary(scope, &contact.to_string())?;
+    Ok(Some(json!({ "summary": summary })))
+}
+
 /// An image fetched from the library: a JPEG, PNG, GIF or WebP of at most 10 MB.
 #[derive(Debug)]
 pub struct Image {

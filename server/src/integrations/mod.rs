@@ -125,18 +125,40 @@ pub struct Integrations {
     pub data_key: DataKey,
     /// A digest of the root secret (`JWT_SECRET_KEY`) the sealed credentials are bound to.
     root_tag: String,
-    pub client: reqwest::Client,
+    /// The guarded-always client ([`Integrations::loopback`] decides whether it reaches loopback).
+    client: reqwest::Client,
+    /// Whether loopback addresses are let through: only ever in a test build.
+    loopback: bool,
 }
 
 impl Integrations {
     pub fn new(engine: Engine, data_key: DataKey, root_secret: &str) -> std::result::Result<Integrations, String> {
         let digest = Sha256::digest(format!("mycorrhizal integration credentials|{root_secret}").as_bytes());
+        let loopback = crate::outbound::test_loopback();
         Ok(Integrations {
             engine,
             data_key,
             root_tag: hex::encode(&digest[..12]),
-            client: crate::outbound::always_client(TIMEOUT)?,
+            client: crate::outbound::always_client_with(TIMEOUT, loopback)?,
+            loopback,
         })
+    }
+
+    /// The same, reaching loopback stand-ins: only a debug build (the tests') has this.
+    #[cfg(debug_assertions)]
+    pub fn with_loopback(mut self) -> Integrations {
+        self.loopback = true;
+        self.client = crate::outbound::always_client_with(TIMEOUT, true).expect("the client builds as before");
+        self
+    }
+
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// Whether loopback is let through (a test build's stand-ins).
+    pub fn loopback(&self) -> bool {
+        self.loopback
     }
 
     /// What `user`'s credential for `system` is sealed to: the row, the field and the root

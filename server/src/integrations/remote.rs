@@ -121,8 +121,8 @@ impl<'a> Call<'a> {
         anonymous: bool,
     ) -> Result<reqwest::Response, Failure> {
         let parsed = reqwest::Url::parse(url).map_err(|e| Failure::Refused(format!("not a URL: {e}")))?;
-        crate::outbound::check_literal_always(&parsed).map_err(Failure::Refused)?;
-        let mut request = self.i.client.request(method, parsed).header("accept", "application/json");
+        crate::outbound::check_literal_always_with(&parsed, self.i.loopback()).map_err(Failure::Refused)?;
+        let mut request = self.i.client().request(method, parsed).header("accept", "application/json");
         if !anonymous {
             request = match self.credential() {
                 Credential::Header(name, value) => request.header(name, value),

@@ -257,13 +257,13 @@ pub async fn admit(i: &Integrations, opened: &Opened) -> Result<String> {
     let mut call = Call::of(i, opened.clone());
     let check = join(&opened.base_url, "/ocs/v2.php/core/getapppassword");
     let probe = i
-        .client
+        .client()
         .get(&check)
         .basic_auth(&opened.username, Some(&opened.secret))
         .header("ocs-apirequest", "true")
         .header("accept", "application/json");
     let parsed = reqwest::Url::parse(&check).map_err(|e| crate::crm::Error::invalid("base_url", e.to_string()))?;
-    crate::outbound::check_literal_always(&parsed).map_err(|e| crate::crm::Error::invalid("base_url", e))?;
+    crate::outbound::check_literal_always_with(&parsed, i.loopback()).map_err(|e| crate::crm::Error::invalid("base_url", e))?;
     if let Ok(answer) = probe.send().await
         && answer.status().is_success()
     {
@@ -271,7 +271,7 @@ pub async fn admit(i: &Integrations, opened: &Opened) -> Result<String> {
         if let Some(token) = issued_app_password(&body) {
             // A real password made Nextcloud issue an app password: revoke it, refuse this one.
             let _ = i
-                .client
+                .client()
                 .delete(join(&opened.base_url, "/ocs/v2.php/core/apppassword"))
                 .basic_auth(&opened.username, Some(&token))
                 .header("ocs-apirequest", "true")

@@ -307,8 +307,12 @@ pub fn test_loopback() -> bool {
 /// The early answer for a guarded-always integration (photo library, document archive, file
 /// library, WebDAV): http(s), and a host that is and resolves only to public addresses.
 pub async fn check_always(url: &str) -> Result<Url, String> {
+    check_always_with(url, test_loopback()).await
+}
+
+/// [`check_always`], loopback let through when `loopback` (a test build's integrations).
+pub async fn check_always_with(url: &str, loopback: bool) -> Result<Url, String> {
     let parsed = parse(url)?;
-    let loopback = test_loopback();
     match literal(&parsed) {
         Some(ip) if refused(ip, loopback) => return Err(format!("{ip} {REFUSED}")),
         Some(_) => {}
@@ -323,8 +327,13 @@ pub async fn check_always(url: &str) -> Result<Url, String> {
 
 /// Refuses `url` when its host is an internal literal, under the guarded-always posture.
 pub fn check_literal_always(url: &Url) -> Result<(), String> {
+    check_literal_always_with(url, test_loopback())
+}
+
+/// [`check_literal_always`], loopback let through when `loopback`.
+pub fn check_literal_always_with(url: &Url, loopback: bool) -> Result<(), String> {
     match literal(url) {
-        Some(ip) if refused(ip, test_loopback()) => Err(format!("{ip} {REFUSED}")),
+        Some(ip) if refused(ip, loopback) => Err(format!("{ip} {REFUSED}")),
         _ => Ok(()),
     }
 }
@@ -335,18 +344,23 @@ pub fn check_literal_always(url: &Url) -> Result<(), String> {
 /// same host (`http` to `https` behind a proxy): a key in a header of the integration's own
 /// (`x-api-key`) would otherwise travel to whatever host a redirect names.
 pub fn always_client(timeout: Duration) -> Result<reqwest::Client, String> {
+    always_client_with(timeout, test_loopback())
+}
+
+/// [`always_client`], loopback let through when `loopback`.
+pub fn always_client_with(timeout: Duration, loopback: bool) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(5).min(timeout))
         .timeout(timeout)
-        .redirect(always_redirects())
+        .redirect(always_redirects(loopback))
         .user_agent(concat!("mycorrhizal/", env!("CARGO_PKG_VERSION")))
-        .dns_resolver(Arc::new(PublicOnly(test_loopback())))
+        .dns_resolver(Arc::new(PublicOnly(loopback)))
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
 /// The guarded-always redirect rule: at most three, on the same host, to no refused literal.
-fn always_redirects() -> reqwest::redirect::Policy {
+fn always_redirects(loopback: bool) -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(move |attempt| {
         let same_host = attempt.previous().first().and_then(|u| u.host_str()) == attempt.url().host_str();
         if attempt.previous().len() >= 3 {
@@ -354,7 +368,7 @@ fn always_redirects() -> reqwest::redirect::Policy {
         } else if !same_host {
             attempt.error(Refused("a redirect to another host is not followed".into()))
         } else {
-            match check_literal_always(attempt.url()) {
+            match check_literal_always_with(attempt.url(), loopback) {
                 Ok(()) => attempt.follow(),
                 Err(e) => attempt.error(Refused(format!("redirect refused: {e}"))),
             }
@@ -516,7 +530,7 @@ mod tests {
             let answer = "HTTP/1.1 302 Found\r\nLocation: http://example.org/steal\r\nContent-Length: 0\r\n\r\n";
             let _ = socket.write_all(answer.as_bytes()).await;
         });
-        let client = reqwest::Client::builder().redirect(always_redirects()).build().unwrap();
+        let client = reqwest::Client::builder().redirect(always_redirects(true)).build().unwrap();
         let error = client.get(format!("http://127.0.0.1:{port}/")).send().await.unwrap_err();
         assert!(is_refusal(&error), "{error:?}");
     }

@@ -48,6 +48,12 @@ pub struct ContactDetail {
     /// `[{id, name}]`
     #[schema(value_type = Vec<Object>)]
     pub tags: Vec<Value>,
+    /// Only when the user connected the photo library: `{summary}`, the linked person as the
+    /// last sync saw them (`{identity, person_name, photo_count, latest_asset_id?, latest_at?}`)
+    /// or null. Filled by the door (the integrations sit above this layer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub immich: Option<Value>,
 }
 
 /// Contact `id` with everything about it; `custom_fields` are the user's field definitions.
@@ -93,6 +99,7 @@ pub fn detail(v: &UserView, id: u64, today: Date, custom_fields: Vec<String>) ->
             .iter()
             .filter_map(|r| serde_json::to_value(crate::crm::external::ops::ExternalActivityView::of(v, r)).ok())
             .collect(),
+        immich: None,
         circles: named_groups(v, Group::Circle, &row.body.circles)?,
         tags: named_groups(v, Group::Tag, &row.body.tags)?,
     })
