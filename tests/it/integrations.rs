@@ -636,10 +636,7 @@ async fn the_scheduled_photo_library_sync_is_one_recorded_run_over_every_user() 
     let (_, me, _) = app.call("GET", "/api/v1/users/me", Some(&cookie), json!({})).await;
     let user = me["id"].as_u64().unwrap();
 
-    let skipped = mycorrhizal::jobs::run(&app.state, "photo_library_sync", Trigger::Manual).await.unwrap();
-    assert_eq!(skipped.result, JobResult::Skipped, "nobody connected: {skipped:?}");
-
-    let opened = Opened {
+    let opened = || Opened {
         system: System::Immich,
         user,
         base_url: library.base.clone(),
@@ -647,7 +644,10 @@ async fn the_scheduled_photo_library_sync_is_one_recorded_run_over_every_user() 
         secret: "immich-key".into(),
         dav_root: String::new(),
     };
-    config::store(&app.state.integrations, opened, true).await.unwrap();
+    let skipped = mycorrhizal::jobs::run(&app.state, "photo_library_sync", Trigger::Manual).await.unwrap();
+    assert_eq!(skipped.result, JobResult::Skipped, "nobody connected: {skipped:?}");
+
+    config::store(&app.state.integrations, opened(), true).await.unwrap();
     let link = json!({ "contact_id": ann, "system": "immich", "external_id": "p-ann", "metadata": { "person_name": "Ann" } });
     assert_eq!(app.call("POST", "/api/v1/external-identities", Some(&cookie), link).await.0, 201);
 
@@ -659,15 +659,7 @@ async fn the_scheduled_photo_library_sync_is_one_recorded_run_over_every_user() 
     assert_eq!(settings["last_sync_status"], "success", "{settings}");
 
     // Turned off, the user is left out.
-    let opened = Opened {
-        system: System::Immich,
-        user,
-        base_url: library.base.clone(),
-        username: String::new(),
-        secret: "immich-key".into(),
-        dav_root: String::new(),
-    };
-    config::store(&app.state.integrations, opened, false).await.unwrap();
+    config::store(&app.state.integrations, opened(), false).await.unwrap();
     let off = mycorrhizal::jobs::run(&app.state, "photo_library_sync", Trigger::Manual).await.unwrap();
     assert_eq!(off.result, JobResult::Skipped, "{off:?}");
 }

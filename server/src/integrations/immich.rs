@@ -20,7 +20,7 @@ use utoipa::ToSchema;
 
 use super::remote::{Call, Failure, TestResult, join, segment};
 use super::{Error, Integrations, Result, System};
-use crate::crm::external::ops::{self as links, ExternalIdentityInput, ExternalIdentityView, Seen};
+use crate::crm::external::ops::{self as links, ExternalIdentityView, Seen};
 use crate::crm::external::ExternalIdentity;
 
 /// Photos recorded per person and sync.
@@ -152,9 +152,7 @@ async fn people_of(call: &mut Call<'_>) -> std::result::Result<Vec<Person>, Fail
 pub async fn people(i: &Integrations, user: u64) -> Result<Vec<Person>> {
     let mut call = Call::new(i, user, System::Immich)?;
     let outcome = people_of(&mut call).await;
-    let error = outcome.as_ref().err().map(|f| call.error(f.clone()));
-    call.finish().await;
-    let mut people = outcome.map_err(|_| error.expect("a failure has its error"))?;
+    let mut people = call.settle(outcome).await?;
     people.sort_by(|a, b| (a.name.is_empty(), a.name.to_lowercase()).cmp(&(b.name.is_empty(), b.name.to_lowercase())));
     Ok(people)
 }
@@ -221,25 +219,12 @@ pub async fn link(
     let mut call = Call::new(i, user, System::Immich)?;
     let url = api(&call, &format!("/api/people/{}", segment(person_id)));
     let outcome = call.json::<Value>(Method::GET, &url, None).await;
-    let error = outcome.as_ref().err().map(|f| call.error(f.clone()));
     let base = call.opened.base_url.clone();
-    call.finish().await;
-    let person = outcome.map_err(|_| error.expect("a failure has its error"))?;
+    let person = call.settle(outcome).await?;
     let name = person_name.map(str::trim).filter(|n| !n.is_empty()).map(String::from).unwrap_or_else(|| text(&person, "name"));
     let mut metadata = Map::new();
     metadata.insert("person_name".into(), Value::from(name.chars().take(200).collect::<String>()));
-    let input = ExternalIdentityInput {
-        entity_id: None,
-        contact_id: Some(contact),
-        system: System::Immich.name().into(),
-        external_id: person_id.to_string(),
-        url: Some(join(&base, &format!("/people/{}", segment(person_id)))),
-        metadata: Some(metadata),
-        sync_status: None,
-    };
-    let row = links::save_identity(scope, None, input).await?;
-    let view = scope.view().map_err(crate::crm::Error::from)?;
-    Ok(ExternalIdentityView::of(&view, &row))
+    super::save_link(scope, contact, System::Immich, person_id.to_string(), join(&base, &format!("/people/{}", segment(person_id))), metadata).await
 }
 
 /// Removes contact `uid`'s link to its person; the photos recorded stay on its timeline.
@@ -307,19 +292,13 @@ async fn image(call: &mut Call<'_>, path: &str) -> std::result::Result<Image, Fa
     }
 }
 
-async fn finished<T>(call: Call<'_>, outcome: std::result::Result<T, Failure>) -> Result<T> {
-    let error = outcome.as_ref().err().map(|f| call.error(f.clone()));
-    call.finish().await;
-    outcome.map_err(|_| error.expect("a failure has its error"))
-}
-
 /// The linked person's face.
 pub async fn face(i: &Integrations, scope: &UserScope, user: u64, uid: &str) -> Result<Image> {
     let (_, identity) = linked_async(scope, uid).await?;
     let identity = identity.ok_or_else(not_linked)?;
     let mut call = Call::new(i, user, System::Immich)?;
     let outcome = image(&mut call, &format!("/api/people/{}/thumbnail", segment(&identity.body.external_id))).await;
-    finished(call, outcome).await
+    call.settle(outcome).await
 }
 
 /// The linked person's newest photos (to pick a picture from), recorded on the timeline too.
@@ -328,7 +307,7 @@ pub async fn assets(i: &Integrations, scope: &UserScope, user: u64, uid: &str) -
     let identity = identity.ok_or_else(not_linked)?;
     let mut call = Call::new(i, user, System::Immich)?;
     let outcome = recent(&mut call, &identity.body.external_id, PICKABLE).await;
-    let found = finished(call, outcome).await?;
+    let found = call.settle(outcome).await?;
     let seen = found.iter().map(|a| appearance(&identity.body, a)).collect();
     links::record_sync(scope, identity.id, seen, Map::new()).await?;
     Ok(found)
@@ -349,7 +328,7 @@ pub async fn asset_image(i: &Integrations, scope: &UserScope, user: u64, uid: &s
     }
     let mut call = Call::new(i, user, System::Immich)?;
     let outcome = image(&mut call, &format!("/api/assets/{}/thumbnail", segment(asset))).await;
-    finished(call, outcome).await
+    call.settle(outcome).await
 }
 
 fn appearance(identity: &ExternalIdentity, a: &Asset) -> Seen {

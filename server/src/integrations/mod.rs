@@ -179,11 +179,25 @@ pub async fn contact_of(scope: &mycorrhizal_engine::UserScope, uid: &str) -> Res
     .map_err(crate::crm::Error::internal)?
 }
 
-/// Stores a link an integration made; one thing of a system links one contact.
+/// Stores a link an integration made: contact `contact` to `external_id` in `system`, opened at
+/// `url`, described by `metadata`. One thing of a system links one contact (409 otherwise).
 pub async fn save_link(
     scope: &mycorrhizal_engine::UserScope,
-    input: crate::crm::external::ops::ExternalIdentityInput,
+    contact: u64,
+    system: System,
+    external_id: String,
+    url: String,
+    metadata: serde_json::Map<String, serde_json::Value>,
 ) -> Result<crate::crm::external::ops::ExternalIdentityView> {
+    let input = crate::crm::external::ops::ExternalIdentityInput {
+        entity_id: None,
+        contact_id: Some(contact),
+        system: system.name().into(),
+        external_id,
+        url: Some(url),
+        metadata: Some(metadata),
+        sync_status: None,
+    };
     let row = crate::crm::external::ops::save_identity(scope, None, input).await.map_err(|e| match e {
         crate::crm::Error::Engine(mycorrhizal_engine::Error::Duplicate { .. }) => {
             Error::Crm(crate::crm::Error::Conflict("It is already linked to a contact.".into()))

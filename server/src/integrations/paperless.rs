@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 
 use super::remote::{Call, Failure, TestResult, join};
 use super::{Integrations, Result, System};
-use crate::crm::external::ops::{ExternalIdentityInput, ExternalIdentityView};
+use crate::crm::external::ops::ExternalIdentityView;
 
 /// Most documents one search returns.
 pub const MAX_RESULTS: usize = 100;
@@ -107,12 +107,6 @@ async fn get(call: &mut Call<'_>, url: &str) -> std::result::Result<Vec<u8>, Fai
     call.read(answer, super::remote::MAX_DOCUMENT).await
 }
 
-async fn finished<T>(call: Call<'_>, outcome: std::result::Result<T, Failure>) -> Result<T> {
-    let error = outcome.as_ref().err().map(|f| call.error(f.clone()));
-    call.finish().await;
-    outcome.map_err(|_| error.expect("a failure has its error"))
-}
-
 /// The connection test: the API answers the token, then names the account.
 pub async fn test(i: &Integrations, user: u64) -> Result<TestResult> {
     let mut call = Call::new(i, user, System::Paperless)?;
@@ -142,6 +136,27 @@ pub struct Search {
     pub tag: Option<u64>,
 }
 
+/// The pages of a Paperless list at `path` (with `?` and its filters, no page), read by
+/// `parse`, until no next page or `most` pages.
+async fn pages<T>(
+    call: &mut Call<'_>,
+    path: &str,
+    most: usize,
+    parse: fn(&[u8]) -> std::result::Result<(Vec<T>, bool), String>,
+) -> std::result::Result<Vec<T>, Failure> {
+    let mut found = Vec::new();
+    for page in 1..=most {
+        let url = api(call, &format!("{path}&page_size={PAGE}&page={page}"));
+        let bytes = get(call, &url).await?;
+        let (list, more) = parse(&bytes).or_else(|e| call.fail(Failure::Unreadable(e)))?;
+        found.extend(list);
+        if !more {
+            break;
+        }
+    }
+    Ok(found)
+}
+
 /// Documents matching `search`, newest added first, at most [`MAX_RESULTS`].
 pub async fn documents(i: &Integrations, user: u64, search: &Search) -> Result<Vec<Document>> {
     let mut call = Call::new(i, user, System::Paperless)?;
@@ -156,28 +171,9 @@ pub async fn documents(i: &Integrations, user: u64, search: &Search) -> Result<V
         filter.push_str(&format!("&tags__id__all={t}"));
     }
     let base = call.opened.base_url.clone();
-    let mut found = Vec::new();
-    let mut outcome = Ok(());
-    for page in 1..=(MAX_RESULTS / PAGE).max(1) {
-        let url = api(&call, &format!("/api/documents/?ordering=-added&page_size={PAGE}&page={page}{filter}"));
-        let parsed = match get(&mut call, &url).await {
-            Ok(bytes) => parse_documents(&bytes).or_else(|e| call.fail(Failure::Unreadable(e))),
-            Err(f) => Err(f),
-        };
-        match parsed {
-            Ok((docs, more)) => {
-                found.extend(docs);
-                if !more {
-                    break;
-                }
-            }
-            Err(f) => {
-                outcome = Err(f);
-                break;
-            }
-        }
-    }
-    finished(call, outcome).await?;
+    let most = MAX_RESULTS.div_ceil(PAGE);
+    let outcome = pages(&mut call, &format!("/api/documents/?ordering=-added{filter}"), most, parse_documents).await;
+    let mut found = call.settle(outcome).await?;
     found.truncate(MAX_RESULTS);
     for d in &mut found {
         d.url = join(&base, &format!("/documents/{}/details", d.id));
@@ -189,29 +185,8 @@ pub async fn documents(i: &Integrations, user: u64, search: &Search) -> Result<V
 pub async fn labels(i: &Integrations, user: u64, tags: bool) -> Result<Vec<Label>> {
     let mut call = Call::new(i, user, System::Paperless)?;
     let what = if tags { "tags" } else { "correspondents" };
-    let mut found = Vec::new();
-    let mut outcome = Ok(());
-    for page in 1..=10 {
-        let url = api(&call, &format!("/api/{what}/?ordering=name&page_size={PAGE}&page={page}"));
-        let parsed = match get(&mut call, &url).await {
-            Ok(bytes) => parse_labels(&bytes).or_else(|e| call.fail(Failure::Unreadable(e))),
-            Err(f) => Err(f),
-        };
-        match parsed {
-            Ok((list, more)) => {
-                found.extend(list);
-                if !more {
-                    break;
-                }
-            }
-            Err(f) => {
-                outcome = Err(f);
-                break;
-            }
-        }
-    }
-    finished(call, outcome).await?;
-    Ok(found)
+    let outcome = pages(&mut call, &format!("/api/{what}/?ordering=name"), 10, parse_labels).await;
+    call.settle(outcome).await
 }
 
 /// Links document `document_id` (checked with the archive, which names it) to contact `uid`.
@@ -230,21 +205,12 @@ pub async fn link(i: &Integrations, scope: &UserScope, user: u64, uid: &str, doc
         Err(f) => Err(f),
     };
     let base = call.opened.base_url.clone();
-    let doc = finished(call, parsed).await?;
+    let doc = call.settle(parsed).await?;
     let mut metadata = Map::new();
     metadata.insert("title".into(), Value::from(doc.title.clone()));
     metadata.insert("file_name".into(), Value::from(doc.file_name.clone()));
     metadata.insert("created_at".into(), Value::from(doc.created.clone()));
-    let input = ExternalIdentityInput {
-        entity_id: None,
-        contact_id: Some(contact),
-        system: System::Paperless.name().into(),
-        external_id: doc.id.to_string(),
-        url: Some(join(&base, &format!("/documents/{}/details", doc.id))),
-        metadata: Some(metadata),
-        sync_status: None,
-    };
-    super::save_link(scope, input).await
+    super::save_link(scope, contact, System::Paperless, doc.id.to_string(), join(&base, &format!("/documents/{}/details", doc.id)), metadata).await
 }
 
 #[cfg(test)]

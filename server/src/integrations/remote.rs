@@ -203,6 +203,13 @@ impl<'a> Call<'a> {
         }
     }
 
+    /// Records the outcome and answers `outcome` as the door's result.
+    pub async fn settle<T>(self, outcome: Result<T, Failure>) -> super::Result<T> {
+        let error = outcome.as_ref().err().map(|f| self.error(f.clone()));
+        self.finish().await;
+        outcome.map_err(|_| error.expect("a failure has its error"))
+    }
+
     /// Records the outcome: a success, or the first failure (an `integration_failed` event
     /// too). "Not found" is an answer, not a failure of the integration.
     pub async fn finish(self) {

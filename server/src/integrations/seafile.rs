@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 
 use super::remote::{Call, Failure, TestResult, join, segment};
 use super::{Integrations, Result, System};
-use crate::crm::external::ops::{ExternalIdentityInput, ExternalIdentityView};
+use crate::crm::external::ops::ExternalIdentityView;
 
 /// A library.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -112,12 +112,6 @@ async fn get(call: &mut Call<'_>, url: &str, anonymous: bool) -> std::result::Re
     call.read(answer, super::remote::MAX_DOCUMENT).await
 }
 
-async fn finished<T>(call: Call<'_>, outcome: std::result::Result<T, Failure>) -> Result<T> {
-    let error = outcome.as_ref().err().map(|f| call.error(f.clone()));
-    call.finish().await;
-    outcome.map_err(|_| error.expect("a failure has its error"))
-}
-
 fn pong(bytes: &[u8]) -> bool {
     String::from_utf8_lossy(bytes).contains("pong")
 }
@@ -149,7 +143,7 @@ pub async fn libraries(i: &Integrations, user: u64) -> Result<Vec<Library>> {
         Ok(bytes) => parse_libraries(&bytes).or_else(|e| call.fail(Failure::Unreadable(e))),
         Err(f) => Err(f),
     };
-    let mut list = finished(call, outcome).await?;
+    let mut list = call.settle(outcome).await?;
     list.sort_by_key(|l| l.name.to_lowercase());
     Ok(list)
 }
@@ -173,7 +167,7 @@ pub async fn dir(i: &Integrations, user: u64, repo: &str, path: Option<&str>) ->
     let path = clean_path(path)?;
     let mut call = Call::new(i, user, System::Seafile)?;
     let outcome = list(&mut call, repo, &path).await;
-    let mut items = finished(call, outcome).await?;
+    let mut items = call.settle(outcome).await?;
     items.sort_by(|a, b| (a.kind != "dir", a.name.to_lowercase()).cmp(&(b.kind != "dir", b.name.to_lowercase())));
     Ok(items)
 }
@@ -219,7 +213,7 @@ pub async fn link(i: &Integrations, scope: &UserScope, user: u64, uid: &str, inp
         String::new()
     };
     let base = call.opened.base_url.clone();
-    let item = finished(call, outcome).await?;
+    let item = call.settle(outcome).await?;
     let escaped: String = path.split('/').map(segment).collect::<Vec<_>>().join("/");
     let url = if item.kind == "dir" && !repo_name.is_empty() {
         join(&base, &format!("/library/{}/{}{}/", segment(&input.repo_id), segment(&repo_name), escaped))
@@ -236,16 +230,7 @@ pub async fn link(i: &Integrations, scope: &UserScope, user: u64, uid: &str, inp
     if item.mtime > 0 {
         metadata.insert("mtime".into(), Value::from(item.mtime));
     }
-    let input = ExternalIdentityInput {
-        entity_id: None,
-        contact_id: Some(contact),
-        system: System::Seafile.name().into(),
-        external_id: format!("{}:{path}", input.repo_id.trim()),
-        url: Some(url),
-        metadata: Some(metadata),
-        sync_status: None,
-    };
-    super::save_link(scope, input).await
+    super::save_link(scope, contact, System::Seafile, format!("{}:{path}", input.repo_id.trim()), url, metadata).await
 }
 
 #[cfg(test)]

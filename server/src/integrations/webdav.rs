@@ -25,7 +25,7 @@ use utoipa::ToSchema;
 use super::config::Opened;
 use super::remote::{Body, Call, Failure, TestResult, join, segment};
 use super::{Integrations, Result, System};
-use crate::crm::external::ops::{ExternalIdentityInput, ExternalIdentityView};
+use crate::crm::external::ops::ExternalIdentityView;
 
 const DAV: &str = "DAV:";
 const OC: &str = "http://owncloud.org/ns";
@@ -319,12 +319,6 @@ fn is_nextcloud(opened: &Opened) -> bool {
     opened.dav_root.contains("/remote.php/dav/files/")
 }
 
-async fn finished<T>(call: Call<'_>, outcome: std::result::Result<T, Failure>) -> Result<T> {
-    let error = outcome.as_ref().err().map(|f| call.error(f.clone()));
-    call.finish().await;
-    outcome.map_err(|_| error.expect("a failure has its error"))
-}
-
 /// The connection test: the files' root answers a PROPFIND.
 pub async fn test(i: &Integrations, user: u64) -> Result<TestResult> {
     let mut call = Call::new(i, user, System::Nextcloud)?;
@@ -349,7 +343,7 @@ pub async fn dir(i: &Integrations, user: u64, path: Option<&str>) -> Result<Vec<
     let path = clean_path(path)?;
     let mut call = Call::new(i, user, System::Nextcloud)?;
     let outcome = list(&mut call, &path).await;
-    let mut items = finished(call, outcome).await?;
+    let mut items = call.settle(outcome).await?;
     items.sort_by(|a, b| (a.kind != "dir", a.name.to_lowercase()).cmp(&(b.kind != "dir", b.name.to_lowercase())));
     Ok(items)
 }
@@ -379,7 +373,7 @@ pub async fn link(i: &Integrations, scope: &UserScope, user: u64, uid: &str, inp
         Err(f) => Err(f),
     };
     let opened = call.opened.clone();
-    let item = finished(call, outcome).await?;
+    let item = call.settle(outcome).await?;
     let url = if is_nextcloud(&opened) {
         let q = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
         if item.kind == "dir" {
@@ -403,16 +397,7 @@ pub async fn link(i: &Integrations, scope: &UserScope, user: u64, uid: &str, inp
     if let Some(f) = &item.file_id {
         metadata.insert("file_id".into(), Value::from(f.clone()));
     }
-    let input = ExternalIdentityInput {
-        entity_id: None,
-        contact_id: Some(contact),
-        system: System::Nextcloud.name().into(),
-        external_id: path,
-        url: Some(url),
-        metadata: Some(metadata),
-        sync_status: None,
-    };
-    super::save_link(scope, input).await
+    super::save_link(scope, contact, System::Nextcloud, path, url, metadata).await
 }
 
 #[cfg(test)]
