@@ -75,6 +75,11 @@ pub enum Error {
     /// The full-text index failed (the database is unaffected).
     #[error("search index: {0}")]
     Search(String),
+    /// The redo log beside the database cannot be replayed into it (it is another database's,
+    /// or it does not continue the last checkpoint): acknowledged writes may be in it that the
+    /// database lacks, so the database is not opened without it unless told to set it aside.
+    #[error("the redo log {} cannot be replayed into this database ({reason}); acknowledged writes may be in it and missing from the database. Keep a copy of it, then start with REDO_LOG_SET_ASIDE=true to set it aside and run without it", path.display())]
+    RedoUnreplayable { path: PathBuf, reason: String },
     /// A search-index rebuild is already running in this process.
     #[error("a search index rebuild is already running")]
     RebuildRunning,

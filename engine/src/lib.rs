@@ -52,7 +52,10 @@ pub use migrate::{Migration, MigrationReport};
 pub use priority::lower_by as lower_thread_priority;
 pub use read::{Head, Lookup, Page, Skipped, UserView, Walk};
 pub use record::{Kind, Meta, Precondition, Prepared, Record, Row, SearchDoc};
-pub use redo::{Checkpoints, holds_writes as redo_holds_writes, path_for as redo_path};
+pub use redo::{
+    Checkpoints, Recovered, Unreplayable, holds_writes as redo_holds_writes, path_for as redo_path,
+    set_aside_logs as redo_set_aside_logs,
+};
 pub use reindex::{Indexed, KindReindexed, ReindexReport};
 pub use restore::{Checked, RowCheck, restore};
 pub use rows::{MAGIC as ROW_STREAM_MAGIC, check_bytes as check_row_bytes};
@@ -90,6 +93,8 @@ pub struct Options {
     /// The most memory redb may keep as its page cache, in bytes (redb's own default is 1 GiB,
     /// which a long-running server fills: resident memory then grows with the database).
     pub cache_bytes: usize,
+    /// What opening does with a redo log it cannot replay (default: refuse to open).
+    pub unreplayable: redo::Unreplayable,
 }
 
 /// [`Options::cache_bytes`] unless configured: enough for the pages every request touches (the
@@ -134,6 +139,7 @@ impl Default for Options {
             checkpoints: redo::Checkpoints::default(),
             search: None,
             cache_bytes: DEFAULT_CACHE_BYTES,
+            unreplayable: redo::Unreplayable::Refuse,
         }
     }
 }
@@ -186,7 +192,7 @@ impl Engine {
                     bytes: options.checkpoints.bytes.min(options.cache_bytes as u64 / 2),
                     ..options.checkpoints
                 };
-                Some(redo::open(&db, &path, when)?)
+                Some(redo::open(&db, &path, when, options.unreplayable)?)
             }
             Durability::None => None,
         };

@@ -266,6 +266,46 @@ pub struct Recovered {
     pub batches: u64,
     /// Their ops (rows put or removed).
     pub ops: u64,
+    /// Where a log that could not be replayed was set aside ([`Unreplayable::SetAside`]).
+    pub set_aside: Option<PathBuf>,
+}
+
+/// What opening does with a redo log it cannot replay (another database's, or one that does not
+/// continue the last checkpoint).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Unreplayable {
+    /// Refuse to open ([`Error::RedoUnreplayable`]): the operator decides.
+    #[default]
+    Refuse,
+    /// Rename it aside (`<name>.redo.orphan-<seconds>`) and open without it; said in
+    /// [`Recovered::set_aside`].
+    SetAside,
+}
+
+/// The logs set aside beside the database at `db_path` (`<name>.redo.orphan-*`).
+pub fn set_aside_logs(db_path: &Path) -> Vec<PathBuf> {
+    let log = path_for(db_path);
+    let (Some(dir), Some(name)) = (log.parent(), log.file_name().and_then(|n| n.to_str())) else { return Vec::new() };
+    let prefix = format!("{name}.orphan-");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(if dir.as_os_str().is_empty() { Path::new(".") } else { dir })
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// Syncs the folder holding `path`, so that a rename or a new name in it is durable.
+fn sync_parent(path: &Path) -> io::Result<()> {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => File::open(parent)?.sync_all(),
+        _ => File::open(".")?.sync_all(),
+    }
 }
 
 fn meta_u64(db: &Database, key: &str) -> Result<Option<u64>> {
@@ -280,7 +320,12 @@ fn meta_u64(db: &Database, key: &str) -> Result<Option<u64>> {
 
 /// Opens the log of the database at `db_path` (creating it on first use), replaying first every
 /// batch it holds that the database does not. Call before anything else writes to `db`.
-pub(crate) fn open(db: &Database, db_path: &Path, when: Checkpoints) -> Result<(RedoLog, Recovered)> {
+pub(crate) fn open(
+    db: &Database,
+    db_path: &Path,
+    when: Checkpoints,
+    unreplayable: Unreplayable,
+) -> Result<(RedoLog, Recovered)> {
     let path = path_for(db_path);
     let sealed = meta_u64(db, SEQ_KEY)?.unwrap_or(0);
     let id = match meta_u64(db, ID_KEY)? {
@@ -322,14 +367,30 @@ pub(crate) fn open(db: &Database, db_path: &Path, when: Checkpoints) -> Result<(
                 }
                 Some(_) => {}
                 None if bytes.iter().all(|b| *b == 0) => {}
+                // Another database's log that holds no record: nothing can be lost with it.
+                None if !ours && bytes.get(HEADER as usize..).and_then(|r| batches(r, 0)).is_some_and(|b| b.is_empty()) => {
+                    tracing::warn!(event = "redo_replaced", component = "engine", path = %path.display(),
+                        "an empty redo log of another database was replaced");
+                }
                 None => {
                     // Not this database's log (another database file was put in its place), or
-                    // one that does not continue its last checkpoint: kept aside for a person to
-                    // look at, never replayed.
+                    // one that does not continue its last checkpoint: never replayed, and not
+                    // dropped quietly either.
+                    let reason = if ours {
+                        "its records do not continue the database's last checkpoint"
+                    } else {
+                        "it belongs to another database"
+                    };
+                    if unreplayable == Unreplayable::Refuse {
+                        tracing::error!(event = "redo_unreplayable", component = "engine", path = %path.display(), reason);
+                        return Err(Error::RedoUnreplayable { path, reason: reason.into() });
+                    }
                     let aside = path.with_extension(format!("redo.orphan-{}", jiff::Timestamp::now().as_second()));
                     std::fs::rename(&path, &aside)?;
-                    tracing::error!(event = "redo_set_aside", component = "engine", kept = %aside.display(),
-                        "a redo log that does not belong to this database was set aside, not replayed");
+                    sync_parent(&aside)?;
+                    tracing::error!(event = "redo_set_aside", component = "engine", kept = %aside.display(), reason,
+                        "a redo log that cannot be replayed was set aside, as REDO_LOG_SET_ASIDE asked");
+                    recovered.set_aside = Some(aside);
                 }
             }
         }
@@ -347,10 +408,8 @@ pub(crate) fn open(db: &Database, db_path: &Path, when: Checkpoints) -> Result<(
     file.set_len(0)?;
     file.write_all_at(&header, 0)?;
     file.sync_all()?;
-    if let Some(parent) = path.parent() {
-        // The file's name must be as durable as its contents.
-        File::open(parent)?.sync_all()?;
-    }
+    // The file's name must be as durable as its contents.
+    sync_parent(&path)?;
     let log =
         RedoLog { file, path, id, len: HEADER, capacity: HEADER, last, sealed: last, since: Instant::now(), when };
     Ok((log, recovered))
@@ -494,12 +553,18 @@ impl RedoLog {
         self.file.write_all_at(&[0; RECORD_HEAD], at)
     }
 
-    /// Takes the last appended batch back out (its redb commit failed, so nobody is told of it).
+    /// Takes the last appended batch back out (its redb commit failed, so its callers are told
+    /// it failed, and a start must not replay it): its head blanked and synced, or, when that
+    /// fails, the file cut before it and synced.
     pub(crate) fn withdraw(&mut self, ops: &[u8]) -> Result<()> {
         self.len -= (RECORD_HEAD + ops.len()) as u64;
         self.last -= 1;
-        self.blank(self.len)?;
-        self.file.sync_data()?;
+        let blanked = self.blank(self.len).and_then(|()| self.file.sync_data());
+        if blanked.is_err() {
+            self.file.set_len(self.len)?;
+            self.file.sync_all()?;
+            self.capacity = self.len;
+        }
         Ok(())
     }
 
@@ -517,7 +582,12 @@ impl RedoLog {
         self.sealed = self.last;
         self.since = Instant::now();
         self.len = HEADER;
-        let kept = if self.capacity > KEEP { self.file.set_len(KEEP).map(|()| self.capacity = KEEP) } else { Ok(()) };
+        // A cut is followed by a sync of the file's size (the redb commit before it is durable).
+        let kept = if self.capacity > KEEP {
+            self.file.set_len(KEEP).and_then(|()| self.file.sync_all()).map(|()| self.capacity = KEEP)
+        } else {
+            Ok(())
+        };
         if let Err(e) = kept.and_then(|()| self.blank(HEADER)) {
             tracing::warn!(event = "redo_truncate_failed", component = "engine", path = %self.path.display(), error = %e);
         }
@@ -526,7 +596,7 @@ impl RedoLog {
     /// At a clean close, after the last checkpoint: the file is cut back to its header.
     pub(crate) fn close(&mut self) {
         if self.last == self.sealed
-            && let Err(e) = self.file.set_len(HEADER)
+            && let Err(e) = self.file.set_len(HEADER).and_then(|()| self.file.sync_all())
         {
             tracing::warn!(event = "redo_truncate_failed", component = "engine", path = %self.path.display(), error = %e);
         }
@@ -591,7 +661,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.redb");
         let db = Database::builder().create(&path).unwrap();
-        let (mut log, _) = open(&db, &path, Checkpoints::default()).unwrap();
+        let (mut log, _) = open(&db, &path, Checkpoints::default(), Unreplayable::Refuse).unwrap();
         assert!(!holds_writes(&path));
         for ops in [&b"first, a long batch"[..], b"second", b"third"] {
             log.append(ops).unwrap();
@@ -631,6 +701,29 @@ mod tests {
         checkpoint(&db, &mut log);
         log.close();
         assert_eq!(std::fs::metadata(path_for(&path)).unwrap().len(), HEADER, "a clean close cuts it back");
+    }
+
+    #[test]
+    fn a_log_that_cannot_be_replayed_refuses_the_open_or_is_set_aside_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.redb");
+        let db = Database::builder().create(&path).unwrap();
+        let (mut log, _) = open(&db, &path, Checkpoints::default(), Unreplayable::Refuse).unwrap();
+        log.append(b"acknowledged").unwrap();
+        drop(log);
+        // Another database's file in its place: the log is not its.
+        drop(db);
+        std::fs::remove_file(&path).unwrap();
+        let db = Database::builder().create(&path).unwrap();
+        let refused = open(&db, &path, Checkpoints::default(), Unreplayable::Refuse).map(|_| ());
+        assert!(matches!(refused, Err(Error::RedoUnreplayable { .. })), "{refused:?}");
+        assert!(holds_writes(&path), "the log is left as it was");
+        assert!(set_aside_logs(&path).is_empty());
+        let (_, recovered) = open(&db, &path, Checkpoints::default(), Unreplayable::SetAside).unwrap();
+        let aside = recovered.set_aside.expect("set aside");
+        assert_eq!(set_aside_logs(&path), vec![aside.clone()]);
+        assert!(std::fs::read(&aside).unwrap().windows(12).any(|w| w == b"acknowledged"), "kept whole");
+        assert!(!holds_writes(&path), "a fresh log in its place");
     }
 
     #[test]

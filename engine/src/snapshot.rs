@@ -178,7 +178,7 @@ pub fn write_from_file(
         // A crash left acknowledged writes in the redo log only: replayed first (a writable
         // open, as start-up does), so the snapshot holds them.
         let db = Database::builder().open(db_path)?;
-        crate::redo::open(&db, db_path, crate::redo::Checkpoints::default())?;
+        crate::redo::open(&db, db_path, crate::redo::Checkpoints::default(), crate::redo::Unreplayable::Refuse)?;
         return write(&db, dir, label, now, encoding, progress);
     }
     match Database::builder().open_read_only(db_path) {

@@ -32,6 +32,11 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
         search: Some(search_options(config)),
         migrations: crm::migrations(),
         cache_bytes: config.db_cache_bytes,
+        unreplayable: if config.features.redo_log_set_aside {
+            mycorrhizal_engine::Unreplayable::SetAside
+        } else {
+            mycorrhizal_engine::Unreplayable::Refuse
+        },
         ..Options::default()
     };
     let started_at = jiff::Timestamp::now();
@@ -58,6 +63,12 @@ pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
         }
     };
     record_remembered_failure(&engine, &config.data_dir).await;
+    if let Some(aside) = engine.recovered().set_aside.clone() {
+        let name = aside.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let detail = json!({ "operation": "redo_replay", "kept": name });
+        let message = "a redo log that could not be replayed was set aside (REDO_LOG_SET_ASIDE): acknowledged writes may be missing";
+        emit(&engine, Event::error("database", "redo_set_aside", message).detail(detail)).await;
+    }
     record_migration(&engine, &report, started_at, started.elapsed().as_millis() as u64).await;
     if let Some(snapshot) = &report.snapshot {
         // Signed like an operator backup, so `mycorrhizal restore` takes it for a rollback.

@@ -217,6 +217,18 @@ fn background_jobs(engine: &mycorrhizal_engine::Engine, activity: &[JobActivity]
 }
 
 fn database(engine: &mycorrhizal_engine::Engine) -> DiagnosticCheck {
+    let aside = mycorrhizal_engine::redo_set_aside_logs(engine.path());
+    if let Some(first) = aside.first() {
+        let name = first.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        return check(
+            "database",
+            CheckStatus::Error,
+            format!(
+                "{} redo log(s) set aside at start ({name}): acknowledged writes may be missing; restore a backup or keep the data as it is, then remove the file",
+                aside.len()
+            ),
+        );
+    }
     match (engine.check_read(), engine.is_writable()) {
         (Ok(()), true) => check("database", CheckStatus::Ok, "reads and accepts writes"),
         (Ok(()), false) => {

@@ -84,3 +84,68 @@ fn version_flag_prints_the_build() {
     assert!(text.starts_with("mycorrhizal "), "{text}");
     assert!(text.contains(env!("CARGO_PKG_VERSION")));
 }
+
+/// A redo log that does not continue the database's last checkpoint may hold acknowledged
+/// writes the database lacks: the server refuses to start, saying what to do; started with
+/// `REDO_LOG_SET_ASIDE=true` it keeps the log aside and says so in the timeline, the
+/// diagnostics and the integrity check until the operator removes it.
+#[tokio::test]
+async fn an_unreplayable_redo_log_stops_the_start_until_the_operator_sets_it_aside() {
+    let instance = Instance::new();
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let made = ada.post("/api/v1/contacts", serde_json::json!({ "firstname": "Ann" })).await;
+    assert_eq!(made.status(), 201);
+    server.terminate();
+
+    // A record far past the checkpoint: the batches between are missing.
+    let log = mycorrhizal_engine::redo_path(&instance.database());
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.truncate(16);
+    let mut body = (u64::MAX / 2).to_le_bytes().to_vec();
+    body.extend_from_slice(b"ops");
+    bytes.extend_from_slice(&(3u32).to_le_bytes());
+    bytes.extend_from_slice(&crc32(&body).to_le_bytes());
+    bytes.extend_from_slice(&body);
+    std::fs::write(&log, &bytes).unwrap();
+
+    let (status, output) = instance.run_to_exit();
+    assert!(!status.success(), "{output}");
+    assert!(output.contains("cannot be replayed") && output.contains("REDO_LOG_SET_ASIDE"), "{output}");
+    assert_eq!(std::fs::read(&log).unwrap(), bytes, "the log is left as it was");
+
+    let instance = instance.with("REDO_LOG_SET_ASIDE", "true");
+    let server = instance.spawn();
+    let ada = server.sign_in("ada", crate::helpers::PASSWORD).await;
+    let list: serde_json::Value = ada.get("/api/v1/contacts").await.json().await.unwrap();
+    assert_eq!(list["total"], 1, "{list}");
+    let events: serde_json::Value = ada.get("/api/v1/admin/system-events?component=database").await.json().await.unwrap();
+    assert_eq!(events["system_events"][0]["event_type"], "redo_set_aside", "{events}");
+    let diagnostics: serde_json::Value = ada.get("/api/v1/admin/diagnostics").await.json().await.unwrap();
+    let database = diagnostics["checks"].as_array().unwrap().iter().find(|c| c["name"] == "database").unwrap().clone();
+    assert_eq!(database["status"], "error", "{database}");
+    assert!(database["message"].as_str().unwrap().contains("set aside"), "{database}");
+    let report: serde_json::Value = ada.get("/api/v1/admin/integrity-check").await.json().await.unwrap();
+    let pass = report["passes"].as_array().unwrap().iter().find(|p| p["name"] == "redo_log").unwrap().clone();
+    assert_eq!(pass["status"], "failed", "{report}");
+
+    // Looked at and removed: the checks are clean again.
+    for aside in mycorrhizal_engine::redo_set_aside_logs(&instance.database()) {
+        std::fs::remove_file(aside).unwrap();
+    }
+    let diagnostics: serde_json::Value = ada.get("/api/v1/admin/diagnostics").await.json().await.unwrap();
+    let database = diagnostics["checks"].as_array().unwrap().iter().find(|c| c["name"] == "database").unwrap().clone();
+    assert_eq!(database["status"], "ok", "{database}");
+}
+
+/// CRC-32 (IEEE), as the redo log's records carry it.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}

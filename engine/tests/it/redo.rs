@@ -149,7 +149,7 @@ fn acknowledged_writes_survive_a_kill_between_checkpoints() {
 }
 
 #[test]
-fn a_log_of_another_database_is_set_aside_not_replayed() {
+fn a_log_of_another_database_refuses_the_open_or_is_set_aside_when_asked_never_replayed() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (engine, _) = Engine::open(a.path().join("db.redb"), kept_log()).unwrap();
     engine.user(ALICE).create(Person::new("Only in A", "a@example.org")).unwrap();
@@ -159,8 +159,12 @@ fn a_log_of_another_database_is_set_aside_not_replayed() {
     let (engine, _) = Engine::open(b.path().join("db.redb"), Options::default()).unwrap();
     drop(engine);
     std::fs::rename(b.path().join("log"), redo_path(&b.path().join("db.redb"))).unwrap();
-    let (engine, _) = Engine::open(b.path().join("db.redb"), Options::default()).unwrap();
+    let refused = Engine::open(b.path().join("db.redb"), Options::default()).map(|_| ());
+    assert!(matches!(refused, Err(mycorrhizal_engine::Error::RedoUnreplayable { .. })), "{refused:?}");
+    let set_aside = Options { unreplayable: mycorrhizal_engine::Unreplayable::SetAside, ..Options::default() };
+    let (engine, _) = Engine::open(b.path().join("db.redb"), set_aside).unwrap();
     assert_eq!(engine.recovered().batches, 0);
+    assert!(engine.recovered().set_aside.is_some());
     assert!(engine.user(ALICE).list::<Person>().unwrap().is_empty(), "nothing of A's reached B");
     let aside: Vec<_> = std::fs::read_dir(b.path())
         .unwrap()

@@ -174,6 +174,9 @@ pub struct Features {
     /// implementation's `IMMICH_SYNC_INTERVAL_HOURS` is read when it is not set).
     pub photo_library_sync_interval_hours: u64,
     pub webhook_block_private_urls: bool,
+    /// `REDO_LOG_SET_ASIDE`: open the database with a redo log it cannot replay set aside
+    /// (default: refuse to start; the operator decides).
+    pub redo_log_set_aside: bool,
     /// `WEBHOOK_TIMEOUT_SECONDS` (default 10, 1 to 120): how long one webhook, topic or push
     /// delivery may take before it counts as failed (and is retried).
     pub webhook_timeout_seconds: u64,
@@ -402,6 +405,7 @@ impl Config {
             }
             .max(1),
             webhook_block_private_urls: env.bool("WEBHOOK_BLOCK_PRIVATE_URLS", false),
+            redo_log_set_aside: env.bool("REDO_LOG_SET_ASIDE", false),
             webhook_timeout_seconds: env.count("WEBHOOK_TIMEOUT_SECONDS", 10, 120).max(1),
             caldav_block_private_urls: env.bool("CALDAV_BLOCK_PRIVATE_URLS", false),
             oidc_block_private_urls: env.bool("OIDC_BLOCK_PRIVATE_URLS", false),
