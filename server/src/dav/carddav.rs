@@ -77,22 +77,55 @@ pub async fn handle(state: AppState, user: DavUser, request: Request) -> Result<
     }
 }
 
-/// The vCard version a client reads: what it asks (`Accept: text/vcard; version=3.0`, an
-/// `address-data` version), else 3.0 for the clients that only speak 3.0, else 4.0.
-fn version(headers: &HeaderMap, asked: Option<&str>) -> Version {
+/// The vCard version a client reads: what it asks (an `address-data` version, `Accept:
+/// text/vcard; version=4.0` or `3.0`), else what it last wrote (a client that PUT a 4.0 card
+/// reads 4.0), else 3.0: iOS and macOS Contacts read only 3.0 and mark the whole account failed
+/// on a 4.0 card, and every CardDAV client reads 3.0.
+fn version(headers: &HeaderMap, asked: Option<&str>, user: u64) -> Version {
     if let Some(v) = asked.and_then(Version::parse) {
         return v;
     }
     let accept = headers.get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
-    if accept.contains("version=3.0") || accept.contains("text/x-vcard") {
-        return Version::V3;
-    }
     if accept.contains("version=4.0") {
         return Version::V4;
     }
-    let agent = headers.get(USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    const THREE_ONLY: [&str; 6] = ["iOS/", "macOS/", "Mac OS X/", "dataaccessd", "AddressBook", "Evolution"];
-    if THREE_ONLY.iter().any(|a| agent.contains(a)) { Version::V3 } else { Version::V4 }
+    if accept.contains("version=3.0") || accept.contains("text/x-vcard") {
+        return Version::V3;
+    }
+    match WROTE.lock() {
+        Ok(wrote) => wrote.get(&(user, agent(headers))).copied().unwrap_or(Version::V3),
+        Err(_) => Version::V3,
+    }
+}
+
+/// The version each client (user and `User-Agent`) last PUT, so that it reads what it writes.
+/// Per process: after a restart a client reads 3.0 until it writes again.
+static WROTE: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<(u64, String), Version>>> =
+    std::sync::LazyLock::new(Default::default);
+/// Most clients remembered (past it, the memory starts over).
+const MAX_CLIENTS: usize = 10_000;
+
+fn agent(headers: &HeaderMap) -> String {
+    headers.get(USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").chars().take(200).collect()
+}
+
+/// Remembers the version of the card `body` this client PUT.
+fn remember_version(headers: &HeaderMap, user: u64, body: &[u8]) {
+    let head = &body[..body.len().min(4096)];
+    let text = String::from_utf8_lossy(head).to_ascii_uppercase();
+    let version = if text.contains("VERSION:4.0") {
+        Version::V4
+    } else if text.contains("VERSION:3.0") {
+        Version::V3
+    } else {
+        return;
+    };
+    if let Ok(mut wrote) = WROTE.lock() {
+        if wrote.len() >= MAX_CLIENTS {
+            wrote.clear();
+        }
+        wrote.insert((user, agent(headers)), version);
+    }
 }
 
 pub(super) fn depth(headers: &HeaderMap) -> u8 {
@@ -168,10 +201,10 @@ fn respond_card(
 
 /// The vCard version `request`'s cards are written in, when it asks for `address-data` (the
 /// version its first `address-data` asks, else the client's).
-fn address_data(request: &Propfind, headers: &HeaderMap) -> Option<Version> {
+fn address_data(request: &Propfind, headers: &HeaderMap, user: u64) -> Option<Version> {
     let Propfind::Prop(props) = request else { return None };
     let prop = props.iter().find(|p| p.name.is(CARDDAV, "address-data"))?;
-    Some(version(headers, prop.version.as_deref()))
+    Some(version(headers, prop.version.as_deref(), user))
 }
 
 /// The card `text` of `row` as written, or `None` when it could not be (logged).
@@ -217,7 +250,7 @@ fn card_parts(
         respond_with(&mut part, href, row, text, request, user);
         part
     };
-    let Some(version) = address_data(request, headers) else {
+    let Some(version) = address_data(request, headers, user.id.0) else {
         for card in cards {
             if !emit(respond(card, None)) {
                 return;
@@ -382,7 +415,7 @@ async fn get(
     headers: &HeaderMap,
     head: bool,
 ) -> Result<Response, DavError> {
-    let version = version(headers, None);
+    let version = version(headers, None, user.id.0);
     let (engine, owner) = (state.engine.clone(), user.id.0);
     let (etag, text) = reading(state, &user, move |view| {
         let hidden = crate::sync::subscribed_contacts(&engine, owner)?;
@@ -427,6 +460,7 @@ async fn put(
         return Err(DavError::condition(StatusCode::FORBIDDEN, "C:supported-address-data", Some(detail)));
     }
     let condition = condition(headers)?;
+    remember_version(headers, user.id.0, &body);
     let scope = state.engine.user(user.id);
     let (row, created) = cards::put(&scope, &name, body, condition).await.map_err(|e| refused(e, &user))?;
     let status = if created { StatusCode::CREATED } else { StatusCode::NO_CONTENT };
@@ -510,7 +544,7 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                     }
                     part
                 };
-                let version = address_data(&request, &headers);
+                let version = address_data(&request, &headers, user.id.0);
                 let mut open = true;
                 cards::named_cards(view, &names, version, &answer, &mut |part| {
                     out.append(&part);

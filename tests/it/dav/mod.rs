@@ -204,6 +204,15 @@ async fn cards_are_written_read_and_deleted_with_strong_etags_and_preconditions(
     }
     let v3 = dav.send("GET", &dav.card(name), &[("Accept", "text/vcard; version=3.0")], "").await;
     assert!(v3.body.contains("VERSION:3.0"), "{}", v3.body);
+    // A client that did not write 4.0 and asks nothing reads 3.0 (iOS and macOS refuse 4.0),
+    // with no parameter only 4.0 knows.
+    let mac = dav.send("GET", &dav.card(name), &[("User-Agent", "macOS/15.1 (24B83) AddressBookCore/2575")], "").await;
+    assert!(mac.body.contains("VERSION:3.0"), "{}", mac.body);
+    for four_only in ["DERIVED", "VALUE=uri", "PREF=", "KIND:", "LANGUAGE="] {
+        assert!(!mac.body.contains(four_only), "{four_only} in {}", mac.body);
+    }
+    let asked = dav.send("GET", &dav.card(name), &[("User-Agent", "macOS/15.1"), ("Accept", "text/vcard; version=4.0")], "").await;
+    assert!(asked.body.contains("VERSION:4.0"), "asked: {}", asked.body);
     let unchanged = dav.send("GET", &dav.card(name), &[("If-None-Match", &etag)], "").await;
     assert_eq!(unchanged.status, 304);
 
