@@ -1,4 +1,4 @@
-//! What a DAV client sends as a PROPFIND or REPORT body: any bytes give a typed request or an
+//! What a DAV client sends as a PROPFIND, PROPPATCH or REPORT body: any bytes give a typed request or an
 //! error (the front door's 400), never a panic; an accepted body names only non-empty property
 //! names, and a tree it reads respects the depth and size limits.
 #![no_main]
@@ -16,6 +16,9 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(Propfind::Prop(props)) = xml::propfind(data) {
         assert!(props.iter().all(|p| !p.name.name.is_empty()));
+    }
+    if let Ok(updates) = xml::propertyupdate(data) {
+        assert!(updates.iter().all(|u| !u.name.name.is_empty()));
     }
     if let Ok(Report::AddressbookMultiget { props, .. } | Report::CalendarMultiget { props, .. }) = xml::report(data) {
         assert!(props.iter().all(|p| !p.name.name.is_empty()));

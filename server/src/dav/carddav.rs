@@ -21,7 +21,7 @@ use crate::crm::{contact::card as cards, contact::card::PutCondition};
 use crate::http::conditional;
 use crate::state::AppState;
 
-const ALLOW: &str = "OPTIONS, GET, HEAD, PUT, DELETE, PROPFIND, REPORT";
+const ALLOW: &str = "OPTIONS, GET, HEAD, PUT, DELETE, PROPFIND, PROPPATCH, REPORT";
 
 /// Where a path points.
 enum Target {
@@ -71,6 +71,7 @@ pub async fn handle(state: AppState, user: DavUser, request: Request) -> Result<
         ("GET" | "HEAD", Target::Card(name)) => get(&state, user, name, headers, parts.method == Method::HEAD).await,
         ("PUT", Target::Card(name)) => put(&state, user, name, headers, body).await,
         ("DELETE", Target::Card(name)) => delete(&state, user, name, headers).await,
+        ("PROPPATCH", Target::Book) => proppatch(&state, user, &body).await,
         ("PUT" | "DELETE" | "REPORT", _) => Err(DavError::method_not_allowed()),
         ("GET" | "HEAD", _) => Err(DavError::method_not_allowed()),
         _ => Err(DavError::method_not_allowed()),
@@ -359,10 +360,11 @@ async fn propfind(
                 respond_card(&mut out, &props::principal_href(&user), &Resource::Principal, &request, &user, &none);
                 if depth > 0 {
                     let token = sync::current(view)?.to_string();
+                    let name = crate::crm::contact::book::name(view)?;
                     respond_card(
                         &mut out,
                         &props::book_href(&user),
-                        &Resource::Book { token: &token },
+                        &Resource::Book { token: &token, name: &name },
                         &request,
                         &user,
                         &none,
@@ -371,10 +373,11 @@ async fn propfind(
             }
             Target::Book => {
                 let token = sync::current(view)?.to_string();
+                let name = crate::crm::contact::book::name(view)?;
                 respond_card(
                     &mut out,
                     &props::book_href(&user),
-                    &Resource::Book { token: &token },
+                    &Resource::Book { token: &token, name: &name },
                     &request,
                     &user,
                     &none,
@@ -434,6 +437,28 @@ async fn get(
         h.insert(ETAG, value);
     }
     Ok(response)
+}
+
+/// Sets the book's properties a client may set: `DAV:displayname` (RFC 4918 9.2: all or none;
+/// any other property is 403, and the name then 424, unchanged).
+async fn proppatch(state: &AppState, user: DavUser, body: &[u8]) -> Result<Response, DavError> {
+    let updates = xml::propertyupdate(body).map_err(|e| DavError::bad_request(e.to_string()))?;
+    let settable = |u: &xml::PropUpdate| u.name.is(xml::DAV, "displayname");
+    let all_settable = updates.iter().all(settable);
+    if all_settable && let Some(last) = updates.last() {
+        let scope = state.engine.user(user.id);
+        crate::crm::contact::book::set_name(&scope, last.value.as_deref()).await.map_err(|e| refused(e, &user))?;
+    }
+    let mut out = Multistatus::new();
+    out.propstat_statuses(&props::book_href(&user), &updates.iter().map(|u| {
+        let status = match (settable(u), all_settable) {
+            (true, true) => (200, "OK"),
+            (true, false) => (424, "Failed Dependency"),
+            (false, _) => (403, "Forbidden"),
+        };
+        (u.name.clone(), status)
+    }).collect::<Vec<_>>());
+    Ok(multistatus(out.finish(None)))
 }
 
 /// The `If-Match` / `If-None-Match: *` of a write.

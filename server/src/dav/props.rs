@@ -13,6 +13,8 @@ pub enum Resource<'a> {
     Principal,
     Book {
         token: &'a str,
+        /// Its name (the owner's, else "Contacts").
+        name: &'a str,
     },
     /// A card: its row's id and metadata (all its properties need; its `address-data` is the
     /// caller's).
@@ -96,18 +98,18 @@ pub fn value(resource: &Resource<'_>, prop: &PropName, user: &DavUser) -> Option
             (DAV, "displayname") => Some(xml::text("D:displayname", &user.username)),
             _ => None,
         },
-        Resource::Book { token } => match (prop.ns.as_str(), prop.name.as_str()) {
+        Resource::Book { token, name } => match (prop.ns.as_str(), prop.name.as_str()) {
             (DAV, "resourcetype") => {
                 Some("<D:resourcetype><D:collection/><C:addressbook/></D:resourcetype>".into())
             }
-            (DAV, "displayname") => Some(xml::text("D:displayname", "Contacts")),
+            (DAV, "displayname") => Some(xml::text("D:displayname", name)),
             (CARDDAV, "addressbook-description") => {
                 Some(xml::text("C:addressbook-description", "Every contact of this account"))
             }
             (DAV, "sync-token") => Some(xml::text("D:sync-token", token)),
             (CALSERVER, "getctag") => Some(xml::text("CS:getctag", token)),
             (CARDDAV, "supported-address-data") => Some(
-                "<C:supported-address-data><C:address-data-type content-type=\"text/vcard\" version=\"4.0\"/><C:address-data-type content-type=\"text/vcard\" version=\"3.0\"/></C:supported-address-data>".into(),
+                "<C:supported-address-data><C:address-data-type content-type=\"text/vcard\" version=\"3.0\"/><C:address-data-type content-type=\"text/vcard\" version=\"4.0\"/></C:supported-address-data>".into(),
             ),
             (CARDDAV, "max-resource-size") => Some(xml::text("C:max-resource-size", &MAX_BODY.to_string())),
             (DAV, "supported-report-set") => Some(

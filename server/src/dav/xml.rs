@@ -277,6 +277,39 @@ fn hrefs(root: &Element) -> Vec<String> {
     root.children.iter().filter(|c| c.is(DAV, "href")).map(|c| c.text.trim().to_string()).collect()
 }
 
+/// One change of a PROPPATCH: a property set to a text, or removed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PropUpdate {
+    pub name: PropName,
+    /// `None`: removed.
+    pub value: Option<String>,
+}
+
+/// Reads a PROPPATCH body (`DAV:propertyupdate` of `set` and `remove`, in order).
+pub fn propertyupdate(bytes: &[u8]) -> Result<Vec<PropUpdate>, XmlError> {
+    let root = parse(bytes)?.ok_or_else(|| err("a PROPPATCH needs a body"))?;
+    if !root.is(DAV, "propertyupdate") {
+        return Err(err("the body is not a DAV:propertyupdate"));
+    }
+    let mut out = Vec::new();
+    for action in &root.children {
+        let set = if action.is(DAV, "set") {
+            true
+        } else if action.is(DAV, "remove") {
+            false
+        } else {
+            return Err(err("a propertyupdate holds set and remove"));
+        };
+        for prop in action.children.iter().filter(|c| c.is(DAV, "prop")) {
+            for p in &prop.children {
+                let value = set.then(|| p.text.clone());
+                out.push(PropUpdate { name: PropName::new(&p.ns, &p.name), value });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Reads a REPORT body.
 pub fn report(bytes: &[u8]) -> Result<Report, XmlError> {
     let root = parse(bytes)?.ok_or_else(|| err("a REPORT needs a body"))?;
@@ -418,6 +451,19 @@ impl Multistatus {
                 self.out.push_str(&empty(name));
             }
             self.out.push_str("</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>");
+        }
+        self.out.push_str("</D:response>");
+    }
+
+    /// A response for `href` with one propstat per property and status (a PROPPATCH's answer).
+    pub fn propstat_statuses(&mut self, href: &str, statuses: &[(PropName, (u16, &str))]) {
+        let _ = write!(self.out, "<D:response><D:href>{}</D:href>", escape(href));
+        for (name, (status, reason)) in statuses {
+            let _ = write!(
+                self.out,
+                "<D:propstat><D:prop>{}</D:prop><D:status>HTTP/1.1 {status} {reason}</D:status></D:propstat>",
+                empty(name)
+            );
         }
         self.out.push_str("</D:response>");
     }

@@ -882,3 +882,28 @@ async fn every_card_acknowledged_before_a_kill_survives_it() {
         assert!(answer.body.contains(&format!("UID:{uid}")), "{}", answer.body);
     }
 }
+
+#[tokio::test]
+async fn the_address_book_can_be_renamed_and_other_properties_are_refused_whole() {
+    let server = server().await;
+    let (_, dav) = account(&server, "ada").await;
+    let set = |props: &str| {
+        format!(r#"<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:X="urn:example"><D:set><D:prop>{props}</D:prop></D:set></D:propertyupdate>"#)
+    };
+    let named = dav.send("PROPPATCH", &dav.book(), &[("Content-Type", "application/xml")], &set("<D:displayname>Family &amp; friends</D:displayname>")).await;
+    assert_eq!(named.status, 207, "{}", named.body);
+    assert!(named.body.contains("HTTP/1.1 200 OK"), "{}", named.body);
+    let listed = dav.propfind(&dav.book(), "0", "<D:displayname/>").await;
+    assert!(listed.body.contains("<D:displayname>Family &amp; friends</D:displayname>"), "{}", listed.body);
+
+    let mixed = set("<D:displayname>Other</D:displayname><X:colour>red</X:colour>");
+    let refused = dav.send("PROPPATCH", &dav.book(), &[("Content-Type", "application/xml")], &mixed).await;
+    assert_eq!(refused.status, 207);
+    assert!(refused.body.contains("403 Forbidden") && refused.body.contains("424 Failed Dependency"), "{}", refused.body);
+    let listed = dav.propfind(&dav.book(), "0", "<D:displayname/>").await;
+    assert!(listed.body.contains("Family &amp; friends"), "all or nothing: {}", listed.body);
+
+    let (_, bob) = account(&server, "bob").await;
+    let theirs = bob.send("PROPPATCH", &dav.book(), &[("Content-Type", "application/xml")], &set("<D:displayname>Mine</D:displayname>")).await;
+    assert_eq!(theirs.status, 404, "another user's book");
+}

@@ -3,6 +3,7 @@
 //! on every save (the engine's save hook), which lists, sorting and search read without parsing
 //! the card.
 
+pub mod book;
 pub mod briefing;
 pub mod bulk;
 pub mod card;
