@@ -70,6 +70,29 @@ impl StandIn {
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
+
+    /// A server answering every request with a redirect to `location`.
+    pub async fn redirecting(location: &'static str) -> StandIn {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+        let log = seen.clone();
+        let app = axum::Router::new().fallback(move |request: Request<Body>| {
+            let log = log.clone();
+            async move {
+                let (parts, _) = request.into_parts();
+                log.lock().unwrap().push(Seen {
+                    method: parts.method.to_string(),
+                    path: parts.uri.to_string(),
+                    headers: parts.headers,
+                    body: String::new(),
+                });
+                axum::http::Response::builder().status(302).header("location", location).body(Body::empty()).unwrap()
+            }
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        StandIn { base, seen }
+    }
 }
 
 /// A small PNG (the picture sniffing reads the signature and the header chunk).
@@ -662,4 +685,25 @@ async fn the_scheduled_photo_library_sync_is_one_recorded_run_over_every_user() 
     config::store(&app.state.integrations, opened(), false).await.unwrap();
     let off = mycorrhizal::jobs::run(&app.state, "photo_library_sync", Trigger::Manual).await.unwrap();
     assert_eq!(off.result, JobResult::Skipped, "{off:?}");
+}
+
+/// A connection test that finds nothing at the address fails the connection (a wrong base path),
+/// and a redirect to another origin is not followed (the key would travel with it): both said.
+#[tokio::test]
+async fn a_wrong_address_or_a_redirect_elsewhere_fails_the_connection_test_with_the_reason() {
+    let nothing = StandIn::start(|_| (404, "text/plain", b"not here".to_vec())).await;
+    let server = instance().spawn();
+    let ada = server.sign_up("ada").await;
+    json_of(put(&ada, "/api/v1/immich/config", json!({ "base_url": nothing.base, "api_key": "k" })).await, 200).await;
+    let tested = json_of(ada.post("/api/v1/immich/test-connection", json!({})).await, 200).await;
+    assert_eq!(tested["ok"], false, "{tested}");
+    assert_eq!(json_of(ada.get("/api/v1/immich/config").await, 200).await["status"], "failing");
+
+    // Immich behind a proxy that sends http to https elsewhere: told, not followed.
+    let elsewhere = StandIn::redirecting("https://photos.example.org/api/").await;
+    json_of(put(&ada, "/api/v1/paperless/config", json!({ "base_url": elsewhere.base, "api_token": "t" })).await, 200).await;
+    let tested = json_of(ada.post("/api/v1/paperless/test-connection", json!({})).await, 200).await;
+    assert_eq!(tested["ok"], false, "{tested}");
+    assert!(tested["message"].as_str().unwrap().contains("redirects to https://photos.example.org"), "{tested}");
+    assert!(elsewhere.seen().len() == 1, "one request, the redirect not followed");
 }

@@ -272,7 +272,8 @@ pub fn normalise(system: System, raw: &str) -> std::result::Result<String, Strin
 
 /// Checks `system`'s settings before they are saved: the address (the guard too), the
 /// credential (required the first time, kept when left out after while the server and account
-/// are the same). Returns them opened, and whether the sync is on.
+/// are the same). Returns them opened, and whether the sync is on (left out: as it was, on at
+/// first).
 pub async fn prepare(i: &Integrations, user: u64, system: System, input: ConfigInput) -> Result<(Opened, bool)> {
     let base_url = normalise(system, &input.base_url).map_err(|r| CrmError::invalid("base_url", r))?;
     crate::outbound::check_always_with(&base_url, i.loopback()).await.map_err(|r| CrmError::invalid("base_url", r))?;
@@ -280,7 +281,11 @@ pub async fn prepare(i: &Integrations, user: u64, system: System, input: ConfigI
     if secret.as_ref().is_some_and(|s| s.chars().count() > 512) {
         return Err(CrmError::invalid(system.secret_field(), "must be at most 512 characters").into());
     }
-    let username = input.username.as_deref().map(str::trim).unwrap_or_default().to_string();
+    // Only WebDAV has an account name; another system's is not kept.
+    let username = match system {
+        System::Nextcloud => input.username.as_deref().map(str::trim).unwrap_or_default().to_string(),
+        _ => String::new(),
+    };
     if system == System::Nextcloud {
         if username.is_empty() {
             return Err(CrmError::invalid("username", "is required").into());
@@ -299,21 +304,28 @@ pub async fn prepare(i: &Integrations, user: u64, system: System, input: ConfigI
         let reason = format!("is required when first connecting {} (or after its address changes)", system.label());
         return Err(CrmError::invalid(system.secret_field(), reason).into());
     };
+    let sync_enabled = input.sync_enabled.or_else(|| current.get(system).map(|c| c.sync_enabled)).unwrap_or(true);
     let opened = Opened { system, user, base_url, username, secret: plain, dav_root: String::new() };
-    Ok((opened, input.sync_enabled.unwrap_or(true)))
+    Ok((opened, sync_enabled))
 }
 
 /// Stores settings [`prepare`] checked, the credential sealed. What was known of the
-/// connection's health stays while the address does.
+/// connection's health stays while the address and the credential do.
 pub async fn store(i: &Integrations, opened: Opened, sync_enabled: bool) -> Result<ConfigView> {
     let (user, system) = (opened.user, opened.system);
-    let sealed = i.data_key.encrypt(opened.secret.as_bytes(), &i.binding(user, system)).map_err(CrmError::internal)?;
+    let binding = i.binding(user, system);
+    let sealed = i.data_key.encrypt(opened.secret.as_bytes(), &binding).map_err(CrmError::internal)?;
+    let (data_key, secret) = (i.data_key.clone(), opened.secret.clone());
+    let same_secret = move |old: &Connection| data_key.decrypt(&old.sealed_secret, &binding).is_some_and(|s| s == secret.as_bytes());
     let saved = i
         .engine
         .write_async(move |tx| {
             let mut c = config_in(tx, user)?;
             let slot = c.slot(system);
-            let health = slot.as_ref().filter(|old| old.base_url == opened.base_url).map(|old| old.health.clone());
+            let health = slot
+                .as_ref()
+                .filter(|old| old.base_url == opened.base_url && same_secret(old))
+                .map(|old| old.health.clone());
             *slot = Some(Connection {
                 base_url: opened.base_url.clone(),
                 username: opened.username.clone(),

@@ -26,6 +26,8 @@ pub struct SystemHealth {
 
 /// Every system some user connected.
 pub async fn sweep(i: &Integrations) -> Vec<SystemHealth> {
+    // Looking changes nothing: the probes record no outcome and raise no event.
+    let i = &i.quietly();
     let mut out = Vec::new();
     for system in System::ALL {
         let Ok(users) = config::configured(i, system) else { continue };

@@ -118,7 +118,7 @@ fn api(call: &Call<'_>, path: &str) -> String {
 
 /// The connection test: the server answers, then the key is accepted.
 pub async fn test(i: &Integrations, user: u64) -> Result<TestResult> {
-    let mut call = Call::new(i, user, System::Immich)?;
+    let mut call = Call::new(i, user, System::Immich)?.testing();
     let ping = api(&call, "/api/server/ping");
     if let Err(f) = call.send(Method::GET, &ping, None, true).await {
         call.finish().await;
@@ -385,7 +385,8 @@ pub async fn sync_user(i: &Integrations, user: u64) -> Result<Synced> {
             Err(f) => {
                 done.failed += 1;
                 first.get_or_insert(f);
-                links::mark_error(&scope, identity.id).await?;
+                // Unlinked meanwhile: nothing to mark.
+                let _ = links::mark_error(&scope, identity.id).await;
                 continue;
             }
         };
@@ -398,9 +399,20 @@ pub async fn sync_user(i: &Integrations, user: u64) -> Result<Synced> {
             latest.as_ref().map(|a| Value::from(a.occurred_at.to_string())).unwrap_or(Value::Null),
         );
         let seen = photos.iter().map(|a| appearance(&identity.body, a)).collect();
-        done.photos_added += links::record_sync(&scope, identity.id, seen, metadata).await?;
-        if fill_picture(&mut call, &scope, identity.body.contact_id, &person).await? {
-            done.pictures_filled += 1;
+        match links::record_sync(&scope, identity.id, seen, metadata).await {
+            Ok(added) => done.photos_added += added,
+            // Unlinked (or its contact deleted) while the sync ran: this person is done.
+            Err(e) => {
+                tracing::info!(event = "photo_sync_skipped", component = "immich", error = %e);
+                continue;
+            }
+        }
+        // Optional: a face that cannot be fetched fails nothing (a call of its own, unrecorded).
+        let mut scratch = Call::of(i, call.opened.clone());
+        match fill_picture(&mut scratch, &scope, identity.body.contact_id, &person).await {
+            Ok(true) => done.pictures_filled += 1,
+            Ok(false) => {}
+            Err(e) => tracing::warn!(event = "picture_fill_failed", component = "immich", error = %e),
         }
     }
     let outcome = match &first {
@@ -435,6 +447,9 @@ async fn fill_picture(call: &mut Call<'_>, scope: &UserScope, contact: u64, pers
     let Ok(face) = image(call, &format!("/api/people/{}/thumbnail", segment(person))).await else {
         return Ok(false);
     };
+    if !crate::crm::contact::picture::keeps(&face.bytes) {
+        return Ok(false);
+    }
     let bytes = std::sync::Arc::new(face.bytes);
     let filled = scope
         .write_async(move |tx| {

@@ -129,6 +129,8 @@ pub struct Integrations {
     client: reqwest::Client,
     /// Whether loopback addresses are let through: only ever in a test build.
     loopback: bool,
+    /// Whether uses are left unrecorded (the diagnostics' probes: looking changes nothing).
+    quiet: bool,
 }
 
 impl Integrations {
@@ -141,6 +143,7 @@ impl Integrations {
             root_tag: hex::encode(&digest[..12]),
             client: crate::outbound::always_client_with(TIMEOUT, loopback)?,
             loopback,
+            quiet: false,
         })
     }
 
@@ -159,6 +162,15 @@ impl Integrations {
     /// Whether loopback is let through (a test build's stand-ins).
     pub fn loopback(&self) -> bool {
         self.loopback
+    }
+
+    /// The same integrations, recording nothing of their uses (the diagnostics' probes).
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
+    pub fn quietly(&self) -> Integrations {
+        Integrations { quiet: true, ..self.clone() }
     }
 
     /// What `user`'s credential for `system` is sealed to: the row, the field and the root

@@ -109,7 +109,7 @@ async fn get(call: &mut Call<'_>, url: &str) -> std::result::Result<Vec<u8>, Fai
 
 /// The connection test: the API answers the token, then names the account.
 pub async fn test(i: &Integrations, user: u64) -> Result<TestResult> {
-    let mut call = Call::new(i, user, System::Paperless)?;
+    let mut call = Call::new(i, user, System::Paperless)?.testing();
     let root = api(&call, "/api/");
     if let Err(f) = call.send(Method::GET, &root, None, false).await {
         call.finish().await;

@@ -30,6 +30,8 @@ pub enum Failure {
     Status(u16),
     /// An answer we cannot read (not the expected JSON or XML, too large, not an image).
     Unreadable(String),
+    /// It redirects to another address (another scheme, host or port), which is not followed.
+    Moved(String),
 }
 
 impl Failure {
@@ -48,6 +50,7 @@ impl Failure {
             Failure::Unreadable(why) => {
                 format!("{name} answered something that cannot be read ({why}); check its version.")
             }
+            Failure::Moved(why) => format!("{name} {why}."),
         }
     }
 
@@ -72,16 +75,37 @@ pub enum Credential<'a> {
 pub struct Call<'a> {
     pub i: &'a Integrations,
     pub opened: Opened,
+    /// The first failure other than "not found".
     failure: Option<Failure>,
+    /// Something asked for was not there: an answer (a person deleted in the library), unless
+    /// the call is a connection test, where the address itself is wrong.
+    missing: bool,
+    /// A connection test: "not found" is a failure of the connection.
+    testing: bool,
 }
 
 impl<'a> Call<'a> {
     pub fn new(i: &'a Integrations, user: u64, system: System) -> super::Result<Call<'a>> {
-        Ok(Call { i, opened: config::open(i, user, system)?, failure: None })
+        Ok(Call { i, opened: config::open(i, user, system)?, failure: None, missing: false, testing: false })
     }
 
     pub fn of(i: &'a Integrations, opened: Opened) -> Call<'a> {
-        Call { i, opened, failure: None }
+        Call { i, opened, failure: None, missing: false, testing: false }
+    }
+
+    /// The same call as a connection test (a "not found" fails the connection).
+    pub fn testing(mut self) -> Call<'a> {
+        self.testing = true;
+        self
+    }
+
+    fn note(&mut self, f: &Failure) {
+        match f {
+            Failure::NotFound => self.missing = true,
+            f => {
+                self.failure.get_or_insert(f.clone());
+            }
+        }
     }
 
     pub fn system(&self) -> System {
@@ -108,7 +132,7 @@ impl<'a> Call<'a> {
     ) -> Result<reqwest::Response, Failure> {
         let outcome = self.send_inner(method, url, body, anonymous).await;
         if let Err(f) = &outcome {
-            self.failure.get_or_insert(f.clone());
+            self.note(f);
         }
         outcome
     }
@@ -140,7 +164,8 @@ impl<'a> Call<'a> {
         };
         let answer = request.send().await.map_err(|e| {
             if crate::outbound::is_refusal(&e) {
-                Failure::Refused(refusal_text(&e))
+                let why = refusal_text(&e);
+                if why.starts_with("it redirects") { Failure::Moved(why) } else { Failure::Refused(why) }
             } else if e.is_timeout() {
                 Failure::Unreachable("no answer in time".into())
             } else if e.is_connect() {
@@ -190,7 +215,7 @@ impl<'a> Call<'a> {
 
     /// Remembers `failure` as this call's and returns it.
     pub fn fail<T>(&mut self, failure: Failure) -> Result<T, Failure> {
-        self.failure.get_or_insert(failure.clone());
+        self.note(&failure);
         Err(failure)
     }
 
@@ -211,11 +236,20 @@ impl<'a> Call<'a> {
     }
 
     /// Records the outcome: a success, or the first failure (an `integration_failed` event
-    /// too). "Not found" is an answer, not a failure of the integration.
+    /// too). "Not found" is an answer, not a failure of the integration, except in a
+    /// connection test. Nothing is recorded by a quiet [`Integrations`] (the diagnostics').
     pub async fn finish(self) {
         let (system, user) = (self.opened.system, self.opened.user);
-        match self.failure {
-            None | Some(Failure::NotFound) => config::record(self.i, user, system, Ok(())).await,
+        if self.i.quiet() {
+            return;
+        }
+        let failure = match self.failure {
+            Some(f) => Some(f),
+            None if self.missing && self.testing => Some(Failure::NotFound),
+            None => None,
+        };
+        match failure {
+            None => config::record(self.i, user, system, Ok(())).await,
             Some(f) => {
                 let message = f.message(system);
                 events::emit(
@@ -256,7 +290,22 @@ pub fn join(base: &str, path: &str) -> String {
 
 /// One path segment escaped (an id the system gave, put into a path).
 pub fn segment(raw: &str) -> String {
+    // `.` and `..` (even escaped: URL parsers read `%2e` as a dot) would climb the path: no id
+    // of these systems is one, so they name nothing.
+    if matches!(raw, "." | "..") {
+        return "_".into();
+    }
     url::form_urlencoded::byte_serialize(raw.as_bytes()).collect::<String>().replace('+', "%20")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_segment_never_climbs_or_leaves_its_place() {
+        assert_eq!(super::segment(".."), "_");
+        assert_eq!(super::segment("a/b?c#d@e"), "a%2Fb%3Fc%23d%40e");
+        assert_eq!(super::segment("Ann Example"), "Ann%20Example");
+    }
 }
 
 /// The answer a connection test gives: `{ok, stage, message}`.

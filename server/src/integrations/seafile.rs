@@ -118,7 +118,7 @@ fn pong(bytes: &[u8]) -> bool {
 
 /// The connection test: the server answers `pong`, then `pong` to the token.
 pub async fn test(i: &Integrations, user: u64) -> Result<TestResult> {
-    let mut call = Call::new(i, user, System::Seafile)?;
+    let mut call = Call::new(i, user, System::Seafile)?.testing();
     for (path, anonymous) in [("/api2/ping/", true), ("/api2/auth/ping/", false)] {
         let url = api(&call, path);
         let outcome = match get(&mut call, &url, anonymous).await {

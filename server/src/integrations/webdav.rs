@@ -45,7 +45,7 @@ pub const APP_PASSWORD_NEEDED: &str = "This is the account's real password: use 
 /// One entry of a multistatus.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Entry {
-    /// The href, percent-decoded.
+    /// The href as the server wrote it (percent-encoded).
     pub href: String,
     pub collection: bool,
     pub display_name: String,
@@ -120,7 +120,7 @@ pub fn parse_multistatus(bytes: &[u8]) -> std::result::Result<Vec<Entry>, String
                 let value = text_buf.trim().to_string();
                 match (ns.as_str(), name.as_str()) {
                     (DAV, "href") if path.last().is_some_and(|(_, n)| n == "response") => {
-                        current.href = percent_decode(&value);
+                        current.href = value;
                     }
                     (DAV, "status") => status = value,
                     (DAV, "displayname") => props.display_name = value,
@@ -159,11 +159,25 @@ pub fn parse_multistatus(bytes: &[u8]) -> std::result::Result<Vec<Entry>, String
     Ok(entries)
 }
 
+/// `%XX` sequences decoded (a `+` or `&` is itself; an invalid sequence is kept as written).
 fn percent_decode(raw: &str) -> String {
-    url::form_urlencoded::parse(format!("x={}", raw.replace('+', "%2B")).as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// An entry of a folder.
@@ -193,9 +207,10 @@ pub fn items_of(entries: Vec<Entry>, root_path: &str, dir: &str) -> Vec<Item> {
     entries
         .into_iter()
         .filter_map(|e| {
+            // Decoded once: the path of an absolute href, or the href itself.
             let href = match reqwest::Url::parse(&e.href) {
                 Ok(u) => percent_decode(u.path()),
-                Err(_) => e.href.clone(),
+                Err(_) => percent_decode(&e.href),
             };
             let rel = href.strip_prefix(root)?;
             let rel = format!("/{}", rel.trim_matches('/'));
@@ -264,10 +279,18 @@ pub async fn admit(i: &Integrations, opened: &Opened) -> Result<String> {
         .header("accept", "application/json");
     let parsed = reqwest::Url::parse(&check).map_err(|e| crate::crm::Error::invalid("base_url", e.to_string()))?;
     crate::outbound::check_literal_always_with(&parsed, i.loopback()).map_err(|e| crate::crm::Error::invalid("base_url", e))?;
-    if let Ok(answer) = probe.send().await
+    if let Ok(mut answer) = probe.send().await
         && answer.status().is_success()
     {
-        let body = answer.bytes().await.unwrap_or_default();
+        // Nextcloud's answer is a few hundred bytes: read at most 64 KB of whatever answers.
+        let mut body = Vec::new();
+        while let Ok(Some(chunk)) = answer.chunk().await {
+            body.extend_from_slice(&chunk);
+            if body.len() > 64 * 1024 {
+                body.clear();
+                break;
+            }
+        }
         if let Some(token) = issued_app_password(&body) {
             // A real password made Nextcloud issue an app password: revoke it, refuse this one.
             let _ = i
@@ -321,7 +344,7 @@ fn is_nextcloud(opened: &Opened) -> bool {
 
 /// The connection test: the files' root answers a PROPFIND.
 pub async fn test(i: &Integrations, user: u64) -> Result<TestResult> {
-    let mut call = Call::new(i, user, System::Nextcloud)?;
+    let mut call = Call::new(i, user, System::Nextcloud)?.testing();
     let root = call.opened.dav_root.clone();
     let outcome = propfind(&mut call, &root, "0").await;
     call.finish().await;
@@ -430,6 +453,7 @@ mod tests {
         assert_eq!(items[0].modified_at.as_deref(), Some("2024-05-01T10:00:00Z"));
         assert_eq!((items[1].kind.as_str(), items[1].path.as_str()), ("dir", "/Letters/Old/"));
         assert!(parse_multistatus(b"<x/>").is_err());
+        assert_eq!(percent_decode("/a%20b/Tom+Jerry%2526&x%zz"), "/a b/Tom+Jerry%26&x%zz", "decoded once");
         assert!(parse_multistatus(b"<d:multistatus xmlns:d=\"DAV:\">").is_err());
     }
 

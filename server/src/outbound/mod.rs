@@ -213,8 +213,9 @@ async fn resolve_checked(host: &str, port: u16, loopback: bool) -> Result<Vec<So
     if addresses.is_empty() {
         return Err(format!("{host} has no address"));
     }
-    if let Some(bad) = addresses.iter().find(|a| refused(a.ip(), loopback)) {
-        return Err(format!("{host} resolves to {} which {REFUSED}", bad.ip()));
+    // The address itself is not said: a user must not learn what internal names resolve to.
+    if addresses.iter().any(|a| refused(a.ip(), loopback)) {
+        return Err(format!("{host} resolves to an address which {REFUSED}"));
     }
     Ok(addresses)
 }
@@ -232,9 +233,14 @@ impl Resolve for PublicOnly {
         let host = name.as_str().to_string();
         let loopback = self.0;
         Box::pin(async move {
-            let addresses = resolve_checked(&host, 0, loopback)
-                .await
-                .map_err(|e| Box::new(Refused(e)) as Box<dyn std::error::Error + Send + Sync>)?;
+            // Only an internal answer is a refusal; a name that does not resolve is unreachable.
+            let addresses = resolve_checked(&host, 0, loopback).await.map_err(|e| {
+                if e.contains(REFUSED) {
+                    Box::new(Refused(e)) as Box<dyn std::error::Error + Send + Sync>
+                } else {
+                    Box::new(std::io::Error::new(std::io::ErrorKind::NotFound, e)) as Box<dyn std::error::Error + Send + Sync>
+                }
+            })?;
             Ok(Box::new(addresses.into_iter()) as Addrs)
         })
     }
@@ -284,7 +290,8 @@ pub fn guarded_client(block_internal: bool, timeout: Duration) -> Result<reqwest
         .redirect(policy)
         .user_agent(concat!("mycorrhizal/", env!("CARGO_PKG_VERSION")));
     if block_internal {
-        builder = builder.dns_resolver(Arc::new(PublicOnly(false)));
+        // A proxy from the environment would be the only address checked: none is used.
+        builder = builder.no_proxy().dns_resolver(Arc::new(PublicOnly(false)));
     }
     builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
@@ -354,19 +361,26 @@ pub fn always_client_with(timeout: Duration, loopback: bool) -> Result<reqwest::
         .timeout(timeout)
         .redirect(always_redirects(loopback))
         .user_agent(concat!("mycorrhizal/", env!("CARGO_PKG_VERSION")))
+        // A proxy from the environment would be the only address checked: none is used.
+        .no_proxy()
         .dns_resolver(Arc::new(PublicOnly(loopback)))
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
-/// The guarded-always redirect rule: at most three, on the same host, to no refused literal.
+/// The guarded-always redirect rule: at most three, to the same scheme, host and port (a path
+/// moved), to no refused literal. Another origin is refused: a credential in a header of the
+/// integration's own would travel there (or, from https to http, in clear), and one in
+/// `Authorization` would be dropped by the client.
 fn always_redirects(loopback: bool) -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(move |attempt| {
-        let same_host = attempt.previous().first().and_then(|u| u.host_str()) == attempt.url().host_str();
+        let origin = |u: &Url| (u.scheme().to_string(), u.host_str().map(str::to_string), u.port_or_known_default());
+        let same_origin = attempt.previous().first().map(origin) == Some(origin(attempt.url()));
         if attempt.previous().len() >= 3 {
             attempt.error("too many redirects")
-        } else if !same_host {
-            attempt.error(Refused("a redirect to another host is not followed".into()))
+        } else if !same_origin {
+            let to = format!("{}://{}", attempt.url().scheme(), attempt.url().host_str().unwrap_or_default());
+            attempt.error(Refused(format!("it redirects to {to}: enter that address instead")))
         } else {
             match check_literal_always_with(attempt.url(), loopback) {
                 Ok(()) => attempt.follow(),
