@@ -64,6 +64,19 @@ pub struct DeepHealth {
     pub restore_drill: Facet,
     pub background_jobs: BackgroundJobs,
     pub integrations: BTreeMap<String, Reachability>,
+    /// The users' own integrations (photo library, archive, files, WebDAV), by system, as their
+    /// last uses went: each user's to mend, so they do not change `status`.
+    pub user_integrations: BTreeMap<String, UserIntegrations>,
+}
+
+/// How one system's user connections went at their last use.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct UserIntegrations {
+    pub configured: usize,
+    /// Whose last use failed.
+    pub failing: usize,
+    /// Whose credential no longer opens (to be entered again).
+    pub credential_unreadable: usize,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -259,6 +272,17 @@ pub async fn system_status(state: &AppState, activity: Vec<JobActivity>) -> Resu
     let config = state.config.clone();
     let read = state.blocking(move |engine| read(engine, &config, &activity)).await??;
     let integrations = state.reach.now().await;
+    let i = state.integrations.clone();
+    let user_integrations = state
+        .blocking(move |_| crate::integrations::health::recorded(&i))
+        .await?
+        .into_iter()
+        .map(|h| {
+            let summary =
+                UserIntegrations { configured: h.configured, failing: h.failing, credential_unreadable: h.unreadable };
+            (h.system.name().to_string(), summary)
+        })
+        .collect();
     let update = crate::release::status(&state.engine, state.config.features.update_check_enabled).await?;
     let now = state.engine.clock().now();
     let background_jobs = if !read.stuck_jobs.is_empty() {
@@ -300,6 +324,7 @@ pub async fn system_status(state: &AppState, activity: Vec<JobActivity>) -> Resu
         restore_drill: read.restore_drill,
         background_jobs,
         integrations,
+        user_integrations,
     };
     let (applied, latest) = (state.engine.schema_version(), crate::crm::schema_version());
     Ok(SystemStatus {

@@ -288,6 +288,9 @@ async fn a_failing_integration_is_told_to_its_user_the_diagnostics_and_the_event
     let check = check.unwrap_or_else(|| panic!("{diagnostics}"));
     assert_eq!(check["status"], "error", "the one connection fails: {check}");
     assert!(check["message"].as_str().unwrap().contains("1 failing"), "{check}");
+    let status = json_of(ada.get("/api/v1/admin/system-status").await, 200).await;
+    let immich = &status["health"]["user_integrations"]["immich"];
+    assert_eq!((immich["configured"].as_u64(), immich["failing"].as_u64()), (Some(1), Some(1)), "{status}");
     let run = json_of(ada.post("/api/v1/admin/trigger-alerts", json!({})).await, 200).await;
     assert_eq!(run["result"], "success", "{run}");
     let alerts = json_of(ada.get("/api/v1/admin/alerts").await, 200).await;

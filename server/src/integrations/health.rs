@@ -69,6 +69,27 @@ pub async fn sweep(i: &Integrations) -> Vec<SystemHealth> {
     out
 }
 
+/// Every system some user connected, as their last uses went (no request: the system status).
+pub fn recorded(i: &Integrations) -> Vec<SystemHealth> {
+    let mut out = Vec::new();
+    for system in System::ALL {
+        let Ok(users) = config::configured(i, system) else { continue };
+        if users.is_empty() {
+            continue;
+        }
+        let mut h = SystemHealth { system, configured: users.len(), failing: 0, unreadable: 0, example: String::new() };
+        for (user, connection) in users {
+            if config::open(i, user, system).is_err() {
+                h.unreadable += 1;
+            } else if connection.health.consecutive_failures > 0 {
+                h.failing += 1;
+            }
+        }
+        out.push(h);
+    }
+    out
+}
+
 /// `system`'s connection test for `user`.
 pub async fn test(i: &Integrations, user: u64, system: System) -> super::Result<super::remote::TestResult> {
     match system {
