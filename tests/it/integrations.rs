@@ -128,9 +128,8 @@ pub async fn immich() -> StandIn {
                     { "id": "asset-1", "fileCreatedAt": "2026-11-01T10:00:00.000Z", "type": "IMAGE" },
                     { "id": "asset-2", "fileCreatedAt": "2026-10-01T09:30:00.000Z", "type": "IMAGE" }] } }))
             }
-            ("GET", "/api/people/p-ann/thumbnail") | ("GET", "/api/assets/asset-1/thumbnail") => {
-                (200, "image/png", PNG.to_vec())
-            }
+            ("GET", "/api/people/p-ann/thumbnail") => (200, "image/png", PNG.to_vec()),
+            ("GET", "/api/assets/asset-1/thumbnail") => (200, "image/png", [PNG, b"asset-1"].concat()),
             ("GET", "/api/assets/asset-2/thumbnail") => (200, "image/svg+xml", b"<svg/>".to_vec()),
             _ => (404, "application/json", br#"{"message":"Not found"}"#.to_vec()),
         }
@@ -226,13 +225,19 @@ async fn the_photo_library_links_a_person_syncs_their_photos_and_fills_the_pictu
     assert_eq!(face.headers()["content-type"], "image/png");
     assert_eq!(face.bytes().await.unwrap().as_ref(), PNG);
     let photo = ada.get(&format!("/api/v1/immich/contacts/{ann_uid}/assets/asset-1/image")).await;
-    assert_eq!((photo.status().as_u16(), photo.bytes().await.unwrap().as_ref()), (200, PNG));
+    assert_eq!((photo.status().as_u16(), photo.bytes().await.unwrap().to_vec()), (200, [PNG, b"asset-1"].concat()));
     let svg = json_of(ada.get(&format!("/api/v1/immich/contacts/{ann_uid}/assets/asset-2/image")).await, 503).await;
     assert!(svg["message"].as_str().unwrap().contains("cannot be read"), "an SVG is not passed through: {svg}");
     let stranger = ada.get(&format!("/api/v1/immich/contacts/{ann_uid}/assets/asset-9/image")).await;
     assert_eq!(stranger.status(), 404, "only photos recorded of this contact");
     let assets = json_of(ada.get(&format!("/api/v1/immich/contacts/{ann_uid}/assets")).await, 200).await;
     assert_eq!(assets["assets"][0]["id"], "asset-1");
+    let used = ada.post(&format!("/api/v1/immich/contacts/{ann_uid}/assets/asset-1/use-as-picture"), json!({})).await;
+    assert_eq!(json_of(used, 200).await["message"], "Profile picture updated");
+    let picture = ada.get(&format!("/api/v1/contacts/{ann}/profile_picture")).await;
+    assert_eq!(picture.bytes().await.unwrap().to_vec(), [PNG, b"asset-1"].concat(), "the chosen photo");
+    let unknown = ada.post(&format!("/api/v1/immich/contacts/{ann_uid}/assets/asset-9/use-as-picture"), json!({})).await;
+    assert_eq!(unknown.status(), 404, "only a photo recorded of this contact");
 
     // Every request but the ping carried the key, and only to the library.
     let seen = library.seen();

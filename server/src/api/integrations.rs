@@ -275,6 +275,22 @@ pub async fn immich_asset_image(
     Ok(image(img))
 }
 
+#[utoipa::path(post, path = "/api/v1/immich/contacts/{vcard_uid}/assets/{asset_id}/use-as-picture", tag = "integrations",
+    params(AssetPath), responses(
+    (status = 200, body = Message, description = "The photo's thumbnail is the contact's picture now"),
+    (status = 400, description = "Not a picture this server keeps (JPEG, PNG, GIF or WebP, at most 10 MB)"),
+    (status = 404, description = "No such contact, not linked, or not a photo recorded of this contact"),
+    (status = 409, description = "Immich not configured"),
+    (status = 503, description = "Immich not answering, refusing the credential, or the credential no longer opens")))]
+pub async fn immich_use_as_picture(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(p): Path<AssetPath>,
+) -> Result<axum::Json<Message>, ApiError> {
+    immich::use_as_picture(&state.integrations, &state.scope(&user), user.id.0, &p.vcard_uid, &p.asset_id).await?;
+    Ok(axum::Json(Message::new("Profile picture updated")))
+}
+
 // ---------------------------------------------------------------------------------------------
 // Paperless
 

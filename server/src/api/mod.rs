@@ -249,6 +249,7 @@ pub fn router(config: &crate::config::Config) -> Router<AppState> {
         .routes(routes!(integrations::immich_thumbnail))
         .routes(routes!(integrations::immich_assets))
         .routes(routes!(integrations::immich_asset_image))
+        .routes(routes!(integrations::immich_use_as_picture))
         .routes(routes!(integrations::paperless_documents))
         .routes(routes!(integrations::paperless_correspondents))
         .routes(routes!(integrations::paperless_tags))

@@ -331,6 +331,14 @@ pub async fn asset_image(i: &Integrations, scope: &UserScope, user: u64, uid: &s
     call.settle(outcome).await
 }
 
+/// Makes a photo of this contact (one recorded as showing them) its picture.
+pub async fn use_as_picture(i: &Integrations, scope: &UserScope, user: u64, uid: &str, asset: &str) -> Result<()> {
+    let img = asset_image(i, scope, user, uid, asset).await?;
+    let contact = super::contact_of(scope, uid).await?;
+    crate::crm::contact::picture::store(scope, contact, img.bytes).await?;
+    Ok(())
+}
+
 fn appearance(identity: &ExternalIdentity, a: &Asset) -> Seen {
     let person_name = serde_json::from_str::<Value>(&identity.metadata)
         .ok()

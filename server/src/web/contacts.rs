@@ -459,7 +459,7 @@ pub async fn render(
             (super::record_forms::field_card(&c, viewer, id, &defs, &d.field_values, sent))
             (super::households::contact_section(viewer, id, &households, sent))
             (attachments_section(viewer, id, &files, sent))
-            (super::integrations::contact_card(viewer, id, &connected, &d.external_identities, &d.external_activities))
+            (super::integrations::contact_card(&c, viewer, id, &connected, &d.external_identities, &d.external_activities))
             (super::record_forms::external_card(&c, viewer, &d.external_identities))
             (super::record_forms::share_card(&c, viewer, id, &users, sent))
             (super::record_forms::merge_card(viewer, id))

@@ -215,6 +215,7 @@ pub async fn sync(State(state): State<AppState>, viewer: Viewer, _form: Form) ->
 /// person, documents and files from each connected system. Nothing when none is connected and
 /// nothing is linked.
 pub fn contact_card(
+    c: &Chrome<'_>,
     viewer: &Viewer,
     id: u64,
     connected: &[System],
@@ -243,10 +244,17 @@ pub fn contact_card(
                         h3 { (t("integrations.latest_photos")) }
                         ul class="photos" {
                             @for a in &photos {
+                                @let asset = a["external_id"].as_str().unwrap_or_default();
                                 li {
-                                    img src={ "/api/v1/immich/contacts/" (id) "/assets/" (super::page::encode(a["external_id"].as_str().unwrap_or_default())) "/image" }
+                                    img src={ "/api/v1/immich/contacts/" (id) "/assets/" (super::page::encode(asset)) "/image" }
                                         alt=(viewer.lang.f("integrations.photo_of", &[("name", name), ("date", a["occurred_at"].as_str().unwrap_or_default().get(..10).unwrap_or_default())]))
                                         width="96" height="96" loading="lazy";
+                                    br;
+                                    form method="post" action={ "/contacts/" (id) "/link/immich/picture" } class="inline" {
+                                        (c.csrf_field())
+                                        input type="hidden" name="asset_id" value=(asset);
+                                        button type="submit" class="small secondary" { (t("integrations.use_as_picture")) }
+                                    }
                                 }
                             }
                         }
@@ -458,6 +466,15 @@ async fn results(
             }
         }
     })
+}
+
+/// Makes a photo of contact `id` its picture, back to its page.
+pub async fn use_as_picture(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, form: Form) -> PageResult {
+    let scope = state.scope(&viewer.user);
+    immich::use_as_picture(&state.integrations, &scope, viewer.user.id.0, &id.to_string(), &form.get("asset_id"))
+        .await
+        .map_err(ApiError::from)?;
+    Ok(see_other(&format!("/contacts/{id}?notice=saved")))
 }
 
 /// Links what was chosen to contact `id`, back to its page.

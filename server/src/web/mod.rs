@@ -137,6 +137,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/settings/integrations/{system}", post(integrations::save))
         .route("/settings/integrations/{system}/test", post(integrations::test))
         .route("/settings/integrations/{system}/delete", post(integrations::delete))
+        .route("/contacts/{id}/link/immich/picture", post(integrations::use_as_picture))
         .route("/contacts/{id}/link/{system}", get(integrations::find).post(integrations::link))
         .route("/settings/subscriptions", get(subscriptions::page).post(subscriptions::create))
         .route("/settings/subscriptions/{id}/edit", post(subscriptions::edit))

@@ -49,6 +49,11 @@ async fn the_photo_library_and_the_archive_are_connected_and_linked_from_the_pag
     assert!(page.contains(&format!("/api/v1/immich/contacts/{ann}/assets/asset-1/image")), "the latest photos");
     let face = browser.get(&format!("/api/v1/immich/contacts/{ann}/thumbnail")).await;
     assert_eq!(face.bytes().await.unwrap().as_ref(), PNG, "served to the browser's session");
+    assert!(page.contains(&format!("/contacts/{ann}/link/immich/picture")), "a photo can become the picture");
+    let used = browser.post(&format!("/contacts/{ann}/link/immich/picture"), &[("asset_id", "asset-1")]).await;
+    assert_eq!(used.status(), 303);
+    let picture = browser.get(&format!("/api/v1/contacts/{ann}/profile_picture")).await;
+    assert_eq!(picture.bytes().await.unwrap().to_vec(), [PNG, b"asset-1"].concat());
     let timeline = browser.get(&format!("/contacts/{ann}/timeline")).await.text().await.unwrap();
     assert!(timeline.contains("/assets/asset-2/image") && timeline.contains("In a photo"), "{timeline}");
 
