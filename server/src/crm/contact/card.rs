@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use crate::crm::contact::ops::{self, ContactInput};
 use crate::crm::contact::{Contact, ContactHead, INDEX_UID};
 use crate::crm::export::json_record_of;
-use crate::crm::import::{ORIGINAL_UID_POINTER, stable_uid, stable_uid_of};
+use crate::crm::import::{ORIGINAL_UID_POINTER, hashed_uid, stable_uid, stable_uid_of};
 use crate::crm::{Error, Result, contact::picture as pictures};
 
 /// Whether `name` is served as it is: a non-empty path segment of letters, digits and `_.-+`.
@@ -38,6 +38,16 @@ fn stored_uid(uid: &str) -> String {
     stable_uid_of(uid).unwrap_or_else(|| {
         stable_uid(&mycorrhizal_codecs::card::Card { uid: Some(uid.to_string()), ..Default::default() })
     })
+}
+
+/// Whether a card of UID `original` is the one stored under `uid`: its UID's usual mapping, or,
+/// for a UUID-shaped UID that another card held in another case, its exact text hashed.
+fn maps_to(original: &str, uid: &str) -> bool {
+    stored_uid(original) == uid || (is_uuid(original) && hashed_uid(original) == uid)
+}
+
+fn is_uuid(text: &str) -> bool {
+    uuid::Uuid::parse_str(text.trim().trim_start_matches("urn:uuid:")).is_ok()
 }
 
 /// The card's own UID, kept when the stored one had to differ.
@@ -132,7 +142,7 @@ pub fn head_name(head: &ContactHead) -> String {
 
 fn served_name(uid: &str, passthrough: &str) -> String {
     match original_uid_in(passthrough) {
-        Some(original) if href_safe(&original) && stored_uid(&original) == uid => original,
+        Some(original) if href_safe(&original) && maps_to(&original, uid) => original,
         _ => uid.to_string(),
     }
 }
@@ -155,6 +165,16 @@ fn find_in(contacts: &Lookup<'_, Contact>, name: &str) -> Result<Option<Row<Cont
             return Ok(Some(row));
         }
     }
+    // A UUID-shaped name another card holds in another case: stored under its exact text.
+    if is_uuid(name) {
+        let hashed = hashed_uid(name);
+        for id in contacts.find(INDEX_UID, &hashed)? {
+            let row = contacts.get(id)?;
+            if served_as(&row.body.uid, &row.body.passthrough, name, &hashed) {
+                return Ok(Some(row));
+            }
+        }
+    }
     Ok(None)
 }
 
@@ -169,7 +189,7 @@ fn served_as(uid: &str, passthrough: &str, name: &str, stored: &str) -> bool {
         Some(original) if original == name => (href_safe(name) && stored == uid) || uid == name,
         // Served under another name, or under the stored UID when the original does not map
         // to it: only the second can be `name`.
-        Some(original) => uid == name && !(href_safe(&original) && stored_uid(&original) == uid),
+        Some(original) => uid == name && !(href_safe(&original) && maps_to(&original, uid)),
         None => uid == name,
     }
 }
@@ -392,7 +412,12 @@ fn plan_put(scope: &UserScope, name: &str, body: &[u8], condition: PutCondition)
         }
         None => {
             let uid = card_uid.unwrap_or_else(|| name.to_string());
-            let stored = if stored_uid(&uid) == stored_uid(name) { stored_uid(&uid) } else { stored_uid(name) };
+            let mut stored = if stored_uid(&uid) == stored_uid(name) { stored_uid(&uid) } else { stored_uid(name) };
+            // Another card holds this UUID in another case (no card is served under `name`):
+            // UIDs are case-sensitive, so this one is stored under its exact text.
+            if is_uuid(&uid) && uid == name && !view.find::<Contact>(INDEX_UID, &stored)?.is_empty() {
+                stored = hashed_uid(&uid);
+            }
             let prepared = ops::prepare_create(input_of(record, &stored, &uid, false))?;
             Ok(Plan::Create { prepared, picture: photo.map(|p| Arc::new(p.bytes)), stored })
         }

@@ -27,7 +27,7 @@ pub use confirm::{CONCURRENT_CONFIRM_WAIT, Decision, confirm};
 pub use detect::{detect, prepare};
 pub use merge::{Added, FieldChange, MergeDiff, diff, merge};
 pub use pictures::Picture;
-pub use prepare::{ORIGINAL_UID_POINTER, new_contact, stable_uid, stable_uid_of};
+pub use prepare::{ORIGINAL_UID_POINTER, hashed_uid, new_contact, stable_uid, stable_uid_of};
 pub use preview::{CardFile, CsvUpload, Preview, parsed_contact, preview_cards, preview_csv, preview_rows, upload_csv};
 pub use rows::{
     Categories, DuplicateMatch, ImportRow, MAX_RECORDS, check_count, rows_of, rows_of_cards, rows_of_records,

@@ -48,6 +48,12 @@ pub fn stable_uid_of(uid: &str) -> Option<String> {
     Some(uuid::Uuid::new_v5(&NAMESPACE, uid.as_bytes()).to_string())
 }
 
+/// A UID's exact text hashed (UUID v5), case kept: the stored UID of a card whose UUID-shaped
+/// UID differs only in case from one another card holds (UIDs are case-sensitive text).
+pub fn hashed_uid(uid: &str) -> String {
+    uuid::Uuid::new_v5(&NAMESPACE, uid.trim().as_bytes()).to_string()
+}
+
 /// The namespace of the UIDs [`stable_uid`] derives.
 const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6d79_636f_7272_6869_7a61_6c2d_7569_6400);
 
