@@ -368,7 +368,9 @@ pub(crate) fn open(
                 Some(_) => {}
                 None if bytes.iter().all(|b| *b == 0) => {}
                 // Another database's log that holds no record: nothing can be lost with it.
-                None if !ours && bytes.get(HEADER as usize..).and_then(|r| batches(r, 0)).is_some_and(|b| b.is_empty()) => {
+                None if !ours
+                    && bytes.get(HEADER as usize..).and_then(|r| batches(r, 0)).is_some_and(|b| b.is_empty()) =>
+                {
                     tracing::warn!(event = "redo_replaced", component = "engine", path = %path.display(),
                         "an empty redo log of another database was replaced");
                 }

@@ -75,7 +75,8 @@ fn check(name: impl Into<String>, status: CheckStatus, message: impl Into<String
 pub async fn sweep(state: &AppState, activity: Vec<JobActivity>) -> Result<Diagnostics> {
     let local = local_checks(state, activity);
     let remote = async {
-        let (instance, users) = tokio::join!(state.reach.probe_all(), crate::integrations::health::sweep(&state.integrations));
+        let (instance, users) =
+            tokio::join!(state.reach.probe_all(), crate::integrations::health::sweep(&state.integrations));
         let mut checks: Vec<DiagnosticCheck> = instance
             .into_iter()
             .map(|(system, reach)| match reach.reason {

@@ -98,8 +98,7 @@ impl AppState {
             Duration::from_secs(config.features.caldav_sync_interval_hours * 3600),
         );
         let root_secret = config.jwt_secret.as_ref().map(|s| s.expose().to_string()).unwrap_or_default();
-        let integrations =
-            crate::integrations::Integrations::new(engine.clone(), auth.data_key.clone(), &root_secret)?;
+        let integrations = crate::integrations::Integrations::new(engine.clone(), auth.data_key.clone(), &root_secret)?;
         Ok(AppState {
             sync,
             integrations,

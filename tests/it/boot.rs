@@ -119,7 +119,8 @@ async fn an_unreplayable_redo_log_stops_the_start_until_the_operator_sets_it_asi
     let ada = server.sign_in("ada", crate::helpers::PASSWORD).await;
     let list: serde_json::Value = ada.get("/api/v1/contacts").await.json().await.unwrap();
     assert_eq!(list["total"], 1, "{list}");
-    let events: serde_json::Value = ada.get("/api/v1/admin/system-events?component=database").await.json().await.unwrap();
+    let events: serde_json::Value =
+        ada.get("/api/v1/admin/system-events?component=database").await.json().await.unwrap();
     assert_eq!(events["system_events"][0]["event_type"], "redo_set_aside", "{events}");
     let diagnostics: serde_json::Value = ada.get("/api/v1/admin/diagnostics").await.json().await.unwrap();
     let database = diagnostics["checks"].as_array().unwrap().iter().find(|c| c["name"] == "database").unwrap().clone();

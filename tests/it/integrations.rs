@@ -60,7 +60,11 @@ impl StandIn {
                 };
                 let (status, kind, bytes) = answer(&got);
                 log.lock().unwrap().push(got);
-                axum::http::Response::builder().status(status).header("content-type", kind).body(Body::from(bytes)).unwrap()
+                axum::http::Response::builder()
+                    .status(status)
+                    .header("content-type", kind)
+                    .body(Body::from(bytes))
+                    .unwrap()
             }
         });
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -205,7 +209,8 @@ async fn the_photo_library_links_a_person_syncs_their_photos_and_fills_the_pictu
     let again = json_of(ada.post("/api/v1/immich/sync", json!({})).await, 200).await;
     assert_eq!((again["photos_added"].as_u64(), again["pictures_filled"].as_u64()), (Some(0), Some(0)), "{again}");
 
-    let timeline = json_of(ada.get(&format!("/api/v1/contacts/{ann}/timeline?type=external_activity")).await, 200).await;
+    let timeline =
+        json_of(ada.get(&format!("/api/v1/contacts/{ann}/timeline?type=external_activity")).await, 200).await;
     let photos: Vec<&Value> = timeline["items"].as_array().unwrap().iter().collect();
     assert_eq!(photos.len(), 2, "{timeline}");
     assert_eq!(photos[0]["data"]["type"], "photo-appearance");
@@ -236,13 +241,17 @@ async fn the_photo_library_links_a_person_syncs_their_photos_and_fills_the_pictu
     assert_eq!(json_of(used, 200).await["message"], "Profile picture updated");
     let picture = ada.get(&format!("/api/v1/contacts/{ann}/profile_picture")).await;
     assert_eq!(picture.bytes().await.unwrap().to_vec(), [PNG, b"asset-1"].concat(), "the chosen photo");
-    let unknown = ada.post(&format!("/api/v1/immich/contacts/{ann_uid}/assets/asset-9/use-as-picture"), json!({})).await;
+    let unknown =
+        ada.post(&format!("/api/v1/immich/contacts/{ann_uid}/assets/asset-9/use-as-picture"), json!({})).await;
     assert_eq!(unknown.status(), 404, "only a photo recorded of this contact");
 
     // Every request but the ping carried the key, and only to the library.
     let seen = library.seen();
     assert!(seen.iter().filter(|r| r.path != "/api/server/ping").all(|r| r.header("x-api-key") == "immich-key"));
-    assert!(seen.iter().any(|r| r.method == "POST" && r.path == "/api/search/metadata" && r.body.contains("\"order\":\"desc\"")));
+    assert!(
+        seen.iter()
+            .any(|r| r.method == "POST" && r.path == "/api/search/metadata" && r.body.contains("\"order\":\"desc\""))
+    );
 
     // Another user sees none of it.
     let bob = server.sign_up("bob").await;
@@ -284,8 +293,12 @@ async fn a_failing_integration_is_told_to_its_user_the_diagnostics_and_the_event
     assert!(config["status_message"].as_str().unwrap().contains("rejected"));
 
     let events = json_of(ada.get("/api/v1/admin/system-events?component=immich").await, 200).await;
-    let failed: Vec<&Value> =
-        events["system_events"].as_array().unwrap().iter().filter(|e| e["event_type"] == "integration_failed").collect();
+    let failed: Vec<&Value> = events["system_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event_type"] == "integration_failed")
+        .collect();
     assert!(failed.len() >= 2, "{events}");
     assert!(!events.to_string().contains("revoked-key"), "the key is not in the log");
     let diagnostics = json_of(ada.get("/api/v1/admin/diagnostics").await, 200).await;
@@ -324,7 +337,8 @@ async fn private_and_loopback_addresses_are_refused_with_no_switch() {
         ("immich", "http://localhost:2283"),
         ("paperless", "http://[::ffff:192.168.1.10]"),
     ] {
-        let body = json!({ "base_url": address, "api_key": "k", "api_token": "t", "username": "u", "app_password": "p" });
+        let body =
+            json!({ "base_url": address, "api_key": "k", "api_token": "t", "username": "u", "app_password": "p" });
         let refused = json_of(put(&ada, &format!("/api/v1/{system}/config"), body).await, 400).await;
         assert_eq!(refused["details"]["field"], "base_url", "{system} {address}: {refused}");
         assert!(refused["message"].as_str().unwrap().contains("private or internal"), "{refused}");
@@ -341,8 +355,11 @@ async fn a_credential_sealed_under_another_root_secret_asks_to_be_entered_again(
     let first = instance().with("JWT_SECRET_KEY", SECRET_A).with("DATA_ENCRYPTION_KEY", KEY);
     let mut server = first.spawn();
     let ada = server.sign_up("ada").await;
-    json_of(put(&ada, "/api/v1/immich/config", json!({ "base_url": library.base, "api_key": "immich-key" })).await, 200)
-        .await;
+    json_of(
+        put(&ada, "/api/v1/immich/config", json!({ "base_url": library.base, "api_key": "immich-key" })).await,
+        200,
+    )
+    .await;
     server.terminate();
     let mut second = first;
     second.env.insert("JWT_SECRET_KEY".into(), SECRET_B.into());
@@ -355,8 +372,11 @@ async fn a_credential_sealed_under_another_root_secret_asks_to_be_entered_again(
     assert!(refused["message"].as_str().unwrap().contains("authentication failed"), "{refused}");
     let kept = json_of(put(&ada, "/api/v1/immich/config", json!({ "base_url": library.base })).await, 400).await;
     assert_eq!(kept["details"]["field"], "api_key", "an unreadable key cannot be kept: {kept}");
-    json_of(put(&ada, "/api/v1/immich/config", json!({ "base_url": library.base, "api_key": "immich-key" })).await, 200)
-        .await;
+    json_of(
+        put(&ada, "/api/v1/immich/config", json!({ "base_url": library.base, "api_key": "immich-key" })).await,
+        200,
+    )
+    .await;
     assert_eq!(json_of(ada.post("/api/v1/immich/test-connection", json!({})).await, 200).await["ok"], true);
 }
 
@@ -402,9 +422,11 @@ async fn the_document_archive_finds_documents_by_correspondent_or_text_and_links
     let server = instance().spawn();
     let ada = server.sign_up("ada").await;
     let (ann, ann_uid) = contact(&ada, "Ann").await;
-    let saved =
-        json_of(put(&ada, "/api/v1/paperless/config", json!({ "base_url": archive.base, "api_token": "paper-token" })).await, 200)
-            .await;
+    let saved = json_of(
+        put(&ada, "/api/v1/paperless/config", json!({ "base_url": archive.base, "api_token": "paper-token" })).await,
+        200,
+    )
+    .await;
     assert_eq!(saved["has_api_token"], true);
     assert!(saved.get("has_api_key").is_none());
     let tested = json_of(ada.post("/api/v1/paperless/test-connection", json!({})).await, 200).await;
@@ -419,14 +441,22 @@ async fn the_document_archive_finds_documents_by_correspondent_or_text_and_links
     assert_eq!(by_correspondent["documents"][0]["id"], 7);
     let bad = json_of(ada.get("/api/v1/paperless/documents?correspondent=x").await, 400).await;
     assert_eq!(bad["details"]["field"], "correspondent");
-    assert!(archive.seen().iter().any(|r| r.path.contains("ordering=-added") && r.path.contains("correspondent__id=3")));
+    assert!(
+        archive.seen().iter().any(|r| r.path.contains("ordering=-added") && r.path.contains("correspondent__id=3"))
+    );
 
     let link = format!("/api/v1/paperless/contacts/{ann_uid}/link");
-    assert_eq!(json_of(ada.post(&link, json!({ "document_id": "abc" })).await, 400).await["details"]["field"], "document_id");
+    assert_eq!(
+        json_of(ada.post(&link, json!({ "document_id": "abc" })).await, 400).await["details"]["field"],
+        "document_id"
+    );
     assert_eq!(ada.post(&link, json!({ "document_id": "99" })).await.status(), 404, "no such document");
     let linked = json_of(ada.post(&link, json!({ "document_id": "7" })).await, 201).await;
     let identity = linked["external_identity"].clone();
-    assert_eq!(identity["metadata"], json!({ "title": "Lease Ann", "file_name": "lease.pdf", "created_at": "2024-05-01" }));
+    assert_eq!(
+        identity["metadata"],
+        json!({ "title": "Lease Ann", "file_name": "lease.pdf", "created_at": "2024-05-01" })
+    );
     assert_eq!(json_of(ada.post(&link, json!({ "document_id": 7 })).await, 409).await["code"], "CONFLICT");
     let detail = json_of(ada.get(&format!("/api/v1/contacts/{ann}/detail")).await, 200).await;
     assert_eq!(detail["external_identities"][0]["system"], "paperless", "{detail}");
@@ -436,9 +466,11 @@ async fn the_document_archive_finds_documents_by_correspondent_or_text_and_links
     let id = identity["id"].as_u64().unwrap();
     let theirs = bob.send(Method::DELETE, &format!("/api/v1/paperless/contacts/{ann_uid}/links/{id}"), json!({})).await;
     assert_eq!(theirs.status(), 404, "not Bob's");
-    let wrong_system = ada.send(Method::DELETE, &format!("/api/v1/seafile/contacts/{ann_uid}/links/{id}"), json!({})).await;
+    let wrong_system =
+        ada.send(Method::DELETE, &format!("/api/v1/seafile/contacts/{ann_uid}/links/{id}"), json!({})).await;
     assert_eq!(wrong_system.status(), 404, "a Paperless link is not a Seafile one");
-    let removed = ada.send(Method::DELETE, &format!("/api/v1/paperless/contacts/{ann_uid}/links/{id}"), json!({})).await;
+    let removed =
+        ada.send(Method::DELETE, &format!("/api/v1/paperless/contacts/{ann_uid}/links/{id}"), json!({})).await;
     assert_eq!(json_of(removed, 200).await["message"], "Paperless link removed");
 }
 
@@ -478,7 +510,11 @@ async fn the_file_library_is_browsed_and_a_file_linked_once_it_is_found_there() 
     let server = instance().spawn();
     let ada = server.sign_up("ada").await;
     let (_, ann_uid) = contact(&ada, "Ann").await;
-    json_of(put(&ada, "/api/v1/seafile/config", json!({ "base_url": files.base, "api_token": "sea-token" })).await, 200).await;
+    json_of(
+        put(&ada, "/api/v1/seafile/config", json!({ "base_url": files.base, "api_token": "sea-token" })).await,
+        200,
+    )
+    .await;
     assert_eq!(json_of(ada.post("/api/v1/seafile/test-connection", json!({})).await, 200).await["ok"], true);
     let libraries = json_of(ada.get("/api/v1/seafile/libraries").await, 200).await;
     assert_eq!(libraries["libraries"][0], json!({ "id": "repo-1", "name": "My Library", "type": "repo" }));
@@ -486,18 +522,28 @@ async fn the_file_library_is_browsed_and_a_file_linked_once_it_is_found_there() 
     assert_eq!((root["items"][0]["name"].as_str(), root["items"][0]["type"].as_str()), (Some("Letters"), Some("dir")));
     let letters = json_of(ada.get("/api/v1/seafile/libraries/repo-1/dir?path=/Letters").await, 200).await;
     assert_eq!(letters["items"][0]["path"], "/Letters/Lease 2024.pdf", "{letters}");
-    assert_eq!(json_of(ada.get("/api/v1/seafile/libraries/repo-1/dir?path=/a/../b").await, 400).await["details"]["field"], "path");
+    assert_eq!(
+        json_of(ada.get("/api/v1/seafile/libraries/repo-1/dir?path=/a/../b").await, 400).await["details"]["field"],
+        "path"
+    );
 
     let link = format!("/api/v1/seafile/contacts/{ann_uid}/link");
     let missing = ada.post(&link, json!({ "repo_id": "repo-1", "path": "/Letters/Nope.pdf" })).await;
     assert_eq!(missing.status(), 404, "a path not in the library is not linked");
-    let linked = json_of(ada.post(&link, json!({ "repo_id": "repo-1", "path": "/Letters/Lease 2024.pdf" })).await, 201).await;
+    let linked =
+        json_of(ada.post(&link, json!({ "repo_id": "repo-1", "path": "/Letters/Lease 2024.pdf" })).await, 201).await;
     let identity = &linked["external_identity"];
     assert_eq!(identity["external_id"], "repo-1:/Letters/Lease 2024.pdf");
     assert_eq!(identity["url"], format!("{}/lib/repo-1/file/Letters/Lease%202024.pdf", files.base).as_str());
-    assert_eq!((identity["metadata"]["size"].as_u64(), identity["metadata"]["type"].as_str()), (Some(1234), Some("file")));
+    assert_eq!(
+        (identity["metadata"]["size"].as_u64(), identity["metadata"]["type"].as_str()),
+        (Some(1234), Some("file"))
+    );
     let folder = json_of(ada.post(&link, json!({ "repo_id": "repo-1", "path": "/Letters" })).await, 201).await;
-    assert_eq!(folder["external_identity"]["url"], format!("{}/library/repo-1/My%20Library/Letters/", files.base).as_str());
+    assert_eq!(
+        folder["external_identity"]["url"],
+        format!("{}/library/repo-1/My%20Library/Letters/", files.base).as_str()
+    );
 }
 
 /// wsgidav on loopback, serving `root` to `remy` with `app-secret-1`; stopped when dropped.
@@ -554,12 +600,20 @@ async fn webdav_links_browse_a_real_webdav_server_and_link_what_is_there() {
     assert_eq!(refused["details"]["field"], "app_password", "{refused}");
     let body = json!({ "base_url": dav.base, "username": "remy", "app_password": "app-secret-1" });
     let saved = json_of(put(&ada, "/api/v1/nextcloud/config", body).await, 200).await;
-    assert_eq!((saved["username"].as_str(), saved["has_app_password"].as_bool()), (Some("remy"), Some(true)), "{saved}");
+    assert_eq!(
+        (saved["username"].as_str(), saved["has_app_password"].as_bool()),
+        (Some("remy"), Some(true)),
+        "{saved}"
+    );
     assert_eq!(json_of(ada.post("/api/v1/nextcloud/test-connection", json!({})).await, 200).await["ok"], true);
 
     let root = json_of(ada.get("/api/v1/nextcloud/dir").await, 200).await;
-    assert_eq!(root["items"], json!([{ "name": "Letters", "path": "/Letters/", "type": "dir",
-        "modified_at": root["items"][0]["modified_at"] }]), "{root}");
+    assert_eq!(
+        root["items"],
+        json!([{ "name": "Letters", "path": "/Letters/", "type": "dir",
+        "modified_at": root["items"][0]["modified_at"] }]),
+        "{root}"
+    );
     let letters = json_of(ada.get("/api/v1/nextcloud/dir?path=/Letters/").await, 200).await;
     let names: Vec<&str> = letters["items"].as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["Old", "Lease 2024.pdf"], "folders first: {letters}");
@@ -573,7 +627,10 @@ async fn webdav_links_browse_a_real_webdav_server_and_link_what_is_there() {
     assert_eq!(identity["external_id"], "/Letters/Lease 2024.pdf");
     assert_eq!(identity["url"], format!("{}/Letters/Lease%202024.pdf", dav.base).as_str(), "its WebDAV address");
     assert_eq!(identity["metadata"]["name"], "Lease 2024.pdf");
-    assert_eq!(json_of(ada.post(&link, json!({ "path": "/Letters/Lease 2024.pdf" })).await, 409).await["code"], "CONFLICT");
+    assert_eq!(
+        json_of(ada.post(&link, json!({ "path": "/Letters/Lease 2024.pdf" })).await, 409).await["code"],
+        "CONFLICT"
+    );
 }
 
 /// Nextcloud's app-password check and its WebDAV root, for `remy`: a real password
@@ -618,7 +675,11 @@ async fn a_nextcloud_account_password_is_refused_with_how_to_make_an_app_passwor
     assert!(refused["message"].as_str().unwrap().contains("Create new app password"), "{refused}");
     let revoked = cloud.seen().into_iter().find(|r| r.method == "DELETE").expect("the issued app password is revoked");
     assert!(revoked.header("authorization").starts_with("Basic "));
-    assert_eq!(json_of(ada.get("/api/v1/nextcloud/config").await, 200).await["has_app_password"], false, "nothing saved");
+    assert_eq!(
+        json_of(ada.get("/api/v1/nextcloud/config").await, 200).await["has_app_password"],
+        false,
+        "nothing saved"
+    );
 
     let app = json!({ "base_url": cloud.base, "username": "remy", "app_password": "app-password" });
     let saved = json_of(put(&ada, "/api/v1/nextcloud/config", app).await, 200).await;
@@ -633,9 +694,13 @@ async fn isolation_holds_across_every_integration_route() {
     let server: TestServer = instance().spawn();
     let ada = server.sign_up("ada").await;
     let (_, ann_uid) = contact(&ada, "Ann").await;
-    json_of(put(&ada, "/api/v1/immich/config", json!({ "base_url": library.base, "api_key": "immich-key" })).await, 200)
+    json_of(
+        put(&ada, "/api/v1/immich/config", json!({ "base_url": library.base, "api_key": "immich-key" })).await,
+        200,
+    )
+    .await;
+    json_of(ada.post(&format!("/api/v1/immich/contacts/{ann_uid}/link"), json!({ "person_id": "p-ann" })).await, 201)
         .await;
-    json_of(ada.post(&format!("/api/v1/immich/contacts/{ann_uid}/link"), json!({ "person_id": "p-ann" })).await, 201).await;
     let bob = server.sign_up("bob").await;
     let before = library.seen().len();
     for system in ["immich", "paperless", "seafile", "nextcloud"] {
@@ -643,8 +708,14 @@ async fn isolation_holds_across_every_integration_route() {
         assert_eq!(config["status"], "not_configured", "{system}");
         assert_eq!(bob.post(&format!("/api/v1/{system}/test-connection"), json!({})).await.status(), 409, "{system}");
     }
-    assert_eq!(bob.post(&format!("/api/v1/immich/contacts/{ann_uid}/link"), json!({ "person_id": "p-ann" })).await.status(), 404);
-    assert_eq!(bob.send(Method::DELETE, &format!("/api/v1/immich/contacts/{ann_uid}/link"), json!({})).await.status(), 404);
+    assert_eq!(
+        bob.post(&format!("/api/v1/immich/contacts/{ann_uid}/link"), json!({ "person_id": "p-ann" })).await.status(),
+        404
+    );
+    assert_eq!(
+        bob.send(Method::DELETE, &format!("/api/v1/immich/contacts/{ann_uid}/link"), json!({})).await.status(),
+        404
+    );
     assert_eq!(bob.post("/api/v1/immich/sync", json!({})).await.status(), 409);
     assert_eq!(library.seen().len(), before, "none of Bob's requests reached Ada's library");
 }
@@ -654,8 +725,8 @@ async fn isolation_holds_across_every_integration_route() {
 /// integrations; the settings are stored as the save stores them once checked.
 #[tokio::test]
 async fn the_scheduled_photo_library_sync_is_one_recorded_run_over_every_user() {
-    use mycorrhizal::integrations::config::{self, Opened};
     use mycorrhizal::integrations::System;
+    use mycorrhizal::integrations::config::{self, Opened};
     use mycorrhizal_engine::system::{JobResult, Trigger};
 
     let library = immich().await;
@@ -679,12 +750,14 @@ async fn the_scheduled_photo_library_sync_is_one_recorded_run_over_every_user() 
     assert_eq!(skipped.result, JobResult::Skipped, "nobody connected: {skipped:?}");
 
     config::store(&app.state.integrations, opened(), true).await.unwrap();
-    let link = json!({ "contact_id": ann, "system": "immich", "external_id": "p-ann", "metadata": { "person_name": "Ann" } });
+    let link =
+        json!({ "contact_id": ann, "system": "immich", "external_id": "p-ann", "metadata": { "person_name": "Ann" } });
     assert_eq!(app.call("POST", "/api/v1/external-identities", Some(&cookie), link).await.0, 201);
 
     let run = mycorrhizal::jobs::run(&app.state, "photo_library_sync", Trigger::Manual).await.unwrap();
     assert_eq!((run.result, run.items_processed), (JobResult::Success, Some(1)), "{run:?}");
-    let (_, activities, _) = app.call("GET", "/api/v1/external-activities?system=immich", Some(&cookie), json!({})).await;
+    let (_, activities, _) =
+        app.call("GET", "/api/v1/external-activities?system=immich", Some(&cookie), json!({})).await;
     assert_eq!(activities["total"], 2, "{activities}");
     let (_, settings, _) = app.call("GET", "/api/v1/immich/config", Some(&cookie), json!({})).await;
     assert_eq!(settings["last_sync_status"], "success", "{settings}");
@@ -709,7 +782,8 @@ async fn a_wrong_address_or_a_redirect_elsewhere_fails_the_connection_test_with_
 
     // Immich behind a proxy that sends http to https elsewhere: told, not followed.
     let elsewhere = StandIn::redirecting("https://photos.example.org/api/").await;
-    json_of(put(&ada, "/api/v1/paperless/config", json!({ "base_url": elsewhere.base, "api_token": "t" })).await, 200).await;
+    json_of(put(&ada, "/api/v1/paperless/config", json!({ "base_url": elsewhere.base, "api_token": "t" })).await, 200)
+        .await;
     let tested = json_of(ada.post("/api/v1/paperless/test-connection", json!({})).await, 200).await;
     assert_eq!(tested["ok"], false, "{tested}");
     assert!(tested["message"].as_str().unwrap().contains("redirects to https://photos.example.org"), "{tested}");

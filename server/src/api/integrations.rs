@@ -134,7 +134,10 @@ pub struct ImmichPeople {
 #[utoipa::path(get, path = "/api/v1/immich/people", tag = "integrations", responses(
     (status = 200, body = ImmichPeople, description = "The library's people, named first"),
     (status = 409, description = "Immich not configured"), (status = 503, description = "Immich not answering, refusing the credential, or the credential no longer opens")))]
-pub async fn immich_people(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<ImmichPeople>, ApiError> {
+pub async fn immich_people(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<axum::Json<ImmichPeople>, ApiError> {
     Ok(axum::Json(ImmichPeople { people: immich::people(&state.integrations, user.id.0).await? }))
 }
 
@@ -142,7 +145,10 @@ pub async fn immich_people(State(state): State<AppState>, user: AuthUser) -> Res
     (status = 200, body = immich::Synced, description = "Every linked person synced (some may have failed: `failed`)"),
     (status = 409, description = "Immich not configured"),
     (status = 503, description = "Every linked person failed, or the credential no longer opens")))]
-pub async fn immich_sync(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<immich::Synced>, ApiError> {
+pub async fn immich_sync(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<axum::Json<immich::Synced>, ApiError> {
     Ok(axum::Json(immich::sync_user(&state.integrations, user.id.0).await?))
 }
 
@@ -171,7 +177,8 @@ pub async fn immich_link(
 ) -> Result<(StatusCode, axum::Json<IntegrationLinked>), ApiError> {
     let scope = state.scope(&user);
     let view =
-        immich::link(&state.integrations, &scope, user.id.0, &uid, &input.person_id, input.person_name.as_deref()).await?;
+        immich::link(&state.integrations, &scope, user.id.0, &uid, &input.person_id, input.person_name.as_deref())
+            .await?;
     Ok(linked(System::Immich, view))
 }
 
@@ -271,7 +278,8 @@ pub async fn immich_asset_image(
     user: AuthUser,
     Path(p): Path<AssetPath>,
 ) -> Result<Response, ApiError> {
-    let img = immich::asset_image(&state.integrations, &state.scope(&user), user.id.0, &p.vcard_uid, &p.asset_id).await?;
+    let img =
+        immich::asset_image(&state.integrations, &state.scope(&user), user.id.0, &p.vcard_uid, &p.asset_id).await?;
     Ok(image(img))
 }
 
@@ -310,10 +318,12 @@ pub struct DocumentQuery {
 fn id_param(field: &str, raw: Option<&str>) -> Result<Option<u64>, ApiError> {
     match raw.map(str::trim).filter(|r| !r.is_empty()) {
         None => Ok(None),
-        Some(r) => r.parse::<u64>().ok().filter(|n| *n > 0).map(Some).ok_or_else(|| ApiError::InvalidInput {
-            field: field.into(),
-            reason: "must be a positive number".into(),
-        }),
+        Some(r) => {
+            r.parse::<u64>().ok().filter(|n| *n > 0).map(Some).ok_or_else(|| ApiError::InvalidInput {
+                field: field.into(),
+                reason: "must be a positive number".into(),
+            })
+        }
     }
 }
 
@@ -337,7 +347,9 @@ pub async fn paperless_documents(
         tag: id_param("tag", q.tag.as_deref())?,
         query: q.query,
     };
-    Ok(axum::Json(PaperlessDocuments { documents: paperless::documents(&state.integrations, user.id.0, &search).await? }))
+    Ok(axum::Json(PaperlessDocuments {
+        documents: paperless::documents(&state.integrations, user.id.0, &search).await?,
+    }))
 }
 
 /// `{correspondents}` or `{tags}`.
@@ -363,7 +375,10 @@ pub async fn paperless_correspondents(
 #[utoipa::path(get, path = "/api/v1/paperless/tags", tag = "integrations", responses(
     (status = 200, body = PaperlessLabels, description = "`{tags}`, by name"),
     (status = 409, description = "Paperless not configured"), (status = 503, description = "Paperless not answering, refusing the credential, or the credential no longer opens")))]
-pub async fn paperless_tags(State(state): State<AppState>, user: AuthUser) -> Result<axum::Json<PaperlessLabels>, ApiError> {
+pub async fn paperless_tags(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<axum::Json<PaperlessLabels>, ApiError> {
     let list = paperless::labels(&state.integrations, user.id.0, true).await?;
     Ok(axum::Json(PaperlessLabels { correspondents: None, tags: Some(list) }))
 }
@@ -438,7 +453,9 @@ pub async fn seafile_dir(
     Path(repo): Path<String>,
     Query(q): Query<DirQuery>,
 ) -> Result<axum::Json<SeafileItems>, ApiError> {
-    Ok(axum::Json(SeafileItems { items: seafile::dir(&state.integrations, user.id.0, &repo, q.path.as_deref()).await? }))
+    Ok(axum::Json(SeafileItems {
+        items: seafile::dir(&state.integrations, user.id.0, &repo, q.path.as_deref()).await?,
+    }))
 }
 
 #[utoipa::path(post, path = "/api/v1/seafile/contacts/{vcard_uid}/link", tag = "integrations",

@@ -450,14 +450,20 @@ async fn proppatch(state: &AppState, user: DavUser, body: &[u8]) -> Result<Respo
         crate::crm::contact::book::set_name(&scope, last.value.as_deref()).await.map_err(|e| refused(e, &user))?;
     }
     let mut out = Multistatus::new();
-    out.propstat_statuses(&props::book_href(&user), &updates.iter().map(|u| {
-        let status = match (settable(u), all_settable) {
-            (true, true) => (200, "OK"),
-            (true, false) => (424, "Failed Dependency"),
-            (false, _) => (403, "Forbidden"),
-        };
-        (u.name.clone(), status)
-    }).collect::<Vec<_>>());
+    out.propstat_statuses(
+        &props::book_href(&user),
+        &updates
+            .iter()
+            .map(|u| {
+                let status = match (settable(u), all_settable) {
+                    (true, true) => (200, "OK"),
+                    (true, false) => (424, "Failed Dependency"),
+                    (false, _) => (403, "Forbidden"),
+                };
+                (u.name.clone(), status)
+            })
+            .collect::<Vec<_>>(),
+    );
     Ok(multistatus(out.finish(None)))
 }
 

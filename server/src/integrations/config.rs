@@ -316,7 +316,8 @@ pub async fn store(i: &Integrations, opened: Opened, sync_enabled: bool) -> Resu
     let binding = i.binding(user, system);
     let sealed = i.data_key.encrypt(opened.secret.as_bytes(), &binding).map_err(CrmError::internal)?;
     let (data_key, secret) = (i.data_key.clone(), opened.secret.clone());
-    let same_secret = move |old: &Connection| data_key.decrypt(&old.sealed_secret, &binding).is_some_and(|s| s == secret.as_bytes());
+    let same_secret =
+        move |old: &Connection| data_key.decrypt(&old.sealed_secret, &binding).is_some_and(|s| s == secret.as_bytes());
     let saved = i
         .engine
         .write_async(move |tx| {
@@ -399,8 +400,7 @@ pub async fn record(i: &Integrations, user: u64, system: System, outcome: std::r
     let Some(known) = known else { return };
     let unchanged = match &outcome {
         Ok(()) => {
-            known.consecutive_failures == 0
-                && known.last_ok_at.is_some_and(|at| now.duration_since(at).as_hours() < 24)
+            known.consecutive_failures == 0 && known.last_ok_at.is_some_and(|at| now.duration_since(at).as_hours() < 24)
         }
         Err(_) => false,
     };
@@ -464,7 +464,10 @@ mod tests {
 
     #[test]
     fn addresses_are_normalised_and_checked() {
-        assert_eq!(normalise(System::Immich, " https://photos.example.org/api/ ").unwrap(), "https://photos.example.org");
+        assert_eq!(
+            normalise(System::Immich, " https://photos.example.org/api/ ").unwrap(),
+            "https://photos.example.org"
+        );
         assert_eq!(normalise(System::Paperless, "https://p.example.org/").unwrap(), "https://p.example.org");
         assert_eq!(normalise(System::Paperless, "https://p.example.org/api").unwrap(), "https://p.example.org/api");
         assert!(normalise(System::Seafile, "").is_err());

@@ -24,44 +24,58 @@ pub struct SystemHealth {
     pub example: String,
 }
 
-/// Every system some user connected.
+/// Each system some user connected, with its connections and a health of none failing yet.
+fn connected(i: &Integrations) -> Vec<(SystemHealth, Vec<(u64, config::Connection)>)> {
+    System::ALL
+        .into_iter()
+        .filter_map(|system| {
+            let users = config::configured(i, system).ok().filter(|u| !u.is_empty())?;
+            let h = SystemHealth { system, configured: users.len(), failing: 0, unreadable: 0, example: String::new() };
+            Some((h, users))
+        })
+        .collect()
+}
+
+impl SystemHealth {
+    fn failed(&mut self, why: &str) {
+        self.failing += 1;
+        if self.example.is_empty() {
+            self.example = why.to_string();
+        }
+    }
+}
+
+/// Every system some user connected, each connection tested now (past [`MAX_PROBED`], judged by
+/// its last use).
 pub async fn sweep(i: &Integrations) -> Vec<SystemHealth> {
     // Looking changes nothing: the probes record no outcome and raise no event.
     let i = &i.quietly();
     let mut out = Vec::new();
-    for system in System::ALL {
-        let Ok(users) = config::configured(i, system) else { continue };
-        if users.is_empty() {
-            continue;
-        }
-        let mut h = SystemHealth { system, configured: users.len(), failing: 0, unreadable: 0, example: String::new() };
+    for (mut h, users) in connected(i) {
+        let system = h.system;
         let mut probes = tokio::task::JoinSet::new();
         for (n, (user, connection)) in users.into_iter().enumerate() {
             if config::open(i, user, system).is_err() {
                 h.unreadable += 1;
-                continue;
-            }
-            if n >= MAX_PROBED {
+            } else if n >= MAX_PROBED {
                 if connection.health.consecutive_failures > 0 {
-                    h.failing += 1;
-                    h.example.get_or_insert_default_with(&connection.health.last_error);
+                    h.failed(&connection.health.last_error);
                 }
-                continue;
+            } else {
+                let i = i.clone();
+                probes.spawn(async move {
+                    match tokio::time::timeout(PROBE_TIMEOUT, test(&i, user, system)).await {
+                        Ok(Ok(r)) if r.ok => None,
+                        Ok(Ok(r)) => Some(r.message),
+                        Ok(Err(e)) => Some(e.to_string()),
+                        Err(_) => Some(format!("no answer within {} s", PROBE_TIMEOUT.as_secs())),
+                    }
+                });
             }
-            let i = i.clone();
-            probes.spawn(async move {
-                match tokio::time::timeout(PROBE_TIMEOUT, test(&i, user, system)).await {
-                    Ok(Ok(r)) if r.ok => None,
-                    Ok(Ok(r)) => Some(r.message),
-                    Ok(Err(e)) => Some(e.to_string()),
-                    Err(_) => Some(format!("no answer within {} s", PROBE_TIMEOUT.as_secs())),
-                }
-            });
         }
         while let Some(answer) = probes.join_next().await {
             if let Ok(Some(why)) = answer {
-                h.failing += 1;
-                h.example.get_or_insert_default_with(&why);
+                h.failed(&why);
             }
         }
         out.push(h);
@@ -71,23 +85,19 @@ pub async fn sweep(i: &Integrations) -> Vec<SystemHealth> {
 
 /// Every system some user connected, as their last uses went (no request: the system status).
 pub fn recorded(i: &Integrations) -> Vec<SystemHealth> {
-    let mut out = Vec::new();
-    for system in System::ALL {
-        let Ok(users) = config::configured(i, system) else { continue };
-        if users.is_empty() {
-            continue;
-        }
-        let mut h = SystemHealth { system, configured: users.len(), failing: 0, unreadable: 0, example: String::new() };
-        for (user, connection) in users {
-            if config::open(i, user, system).is_err() {
-                h.unreadable += 1;
-            } else if connection.health.consecutive_failures > 0 {
-                h.failing += 1;
+    connected(i)
+        .into_iter()
+        .map(|(mut h, users)| {
+            for (user, connection) in users {
+                if config::open(i, user, h.system).is_err() {
+                    h.unreadable += 1;
+                } else if connection.health.consecutive_failures > 0 {
+                    h.failed(&connection.health.last_error);
+                }
             }
-        }
-        out.push(h);
-    }
-    out
+            h
+        })
+        .collect()
 }
 
 /// `system`'s connection test for `user`.
@@ -97,17 +107,5 @@ pub async fn test(i: &Integrations, user: u64, system: System) -> super::Result<
         System::Paperless => super::paperless::test(i, user).await,
         System::Seafile => super::seafile::test(i, user).await,
         System::Nextcloud => super::webdav::test(i, user).await,
-    }
-}
-
-trait FirstText {
-    fn get_or_insert_default_with(&mut self, text: &str);
-}
-
-impl FirstText for String {
-    fn get_or_insert_default_with(&mut self, text: &str) {
-        if self.is_empty() {
-            self.push_str(text);
-        }
     }
 }

@@ -20,8 +20,8 @@ use utoipa::ToSchema;
 
 use super::remote::{Call, Failure, TestResult, join, segment};
 use super::{Error, Integrations, Result, System};
-use crate::crm::external::ops::{self as links, ExternalIdentityView, Seen};
 use crate::crm::external::ExternalIdentity;
+use crate::crm::external::ops::{self as links, ExternalIdentityView, Seen};
 
 /// Photos recorded per person and sync.
 pub const RECENT: usize = 25;
@@ -107,7 +107,12 @@ pub fn parse_statistics(bytes: &[u8]) -> std::result::Result<u64, String> {
     doc.get("assets").and_then(Value::as_u64).ok_or_else(|| "no `assets` count".into())
 }
 
-async fn bytes_of(call: &mut Call<'_>, method: Method, url: &str, body: Option<Value>) -> std::result::Result<Vec<u8>, Failure> {
+async fn bytes_of(
+    call: &mut Call<'_>,
+    method: Method,
+    url: &str,
+    body: Option<Value>,
+) -> std::result::Result<Vec<u8>, Failure> {
     let answer = call.send(method, url, body.map(super::remote::Body::Json), false).await?;
     call.read(answer, super::remote::MAX_DOCUMENT).await
 }
@@ -189,7 +194,10 @@ fn linked(scope: &UserScope, uid: &str) -> Result<(u64, Option<mycorrhizal_engin
     Ok((contact, identity))
 }
 
-async fn linked_async(scope: &UserScope, uid: &str) -> Result<(u64, Option<mycorrhizal_engine::Row<ExternalIdentity>>)> {
+async fn linked_async(
+    scope: &UserScope,
+    uid: &str,
+) -> Result<(u64, Option<mycorrhizal_engine::Row<ExternalIdentity>>)> {
     let (scope, uid) = (scope.clone(), uid.to_string());
     tokio::task::spawn_blocking(move || linked(&scope, &uid)).await.map_err(crate::crm::Error::internal)?
 }
@@ -214,17 +222,29 @@ pub async fn link(
     }
     let (contact, existing) = linked_async(scope, uid).await?;
     if existing.is_some() {
-        return Err(crate::crm::Error::Conflict("This contact is already linked to an Immich person: unlink it first.".into()).into());
+        return Err(crate::crm::Error::Conflict(
+            "This contact is already linked to an Immich person: unlink it first.".into(),
+        )
+        .into());
     }
     let mut call = Call::new(i, user, System::Immich)?;
     let url = api(&call, &format!("/api/people/{}", segment(person_id)));
     let outcome = call.json::<Value>(Method::GET, &url, None).await;
     let base = call.opened.base_url.clone();
     let person = call.settle(outcome).await?;
-    let name = person_name.map(str::trim).filter(|n| !n.is_empty()).map(String::from).unwrap_or_else(|| text(&person, "name"));
+    let name =
+        person_name.map(str::trim).filter(|n| !n.is_empty()).map(String::from).unwrap_or_else(|| text(&person, "name"));
     let mut metadata = Map::new();
     metadata.insert("person_name".into(), Value::from(name.chars().take(200).collect::<String>()));
-    super::save_link(scope, contact, System::Immich, person_id.to_string(), join(&base, &format!("/people/{}", segment(person_id))), metadata).await
+    super::save_link(
+        scope,
+        contact,
+        System::Immich,
+        person_id.to_string(),
+        join(&base, &format!("/people/{}", segment(person_id))),
+        metadata,
+    )
+    .await
 }
 
 /// Removes contact `uid`'s link to its person; the photos recorded stay on its timeline.
@@ -340,10 +360,8 @@ pub async fn use_as_picture(i: &Integrations, scope: &UserScope, user: u64, uid:
 }
 
 fn appearance(identity: &ExternalIdentity, a: &Asset) -> Seen {
-    let person_name = serde_json::from_str::<Value>(&identity.metadata)
-        .ok()
-        .map(|m| text(&m, "person_name"))
-        .unwrap_or_default();
+    let person_name =
+        serde_json::from_str::<Value>(&identity.metadata).ok().map(|m| text(&m, "person_name")).unwrap_or_default();
     let mut payload = Map::new();
     payload.insert("person_id".into(), Value::from(identity.external_id.clone()));
     payload.insert("person_name".into(), Value::from(person_name));
@@ -401,7 +419,8 @@ pub async fn sync_user(i: &Integrations, user: u64) -> Result<Synced> {
         let latest = photos.first().cloned();
         let mut metadata = Map::new();
         metadata.insert("photo_count".into(), Value::from(count));
-        metadata.insert("latest_asset_id".into(), Value::from(latest.as_ref().map(|a| a.id.clone()).unwrap_or_default()));
+        metadata
+            .insert("latest_asset_id".into(), Value::from(latest.as_ref().map(|a| a.id.clone()).unwrap_or_default()));
         metadata.insert(
             "latest_at".into(),
             latest.as_ref().map(|a| Value::from(a.occurred_at.to_string())).unwrap_or(Value::Null),
@@ -434,7 +453,9 @@ pub async fn sync_user(i: &Integrations, user: u64) -> Result<Synced> {
         Some(f) => format!("Immich sync finished with {} failure(s): {}", done.failed, f.message(System::Immich)),
     };
     match first {
-        Some(f) if done.failed == done.people => Err(Error::Remote { system: System::Immich, message: f.message(System::Immich) }),
+        Some(f) if done.failed == done.people => {
+            Err(Error::Remote { system: System::Immich, message: f.message(System::Immich) })
+        }
         _ => Ok(done),
     }
 }

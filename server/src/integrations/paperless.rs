@@ -121,7 +121,11 @@ pub async fn test(i: &Integrations, user: u64) -> Result<TestResult> {
     Ok(match outcome {
         Ok(s) => {
             let name = s.get("user").map(|u| text(u, "username")).unwrap_or_default();
-            TestResult::ok(if name.is_empty() { "Connected to Paperless".into() } else { format!("Connected to Paperless as {name}") })
+            TestResult::ok(if name.is_empty() {
+                "Connected to Paperless".into()
+            } else {
+                format!("Connected to Paperless as {name}")
+            })
         }
         Err(f) => TestResult::failed(System::Paperless, &f),
     })
@@ -190,13 +194,16 @@ pub async fn labels(i: &Integrations, user: u64, tags: bool) -> Result<Vec<Label
 }
 
 /// Links document `document_id` (checked with the archive, which names it) to contact `uid`.
-pub async fn link(i: &Integrations, scope: &UserScope, user: u64, uid: &str, document_id: &str) -> Result<ExternalIdentityView> {
-    let id: u64 = document_id
-        .trim()
-        .parse()
-        .ok()
-        .filter(|id| *id > 0)
-        .ok_or_else(|| crate::crm::Error::invalid("document_id", "must be a Paperless document id (a positive number)"))?;
+pub async fn link(
+    i: &Integrations,
+    scope: &UserScope,
+    user: u64,
+    uid: &str,
+    document_id: &str,
+) -> Result<ExternalIdentityView> {
+    let id: u64 = document_id.trim().parse().ok().filter(|id| *id > 0).ok_or_else(|| {
+        crate::crm::Error::invalid("document_id", "must be a Paperless document id (a positive number)")
+    })?;
     let contact = super::contact_of(scope, uid).await?;
     let mut call = Call::new(i, user, System::Paperless)?;
     let url = api(&call, &format!("/api/documents/{id}/"));
@@ -210,7 +217,15 @@ pub async fn link(i: &Integrations, scope: &UserScope, user: u64, uid: &str, doc
     metadata.insert("title".into(), Value::from(doc.title.clone()));
     metadata.insert("file_name".into(), Value::from(doc.file_name.clone()));
     metadata.insert("created_at".into(), Value::from(doc.created.clone()));
-    super::save_link(scope, contact, System::Paperless, doc.id.to_string(), join(&base, &format!("/documents/{}/details", doc.id)), metadata).await
+    super::save_link(
+        scope,
+        contact,
+        System::Paperless,
+        doc.id.to_string(),
+        join(&base, &format!("/documents/{}/details", doc.id)),
+        metadata,
+    )
+    .await
 }
 
 #[cfg(test)]
@@ -227,7 +242,8 @@ mod tests {
         assert_eq!(docs.len(), 1);
         assert_eq!((docs[0].id, docs[0].file_name.as_str(), docs[0].created.as_str()), (7, "lease.pdf", "2024-05-01"));
         assert!(parse_documents(br#"{"results":{}}"#).is_err());
-        let (labels, more) = parse_labels(br#"{"next":null,"results":[{"id":3,"name":"Bank","document_count":4}]}"#).unwrap();
+        let (labels, more) =
+            parse_labels(br#"{"next":null,"results":[{"id":3,"name":"Bank","document_count":4}]}"#).unwrap();
         assert!(!more);
         assert_eq!(labels[0], Label { id: 3, name: "Bank".into(), document_count: Some(4) });
     }

@@ -156,10 +156,9 @@ impl<'a> Call<'a> {
         }
         request = match body {
             Some(Body::Json(v)) => request.json(&v),
-            Some(Body::Xml(text, depth)) => request
-                .header("content-type", "application/xml; charset=utf-8")
-                .header("depth", depth)
-                .body(text),
+            Some(Body::Xml(text, depth)) => {
+                request.header("content-type", "application/xml; charset=utf-8").header("depth", depth).body(text)
+            }
             None => request,
         };
         let answer = request.send().await.map_err(|e| {
@@ -210,7 +209,8 @@ impl<'a> Call<'a> {
     ) -> Result<T, Failure> {
         let answer = self.send(method, url, body.map(Body::Json), false).await?;
         let bytes = self.read(answer, MAX_DOCUMENT).await?;
-        serde_json::from_slice(&bytes).or_else(|e| self.fail(Failure::Unreadable(format!("not the JSON expected: {e}"))))
+        serde_json::from_slice(&bytes)
+            .or_else(|e| self.fail(Failure::Unreadable(format!("not the JSON expected: {e}"))))
     }
 
     /// Remembers `failure` as this call's and returns it.

@@ -98,7 +98,11 @@ pub fn clean_path(raw: Option<&str>) -> Result<String> {
         || path.split('/').any(|s| s == ".." || s == ".")
         || path.chars().count() > 512;
     if bad {
-        return Err(crate::crm::Error::invalid("path", "must be a path in the library (no `..`, at most 512 characters)").into());
+        return Err(crate::crm::Error::invalid(
+            "path",
+            "must be a path in the library (no `..`, at most 512 characters)",
+        )
+        .into());
     }
     Ok(path)
 }
@@ -186,7 +190,13 @@ pub struct LinkInput {
 }
 
 /// Links the file or folder at `input.path` (found in its folder's listing) to contact `uid`.
-pub async fn link(i: &Integrations, scope: &UserScope, user: u64, uid: &str, input: &LinkInput) -> Result<ExternalIdentityView> {
+pub async fn link(
+    i: &Integrations,
+    scope: &UserScope,
+    user: u64,
+    uid: &str,
+    input: &LinkInput,
+) -> Result<ExternalIdentityView> {
     check_repo(&input.repo_id)?;
     let path = clean_path(Some(&input.path))?;
     let path = path.trim_end_matches('/').to_string();
@@ -194,7 +204,8 @@ pub async fn link(i: &Integrations, scope: &UserScope, user: u64, uid: &str, inp
         return Err(crate::crm::Error::invalid("path", "must name a file or folder, not the library itself").into());
     }
     let contact = super::contact_of(scope, uid).await?;
-    let (parent, name) = path.rsplit_once('/').map(|(p, n)| (if p.is_empty() { "/" } else { p }, n)).unwrap_or(("/", &path));
+    let (parent, name) =
+        path.rsplit_once('/').map(|(p, n)| (if p.is_empty() { "/" } else { p }, n)).unwrap_or(("/", &path));
     let mut call = Call::new(i, user, System::Seafile)?;
     let outcome = match list(&mut call, &input.repo_id, parent).await {
         Ok(items) => match items.into_iter().find(|e| e.name == name) {
@@ -244,7 +255,10 @@ mod tests {
         assert_eq!(items.len(), 2);
         assert_eq!(items[0].path, "/Letters/a.pdf");
         assert_eq!(items[1].parent_dir, "/Letters/");
-        assert_eq!(parse_libraries(br#"[{"id":"r1","name":"My Library","type":"repo"}]"#).unwrap()[0].name, "My Library");
+        assert_eq!(
+            parse_libraries(br#"[{"id":"r1","name":"My Library","type":"repo"}]"#).unwrap()[0].name,
+            "My Library"
+        );
         assert!(clean_path(Some("/a/../b")).is_err());
         assert_eq!(clean_path(None).unwrap(), "/");
         assert_eq!(clean_path(Some("Letters")).unwrap(), "/Letters");

@@ -248,7 +248,11 @@ pub fn clean_path(raw: Option<&str>) -> Result<String> {
         || path.split('/').any(|s| s == ".." || s == ".")
         || path.chars().count() > 512;
     if bad {
-        return Err(crate::crm::Error::invalid("path", "must be a path on the server (no `..`, `?` or `#`, at most 512 characters)").into());
+        return Err(crate::crm::Error::invalid(
+            "path",
+            "must be a path on the server (no `..`, `?` or `#`, at most 512 characters)",
+        )
+        .into());
     }
     Ok(path)
 }
@@ -258,9 +262,12 @@ fn escaped(path: &str) -> String {
 }
 
 async fn propfind(call: &mut Call<'_>, url: &str, depth: &'static str) -> std::result::Result<Vec<Entry>, Failure> {
-    let answer = call.send(Method::from_bytes(b"PROPFIND").expect("a method"), url, Some(Body::Xml(PROPFIND.into(), depth)), false).await?;
+    let answer = call
+        .send(Method::from_bytes(b"PROPFIND").expect("a method"), url, Some(Body::Xml(PROPFIND.into(), depth)), false)
+        .await?;
     if answer.status().as_u16() != 207 {
-        return call.fail(Failure::Unreadable(format!("PROPFIND answered {} instead of 207", answer.status().as_u16())));
+        return call
+            .fail(Failure::Unreadable(format!("PROPFIND answered {} instead of 207", answer.status().as_u16())));
     }
     let bytes = call.read(answer, super::remote::MAX_DOCUMENT).await?;
     parse_multistatus(&bytes).or_else(|e| call.fail(Failure::Unreadable(e)))
@@ -278,7 +285,8 @@ pub async fn admit(i: &Integrations, opened: &Opened) -> Result<String> {
         .header("ocs-apirequest", "true")
         .header("accept", "application/json");
     let parsed = reqwest::Url::parse(&check).map_err(|e| crate::crm::Error::invalid("base_url", e.to_string()))?;
-    crate::outbound::check_literal_always_with(&parsed, i.loopback()).map_err(|e| crate::crm::Error::invalid("base_url", e))?;
+    crate::outbound::check_literal_always_with(&parsed, i.loopback())
+        .map_err(|e| crate::crm::Error::invalid("base_url", e))?;
     if let Ok(mut answer) = probe.send().await
         && answer.status().is_success()
     {
@@ -304,7 +312,8 @@ pub async fn admit(i: &Integrations, opened: &Opened) -> Result<String> {
         }
     }
     let user = segment(&opened.username);
-    let candidates = [join(&opened.base_url, &format!("/remote.php/dav/files/{user}/")), format!("{}/", opened.base_url)];
+    let candidates =
+        [join(&opened.base_url, &format!("/remote.php/dav/files/{user}/")), format!("{}/", opened.base_url)];
     let mut last = Failure::NotFound;
     for root in candidates {
         match propfind(&mut call, &root, "0").await {
@@ -382,7 +391,13 @@ pub struct LinkInput {
 }
 
 /// Links the file or folder at `input.path` (found in its folder's listing) to contact `uid`.
-pub async fn link(i: &Integrations, scope: &UserScope, user: u64, uid: &str, input: &LinkInput) -> Result<ExternalIdentityView> {
+pub async fn link(
+    i: &Integrations,
+    scope: &UserScope,
+    user: u64,
+    uid: &str,
+    input: &LinkInput,
+) -> Result<ExternalIdentityView> {
     let path = clean_path(Some(&input.path))?;
     let path = path.trim_end_matches('/').to_string();
     if path.is_empty() {

@@ -216,9 +216,8 @@ pub async fn release_check(state: AppState) -> Result<Ran> {
 /// The photo library's sync ([`crate::integrations::immich::sync_all`]): items: users synced;
 /// a failure when some user's sync failed (each is an `integration_failed` event too).
 pub async fn photo_library(state: AppState) -> Result<Ran> {
-    let (ok, failed) = crate::integrations::immich::sync_all(&state.integrations)
-        .await
-        .map_err(|e| Error::Internal(e.to_string()))?;
+    let (ok, failed) =
+        crate::integrations::immich::sync_all(&state.integrations).await.map_err(|e| Error::Internal(e.to_string()))?;
     if failed > 0 {
         return Err(Error::Internal(format!("{failed} of {} user(s)' photo library sync failed", ok + failed)));
     }

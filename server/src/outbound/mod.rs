@@ -238,7 +238,8 @@ impl Resolve for PublicOnly {
                 if e.contains(REFUSED) {
                     Box::new(Refused(e)) as Box<dyn std::error::Error + Send + Sync>
                 } else {
-                    Box::new(std::io::Error::new(std::io::ErrorKind::NotFound, e)) as Box<dyn std::error::Error + Send + Sync>
+                    Box::new(std::io::Error::new(std::io::ErrorKind::NotFound, e))
+                        as Box<dyn std::error::Error + Send + Sync>
                 }
             })?;
             Ok(Box::new(addresses.into_iter()) as Addrs)
@@ -509,7 +510,10 @@ mod tests {
             "http://169.254.169.254/latest",
         ] {
             assert!(check_always(url).await.is_err(), "{url}");
-            assert!(check_literal_always(&Url::parse(url).unwrap()).is_err() || literal(&Url::parse(url).unwrap()).is_none());
+            assert!(
+                check_literal_always(&Url::parse(url).unwrap()).is_err()
+                    || literal(&Url::parse(url).unwrap()).is_none()
+            );
         }
         assert!(!refused("8.8.8.8".parse().unwrap(), false));
         assert!(refused("127.0.0.1".parse().unwrap(), false));

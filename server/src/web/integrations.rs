@@ -184,7 +184,12 @@ pub async fn test(State(state): State<AppState>, viewer: Viewer, Path(name): Pat
     }
 }
 
-pub async fn delete(State(state): State<AppState>, viewer: Viewer, Path(name): Path<String>, _form: Form) -> PageResult {
+pub async fn delete(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(name): Path<String>,
+    _form: Form,
+) -> PageResult {
     let system = system_of(&name)?;
     config::delete(&state.integrations, viewer.user.id.0, system).await.map_err(ApiError::from)?;
     Ok(see_other("/settings/integrations?notice=deleted"))
@@ -469,7 +474,12 @@ async fn results(
 }
 
 /// Makes a photo of contact `id` its picture, back to its page.
-pub async fn use_as_picture(State(state): State<AppState>, viewer: Viewer, Path(id): Path<u64>, form: Form) -> PageResult {
+pub async fn use_as_picture(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<u64>,
+    form: Form,
+) -> PageResult {
     let scope = state.scope(&viewer.user);
     immich::use_as_picture(&state.integrations, &scope, viewer.user.id.0, &id.to_string(), &form.get("asset_id"))
         .await
@@ -505,10 +515,7 @@ pub async fn link(
         Err(e) => {
             let e = ApiError::from(e);
             let (status, message) = field_error(viewer.lang, &e);
-            let q = FindQuery {
-                repo: Some(form.get("repo_id")).filter(|r| !r.is_empty()),
-                ..FindQuery::default()
-            };
+            let q = FindQuery { repo: Some(form.get("repo_id")).filter(|r| !r.is_empty()), ..FindQuery::default() };
             find_page(&state, &viewer, id, system, q, status, Some(Said { message, error: true })).await
         }
     }

@@ -211,7 +211,9 @@ async fn cards_are_written_read_and_deleted_with_strong_etags_and_preconditions(
     for four_only in ["DERIVED", "VALUE=uri", "PREF=", "KIND:", "LANGUAGE="] {
         assert!(!mac.body.contains(four_only), "{four_only} in {}", mac.body);
     }
-    let asked = dav.send("GET", &dav.card(name), &[("User-Agent", "macOS/15.1"), ("Accept", "text/vcard; version=4.0")], "").await;
+    let asked = dav
+        .send("GET", &dav.card(name), &[("User-Agent", "macOS/15.1"), ("Accept", "text/vcard; version=4.0")], "")
+        .await;
     assert!(asked.body.contains("VERSION:4.0"), "asked: {}", asked.body);
     let unchanged = dav.send("GET", &dav.card(name), &[("If-None-Match", &etag)], "").await;
     assert_eq!(unchanged.status, 304);
@@ -888,9 +890,18 @@ async fn the_address_book_can_be_renamed_and_other_properties_are_refused_whole(
     let server = server().await;
     let (_, dav) = account(&server, "ada").await;
     let set = |props: &str| {
-        format!(r#"<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:X="urn:example"><D:set><D:prop>{props}</D:prop></D:set></D:propertyupdate>"#)
+        format!(
+            r#"<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:X="urn:example"><D:set><D:prop>{props}</D:prop></D:set></D:propertyupdate>"#
+        )
     };
-    let named = dav.send("PROPPATCH", &dav.book(), &[("Content-Type", "application/xml")], &set("<D:displayname>Family &amp; friends</D:displayname>")).await;
+    let named = dav
+        .send(
+            "PROPPATCH",
+            &dav.book(),
+            &[("Content-Type", "application/xml")],
+            &set("<D:displayname>Family &amp; friends</D:displayname>"),
+        )
+        .await;
     assert_eq!(named.status, 207, "{}", named.body);
     assert!(named.body.contains("HTTP/1.1 200 OK"), "{}", named.body);
     let listed = dav.propfind(&dav.book(), "0", "<D:displayname/>").await;
@@ -899,12 +910,23 @@ async fn the_address_book_can_be_renamed_and_other_properties_are_refused_whole(
     let mixed = set("<D:displayname>Other</D:displayname><X:colour>red</X:colour>");
     let refused = dav.send("PROPPATCH", &dav.book(), &[("Content-Type", "application/xml")], &mixed).await;
     assert_eq!(refused.status, 207);
-    assert!(refused.body.contains("403 Forbidden") && refused.body.contains("424 Failed Dependency"), "{}", refused.body);
+    assert!(
+        refused.body.contains("403 Forbidden") && refused.body.contains("424 Failed Dependency"),
+        "{}",
+        refused.body
+    );
     let listed = dav.propfind(&dav.book(), "0", "<D:displayname/>").await;
     assert!(listed.body.contains("Family &amp; friends"), "all or nothing: {}", listed.body);
 
     let (_, bob) = account(&server, "bob").await;
-    let theirs = bob.send("PROPPATCH", &dav.book(), &[("Content-Type", "application/xml")], &set("<D:displayname>Mine</D:displayname>")).await;
+    let theirs = bob
+        .send(
+            "PROPPATCH",
+            &dav.book(),
+            &[("Content-Type", "application/xml")],
+            &set("<D:displayname>Mine</D:displayname>"),
+        )
+        .await;
     assert_eq!(theirs.status, 404, "another user's book");
 }
 

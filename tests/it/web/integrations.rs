@@ -19,11 +19,15 @@ async fn the_photo_library_and_the_archive_are_connected_and_linked_from_the_pag
 
     let settings = browser.get("/settings/integrations").await.text().await.unwrap();
     assert!(settings.contains("Immich") && settings.contains("Paperless") && settings.contains("WebDAV"), "{settings}");
-    let refused = browser.post("/settings/integrations/immich", &[("base_url", "http://10.1.2.3"), ("secret", "k")]).await;
+    let refused =
+        browser.post("/settings/integrations/immich", &[("base_url", "http://10.1.2.3"), ("secret", "k")]).await;
     assert_eq!(refused.status(), 400);
     assert!(refused.text().await.unwrap().contains("private or internal"));
     let saved = browser
-        .post("/settings/integrations/immich", &[("base_url", &library.base), ("secret", "immich-key"), ("sync_enabled", "1")])
+        .post(
+            "/settings/integrations/immich",
+            &[("base_url", &library.base), ("secret", "immich-key"), ("sync_enabled", "1")],
+        )
         .await;
     assert_eq!(saved.status(), 303);
     let saved = browser
@@ -36,10 +40,15 @@ async fn the_photo_library_and_the_archive_are_connected_and_linked_from_the_pag
     assert!(tested.contains("Connected to Immich as ada@photos.example"), "{tested}");
 
     let page = browser.get(&format!("/contacts/{ann}")).await.text().await.unwrap();
-    assert!(page.contains(&format!("/contacts/{ann}/link/immich")) && page.contains(&format!("/contacts/{ann}/link/paperless")));
+    assert!(
+        page.contains(&format!("/contacts/{ann}/link/immich"))
+            && page.contains(&format!("/contacts/{ann}/link/paperless"))
+    );
     let people = browser.get(&format!("/contacts/{ann}/link/immich?q=ann")).await.text().await.unwrap();
     assert!(people.contains("Ann Example") && !people.contains(">Bob"), "filtered by the name: {people}");
-    let linked = browser.post(&format!("/contacts/{ann}/link/immich"), &[("person_id", "p-ann"), ("person_name", "Ann Example")]).await;
+    let linked = browser
+        .post(&format!("/contacts/{ann}/link/immich"), &[("person_id", "p-ann"), ("person_name", "Ann Example")])
+        .await;
     assert_eq!(linked.status(), 303);
     let synced = browser.post("/settings/integrations/immich/sync", &[]).await.text().await.unwrap();
     assert!(synced.contains("2 new photos"), "{synced}");

@@ -15,8 +15,8 @@ mod console;
 mod duplicates;
 mod external;
 mod fields;
-mod integrations;
 mod households;
+mod integrations;
 mod shares;
 mod subscriptions;
 

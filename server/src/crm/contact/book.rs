@@ -26,11 +26,7 @@ pub async fn set_name(scope: &UserScope, name: Option<&str>) -> Result<()> {
     }
     scope
         .write_async(move |tx| {
-            if name.is_empty() {
-                tx.delete_blob(BLOB).map(|_| ())
-            } else {
-                tx.put_blob(BLOB, name.as_bytes())
-            }
+            if name.is_empty() { tx.delete_blob(BLOB).map(|_| ()) } else { tx.put_blob(BLOB, name.as_bytes()) }
         })
         .await?;
     Ok(())
