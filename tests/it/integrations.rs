@@ -122,6 +122,7 @@ pub async fn immich() -> StandIn {
                 { "id": "p-ann", "name": "Ann Example" }, { "id": "p-bob", "name": "Bob" }],
                 "total": 2, "hidden": 0, "hasNextPage": false })),
             ("GET", "/api/people/p-ann") => json_answer(json!({ "id": "p-ann", "name": "Ann Example" })),
+            ("GET", "/api/people/p-bob") => json_answer(json!({ "id": "p-bob", "name": "Bob" })),
             ("GET", "/api/people/p-ann/statistics") => json_answer(json!({ "assets": 2 })),
             ("POST", "/api/search/metadata") => {
                 let body: Value = serde_json::from_str(&r.body).unwrap_or_default();
@@ -788,4 +789,32 @@ async fn a_wrong_address_or_a_redirect_elsewhere_fails_the_connection_test_with_
     assert_eq!(tested["ok"], false, "{tested}");
     assert!(tested["message"].as_str().unwrap().contains("redirects to https://photos.example.org"), "{tested}");
     assert!(elsewhere.seen().len() == 1, "one request, the redirect not followed");
+}
+
+/// A contact is one person of the photo library: two links made at once leave one.
+#[tokio::test]
+async fn two_links_of_one_contact_made_at_once_leave_one_person() {
+    let library = immich().await;
+    let server = instance().spawn();
+    let ada = server.sign_up("ada").await;
+    json_of(
+        put(&ada, "/api/v1/immich/config", json!({ "base_url": library.base, "api_key": "immich-key" })).await,
+        200,
+    )
+    .await;
+    for round in 0..5 {
+        let (_, uid) = contact(&ada, &format!("Ann {round}")).await;
+        let path = format!("/api/v1/immich/contacts/{uid}/link");
+        let (a, b) = tokio::join!(
+            ada.post(&path, json!({ "person_id": "p-ann" })),
+            ada.post(&path, json!({ "person_id": "p-bob" }))
+        );
+        let mut statuses = [a.status().as_u16(), b.status().as_u16()];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [201, 409], "round {round}");
+        let links =
+            json_of(ada.get(&format!("/api/v1/external-identities?contact_id={uid}&system=immich")).await, 200).await;
+        assert_eq!(links["total"], 1, "round {round}: {links}");
+        assert_eq!(ada.send(Method::DELETE, &path, json!({})).await.status(), 200);
+    }
 }

@@ -210,7 +210,13 @@ pub async fn save_link(
         metadata: Some(metadata),
         sync_status: None,
     };
-    let row = crate::crm::external::ops::save_identity(scope, None, input).await.map_err(|e| match e {
+    // A contact is one person of the photo library; it may hold any number of documents or files.
+    let saved = if system == System::Immich {
+        crate::crm::external::ops::create_only_identity(scope, input).await
+    } else {
+        crate::crm::external::ops::save_identity(scope, None, input).await
+    };
+    let row = saved.map_err(|e| match e {
         crate::crm::Error::Engine(mycorrhizal_engine::Error::Duplicate { .. }) => {
             Error::Crm(crate::crm::Error::Conflict("It is already linked to a contact.".into()))
         }

@@ -229,6 +229,21 @@ pub async fn save_identity(
     id: Option<u64>,
     input: ExternalIdentityInput,
 ) -> Result<Row<ExternalIdentity>> {
+    save(scope, id, input, false).await
+}
+
+/// Creates an identity that must be its contact's only one in its system (a person of the photo
+/// library), checked in the same transaction: 409 when the contact has one already.
+pub async fn create_only_identity(scope: &UserScope, input: ExternalIdentityInput) -> Result<Row<ExternalIdentity>> {
+    save(scope, None, input, true).await
+}
+
+async fn save(
+    scope: &UserScope,
+    id: Option<u64>,
+    input: ExternalIdentityInput,
+    only: bool,
+) -> Result<Row<ExternalIdentity>> {
     let reader = scope.clone();
     let (uid, cid) = (input.entity_id.clone(), input.contact_id);
     let contact = tokio::task::spawn_blocking(move || entity(&reader.view()?, uid.as_deref(), cid))
@@ -244,11 +259,20 @@ pub async fn save_identity(
         sync_status: status.clone().unwrap_or_else(|| "idle".into()),
         last_synced_at: None,
     };
-    Ok(scope
+    let system = body.system.clone();
+    let saved = scope
         .write_async(move |tx| {
             tx.get::<Contact>(body.contact_id)?;
+            if only {
+                let contact = format!("{:020}", body.contact_id);
+                for other in tx.find::<ExternalIdentity>(crate::crm::records::BY_CONTACT, &contact)? {
+                    if tx.get::<ExternalIdentity>(other)?.body.system == body.system {
+                        return Ok(None);
+                    }
+                }
+            }
             match id {
-                None => tx.create(body.clone()),
+                None => tx.create(body.clone()).map(Some),
                 Some(id) => {
                     let (body, status) = (body.clone(), status.clone());
                     tx.update::<ExternalIdentity>(id, Precondition::Any, move |current| {
@@ -258,10 +282,12 @@ pub async fn save_identity(
                         current.last_synced_at = kept.1;
                         Ok(())
                     })
+                    .map(Some)
                 }
             }
         })
-        .await?)
+        .await?;
+    saved.ok_or_else(|| Error::Conflict(format!("The contact is linked in {system} already: unlink it first.")))
 }
 
 /// Creates an external activity (with `id`: replaces activity `id`), its contact checked in
