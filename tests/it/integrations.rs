@@ -654,10 +654,16 @@ async fn nextcloud() -> StandIn {
                 }
             }
             ("DELETE", "/ocs/v2.php/core/apppassword") => json_answer(json!({ "ocs": { "data": [] } })),
-            ("PROPFIND", "/remote.php/dav/files/remy/") if basic == auth("app-password") => (
+            // The login is `remy`; the account's user id, which names its files, `remy-id`.
+            ("PROPFIND", "/remote.php/dav/") if basic == auth("app-password") => (
                 207,
                 "application/xml",
-                br#"<?xml version="1.0"?><d:multistatus xmlns:d="DAV:"><d:response><d:href>/remote.php/dav/files/remy/</d:href><d:propstat><d:prop><d:resourcetype><d:collection/></d:resourcetype></d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>"#.to_vec(),
+                br#"<?xml version="1.0"?><d:multistatus xmlns:d="DAV:"><d:response><d:href>/remote.php/dav/</d:href><d:propstat><d:prop><d:current-user-principal><d:href>/remote.php/dav/principals/users/remy-id/</d:href></d:current-user-principal></d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>"#.to_vec(),
+            ),
+            ("PROPFIND", "/remote.php/dav/files/remy-id/") if basic == auth("app-password") => (
+                207,
+                "application/xml",
+                br#"<?xml version="1.0"?><d:multistatus xmlns:d="DAV:"><d:response><d:href>/remote.php/dav/files/remy-id/</d:href><d:propstat><d:prop><d:resourcetype><d:collection/></d:resourcetype></d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>"#.to_vec(),
             ),
             _ => (401, "text/plain", b"".to_vec()),
         }
@@ -685,6 +691,8 @@ async fn a_nextcloud_account_password_is_refused_with_how_to_make_an_app_passwor
     let app = json!({ "base_url": cloud.base, "username": "remy", "app_password": "app-password" });
     let saved = json_of(put(&ada, "/api/v1/nextcloud/config", app).await, 200).await;
     assert_eq!(saved["has_app_password"], true, "{saved}");
+    let root = cloud.seen().into_iter().filter(|r| r.method == "PROPFIND").map(|r| r.path).collect::<Vec<_>>();
+    assert_eq!(root, ["/remote.php/dav/", "/remote.php/dav/files/remy-id/"], "the files of the user id, not the login");
 }
 
 /// One server, every integration's stand-in: what the contact page's panels and the settings

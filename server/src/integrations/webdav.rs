@@ -53,6 +53,8 @@ pub struct Entry {
     /// RFC 1123 as the server says it.
     pub last_modified: String,
     pub file_id: String,
+    /// `current-user-principal`'s href, when asked.
+    pub principal: String,
 }
 
 /// Reads a `207 Multi-Status` answer to a PROPFIND: each response's href and the properties of
@@ -122,6 +124,9 @@ pub fn parse_multistatus(bytes: &[u8]) -> std::result::Result<Vec<Entry>, String
                     (DAV, "href") if path.last().is_some_and(|(_, n)| n == "response") => {
                         current.href = value;
                     }
+                    (DAV, "href") if path.last().is_some_and(|(_, n)| n == "current-user-principal") => {
+                        props.principal = value;
+                    }
                     (DAV, "status") => status = value,
                     (DAV, "displayname") => props.display_name = value,
                     (DAV, "getcontentlength") => props.size = value.parse().ok(),
@@ -135,6 +140,7 @@ pub fn parse_multistatus(bytes: &[u8]) -> std::result::Result<Vec<Entry>, String
                             current.size = props.size;
                             current.last_modified = std::mem::take(&mut props.last_modified);
                             current.file_id = std::mem::take(&mut props.file_id);
+                            current.principal = std::mem::take(&mut props.principal);
                         }
                     }
                     (DAV, "response") => {
@@ -311,7 +317,12 @@ pub async fn admit(i: &Integrations, opened: &Opened) -> Result<String> {
             return Err(crate::crm::Error::invalid("app_password", APP_PASSWORD_NEEDED).into());
         }
     }
-    let user = segment(&opened.username);
+    // Nextcloud's files are under the account's user id, which differs from the login name for
+    // an e-mail or LDAP login: its principal says which.
+    let user = match user_id(&mut call, &opened.base_url).await {
+        Some(id) => segment(&id),
+        None => segment(&opened.username),
+    };
     let candidates =
         [join(&opened.base_url, &format!("/remote.php/dav/files/{user}/")), format!("{}/", opened.base_url)];
     let mut last = Failure::NotFound;
@@ -335,6 +346,26 @@ pub async fn admit(i: &Integrations, opened: &Opened) -> Result<String> {
         Failure::Rejected => crate::crm::Error::invalid("app_password", message).into(),
         _ => crate::crm::Error::invalid("base_url", message).into(),
     })
+}
+
+/// The user id of Nextcloud's `current-user-principal` (`.../principals/users/<id>/`), if it
+/// answers with one.
+async fn user_id(call: &mut Call<'_>, base: &str) -> Option<String> {
+    const ASK: &str = r#"<?xml version="1.0" encoding="utf-8"?><d:propfind xmlns:d="DAV:"><d:prop><d:current-user-principal/></d:prop></d:propfind>"#;
+    let url = join(base, "/remote.php/dav/");
+    let method = Method::from_bytes(b"PROPFIND").ok()?;
+    let answer = call.send(method, &url, Some(Body::Xml(ASK.into(), "0")), false).await.ok()?;
+    let bytes = call.read(answer, 64 * 1024).await.ok()?;
+    let entries = parse_multistatus(&bytes).ok()?;
+    principal_user(&entries.first()?.principal)
+}
+
+/// `<id>` of a principal href `.../principals/users/<id>/`.
+pub fn principal_user(href: &str) -> Option<String> {
+    let path = reqwest::Url::parse(href).map(|u| u.path().to_string()).unwrap_or_else(|_| href.to_string());
+    let id = path.trim_end_matches('/').rsplit_once("/principals/users/")?.1;
+    let id = percent_decode(id);
+    (!id.is_empty() && !id.contains('/')).then_some(id)
 }
 
 /// The app password Nextcloud's `getapppassword` issued (`ocs.data.apppassword`), if any.
@@ -479,6 +510,11 @@ mod tests {
             Some("abc-def")
         );
         assert_eq!(issued_app_password(br#"{"ocs":{"data":[]}}"#), None);
+        assert_eq!(
+            principal_user("/remote.php/dav/principals/users/remy%40example.org/").as_deref(),
+            Some("remy@example.org")
+        );
+        assert_eq!(principal_user("/principals/"), None);
         assert!(clean_path(Some("/a/../b")).is_err());
         assert!(clean_path(Some("/a?b")).is_err());
     }
