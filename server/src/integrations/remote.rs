@@ -305,7 +305,46 @@ mod tests {
         assert_eq!(super::segment(".."), "_");
         assert_eq!(super::segment("a/b?c#d@e"), "a%2Fb%3Fc%23d%40e");
         assert_eq!(super::segment("Ann Example"), "Ann%20Example");
+        assert!(super::clean_path(Some("/a/../b")).is_err());
+        assert!(super::clean_path(Some("/a\\b")).is_err());
+        assert_eq!(super::clean_path(None).unwrap(), "/");
+        assert_eq!(super::clean_path(Some("Letters")).unwrap(), "/Letters");
+        assert_eq!(super::clean_path(Some("/What? #1")).unwrap(), "/What? #1", "escaped per segment later");
+        assert_eq!((super::parent_of("/a/b.pdf"), super::parent_of("/a/"), super::parent_of("/b")), ("/a", "/", "/"));
     }
+}
+
+/// A folder or file path as asked (`/` when blank, a leading `/` added), refused when it climbs
+/// (`.` or `..`), holds a control character or a backslash, or is longer than 512 characters.
+/// Each segment is escaped when it goes into an address ([`segment`]), so `?`, `#` and `%` are
+/// a name's own characters.
+pub fn clean_path(raw: Option<&str>) -> super::Result<String> {
+    let raw = raw.map(str::trim).filter(|p| !p.is_empty()).unwrap_or("/");
+    let path = if raw.starts_with('/') { raw.to_string() } else { format!("/{raw}") };
+    let bad = path.chars().any(|c| c.is_control() || c == '\\')
+        || path.split('/').any(|s| s == ".." || s == ".")
+        || path.chars().count() > 512;
+    if bad {
+        let reason = "must be a path (no `.` or `..` segment, no control character, at most 512 characters)";
+        return Err(crate::crm::Error::invalid("path", reason).into());
+    }
+    Ok(path)
+}
+
+/// The folder holding `path` (`/` at the top).
+pub fn parent_of(path: &str) -> &str {
+    match path.trim_end_matches('/').rsplit_once('/') {
+        Some((parent, _)) if !parent.is_empty() => parent,
+        _ => "/",
+    }
+}
+
+/// A folder's entries, folders first, then by name regardless of case.
+pub fn folders_first<T>(items: &mut [T], key: impl Fn(&T) -> (&str, &str)) {
+    items.sort_by_cached_key(|item| {
+        let (kind, name) = key(item);
+        (kind != "dir", name.to_lowercase())
+    });
 }
 
 /// The answer a connection test gives: `{ok, stage, message}`.

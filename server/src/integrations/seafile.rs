@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use super::remote::{Call, Failure, TestResult, join, segment};
+use super::remote::{Call, Failure, TestResult, clean_path, folders_first, join, parent_of, segment};
 use super::{Integrations, Result, System};
 use crate::crm::external::ops::ExternalIdentityView;
 
@@ -90,23 +90,6 @@ pub fn parse_dir(bytes: &[u8], dir: &str) -> std::result::Result<Vec<Item>, Stri
         .collect())
 }
 
-/// A folder path as asked (`/` when blank), refused when it climbs or holds what a path may not.
-pub fn clean_path(raw: Option<&str>) -> Result<String> {
-    let raw = raw.map(str::trim).filter(|p| !p.is_empty()).unwrap_or("/");
-    let path = if raw.starts_with('/') { raw.to_string() } else { format!("/{raw}") };
-    let bad = path.chars().any(|c| c.is_control() || c == '\\')
-        || path.split('/').any(|s| s == ".." || s == ".")
-        || path.chars().count() > 512;
-    if bad {
-        return Err(crate::crm::Error::invalid(
-            "path",
-            "must be a path in the library (no `..`, at most 512 characters)",
-        )
-        .into());
-    }
-    Ok(path)
-}
-
 fn api(call: &Call<'_>, path: &str) -> String {
     join(&call.opened.base_url, path)
 }
@@ -172,7 +155,7 @@ pub async fn dir(i: &Integrations, user: u64, repo: &str, path: Option<&str>) ->
     let mut call = Call::new(i, user, System::Seafile)?;
     let outcome = list(&mut call, repo, &path).await;
     let mut items = call.settle(outcome).await?;
-    items.sort_by(|a, b| (a.kind != "dir", a.name.to_lowercase()).cmp(&(b.kind != "dir", b.name.to_lowercase())));
+    folders_first(&mut items, |e| (&e.kind, &e.name));
     Ok(items)
 }
 
@@ -204,8 +187,7 @@ pub async fn link(
         return Err(crate::crm::Error::invalid("path", "must name a file or folder, not the library itself").into());
     }
     let contact = super::contact_of(scope, uid).await?;
-    let (parent, name) =
-        path.rsplit_once('/').map(|(p, n)| (if p.is_empty() { "/" } else { p }, n)).unwrap_or(("/", &path));
+    let (parent, name) = (parent_of(&path), path.rsplit('/').next().unwrap_or_default());
     let mut call = Call::new(i, user, System::Seafile)?;
     let outcome = match list(&mut call, &input.repo_id, parent).await {
         Ok(items) => match items.into_iter().find(|e| e.name == name) {
@@ -259,8 +241,5 @@ mod tests {
             parse_libraries(br#"[{"id":"r1","name":"My Library","type":"repo"}]"#).unwrap()[0].name,
             "My Library"
         );
-        assert!(clean_path(Some("/a/../b")).is_err());
-        assert_eq!(clean_path(None).unwrap(), "/");
-        assert_eq!(clean_path(Some("Letters")).unwrap(), "/Letters");
     }
 }
