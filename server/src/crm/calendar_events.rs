@@ -266,19 +266,18 @@ fn birthday(row: &Row<Contact>) -> Option<CalendarEvent> {
     Some(CalendarEvent { name: format!("{}.ics", source.name()), source, etag: etag('b', row), span, event })
 }
 
-/// The event served under resource name `name` (with or without `.ics`), if any: a name of the
-/// server's own (`activity-<id>`, ...) or one a calendar client created an activity under (one
-/// index lookup).
+/// The event served under resource name `name` (as the client wrote it, `.ics` included), if
+/// any: a name of the server's own (`activity-<id>.ics`, ...) or one a calendar client created
+/// an activity under (one index lookup).
 pub fn find(view: &UserView, name: &str) -> Result<Option<CalendarEvent>> {
-    let full = if name.ends_with(".ics") { name.to_string() } else { format!("{name}.ics") };
-    let found = match Source::parse(name) {
-        Some(source) => event(view, source)?,
-        None => match view.find::<Activity>(BY_DAV_NAME, &full)?.first() {
-            Some(id) => event(view, Source::Activity(*id))?,
+    let found = match view.find::<Activity>(BY_DAV_NAME, name)?.first() {
+        Some(id) => event(view, Source::Activity(*id))?,
+        None => match Source::parse(name) {
+            Some(source) => event(view, source)?,
             None => None,
         },
     };
-    Ok(found.filter(|e| e.name == full))
+    Ok(found.filter(|e| e.name == name))
 }
 
 /// The resource name `source` was served under, read off its tombstone when it is gone (for a
@@ -378,21 +377,16 @@ pub async fn edit_activity(
     super::activity::ops::save(scope, Some((id, pre)), input).await
 }
 
-/// Whether `name` can name a client's new event: a path segment of letters, digits and
-/// `_ . - + @ ~ =`, ending in `.ics`, and not of the server's own `activity-<id>` form.
+/// Whether `name` can name a client's new event: any path segment (decoded) of 1 to 255 bytes
+/// but `.` and `..` and the server's own `activity-<id>.ics` form (a space, `@`, non-ASCII
+/// letters: hrefs are encoded on the way out).
 pub fn new_name_allowed(name: &str) -> bool {
-    name.len() <= 255
-        && name.len() > 4
-        && name.ends_with(".ics")
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'+' | b'@' | b'~' | b'='))
-        && Source::parse(name).is_none()
+    !name.is_empty() && name.len() <= 255 && name != "." && name != ".." && Source::parse(name).is_none()
 }
 
 /// A calendar client's new event (two-way CalDAV) becomes an activity through
 /// `activity::ops::save_as`, the JSON API's create: its title, description, place and start, no
-/// contacts; it keeps the client's resource `name` (with `.ics`, see [`new_name_allowed`]) and
+/// contacts; it keeps the client's resource `name` (see [`new_name_allowed`]) and
 /// event UID (the name when it has none), so it is served back as it was written.
 pub async fn create_activity(
     scope: &mycorrhizal_engine::UserScope,

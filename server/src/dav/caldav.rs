@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use jiff::Timestamp;
 use mycorrhizal_engine::UserView;
 
-use super::carddav::{depth, multistatus, percent_decode, reading, respond, sync_error};
+use super::carddav::{depth, multistatus, reading, respond, sync_error};
 use super::props::{self, Resource};
 use super::sync;
 use super::xml::{self, CALDAV, CALSERVER, DAV, Multistatus, Prop, PropName, Propfind, Report, TimeRange};
@@ -35,7 +35,8 @@ enum Target {
 
 fn target(path: &str, user: &DavUser) -> Option<Target> {
     let rest = path.strip_prefix("/caldav")?;
-    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    let parts = props::decoded_segments(rest);
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     let own = |id: &str| id == user.id.0.to_string();
     match parts.as_slice() {
         [] => Some(Target::Root),
@@ -51,7 +52,7 @@ fn calendar_href(user: &DavUser) -> String {
 }
 
 fn event_href(user: &DavUser, event: &CalendarEvent) -> String {
-    format!("/caldav/{}/calendar/{}", user.id.0, event.name)
+    format!("/caldav/{}/calendar/{}", user.id.0, props::segment(&event.name))
 }
 
 pub fn options() -> Response {
@@ -70,7 +71,6 @@ pub async fn handle(state: AppState, user: DavUser, request: Request) -> Result<
             get(&state, user, name, &parts.headers, parts.method == Method::HEAD).await
         }
         ("PUT" | "DELETE", Target::Event(name)) if state.config.features.caldav_two_way_enabled => {
-            let name = percent_decode(&name);
             let found = {
                 let name = name.clone();
                 reading(&state, &user, move |view| Ok(events::find(view, &name)?.map(|e| e.source))).await?
@@ -152,7 +152,10 @@ async fn create(
         return Err(DavError::condition(
             StatusCode::FORBIDDEN,
             "D:need-privileges",
-            Some("a new event's name is letters, digits and _.-+@~= ending in .ics".into()),
+            Some(
+                "a new event's name is 1 to 255 bytes, not . or .., and not of the server's own activity-<id>.ics form"
+                    .into(),
+            ),
         ));
     }
     let incoming = incoming(body)?;
@@ -290,7 +293,7 @@ async fn propfind(
                 }
             }
             Target::Event(name) => {
-                let event = events::find(view, &percent_decode(&name))?;
+                let event = events::find(view, &name)?;
                 respond_event(&mut out, &user, &event.ok_or_else(DavError::not_found)?, &request);
             }
         }
@@ -307,9 +310,7 @@ async fn get(
     headers: &HeaderMap,
     head: bool,
 ) -> Result<Response, DavError> {
-    let event =
-        reading(state, &user, move |view| events::find(view, &percent_decode(&name))?.ok_or_else(DavError::not_found))
-            .await?;
+    let event = reading(state, &user, move |view| events::find(view, &name)?.ok_or_else(DavError::not_found)).await?;
     if crate::http::conditional::not_modified(headers, &event.etag) {
         return Ok((StatusCode::NOT_MODIFIED, [(ETAG, event.etag)]).into_response());
     }
@@ -346,7 +347,7 @@ fn name_in(href: &str, user: &DavUser) -> Option<String> {
         Some(i) => &href[href[i + 3..].find('/').map(|j| i + 3 + j)?..],
         None => href,
     };
-    match target(&percent_decode(path), user)? {
+    match target(path, user)? {
         Target::Event(name) => Some(name),
         _ => None,
     }
@@ -382,7 +383,7 @@ async fn report(state: &AppState, user: DavUser, body: &[u8]) -> Result<Response
                     respond_event(&mut out, &user, event, &request);
                 }
                 for name in &page.removed {
-                    out.status(&format!("{}{name}", calendar_href(&user)), 404, "Not Found");
+                    out.status(&format!("{}{}", calendar_href(&user), props::segment(name)), 404, "Not Found");
                 }
                 if page.truncated {
                     out.status(&calendar_href(&user), 507, "Insufficient Storage");

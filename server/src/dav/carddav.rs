@@ -7,7 +7,6 @@ use axum::extract::Request;
 use axum::http::header::{ACCEPT, CONTENT_TYPE, ETAG, IF_MATCH, IF_NONE_MATCH, USER_AGENT};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-pub(super) use mycorrhizal_codecs::text::percent_decode;
 use mycorrhizal_codecs::vcard::Version;
 use mycorrhizal_engine::{Row, UserView};
 
@@ -39,7 +38,8 @@ fn target(path: &str, user: &DavUser) -> Option<Target> {
         return Some(Target::Slash);
     }
     let rest = path.strip_prefix("/carddav")?;
-    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    let parts = props::decoded_segments(rest);
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     let own = |id: &str| id == user.id.0.to_string();
     match parts.as_slice() {
         [] => Some(Target::Root),
@@ -543,8 +543,7 @@ fn name_in(href: &str, user: &DavUser) -> Option<String> {
         Some(i) => &href[href[i + 3..].find('/').map(|j| i + 3 + j)?..],
         None => href,
     };
-    let path = percent_decode(path);
-    match target(&path, user)? {
+    match target(path, user)? {
         Target::Card(name) => Some(name),
         _ => None,
     }

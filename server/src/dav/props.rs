@@ -38,7 +38,30 @@ pub fn book_href(user: &DavUser) -> String {
 }
 
 pub fn card_href(user: &DavUser, name: &str) -> String {
-    format!("/carddav/{}/contacts/{name}.vcf", user.id.0)
+    format!("/carddav/{}/contacts/{}.vcf", user.id.0, segment(name))
+}
+
+/// A resource name as one path segment of an href: letters, digits and `_ . - + @ ~ =` as they
+/// are (so every name served before hrefs were encoded keeps its exact href), every other byte
+/// of its UTF-8 percent-encoded (a space, `/`, `%`, a newline, non-ASCII letters). A client's
+/// href, decoded segment by segment on the way in ([`decoded_segments`]), names the same
+/// resource however the client encoded it.
+pub fn segment(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'+' | b'@' | b'~' | b'=') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The segments of a request path, each percent-decoded (an encoded `/` stays inside its
+/// segment), empty ones left out.
+pub fn decoded_segments(path: &str) -> Vec<String> {
+    path.split('/').filter(|p| !p.is_empty()).map(mycorrhizal_codecs::text::percent_decode).collect()
 }
 
 const PRIVILEGES: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:write/></D:privilege><D:privilege><D:write-properties/></D:privilege><D:privilege><D:write-content/></D:privilege><D:privilege><D:bind/></D:privilege><D:privilege><D:unbind/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";

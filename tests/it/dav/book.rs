@@ -1,7 +1,7 @@
 //! The address book's own properties and the identity of its cards: a display name a client
-//! sets, and UIDs that differ only in case kept as two cards.
+//! sets, UIDs that differ only in case kept as two cards, and any href a client chooses.
 
-use super::{account, card, server};
+use super::{account, card, etags, hrefs, server, sync_token};
 
 #[tokio::test]
 async fn the_address_book_can_be_renamed_and_other_properties_are_refused_whole() {
@@ -75,4 +75,85 @@ async fn uids_that_differ_only_in_case_are_two_cards() {
         let got = dav.send("GET", &dav.card(first), &[], "").await;
         assert!(got.body.contains("First Case"), "{}", got.body);
     }
+}
+
+/// `%XX` escapes decoded (the test's own reading of an href).
+fn decoded(href: &str) -> String {
+    let bytes = href.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(v) = href.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).expect("UTF-8")
+}
+
+/// Any href a client chooses names its card: a space, `@`, non-ASCII letters, an encoded newline,
+/// a name unrelated to the card's UID. Each is created, read, listed, fetched by multiget and sync,
+/// edited and deleted under the href the client chose (however it encoded it), and the card
+/// carries no trace of the name.
+#[tokio::test]
+async fn any_href_a_client_chooses_names_its_card() {
+    let server = server().await;
+    let (api, dav) = account(&server, "ada").await;
+    let first = dav.sync("", None).await;
+    // (the path segment as the client sends it, the card's UID)
+    let cases = [
+        ("test%20%40%20foo%20%C3%A4t%20bar%20%D0%B3%D1%80%D0%B0%D0%B4", "test @ foo ät bar град"),
+        ("%D0%B3%D1%80%D0%B0%D0%B4%20%D1%81%D0%B0%D1%82%D0%B0%D0%BD%D1%83-1", "град сатану-1"),
+        (
+            "UID%3A20210609T084907Z-@synaps-web-54fddfdf7-7kcfm%0A.ics",
+            "UID:20210609T084907Z-@synaps-web-54fddfdf7-7kcfm%0A.ics",
+        ),
+        ("someone@example.org", "someone@example.org"),
+        ("chosen-by-the-client", "an-unrelated-uid-42"),
+        ("ABCDEF01-2345-4678-9ABC-DEF012345678", "another-unrelated-uid"),
+    ];
+    let book = dav.book();
+    for (at, (segment, uid)) in cases.iter().enumerate() {
+        let href = format!("{book}{segment}.vcf");
+        let name = format!("Href Case {at}");
+        let made = dav.send("PUT", &href, &[("Content-Type", "text/vcard")], &card(uid, &name)).await;
+        assert_eq!(made.status, 201, "{segment}: {}", made.body);
+        let got = dav.send("GET", &href, &[], "").await;
+        assert_eq!(got.status, 200, "{segment}");
+        assert!(got.body.contains(&name), "{segment}: {}", got.body);
+        assert!(!got.body.contains("davName") && !got.body.contains("DAVNAME"), "{}", got.body);
+        assert_eq!(got.etag(), made.etag(), "{segment}");
+        // Listed and synced under the same name, encoded by the server its own way.
+        let listed = dav.propfind(&book, "1", "<D:getetag/>").await;
+        let served: Vec<String> = hrefs(&listed.body).iter().map(|h| decoded(h)).collect();
+        assert!(served.contains(&decoded(&href)), "{segment} listed: {served:?}");
+        let synced = dav.sync(&sync_token(&first.body), None).await;
+        assert!(etags(&synced.body).iter().any(|(h, e)| decoded(h) == decoded(&href) && *e == made.etag()));
+        // Fetched by multiget under the href the server lists.
+        let listed_href = hrefs(&listed.body).into_iter().find(|h| decoded(h) == decoded(&href)).expect("listed");
+        assert!(!listed_href.contains(' ') && !listed_href.contains('\n'), "encoded: {listed_href:?}");
+        let multiget = format!(
+            r#"<C:addressbook-multiget xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:carddav"><D:prop><D:getetag/><C:address-data/></D:prop><D:href>{listed_href}</D:href></C:addressbook-multiget>"#
+        );
+        let fetched = dav.send("REPORT", &book, &[("Content-Type", "application/xml")], &multiget).await;
+        assert!(fetched.body.contains(&name), "{segment}: {}", fetched.body);
+        let edited =
+            dav.send("PUT", &listed_href, &[("If-Match", &made.etag())], &card(uid, &format!("{name} Edited"))).await;
+        assert_eq!(edited.status, 204, "{segment}: {}", edited.body);
+        let got = dav.send("GET", &href, &[], "").await;
+        assert!(got.body.contains(&format!("{name} Edited")), "{segment}: {}", got.body);
+    }
+    let listed: serde_json::Value = api.get("/api/v1/contacts?limit=50").await.json().await.unwrap();
+    assert_eq!(listed["contacts"].as_array().map(Vec::len), Some(cases.len()), "{listed}");
+    for (segment, _) in cases {
+        let gone = dav.send("DELETE", &format!("{book}{segment}.vcf"), &[], "").await;
+        assert_eq!(gone.status, 204, "{segment}");
+        assert_eq!(dav.send("GET", &format!("{book}{segment}.vcf"), &[], "").await.status, 404);
+    }
+    assert_eq!(dav.send("PUT", &format!("{book}..vcf"), &[], &card("dot", "Dot")).await.status, 403);
 }

@@ -21,7 +21,7 @@ use mycorrhizal_engine::{Lookup, Precondition, Prepared, Row, UserScope, UserVie
 use serde_json::{Map, Value};
 
 use crate::crm::contact::ops::{self, ContactInput};
-use crate::crm::contact::{Contact, ContactHead, INDEX_UID};
+use crate::crm::contact::{Contact, ContactHead, DAV_NAME, INDEX_UID, dav_name_in};
 use crate::crm::export::json_record_of;
 use crate::crm::import::{ORIGINAL_UID_POINTER, hashed_uid, stable_uid, stable_uid_of};
 use crate::crm::{Error, Result, contact::picture as pictures};
@@ -31,6 +31,13 @@ fn href_safe(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 200
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'+'))
+}
+
+/// Whether a client may create a card under `name` (decoded, without `.vcf`): any text of 1 to
+/// 255 bytes but `.` and `..` (a space, `@`, non-ASCII letters, even a newline: it is encoded on
+/// the way out).
+fn name_allowed(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 255 && name != "." && name != ".."
 }
 
 /// The stored UID a card UID (or a resource name) maps to (the import's rule).
@@ -141,6 +148,14 @@ pub fn head_name(head: &ContactHead) -> String {
 }
 
 fn served_name(uid: &str, passthrough: &str) -> String {
+    if let Some(name) = dav_name_in(passthrough) {
+        return name;
+    }
+    usual_name(uid, passthrough)
+}
+
+/// The name a contact is served under when no client chose one ([`DAV_NAME`]).
+fn usual_name(uid: &str, passthrough: &str) -> String {
     match original_uid_in(passthrough) {
         Some(original) if href_safe(&original) && maps_to(&original, uid) => original,
         _ => uid.to_string(),
@@ -183,6 +198,9 @@ fn find_in(contacts: &Lookup<'_, Contact>, name: &str) -> Result<Option<Row<Cont
 /// multiget asks it of every href, and a name that is not a UUID (`bench-00001`) is hashed
 /// (UUID v5) to find its stored UID: the lookup has done that once already.
 fn served_as(uid: &str, passthrough: &str, name: &str, stored: &str) -> bool {
+    if let Some(chosen) = dav_name_in(passthrough) {
+        return chosen == name;
+    }
     match original_uid_in(passthrough) {
         // Served under its original UID (`name`) when that maps to the stored one, else under
         // the stored UID.
@@ -405,7 +423,8 @@ fn plan_put(scope: &UserScope, name: &str, body: &[u8], condition: PutCondition)
             if stored_uid(&uid) != current.body.uid && original.as_deref() != Some(uid.as_str()) {
                 return Err(Error::UidConflict { holder: name_of(&current.body) });
             }
-            let input = input_of(record, &current.body.uid, &uid, true);
+            let chosen = dav_name_in(&current.body.passthrough);
+            let input = input_of(record, &current.body.uid, &uid, true, chosen);
             let pre = condition.if_match.unwrap_or(Precondition::Any);
             let picture = picture_change(&view, &current.body, photo)?;
             Ok(Plan::Update { id: current.id, pre, input, picture })
@@ -418,7 +437,18 @@ fn plan_put(scope: &UserScope, name: &str, body: &[u8], condition: PutCondition)
             if is_uuid(&uid) && uid == name && !view.find::<Contact>(INDEX_UID, &stored)?.is_empty() {
                 stored = hashed_uid(&uid);
             }
-            let prepared = ops::prepare_create(input_of(record, &stored, &uid, false))?;
+            if !name_allowed(name) {
+                return Err(Error::invalid("href", "a card's name is 1 to 255 bytes, not . or .."));
+            }
+            let mut input = input_of(record, &stored, &uid, false, None);
+            // Served under the client's name as it stands? Else that name is kept with it.
+            let passthrough = input.passthrough.as_ref().map(Value::to_string).unwrap_or_default();
+            if usual_name(&stored, &passthrough) != name
+                && let Some(Value::Object(members)) = input.passthrough.as_mut()
+            {
+                members.insert(DAV_NAME.into(), Value::String(name.to_string()));
+            }
+            let prepared = ops::prepare_create(input)?;
             Ok(Plan::Create { prepared, picture: photo.map(|p| Arc::new(p.bytes)), stored })
         }
     }
@@ -427,9 +457,14 @@ fn plan_put(scope: &UserScope, name: &str, body: &[u8], condition: PutCondition)
 /// The operations' input for a card stored under UID `stored` whose own UID is `own`. A card
 /// from a phone carries no CRM envelope or gender unless it kept ours: what it leaves out is
 /// kept (an update), so a phone's edit never wipes the circles the web client set.
-fn input_of(record: NeutralRecord, stored: &str, own: &str, update: bool) -> ContactInput {
+fn input_of(record: NeutralRecord, stored: &str, own: &str, update: bool, chosen: Option<String>) -> ContactInput {
     let NeutralRecord { mut card, crm, mut passthrough, gender } = record;
     card.uid = Some(stored.to_string());
+    // A card carries no resource name of its own: the server's is kept (or none).
+    passthrough.remove(DAV_NAME);
+    if let Some(name) = chosen {
+        passthrough.insert(DAV_NAME.into(), Value::String(name));
+    }
     if own != stored {
         let props = passthrough.entry("jsContactProps").or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(props) = props {

@@ -69,6 +69,25 @@ impl From<Contact> for ContactHead {
     }
 }
 
+/// The passthrough member holding the resource name a CardDAV client created the card under,
+/// kept only when the card would not be served under that name otherwise (a name with a space,
+/// `@`, non-ASCII letters, or unrelated to the card's UID). Server metadata: left out of exports.
+pub const DAV_NAME: &str = "davName";
+
+/// The [`DAV_NAME`] of a stored passthrough text, if it holds one (found without parsing the
+/// JSON of the many passthroughs that do not).
+pub fn dav_name_in(passthrough: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Named {
+        #[serde(rename = "davName")]
+        dav_name: Option<String>,
+    }
+    if !passthrough.contains("\"davName\"") {
+        return None;
+    }
+    serde_json::from_str::<Named>(passthrough).ok()?.dav_name.filter(|n| !n.is_empty())
+}
+
 pub const INDEX_SORT_NAME: &str = "sort_name";
 pub const INDEX_UID: &str = "uid";
 pub const INDEX_CIRCLE: &str = "circle";

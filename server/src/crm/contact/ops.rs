@@ -43,6 +43,19 @@ fn parse_card(value: Value) -> std::result::Result<Card, Invalid> {
     })
 }
 
+/// [`object`] for the passthrough: the resource name a CardDAV client created the card under
+/// ([`super::DAV_NAME`]) is kept when a new passthrough leaves it out, so an edit elsewhere never
+/// moves the card under the client that made it.
+fn passthrough_object(value: Option<Value>, existing: Option<&str>) -> std::result::Result<String, Invalid> {
+    match (value, existing.and_then(super::dav_name_in)) {
+        (Some(Value::Object(mut members)), Some(name)) if !members.contains_key(super::DAV_NAME) => {
+            members.insert(super::DAV_NAME.into(), Value::String(name));
+            Ok(Value::Object(members).to_string())
+        }
+        (value, _) => object("passthrough", value, existing),
+    }
+}
+
 fn object(field: &str, value: Option<Value>, existing: Option<&str>) -> std::result::Result<String, Invalid> {
     match value {
         Some(v @ Value::Object(_)) => Ok(v.to_string()),
@@ -104,7 +117,7 @@ impl ContactInput {
             uid,
             card: serde_json::to_string(&card).map_err(|e| Invalid::new("card", e.to_string()))?,
             crm: crm_object(self.crm, existing.map(|c| c.crm.as_str()))?,
-            passthrough: object("passthrough", self.passthrough, existing.map(|c| c.passthrough.as_str()))?,
+            passthrough: passthrough_object(self.passthrough, existing.map(|c| c.passthrough.as_str()))?,
             gender: self.gender.or_else(|| existing.map(|c| c.gender.clone())).unwrap_or_default(),
             archived: existing.is_some_and(|c| c.archived),
             favorite: self.is_favorite.unwrap_or(existing.is_some_and(|c| c.favorite)),

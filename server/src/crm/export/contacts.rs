@@ -68,7 +68,8 @@ pub fn json_record_of(row: &Row<Contact>) -> JsonRecord {
 }
 
 /// The UID a contact leaves the server with (the original one when the import had to replace a
-/// non-UUID UID), and its passthrough less the note of that original.
+/// non-UUID UID), and its passthrough less the note of that original and the CardDAV resource
+/// name (server metadata).
 fn served_parts(c: &Contact) -> (String, Map<String, Value>) {
     let mut passthrough: Map<String, Value> = serde_json::from_str(&c.passthrough).unwrap_or_default();
     let original = passthrough
@@ -76,6 +77,7 @@ fn served_parts(c: &Contact) -> (String, Map<String, Value>) {
         .and_then(Value::as_object_mut)
         .and_then(|p| p.remove(ORIGINAL_UID_POINTER))
         .and_then(|v| v.as_str().map(str::to_string));
+    passthrough.remove(crate::crm::contact::DAV_NAME);
     if passthrough.get("jsContactProps").and_then(Value::as_object).is_some_and(Map::is_empty) {
         passthrough.remove("jsContactProps");
     }
