@@ -78,7 +78,7 @@ fn text(name: ICalendarProperty, value: &str) -> ICalendarEntry {
     entry(name, ICalendarValue::Text(value.to_string()))
 }
 
-fn at(name: ICalendarProperty, value: PartialDateTime, all_day: bool) -> ICalendarEntry {
+fn at_value(name: ICalendarProperty, value: PartialDateTime, all_day: bool) -> ICalendarEntry {
     let mut e = entry(name, ICalendarValue::PartialDateTime(Box::new(value)));
     if all_day {
         e.params.push(ICalendarParameter {
@@ -115,17 +115,17 @@ pub fn write_all(events: &[Event]) -> String {
 fn entries(event: &Event) -> Vec<ICalendarEntry> {
     let mut entries = vec![
         text(ICalendarProperty::Uid, &event.uid),
-        at(ICalendarProperty::Dtstamp, date_time(&event.stamp), false),
+        at_value(ICalendarProperty::Dtstamp, date_time(&event.stamp), false),
         text(ICalendarProperty::Summary, &event.summary),
     ];
     match &event.when {
         When::Timed { start, end } => {
-            entries.push(at(ICalendarProperty::Dtstart, date_time(start), false));
-            entries.push(at(ICalendarProperty::Dtend, date_time(end), false));
+            entries.push(at_value(ICalendarProperty::Dtstart, date_time(start), false));
+            entries.push(at_value(ICalendarProperty::Dtend, date_time(end), false));
         }
         When::Yearly { first, next_day, leap_day } => {
-            entries.push(at(ICalendarProperty::Dtstart, date(first), true));
-            entries.push(at(ICalendarProperty::Dtend, date(next_day), true));
+            entries.push(at_value(ICalendarProperty::Dtstart, date(first), true));
+            entries.push(at_value(ICalendarProperty::Dtend, date(next_day), true));
             let rule = ICalendarRecurrenceRule {
                 freq: ICalendarFrequency::Yearly,
                 byyearday: if *leap_day { vec![60] } else { Vec::new() },
@@ -138,8 +138,8 @@ fn entries(event: &Event) -> Vec<ICalendarEntry> {
             ));
         }
         When::Day { day, next_day } => {
-            entries.push(at(ICalendarProperty::Dtstart, date(day), true));
-            entries.push(at(ICalendarProperty::Dtend, date(next_day), true));
+            entries.push(at_value(ICalendarProperty::Dtstart, date(day), true));
+            entries.push(at_value(ICalendarProperty::Dtend, date(next_day), true));
         }
     }
     if !event.description.is_empty() {
@@ -175,17 +175,45 @@ pub struct Incoming {
     pub description: String,
     pub location: String,
     pub start: Start,
+    /// When the event first happens, in seconds since the epoch, as its own time zone
+    /// definitions (`VTIMEZONE`, Windows zone names) place it; `None` when it cannot be placed.
+    pub at: Option<i64>,
 }
 
-/// Reads the first `VEVENT` of an iCalendar object; `Err` says why not (CalDAV's
-/// `valid-calendar-data`).
+/// The occurrences of `calendar`'s components (calcard's expansion, at most `limit`). An edited
+/// occurrence replaces its series' instance by `RECURRENCE-ID` whatever their `SEQUENCE`s
+/// (RFC 5545 matches them by UID and `RECURRENCE-ID`; calcard's expansion also wants equal
+/// sequences, which a client that edits one occurrence seldom writes), so the expansion reads
+/// a copy without them. One object holds one event's components (CalDAV's rule).
+fn expand(calendar: &ICalendar, limit: usize) -> calcard::icalendar::dates::CalendarExpand {
+    let mut plain = calendar.clone();
+    for component in &mut plain.components {
+        component.entries.retain(|e| e.name != ICalendarProperty::Sequence);
+    }
+    plain.expand_dates(calcard::common::timezone::Tz::UTC, limit)
+}
+
+/// The index of an object's main `VEVENT`: the first without a `RECURRENCE-ID` (the series, not
+/// one of its edited occurrences), else the first.
+fn master(calendar: &ICalendar) -> Option<usize> {
+    let events =
+        || calendar.components.iter().enumerate().filter(|(_, c)| c.component_type == ICalendarComponentType::VEvent);
+    events()
+        .find(|(_, c)| !c.entries.iter().any(|e| e.name == ICalendarProperty::RecurrenceId))
+        .or_else(|| events().next())
+        .map(|(at, _)| at)
+}
+
+/// Reads the main `VEVENT` of an iCalendar object ([`master`]); `Err` says why not (CalDAV's
+/// `valid-calendar-data`). Only VEVENTs: an object of tasks or journals is refused.
 pub fn read_event(text: &str) -> Result<Incoming, String> {
     let calendar = ICalendar::parse(text).map_err(|e| format!("not a readable iCalendar object ({e:?})"))?;
-    let event = calendar
-        .components
-        .iter()
-        .find(|c| c.component_type == ICalendarComponentType::VEvent)
-        .ok_or("the object holds no VEVENT")?;
+    let kinds = calendar.components.iter().map(|c| &c.component_type);
+    if kinds.clone().any(|k| matches!(k, ICalendarComponentType::VTodo | ICalendarComponentType::VJournal)) {
+        return Err("this calendar holds events (VEVENT) only".into());
+    }
+    let main = master(&calendar).ok_or("the object holds no VEVENT")?;
+    let event = &calendar.components[main];
     let find = |name: ICalendarProperty| event.entries.iter().find(|e| e.name == name);
     let text_of = |name: ICalendarProperty| {
         find(name).and_then(|e| e.values.first()).and_then(|v| v.as_text()).unwrap_or_default().to_string()
@@ -209,13 +237,161 @@ pub fn read_event(text: &str) -> Result<Incoming, String> {
             if at.tz_hour.is_some() && tzid.is_none() { Start::Utc(utc) } else { Start::Local { at: utc, tzid } }
         }
     };
+    let at =
+        expand(&calendar, 64).events.iter().filter(|e| e.comp_id as usize == main).map(|e| e.start.timestamp()).min();
     Ok(Incoming {
         uid: text_of(ICalendarProperty::Uid).trim().to_string(),
         summary: text_of(ICalendarProperty::Summary),
         description: text_of(ICalendarProperty::Description),
         location: text_of(ICalendarProperty::Location),
         start,
+        at,
     })
+}
+
+/// One occurrence of an object's events, as a time range and a free-busy query read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Instance {
+    /// Seconds since the epoch, UTC (an all-day or floating time read in UTC).
+    pub start: i64,
+    pub end: i64,
+    /// `TRANSP:TRANSPARENT`: the time stays free.
+    pub transparent: bool,
+    /// `STATUS:CANCELLED`.
+    pub cancelled: bool,
+}
+
+/// Every occurrence of every `VEVENT` of an iCalendar object (recurrences expanded, their
+/// `EXDATE`s and edited occurrences applied, at most [`MAX_INSTANCES`]), in time order; nothing
+/// when it cannot be read.
+pub fn instances(text: &str) -> Vec<Instance> {
+    let Ok(calendar) = ICalendar::parse(text) else { return Vec::new() };
+    let expanded = expand(&calendar, MAX_INSTANCES);
+    let mut out: Vec<Instance> = expanded
+        .events
+        .iter()
+        .filter_map(|event| {
+            let component = calendar.components.get(event.comp_id as usize)?;
+            if component.component_type != ICalendarComponentType::VEvent {
+                return None;
+            }
+            let value = |name: ICalendarProperty| {
+                component.entries.iter().find(|e| e.name == name).and_then(|e| e.values.first())
+            };
+            let transparent = value(ICalendarProperty::Transp)
+                .is_some_and(|v| matches!(v, ICalendarValue::Transparency(ICalendarTransparency::Transparent)));
+            let cancelled = value(ICalendarProperty::Status)
+                .is_some_and(|v| matches!(v, ICalendarValue::Status(calcard::icalendar::ICalendarStatus::Cancelled)));
+            let (start, end) = event.timestamps();
+            Some(Instance { start, end: end.max(start), transparent, cancelled })
+        })
+        .collect();
+    out.sort_by_key(|i| (i.start, i.end));
+    out
+}
+
+/// What the CRM changed of an event a calendar client wrote (`None`: left as it is).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Patch {
+    pub summary: Option<String>,
+    pub description: Option<String>,
+    pub location: Option<String>,
+    /// The new first start (seconds since the epoch); the end moves with it.
+    pub start: Option<i64>,
+}
+
+/// `stored` with `patch` applied to its main `VEVENT` ([`master`]) and nothing else touched: its
+/// alarms, attendees, recurrence, edited occurrences and every other property stay. A moved
+/// start keeps the event's length (an all-day event stays all-day, on the new start's UTC date)
+/// and raises `SEQUENCE`. `Err` when `text` cannot be read.
+pub fn patch(stored: &str, patch: &Patch) -> Result<String, String> {
+    let mut calendar = ICalendar::parse(stored).map_err(|e| format!("not a readable iCalendar object ({e:?})"))?;
+    let main = master(&calendar).ok_or("the object holds no VEVENT")?;
+    let span = expand(&calendar, 64).events.iter().filter(|e| e.comp_id as usize == main).map(|e| e.timestamps()).min();
+    let entries = &mut calendar.components[main].entries;
+    let mut set_text = |name: ICalendarProperty, value: &Option<String>| {
+        let Some(value) = value else { return };
+        entries.retain(|e| e.name != name);
+        if !value.is_empty() {
+            entries.push(text(name, value));
+        }
+    };
+    set_text(ICalendarProperty::Summary, &patch.summary);
+    set_text(ICalendarProperty::Description, &patch.description);
+    set_text(ICalendarProperty::Location, &patch.location);
+    if let Some(start) = patch.start {
+        let all_day = entries
+            .iter()
+            .find(|e| e.name == ICalendarProperty::Dtstart)
+            .and_then(|e| e.values.first())
+            .and_then(|v| v.as_partial_date_time())
+            .is_some_and(|d| d.hour.is_none());
+        let length = span.map(|(s, e)| (e - s).max(0));
+        let has_end = entries.iter().any(|e| e.name == ICalendarProperty::Dtend);
+        entries.retain(|e| e.name != ICalendarProperty::Dtstart && e.name != ICalendarProperty::Dtend);
+        let value = |at: i64| {
+            let utc = utc_of_seconds(at);
+            if all_day {
+                at_value(ICalendarProperty::Dtstart, date(&utc.day), true)
+            } else {
+                at_value(ICalendarProperty::Dtstart, date_time(&utc), false)
+            }
+        };
+        entries.push(value(start));
+        if let (true, Some(length)) = (has_end, length) {
+            let mut end = value(start + length);
+            end.name = ICalendarProperty::Dtend;
+            entries.push(end);
+        }
+        let sequence = entries
+            .iter()
+            .find(|e| e.name == ICalendarProperty::Sequence)
+            .and_then(|e| e.values.first())
+            .and_then(|v| v.as_integer())
+            .unwrap_or(0);
+        entries.retain(|e| e.name != ICalendarProperty::Sequence);
+        entries.push(entry(ICalendarProperty::Sequence, ICalendarValue::Integer(sequence + 1)));
+    }
+    Ok(calendar.to_string())
+}
+
+/// A free-busy answer (RFC 4791 7.10): one `VFREEBUSY` over `[start, end)` stamped `stamp`,
+/// with each busy period (merged where they overlap or touch) on its own `FREEBUSY` line. All
+/// values are seconds since the epoch.
+pub fn free_busy(start: i64, end: i64, stamp: i64, mut busy: Vec<(i64, i64)>) -> String {
+    busy.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::new();
+    for (s, e) in busy {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    let mut out =
+        String::from("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Mycorrhizal//Mycorrhizal//EN\r\nBEGIN:VFREEBUSY\r\n");
+    out.push_str(&format!(
+        "DTSTAMP:{}\r\nDTSTART:{}\r\nDTEND:{}\r\n",
+        compact_utc(stamp),
+        compact_utc(start),
+        compact_utc(end)
+    ));
+    for (s, e) in merged {
+        out.push_str(&format!("FREEBUSY;FBTYPE=BUSY:{}/{}\r\n", compact_utc(s), compact_utc(e)));
+    }
+    out.push_str("END:VFREEBUSY\r\nEND:VCALENDAR\r\n");
+    out
+}
+
+/// `seconds` since the epoch as the codecs' UTC date-time.
+fn utc_of_seconds(seconds: i64) -> Utc {
+    let compact = compact_utc(seconds);
+    let n = |range: std::ops::Range<usize>| compact[range].parse::<u16>().unwrap_or(0);
+    Utc {
+        day: Day { year: n(0..4), month: n(4..6) as u8, day: n(6..8) as u8 },
+        hour: n(9..11) as u8,
+        minute: n(11..13) as u8,
+        second: n(13..15) as u8,
+    }
 }
 
 /// One occurrence of an event of a calendar read in (a subscription): a single event, or one
@@ -438,5 +614,68 @@ BEGIN:VEVENT\r\nUID:day\r\nDTSTART;VALUE=DATE:20261225\r\nSUMMARY:Holiday\r\nEND
         assert_eq!((read.summary.as_str(), read.description.as_str()), ("a\\b;c,d\ne ünï 🍄", " lead and trail "));
         assert!(read_event("BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n").is_err());
         assert!(read_event("nonsense").is_err());
+    }
+
+    const SERIES: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Test//EN\r\nBEGIN:VEVENT\r\nUID:s\r\n\
+RECURRENCE-ID:20261208T100000Z\r\nDTSTART:20261208T150000Z\r\nDTEND:20261208T160000Z\r\nSUMMARY:Moved\r\nEND:VEVENT\r\n\
+BEGIN:VEVENT\r\nUID:s\r\nDTSTART:20261201T100000Z\r\nDTEND:20261201T110000Z\r\nRRULE:FREQ=WEEKLY;COUNT=3\r\n\
+SEQUENCE:4\r\nSUMMARY:Standup\r\nRELATED-TO:parent-1\r\nX-FERN:maidenhair\r\nBEGIN:VALARM\r\nACTION:DISPLAY\r\n\
+DESCRIPTION:Soon\r\nTRIGGER:-PT15M\r\nEND:VALARM\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+
+    #[test]
+    fn the_series_is_read_not_its_edited_occurrence_and_tasks_are_refused() {
+        let read = read_event(SERIES).expect("read");
+        assert_eq!(read.summary, "Standup");
+        assert_eq!(read.at, Some(1_796_119_200), "2026-12-01T10:00:00Z");
+        let task =
+            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VTODO\r\nUID:t\r\nSUMMARY:x\r\nEND:VTODO\r\nEND:VCALENDAR\r\n";
+        assert!(read_event(task).is_err());
+    }
+
+    #[test]
+    fn instances_expand_the_series_with_its_edited_occurrence() {
+        let all = instances(SERIES);
+        let starts: Vec<String> = all.iter().map(|i| compact_utc(i.start)).collect();
+        assert_eq!(starts, ["20261201T100000Z", "20261208T150000Z", "20261215T100000Z"]);
+        assert!(all.iter().all(|i| i.end - i.start == 3600 && !i.transparent && !i.cancelled));
+        assert!(instances("nonsense").is_empty());
+    }
+
+    #[test]
+    fn a_patch_changes_what_it_names_and_keeps_the_rest() {
+        let same = patch(SERIES, &Patch::default()).expect("patch");
+        for kept in ["TRIGGER:-PT15M", "RELATED-TO:parent-1", "X-FERN:maidenhair", "RECURRENCE-ID:20261208T100000Z"] {
+            assert!(same.contains(kept), "{kept}: {same}");
+        }
+        let moved = Patch {
+            summary: Some("Standup, later".into()),
+            location: Some("Room 2".into()),
+            start: Some(1_796_122_800), // 11:00
+            ..Patch::default()
+        };
+        let text = patch(SERIES, &moved).expect("patch");
+        assert!(text.contains("SUMMARY:Standup\\, later\r\n"), "{text}");
+        assert!(text.contains("DTSTART:20261201T110000Z\r\n") && text.contains("DTEND:20261201T120000Z\r\n"), "{text}");
+        assert!(text.contains("SEQUENCE:5\r\n") && text.contains("LOCATION:Room 2"), "{text}");
+        assert!(text.contains("SUMMARY:Moved") && text.contains("TRIGGER:-PT15M") && text.contains("RRULE:"), "{text}");
+        let read = read_event(&text).expect("read");
+        assert_eq!((read.summary.as_str(), read.at), ("Standup, later", Some(1_796_122_800)));
+        let day = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:d\r\nDTSTART;VALUE=DATE:20261224\r\nDTEND;VALUE=DATE:20261226\r\nSUMMARY:Away\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+        let text = patch(day, &Patch { start: Some(1_798_243_200), ..Patch::default() }).expect("patch"); // 2026-12-26
+        assert!(
+            text.contains("DTSTART;VALUE=DATE:20261226\r\n") && text.contains("DTEND;VALUE=DATE:20261228\r\n"),
+            "{text}"
+        );
+        assert!(patch("nonsense", &Patch::default()).is_err());
+    }
+
+    #[test]
+    fn free_busy_merges_what_overlaps_or_touches() {
+        let text = free_busy(0, 86_400, 60, vec![(7_200, 10_800), (3_600, 7_200), (36_000, 39_600), (9_000, 9_500)]);
+        assert!(text.contains("DTSTART:19700101T000000Z\r\nDTEND:19700102T000000Z\r\n"), "{text}");
+        assert!(text.contains("FREEBUSY;FBTYPE=BUSY:19700101T010000Z/19700101T030000Z\r\n"), "{text}");
+        assert!(text.contains("FREEBUSY;FBTYPE=BUSY:19700101T100000Z/19700101T110000Z\r\n"), "{text}");
+        assert_eq!(text.matches("FREEBUSY;").count(), 2, "{text}");
+        assert!(ICalendar::parse(&text).is_ok());
     }
 }

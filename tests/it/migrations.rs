@@ -140,7 +140,8 @@ async fn contacts_written_before_the_favourite_and_phone_indexes_are_backfilled_
 }
 
 /// Activities stored before they carried a calendar resource name (schema 4) read after the
-/// step-5 migration, with an empty name (served as `activity-<id>.ics`, as before).
+/// step-5 migration, with an empty name (served as `activity-<id>.ics`, as before), and after
+/// step 7 without a client's iCalendar object.
 #[test]
 fn stored_activities_of_the_old_shape_gain_an_empty_calendar_name() {
     use mycorrhizal_engine::{Engine, Kind, Options, Record, UserId, kind};
@@ -192,6 +193,7 @@ fn stored_activities_of_the_old_shape_gain_an_empty_calendar_name() {
         (row.body.location.as_str(), row.body.external_ref.as_str(), row.body.dav_name.as_str()),
         ("Lyon", "x", "")
     );
+    assert_eq!(row.body.ical, "", "and, through step 7, no calendar client's object");
     engine.shutdown();
 }
 

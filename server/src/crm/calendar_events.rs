@@ -3,6 +3,9 @@
 //! activity has one instant), and each life event and birthday that has a month and a day as a
 //! yearly all-day event (29 February falls on 1 March in other years, `calendar::in_year`'s rule).
 //! An event's source row decides its name and its ETag; iCalendar text is the codecs' business.
+//! An activity a calendar client wrote (two-way CalDAV) is served as the client's own object
+//! ([`Activity::ical`]), recurrences and all; its title, description, place and start are what
+//! the activity reads of it.
 
 use jiff::Timestamp;
 use jiff::civil::Date;
@@ -130,11 +133,43 @@ pub struct CalendarEvent {
     pub etag: String,
     pub span: Span,
     pub event: ical::Event,
+    /// The iCalendar object a calendar client wrote for it ([`Activity::ical`]), served as it is.
+    pub stored: Option<String>,
 }
 
 impl CalendarEvent {
     pub fn text(&self) -> String {
-        ical::write(&self.event)
+        match &self.stored {
+            Some(text) => text.clone(),
+            None => ical::write(&self.event),
+        }
+    }
+
+    /// Whether the event happens at some time in `[start, end)` (either bound open): a client's
+    /// object with its recurrences expanded, edited occurrences and exceptions applied.
+    pub fn overlaps(&self, start: Option<Timestamp>, end: Option<Timestamp>) -> bool {
+        let Some(text) = &self.stored else { return self.span.overlaps(start, end) };
+        let (from, to) = (start.map(Timestamp::as_second), end.map(Timestamp::as_second));
+        ical::instances(text).iter().any(|i| {
+            let after_start = from.is_none_or(|from| i.end > from || (i.end == i.start && i.start >= from));
+            after_start && to.is_none_or(|to| i.start < to)
+        })
+    }
+
+    /// The busy time it takes in `[start, end)`, clipped to it (RFC 4791's free-busy): timed
+    /// occurrences that are not transparent or cancelled. Life events and birthdays are
+    /// transparent all-day events.
+    pub fn busy(&self, start: i64, end: i64) -> Vec<(i64, i64)> {
+        let spans: Vec<(i64, i64)> = match (&self.stored, self.span) {
+            (Some(text), _) => ical::instances(text)
+                .iter()
+                .filter(|i| !i.transparent && !i.cancelled)
+                .map(|i| (i.start, i.end))
+                .collect(),
+            (None, Span::Timed { start, end }) => vec![(start.as_second(), end.as_second())],
+            (None, Span::Yearly { .. }) => Vec::new(),
+        };
+        spans.into_iter().filter(|(s, e)| *s < end && *e > start).map(|(s, e)| (s.max(start), e.min(end))).collect()
     }
 }
 
@@ -238,6 +273,7 @@ fn activity(view: &UserView, row: &Row<Activity>) -> Result<CalendarEvent> {
         etag: etag('a', row),
         span: Span::Timed { start: a.date, end },
         event,
+        stored: (!a.ical.is_empty()).then(|| a.ical.clone()),
     })
 }
 
@@ -252,7 +288,14 @@ fn life_event(view: &UserView, row: &Row<LifeEvent>) -> Result<Option<CalendarEv
     let mut event = base(format!("{}@mycorrhizal", source.name()), summary, row.meta.updated_at, when);
     event.description = e.description.clone();
     event.categories = vec!["life event".into()];
-    Ok(Some(CalendarEvent { name: format!("{}.ics", source.name()), source, etag: etag('l', row), span, event }))
+    Ok(Some(CalendarEvent {
+        name: format!("{}.ics", source.name()),
+        source,
+        etag: etag('l', row),
+        span,
+        event,
+        stored: None,
+    }))
 }
 
 fn birthday(row: &Row<Contact>) -> Option<CalendarEvent> {
@@ -263,7 +306,14 @@ fn birthday(row: &Row<Contact>) -> Option<CalendarEvent> {
     let summary = format!("{}'s birthday", row.body.name());
     let mut event = base(format!("{}@mycorrhizal", source.name()), summary, row.meta.updated_at, when);
     event.categories = vec!["birthday".into()];
-    Some(CalendarEvent { name: format!("{}.ics", source.name()), source, etag: etag('b', row), span, event })
+    Some(CalendarEvent {
+        name: format!("{}.ics", source.name()),
+        source,
+        etag: etag('b', row),
+        span,
+        event,
+        stored: None,
+    })
 }
 
 /// The event served under resource name `name` (as the client wrote it, `.ics` included), if
@@ -306,9 +356,20 @@ pub fn all(view: &UserView) -> Result<Vec<CalendarEvent>> {
     Ok(out)
 }
 
-/// The instant a client's event starts: a zoned wall time in its zone (an unknown zone is
-/// refused), a floating one and a date as UTC.
-fn start_of(start: &ical::Start) -> Result<Timestamp> {
+/// The instant a client's event starts: a zoned wall time in its zone, a floating one and a date
+/// as UTC. A zone the time zone database does not know (a Windows name, a custom `VTIMEZONE`)
+/// is placed by the object's own definitions, and refused only when they cannot place it.
+fn start_of(incoming: &ical::Incoming) -> Result<Timestamp> {
+    match wall_start(&incoming.start) {
+        Err(e) => match incoming.at.and_then(|at| Timestamp::from_second(at).ok()) {
+            Some(at) => Ok(at),
+            None => Err(e),
+        },
+        ok => ok,
+    }
+}
+
+fn wall_start(start: &ical::Start) -> Result<Timestamp> {
     let civil = |at: &Utc| {
         jiff::civil::DateTime::new(
             at.day.year as i16,
@@ -335,13 +396,15 @@ fn start_of(start: &ical::Start) -> Result<Timestamp> {
 
 /// Applies a calendar client's edit of activity `id`'s event (when two-way CalDAV is on): its
 /// title, description (less the line naming its contacts, which the event adds), place and start
-/// replace the activity's; its contacts, type and reference stay. Through `activities::save`,
-/// the JSON API's operation, under `pre`.
+/// replace the activity's; its contacts, type and reference stay; `text`, the client's object,
+/// is kept whole and served from then on. Through `activity::ops::save_as`, the JSON API's
+/// operation, under `pre`.
 pub async fn edit_activity(
     scope: &mycorrhizal_engine::UserScope,
     id: u64,
     pre: mycorrhizal_engine::Precondition,
     incoming: ical::Incoming,
+    text: String,
 ) -> Result<Row<Activity>> {
     let reader = scope.clone();
     let (current, names) = tokio::task::spawn_blocking(move || -> Result<(Row<Activity>, Vec<String>)> {
@@ -355,6 +418,7 @@ pub async fn edit_activity(
     })
     .await
     .map_err(super::Error::internal)??;
+    let date = start_of(&incoming)?.to_string();
     let mut description = incoming.description;
     if !names.is_empty() {
         let line = format!("With {}", names.join(", "));
@@ -366,15 +430,29 @@ pub async fn edit_activity(
     }
     let a = current.body;
     let input = super::activity::ops::ActivityInput {
-        title: incoming.summary,
-        description: Some(description),
-        location: Some(incoming.location),
-        date: start_of(&incoming.start)?.to_string(),
+        title: title_of(&incoming.summary),
+        description: Some(clip(&description, 2000)),
+        location: Some(clip(&incoming.location, 300)),
+        date,
         contact_ids: Some(a.contact_ids),
         kind: Some(a.kind),
         external_ref: Some(a.external_ref),
     };
-    super::activity::ops::save(scope, Some((id, pre)), input).await
+    super::activity::ops::save_as(scope, Some((id, pre)), input, None, Some(text)).await
+}
+
+/// An event's title as an activity's: its summary (at most 200 characters), or
+/// `(untitled event)` when it has none.
+fn title_of(summary: &str) -> String {
+    match summary.trim() {
+        "" => "(untitled event)".to_string(),
+        title => clip(title, 200),
+    }
+}
+
+/// At most `max` characters of `text` (the event keeps it whole; the activity shows the start).
+fn clip(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
 }
 
 /// Whether `name` can name a client's new event: any path segment (decoded) of 1 to 255 bytes
@@ -392,22 +470,24 @@ pub async fn create_activity(
     scope: &mycorrhizal_engine::UserScope,
     name: &str,
     incoming: ical::Incoming,
+    text: String,
 ) -> super::Result<Row<Activity>> {
+    let date = start_of(&incoming)?.to_string();
     let uid = if incoming.uid.is_empty() { name.trim_end_matches(".ics").to_string() } else { incoming.uid };
     if uid.chars().count() > 255 {
         return Err(super::Error::invalid("UID", "at most 255 characters"));
     }
     let input = super::activity::ops::ActivityInput {
-        title: incoming.summary,
-        description: Some(incoming.description),
-        location: Some(incoming.location),
-        date: start_of(&incoming.start)?.to_string(),
+        title: title_of(&incoming.summary),
+        description: Some(clip(&incoming.description, 2000)),
+        location: Some(clip(&incoming.location, 300)),
+        date,
         contact_ids: Some(Vec::new()),
         kind: None,
         external_ref: None,
     };
     let event = super::activity::ops::EventName { name: name.to_string(), uid };
-    match super::activity::ops::save_as(scope, None, input, Some(event)).await {
+    match super::activity::ops::save_as(scope, None, input, Some(event), Some(text)).await {
         // Its resource name was taken meanwhile: the client's `If-None-Match: *` fails.
         Err(super::Error::Engine(mycorrhizal_engine::Error::Duplicate { .. })) => Err(super::Error::PreconditionFailed),
         other => other,

@@ -136,5 +136,10 @@ pub fn migrations() -> Vec<mycorrhizal_engine::Migration> {
         name: "relationship edges carry a status, an origin, a confidence and metadata",
         run: relationship::migrate_edge_status,
     });
+    steps.push(mycorrhizal_engine::Migration {
+        version: 7,
+        name: "activities keep the iCalendar object a calendar client wrote for them",
+        run: activity::migrate_activity_texts,
+    });
     steps
 }

@@ -1,11 +1,12 @@
 //! The CalDAV methods (RFC 4791): the user's dates (`crm::calendar_events`) as one calendar.
 //! OPTIONS, PROPFIND on every resource, GET/HEAD of an event, and the calendar's REPORTs
-//! (calendar-multiget, calendar-query with a time-range, sync-collection). Writes are refused
-//! with 403 and `D:need-privileges`: the calendar is a view of activities, life events and
-//! birthdays, which are edited where they live. With `CALDAV_TWO_WAY_ENABLED`, an activity's
-//! event may be changed (PUT) and deleted, and a client's new event (a PUT under a name the
-//! calendar does not hold) becomes an activity kept under that name and UID; life events and
-//! birthdays stay read-only.
+//! (calendar-multiget, calendar-query with a time-range over expanded recurrences,
+//! free-busy-query, sync-collection). Writes are refused with 403 and `D:need-privileges`: the
+//! calendar is a view of activities, life events and birthdays, which are edited where they
+//! live. With `CALDAV_TWO_WAY_ENABLED`, an activity's event may be changed (PUT) and deleted,
+//! and a client's new event (a PUT under any name the calendar does not hold) becomes an
+//! activity kept under that name and UID, its iCalendar object served back as written; life
+//! events and birthdays stay read-only. Events only: a task or journal is refused.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -25,6 +26,8 @@ use crate::state::AppState;
 
 const ALLOW: &str = "OPTIONS, GET, HEAD, PROPFIND, REPORT";
 const CONTENT: &str = "text/calendar; charset=utf-8; component=VEVENT";
+/// The largest event a client may store (it is kept whole with its activity).
+const MAX_EVENT: usize = 1024 * 1024;
 
 enum Target {
     Root,
@@ -130,10 +133,15 @@ fn refused(e: crate::crm::Error, user: &DavUser) -> DavError {
     }
 }
 
-/// The event of a PUT body (`valid-calendar-data` when there is none).
-fn incoming(body: &[u8]) -> Result<mycorrhizal_codecs::ical::Incoming, DavError> {
+/// The event of a PUT body and the body as text, kept as the client wrote it
+/// (`valid-calendar-data` when there is none, or it is not UTF-8).
+fn incoming(body: &[u8]) -> Result<(mycorrhizal_codecs::ical::Incoming, String), DavError> {
+    if body.len() > MAX_EVENT {
+        return Err(DavError::resource_too_large("CAL:max-resource-size"));
+    }
     let text = std::str::from_utf8(body).map_err(|_| invalid(Some("the body is not UTF-8".into())))?;
-    mycorrhizal_codecs::ical::read_event(text).map_err(|reason| invalid(Some(reason)))
+    let incoming = mycorrhizal_codecs::ical::read_event(text).map_err(|reason| invalid(Some(reason)))?;
+    Ok((incoming, text.to_string()))
 }
 
 /// Two-way CalDAV: a client's new event (a name the calendar does not hold) becomes an activity,
@@ -158,9 +166,10 @@ async fn create(
             ),
         ));
     }
-    let incoming = incoming(body)?;
-    let row =
-        events::create_activity(&state.engine.user(user.id), name, incoming).await.map_err(|e| refused(e, &user))?;
+    let (incoming, text) = incoming(body)?;
+    let row = events::create_activity(&state.engine.user(user.id), name, incoming, text)
+        .await
+        .map_err(|e| refused(e, &user))?;
     let etag = format!("\"a-{}-{}\"", row.id, row.meta.revision);
     Ok((StatusCode::CREATED, [(ETAG, etag)]).into_response())
 }
@@ -168,9 +177,10 @@ async fn create(
 /// Two-way CalDAV: a client's edit of an activity's event changes the activity.
 async fn put(state: &AppState, user: DavUser, id: u64, headers: &HeaderMap, body: &[u8]) -> Result<Response, DavError> {
     let pre = precondition(headers)?;
-    let incoming = incoming(body)?;
-    let row =
-        events::edit_activity(&state.engine.user(user.id), id, pre, incoming).await.map_err(|e| refused(e, &user))?;
+    let (incoming, text) = incoming(body)?;
+    let row = events::edit_activity(&state.engine.user(user.id), id, pre, incoming, text)
+        .await
+        .map_err(|e| refused(e, &user))?;
     let etag = format!("\"a-{}-{}\"", row.id, row.meta.revision);
     Ok((StatusCode::NO_CONTENT, [(ETAG, etag)]).into_response())
 }
@@ -206,7 +216,7 @@ fn calendar_value(prop: &PropName, token: &str, user: &DavUser) -> Option<String
         (CALSERVER, "getctag") => Some(xml::text("CS:getctag", token)),
         (DAV, "current-user-privilege-set") if user.calendar_writable => Some(WRITE_CONTENT.into()),
         (DAV, "current-user-privilege-set") => Some(READ_ONLY.into()),
-        (DAV, "supported-report-set") => Some("<D:supported-report-set><D:supported-report><D:report><CAL:calendar-multiget/></D:report></D:supported-report><D:supported-report><D:report><CAL:calendar-query/></D:report></D:supported-report><D:supported-report><D:report><D:sync-collection/></D:report></D:supported-report></D:supported-report-set>".into()),
+        (DAV, "supported-report-set") => Some("<D:supported-report-set><D:supported-report><D:report><CAL:calendar-multiget/></D:report></D:supported-report><D:supported-report><D:report><CAL:calendar-query/></D:report></D:supported-report><D:supported-report><D:report><CAL:free-busy-query/></D:report></D:supported-report><D:supported-report><D:report><D:sync-collection/></D:report></D:supported-report></D:supported-report-set>".into()),
         (DAV, "owner" | "current-user-principal" | "principal-URL") => props::value(&Resource::Root, prop, user),
         _ => None,
     }
@@ -368,13 +378,23 @@ async fn report(state: &AppState, user: DavUser, body: &[u8]) -> Result<Response
                 }
                 None
             }
-            Report::CalendarQuery { props, range: time } => {
+            Report::CalendarQuery { props, range: time, events: asked } => {
                 let (start, end) = range(time)?;
                 let request = Propfind::Prop(props);
-                for event in events::all(view)?.iter().filter(|e| e.span.overlaps(start, end)) {
+                let all = if asked { events::all(view)? } else { Vec::new() };
+                for event in all.iter().filter(|e| e.overlaps(start, end)) {
                     respond_event(&mut out, &user, event, &request);
                 }
                 None
+            }
+            Report::FreeBusy { range: time } => {
+                let (Some(start), end) = range(Some(time))? else {
+                    return Err(DavError::bad_request("a free-busy-query's time-range needs a start"));
+                };
+                let (start, end) = (start.as_second(), end.map_or(start.as_second() + 366 * 86_400, |e| e.as_second()));
+                let busy = events::all(view)?.iter().flat_map(|e| e.busy(start, end)).collect();
+                let text = mycorrhizal_codecs::ical::free_busy(start, end, Timestamp::now().as_second(), busy);
+                return Ok(Answer::Calendar(text));
             }
             Report::SyncCollection { token, props, limit } => {
                 let page = sync::walk(&sync::Calendar, view, Some(token.as_str()), limit).map_err(sync_error)?;
@@ -394,8 +414,21 @@ async fn report(state: &AppState, user: DavUser, body: &[u8]) -> Result<Response
                 return Err(DavError::condition(StatusCode::FORBIDDEN, "D:supported-report", None));
             }
         };
-        Ok(out.finish(token.as_deref()))
+        Ok(Answer::Multistatus(out.finish(token.as_deref())))
     })
     .await?;
-    Ok(multistatus(body))
+    Ok(match body {
+        Answer::Multistatus(body) => multistatus(body),
+        Answer::Calendar(text) => {
+            let mut response = Response::new(Body::from(text));
+            response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/calendar; charset=utf-8"));
+            response
+        }
+    })
+}
+
+/// What a REPORT answers: a multistatus, or (a free-busy query) a calendar object.
+enum Answer {
+    Multistatus(String),
+    Calendar(String),
 }

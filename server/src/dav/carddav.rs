@@ -643,7 +643,7 @@ async fn report(state: &AppState, user: DavUser, headers: &HeaderMap, body: &[u8
                 }
                 Some(next.to_string())
             }
-            Report::CalendarMultiget { .. } | Report::CalendarQuery { .. } => {
+            Report::CalendarMultiget { .. } | Report::CalendarQuery { .. } | Report::FreeBusy { .. } => {
                 return Err(DavError::condition(StatusCode::FORBIDDEN, "D:supported-report", None));
             }
         };

@@ -232,11 +232,35 @@ pub struct TimeRange {
 /// A REPORT body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Report {
-    AddressbookMultiget { props: Vec<Prop>, hrefs: Vec<String> },
-    AddressbookQuery { props: Vec<Prop>, filter: CardFilter, limit: Option<usize> },
-    CalendarMultiget { props: Vec<Prop>, hrefs: Vec<String> },
-    CalendarQuery { props: Vec<Prop>, range: Option<TimeRange> },
-    SyncCollection { token: String, props: Vec<Prop>, limit: Option<usize> },
+    AddressbookMultiget {
+        props: Vec<Prop>,
+        hrefs: Vec<String>,
+    },
+    AddressbookQuery {
+        props: Vec<Prop>,
+        filter: CardFilter,
+        limit: Option<usize>,
+    },
+    CalendarMultiget {
+        props: Vec<Prop>,
+        hrefs: Vec<String>,
+    },
+    /// `events`: whether the filter asks for events (a query for tasks or journals finds none
+    /// here).
+    CalendarQuery {
+        props: Vec<Prop>,
+        range: Option<TimeRange>,
+        events: bool,
+    },
+    /// RFC 4791 7.10: the busy time in `range`.
+    FreeBusy {
+        range: TimeRange,
+    },
+    SyncCollection {
+        token: String,
+        props: Vec<Prop>,
+        limit: Option<usize>,
+    },
 }
 
 fn props_of(prop: Option<&Element>) -> Vec<Prop> {
@@ -322,7 +346,17 @@ pub fn report(bytes: &[u8]) -> Result<Report, XmlError> {
             filter: card_filter(root.child(CARDDAV, "filter"))?,
             limit: nresults(root.child(CARDDAV, "limit"))?,
         }),
-        (CALDAV, "calendar-query") => Ok(Report::CalendarQuery { props, range: time_range(&root)? }),
+        (CALDAV, "calendar-query") => {
+            Ok(Report::CalendarQuery { props, range: time_range(&root)?, events: asks_events(&root) })
+        }
+        (CALDAV, "free-busy-query") => {
+            let range = root.child(CALDAV, "time-range").ok_or_else(|| err("a free-busy-query needs a time-range"))?;
+            let range = range_of(range)?;
+            if range.start.is_none() {
+                return Err(err("a free-busy-query's time-range needs a start"));
+            }
+            Ok(Report::FreeBusy { range })
+        }
         (DAV, "sync-collection") => {
             let token = root.child(DAV, "sync-token").map(|t| t.text.trim().to_string()).unwrap_or_default();
             if let Some(level) = root.child(DAV, "sync-level")
@@ -373,6 +407,21 @@ fn time_range(root: &Element) -> Result<Option<TimeRange>, XmlError> {
         e.children.iter().find_map(find)
     }
     let Some(range) = root.child(CALDAV, "filter").and_then(find) else { return Ok(None) };
+    range_of(range).map(Some)
+}
+
+/// Whether a calendar-query's filter asks for events: the component filter inside `VCALENDAR`
+/// names `VEVENT`, or there is none.
+fn asks_events(root: &Element) -> bool {
+    let inner = root
+        .child(CALDAV, "filter")
+        .and_then(|f| f.child(CALDAV, "comp-filter"))
+        .and_then(|calendar| calendar.child(CALDAV, "comp-filter"));
+    inner.and_then(|c| c.attr("name")).is_none_or(|name| name.eq_ignore_ascii_case("VEVENT"))
+}
+
+/// A `time-range` element's bounds, each a UTC date-time.
+fn range_of(range: &Element) -> Result<TimeRange, XmlError> {
     let check = |v: Option<&str>| -> Result<Option<String>, XmlError> {
         match v {
             None => Ok(None),
@@ -380,7 +429,7 @@ fn time_range(root: &Element) -> Result<Option<TimeRange>, XmlError> {
             Some(v) => Err(err(format!("time-range value {v:?} is not a UTC date-time"))),
         }
     };
-    Ok(Some(TimeRange { start: check(range.attr("start"))?, end: check(range.attr("end"))? }))
+    Ok(TimeRange { start: check(range.attr("start"))?, end: check(range.attr("end"))? })
 }
 
 /// A `D:multistatus` being written.

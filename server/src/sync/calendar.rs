@@ -148,6 +148,7 @@ fn activity_of(o: &Occurrence, contact_ids: Vec<u64>) -> Activity {
         kind: KIND.into(),
         external_ref: o.uid.clone(),
         dav_name: String::new(),
+        ical: String::new(),
     }
 }
 

@@ -308,3 +308,124 @@ async fn with_two_way_caldav_a_clients_new_event_becomes_an_activity_under_its_o
     let gone = sync(&dav, &calendar, &sync_token(&before_delete.body)).await;
     assert!(gone.body.contains(&format!("{href}</D:href><D:status>HTTP/1.1 404")), "{}", gone.body);
 }
+
+/// A calendar app's event as it writes one: an edited occurrence listed before its series (as
+/// vdirsyncer's suite does), an alarm, a sequence, a relation, a zone of its own and an `X-`
+/// property; `{summary}` and `{uid}` filled in.
+const APP_EVENT: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Apple Inc.//macOS 15.1//EN\r\nCALSCALE:GREGORIAN\r\n\
+BEGIN:VTIMEZONE\r\nTZID:W. Europe Standard Time\r\nBEGIN:STANDARD\r\nDTSTART:16010101T030000\r\nTZOFFSETFROM:+0200\r\nTZOFFSETTO:+0100\r\nRRULE:FREQ=YEARLY;BYDAY=-1SU;BYMONTH=10\r\nEND:STANDARD\r\nBEGIN:DAYLIGHT\r\nDTSTART:16010101T020000\r\nTZOFFSETFROM:+0100\r\nTZOFFSETTO:+0200\r\nRRULE:FREQ=YEARLY;BYDAY=-1SU;BYMONTH=3\r\nEND:DAYLIGHT\r\nEND:VTIMEZONE\r\n\
+BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20261101T090000Z\r\nRECURRENCE-ID;TZID=W. Europe Standard Time:20261208T100000\r\nDTSTART;TZID=W. Europe Standard Time:20261208T150000\r\nDTEND;TZID=W. Europe Standard Time:20261208T160000\r\nSEQUENCE:1\r\nSUMMARY:{summary} (moved)\r\nEND:VEVENT\r\n\
+BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20261101T090000Z\r\nDTSTART;TZID=W. Europe Standard Time:20261201T100000\r\nDTEND;TZID=W. Europe Standard Time:20261201T110000\r\nRRULE:FREQ=WEEKLY;COUNT=4\r\nEXDATE;TZID=W. Europe Standard Time:20261215T100000\r\nSEQUENCE:0\r\nSUMMARY:{summary}\r\nLOCATION:Greenhouse\r\nRELATED-TO;RELTYPE=PARENT:garden-plan-1\r\nX-APPLE-TRAVEL-ADVISORY-BEHAVIOR:AUTOMATIC\r\n\
+BEGIN:VALARM\r\nACTION:DISPLAY\r\nDESCRIPTION:Reminder\r\nTRIGGER:-PT15M\r\nUID:alarm-1\r\nEND:VALARM\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+
+fn time_query(start: &str, end: &str, component: &str) -> String {
+    format!(
+        r#"<C:calendar-query xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><D:prop><D:getetag/></D:prop><C:filter><C:comp-filter name="VCALENDAR"><C:comp-filter name="{component}"><C:time-range start="{start}" end="{end}"/></C:comp-filter></C:comp-filter></C:filter></C:calendar-query>"#
+    )
+}
+
+/// With two-way CalDAV an event a calendar app writes comes back exactly as written (its alarm,
+/// sequence, relation, recurrence, exception, edited occurrence and zone), under any href the
+/// app chooses, while its activity shows what the CRM uses; a time range finds each occurrence
+/// (and not the removed one); an edit in the CRM is written into the app's event, leaving the
+/// rest; free-busy answers the busy occurrences; tasks are refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_two_way_caldav_an_apps_event_comes_back_whole_and_recurs() {
+    let server = Instance::new().with("CALDAV_ENABLED", "true").with("CALDAV_TWO_WAY_ENABLED", "true").spawn();
+    let (api, dav) = account(&server, "ada").await;
+    let calendar = format!("/caldav/{}/calendar/", dav.id);
+    let type_ics = ("Content-Type", "text/calendar; charset=utf-8");
+    let uid = "Standup @ greenhouse ät град";
+    let href = format!("{calendar}Standup%20%40%20greenhouse%20%C3%A4t%20%D0%B3%D1%80%D0%B0%D0%B4.ics");
+    let body = APP_EVENT.replace("{uid}", uid).replace("{summary}", "Standup");
+    let made = dav.send("PUT", &href, &[type_ics, ("If-None-Match", "*")], &body).await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let got = dav.send("GET", &href, &[], "").await;
+    assert_eq!(got.status, 200);
+    assert_eq!(got.body, body, "served back exactly as written");
+    assert_eq!(got.etag(), made.etag());
+
+    let listed: serde_json::Value = api.get("/api/v1/activities").await.json().await.unwrap();
+    let activity = &listed["activities"][0];
+    assert_eq!((activity["title"].as_str(), activity["location"].as_str()), (Some("Standup"), Some("Greenhouse")));
+    assert!(activity["date"].as_str().unwrap().starts_with("2026-12-01T09:00:00"), "10:00 at +01:00: {activity}");
+    let id = activity["id"].as_u64().unwrap();
+
+    // Each occurrence is found by its own time range; the removed one and the moved one's old
+    // time are not.
+    let find = |start: &'static str, end: &'static str, component: &'static str| {
+        let dav = dav.clone();
+        let calendar = calendar.clone();
+        async move {
+            hrefs(&dav.send("REPORT", &calendar, &[("Depth", "1")], &time_query(start, end, component)).await.body)
+        }
+    };
+    assert_eq!(find("20261222T085000Z", "20261222T091000Z", "VEVENT").await.len(), 1, "the fourth week");
+    assert_eq!(find("20261208T140000Z", "20261208T144000Z", "VEVENT").await.len(), 1, "the moved occurrence");
+    assert!(find("20261208T090000Z", "20261208T095000Z", "VEVENT").await.is_empty(), "the moved one's old time");
+    assert!(find("20261215T090000Z", "20261215T095000Z", "VEVENT").await.is_empty(), "the removed one");
+    assert!(find("20261229T000000Z", "20270101T000000Z", "VEVENT").await.is_empty(), "after the last");
+    assert!(find("20261201T000000Z", "20261231T000000Z", "VTODO").await.is_empty(), "no tasks here");
+
+    let freebusy = r#"<C:free-busy-query xmlns:C="urn:ietf:params:xml:ns:caldav"><C:time-range start="20261201T000000Z" end="20261231T000000Z"/></C:free-busy-query>"#;
+    let busy = dav.send("REPORT", &calendar, &[("Depth", "1")], freebusy).await;
+    assert_eq!(busy.status, 200, "{}", busy.body);
+    assert!(busy.headers["content-type"].to_str().unwrap().starts_with("text/calendar"));
+    let periods: Vec<&str> = busy.body.lines().filter(|l| l.starts_with("FREEBUSY")).collect();
+    assert_eq!(
+        periods,
+        [
+            "FREEBUSY;FBTYPE=BUSY:20261201T090000Z/20261201T100000Z",
+            "FREEBUSY;FBTYPE=BUSY:20261208T140000Z/20261208T150000Z",
+            "FREEBUSY;FBTYPE=BUSY:20261222T090000Z/20261222T100000Z",
+        ],
+        "{}",
+        busy.body
+    );
+
+    // An edit in the CRM goes into the app's event, and only what it changed.
+    let edited = api
+        .send(
+            Method::PUT,
+            &format!("/api/v1/activities/{id}"),
+            json!({ "title": "Standup, outside", "location": "Greenhouse", "description": "", "date": "2026-12-01T09:30:00Z" }),
+        )
+        .await;
+    assert_eq!(edited.status(), 200);
+    let got = dav.send("GET", &href, &[], "").await;
+    for kept in [
+        "TRIGGER:-PT15M",
+        "RELATED-TO;RELTYPE=PARENT:garden-plan-1",
+        "X-APPLE-TRAVEL-ADVISORY-BEHAVIOR",
+        "EXDATE",
+        "SUMMARY:Standup (moved)",
+        "TZID:W. Europe Standard Time",
+    ] {
+        assert!(got.body.contains(kept), "{kept}: {}", got.body);
+    }
+    assert!(got.body.contains("SUMMARY:Standup\\, outside\r\n"), "{}", got.body);
+    assert!(
+        got.body.contains("DTSTART:20261201T093000Z\r\n") && got.body.contains("DTEND:20261201T103000Z\r\n"),
+        "{}",
+        got.body
+    );
+    assert!(got.body.contains("SEQUENCE:1\r\n"), "the series' sequence raised: {}", got.body);
+    assert_ne!(got.etag(), made.etag());
+
+    // The app's next edit replaces it whole again.
+    let again = APP_EVENT.replace("{uid}", uid).replace("{summary}", "Standup, inside");
+    let put = dav.send("PUT", &href, &[type_ics, ("If-Match", &got.etag())], &again).await;
+    assert_eq!(put.status, 204, "{}", put.body);
+    assert_eq!(dav.send("GET", &href, &[], "").await.body, again);
+    let activity: serde_json::Value = api.get(&format!("/api/v1/activities/{id}")).await.json().await.unwrap();
+    assert_eq!(activity["title"], "Standup, inside");
+
+    let task =
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VTODO\r\nUID:t-1\r\nSUMMARY:Repot\r\nEND:VTODO\r\nEND:VCALENDAR\r\n";
+    let refused = dav.send("PUT", &format!("{calendar}t-1.ics"), &[type_ics], task).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("valid-calendar-data"), "{}", refused.body);
+    let untitled = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:u-1\r\nDTSTART:20261203T120000Z\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+    assert_eq!(dav.send("PUT", &format!("{calendar}u-1.ics"), &[type_ics], untitled).await.status, 201);
+    assert_eq!(dav.send("GET", &format!("{calendar}u-1.ics"), &[], "").await.body, untitled);
+}

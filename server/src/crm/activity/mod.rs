@@ -30,6 +30,53 @@ pub struct Activity {
     /// `activity-<id>.ics`). Its `uuid` is then the client's event UID.
     #[serde(default)]
     pub dav_name: String,
+    /// The iCalendar object a calendar client last wrote for this activity's event, served back
+    /// as it was written (its alarms, recurrence, edited occurrences, sequence, relations and
+    /// every other property); the activity's own fields are read from it, and an edit of them
+    /// elsewhere is written into it. Empty for an activity no calendar client has written.
+    #[serde(default)]
+    pub ical: String,
+}
+
+/// An activity as stored from schema version 5 to 6 (no `ical`); migration 7 converts it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ActivityV5 {
+    pub uuid: String,
+    pub title: String,
+    pub description: String,
+    pub location: String,
+    pub date: Timestamp,
+    pub contact_ids: Vec<u64>,
+    pub kind: String,
+    pub external_ref: String,
+    pub dav_name: String,
+}
+
+impl Record for ActivityV5 {
+    const KIND: Kind = kind!("activity", soft_delete);
+}
+
+impl From<ActivityV5> for Activity {
+    fn from(a: ActivityV5) -> Activity {
+        let ActivityV5 { uuid, title, description, location, date, contact_ids, kind, external_ref, dav_name } = a;
+        Activity {
+            uuid,
+            title,
+            description,
+            location,
+            date,
+            contact_ids,
+            kind,
+            external_ref,
+            dav_name,
+            ical: String::new(),
+        }
+    }
+}
+
+/// Migration step 7: stored activities gain `ical` (empty).
+pub fn migrate_activity_texts(txn: &mycorrhizal_engine::migrate::MigrationTx<'_>) -> mycorrhizal_engine::Result<()> {
+    mycorrhizal_engine::migrate::convert_rows::<ActivityV5, Activity>(txn, From::from).map(|_| ())
 }
 
 /// An activity as stored before schema version 5 (no `dav_name`); migration 5 converts it.
@@ -45,16 +92,27 @@ pub struct ActivityV4 {
     pub external_ref: String,
 }
 
-impl From<ActivityV4> for Activity {
-    fn from(a: ActivityV4) -> Activity {
+impl From<ActivityV4> for ActivityV5 {
+    fn from(a: ActivityV4) -> ActivityV5 {
         let ActivityV4 { uuid, title, description, location, date, contact_ids, kind, external_ref } = a;
-        Activity { uuid, title, description, location, date, contact_ids, kind, external_ref, dav_name: String::new() }
+        ActivityV5 {
+            uuid,
+            title,
+            description,
+            location,
+            date,
+            contact_ids,
+            kind,
+            external_ref,
+            dav_name: String::new(),
+        }
     }
 }
 
-/// Migration step 5: stored activities gain `dav_name` (empty).
+/// Migration step 5: stored activities gain `dav_name` (empty), in the shape of its day
+/// ([`ActivityV5`]; step 7 goes on from there).
 pub fn migrate_activity_names(txn: &mycorrhizal_engine::migrate::MigrationTx<'_>) -> mycorrhizal_engine::Result<()> {
-    mycorrhizal_engine::migrate::convert_rows::<ActivityV4, Activity>(txn, From::from).map(|_| ())
+    mycorrhizal_engine::migrate::convert_rows::<ActivityV4, ActivityV5>(txn, From::from).map(|_| ())
 }
 
 impl Record for Activity {

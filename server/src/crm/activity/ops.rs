@@ -143,6 +143,7 @@ impl ActivityInput {
             kind: self.kind.unwrap_or_default(),
             external_ref: self.external_ref.unwrap_or_default(),
             dav_name: String::new(),
+            ical: String::new(),
         })
     }
 }
@@ -150,7 +151,7 @@ impl ActivityInput {
 /// Creates an activity (with `id`: replaces activity `id` under `pre`, keeping its uuid). Every
 /// contact it names must be the user's; the checks and the write are one transaction.
 pub async fn save(scope: &UserScope, id: Option<(u64, Precondition)>, input: ActivityInput) -> Result<Row<Activity>> {
-    save_as(scope, id, input, None).await
+    save_as(scope, id, input, None, None).await
 }
 
 /// How a calendar client named the event of an activity it creates (two-way CalDAV): its
@@ -161,15 +162,18 @@ pub struct EventName {
     pub uid: String,
 }
 
-/// [`save`], where a new activity may take a calendar client's [`EventName`]. A replacement keeps
-/// the stored uuid and resource name whatever it is given. [`Error::UidConflict`] when the UID is
-/// already another activity's, naming that activity's resource; a resource name already taken is
-/// the engine's `Duplicate`.
+/// [`save`], where a new activity may take a calendar client's [`EventName`], and `text` is the
+/// iCalendar object a calendar client wrote (kept as [`Activity::ical`]). A replacement keeps
+/// the stored uuid and resource name whatever it is given; without `text` it keeps the stored
+/// object too, with the changed title, description, place and date written into it
+/// ([`patched`]). [`Error::UidConflict`] when the UID is already another activity's, naming
+/// that activity's resource; a resource name already taken is the engine's `Duplicate`.
 pub async fn save_as(
     scope: &UserScope,
     id: Option<(u64, Precondition)>,
     input: ActivityInput,
     event: Option<EventName>,
+    text: Option<String>,
 ) -> Result<Row<Activity>> {
     let keep_contacts = input.contact_ids.is_none();
     let mut activity = match &event {
@@ -179,6 +183,9 @@ pub async fn save_as(
     if let (Some(event), None) = (&event, id) {
         activity.dav_name = event.name.clone();
     }
+    if let Some(text) = &text {
+        activity.ical = text.clone();
+    }
     scope
         .write_async(move |tx| {
             for contact in &activity.contact_ids {
@@ -187,7 +194,12 @@ pub async fn save_as(
             match id {
                 Some((id, pre)) => {
                     let activity = activity.clone();
+                    let text = text.clone();
                     tx.update::<Activity>(id, pre, move |current| {
+                        let ical = match &text {
+                            Some(text) => text.clone(),
+                            None => patched(current, &activity),
+                        };
                         let contact_ids = match keep_contacts {
                             true => std::mem::take(&mut current.contact_ids),
                             false => activity.contact_ids,
@@ -196,6 +208,7 @@ pub async fn save_as(
                             uuid: std::mem::take(&mut current.uuid),
                             dav_name: std::mem::take(&mut current.dav_name),
                             contact_ids,
+                            ical,
                             ..activity
                         };
                         Ok(())
@@ -214,6 +227,26 @@ pub async fn save_as(
             }
         })
         .await?
+}
+
+/// The calendar client's object of `current` with what `next` changes of it written in (title,
+/// description, place, date), everything else as the client wrote it; empty when there is none,
+/// or when it can no longer be read (the event is then served as the CRM writes it).
+fn patched(current: &Activity, next: &Activity) -> String {
+    if current.ical.is_empty() {
+        return String::new();
+    }
+    let changed = |old: &str, new: &str| (old != new).then(|| new.to_string());
+    let patch = mycorrhizal_codecs::ical::Patch {
+        summary: changed(&current.title, &next.title),
+        description: changed(&current.description, &next.description),
+        location: changed(&current.location, &next.location),
+        start: (current.date != next.date).then(|| next.date.as_second()),
+    };
+    if patch == mycorrhizal_codecs::ical::Patch::default() {
+        return current.ical.clone();
+    }
+    mycorrhizal_codecs::ical::patch(&current.ical, &patch).unwrap_or_default()
 }
 
 /// The calendar resource name of activity `id` (with `.ics`): the one a calendar client created
