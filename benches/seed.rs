@@ -103,6 +103,7 @@ pub async fn notes_and_activities(user: &UserScope, notes: u64, contacts: u64) {
                     kind: "meal".into(),
                     external_ref: String::new(),
                     dav_name: String::new(),
+                    ical: String::new(),
                 })?;
             }
             Ok(())

@@ -173,8 +173,15 @@ fn prepared(js: JSContact<'_, String, String>, zones: &[String], version: Versio
     Ok(vcard)
 }
 
-/// The written text, its 4.0 `data:` URIs with a bare comma.
+/// The written text, its 4.0 `data:` URIs with a bare comma, and no control character but tab
+/// and its line ends (a value read with one, such as a bell in a note, would break a client's
+/// parser).
 fn finish(out: String, version: Version) -> String {
+    let out = if out.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\r' | '\n')) {
+        out.chars().filter(|c| !c.is_control() || matches!(c, '\t' | '\r' | '\n')).collect()
+    } else {
+        out
+    };
     if version == Version::V4 && out.contains(";base64\\,") { out.replace(";base64\\,", ";base64,") } else { out }
 }
 

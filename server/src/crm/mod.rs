@@ -22,6 +22,7 @@ pub mod cadence;
 pub mod calendar;
 pub mod calendar_events;
 pub mod client_settings;
+pub mod collection;
 pub mod contact;
 pub mod cursor;
 pub mod depth;
@@ -140,6 +141,11 @@ pub fn migrations() -> Vec<mycorrhizal_engine::Migration> {
         version: 7,
         name: "activities keep the iCalendar object a calendar client wrote for them",
         run: activity::migrate_activity_texts,
+    });
+    steps.push(mycorrhizal_engine::Migration {
+        version: 8,
+        name: "contacts keep the vCard a CardDAV client wrote for them",
+        run: contact::migrate_contact_cards,
     });
     steps
 }

@@ -88,9 +88,47 @@ pub async fn handle(state: AppState, user: DavUser, request: Request) -> Result<
                 (None, None) => Err(DavError::not_found()),
             }
         }
+        ("PROPPATCH", Target::Calendar) => proppatch(&state, user, &body).await,
         ("PUT" | "DELETE" | "PROPPATCH" | "MKCOL" | "MKCALENDAR" | "MOVE" | "COPY", _) => Err(read_only()),
         _ => Err(DavError::method_not_allowed()),
     }
+}
+
+/// PROPPATCH of the calendar: its display name and colour are set, all or nothing (RFC 4918
+/// 9.2: any other property is 403, and then the settable ones are 424 and nothing is set).
+async fn proppatch(state: &AppState, user: DavUser, body: &[u8]) -> Result<Response, DavError> {
+    use crate::crm::collection::{CALENDAR_COLOR, CALENDAR_NAME, Setting};
+    let updates = xml::propertyupdate(body).map_err(|e| DavError::bad_request(e.to_string()))?;
+    let setting = |u: &xml::PropUpdate| -> Option<Setting> {
+        match (u.name.ns.as_str(), u.name.name.as_str()) {
+            (DAV, "displayname") => Some(CALENDAR_NAME),
+            (APPLE_ICAL, "calendar-color") => Some(CALENDAR_COLOR),
+            _ => None,
+        }
+    };
+    let all_settable = updates.iter().all(|u| setting(u).is_some());
+    if all_settable {
+        let scope = state.engine.user(user.id);
+        for update in &updates {
+            if let Some(s) = setting(update) {
+                crate::crm::collection::set(&scope, s, update.value.as_deref()).await.map_err(|e| refused(e, &user))?;
+            }
+        }
+    }
+    let mut out = Multistatus::new();
+    let statuses: Vec<_> = updates
+        .iter()
+        .map(|u| {
+            let status = match (setting(u).is_some(), all_settable) {
+                (true, true) => (200, "OK"),
+                (true, false) => (424, "Failed Dependency"),
+                (false, _) => (403, "Forbidden"),
+            };
+            (u.name.clone(), status)
+        })
+        .collect();
+    out.propstat_statuses(&calendar_href(&user), &statuses);
+    Ok(multistatus(out.finish(None)))
 }
 
 /// A write this calendar does not take: 403 `need-privileges`.
@@ -201,13 +239,25 @@ const READ_ONLY: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D
 /// Two-way: events may be added (as activities), and an activity's changed and removed.
 const WRITE_CONTENT: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:write-content/></D:privilege><D:privilege><D:bind/></D:privilege><D:privilege><D:unbind/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
 
+/// Apple's calendar properties (`calendar-color`).
+const APPLE_ICAL: &str = "http://apple.com/ns/ical/";
+
+/// The calendar's own properties its owner set ([`crate::crm::collection`]).
+struct Named {
+    name: String,
+    color: Option<String>,
+}
+
 /// A property of the calendar collection.
-fn calendar_value(prop: &PropName, token: &str, user: &DavUser) -> Option<String> {
+fn calendar_value(prop: &PropName, token: &str, user: &DavUser, named: &Named) -> Option<String> {
     match (prop.ns.as_str(), prop.name.as_str()) {
         (DAV, "resourcetype") => Some("<D:resourcetype><D:collection/><CAL:calendar/></D:resourcetype>".into()),
-        (DAV, "displayname") => Some(xml::text("D:displayname", "Dates")),
+        (DAV, "displayname") => Some(xml::text("D:displayname", &named.name)),
+        (APPLE_ICAL, "calendar-color") => named.color.as_ref().map(|c| {
+            format!("<X:calendar-color xmlns:X=\"{APPLE_ICAL}\">{}</X:calendar-color>", quick_xml::escape::escape(c.as_str()))
+        }),
         (CALDAV, "calendar-description") => {
-            Some(xml::text("CAL:calendar-description", "Activities, life events and birthdays (read-only)"))
+            Some(xml::text("CAL:calendar-description", "Activities, life events and birthdays"))
         }
         (CALDAV, "supported-calendar-component-set") => {
             Some("<CAL:supported-calendar-component-set><CAL:comp name=\"VEVENT\"/></CAL:supported-calendar-component-set>".into())
@@ -245,14 +295,17 @@ fn respond_calendar(
     request: &Propfind,
 ) -> Result<(), DavError> {
     let token = sync::current(view)?.to_string();
+    use crate::crm::collection::{CALENDAR_COLOR, CALENDAR_NAME, get};
+    let named = Named { name: get(view, CALENDAR_NAME)?.unwrap_or_default(), color: get(view, CALENDAR_COLOR)? };
     let names = all(&[
         (DAV, "resourcetype"),
         (DAV, "displayname"),
         (DAV, "sync-token"),
         (CALSERVER, "getctag"),
         (CALDAV, "supported-calendar-component-set"),
+        (APPLE_ICAL, "calendar-color"),
     ]);
-    respond(out, &calendar_href(user), names, request, &|p| calendar_value(&p.name, &token, user));
+    respond(out, &calendar_href(user), names, request, &|p| calendar_value(&p.name, &token, user, &named));
     Ok(())
 }
 

@@ -360,7 +360,8 @@ async fn propfind(
                 respond_card(&mut out, &props::principal_href(&user), &Resource::Principal, &request, &user, &none);
                 if depth > 0 {
                     let token = sync::current(view)?.to_string();
-                    let name = crate::crm::contact::book::name(view)?;
+                    let name =
+                        crate::crm::collection::get(view, crate::crm::collection::BOOK_NAME)?.unwrap_or_default();
                     respond_card(
                         &mut out,
                         &props::book_href(&user),
@@ -373,7 +374,7 @@ async fn propfind(
             }
             Target::Book => {
                 let token = sync::current(view)?.to_string();
-                let name = crate::crm::contact::book::name(view)?;
+                let name = crate::crm::collection::get(view, crate::crm::collection::BOOK_NAME)?.unwrap_or_default();
                 respond_card(
                     &mut out,
                     &props::book_href(&user),
@@ -447,7 +448,9 @@ async fn proppatch(state: &AppState, user: DavUser, body: &[u8]) -> Result<Respo
     let all_settable = updates.iter().all(settable);
     if all_settable && let Some(last) = updates.last() {
         let scope = state.engine.user(user.id);
-        crate::crm::contact::book::set_name(&scope, last.value.as_deref()).await.map_err(|e| refused(e, &user))?;
+        crate::crm::collection::set(&scope, crate::crm::collection::BOOK_NAME, last.value.as_deref())
+            .await
+            .map_err(|e| refused(e, &user))?;
     }
     let mut out = Multistatus::new();
     out.propstat_statuses(

@@ -211,6 +211,7 @@ impl Values {
             gender: None,
             card: None,
             typed_card: Some(card),
+            dav_card: None,
             crm: Some(crm),
             passthrough: None,
             is_favorite: Some(self.favorite),

@@ -157,3 +157,48 @@ async fn any_href_a_client_chooses_names_its_card() {
     }
     assert_eq!(dav.send("PUT", &format!("{book}..vcf"), &[], &card("dot", "Dot")).await.status, 403);
 }
+
+/// vdirsyncer's own test card (3.0, LF line ends, `TYPE=PREF`, `URL;VALUE=URI`), `{uid}` filled.
+const VDIRSYNCER_CARD: &str = "BEGIN:VCARD\nVERSION:3.0\nFN:Cyrus Daboo\nN:Daboo;Cyrus;;;\nADR;TYPE=POSTAL:;2822 Email HQ;Suite 2821;RFCVille;PA;15213;USA\nEMAIL;TYPE=PREF:cyrus@example.com\nNICKNAME:me\nNOTE:Example VCard.\nORG:Self Employed\nTEL;TYPE=VOICE:412 605 0499\nTEL;TYPE=FAX:412 605 0705\nURL;VALUE=URI:http://www.example.com\nX-SOMETHING:0.5795\nUID:{uid}\nEND:VCARD";
+
+/// What a client stored comes back to it as it stored it: the card it PUT is served as it was
+/// written (GET, multiget) to a reader of its version while the contact is unchanged; a reader
+/// of the other version, and everyone once the contact changes elsewhere, get the card written
+/// from the contact. A card with a control character is never served with it.
+#[tokio::test]
+async fn a_card_comes_back_as_its_client_wrote_it_until_the_contact_changes() {
+    let server = server().await;
+    let (api, dav) = account(&server, "ada").await;
+    let text = VDIRSYNCER_CARD.replace("{uid}", "cyrus-1");
+    let made = dav.put("cyrus-1", &text, &[("If-None-Match", "*")]).await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let got = dav.send("GET", &dav.card("cyrus-1"), &[], "").await;
+    assert_eq!(got.body, text, "as written");
+    let multiget = format!(
+        r#"<C:addressbook-multiget xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:carddav"><D:prop><D:getetag/><C:address-data/></D:prop><D:href>{}</D:href></C:addressbook-multiget>"#,
+        dav.card("cyrus-1")
+    );
+    let fetched = dav.send("REPORT", &dav.book(), &[("Content-Type", "application/xml")], &multiget).await;
+    assert!(fetched.body.contains("EMAIL;TYPE=PREF:cyrus@example.com\nNICKNAME:me"), "{}", fetched.body);
+    let four = dav.send("GET", &dav.card("cyrus-1"), &[("Accept", "text/vcard; version=4.0")], "").await;
+    assert!(four.body.contains("VERSION:4.0") && four.body.contains("Cyrus Daboo"), "{}", four.body);
+
+    // An edit by the same client is kept as written too.
+    let edited = text.replace("NOTE:Example VCard.", "NOTE:Met at the RFC meeting.");
+    assert_eq!(dav.put("cyrus-1", &edited, &[("If-Match", &made.etag())]).await.status, 204);
+    assert_eq!(dav.send("GET", &dav.card("cyrus-1"), &[], "").await.body, edited);
+
+    // A change elsewhere: the card is written from the contact, with the change.
+    let listed: serde_json::Value = api.get("/api/v1/contacts").await.json().await.unwrap();
+    let id = listed["contacts"][0]["id"].as_u64().expect("id");
+    assert_eq!(api.post(&format!("/api/v1/contacts/{id}/favorite"), serde_json::json!({})).await.status(), 200);
+    let changed = dav.send("GET", &dav.card("cyrus-1"), &[], "").await;
+    assert_ne!(changed.body, edited);
+    assert!(changed.body.contains("Met at the RFC meeting") && changed.body.contains("\r\n"), "{}", changed.body);
+
+    // A control character (here in the note) is not served back.
+    let odd = VDIRSYNCER_CARD.replace("{uid}", "odd-1").replace("Example VCard.", "bell\u{7} here");
+    assert_eq!(dav.put("odd-1", &odd, &[]).await.status, 201);
+    let got = dav.send("GET", &dav.card("odd-1"), &[], "").await;
+    assert!(!got.body.chars().any(|c| c.is_control() && !matches!(c, '\r' | '\n' | '\t')), "{:?}", got.body);
+}

@@ -429,3 +429,52 @@ async fn with_two_way_caldav_an_apps_event_comes_back_whole_and_recurs() {
     assert_eq!(dav.send("PUT", &format!("{calendar}u-1.ics"), &[type_ics], untitled).await.status, 201);
     assert_eq!(dav.send("GET", &format!("{calendar}u-1.ics"), &[], "").await.body, untitled);
 }
+
+/// The calendar's name and colour can be set (as vdirsyncer's and Apple's clients do), removed,
+/// and are refused whole beside a property that cannot be set.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_calendar_can_be_named_and_coloured() {
+    let server = Instance::new().with("CALDAV_ENABLED", "true").spawn();
+    let (_, dav) = account(&server, "ada").await;
+    let calendar = format!("/caldav/{}/calendar/", dav.id);
+    let patch = |body: &str| {
+        format!(
+            r#"<D:propertyupdate xmlns:D="DAV:" xmlns:A="http://apple.com/ns/ical/" xmlns:X="urn:x">{body}</D:propertyupdate>"#
+        )
+    };
+    let props = "<D:displayname/><A:calendar-color xmlns:A=\"http://apple.com/ns/ical/\"/>";
+    let before = dav.propfind(&calendar, "0", props).await;
+    assert!(before.body.contains("<D:displayname>Dates</D:displayname>"), "{}", before.body);
+    let set = dav
+        .send("PROPPATCH", &calendar, &[], &patch("<D:set><D:prop><D:displayname>hello wörld</D:displayname><A:calendar-color>#ff0000</A:calendar-color></D:prop></D:set>"))
+        .await;
+    assert_eq!(set.status, 207, "{}", set.body);
+    assert!(set.body.contains("200 OK") && !set.body.contains("403"), "{}", set.body);
+    let after = dav.propfind(&calendar, "0", props).await;
+    assert!(after.body.contains("<D:displayname>hello wörld</D:displayname>"), "{}", after.body);
+    assert!(after.body.contains(">#ff0000</X:calendar-color>"), "{}", after.body);
+    let mixed = dav
+        .send(
+            "PROPPATCH",
+            &calendar,
+            &[],
+            &patch("<D:set><D:prop><D:displayname>Other</D:displayname><X:flavour>umami</X:flavour></D:prop></D:set>"),
+        )
+        .await;
+    assert!(mixed.body.contains("403 Forbidden") && mixed.body.contains("424 Failed Dependency"), "{}", mixed.body);
+    let bad = dav
+        .send(
+            "PROPPATCH",
+            &calendar,
+            &[],
+            &patch("<D:set><D:prop><A:calendar-color>red</A:calendar-color></D:prop></D:set>"),
+        )
+        .await;
+    assert_eq!(bad.status, 403, "{}", bad.body);
+    let removed = dav
+        .send("PROPPATCH", &calendar, &[], &patch("<D:remove><D:prop><A:calendar-color/></D:prop></D:remove>"))
+        .await;
+    assert_eq!(removed.status, 207);
+    let last = dav.propfind(&calendar, "0", props).await;
+    assert!(last.body.contains("hello wörld") && !last.body.contains("#ff0000"), "{}", last.body);
+}

@@ -228,8 +228,20 @@ pub fn card_text(view: Option<&UserView>, row: &Row<Contact>, version: Version) 
 /// bytes spliced into the written text by `vcard::write_json_with_photo` (the same text,
 /// without the picture's bytes encoded, decoded and encoded again).
 fn write_card(row: &Row<Contact>, picture: Option<Vec<u8>>, version: Version) -> Result<String> {
+    if let Some(text) = as_written(row, version) {
+        return Ok(text.to_string());
+    }
     let photo = picture.and_then(|bytes| vcard::sniff(&bytes).map(|t| Photo { media_type: t.to_string(), bytes }));
     vcard::write_json_with_photo(json_record_of(row), photo.as_ref(), version).map_err(Error::internal)
+}
+
+/// The card a CardDAV client wrote for `row`, when it still is the contact's own text (nothing
+/// has changed the contact since: its revision is the one the text was stored at) and it is in
+/// `version`.
+fn as_written(row: &Row<Contact>, version: Version) -> Option<&str> {
+    let c = &row.body;
+    let current = !c.dav_card.is_empty() && c.dav_revision == row.meta.revision && c.photo.is_empty();
+    (current && text_version(&c.dav_card) == Some(version)).then_some(c.dav_card.as_str())
 }
 
 /// The card of `row` in `version`, its picture read from `view` and inline.
@@ -305,6 +317,31 @@ pub fn named_cards<T: Send>(
 pub struct Incoming {
     record: NeutralRecord,
     photo: Option<Photo>,
+    /// The card's text, when it can be served back as it came ([`verbatim_of`]).
+    verbatim: Option<String>,
+}
+
+/// The most a card's own text may be to be kept whole beside the contact.
+const MAX_VERBATIM: usize = 256 * 1024;
+
+/// `bytes` as a card to keep and serve back as it came: UTF-8, one vCard of version 3.0 or 4.0,
+/// no larger than [`MAX_VERBATIM`], and no control character but tab and line ends (a served
+/// card never carries one). A card whose picture is stored apart is not kept (`photo`).
+fn verbatim_of(bytes: &[u8], photo: bool) -> Option<String> {
+    if photo || bytes.len() > MAX_VERBATIM {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    if text.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\r' | '\n')) {
+        return None;
+    }
+    text_version(text).map(|_| text.to_string())
+}
+
+/// The version a card's text says it is (3.0 or 4.0).
+fn text_version(text: &str) -> Option<Version> {
+    let line = text.lines().find(|l| l.trim().to_ascii_uppercase().starts_with("VERSION:"))?;
+    Version::parse(line.trim()[8..].trim())
 }
 
 /// Reads a request body that must hold exactly one vCard; `Err` says why not (the client's
@@ -330,7 +367,8 @@ pub fn parse(bytes: &[u8]) -> Result<Incoming> {
                 }
                 None => None,
             };
-            Ok(Incoming { record, photo })
+            let verbatim = verbatim_of(bytes, photo.is_some());
+            Ok(Incoming { record, photo, verbatim })
         }
     }
 }
@@ -407,7 +445,7 @@ pub async fn put(
 /// [`put`]'s blocking part: the card read, the contact under `name` found, the preconditions and
 /// the UID rule checked, and a new contact prepared (validated, its derived columns made).
 fn plan_put(scope: &UserScope, name: &str, body: &[u8], condition: PutCondition) -> Result<Plan> {
-    let Incoming { record, photo } = parse(body)?;
+    let Incoming { record, photo, verbatim } = parse(body)?;
     let view = scope.view()?;
     let existing = find(&view, name)?;
     match (&existing, condition) {
@@ -424,7 +462,8 @@ fn plan_put(scope: &UserScope, name: &str, body: &[u8], condition: PutCondition)
                 return Err(Error::UidConflict { holder: name_of(&current.body) });
             }
             let chosen = dav_name_in(&current.body.passthrough);
-            let input = input_of(record, &current.body.uid, &uid, true, chosen);
+            let mut input = input_of(record, &current.body.uid, &uid, true, chosen);
+            input.dav_card = verbatim.map(|text| (text, current.meta.revision + 1));
             let pre = condition.if_match.unwrap_or(Precondition::Any);
             let picture = picture_change(&view, &current.body, photo)?;
             Ok(Plan::Update { id: current.id, pre, input, picture })
@@ -448,6 +487,7 @@ fn plan_put(scope: &UserScope, name: &str, body: &[u8], condition: PutCondition)
             {
                 members.insert(DAV_NAME.into(), Value::String(name.to_string()));
             }
+            input.dav_card = verbatim.map(|text| (text, 1));
             let prepared = ops::prepare_create(input)?;
             Ok(Plan::Create { prepared, picture: photo.map(|p| Arc::new(p.bytes)), stored })
         }
@@ -476,6 +516,7 @@ fn input_of(record: NeutralRecord, stored: &str, own: &str, update: bool, chosen
         // The card as read, typed: no round trip through a JSON value.
         card: None,
         typed_card: Some(card),
+        dav_card: None,
         crm: (!crm.is_empty() || !update).then_some(Value::Object(crm)),
         passthrough: Some(Value::Object(passthrough)),
         is_favorite: None,

@@ -3,7 +3,6 @@
 //! on every save (the engine's save hook), which lists, sorting and search read without parsing
 //! the card.
 
-pub mod book;
 pub mod briefing;
 pub mod bulk;
 pub mod card;
@@ -46,6 +45,77 @@ pub struct Contact {
     pub circles: Vec<String>,
     /// Derived by the save hook from the card's `keywords`.
     pub tags: Vec<String>,
+    /// The vCard a CardDAV client last PUT for this contact, as it sent it, served back as it is
+    /// to a client reading that vCard version while the contact is still at [`Self::dav_revision`]
+    /// (any later change anywhere moves the revision on, and the card is written from the
+    /// contact again). Empty when the card held a picture (stored apart) or no client wrote it.
+    #[serde(default)]
+    pub dav_card: String,
+    /// The revision [`Self::dav_card`] is the contact's own text at.
+    #[serde(default)]
+    pub dav_revision: u64,
+}
+
+/// A contact as stored before schema version 8 (no `dav_card`, `dav_revision`); migration 8
+/// converts it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ContactV7 {
+    pub uid: String,
+    pub card: String,
+    pub crm: String,
+    pub passthrough: String,
+    pub gender: String,
+    pub archived: bool,
+    pub favorite: bool,
+    pub photo: String,
+    pub legacy_birthday: String,
+    pub flat: Flat,
+    pub circles: Vec<String>,
+    pub tags: Vec<String>,
+}
+
+impl Record for ContactV7 {
+    const KIND: Kind = kind!("contact", soft_delete);
+}
+
+impl From<ContactV7> for Contact {
+    fn from(c: ContactV7) -> Contact {
+        let ContactV7 {
+            uid,
+            card,
+            crm,
+            passthrough,
+            gender,
+            archived,
+            favorite,
+            photo,
+            legacy_birthday,
+            flat,
+            circles,
+            tags,
+        } = c;
+        Contact {
+            uid,
+            card,
+            crm,
+            passthrough,
+            gender,
+            archived,
+            favorite,
+            photo,
+            legacy_birthday,
+            flat,
+            circles,
+            tags,
+            dav_card: String::new(),
+            dav_revision: 0,
+        }
+    }
+}
+
+/// Migration step 8: stored contacts gain `dav_card` (empty) and `dav_revision` (0).
+pub fn migrate_contact_cards(txn: &mycorrhizal_engine::migrate::MigrationTx<'_>) -> mycorrhizal_engine::Result<()> {
+    mycorrhizal_engine::migrate::convert_rows::<ContactV7, Contact>(txn, From::from).map(|_| ())
 }
 
 /// The first fields of a stored contact, read without the rest ([`UserView::list_heads`]): its
@@ -246,7 +316,7 @@ impl Record for Contact {
     /// 1: the `favorite` and `phone` indexes; 2: the `field` index.
     const INDEX_VERSION: u32 = 2;
     const UNIQUE: &'static [&'static str] = &[INDEX_UID];
-    const AUDIT_SKIP: &'static [&'static str] = &["flat", "circles", "tags"];
+    const AUDIT_SKIP: &'static [&'static str] = &["flat", "circles", "tags", "dav_card", "dav_revision"];
 
     fn validate(&self) -> Result<(), Invalid> {
         self.check(&self.card_or_invalid()?)

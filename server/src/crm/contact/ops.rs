@@ -25,6 +25,11 @@ pub struct ContactInput {
     /// without a round trip through a JSON value. Never part of a request body.
     #[serde(skip)]
     pub typed_card: Option<Card>,
+    /// The vCard text a CardDAV PUT carried and the revision the contact will have once it is
+    /// stored ([`Contact::dav_card`]). Never part of a request body; any other write leaves it
+    /// out, and the contact's card is then written from the contact.
+    #[serde(skip)]
+    pub dav_card: Option<(String, u64)>,
     #[schema(value_type = Option<Object>)]
     pub crm: Option<Value>,
     #[schema(value_type = Option<Object>)]
@@ -113,7 +118,10 @@ impl ContactInput {
             None if self.flat.birthday.is_empty() => existing.map(|c| c.legacy_birthday.clone()).unwrap_or_default(),
             None => String::new(),
         };
+        let (dav_card, dav_revision) = self.dav_card.unwrap_or_default();
         let contact = Contact {
+            dav_card,
+            dav_revision,
             uid,
             card: serde_json::to_string(&card).map_err(|e| Invalid::new("card", e.to_string()))?,
             crm: crm_object(self.crm, existing.map(|c| c.crm.as_str()))?,

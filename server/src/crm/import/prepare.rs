@@ -83,6 +83,8 @@ pub fn new_contact(record: NeutralRecord, uid_taken: bool) -> Result<(Contact, C
         flat: Default::default(),
         circles: Vec::new(),
         tags: Vec::new(),
+        dav_card: String::new(),
+        dav_revision: 0,
     };
     Ok((contact, card))
 }

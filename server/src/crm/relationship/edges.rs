@@ -111,6 +111,7 @@ fn end(
                 gender: thin.gender.clone(),
                 card: None,
                 typed_card: None,
+                dav_card: None,
                 crm: animal.then(|| serde_json::json!({ "kind": "animal" })),
                 passthrough: None,
                 is_favorite: None,
