@@ -15,6 +15,28 @@ for requirements in tests/requirements*.txt; do
   .venv/bin/pip install --quiet --disable-pip-version-check -r "$requirements"
 done
 export MYCORRHIZAL_TEST_PYTHON="$PWD/.venv/bin/python"
+# Source distributions whose own test suites run against the server (tests/sdists.txt): fetched
+# from PyPI's files host once, kept only when their hash is the pinned one.
+.venv/bin/python - <<'PY'
+import hashlib, json, pathlib, re, urllib.request
+out = pathlib.Path(".venv/sdists")
+out.mkdir(exist_ok=True)
+for line in pathlib.Path("tests/sdists.txt").read_text().splitlines():
+    m = re.match(r"^([\w.-]+)==([\w.]+) --hash=sha256:([0-9a-f]{64})$", line.strip())
+    if not m:
+        continue
+    name, version, digest = m.groups()
+    target = out / f"{name}-{version}.tar.gz"
+    if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == digest:
+        continue
+    index = urllib.request.Request(f"https://pypi.org/simple/{name}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    files = json.load(urllib.request.urlopen(index, timeout=120))["files"]
+    url = next(f["url"] for f in files if f["filename"] == target.name)
+    data = urllib.request.urlopen(url, timeout=120).read()
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise SystemExit(f"{url}: not the pinned sha256 {digest}")
+    target.write_bytes(data)
+PY
 
 # The browser tests drive Debian's Chromium. Installed here when missing and we may (root);
 # otherwise say so: the browser tests then fail with the same message.
