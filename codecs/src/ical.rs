@@ -290,6 +290,127 @@ pub fn instances(text: &str) -> Vec<Instance> {
     out
 }
 
+/// The properties of each `VEVENT` of an iCalendar object, as (upper-case name, value) pairs in
+/// order: lines unfolded, a `TEXT` value's escapes read (`\\,` `\\;` `\\n` `\\\\`), the
+/// properties of components inside it (its alarms) left out. What a calendar-query's property
+/// filters read.
+pub fn event_properties(text: &str) -> Vec<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut current: Option<Vec<(String, String)>> = None;
+    for line in unfolded(text) {
+        let (name, value) = split_line(&line);
+        match (name.as_str(), value.to_ascii_uppercase().as_str()) {
+            ("BEGIN", "VEVENT") if current.is_none() => {
+                current = Some(Vec::new());
+                depth = 0;
+            }
+            ("BEGIN", _) if current.is_some() => depth += 1,
+            ("END", "VEVENT") if depth == 0 => out.extend(current.take()),
+            ("END", _) if current.is_some() => depth = depth.saturating_sub(1),
+            _ => {
+                if let (Some(props), 0) = (current.as_mut(), depth) {
+                    props.push((name, unescape(&value)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Lines with their folds (a line end then a space or tab) joined.
+fn unfolded(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for raw in text.split('\n') {
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        match (raw.strip_prefix([' ', '\t']), lines.last_mut()) {
+            (Some(rest), Some(last)) => last.push_str(rest),
+            _ if raw.is_empty() => {}
+            _ => lines.push(raw.to_string()),
+        }
+    }
+    lines
+}
+
+/// A content line's upper-case name (parameters left off) and its value (after the first colon
+/// outside a quoted parameter value).
+fn split_line(line: &str) -> (String, String) {
+    let mut quoted = false;
+    for (at, c) in line.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ':' if !quoted => {
+                let head = &line[..at];
+                let name = head.split(';').next().unwrap_or(head).trim().to_ascii_uppercase();
+                return (name, line[at + 1..].to_string());
+            }
+            _ => {}
+        }
+    }
+    (line.trim().to_ascii_uppercase(), String::new())
+}
+
+fn unescape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n' | 'N') => out.push('\n'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+/// When the alarms of an object's events go off, in seconds since the epoch: each `VALARM`'s
+/// `TRIGGER` of its event (a duration from its start, or from its end with `RELATED=END`, or a
+/// date-time), for every occurrence of the event (recurrences expanded, at most
+/// [`MAX_INSTANCES`]).
+pub fn alarm_times(text: &str) -> Vec<i64> {
+    let Ok(calendar) = ICalendar::parse(text) else { return Vec::new() };
+    let expanded = expand(&calendar, MAX_INSTANCES);
+    let mut out = Vec::new();
+    for event in &expanded.events {
+        let Some(component) = calendar.components.get(event.comp_id as usize) else { continue };
+        if component.component_type != ICalendarComponentType::VEvent {
+            continue;
+        }
+        let (start, end) = event.timestamps();
+        for alarm in component.component_ids.iter().filter_map(|id| calendar.components.get(*id as usize)) {
+            if alarm.component_type != ICalendarComponentType::VAlarm {
+                continue;
+            }
+            let Some(trigger) = alarm.entries.iter().find(|e| e.name == ICalendarProperty::Trigger) else { continue };
+            let from_end = trigger.params.iter().any(|p| {
+                p.name == ICalendarParameterName::Related
+                    && format!("{:?}", p.value).to_ascii_uppercase().contains("END")
+            });
+            match trigger.values.first() {
+                Some(ICalendarValue::Duration(d)) => {
+                    let seconds = d.to_time_delta().map(|t| t.num_seconds()).unwrap_or(0);
+                    out.push(if from_end { end } else { start } + seconds);
+                }
+                Some(ICalendarValue::PartialDateTime(at)) => {
+                    if let Some(at) =
+                        at.to_date_time().and_then(|d| d.to_date_time_with_tz(calcard::common::timezone::Tz::UTC))
+                    {
+                        out.push(at.timestamp());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// What the CRM changed of an event a calendar client wrote (`None`: left as it is).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Patch {

@@ -18,9 +18,9 @@ use mycorrhizal_engine::UserView;
 
 use super::carddav::{depth, multistatus, reading, respond, sync_error};
 use super::props::{self, Resource};
-use super::sync;
 use super::xml::{self, CALDAV, CALSERVER, DAV, Multistatus, Prop, PropName, Propfind, Report, TimeRange};
 use super::{DavError, DavUser, MAX_BODY};
+use super::{query, sync};
 use crate::crm::{calendar_events as events, calendar_events::CalendarEvent, calendar_events::Source};
 use crate::state::AppState;
 
@@ -431,12 +431,15 @@ async fn report(state: &AppState, user: DavUser, body: &[u8]) -> Result<Response
                 }
                 None
             }
-            Report::CalendarQuery { props, range: time, events: asked } => {
-                let (start, end) = range(time)?;
+            Report::CalendarQuery { props, filter } => {
+                let (start, end) = range(filter.range.clone())?;
+                let alarm = filter.alarm.clone().map(|a| range(Some(a))).transpose()?;
                 let request = Propfind::Prop(props);
-                let all = if asked { events::all(view)? } else { Vec::new() };
+                let all = if filter.events { events::all(view)? } else { Vec::new() };
                 for event in all.iter().filter(|e| e.overlaps(start, end)) {
-                    respond_event(&mut out, &user, event, &request);
+                    if query::event_matches(&event.text(), &filter.props, alarm) {
+                        respond_event(&mut out, &user, event, &request);
+                    }
                 }
                 None
             }

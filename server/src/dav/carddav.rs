@@ -51,8 +51,11 @@ fn target(path: &str, user: &DavUser) -> Option<Target> {
 }
 
 /// OPTIONS: the DAV classes (answered without credentials, as clients probe before signing in).
-pub fn options() -> Response {
-    (StatusCode::OK, [("DAV", "1, 3, addressbook"), ("Allow", ALLOW)]).into_response()
+/// With CalDAV on, `calendar-access` too: the principal under `/carddav/` is the calendar
+/// user's as well, and clients probe it for either.
+pub fn options(calendar: bool) -> Response {
+    let classes = if calendar { "1, 3, addressbook, calendar-access" } else { "1, 3, addressbook" };
+    (StatusCode::OK, [("DAV", classes), ("Allow", ALLOW)]).into_response()
 }
 
 pub async fn handle(state: AppState, user: DavUser, request: Request) -> Result<Response, DavError> {
@@ -65,7 +68,7 @@ pub async fn handle(state: AppState, user: DavUser, request: Request) -> Result<
     let body = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| too_large)?;
     let headers = &parts.headers;
     match (parts.method.as_str(), target) {
-        ("OPTIONS", _) => Ok(options()),
+        ("OPTIONS", _) => Ok(options(state.config.features.caldav_enabled)),
         ("PROPFIND", target) => propfind(&state, user, target, headers, &body).await,
         ("REPORT", Target::Book) => report(&state, user, headers, &body).await,
         ("GET" | "HEAD", Target::Card(name)) => get(&state, user, name, headers, parts.method == Method::HEAD).await,

@@ -164,7 +164,9 @@ impl Dav {
         let headers = request.headers().clone();
         let user = match self.authenticate(&state, &headers, peer).await {
             Ok(user) => user,
-            Err(_) if request.method() == axum::http::Method::OPTIONS => return carddav::options(),
+            Err(_) if request.method() == axum::http::Method::OPTIONS => {
+                return carddav::options(state.config.features.caldav_enabled);
+            }
             Err(e) => return e.into_response(),
         };
         let _permit = match self.write_permit(&state, request.method()) {

@@ -2,9 +2,12 @@
 //! prop-filter names a property (`FN`, `EMAIL`, `TEL`, ...), its text-matches compare that
 //! property's values (`contains`, `equals`, `starts-with`, `ends-with`; case-folded unless the
 //! collation is `i;octet`). Parameter filters are not read: a filter naming only them matches on
-//! the property's presence.
+//! the property's presence. And a `calendar-query`'s property and alarm filters (RFC 4791 9.7),
+//! judged against an event's iCalendar text ([`event_matches`]).
 
-use super::xml::{CardFilter, PropFilter, TextMatch};
+use jiff::Timestamp;
+
+use super::xml::{CardFilter, EventPropFilter, PropFilter, TextMatch};
 
 /// The values of property `name` (upper case) in an unfolded vCard `text`, groups ignored.
 fn values<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
@@ -50,6 +53,39 @@ pub fn matches(filter: &CardFilter, text: &str) -> bool {
     let unfolded = text.replace("\r\n ", "").replace("\r\n\t", "");
     let one = |p: &PropFilter| prop_matches(p, &unfolded);
     if filter.all { filter.props.iter().all(one) } else { filter.props.iter().any(one) }
+}
+
+/// Whether the calendar object `text` passes a calendar-query's property filters (each holds of
+/// one of its `VEVENT`s: the series or an edited occurrence) and, when asked, has an alarm going
+/// off in `alarm` (`[start, end)`, either open).
+pub fn event_matches(
+    text: &str,
+    props: &[EventPropFilter],
+    alarm: Option<(Option<Timestamp>, Option<Timestamp>)>,
+) -> bool {
+    if !props.is_empty() {
+        let components = mycorrhizal_codecs::ical::event_properties(text);
+        let holds = |component: &Vec<(String, String)>| {
+            props.iter().all(|filter| {
+                let values: Vec<&str> =
+                    component.iter().filter(|(name, _)| *name == filter.name).map(|(_, v)| v.as_str()).collect();
+                match (&filter.text, filter.defined) {
+                    (_, false) => values.is_empty(),
+                    (None, true) => !values.is_empty(),
+                    (Some(m), true) => values.iter().any(|v| text_matches(m, v)),
+                }
+            })
+        };
+        if !components.iter().any(holds) {
+            return false;
+        }
+    }
+    match alarm {
+        None => true,
+        Some((start, end)) => mycorrhizal_codecs::ical::alarm_times(text)
+            .iter()
+            .any(|at| start.is_none_or(|s| *at >= s.as_second()) && end.is_none_or(|e| *at < e.as_second())),
+    }
 }
 
 #[cfg(test)]

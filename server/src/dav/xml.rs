@@ -245,12 +245,9 @@ pub enum Report {
         props: Vec<Prop>,
         hrefs: Vec<String>,
     },
-    /// `events`: whether the filter asks for events (a query for tasks or journals finds none
-    /// here).
     CalendarQuery {
         props: Vec<Prop>,
-        range: Option<TimeRange>,
-        events: bool,
+        filter: EventFilter,
     },
     /// RFC 4791 7.10: the busy time in `range`.
     FreeBusy {
@@ -346,9 +343,7 @@ pub fn report(bytes: &[u8]) -> Result<Report, XmlError> {
             filter: card_filter(root.child(CARDDAV, "filter"))?,
             limit: nresults(root.child(CARDDAV, "limit"))?,
         }),
-        (CALDAV, "calendar-query") => {
-            Ok(Report::CalendarQuery { props, range: time_range(&root)?, events: asks_events(&root) })
-        }
+        (CALDAV, "calendar-query") => Ok(Report::CalendarQuery { props, filter: event_filter(&root)? }),
         (CALDAV, "free-busy-query") => {
             let range = root.child(CALDAV, "time-range").ok_or_else(|| err("a free-busy-query needs a time-range"))?;
             let range = range_of(range)?;
@@ -398,26 +393,83 @@ fn card_filter(filter: Option<&Element>) -> Result<CardFilter, XmlError> {
     Ok(out)
 }
 
-/// The first `time-range` anywhere in a calendar-query filter.
-fn time_range(root: &Element) -> Result<Option<TimeRange>, XmlError> {
-    fn find(e: &Element) -> Option<&Element> {
-        if e.is(CALDAV, "time-range") {
-            return Some(e);
-        }
-        e.children.iter().find_map(find)
-    }
-    let Some(range) = root.child(CALDAV, "filter").and_then(find) else { return Ok(None) };
-    range_of(range).map(Some)
+/// What a calendar-query's filter asks of an event (RFC 4791 9.7).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EventFilter {
+    /// Whether it asks for events at all (a query for tasks or journals finds none here).
+    pub events: bool,
+    /// The event happens in it (recurrences expanded).
+    pub range: Option<TimeRange>,
+    /// One of its alarms goes off in it.
+    pub alarm: Option<TimeRange>,
+    /// Each must hold of one of the object's `VEVENT`s.
+    pub props: Vec<EventPropFilter>,
 }
 
-/// Whether a calendar-query's filter asks for events: the component filter inside `VCALENDAR`
-/// names `VEVENT`, or there is none.
-fn asks_events(root: &Element) -> bool {
-    let inner = root
-        .child(CALDAV, "filter")
-        .and_then(|f| f.child(CALDAV, "comp-filter"))
-        .and_then(|calendar| calendar.child(CALDAV, "comp-filter"));
-    inner.and_then(|c| c.attr("name")).is_none_or(|name| name.eq_ignore_ascii_case("VEVENT"))
+/// A `prop-filter` of the event: the property is there (and its value matches `text`), or
+/// (`defined` false) it is not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventPropFilter {
+    /// Upper case.
+    pub name: String,
+    pub defined: bool,
+    /// A substring of the value (`match_type` is always `contains`).
+    pub text: Option<TextMatch>,
+}
+
+/// The filter of a calendar-query: `VCALENDAR`, then at most one component filter, which asks
+/// for `VEVENT`s (else `events` is false) with a time range, property filters and an alarm's time
+/// range. What it cannot judge (a parameter filter, a time range on a property, another nested
+/// component) is refused rather than answered unfiltered.
+fn event_filter(root: &Element) -> Result<EventFilter, XmlError> {
+    let all = EventFilter { events: true, ..EventFilter::default() };
+    let Some(calendar) = root.child(CALDAV, "filter").and_then(|f| f.child(CALDAV, "comp-filter")) else {
+        return Ok(all);
+    };
+    let Some(component) = calendar.child(CALDAV, "comp-filter") else { return Ok(all) };
+    let asked = component.attr("name").unwrap_or_default();
+    if !asked.eq_ignore_ascii_case("VEVENT") || component.child(CALDAV, "is-not-defined").is_some() {
+        return Ok(EventFilter::default());
+    }
+    let mut filter = all;
+    for child in &component.children {
+        match (child.ns.as_str(), child.name.as_str()) {
+            (CALDAV, "time-range") => filter.range = Some(range_of(child)?),
+            (CALDAV, "prop-filter") => filter.props.push(prop_filter(child)?),
+            (CALDAV, "comp-filter") if child.attr("name").is_some_and(|n| n.eq_ignore_ascii_case("VALARM")) => {
+                match child.children.as_slice() {
+                    [range] if range.is(CALDAV, "time-range") => filter.alarm = Some(range_of(range)?),
+                    _ => return Err(err("an alarm filter is a time-range only")),
+                }
+            }
+            (ns, name) => return Err(err(format!("unsupported calendar filter {{{ns}}}{name}"))),
+        }
+    }
+    Ok(filter)
+}
+
+fn prop_filter(e: &Element) -> Result<EventPropFilter, XmlError> {
+    let name = e.attr("name").ok_or_else(|| err("a prop-filter needs a name"))?.to_ascii_uppercase();
+    let mut filter = EventPropFilter { name, defined: true, text: None };
+    for child in &e.children {
+        match (child.ns.as_str(), child.name.as_str()) {
+            (CALDAV, "is-not-defined") => filter.defined = false,
+            (CALDAV, "text-match") => {
+                let collation = child.attr("collation").unwrap_or("i;ascii-casemap");
+                if !matches!(collation, "i;ascii-casemap" | "i;octet" | "i;unicode-casemap") {
+                    return Err(err(format!("unsupported collation {collation}")));
+                }
+                filter.text = Some(TextMatch {
+                    text: child.text.clone(),
+                    match_type: "contains".into(),
+                    octet: collation == "i;octet",
+                    negate: child.attr("negate-condition").is_some_and(|v| v == "yes"),
+                });
+            }
+            (ns, name) => return Err(err(format!("unsupported property filter {{{ns}}}{name}"))),
+        }
+    }
+    Ok(filter)
 }
 
 /// A `time-range` element's bounds, each a UTC date-time.

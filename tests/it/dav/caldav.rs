@@ -367,6 +367,36 @@ async fn with_two_way_caldav_an_apps_event_comes_back_whole_and_recurs() {
     assert!(find("20261229T000000Z", "20270101T000000Z", "VEVENT").await.is_empty(), "after the last");
     assert!(find("20261201T000000Z", "20261231T000000Z", "VTODO").await.is_empty(), "no tasks here");
 
+    // Property and alarm filters: an event is found by its UID and text, and by when its alarm
+    // goes off (15 minutes before each occurrence); a filter it cannot judge is refused.
+    let filtered = |inner: String| {
+        let dav = dav.clone();
+        let calendar = calendar.clone();
+        async move {
+            let body = format!(
+                r#"<C:calendar-query xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><D:prop><D:getetag/></D:prop><C:filter><C:comp-filter name="VCALENDAR"><C:comp-filter name="VEVENT">{inner}</C:comp-filter></C:comp-filter></C:filter></C:calendar-query>"#
+            );
+            dav.send("REPORT", &calendar, &[("Depth", "1")], &body).await
+        }
+    };
+    let text = |name: &str, text: &str, extra: &str| {
+        format!(r#"<C:prop-filter name="{name}"><C:text-match {extra}>{text}</C:text-match></C:prop-filter>"#)
+    };
+    assert_eq!(hrefs(&filtered(text("UID", uid, "collation=\"i;octet\"")).await.body).len(), 1);
+    assert_eq!(hrefs(&filtered(text("SUMMARY", "moved", "")).await.body).len(), 1, "an edited occurrence's summary");
+    assert_eq!(hrefs(&filtered(text("SUMMARY", "STANDUP", "collation=\"i;octet\"")).await.body).len(), 0);
+    assert_eq!(hrefs(&filtered(text("LOCATION", "greenhouse", "")).await.body).len(), 1, "case folded");
+    assert_eq!(hrefs(&filtered(text("LOCATION", "green", "negate-condition=\"yes\"")).await.body).len(), 0);
+    let undefined = r#"<C:prop-filter name="CLASS"><C:is-not-defined/></C:prop-filter>"#.to_string();
+    assert_eq!(hrefs(&filtered(undefined).await.body).len(), 1);
+    let alarm = |start: &str, end: &str| {
+        format!(r#"<C:comp-filter name="VALARM"><C:time-range start="{start}" end="{end}"/></C:comp-filter>"#)
+    };
+    assert_eq!(hrefs(&filtered(alarm("20261222T084000Z", "20261222T085000Z")).await.body).len(), 1, "08:45 UTC");
+    assert!(hrefs(&filtered(alarm("20261222T085000Z", "20261222T090000Z")).await.body).is_empty());
+    let param = r#"<C:prop-filter name="SUMMARY"><C:param-filter name="LANGUAGE"/></C:prop-filter>"#.to_string();
+    assert_eq!(filtered(param).await.status, 400, "not answered unfiltered");
+
     let freebusy = r#"<C:free-busy-query xmlns:C="urn:ietf:params:xml:ns:caldav"><C:time-range start="20261201T000000Z" end="20261231T000000Z"/></C:free-busy-query>"#;
     let busy = dav.send("REPORT", &calendar, &[("Depth", "1")], freebusy).await;
     assert_eq!(busy.status, 200, "{}", busy.body);
