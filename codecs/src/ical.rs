@@ -411,6 +411,97 @@ pub fn alarm_times(text: &str) -> Vec<i64> {
     out
 }
 
+/// The object `text` with its recurring events expanded into the occurrences that overlap
+/// `[from, to)` (RFC 4791 9.6.5, a calendar-data `expand`): each occurrence its own `VEVENT`
+/// with a `RECURRENCE-ID`, its times in UTC (an all-day one stays a date), without `RRULE`,
+/// `RDATE` or `EXDATE`; its alarms, other properties and the object's time zone definitions
+/// kept. An event that does not recur is kept when it overlaps. `text` as it is when it cannot
+/// be read.
+pub fn expanded(text: &str, from: i64, to: i64) -> String {
+    let Ok(calendar) = ICalendar::parse(text) else { return text.to_string() };
+    let Some(root) = calendar.components.first().filter(|c| c.component_type == ICalendarComponentType::VCalendar)
+    else {
+        return text.to_string();
+    };
+    let mut out = ICalendar { components: vec![ICalendarComponent { component_ids: Vec::new(), ..root.clone() }] };
+    // Time zone definitions stay (an edited occurrence's RECURRENCE-ID may name one).
+    for id in &root.component_ids {
+        let Some(zone) = calendar.components.get(*id as usize) else { continue };
+        if zone.component_type == ICalendarComponentType::VTimezone {
+            let children: Vec<ICalendarComponent> =
+                zone.component_ids.iter().filter_map(|c| calendar.components.get(*c as usize)).cloned().collect();
+            let at = out.components.len() as u32;
+            out.components[0].component_ids.push(at);
+            out.components.push(ICalendarComponent {
+                component_ids: (at + 1..at + 1 + children.len() as u32).collect(),
+                ..zone.clone()
+            });
+            out.components.extend(children);
+        }
+    }
+    let mut instances: Vec<(i64, i64, u32)> = expand(&calendar, MAX_INSTANCES)
+        .events
+        .iter()
+        .map(|e| (e.timestamps(), e.comp_id))
+        .map(|((s, e), c)| (s, e, c))
+        .collect();
+    instances.sort_unstable();
+    for (start, end, comp_id) in instances {
+        let overlaps = start < to && (end > from || (end == start && start >= from));
+        let Some(component) = calendar.components.get(comp_id as usize) else { continue };
+        if !overlaps || component.component_type != ICalendarComponentType::VEvent {
+            continue;
+        }
+        let has = |name: ICalendarProperty| component.entries.iter().any(|e| e.name == name);
+        let recurs =
+            has(ICalendarProperty::Rrule) || has(ICalendarProperty::Rdate) || has(ICalendarProperty::RecurrenceId);
+        let mut event = component.clone();
+        if recurs {
+            let all_day = component
+                .entries
+                .iter()
+                .find(|e| e.name == ICalendarProperty::Dtstart)
+                .and_then(|e| e.values.first())
+                .and_then(|v| v.as_partial_date_time())
+                .is_some_and(|d| d.hour.is_none());
+            let when = |name: ICalendarProperty, at: i64| {
+                let utc = utc_of_seconds(at);
+                if all_day { at_value(name, date(&utc.day), true) } else { at_value(name, date_time(&utc), false) }
+            };
+            // An edited occurrence keeps its own; the series' occurrence is named by its start.
+            let rid = match component.entries.iter().find(|e| e.name == ICalendarProperty::RecurrenceId) {
+                Some(own) => own.clone(),
+                None => when(ICalendarProperty::RecurrenceId, start),
+            };
+            event.entries.retain(|e| {
+                !matches!(
+                    e.name,
+                    ICalendarProperty::Rrule
+                        | ICalendarProperty::Rdate
+                        | ICalendarProperty::Exdate
+                        | ICalendarProperty::Dtstart
+                        | ICalendarProperty::Dtend
+                        | ICalendarProperty::Duration
+                        | ICalendarProperty::RecurrenceId
+                )
+            });
+            event.entries.push(when(ICalendarProperty::Dtstart, start));
+            if end > start {
+                event.entries.push(when(ICalendarProperty::Dtend, end));
+            }
+            event.entries.push(rid);
+        }
+        let alarms: Vec<ICalendarComponent> =
+            component.component_ids.iter().filter_map(|id| calendar.components.get(*id as usize)).cloned().collect();
+        let at = out.components.len() as u32;
+        event.component_ids = (at + 1..at + 1 + alarms.len() as u32).collect();
+        out.components[0].component_ids.push(at);
+        out.components.push(event);
+        out.components.extend(alarms);
+    }
+    out.to_string()
+}
+
 /// What the CRM changed of an event a calendar client wrote (`None`: left as it is).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Patch {
@@ -788,6 +879,19 @@ DESCRIPTION:Soon\r\nTRIGGER:-PT15M\r\nEND:VALARM\r\nEND:VEVENT\r\nEND:VCALENDAR\
             "{text}"
         );
         assert!(patch("nonsense", &Patch::default()).is_err());
+    }
+
+    #[test]
+    fn an_expanded_series_is_its_occurrences_in_the_window() {
+        let text = expanded(SERIES, 1_796_119_200 + 3600, 1_796_119_200 + 15 * 86_400); // after the first
+        assert_eq!(text.matches("BEGIN:VEVENT").count(), 2, "{text}");
+        assert!(!text.contains("RRULE"), "{text}");
+        assert!(text.contains("DTSTART:20261208T150000Z") && text.contains("RECURRENCE-ID:20261208T100000Z"), "{text}");
+        assert!(text.contains("DTSTART:20261215T100000Z") && text.contains("RECURRENCE-ID:20261215T100000Z"), "{text}");
+        assert_eq!(text.matches("BEGIN:VALARM").count(), 1, "the series' alarm goes with its occurrence: {text}");
+        assert!(ICalendar::parse(&text).is_ok());
+        let none = expanded(SERIES, 0, 1);
+        assert_eq!(none.matches("BEGIN:VEVENT").count(), 0, "{none}");
     }
 
     #[test]

@@ -231,7 +231,7 @@ async fn delete(state: &AppState, user: DavUser, id: u64, headers: &HeaderMap) -
 }
 
 fn all(names: &[(&str, &str)]) -> Vec<Prop> {
-    names.iter().map(|(ns, name)| Prop { name: PropName::new(ns, name), version: None }).collect()
+    names.iter().map(|(ns, name)| Prop { name: PropName::new(ns, name), version: None, expand: None }).collect()
 }
 
 const READ_ONLY: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
@@ -278,7 +278,14 @@ fn event_value(prop: &Prop, event: &CalendarEvent) -> Option<String> {
         (DAV, "resourcetype") => Some("<D:resourcetype/>".into()),
         (DAV, "getetag") => Some(xml::text("D:getetag", &event.etag)),
         (DAV, "getcontenttype") => Some(xml::text("D:getcontenttype", CONTENT)),
-        (CALDAV, "calendar-data") => Some(xml::text("CAL:calendar-data", &event.text())),
+        (CALDAV, "calendar-data") => match prop.expand.as_ref().map(|r| range(Some(r.clone()))) {
+            // RFC 4791 9.6.5: both bounds are required; a request without them gets the object.
+            Some(Ok((Some(start), Some(end)))) => Some(xml::text(
+                "CAL:calendar-data",
+                &mycorrhizal_codecs::ical::expanded(&event.text(), start.as_second(), end.as_second()),
+            )),
+            _ => Some(xml::text("CAL:calendar-data", &event.text())),
+        },
         _ => None,
     }
 }

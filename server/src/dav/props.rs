@@ -87,7 +87,7 @@ pub fn all(resource: &Resource<'_>) -> Vec<Prop> {
         ],
         Resource::Card { .. } => &[(DAV, "resourcetype"), (DAV, "getetag"), (DAV, "getcontenttype")],
     };
-    names.iter().map(|(ns, name)| Prop { name: PropName::new(ns, name), version: None }).collect()
+    names.iter().map(|(ns, name)| Prop { name: PropName::new(ns, name), version: None, expand: None }).collect()
 }
 
 /// The value of `prop` on `resource` (the whole property element), or `None` (404). A card's

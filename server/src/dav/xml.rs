@@ -184,6 +184,9 @@ pub struct Prop {
     pub name: PropName,
     /// `version` of an `address-data` request (`3.0`, `4.0`).
     pub version: Option<String>,
+    /// The `expand` of a `calendar-data` request: recurrences written out as their occurrences
+    /// in this range.
+    pub expand: Option<TimeRange>,
 }
 
 /// What a PROPFIND asks for.
@@ -264,7 +267,11 @@ fn props_of(prop: Option<&Element>) -> Vec<Prop> {
     prop.map(|p| {
         p.children
             .iter()
-            .map(|c| Prop { name: PropName::new(&c.ns, &c.name), version: c.attr("version").map(str::to_string) })
+            .map(|c| Prop {
+                name: PropName::new(&c.ns, &c.name),
+                version: c.attr("version").map(str::to_string),
+                expand: c.child(CALDAV, "expand").and_then(|e| range_of(e).ok()),
+            })
             .collect()
     })
     .unwrap_or_default()

@@ -413,6 +413,17 @@ async fn with_two_way_caldav_an_apps_event_comes_back_whole_and_recurs() {
         busy.body
     );
 
+    // Expanded by the server (calendar-data's expand): each occurrence in the range its own
+    // VEVENT, the removed one left out.
+    let expand = r#"<C:calendar-query xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><D:prop><C:calendar-data><C:expand start="20261201T000000Z" end="20261231T000000Z"/></C:calendar-data></D:prop><C:filter><C:comp-filter name="VCALENDAR"><C:comp-filter name="VEVENT"><C:time-range start="20261201T000000Z" end="20261231T000000Z"/></C:comp-filter></C:comp-filter></C:filter></C:calendar-query>"#;
+    let expanded = dav.send("REPORT", &calendar, &[("Depth", "1")], expand).await;
+    assert_eq!(expanded.body.matches("BEGIN:VEVENT").count(), 3, "{}", expanded.body);
+    assert!(!expanded.body.contains("FREQ=WEEKLY") && !expanded.body.contains("EXDATE"), "{}", expanded.body);
+    for start in ["DTSTART:20261201T090000Z", "DTSTART:20261208T140000Z", "DTSTART:20261222T090000Z"] {
+        assert!(expanded.body.contains(start), "{start}: {}", expanded.body);
+    }
+    assert_eq!(expanded.body.matches("RECURRENCE-ID").count(), 3, "{}", expanded.body);
+
     // An edit in the CRM goes into the app's event, and only what it changed.
     let edited = api
         .send(
