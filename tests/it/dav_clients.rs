@@ -357,6 +357,94 @@ async fn vdirsyncer_syncs_two_way_calendar_events_with_activities_and_a_resync_c
     assert_eq!(local_files(&local, "ics"), events, "local folder unchanged");
 }
 
+/// The pinned sdist `name` (tests/sdists.txt, fetched by scripts/test.sh) unpacked into `into`.
+fn unpacked(name: &str, into: &Path) -> PathBuf {
+    let sdist = repo().join(format!(".venv/sdists/{name}.tar.gz"));
+    assert!(sdist.exists(), "{} is missing: run ./scripts/test.sh, which fetches tests/sdists.txt", sdist.display());
+    let status = Command::new("tar").arg("xzf").arg(&sdist).arg("-C").arg(into).status().expect("tar");
+    assert!(status.success(), "tar xzf {}", sdist.display());
+    into.join(name)
+}
+
+/// What a pytest run printed (`-rA`: a line per test).
+struct Run {
+    out: String,
+}
+
+impl Run {
+    /// The tests reported with `word` (`PASSED `, `FAILED `, `ERROR `).
+    fn outcome(&self, word: &str) -> Vec<String> {
+        self.out
+            .lines()
+            .filter_map(|l| l.strip_prefix(word))
+            .map(|t| t.split(" - ").next().unwrap_or(t).to_string())
+            .collect()
+    }
+}
+
+/// pytest on `tests` in `suite` with the venv's python, told the server's address and the
+/// account (`MYCORRHIZAL_URL`, `_USER`, `_PASSWORD`, `_ID`) and `env`.
+fn pytest(suite: &Path, tests: &str, server: &crate::helpers::TestServer, api: &Client, env: &[(&str, &str)]) -> Run {
+    let run = Command::new(venv_tool("python"))
+        .args([
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:logging",
+            "-o",
+            "addopts=",
+            "-q",
+            "-rA",
+            "--tb=line",
+        ])
+        .arg(tests)
+        .current_dir(suite)
+        .env("MYCORRHIZAL_URL", server.url(""))
+        .env("MYCORRHIZAL_USER", "ada")
+        .env("MYCORRHIZAL_PASSWORD", PASSWORD)
+        .env("MYCORRHIZAL_ID", api.id.to_string())
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("pytest");
+    Run { out: String::from_utf8_lossy(&run.stdout).into_owned() }
+}
+
+/// python-caldav's own suite (the pinned sdist's tests/test_caldav.py) against the account's
+/// calendar with two-way CalDAV on, told what this server does not do
+/// (tests/caldav_conf_private.py: one calendar, events only, no scheduling): every test it runs
+/// passes (alarms, sequences, relations, recurrences and their exceptions kept; time ranges
+/// expanded; server-side expansion; text, alarm and undefined-property searches; sync tokens).
+#[tokio::test(flavor = "multi_thread")]
+async fn python_caldavs_own_suite_passes_with_the_honest_feature_profile() {
+    let server = Instance::new()
+        .with("CALDAV_ENABLED", "true")
+        .with("CALDAV_TWO_WAY_ENABLED", "true")
+        .with("RATE_LIMIT_DAV_BURST", "100000")
+        .spawn();
+    let api = server.sign_up("ada").await;
+    let work = tempfile::tempdir().expect("tempdir");
+    let suite = unpacked("caldav-1.6.0", work.path());
+    std::fs::copy(repo().join("tests/caldav_conf_private.py"), suite.join("tests/conf_private.py")).expect("conf");
+    let run = pytest(&suite, "tests/test_caldav.py", &server, &api, &[]);
+    let (passed, failed, errors) = (run.outcome("PASSED "), run.outcome("FAILED "), run.outcome("ERROR "));
+    let tail = run.out.lines().rev().take(80).collect::<Vec<_>>().join("\n");
+    assert!(failed.is_empty() && errors.is_empty(), "failed {failed:#?} errors {errors:#?}\n{tail}");
+    assert!(passed.len() >= 28, "{} passed:\n{tail}", passed.len());
+    for must in [
+        "testAlarm",
+        "testRecurringDateWithExceptionSearch",
+        "testEditSingleRecurrence",
+        "testCreateChildParent",
+        "testSearchEvent",
+        "testSync",
+    ] {
+        assert!(passed.iter().any(|t| t.ends_with(must)), "{must} did not pass:\n{tail}");
+    }
+}
+
 /// What vdirsyncer's own storage suite asks that this server refuses on purpose, by test id:
 /// tasks (the calendar holds events: `[VTODO]`, and the item-type test that uploads one),
 /// and new collections (one address book and one calendar per account).
@@ -372,8 +460,6 @@ fn refused_on_purpose(test: &str) -> bool {
 /// another collection skip themselves (tests/vdirsyncer_server.py).
 #[tokio::test(flavor = "multi_thread")]
 async fn vdirsyncers_own_storage_suite_passes_but_for_the_refusals_written_down() {
-    let sdist = repo().join(".venv/sdists/vdirsyncer-0.21.0.tar.gz");
-    assert!(sdist.exists(), "{} is missing: run ./scripts/test.sh, which fetches tests/sdists.txt", sdist.display());
     let server = Instance::new()
         .with("CARDDAV_ENABLED", "true")
         .with("CALDAV_ENABLED", "true")
@@ -382,45 +468,13 @@ async fn vdirsyncers_own_storage_suite_passes_but_for_the_refusals_written_down(
         .spawn();
     let api = server.sign_up("ada").await;
     let work = tempfile::tempdir().expect("tempdir");
-    let unpacked = Command::new("tar").arg("xzf").arg(&sdist).arg("-C").arg(work.path()).status().expect("tar");
-    assert!(unpacked.success());
-    let suite = work.path().join("vdirsyncer-0.21.0");
+    let suite = unpacked("vdirsyncer-0.21.0", work.path());
     let mixin = suite.join("tests/storage/servers/mycorrhizal");
     std::fs::create_dir_all(&mixin).expect("mkdir");
     std::fs::copy(repo().join("tests/vdirsyncer_server.py"), mixin.join("__init__.py")).expect("mixin");
-    let python = venv_tool("python");
-    let run = Command::new(python)
-        .args([
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:logging",
-            "-o",
-            "addopts=",
-            "-q",
-            "-rA",
-            "--tb=line",
-        ])
-        .arg("tests/storage/dav")
-        .current_dir(&suite)
-        .env("DAV_SERVER", "mycorrhizal")
-        .env("MYCORRHIZAL_URL", server.url(""))
-        .env("MYCORRHIZAL_USER", "ada")
-        .env("MYCORRHIZAL_PASSWORD", PASSWORD)
-        .env("MYCORRHIZAL_ID", api.id.to_string())
-        .stdin(Stdio::null())
-        .output()
-        .expect("pytest");
-    let out = String::from_utf8_lossy(&run.stdout);
-    let outcome = |word: &str| -> Vec<String> {
-        out.lines()
-            .filter_map(|l| l.strip_prefix(word))
-            .map(|t| t.split(" - ").next().unwrap_or(t).to_string())
-            .collect()
-    };
-    let (passed, failed, errors) = (outcome("PASSED "), outcome("FAILED "), outcome("ERROR "));
+    let run = pytest(&suite, "tests/storage/dav", &server, &api, &[("DAV_SERVER", "mycorrhizal")]);
+    let (passed, failed, errors) = (run.outcome("PASSED "), run.outcome("FAILED "), run.outcome("ERROR "));
+    let out = &run.out;
     let unexpected: Vec<&String> = failed.iter().chain(&errors).filter(|t| !refused_on_purpose(t)).collect();
     assert!(
         unexpected.is_empty(),
