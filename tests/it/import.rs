@@ -813,7 +813,8 @@ async fn categories_become_circles_when_asked() {
 
 const EXPORTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/exporters");
 
-/// The exporter corpus (Apple, Outlook, Android, Thunderbird CardBook, Evolution; 2.1 with
+/// The exporter corpus (Apple macOS and iOS, Outlook, Android, Samsung, Thunderbird and its
+/// CardBook, DAVx5, Evolution, a hand-edited card of values no type reads; 2.1 with
 /// quoted-printable and a photo, 3.0, 4.0): every card imports, the nameless ones named after
 /// what they have and a birthday that names no day left out alone, as the preview said; exported
 /// as 4.0 and as 3.0, what they held comes back (vendor properties, Apple's labels, the bad
@@ -823,7 +824,18 @@ async fn every_exporter_card_imports_and_comes_back_to_its_own_contact() {
     let server = Instance::new().spawn();
     let ada = server.sign_up("ada").await;
     let mut file = Vec::new();
-    for name in ["apple.vcf", "outlook.vcf", "android.vcf", "cardbook.vcf", "evolution.vcf"] {
+    for name in [
+        "apple.vcf",
+        "outlook.vcf",
+        "android.vcf",
+        "cardbook.vcf",
+        "evolution.vcf",
+        "thunderbird.vcf",
+        "davx5.vcf",
+        "samsung.vcf",
+        "ios.vcf",
+        "hand-edited.vcf",
+    ] {
         file.extend(std::fs::read(format!("{EXPORTERS}/{name}")).expect("fixture"));
     }
     let cards = String::from_utf8_lossy(&file).matches("BEGIN:VCARD").count();
@@ -847,6 +859,8 @@ async fn every_exporter_card_imports_and_comes_back_to_its_own_contact() {
     ] {
         assert!(said(note), "the preview says {note:?}: {rows:#?}");
     }
+    let skipped: Vec<&Value> = rows.iter().filter(|r| r["suggested_action"] != "add").collect();
+    assert!(skipped.is_empty(), "every card is someone new: {skipped:#?}");
     let result = ok_json(ada.post("/api/v1/contacts/import/vcf/confirm", suggested(&preview)).await).await;
     assert_eq!((result["created"].as_u64(), result["error_count"].as_u64()), (Some(cards as u64), Some(0)), "{result}");
     let stored = contacts(&ada).await;
@@ -872,6 +886,13 @@ async fn every_exporter_card_imports_and_comes_back_to_its_own_contact() {
             "GENDER:F",
             "ROLE:CHERCHEUSE",
             "PHOTO",
+            "EUROPE/PARIS",
+            "X-ADDRESSBOOKSERVER-KIND:GROUP",
+            "X-PHONETIC-FIRST-NAME:MEE-RAH",
+            "BDAY:SOMETIME IN SPRING",
+            "GEO:SOMEWHERE NORTH",
+            "X-SHOE-SIZE",
+            "STRASSE DES 17. JUNI",
         ] {
             assert!(upper.contains(expected), "{version} export has {expected}:\n{text}");
         }

@@ -27,7 +27,7 @@ pub fn write(record: &NeutralRecord, version: Version) -> Result<String, WriteEr
 /// [`write`] of a record whose card is JSON already: a stored contact's card text read as JSON,
 /// not read into a `Card` and written out again first.
 pub fn write_json(record: JsonRecord, version: Version) -> Result<String, WriteError> {
-    let zones = zone_names(&record.card);
+    let zones = zone_names(&record);
     let js = jscontact::from_json(record);
     // calcard's own value read straight from ours, in id order (as the JSON text of
     // `jscontact::to_text_in_id_order` would read, without writing and parsing that text).
@@ -73,7 +73,7 @@ pub fn write_json_with_photo(
 /// `None` when the stand-in did not come out of calcard's conversion as one `PHOTO` of binary
 /// value.
 fn spliced(record: JsonRecord, photo: &Photo, version: Version) -> Result<Option<String>, WriteError> {
-    let zones = zone_names(&record.card);
+    let zones = zone_names(&record);
     let js = jscontact::from_json(record);
     let parsed = serde::Deserialize::deserialize(jscontact::InIdOrder(&js)).map_err(|e| WriteError(e.to_string()))?;
     let vcard = prepared(JSContact::<String, String>(parsed), &zones, version)?;
@@ -154,7 +154,11 @@ fn fold_onto(out: &mut String, mut line: usize, ascii: &str) {
 
 /// [`write`]'s second half: calcard's card `js` written as a vCard, its time zones named
 /// `zones` ([`zone_names`]).
-fn write_js(js: JSContact<'_, String, String>, zones: &[String], version: Version) -> Result<String, WriteError> {
+fn write_js(
+    js: JSContact<'_, String, String>,
+    zones: &[(String, bool)],
+    version: Version,
+) -> Result<String, WriteError> {
     let vcard = prepared(js, zones, version)?;
     let mut out = String::new();
     let v = if version == Version::V3 { VCardVersion::V3_0 } else { VCardVersion::V4_0 };
@@ -163,7 +167,11 @@ fn write_js(js: JSContact<'_, String, String>, zones: &[String], version: Versio
 }
 
 /// calcard's card `js` (its time zones named `zones`) as it is written in `version`.
-fn prepared(js: JSContact<'_, String, String>, zones: &[String], version: Version) -> Result<VCard, WriteError> {
+fn prepared(
+    js: JSContact<'_, String, String>,
+    zones: &[(String, bool)],
+    version: Version,
+) -> Result<VCard, WriteError> {
     let mut vcard = js.into_vcard().ok_or_else(|| WriteError("the card is not a JSContact object".into()))?;
     tidy(&mut vcard, version);
     time_zone_names(&mut vcard, zones, version);
@@ -188,11 +196,16 @@ fn finish(out: String, version: Version) -> String {
 /// calcard writes a `TZ` named by its zone (`Europe/Paris`) as the zone's current offset, which
 /// loses the zone (and its summer time). The card's own names are written back as text; an
 /// `Etc/GMT-1` is what reading `+01:00` gave, and stays an offset. The `TZ` properties come in
-/// the order of the addresses that hold only a time zone (as a `TZ` property reads), `zones`.
-fn time_zone_names(vcard: &mut VCard, zones: &[String], version: Version) {
+/// the order of the addresses they were read into, `zones` (with whether that address is a full
+/// one calcard folded the `TZ` into: such a `TZ` goes after the addresses, where it was read).
+fn time_zone_names(vcard: &mut VCard, zones: &[(String, bool)], version: Version) {
     let mut names = zones.iter();
-    for entry in vcard.entries.iter_mut().filter(|e| e.name == VCardProperty::Tz) {
-        let Some(name) = names.next() else { break };
+    let mut folded = Vec::new();
+    for (at, entry) in vcard.entries.iter_mut().enumerate().filter(|(_, e)| e.name == VCardProperty::Tz) {
+        let Some((name, into_address)) = names.next() else { break };
+        if *into_address {
+            folded.push(at);
+        }
         if name.starts_with("Etc/") || !name.contains('/') {
             continue;
         }
@@ -205,21 +218,49 @@ fn time_zone_names(vcard: &mut VCard, zones: &[String], version: Version) {
             });
         }
     }
+    // A `TZ` read into the address before it is read into it again only after that address.
+    if !folded.is_empty()
+        && let Some(last_address) = vcard.entries.iter().rposition(|e| e.name == VCardProperty::Adr)
+    {
+        let moved: Vec<VCardEntry> =
+            folded.iter().rev().filter(|at| **at < last_address).map(|at| vcard.entries.remove(*at)).collect();
+        let after = vcard.entries.iter().rposition(|e| e.name == VCardProperty::Adr).map_or(0, |at| at + 1);
+        for entry in moved {
+            vcard.entries.insert(after, entry);
+        }
+    }
 }
 
-/// The time zones of `card`'s addresses that hold only a time zone (no components, no full
-/// address), in order: the `TZ` properties the card was read from.
-fn zone_names(card: &Map<String, Value>) -> Vec<String> {
-    let Some(Value::Array(addresses)) = card.get("addresses") else { return Vec::new() };
+/// The time zones a card's `TZ` properties were read into, in address order: an address that
+/// holds only a time zone (no components, no full address), and a full address that calcard
+/// folded a `TZ` into (a card with one `ADR` and one `TZ`; its conversion notes say so, and it
+/// is written as a `TZ` again, not as the address's parameter).
+fn zone_names(record: &JsonRecord) -> Vec<(String, bool)> {
+    let Some(Value::Array(addresses)) = record.card.get("addresses") else { return Vec::new() };
     let absent = |address: &Value, member: &str| match address.get(member) {
         None | Some(Value::Null) => true,
         Some(Value::Array(list)) => list.is_empty(),
         Some(_) => false,
     };
+    let converted = record
+        .passthrough
+        .get(jscontact::PASSTHROUGH_JSCONTACT_PROPS)
+        .and_then(|p| p.get("/vCard/convertedProperties"))
+        .and_then(Value::as_object);
+    let folded = |address: &Value| {
+        let id = address.get("id").and_then(Value::as_str).unwrap_or_default();
+        converted.is_some_and(|c| c.contains_key(&format!("addresses/{id}/timeZone")))
+    };
     addresses
         .iter()
-        .filter(|a| absent(a, "components") && absent(a, "full"))
-        .filter_map(|a| a.get("timeZone").and_then(Value::as_str).map(str::to_string))
+        .filter_map(|a| {
+            let zone = a.get("timeZone").and_then(Value::as_str)?.to_string();
+            if absent(a, "components") && absent(a, "full") {
+                Some((zone, false))
+            } else {
+                folded(a).then_some((zone, true))
+            }
+        })
         .collect()
 }
 
@@ -369,7 +410,7 @@ mod tests {
     fn write_through_text(record: &NeutralRecord, version: Version) -> Result<String, WriteError> {
         let text = jscontact::to_text_in_id_order(&jscontact::from_neutral(record));
         let js = JSContact::<String, String>::parse(&text).map_err(|e| WriteError(format!("{e:?}")))?;
-        write_js(js, &zone_names(&JsonRecord::from(record).card), version)
+        write_js(js, &zone_names(&JsonRecord::from(record)), version)
     }
 
     /// Cards of every shape we have: the RFC examples, exporters' samples (2.1, 3.0 and 4.0,
