@@ -202,3 +202,29 @@ async fn a_card_comes_back_as_its_client_wrote_it_until_the_contact_changes() {
     let got = dav.send("GET", &dav.card("odd-1"), &[], "").await;
     assert!(!got.body.chars().any(|c| c.is_control() && !matches!(c, '\r' | '\n' | '\t')), "{:?}", got.body);
 }
+
+/// The cards Apple's Contacts (iOS, 3.0 with item groups and labels), DAVx5 (3.0, its phonetic
+/// name and Apple-style labels) and Thunderbird (4.0) send, from the exporter corpus: each PUT
+/// comes back to its client as it sent it, and reads in the other version with what it holds.
+#[tokio::test]
+async fn the_cards_apple_davx5_and_thunderbird_send_come_back_as_sent() {
+    let server = server().await;
+    let (_, dav) = account(&server, "ada").await;
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/exporters");
+    for (file, uid, needle, other) in [
+        ("ios.vcf", "1E2D3C4B-5A69-4788-9766-554433221100", "Okafor", "4.0"),
+        ("davx5.vcf", "4f3c2b1a-0e9d-4c8b-a7f6-e5d4c3b2a190", "MEE-rah", "4.0"),
+        ("thunderbird.vcf", "7b0b2e5c-4b1e-4e63-9a44-1f2d3c4b5a69", "Garnier", "3.0"),
+    ] {
+        let text = std::fs::read_to_string(format!("{corpus}/{file}")).expect("fixture");
+        let end = text.find("END:VCARD").expect("a card") + "END:VCARD".len();
+        let card = format!("{}{}", &text[..end], &text[end..].chars().take_while(|c| *c == '\r' || *c == '\n').collect::<String>());
+        let made = dav.put(uid, &card, &[("If-None-Match", "*")]).await;
+        assert_eq!(made.status, 201, "{file}: {}", made.body);
+        let version = if card.contains("VERSION:4.0") { "4.0" } else { "3.0" };
+        let got = dav.send("GET", &dav.card(uid), &[("Accept", &format!("text/vcard; version={version}"))], "").await;
+        assert_eq!(got.body, card, "{file} as sent");
+        let converted = dav.send("GET", &dav.card(uid), &[("Accept", &format!("text/vcard; version={other}"))], "").await;
+        assert!(converted.body.contains(&format!("VERSION:{other}")) && converted.body.contains(needle), "{file}: {}", converted.body);
+    }
+}
