@@ -445,6 +445,7 @@ fn activity(rng: &mut Rng, contacts: u64, n: u64) -> Activity {
         kind: "meal".into(),
         external_ref: String::new(),
         dav_name: String::new(),
+        ical: String::new(),
     }
 }
 
