@@ -5,9 +5,14 @@
 //! change: a page stops before the first member that does not fit, and the next token resumes
 //! right there; a member may be reported twice (harmless), never not at all.
 //!
-//! A token the feed can no longer answer is stale: one this server never issued, one ahead of the
+//! A token also carries the instant of the change at `seq` (`<seq>~<micros>`), so it names a
+//! point of this feed's history, not only a number: after a restore from backup the feed goes
+//! on from an older sequence, and once it passes a client's number again that number means
+//! other changes. A token is stale when the feed can no longer answer it: one this server never
+//! issued (another prefix, or a change at `seq` that is not the one it names), one ahead of the
 //! feed (a restored backup), or one whose removed members' tombstones were purged after
-//! `DELETED_RETENTION_DAYS` (their names are gone). The client then syncs afresh.
+//! `DELETED_RETENTION_DAYS` (their names are gone). The client then syncs afresh. A token
+//! without the instant (issued before it was added) is taken on its number.
 
 use std::collections::HashSet;
 
@@ -24,6 +29,9 @@ const STEP: usize = 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Token {
     pub seq: u64,
+    /// The instant (microseconds) of the change at `seq`; `None` for `seq` 0 and for tokens
+    /// issued before it was written into them.
+    pub at: Option<i64>,
     /// During a paged first sync: the last contact id already reported.
     pub after: Option<u64>,
 }
@@ -32,27 +40,58 @@ impl Token {
     pub fn parse(text: &str) -> Option<Token> {
         let rest = text.trim().strip_prefix(PREFIX)?;
         let mut parts = rest.split(':');
-        let seq = parts.next()?.parse().ok()?;
+        let first = parts.next()?;
+        let (seq, at) = match first.split_once('~') {
+            Some((seq, at)) => (seq.parse().ok()?, Some(at.parse().ok()?)),
+            None => (first.parse().ok()?, None),
+        };
         let after = match parts.next() {
             None => None,
             Some(id) => Some(id.parse().ok()?),
         };
-        parts.next().is_none().then_some(Token { seq, after })
+        parts.next().is_none().then_some(Token { seq, at, after })
     }
+
+    /// The token of `view`'s feed at `seq`, naming the change there.
+    fn at(view: &UserView, seq: u64, after: Option<u64>) -> mycorrhizal_engine::Result<Token> {
+        Ok(Token { seq, at: change_at(view, seq)?, after })
+    }
+
+    /// Whether `view`'s feed is the history this token was issued from: the change at its
+    /// sequence is the one it names (a token without an instant is taken on its number).
+    fn of_this_feed(&self, view: &UserView) -> mycorrhizal_engine::Result<bool> {
+        match self.at {
+            None => Ok(true),
+            Some(at) => Ok(change_at(view, self.seq)? == Some(at)),
+        }
+    }
+}
+
+/// The instant (microseconds) of the change at `seq` of `view`'s feed, if it has one.
+fn change_at(view: &UserView, seq: u64) -> mycorrhizal_engine::Result<Option<i64>> {
+    if seq == 0 {
+        return Ok(None);
+    }
+    let found = view.changes_since(seq - 1, 1)?.into_iter().next().filter(|c| c.seq == seq);
+    Ok(found.map(|c| c.at.as_microsecond()))
 }
 
 impl std::fmt::Display for Token {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{PREFIX}{}", self.seq)?;
+        if let Some(at) = self.at {
+            write!(f, "~{at}")?;
+        }
         match self.after {
-            None => write!(f, "{PREFIX}{}", self.seq),
-            Some(id) => write!(f, "{PREFIX}{}:{id}", self.seq),
+            None => Ok(()),
+            Some(id) => write!(f, ":{id}"),
         }
     }
 }
 
 /// The token of the feed as `view` sees it (also the address book's `getctag`).
 pub fn current(view: &UserView) -> mycorrhizal_engine::Result<Token> {
-    Ok(Token { seq: view.last_seq()?, after: None })
+    Token::at(view, view.last_seq()?, None)
 }
 
 /// One sync-collection answer.
@@ -111,8 +150,14 @@ pub fn walk<C: Members>(
 ) -> Result<Page<C::Member>, SyncError> {
     let last = view.last_seq()?;
     let token = match token.map(str::trim).filter(|t| !t.is_empty()) {
-        None => Token { seq: last, after: Some(0) },
-        Some(text) => Token::parse(text).filter(|t| t.seq <= last).ok_or(SyncError::Stale)?,
+        None => Token::at(view, last, Some(0))?,
+        Some(text) => {
+            let token = Token::parse(text).filter(|t| t.seq <= last).ok_or(SyncError::Stale)?;
+            if !token.of_this_feed(view)? {
+                return Err(SyncError::Stale);
+            }
+            token
+        }
     };
     let mut budget = limit.unwrap_or(usize::MAX);
     let mut page = Page { changed: Vec::new(), removed: Vec::new(), next: token, truncated: false };
@@ -123,7 +168,7 @@ pub fn walk<C: Members>(
             let taken: Vec<(u64, C::Member)> = members.into_iter().take(budget).collect();
             let last_key = taken.last().map_or(after, |(k, _)| *k);
             page.changed = taken.into_iter().map(|(_, m)| m).collect();
-            page.next = Token { seq: token.seq, after: Some(last_key) };
+            page.next = Token { seq: token.seq, at: token.at, after: Some(last_key) };
             page.truncated = true;
             return Ok(page);
         }
@@ -156,7 +201,7 @@ pub fn walk<C: Members>(
             consumed = change.seq;
         }
     }
-    page.next = Token { seq: if page.truncated { consumed } else { last.max(consumed) }, after: None };
+    page.next = Token::at(view, if page.truncated { consumed } else { last.max(consumed) }, None)?;
     for key in keys {
         match collection.resolve(view, key)? {
             Resolved::Live(member) => page.changed.push(member),
@@ -256,10 +301,28 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_and_foreign_ones_are_refused() {
-        for token in [Token { seq: 0, after: None }, Token { seq: 42, after: Some(7) }] {
+        for token in [
+            Token { seq: 0, at: None, after: None },
+            Token { seq: 42, at: Some(1_796_119_200_123_456), after: Some(7) },
+            Token { seq: 43, at: Some(1_796_119_200_123_457), after: None },
+            Token { seq: 44, at: None, after: Some(9) },
+        ] {
             assert_eq!(Token::parse(&token.to_string()), Some(token));
         }
-        for bad in ["", "urn:mycorrhizal:sync:", "urn:mycorrhizal:sync:x", "http://x/1", "urn:mycorrhizal:sync:1:2:3"] {
+        assert_eq!(
+            Token::parse("urn:mycorrhizal:sync:12"),
+            Some(Token { seq: 12, at: None, after: None }),
+            "old tokens"
+        );
+        for bad in [
+            "",
+            "urn:mycorrhizal:sync:",
+            "urn:mycorrhizal:sync:x",
+            "http://x/1",
+            "urn:mycorrhizal:sync:1:2:3",
+            "urn:mycorrhizal:sync:1~",
+            "urn:mycorrhizal:sync:1~x:2",
+        ] {
             assert_eq!(Token::parse(bad), None, "{bad}");
         }
     }

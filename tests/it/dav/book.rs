@@ -218,13 +218,50 @@ async fn the_cards_apple_davx5_and_thunderbird_send_come_back_as_sent() {
     ] {
         let text = std::fs::read_to_string(format!("{corpus}/{file}")).expect("fixture");
         let end = text.find("END:VCARD").expect("a card") + "END:VCARD".len();
-        let card = format!("{}{}", &text[..end], &text[end..].chars().take_while(|c| *c == '\r' || *c == '\n').collect::<String>());
+        let card = format!(
+            "{}{}",
+            &text[..end],
+            &text[end..].chars().take_while(|c| *c == '\r' || *c == '\n').collect::<String>()
+        );
         let made = dav.put(uid, &card, &[("If-None-Match", "*")]).await;
         assert_eq!(made.status, 201, "{file}: {}", made.body);
         let version = if card.contains("VERSION:4.0") { "4.0" } else { "3.0" };
         let got = dav.send("GET", &dav.card(uid), &[("Accept", &format!("text/vcard; version={version}"))], "").await;
         assert_eq!(got.body, card, "{file} as sent");
-        let converted = dav.send("GET", &dav.card(uid), &[("Accept", &format!("text/vcard; version={other}"))], "").await;
-        assert!(converted.body.contains(&format!("VERSION:{other}")) && converted.body.contains(needle), "{file}: {}", converted.body);
+        let converted =
+            dav.send("GET", &dav.card(uid), &[("Accept", &format!("text/vcard; version={other}"))], "").await;
+        assert!(
+            converted.body.contains(&format!("VERSION:{other}")) && converted.body.contains(needle),
+            "{file}: {}",
+            converted.body
+        );
     }
+}
+
+/// A sync token names a point of this book's history, not only a number: an empty token gets
+/// everything; a token whose change is not the one at its number in this feed (as after a
+/// restore from backup, when the numbers are reached again by other changes) is one this server
+/// never issued, 403 `valid-sync-token`; so is a foreign one. A token of the older form (a
+/// number alone) is still taken.
+#[tokio::test]
+async fn a_sync_token_of_another_history_is_refused_and_an_empty_one_gets_everything() {
+    let server = server().await;
+    let (_, dav) = account(&server, "ada").await;
+    assert_eq!(dav.put("first", &card("first", "First Card"), &[]).await.status, 201);
+    let everything = dav.sync("", None).await;
+    assert_eq!(etags(&everything.body).len(), 1, "{}", everything.body);
+    let token = sync_token(&everything.body);
+    let (number, instant) = token.rsplit_once('~').expect("the token names its change");
+    assert_eq!(dav.put("second", &card("second", "Second Card"), &[]).await.status, 201);
+    let next = dav.sync(&token, None).await;
+    assert_eq!(etags(&next.body).len(), 1, "only the second: {}", next.body);
+    let other: i64 = instant.parse::<i64>().expect("micros") + 1;
+    for refused in [format!("{number}~{other}"), "http://example.org/ns/sync/1".to_string()] {
+        let answer = dav.sync(&refused, None).await;
+        assert_eq!(answer.status, 403, "{refused}: {}", answer.body);
+        assert!(answer.body.contains("valid-sync-token"), "{}", answer.body);
+    }
+    let older_form = dav.sync(number, None).await;
+    assert_eq!(older_form.status, 207, "{}", older_form.body);
+    assert_eq!(etags(&older_form.body).len(), 1, "{}", older_form.body);
 }
