@@ -2,6 +2,7 @@
 //! sets, UIDs that differ only in case kept as two cards, and any href a client chooses.
 
 use super::{account, card, etags, hrefs, server, sync_token};
+use crate::helpers::PASSWORD;
 
 #[tokio::test]
 async fn the_address_book_can_be_renamed_and_other_properties_are_refused_whole() {
@@ -264,4 +265,61 @@ async fn a_sync_token_of_another_history_is_refused_and_an_empty_one_gets_everyt
     let older_form = dav.sync(number, None).await;
     assert_eq!(older_form.status, 207, "{}", older_form.body);
     assert_eq!(etags(&older_form.body).len(), 1, "{}", older_form.body);
+}
+
+/// A client's first PROPFIND goes without credentials and with a body, then again with them on
+/// the same connection (python-caldav, Thunderbird): the 401 leaves that connection open for it
+/// (hyper reads the small body the refusal left unread).
+#[tokio::test]
+async fn a_refused_request_with_a_body_leaves_its_connection_usable() {
+    use std::io::{Read, Write};
+    let server = server().await;
+    let (_, dav) = account(&server, "ada").await;
+    let body =
+        r#"<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:current-user-principal/></D:prop></D:propfind>"#;
+    let addr = server.addr;
+    let auth = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, format!("ada:{PASSWORD}"));
+    let book = dav.book();
+    let answers = tokio::task::spawn_blocking(move || {
+        let mut socket = std::net::TcpStream::connect(addr).expect("connect");
+        socket.set_read_timeout(Some(std::time::Duration::from_secs(10))).expect("timeout");
+        let request = |credentials: &str| {
+            format!(
+                "PROPFIND {book} HTTP/1.1\r\nHost: {addr}\r\nDepth: 0\r\nContent-Type: application/xml\r\n{credentials}Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        };
+        let mut answers = Vec::new();
+        for credentials in [String::new(), format!("Authorization: Basic {auth}\r\n")] {
+            socket.write_all(request(&credentials).as_bytes()).expect("write");
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 8192];
+            // Read until the answer's head and its whole body (by Content-Length or chunked end).
+            loop {
+                let n = socket.read(&mut buf).unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                seen.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&seen);
+                if let Some(head_end) = text.find("\r\n\r\n") {
+                    let head = text[..head_end].to_ascii_lowercase();
+                    let length = head.lines().find_map(|l| l.strip_prefix("content-length:")).map(|v| v.trim().parse::<usize>().unwrap_or(0));
+                    let done = match length {
+                        Some(length) => seen.len() >= head_end + 4 + length,
+                        None => text.ends_with("0\r\n\r\n"),
+                    };
+                    if done {
+                        break;
+                    }
+                }
+            }
+            answers.push(String::from_utf8_lossy(&seen).into_owned());
+        }
+        answers
+    })
+    .await
+    .expect("client");
+    assert!(answers[0].starts_with("HTTP/1.1 401"), "{}", answers[0]);
+    assert!(answers[1].starts_with("HTTP/1.1 207"), "the same connection answers the retry: {:?}", answers[1]);
 }
