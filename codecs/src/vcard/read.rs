@@ -72,12 +72,23 @@ pub(super) fn unfold(bytes: &[u8]) -> Vec<u8> {
 
 /// Every card of a vCard file, in order: a neutral record, or a problem with the card's line.
 pub fn parse_file(bytes: &[u8]) -> Vec<Item> {
-    let bytes = crate::text::utf8_bytes(bytes);
+    let bytes = without_controls(crate::text::utf8_bytes(bytes));
     let found = blocks(&bytes);
     if found.is_empty() {
         return vec![Item::Problem(Problem { index: 0, line: 1, reason: "no BEGIN:VCARD found".into() })];
     }
     parse_blocks(&found)
+}
+
+/// `bytes` without the ASCII control characters no vCard line may hold (all but tab and the
+/// line ends): a value read with one (a bell, a NUL) would be served with it, and break the
+/// parser of the client that reads it. Copied only when there is one.
+fn without_controls(bytes: std::borrow::Cow<'_, [u8]>) -> std::borrow::Cow<'_, [u8]> {
+    let control = |b: &u8| (*b < 0x20 && !matches!(*b, b'\t' | b'\r' | b'\n')) || *b == 0x7f;
+    if !bytes.iter().any(control) {
+        return bytes;
+    }
+    std::borrow::Cow::Owned(bytes.iter().copied().filter(|b| !control(b)).collect())
 }
 
 /// Cards per thread below which a file is parsed on the calling thread alone.
