@@ -234,10 +234,11 @@ fn all(names: &[(&str, &str)]) -> Vec<Prop> {
     names.iter().map(|(ns, name)| Prop { name: PropName::new(ns, name), version: None, expand: None }).collect()
 }
 
-const READ_ONLY: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
+/// Read-only events; the calendar's own name and colour can still be set (PROPPATCH).
+const READ_ONLY: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:write-properties/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
 
 /// Two-way: events may be added (as activities), and an activity's changed and removed.
-const WRITE_CONTENT: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:write-content/></D:privilege><D:privilege><D:bind/></D:privilege><D:privilege><D:unbind/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
+const WRITE_CONTENT: &str = "<D:current-user-privilege-set><D:privilege><D:read/></D:privilege><D:privilege><D:write-properties/></D:privilege><D:privilege><D:write-content/></D:privilege><D:privilege><D:bind/></D:privilege><D:privilege><D:unbind/></D:privilege><D:privilege><D:read-current-user-privilege-set/></D:privilege></D:current-user-privilege-set>";
 
 /// Apple's calendar properties (`calendar-color`).
 const APPLE_ICAL: &str = "http://apple.com/ns/ical/";

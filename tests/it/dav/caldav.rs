@@ -486,6 +486,8 @@ async fn the_calendar_can_be_named_and_coloured() {
     let props = "<D:displayname/><A:calendar-color xmlns:A=\"http://apple.com/ns/ical/\"/>";
     let before = dav.propfind(&calendar, "0", props).await;
     assert!(before.body.contains("<D:displayname>Dates</D:displayname>"), "{}", before.body);
+    let privileges = dav.propfind(&calendar, "0", "<D:current-user-privilege-set/>").await;
+    assert!(privileges.body.contains("<D:write-properties/>"), "said before it is asked: {}", privileges.body);
     let set = dav
         .send("PROPPATCH", &calendar, &[], &patch("<D:set><D:prop><D:displayname>hello wörld</D:displayname><A:calendar-color>#ff0000</A:calendar-color></D:prop></D:set>"))
         .await;
