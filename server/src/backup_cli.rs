@@ -20,10 +20,6 @@ pub fn backup(mut config: Config, out: Option<&Path>) -> u8 {
         return 2;
     }
     let dir = out.map(Path::to_path_buf).unwrap_or_else(|| config.integrity.backups_in(&config.data_dir));
-    if let Err(why) = writable(&dir) {
-        eprintln!("mycorrhizal: backup failed: {why}");
-        return 1;
-    }
     let bar = progress_bar();
     let mut progress = |p: Progress| {
         bar.set_length(p.rows_total);
@@ -51,31 +47,6 @@ pub fn backup(mut config: Config, out: Option<&Path>) -> u8 {
             eprintln!("mycorrhizal: backup failed: {e}");
             1
         }
-    }
-}
-
-/// Whether a backup can be written into `dir` (made when missing), asked before the snapshot:
-/// a folder mounted into a container keeps its owner on the host, and the server runs as its
-/// own user (uid 7300 in the image), so the refusal says whose folder it is and what to do.
-fn writable(dir: &Path) -> Result<(), String> {
-    let probe = dir.join(format!(".mycorrhizal-write-check-{}", std::process::id()));
-    let attempt = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&probe, b"")).map(|()| {
-        let _ = std::fs::remove_file(&probe);
-    });
-    match attempt {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            use std::os::unix::fs::MetadataExt as _;
-            let owner = std::fs::metadata(dir).map(|m| m.uid().to_string()).unwrap_or_else(|_| "?".into());
-            let me = rustix::process::getuid().as_raw();
-            Err(format!(
-                "cannot write into {}: permission denied (the folder belongs to uid {owner}, this runs as uid {me}). \
-                 A folder mounted from the host keeps the host's owner: on the host, chown {me} it \
-                 (`chown 7300:7300 ./backups` for the image), or mount a named volume",
-                dir.display()
-            ))
-        }
-        Err(e) => Err(format!("cannot write into {}: {e}", dir.display())),
     }
 }
 

@@ -520,10 +520,11 @@ async fn a_storage_sample_is_taken_at_start_for_the_growth_trend() {
 }
 
 /// A backup folder that cannot be written is refused before any snapshot is taken, naming the
-/// folder (a folder mounted into the container keeps the host's owner; as that user the refusal
-/// also names both owners, which a root test run cannot show).
-#[test]
-fn a_backup_into_a_folder_that_cannot_be_written_is_refused_naming_it() {
+/// folder (`backup::create` and `create_offline` check it, so the scheduled backups say the same;
+/// a folder mounted into the container keeps the host's owner, and as that user the refusal also
+/// names both owners, which a root test run cannot show).
+#[tokio::test]
+async fn a_backup_into_a_folder_that_cannot_be_written_is_refused_naming_it() {
     let instance = Instance::new();
     let blocker = instance.dir.path().join("not-a-folder");
     std::fs::write(&blocker, b"a file").expect("file");
@@ -531,4 +532,12 @@ fn a_backup_into_a_folder_that_cannot_be_written_is_refused_naming_it() {
     let (status, output) = instance.run_args(&["backup", "--out", &out.display().to_string()]);
     assert_eq!(code(status), 1, "{output}");
     assert!(output.contains("cannot write into") && output.contains("not-a-folder/backups"), "{output}");
+    // The running server is asked, and says the same.
+    let server = instance.spawn();
+    server.sign_up("ada").await;
+    let (status, output) = instance.run_args(&["backup", "--out", &out.display().to_string()]);
+    assert!(!output.contains("no database"), "asked the server: {output}");
+    assert_eq!(code(status), 1, "{output}");
+    assert!(output.contains("cannot write into") && output.contains("not-a-folder/backups"), "{output}");
+    drop(server);
 }

@@ -65,6 +65,9 @@ pub enum Error {
     /// The blocking task died.
     #[error("backup task failed: {0}")]
     Task(String),
+    /// The backup folder cannot be written (why, and what to do).
+    #[error("{0}")]
+    Folder(String),
 }
 
 /// Why the drill's restored copy failed.
@@ -209,6 +212,7 @@ pub fn create(
     signer: &Signer,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Backup, Error> {
+    writable(dir)?;
     let snapshot = engine.snapshot_with(dir, LABEL, Encoding::Rows, progress)?;
     seal(snapshot, signer)
 }
@@ -220,11 +224,37 @@ pub fn create_offline(
     signer: &Signer,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Backup, Error> {
+    writable(dir)?;
     if !db_path.exists() {
         return Err(Error::NoDatabase(db_path.to_path_buf()));
     }
     let snapshot = snapshot::write_from_file(db_path, dir, LABEL, jiff::Timestamp::now(), Encoding::Rows, progress)?;
     seal(snapshot, signer)
+}
+
+/// Whether a backup can be written into `dir` (made when missing), asked before the snapshot:
+/// a folder mounted into a container keeps its owner on the host, and the server runs as its
+/// own user (uid 7300 in the image), so the refusal says whose folder it is and what to do.
+fn writable(dir: &Path) -> Result<(), Error> {
+    let probe = dir.join(format!(".mycorrhizal-write-check-{}", std::process::id()));
+    let attempt = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&probe, b"")).map(|()| {
+        let _ = std::fs::remove_file(&probe);
+    });
+    match attempt {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            use std::os::unix::fs::MetadataExt as _;
+            let owner = std::fs::metadata(dir).map(|m| m.uid().to_string()).unwrap_or_else(|_| "?".into());
+            let me = rustix::process::getuid().as_raw();
+            Err(Error::Folder(format!(
+                "cannot write into {}: permission denied (the folder belongs to uid {owner}, this runs as uid {me}). \
+                 A folder mounted from the host keeps the host's owner: on the host, chown {me} it \
+                 (`chown 7300:7300 ./backups` for the image), or mount a named volume",
+                dir.display()
+            )))
+        }
+        Err(e) => Err(Error::Folder(format!("cannot write into {}: {e}", dir.display()))),
+    }
 }
 
 fn seal(snapshot: snapshot::Snapshot, signer: &Signer) -> Result<Backup, Error> {
