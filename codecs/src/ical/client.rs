@@ -1,159 +1,14 @@
-//! iCalendar out (RFC 5545): one `VEVENT` in a `VCALENDAR`, written through calcard's iCalendar
-//! types and writer (the same crate as the vCards), so escaping and folding are its. What an
-//! event of the CRM is (an activity, a life event, a birthday) is decided by the server's domain
-//! layer; this module only writes the [`Event`] it is given.
+//! A calendar client's own object (what two-way CalDAV stores and serves back whole): read for
+//! the CRM's fields ([`read_event`]), its occurrences expanded for time ranges and free-busy,
+//! its properties and alarms for a calendar-query's filters, written out expanded for
+//! calendar-data's `expand`, and patched with what the CRM changed.
 
-use calcard::common::PartialDateTime;
 use calcard::icalendar::{
-    ICalendar, ICalendarComponent, ICalendarComponentType, ICalendarEntry, ICalendarFrequency, ICalendarParameter,
-    ICalendarParameterName, ICalendarParameterValue, ICalendarProperty, ICalendarRecurrenceRule, ICalendarTransparency,
-    ICalendarValue, ICalendarValueType,
+    ICalendar, ICalendarComponent, ICalendarComponentType, ICalendarParameterName, ICalendarProperty,
+    ICalendarTransparency, ICalendarValue,
 };
 
-/// A calendar date.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Day {
-    pub year: u16,
-    pub month: u8,
-    pub day: u8,
-}
-
-/// An instant in UTC, to the second.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Utc {
-    pub day: Day,
-    pub hour: u8,
-    pub minute: u8,
-    pub second: u8,
-}
-
-/// When an event happens.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum When {
-    /// From `start` to `end`.
-    Timed { start: Utc, end: Utc },
-    /// All day on `first`, every year from then. `leap_day`: a 29 February date, which falls on
-    /// 1 March in other years (written as the year's 60th day, which is exactly that).
-    Yearly { first: Day, next_day: Day, leap_day: bool },
-    /// All day on `day`, once.
-    Day { day: Day, next_day: Day },
-}
-
-/// One event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    pub uid: String,
-    pub summary: String,
-    pub description: String,
-    pub location: String,
-    pub categories: Vec<String>,
-    pub when: When,
-    /// When the event was last changed (`DTSTAMP`).
-    pub stamp: Utc,
-}
-
-fn date_time(at: &Utc) -> PartialDateTime {
-    PartialDateTime {
-        year: Some(at.day.year),
-        month: Some(at.day.month),
-        day: Some(at.day.day),
-        hour: Some(at.hour),
-        minute: Some(at.minute),
-        second: Some(at.second),
-        tz_hour: Some(0),
-        tz_minute: Some(0),
-        tz_minus: false,
-    }
-}
-
-fn date(day: &Day) -> PartialDateTime {
-    PartialDateTime { year: Some(day.year), month: Some(day.month), day: Some(day.day), ..Default::default() }
-}
-
-fn entry(name: ICalendarProperty, value: ICalendarValue) -> ICalendarEntry {
-    ICalendarEntry { name, params: Vec::new(), values: vec![value] }
-}
-
-fn text(name: ICalendarProperty, value: &str) -> ICalendarEntry {
-    entry(name, ICalendarValue::Text(value.to_string()))
-}
-
-fn at_value(name: ICalendarProperty, value: PartialDateTime, all_day: bool) -> ICalendarEntry {
-    let mut e = entry(name, ICalendarValue::PartialDateTime(Box::new(value)));
-    if all_day {
-        e.params.push(ICalendarParameter {
-            name: ICalendarParameterName::Value,
-            value: ICalendarParameterValue::Value(ICalendarValueType::Date),
-        });
-    }
-    e
-}
-
-/// The event as an iCalendar object (CRLF line ends, folded).
-pub fn write(event: &Event) -> String {
-    write_all(std::slice::from_ref(event))
-}
-
-/// Events as one iCalendar object (a subscription feed).
-pub fn write_all(events: &[Event]) -> String {
-    let mut components = vec![ICalendarComponent {
-        component_type: ICalendarComponentType::VCalendar,
-        entries: vec![
-            text(ICalendarProperty::Version, "2.0"),
-            text(ICalendarProperty::Prodid, "-//Mycorrhizal//Mycorrhizal//EN"),
-        ],
-        component_ids: (1..=events.len() as u32).collect(),
-    }];
-    components.extend(events.iter().map(|event| ICalendarComponent {
-        component_type: ICalendarComponentType::VEvent,
-        entries: entries(event),
-        component_ids: Vec::new(),
-    }));
-    ICalendar { components }.to_string()
-}
-
-fn entries(event: &Event) -> Vec<ICalendarEntry> {
-    let mut entries = vec![
-        text(ICalendarProperty::Uid, &event.uid),
-        at_value(ICalendarProperty::Dtstamp, date_time(&event.stamp), false),
-        text(ICalendarProperty::Summary, &event.summary),
-    ];
-    match &event.when {
-        When::Timed { start, end } => {
-            entries.push(at_value(ICalendarProperty::Dtstart, date_time(start), false));
-            entries.push(at_value(ICalendarProperty::Dtend, date_time(end), false));
-        }
-        When::Yearly { first, next_day, leap_day } => {
-            entries.push(at_value(ICalendarProperty::Dtstart, date(first), true));
-            entries.push(at_value(ICalendarProperty::Dtend, date(next_day), true));
-            let rule = ICalendarRecurrenceRule {
-                freq: ICalendarFrequency::Yearly,
-                byyearday: if *leap_day { vec![60] } else { Vec::new() },
-                ..Default::default()
-            };
-            entries.push(entry(ICalendarProperty::Rrule, ICalendarValue::RecurrenceRule(Box::new(rule))));
-            entries.push(entry(
-                ICalendarProperty::Transp,
-                ICalendarValue::Transparency(ICalendarTransparency::Transparent),
-            ));
-        }
-        When::Day { day, next_day } => {
-            entries.push(at_value(ICalendarProperty::Dtstart, date(day), true));
-            entries.push(at_value(ICalendarProperty::Dtend, date(next_day), true));
-        }
-    }
-    if !event.description.is_empty() {
-        entries.push(text(ICalendarProperty::Description, &event.description));
-    }
-    if !event.location.is_empty() {
-        entries.push(text(ICalendarProperty::Location, &event.location));
-    }
-    if !event.categories.is_empty() {
-        let values = event.categories.iter().map(|c| ICalendarValue::Text(c.clone())).collect();
-        entries.push(ICalendarEntry { name: ICalendarProperty::Categories, params: Vec::new(), values });
-    }
-    entries
-}
+use super::{Day, MAX_INSTANCES, Utc, at_value, compact_utc, date, date_time, entry, text, utc_of_seconds};
 
 /// When an incoming event starts, as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -594,213 +449,20 @@ pub fn free_busy(start: i64, end: i64, stamp: i64, mut busy: Vec<(i64, i64)>) ->
     out
 }
 
-/// `seconds` since the epoch as the codecs' UTC date-time.
-fn utc_of_seconds(seconds: i64) -> Utc {
-    let compact = compact_utc(seconds);
-    let n = |range: std::ops::Range<usize>| compact[range].parse::<u16>().unwrap_or(0);
-    Utc {
-        day: Day { year: n(0..4), month: n(4..6) as u8, day: n(6..8) as u8 },
-        hour: n(9..11) as u8,
-        minute: n(11..13) as u8,
-        second: n(13..15) as u8,
-    }
-}
-
-/// One occurrence of an event of a calendar read in (a subscription): a single event, or one
-/// instance of a recurring one (its exceptions applied, its cancelled instances left out).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Occurrence {
-    pub uid: String,
-    /// Empty for an event that does not recur; else the instance's start (`YYYYMMDDTHHMMSSZ`).
-    pub instance: String,
-    /// Seconds since the epoch, UTC (an all-day or floating time is read in UTC).
-    pub start: i64,
-    pub all_day: bool,
-    pub summary: String,
-    pub description: String,
-    pub location: String,
-    /// The addresses the event names: attendees, the organizer and `X-` properties holding an
-    /// email address, lower-cased.
-    pub emails: Vec<String>,
-}
-
-/// Most instances expanded from one recurring event.
-pub const MAX_INSTANCES: usize = 20_000;
-
-/// The occurrences of every `VEVENT` of an iCalendar object that start in `[from, to]` (seconds
-/// since the epoch), recurring events expanded (their `EXDATE`s and overridden instances
-/// applied); `Err` says why the object cannot be read.
-pub fn occurrences(text: &str, from: i64, to: i64) -> Result<Vec<Occurrence>, String> {
-    let calendar = ICalendar::parse(text).map_err(|e| format!("not a readable iCalendar object ({e:?})"))?;
-    let expanded = calendar.expand_dates(calcard::common::timezone::Tz::UTC, MAX_INSTANCES);
-    let mut out = Vec::new();
-    for event in expanded.events {
-        let Some(component) = calendar.components.get(event.comp_id as usize) else { continue };
-        if component.component_type != ICalendarComponentType::VEvent {
-            continue;
-        }
-        let start = event.start.timestamp();
-        if start < from || start > to {
-            continue;
-        }
-        let find = |name: &ICalendarProperty| component.entries.iter().find(|e| &e.name == name);
-        let text_of = |name: ICalendarProperty| {
-            find(&name).and_then(|e| e.values.first()).and_then(value_text).unwrap_or_default().to_string()
-        };
-        let cancelled = find(&ICalendarProperty::Status)
-            .and_then(|e| e.values.first())
-            .is_some_and(|v| matches!(v, ICalendarValue::Status(calcard::icalendar::ICalendarStatus::Cancelled)));
-        if cancelled {
-            continue;
-        }
-        let recurs = find(&ICalendarProperty::Rrule).is_some() || find(&ICalendarProperty::RecurrenceId).is_some();
-        let all_day = find(&ICalendarProperty::Dtstart)
-            .and_then(|e| e.values.first())
-            .and_then(|v| v.as_partial_date_time())
-            .is_some_and(|d| d.hour.is_none());
-        let mut emails: Vec<String> = Vec::new();
-        for entry in &component.entries {
-            let named = matches!(entry.name, ICalendarProperty::Attendee | ICalendarProperty::Organizer)
-                || matches!(&entry.name, ICalendarProperty::Other(n) if n.to_ascii_uppercase().starts_with("X-"));
-            if !named {
-                continue;
-            }
-            for value in &entry.values {
-                if let Some(address) = value_text(value).and_then(email_in) {
-                    if !emails.contains(&address) {
-                        emails.push(address);
-                    }
-                }
-            }
-        }
-        out.push(Occurrence {
-            uid: text_of(ICalendarProperty::Uid).trim().to_string(),
-            instance: if recurs { compact_utc(start) } else { String::new() },
-            start,
-            all_day,
-            summary: text_of(ICalendarProperty::Summary),
-            description: text_of(ICalendarProperty::Description),
-            location: text_of(ICalendarProperty::Location),
-            emails,
-        });
-    }
-    out.sort_by(|a, b| (a.start, &a.uid).cmp(&(b.start, &b.uid)));
-    Ok(out)
-}
-
-fn value_text(value: &ICalendarValue) -> Option<&str> {
-    match value {
-        ICalendarValue::Text(s) => Some(s),
-        ICalendarValue::Uri(calcard::icalendar::Uri::Location(s)) => Some(s),
-        _ => None,
-    }
-}
-
-/// The email address in `mailto:x@y` or a bare `x@y`, lower-cased.
-fn email_in(value: &str) -> Option<String> {
-    let value = value.trim();
-    let address = value.strip_prefix("mailto:").or_else(|| value.strip_prefix("MAILTO:")).unwrap_or(value);
-    let (local, domain) = address.split_once('@')?;
-    let ok = !local.is_empty() && domain.contains('.') && !address.contains(char::is_whitespace);
-    ok.then(|| address.to_ascii_lowercase())
-}
-
-/// `seconds` since the epoch as `YYYYMMDDTHHMMSSZ`.
-fn compact_utc(seconds: i64) -> String {
-    let days = seconds.div_euclid(86_400);
-    let secs = seconds.rem_euclid(86_400);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z", secs / 3600, secs % 3600 / 60, secs % 60)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::{Event, When, write};
     use super::*;
 
     fn utc(year: u16, month: u8, day: u8, hour: u8) -> Utc {
         Utc { day: Day { year, month, day }, hour, minute: 0, second: 0 }
     }
 
-    #[test]
-    fn a_timed_event_is_written_in_utc_with_its_text_escaped() {
-        let event = Event {
-            uid: "activity-1@mycorrhizal".into(),
-            summary: "Lunch; with Ada, Grace".into(),
-            description: "Line one\nline two".into(),
-            location: String::new(),
-            categories: vec![],
-            when: When::Timed { start: utc(2026, 3, 4, 12), end: utc(2026, 3, 4, 13) },
-            stamp: utc(2026, 3, 1, 9),
-        };
-        let text = write(&event);
-        assert!(text.starts_with("BEGIN:VCALENDAR\r\n"), "{text}");
-        assert!(text.contains("DTSTART:20260304T120000Z\r\n"), "{text}");
-        assert!(text.contains("SUMMARY:Lunch\\; with Ada\\, Grace\r\n"), "{text}");
-        assert!(text.contains("DESCRIPTION:Line one\\nline two\r\n"), "{text}");
-        assert!(text.ends_with("END:VEVENT\r\nEND:VCALENDAR\r\n"), "{text}");
-    }
-
-    #[test]
-    fn a_leap_day_recurs_on_the_sixtieth_day_of_the_year() {
-        let event = Event {
-            uid: "b".into(),
-            summary: "Birthday".into(),
-            description: String::new(),
-            location: String::new(),
-            categories: vec!["birthday".into()],
-            when: When::Yearly {
-                first: Day { year: 2000, month: 2, day: 29 },
-                next_day: Day { year: 2000, month: 3, day: 1 },
-                leap_day: true,
-            },
-            stamp: utc(2026, 3, 1, 9),
-        };
-        let text = write(&event);
-        assert!(text.contains("DTSTART;VALUE=DATE:20000229\r\n"), "{text}");
-        assert!(text.contains("RRULE:FREQ=YEARLY;BYYEARDAY=60\r\n"), "{text}");
-        let both = write_all(&[event.clone(), event]);
-        assert_eq!(both.matches("BEGIN:VEVENT").count(), 2, "{both}");
-        assert_eq!(both.matches("BEGIN:VCALENDAR").count(), 1, "{both}");
-    }
-
-    #[test]
-    fn a_recurring_event_expands_inside_the_window_with_its_exception_and_cancellation() {
-        let text = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:weekly\r\nDTSTART:20261201T100000Z\r\n\
-DTEND:20261201T110000Z\r\nRRULE:FREQ=WEEKLY;COUNT=4\r\nEXDATE:20261215T100000Z\r\nSUMMARY:Standup\r\n\
-ATTENDEE;CN=Ann:mailto:Ann@Example.org\r\nX-CONTACT:bo@example.org\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:weekly\r\n\
-RECURRENCE-ID:20261208T100000Z\r\nDTSTART:20261208T150000Z\r\nDTEND:20261208T160000Z\r\nSUMMARY:Standup (moved)\r\n\
-END:VEVENT\r\nBEGIN:VEVENT\r\nUID:gone\r\nDTSTART:20261203T100000Z\r\nSTATUS:CANCELLED\r\nSUMMARY:No\r\nEND:VEVENT\r\n\
-BEGIN:VEVENT\r\nUID:day\r\nDTSTART;VALUE=DATE:20261225\r\nSUMMARY:Holiday\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
-        let all = occurrences(text, 0, i64::MAX).expect("read");
-        let seen: Vec<(&str, &str, &str)> =
-            all.iter().map(|o| (o.uid.as_str(), o.instance.as_str(), o.summary.as_str())).collect();
-        assert_eq!(
-            seen,
-            [
-                ("weekly", "20261201T100000Z", "Standup"),
-                ("weekly", "20261208T150000Z", "Standup (moved)"),
-                ("weekly", "20261222T100000Z", "Standup"),
-                ("day", "", "Holiday"),
-            ],
-            "{all:?}"
-        );
-        assert_eq!(all[0].emails, ["ann@example.org", "bo@example.org"]);
-        assert!(all[3].all_day);
-        let december_20 = 1_797_724_800; // 2026-12-20T00:00:00Z
-        let later = occurrences(text, december_20, i64::MAX).expect("read");
-        assert_eq!(later.len(), 2, "the window leaves the first two out: {later:?}");
-        assert_eq!(compact_utc(december_20), "20261220T000000Z");
-        assert!(occurrences("nonsense", 0, 1).is_err());
-    }
+    const SERIES: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Test//EN\r\nBEGIN:VEVENT\r\nUID:s\r\n\
+RECURRENCE-ID:20261208T100000Z\r\nDTSTART:20261208T150000Z\r\nDTEND:20261208T160000Z\r\nSUMMARY:Moved\r\nEND:VEVENT\r\n\
+BEGIN:VEVENT\r\nUID:s\r\nDTSTART:20261201T100000Z\r\nDTEND:20261201T110000Z\r\nRRULE:FREQ=WEEKLY;COUNT=3\r\n\
+SEQUENCE:4\r\nSUMMARY:Standup\r\nRELATED-TO:parent-1\r\nX-FERN:maidenhair\r\nBEGIN:VALARM\r\nACTION:DISPLAY\r\n\
+DESCRIPTION:Soon\r\nTRIGGER:-PT15M\r\nEND:VALARM\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
 
     #[test]
     fn an_event_reads_back_its_text_and_start() {
@@ -827,12 +489,6 @@ BEGIN:VEVENT\r\nUID:day\r\nDTSTART;VALUE=DATE:20261225\r\nSUMMARY:Holiday\r\nEND
         assert!(read_event("BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n").is_err());
         assert!(read_event("nonsense").is_err());
     }
-
-    const SERIES: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Test//EN\r\nBEGIN:VEVENT\r\nUID:s\r\n\
-RECURRENCE-ID:20261208T100000Z\r\nDTSTART:20261208T150000Z\r\nDTEND:20261208T160000Z\r\nSUMMARY:Moved\r\nEND:VEVENT\r\n\
-BEGIN:VEVENT\r\nUID:s\r\nDTSTART:20261201T100000Z\r\nDTEND:20261201T110000Z\r\nRRULE:FREQ=WEEKLY;COUNT=3\r\n\
-SEQUENCE:4\r\nSUMMARY:Standup\r\nRELATED-TO:parent-1\r\nX-FERN:maidenhair\r\nBEGIN:VALARM\r\nACTION:DISPLAY\r\n\
-DESCRIPTION:Soon\r\nTRIGGER:-PT15M\r\nEND:VALARM\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
 
     #[test]
     fn the_series_is_read_not_its_edited_occurrence_and_tasks_are_refused() {
