@@ -357,6 +357,19 @@ async fn vdirsyncer_syncs_two_way_calendar_events_with_activities_and_a_resync_c
     assert_eq!(local_files(&local, "ics"), events, "local folder unchanged");
 }
 
+/// A server for a client's own suite, with two-way CalDAV (and CardDAV when `carddav`) and a DAV
+/// bucket no suite empties, and its account `ada`.
+async fn suite_server(carddav: bool) -> (crate::helpers::TestServer, Client) {
+    let server = Instance::new()
+        .with("CARDDAV_ENABLED", if carddav { "true" } else { "false" })
+        .with("CALDAV_ENABLED", "true")
+        .with("CALDAV_TWO_WAY_ENABLED", "true")
+        .with("RATE_LIMIT_DAV_BURST", "100000")
+        .spawn();
+    let api = server.sign_up("ada").await;
+    (server, api)
+}
+
 /// The pinned sdist `name` (tests/sdists.txt, fetched by scripts/test.sh) unpacked into `into`.
 fn unpacked(name: &str, into: &Path) -> PathBuf {
     let sdist = repo().join(format!(".venv/sdists/{name}.tar.gz"));
@@ -435,12 +448,7 @@ impl Run {
 /// expanded; server-side expansion; text, alarm and undefined-property searches; sync tokens).
 #[tokio::test(flavor = "multi_thread")]
 async fn python_caldavs_own_suite_passes_with_the_honest_feature_profile() {
-    let server = Instance::new()
-        .with("CALDAV_ENABLED", "true")
-        .with("CALDAV_TWO_WAY_ENABLED", "true")
-        .with("RATE_LIMIT_DAV_BURST", "100000")
-        .spawn();
-    let api = server.sign_up("ada").await;
+    let (server, api) = suite_server(false).await;
     let work = tempfile::tempdir().expect("tempdir");
     let suite = unpacked("caldav-1.6.0", work.path());
     std::fs::copy(repo().join("tests/caldav_conf_private.py"), suite.join("tests/conf_private.py")).expect("conf");
@@ -486,13 +494,7 @@ fn refused_on_purpose(test: &str) -> bool {
 /// another collection skip themselves (tests/vdirsyncer_server.py).
 #[tokio::test(flavor = "multi_thread")]
 async fn vdirsyncers_own_storage_suite_passes_but_for_the_refusals_written_down() {
-    let server = Instance::new()
-        .with("CARDDAV_ENABLED", "true")
-        .with("CALDAV_ENABLED", "true")
-        .with("CALDAV_TWO_WAY_ENABLED", "true")
-        .with("RATE_LIMIT_DAV_BURST", "100000")
-        .spawn();
-    let api = server.sign_up("ada").await;
+    let (server, api) = suite_server(true).await;
     let work = tempfile::tempdir().expect("tempdir");
     let suite = unpacked("vdirsyncer-0.21.0", work.path());
     let mixin = suite.join("tests/storage/servers/mycorrhizal");

@@ -166,7 +166,7 @@ impl CalendarEvent {
                 .filter(|i| !i.transparent && !i.cancelled)
                 .map(|i| (i.start, i.end))
                 .collect(),
-            (None, Span::Timed { start, end }) => vec![(start.as_second(), end.as_second())],
+            (None, Span::Timed { start: from, end: to }) => vec![(from.as_second(), to.as_second())],
             (None, Span::Yearly { .. }) => Vec::new(),
         };
         spans.into_iter().filter(|(s, e)| *s < end && *e > start).map(|(s, e)| (s.max(start), e.min(end))).collect()
