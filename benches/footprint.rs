@@ -134,6 +134,7 @@ impl Server {
         assert_eq!(response.status(), 200);
         let preview: Value = response.json().await.expect("preview");
         let previewed = started.elapsed();
+        let preview_peak = self.peak_since_reset();
         let actions: Vec<Value> = preview["rows"]
             .as_array()
             .expect("rows")
@@ -148,12 +149,21 @@ impl Server {
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
         let answer: Value = serde_json::from_slice(&answer).expect("confirm answer");
         println!(
-            "  import: upload+preview {:.1} s, confirm {:.1} s, {} created",
+            "  import: upload+preview {:.1} s (peak {preview_peak:.0} MB), confirm {:.1} s (peak {:.0} MB), {} created",
             previewed.as_secs_f64(),
             started.elapsed().as_secs_f64(),
+            self.peak_since_reset(),
             answer["created"]
         );
         answer["created"].as_u64().expect("created")
+    }
+
+    /// The server's peak resident memory (`VmHWM`, MB) since it started or since the last call,
+    /// which resets it (`clear_refs` 5), so each phase of the import has its own peak.
+    fn peak_since_reset(&self) -> f64 {
+        let peak = self.memory()[3];
+        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5");
+        peak
     }
 
     /// `VmRSS`, `RssAnon`, `RssFile` and `VmHWM` of the server process, in MB, and its number of
@@ -308,10 +318,14 @@ fn main() {
         }
         println!();
     }
-    for (i, name) in
-        ["resident (VmRSS) after", "  of it heap (RssAnon)", "  of it mapped files (RssFile)", "peak (VmHWM)"]
-            .iter()
-            .enumerate()
+    for (i, name) in [
+        "resident (VmRSS) after",
+        "  of it heap (RssAnon)",
+        "  of it mapped files (RssFile)",
+        "peak (VmHWM) after the import",
+    ]
+    .iter()
+    .enumerate()
     {
         print!("| {name} | ");
         for f in &figures {

@@ -49,6 +49,88 @@ pub fn utf8_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
     }
 }
 
+/// A stream as UTF-8 bytes, as [`utf8_bytes`] gives a whole file: UTF-16 (by BOM) is
+/// transcoded as it is read (malformed sequences replaced, as there), a UTF-8 BOM is dropped,
+/// anything else passes as it is.
+pub struct Utf8Reader<R> {
+    input: R,
+    /// Bytes read but not yet given: the first ones until the BOM is known, or transcoded text.
+    pending: Vec<u8>,
+    at: usize,
+    decoder: Option<encoding_rs::Decoder>,
+    /// Whether the first bytes were looked at for a BOM.
+    started: bool,
+    ended: bool,
+}
+
+impl<R: std::io::Read> Utf8Reader<R> {
+    pub fn new(input: R) -> Utf8Reader<R> {
+        Utf8Reader { input, pending: Vec::new(), at: 0, decoder: None, started: false, ended: false }
+    }
+
+    /// Reads the first three bytes (fewer at the end of the stream) and chooses by their BOM.
+    fn start(&mut self) -> std::io::Result<()> {
+        self.started = true;
+        let mut head = [0u8; 3];
+        let mut got = 0;
+        while got < head.len() {
+            match self.input.read(&mut head[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let head = &head[..got];
+        match encoding_rs::Encoding::for_bom(head) {
+            Some((encoding, bom)) if encoding != encoding_rs::UTF_8 => {
+                self.decoder = Some(encoding.new_decoder_without_bom_handling());
+                self.transcode(&head[bom..], false);
+            }
+            Some((_, bom)) => self.pending = head[bom..].to_vec(),
+            None => self.pending = head.to_vec(),
+        }
+        Ok(())
+    }
+
+    /// Transcodes `bytes` into `pending`; `last` flushes what the decoder holds back.
+    fn transcode(&mut self, bytes: &[u8], last: bool) {
+        let Some(decoder) = self.decoder.as_mut() else { return };
+        let room = decoder.max_utf8_buffer_length(bytes.len()).unwrap_or(bytes.len() * 3 + 16);
+        let mut out = vec![0u8; room];
+        let (_, _, written, _) = decoder.decode_to_utf8(bytes, &mut out, last);
+        out.truncate(written);
+        self.pending = out;
+        self.at = 0;
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for Utf8Reader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if !self.started {
+            self.start()?;
+        }
+        loop {
+            if self.at < self.pending.len() {
+                let n = buf.len().min(self.pending.len() - self.at);
+                buf[..n].copy_from_slice(&self.pending[self.at..self.at + n]);
+                self.at += n;
+                return Ok(n);
+            }
+            if self.ended || buf.is_empty() {
+                return Ok(0);
+            }
+            if self.decoder.is_none() {
+                return self.input.read(buf);
+            }
+            let mut chunk = vec![0u8; buf.len().max(4096)];
+            let n = self.input.read(&mut chunk)?;
+            self.ended = n == 0;
+            self.transcode(&chunk[..n], n == 0);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -100,7 +100,8 @@ pub async fn run(config: Config, user: &str, path: &Path, options: Options<'_>) 
             bar.set_length(total as u64);
             bar.set_position(done as u64);
         };
-        let result = import::execute(&scope, source, &mut rows, &actions, config.import.batch_rows, &progress);
+        let held = import::Held::of(&config.data_dir, rows).map_err(|e| e.to_string())?;
+        let result = import::execute(&scope, source, &held, &actions, config.import.batch_rows, &progress);
         bar.finish_and_clear();
         Ok(result)
     })

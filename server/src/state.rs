@@ -99,6 +99,7 @@ impl AppState {
         );
         let root_secret = config.jwt_secret.as_ref().map(|s| s.expose().to_string()).unwrap_or_default();
         let integrations = crate::integrations::Integrations::new(engine.clone(), auth.data_key.clone(), &root_secret)?;
+        let imports = Arc::new(crate::crm::import::Sessions::in_dir(config.data_dir.clone()));
         Ok(AppState {
             sync,
             integrations,
@@ -108,7 +109,7 @@ impl AppState {
             auth: Arc::new(auth),
             http,
             oidc,
-            imports: Arc::default(),
+            imports,
             started_at: engine_now,
             reach,
         })

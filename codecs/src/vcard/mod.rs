@@ -29,11 +29,13 @@ use crate::record::{Item, JsonRecord, NeutralRecord, Problem};
 mod photo;
 mod read;
 mod repair;
+mod stream;
 mod write;
 
 pub use photo::{Photo, put_photo, put_photo_in, sniff, take_photo};
 pub use read::parse_file;
 use repair::*;
+pub use stream::{Cards, RawCard, parse_cards};
 pub use write::{WriteError, write, write_json, write_json_with_photo, write_with_photo};
 
 /// The year Apple writes for a date without one.

@@ -6,9 +6,11 @@ use super::*;
 
 /// One card's bytes in a file and the line it starts on.
 pub(super) struct Block<'a> {
-    line: usize,
-    bytes: &'a [u8],
-    complete: bool,
+    /// Its position among the file's cards.
+    pub(super) index: usize,
+    pub(super) line: usize,
+    pub(super) bytes: &'a [u8],
+    pub(super) complete: bool,
 }
 
 pub(super) fn trim_line(line: &[u8]) -> &[u8] {
@@ -41,13 +43,14 @@ pub(super) fn blocks(bytes: &[u8]) -> Vec<Block<'_>> {
         } else if line.eq_ignore_ascii_case(b"END:VCARD") && depth > 0 {
             depth -= 1;
             if depth == 0 {
-                out.push(Block { line: start.0, bytes: &bytes[start.1..offset + raw.len()], complete: true });
+                let index = out.len();
+                out.push(Block { index, line: start.0, bytes: &bytes[start.1..offset + raw.len()], complete: true });
             }
         }
         offset += raw.len();
     }
     if depth > 0 {
-        out.push(Block { line: start.0, bytes: &bytes[start.1..], complete: false });
+        out.push(Block { index: out.len(), line: start.0, bytes: &bytes[start.1..], complete: false });
     }
     out
 }
@@ -83,7 +86,7 @@ pub fn parse_file(bytes: &[u8]) -> Vec<Item> {
 /// `bytes` without the ASCII control characters no vCard line may hold (all but tab and the
 /// line ends): a value read with one (a bell, a NUL) would be served with it, and break the
 /// parser of the client that reads it. Copied only when there is one.
-fn without_controls(bytes: std::borrow::Cow<'_, [u8]>) -> std::borrow::Cow<'_, [u8]> {
+pub(super) fn without_controls(bytes: std::borrow::Cow<'_, [u8]>) -> std::borrow::Cow<'_, [u8]> {
     let control = |b: &u8| (*b < 0x20 && !matches!(*b, b'\t' | b'\r' | b'\n')) || *b == 0x7f;
     if !bytes.iter().any(control) {
         return bytes;
@@ -94,29 +97,23 @@ fn without_controls(bytes: std::borrow::Cow<'_, [u8]>) -> std::borrow::Cow<'_, [
 /// Cards per thread below which a file is parsed on the calling thread alone.
 pub(super) const CARDS_PER_THREAD: usize = 256;
 
-/// Parses the cards on up to four threads (the cards are independent), keeping file order.
+/// Parses the cards on up to four threads (the cards are independent), keeping their order.
 pub(super) fn parse_blocks(found: &[Block<'_>]) -> Vec<Item> {
     // A file this small is parsed on one thread whatever the core count (`per_thread` is at
     // least `CARDS_PER_THREAD`), so the count is not asked: on Linux it reads the cgroup files,
     // which cost a CardDAV PUT (one card) more than a third of its parse.
     if found.len() <= CARDS_PER_THREAD {
-        return found.iter().enumerate().map(|(index, block)| parse_block(index, block)).collect();
+        return found.iter().map(parse_block).collect();
     }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
     let per_thread = found.len().div_ceil(threads).max(CARDS_PER_THREAD);
     if per_thread >= found.len() {
-        return found.iter().enumerate().map(|(index, block)| parse_block(index, block)).collect();
+        return found.iter().map(parse_block).collect();
     }
     std::thread::scope(|scope| {
         let parts: Vec<_> = found
             .chunks(per_thread)
-            .enumerate()
-            .map(|(part, blocks)| {
-                scope.spawn(move || {
-                    let first = part * per_thread;
-                    blocks.iter().enumerate().map(|(i, block)| parse_block(first + i, block)).collect::<Vec<_>>()
-                })
-            })
+            .map(|blocks| scope.spawn(move || blocks.iter().map(parse_block).collect::<Vec<_>>()))
             .collect();
         let mut out = Vec::with_capacity(found.len());
         for part in parts {
@@ -130,7 +127,8 @@ pub(super) fn parse_blocks(found: &[Block<'_>]) -> Vec<Item> {
     })
 }
 
-pub(super) fn parse_block(index: usize, block: &Block<'_>) -> Item {
+pub(super) fn parse_block(block: &Block<'_>) -> Item {
+    let index = block.index;
     let problem = |reason: String| Item::Problem(Problem { index, line: block.line, reason });
     if !block.complete {
         return problem("the card has no END:VCARD".into());

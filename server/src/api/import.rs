@@ -4,37 +4,60 @@
 //! requests (the multipart upload, streamed against its size limit), calls one operation there,
 //! and shapes the response.
 
+use std::io::Seek;
+
 use crate::http::extract::Query;
+use axum::body::{Body, Bytes};
+use axum::extract::multipart::Field;
 use axum::extract::{Multipart, State};
-use axum::response::Response;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
 use mycorrhizal_codecs::csv::ColumnMapping;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::AuthUser;
+use crate::crm::export::{CHUNK, Sink, produce};
 use crate::crm::import::{
-    self, CardFile, CsvUpload, Decision, ImportError, ImportResult, ImportRunList, Preview, SessionError, Source,
+    self, CardFile, CsvUpload, Decision, ImportError, ImportResult, ImportRunList, Previewed, SessionError, Source,
 };
 use crate::error::ApiError;
 use crate::http::extract::FileUpload;
-use crate::http::json::{Json, json_bytes};
+use crate::http::json::Json;
 use crate::state::AppState;
+
+/// Whether `field` is the multipart field `file`; a name not ending in one of `extensions` is
+/// refused.
+fn is_file(field: &Field<'_>, extensions: &[&str]) -> Result<bool, ApiError> {
+    if field.name() != Some("file") {
+        return Ok(false);
+    }
+    if let Some(name) = field.file_name().map(str::to_lowercase).filter(|n| !n.is_empty())
+        && !extensions.iter().any(|ext| name.ends_with(ext))
+    {
+        return Err(ApiError::invalid_input("file", format!("must be a {} file", extensions.join(" or "))));
+    }
+    Ok(true)
+}
+
+fn no_file() -> ApiError {
+    ApiError::invalid_input("file", "missing: send the file in the multipart field \"file\"")
+}
+
+fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
+    ApiError::invalid_input("file", e.body_text())
+}
 
 /// Reads the multipart field `file`, refusing a wrong extension and enforcing `limit` while
 /// streaming (so an oversized upload is never held in memory whole).
 async fn read_file(mut form: Multipart, extensions: &[&str], limit: usize) -> Result<Vec<u8>, ApiError> {
-    while let Some(mut field) = form.next_field().await.map_err(|e| ApiError::invalid_input("file", e.body_text()))? {
-        if field.name() != Some("file") {
+    while let Some(mut field) = form.next_field().await.map_err(multipart_error)? {
+        if !is_file(&field, extensions)? {
             continue;
         }
-        if let Some(name) = field.file_name().map(str::to_lowercase).filter(|n| !n.is_empty())
-            && !extensions.iter().any(|ext| name.ends_with(ext))
-        {
-            return Err(ApiError::invalid_input("file", format!("must be a {} file", extensions.join(" or "))));
-        }
         let mut bytes = Vec::new();
-        while let Some(chunk) = field.chunk().await.map_err(|e| ApiError::invalid_input("file", e.body_text()))? {
+        while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
             if bytes.len() + chunk.len() > limit {
                 return Err(ApiError::PayloadTooLarge { limit });
             }
@@ -45,12 +68,108 @@ async fn read_file(mut form: Multipart, extensions: &[&str], limit: usize) -> Re
         }
         return Ok(bytes);
     }
-    Err(ApiError::invalid_input("file", "missing: send the file in the multipart field \"file\""))
+    Err(no_file())
 }
 
-/// The preview as the JSON body it is sent as.
-fn preview_json(preview: &Preview<'_>) -> Result<Vec<u8>, ApiError> {
-    serde_json::to_vec(preview).map_err(ApiError::internal)
+/// An upload's bytes as they arrive, read on the blocking pool: the chunks the request handler
+/// passes on, then the end, or an error once the upload failed (too large, cut off, empty).
+struct Arriving {
+    chunks: tokio::sync::mpsc::Receiver<Result<Bytes, String>>,
+    chunk: Bytes,
+}
+
+impl std::io::Read for Arriving {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.chunk.is_empty() {
+            match self.chunks.blocking_recv() {
+                None => return Ok(0),
+                Some(Ok(chunk)) => self.chunk = chunk,
+                Some(Err(e)) => return Err(std::io::Error::other(e)),
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        buf[..n].copy_from_slice(&self.chunk[..n]);
+        self.chunk = self.chunk.slice(n..);
+        Ok(n)
+    }
+}
+
+/// Passes the field's bytes on to `to` as they arrive, enforcing `limit`; an upload that fails
+/// (or is empty) is told to the reader as an error before this returns the refusal, so what
+/// reads it never takes a partial upload for a whole one.
+async fn pass_on(
+    field: &mut Field<'_>,
+    to: tokio::sync::mpsc::Sender<Result<Bytes, String>>,
+    limit: usize,
+) -> Result<(), ApiError> {
+    let mut total = 0usize;
+    let outcome = async {
+        while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+            total += chunk.len();
+            if total > limit {
+                return Err(ApiError::PayloadTooLarge { limit });
+            }
+            if to.send(Ok(chunk)).await.is_err() {
+                // The reader stopped (it failed): its error is the answer.
+                return Ok(());
+            }
+        }
+        if total == 0 {
+            return Err(ApiError::invalid_input("file", "the file is empty"));
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = &outcome {
+        let _ = to.send(Err(e.to_string())).await;
+    }
+    outcome
+}
+
+/// Answers a preview: `write` writes its JSON to an unnamed file in the data folder on the
+/// blocking pool, and the file is then streamed, so a preview of 100,000 rows (tens of MB) is
+/// never held in memory, and a refusal found at its end is still the answer's status.
+pub(crate) async fn preview_answer<E>(
+    state: &AppState,
+    write: impl FnOnce(&mut std::fs::File) -> Result<Previewed, E> + Send + 'static,
+) -> Result<Response, ApiError>
+where
+    E: Send + 'static,
+    ApiError: From<E>,
+{
+    let dir = state.config.data_dir.clone();
+    let file = state
+        .blocking(move |_| -> Result<Result<std::fs::File, E>, std::io::Error> {
+            let mut file = tempfile::tempfile_in(&dir)?;
+            if let Err(e) = write(&mut file) {
+                return Ok(Err(e));
+            }
+            file.rewind()?;
+            Ok(Ok(file))
+        })
+        .await?
+        .map_err(ApiError::internal)??;
+    let chunks = produce(
+        move |out: &mut Sink| {
+            let mut file = file;
+            loop {
+                let mut chunk = vec![0u8; CHUNK];
+                let n = std::io::Read::read(&mut file, &mut chunk)?;
+                if n == 0
+                    || !out.send({
+                        chunk.truncate(n);
+                        chunk
+                    })
+                {
+                    return Ok(());
+                }
+            }
+        },
+        |e: &std::io::Error| e.to_string(),
+    )
+    .await
+    .map_err(|e| ApiError::Internal(e.map_or_else(|| "the preview could not be sent".into(), |e| e.to_string())))?;
+    Ok(([(CONTENT_TYPE, "application/json")], Body::from_stream(chunks)).into_response())
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/upload", tag = "import",
@@ -106,10 +225,7 @@ pub async fn preview_csv(
     Json(req): Json<PreviewRequest>,
 ) -> Result<Response, ApiError> {
     let (sessions, scope) = (state.imports.clone(), state.engine.user(user.id));
-    let body = state
-        .blocking(move |_| import::preview_csv(&sessions, &scope, &req.session_id, &req.mappings, preview_json))
-        .await???;
-    Ok(json_bytes(body))
+    preview_answer(&state, move |out| import::preview_csv(&sessions, &scope, &req.session_id, &req.mappings, out)).await
 }
 
 #[utoipa::path(post, path = "/api/v1/contacts/import/vcf/upload", tag = "import", params(UploadQuery),
@@ -121,15 +237,36 @@ pub async fn upload_vcf(
     State(state): State<AppState>,
     user: AuthUser,
     Query(q): Query<UploadQuery>,
-    form: Multipart,
+    mut form: Multipart,
 ) -> Result<Response, ApiError> {
     let categories = import::Categories::from_request(q.categories.as_deref())?;
-    let bytes = read_file(form, &[".vcf", ".vcard"], state.config.import.max_file_bytes).await?;
-    preview_cards(&state, &user, categories, CardFile::Vcf, bytes).await
+    state.imports.check_room(user.id).map_err(session_error)?;
+    while let Some(mut field) = form.next_field().await.map_err(multipart_error)? {
+        if !is_file(&field, &[".vcf", ".vcard"])? {
+            continue;
+        }
+        // The cards are parsed as they arrive, on the blocking pool, while this task passes
+        // them on.
+        let (to, chunks) = tokio::sync::mpsc::channel(4);
+        let (sessions, scope, max_cards) =
+            (state.imports.clone(), state.engine.user(user.id), state.config.import.max_cards);
+        let answering = state.clone();
+        let preview = tokio::spawn(async move {
+            let input = Arriving { chunks, chunk: Bytes::new() };
+            preview_answer(&answering, move |out| {
+                import::preview_vcf(&sessions, &scope, input, categories, max_cards, out)
+            })
+            .await
+        });
+        let passed = pass_on(&mut field, to, state.config.import.max_file_bytes).await;
+        let answer = preview.await.map_err(ApiError::internal)?;
+        passed?;
+        return answer;
+    }
+    Err(no_file())
 }
 
-/// Opens a previewed session of a file of cards and answers its preview, built on the blocking
-/// pool.
+/// Opens a previewed session of a file of cards in hand and answers its preview.
 async fn preview_cards(
     state: &AppState,
     user: &AuthUser,
@@ -139,10 +276,8 @@ async fn preview_cards(
 ) -> Result<Response, ApiError> {
     let (sessions, scope, max_cards) =
         (state.imports.clone(), state.engine.user(user.id), state.config.import.max_cards);
-    let body = state
-        .blocking(move |_| import::preview_cards(&sessions, &scope, file, &bytes, categories, max_cards, preview_json))
-        .await???;
-    Ok(json_bytes(body))
+    preview_answer(state, move |out| import::preview_cards(&sessions, &scope, file, &bytes, categories, max_cards, out))
+        .await
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -192,10 +327,7 @@ pub async fn records(
 ) -> Result<Response, ApiError> {
     let rows = import::rows_of_records(req.records)?;
     let (sessions, scope) = (state.imports.clone(), state.engine.user(user.id));
-    let body = state
-        .blocking(move |_| import::preview_rows(&sessions, &scope, Source::Records, rows, preview_json))
-        .await???;
-    Ok(json_bytes(body))
+    preview_answer(&state, move |out| import::preview_rows(&sessions, &scope, Source::Records, rows, out)).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -326,7 +458,7 @@ async fn spool(mut form: Multipart, dir: &std::path::Path, limit: usize) -> Resu
             .map_err(ApiError::internal)?;
         std::fs::remove_file(&path).map_err(ApiError::internal)?;
         let mut written = 0usize;
-        while let Some(chunk) = field.chunk().await.map_err(|e| ApiError::invalid_input("file", e.body_text()))? {
+        while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
             written += chunk.len();
             if written > limit {
                 return Err(ApiError::PayloadTooLarge { limit });

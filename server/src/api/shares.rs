@@ -18,7 +18,7 @@ use crate::crm::import::{Decision, ImportResult};
 use crate::crm::share::ops::{self, ShareError, ShareInput, ShareView};
 use crate::error::ApiError;
 use crate::http::extract::{Path, Query};
-use crate::http::json::{Json, json_bytes};
+use crate::http::json::Json;
 use crate::http::params;
 use crate::state::AppState;
 
@@ -141,10 +141,7 @@ pub async fn accept(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (sessions, scope) = (state.imports.clone(), state.engine.user(user.id));
-    let body = state
-        .blocking(move |_| ops::accept(&sessions, &scope, &id, |p| serde_json::to_vec(p).map_err(ApiError::internal)))
-        .await???;
-    Ok(json_bytes(body))
+    crate::api::import::preview_answer(&state, move |out| ops::accept(&sessions, &scope, &id, out)).await
 }
 
 #[utoipa::path(post, path = "/api/v1/contact-shares/{id}/confirm", tag = "contacts", params(("id" = String, Path)),

@@ -133,11 +133,8 @@ async fn shares_section(viewer: &Viewer, state: &AppState) -> Result<Markup, Api
 pub async fn share_review(State(state): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> PageResult {
     let (sessions, scope) = (state.imports.clone(), state.scope(&viewer.user));
     let share = id.clone();
-    let preview = state
-        .blocking(move |_| shares::accept(&sessions, &scope, &share, |p| serde_json::to_value(p)))
-        .await?
-        .map_err(ApiError::from)?
-        .map_err(ApiError::internal)?;
+    let preview =
+        state.blocking(move |_| preview_value(|out| shares::accept(&sessions, &scope, &share, out))).await??;
     let session = preview["session_id"].as_str().unwrap_or("").to_string();
     Ok(page(preview_page(&viewer, &preview, &format!("/shares/{id}/confirm/{session}"))))
 }
@@ -315,13 +312,11 @@ pub async fn upload(
                 let file = if kind == Source::Vcf { CardFile::Vcf } else { CardFile::JsContact };
                 let preview = state
                     .blocking(move |_| {
-                        import::preview_cards(&sessions, &scope, file, &upload.bytes, categories, max_cards, |p| {
-                            serde_json::to_value(p)
+                        preview_value(|out| {
+                            import::preview_cards(&sessions, &scope, file, &upload.bytes, categories, max_cards, out)
                         })
                     })
-                    .await?
-                    .map_err(ApiError::from)?
-                    .map_err(ApiError::internal)?;
+                    .await??;
                 let action = format!("/import/{}/confirm", preview["session_id"].as_str().unwrap_or(""));
                 Ok(preview_page(&viewer, &preview, &action))
             }
@@ -457,12 +452,21 @@ pub async fn preview_csv(
         .collect();
     let (sessions, scope) = (state.imports.clone(), state.scope(&viewer.user));
     let preview = state
-        .blocking(move |_| import::preview_csv(&sessions, &scope, &session, &mappings, |p| serde_json::to_value(p)))
-        .await?
-        .map_err(ApiError::from)?
-        .map_err(ApiError::internal)?;
+        .blocking(move |_| preview_value(|out| import::preview_csv(&sessions, &scope, &session, &mappings, out)))
+        .await??;
     let action = format!("/import/{}/confirm", preview["session_id"].as_str().unwrap_or(""));
     Ok(page(preview_page(&viewer, &preview, &action)))
+}
+
+/// The preview a preview operation writes, read back for the page (a page shows every row, so
+/// it is held whole here).
+fn preview_value<E>(write: impl FnOnce(&mut Vec<u8>) -> Result<import::Previewed, E>) -> Result<Value, ApiError>
+where
+    ApiError: From<E>,
+{
+    let mut out = Vec::new();
+    write(&mut out)?;
+    serde_json::from_slice(&out).map_err(ApiError::internal)
 }
 
 fn action_key(action: &str) -> &'static str {

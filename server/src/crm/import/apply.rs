@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::pictures::Picture;
 use super::runs::{ImportRun, record_run};
-use super::{ImportRow, Source, merge, new_contact};
+use super::{Held, HeldRow, Source, merge, new_contact};
 use crate::crm::contact::{Contact, INDEX_UID};
 
 /// Rows per write transaction when applying, unless configured (`IMPORT_BATCH_ROWS`): one durable
@@ -173,7 +173,7 @@ impl Action {
     }
 }
 
-fn row_error(row: &ImportRow, reason: &str) -> String {
+fn row_error(row: &HeldRow, reason: &str) -> String {
     row_error_at(row.index, row.line, reason)
 }
 
@@ -187,7 +187,8 @@ struct Planned {
     update: Option<u64>,
 }
 
-/// Applies decisions to prepared rows: creates and merges in transactions of `batch` rows
+/// Applies decisions to held rows (each row's record read back from the spool as its batch is
+/// prepared): creates and merges in transactions of `batch` rows
 /// (one durable commit each; [`BATCH`] unless configured), with each row's picture stored in the
 /// same commit as the contact that takes it, and records the import run.
 /// `progress(done, total)` is called after each batch.
@@ -204,11 +205,12 @@ struct Planned {
 pub fn execute(
     scope: &mycorrhizal_engine::UserScope,
     source: Source,
-    rows: &mut [ImportRow],
+    held: &Held,
     actions: &HashMap<usize, Action>,
     batch: usize,
     progress: &dyn Fn(usize, usize),
 ) -> ImportResult {
+    let rows = &held.rows;
     let mut result = ImportResult { total_processed: rows.len() as u64, ..Default::default() };
     let mut failed = 0u64;
     let mut notes = Vec::new();
@@ -219,14 +221,14 @@ pub fn execute(
             failed += 1;
             result.errors.push(row_error(row, reason));
         };
-        match (action, &row.record, &row.duplicate) {
+        match (action, row.has_record(), row.duplicate_of) {
             (Action::Skip, _, _) => result.skipped += 1,
-            (_, None, _) => fail(row.errors.first().map(String::as_str).unwrap_or("the row could not be read")),
-            (Action::Add, Some(_), _) => planned.push(Planned { at, update: None }),
-            (Action::Update, Some(_), Some(dup)) => planned.push(Planned { at, update: Some(dup.existing_contact_id) }),
-            (Action::Update, Some(_), None) => fail("update asked, but the row matches no existing contact"),
+            (_, false, _) => fail(row.errors.first().map(String::as_str).unwrap_or("the row could not be read")),
+            (Action::Add, true, _) => planned.push(Planned { at, update: None }),
+            (Action::Update, true, Some(id)) => planned.push(Planned { at, update: Some(id) }),
+            (Action::Update, true, None) => fail("update asked, but the row matches no existing contact"),
         }
-        if action != Action::Skip && row.record.is_some() {
+        if action != Action::Skip && row.has_record() {
             for problem in &row.errors {
                 notes.push(row_error(row, &format!("imported without a value: {problem}")));
             }
@@ -279,13 +281,18 @@ pub fn execute(
         for chunk in planned.chunks(batch.max(1)) {
             let mut ops = Vec::with_capacity(chunk.len());
             for plan in chunk {
-                // The row's card and picture move into the contact: the session keeps only the
-                // result once confirmed, so nothing is copied.
-                let row = &mut rows[plan.at];
-                let (Some(record), picture) = (row.record.take(), row.photo.take().and_then(Picture::of)) else {
-                    continue;
+                // The row's card and picture are read back from the spool and move into the
+                // contact.
+                let row = &rows[plan.at];
+                let (record, picture) = match held.record(row) {
+                    Ok(Some((record, photo))) => (record, photo.and_then(Picture::of)),
+                    Ok(None) => continue,
+                    Err(e) => {
+                        failed += 1;
+                        result.errors.push(row_error(row, &e.to_string()));
+                        continue;
+                    }
                 };
-                let row = &*row;
                 match plan.update {
                     None => {
                         let prepared = new_contact(record, false).and_then(|(mut contact, card)| {

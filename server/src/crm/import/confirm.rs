@@ -49,7 +49,7 @@ pub async fn confirm(
     }
     let user = scope.id();
     let waited = tokio::time::Instant::now();
-    let (source, mut rows) = loop {
+    let (source, held) = loop {
         match sessions.begin_confirm(user, &session_id, accepts) {
             Ok(Ok(taken)) => break taken,
             Ok(Err(earlier)) => return Ok(earlier),
@@ -59,20 +59,18 @@ pub async fn confirm(
             Err(e) => return Err(e.into()),
         }
     };
-    if let Some((i, d)) = decisions.iter().enumerate().find(|(_, d)| d.row_index >= rows.len()) {
-        let reason = format!("row {} does not exist (the session has {} rows)", d.row_index, rows.len());
-        sessions.finish(user, &session_id, Stage::Previewed(rows));
+    let count = held.rows.len();
+    if let Some((i, d)) = decisions.iter().enumerate().find(|(_, d)| d.row_index >= count) {
+        let reason = format!("row {} does not exist (the session has {count} rows)", d.row_index);
+        sessions.finish(user, &session_id, Stage::Previewed(held));
         return Err(ImportError::Invalid { field: format!("actions[{i}].row_index"), reason });
     }
     let settle = Settle { sessions, user, id: session_id, done: false };
     tokio::task::spawn_blocking(move || {
         let mut settle = settle;
-        let result = execute(&scope, source, &mut rows, &actions, batch, &|_, _| {});
+        let result = execute(&scope, source, &held, &actions, batch, &|_, _| {});
         settle.sessions.finish(settle.user, &settle.id, Stage::Done(result.clone()));
         settle.done = true;
-        // Every parsed card with its preview and diff is freed off the answer's path. Should the
-        // thread not start, they are freed here.
-        let _ = std::thread::Builder::new().name("import-free".into()).spawn(move || drop(rows));
         result
     })
     .await

@@ -38,47 +38,64 @@ fn keys(card: &Card, flat: &Flat) -> Vec<(&'static str, &'static str, String)> {
 
 /// What every preview does with its rows before they are shown: each record's custom field
 /// values are read against the user's definitions (`field::ops::absorb`: a `field:<key>` CSV
-/// column, an `X-NAME` vCard property; what fails is noted on the row), then [`detect`].
-pub fn prepare(view: &UserView, rows: &mut [ImportRow]) -> mycorrhizal_engine::Result<()> {
-    let defs: Vec<_> = crate::crm::field::ops::definitions(view)?.into_iter().map(|d| d.body).collect();
-    for row in rows.iter_mut() {
-        if let Some(record) = row.record.as_mut() {
-            let notes = crate::crm::field::ops::absorb(record, &defs);
-            row.diagnostics.extend(notes);
-        }
-    }
-    detect(view, rows)
+/// column, an `X-NAME` vCard property; what fails is noted on the row), then the duplicates are
+/// found. Rows arrive in batches, in file order ([`Detector::check`]); the keys of every row seen
+/// so far are kept, so a row repeating one of an earlier batch is found too.
+pub struct Detector<'v> {
+    view: &'v UserView,
+    defs: Vec<crate::crm::field::FieldDefinition>,
+    /// Each key of the rows checked so far, by kind, with the first row that had it.
+    seen: HashMap<&'static str, HashMap<String, usize>>,
 }
 
-/// Finds, for every row, the existing contact it duplicates and the earlier row of the same
-/// upload it repeats, and what an update would change. The lookups of a large upload run on
-/// several threads (rows are independent there); the repeats within the upload are then found
-/// in one pass over the rows' keys, in file order.
-pub fn detect(view: &UserView, rows: &mut [ImportRow]) -> mycorrhizal_engine::Result<()> {
-    /// Rows per thread below which one thread does all the lookups.
-    const ROWS_PER_THREAD: usize = 500;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
-    let per_thread = rows.len().div_ceil(threads).max(ROWS_PER_THREAD);
-    let keyed: Vec<Vec<Keys>> = if per_thread >= rows.len() {
-        vec![match_existing(view, rows)?]
-    } else {
-        std::thread::scope(|scope| {
-            let parts: Vec<_> =
-                rows.chunks_mut(per_thread).map(|part| scope.spawn(move || match_existing(view, part))).collect();
-            parts
-                .into_iter()
-                .map(|p| p.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-                .collect::<mycorrhizal_engine::Result<Vec<_>>>()
-        })?
-    };
-    let mut seen: HashMap<(&'static str, &str), usize> = HashMap::new();
-    for (row, keys) in rows.iter_mut().zip(keyed.iter().flatten()) {
-        row.batch_duplicate_of = keys.iter().find_map(|(reason, _, k)| seen.get(&(*reason, k.as_str())).copied());
-        for (reason, _, k) in keys {
-            seen.entry((*reason, k.as_str())).or_insert(row.index);
-        }
+impl<'v> Detector<'v> {
+    pub fn new(view: &'v UserView) -> mycorrhizal_engine::Result<Detector<'v>> {
+        let defs = crate::crm::field::ops::definitions(view)?.into_iter().map(|d| d.body).collect();
+        Ok(Detector { view, defs, seen: HashMap::new() })
     }
-    Ok(())
+
+    /// Prepares the next rows of the upload: their custom fields read, then, for every row, the
+    /// existing contact it duplicates and what an update would change, and the earlier row of the
+    /// upload it repeats. The lookups of a large batch run on several threads (rows are
+    /// independent there); the repeats are then found in one pass over the rows' keys, in order.
+    pub fn check(&mut self, rows: &mut [ImportRow]) -> mycorrhizal_engine::Result<()> {
+        /// Rows per thread below which one thread does all the lookups.
+        const ROWS_PER_THREAD: usize = 500;
+        for row in rows.iter_mut() {
+            if let Some(record) = row.record.as_mut() {
+                let notes = crate::crm::field::ops::absorb(record, &self.defs);
+                row.diagnostics.extend(notes);
+            }
+        }
+        let view = self.view;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+        let per_thread = rows.len().div_ceil(threads).max(ROWS_PER_THREAD);
+        let keyed: Vec<Vec<Keys>> = if per_thread >= rows.len() {
+            vec![match_existing(view, rows)?]
+        } else {
+            std::thread::scope(|scope| {
+                let parts: Vec<_> =
+                    rows.chunks_mut(per_thread).map(|part| scope.spawn(move || match_existing(view, part))).collect();
+                parts
+                    .into_iter()
+                    .map(|p| p.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                    .collect::<mycorrhizal_engine::Result<Vec<_>>>()
+            })?
+        };
+        for (row, keys) in rows.iter_mut().zip(keyed.into_iter().flatten()) {
+            row.batch_duplicate_of =
+                keys.iter().find_map(|(reason, _, k)| self.seen.get(reason).and_then(|m| m.get(k)).copied());
+            for (reason, _, k) in keys {
+                self.seen.entry(reason).or_default().entry(k).or_insert(row.index);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Prepares all the rows of an upload at once (see [`Detector::check`]).
+pub fn prepare(view: &UserView, rows: &mut [ImportRow]) -> mycorrhizal_engine::Result<()> {
+    Detector::new(view)?.check(rows)
 }
 
 /// A row's identifying keys (see [`keys`]); none for a row without a record.

@@ -8,12 +8,14 @@
 //! One concern per file: `rows` (an upload's rows), `prepare` (an incoming record as a new
 //! contact, and the UID it is stored under), `detect` (duplicates), `merge` (what an update does,
 //! and the diff the preview shows), `preview` (the operations that open and preview a session,
-//! and the preview's shape), `pictures` (inline photos), `apply` (writing decided rows),
-//! `confirm` (the confirm operation around it), `runs` (the history) and `sessions`.
+//! a batch of rows at a time, and the preview's shape), `held` (previewed rows waiting for the
+//! confirm, their records in a spool file), `pictures` (inline photos), `apply` (writing decided
+//! rows), `confirm` (the confirm operation around it), `runs` (the history) and `sessions`.
 
 mod apply;
 mod confirm;
 mod detect;
+mod held;
 mod merge;
 mod pictures;
 mod prepare;
@@ -24,13 +26,17 @@ mod sessions;
 
 pub use apply::{Action, BATCH, BATCH_MAX, ImportResult, Op, Outcome, apply_batch, batch_rows, execute};
 pub use confirm::{CONCURRENT_CONFIRM_WAIT, Decision, confirm};
-pub use detect::{detect, prepare};
+pub use detect::{Detector, prepare};
+pub use held::{Held, HeldRow, Holding};
 pub use merge::{Added, FieldChange, MergeDiff, diff, merge};
 pub use pictures::Picture;
 pub use prepare::{ORIGINAL_UID_POINTER, hashed_uid, new_contact, stable_uid, stable_uid_of};
-pub use preview::{CardFile, CsvUpload, Preview, parsed_contact, preview_cards, preview_csv, preview_rows, upload_csv};
+pub use preview::{
+    CardFile, CsvUpload, Previewed, Previewing, parsed_contact, preview_cards, preview_csv, preview_rows, preview_vcf,
+    upload_csv,
+};
 pub use rows::{
-    Categories, DuplicateMatch, ImportRow, MAX_RECORDS, check_count, rows_of, rows_of_cards, rows_of_records,
+    Categories, DuplicateMatch, ImportRow, MAX_RECORDS, check_count, row_of, rows_of, rows_of_cards, rows_of_records,
 };
 pub use runs::{ImportRun, ImportRunList, ImportRunView, RUNS_KEPT, recent_runs, record_run, run_list};
 pub use sessions::{OPEN_SESSIONS_PER_USER, SESSION_LIFETIME, Session, SessionError, Sessions, Stage};

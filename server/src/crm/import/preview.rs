@@ -1,70 +1,103 @@
-//! The preview: opening a session from an upload's rows with duplicate detection run on them
-//! ([`preview_rows`]), a CSV upload waiting for its column mapping ([`upload_csv`]) and the
-//! preview of that mapping ([`preview_csv`]), and what a preview shows of each row ([`Preview`]).
-//! Reading the upload itself (multipart, size limits while streaming) is the front door's;
-//! confirming is `confirm`.
+//! The preview: rows checked for duplicates and written out as the preview's JSON as they come
+//! ([`Previewing`]: a batch at a time, then held for the confirm), the operations that open a
+//! previewed session from an upload ([`preview_rows`], [`preview_vcf`] for a vCard stream read as
+//! it arrives, [`preview_cards`]), a CSV upload waiting for its column mapping ([`upload_csv`])
+//! and the preview of that mapping ([`preview_csv`]). Reading the upload itself (multipart, size
+//! limits while streaming) is the front door's; confirming is `confirm`.
 
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::Path;
 
 use mycorrhizal_codecs::csv::{self, ColumnMapping};
 use mycorrhizal_codecs::projection::project;
 use mycorrhizal_codecs::record::NeutralRecord;
-use mycorrhizal_engine::UserScope;
+use mycorrhizal_engine::{UserScope, UserView};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Categories, check_count, prepare, rows_of_cards};
+use super::detect::Detector;
+use super::held::{Held, Holding};
+use super::{Categories, check_count, row_of, rows_of_cards};
 use super::{DuplicateMatch, ImportError, ImportRow, MergeDiff, SessionError, Sessions, Source, Stage};
 
 /// Rows shown in a CSV upload's `sample_data`.
 const SAMPLE_ROWS: usize = 5;
 
-/// What a preview shows: every row with its parsed fields, problems, duplicate match, merge diff
-/// and suggested action, and the counts. It borrows the rows: a large preview is megabytes, so
-/// it is serialized straight from them, before they move into the session.
-#[derive(Serialize)]
-pub struct Preview<'a> {
-    session_id: &'a str,
-    rows: PreviewRows<'a>,
-    total_rows: usize,
-    valid_rows: usize,
-    duplicate_count: usize,
-    error_count: usize,
+/// Cards of a vCard stream parsed, checked and written out together.
+const CARDS_PER_BATCH: usize = 1024;
+
+/// What a preview counted, and the session it is of. The preview's JSON is
+/// `{session_id, rows, total_rows, valid_rows, duplicate_count, error_count}`, each row with its
+/// parsed fields, problems, duplicate match, merge diff and suggested action.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Previewed {
+    pub session_id: String,
+    pub total_rows: usize,
+    pub valid_rows: usize,
+    pub duplicate_count: usize,
+    pub error_count: usize,
 }
 
-impl<'a> Preview<'a> {
-    pub fn of(session_id: &'a str, rows: &'a [ImportRow]) -> Preview<'a> {
-        Preview {
-            session_id,
-            rows: PreviewRows(rows),
-            total_rows: rows.len(),
-            valid_rows: rows.iter().filter(|r| r.record.is_some()).count(),
-            duplicate_count: rows.iter().filter(|r| r.duplicate.is_some() || r.batch_duplicate_of.is_some()).count(),
-            error_count: rows.iter().filter(|r| r.record.is_none()).count(),
+/// A preview being written: rows come in batches, in file order; each batch is checked
+/// ([`Detector`]: custom fields, duplicates of existing contacts and of earlier rows), written to
+/// `out` as the preview's JSON rows, and held for the confirm ([`Holding`]). Nothing of a row
+/// stays in memory but what the confirm decides by.
+pub struct Previewing<'v, W: Write> {
+    detector: Detector<'v>,
+    holding: Holding,
+    out: std::io::BufWriter<W>,
+    counts: Previewed,
+}
+
+fn written(e: std::io::Error) -> ImportError {
+    ImportError::Internal(format!("writing the preview: {e}"))
+}
+
+impl<'v, W: Write> Previewing<'v, W> {
+    /// Starts the preview of session `session_id`, its rows held in a spool in `dir`.
+    pub fn start(view: &'v UserView, dir: &Path, session_id: String, out: W) -> Result<Self, ImportError> {
+        let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
+        let id = serde_json::to_string(&session_id).map_err(|e| ImportError::Internal(e.to_string()))?;
+        write!(out, "{{\"session_id\":{id},\"rows\":[").map_err(written)?;
+        let counts = Previewed { session_id, ..Previewed::default() };
+        Ok(Previewing { detector: Detector::new(view)?, holding: Holding::new(dir)?, out, counts })
+    }
+
+    /// Checks, writes and holds the next rows.
+    pub fn push(&mut self, mut rows: Vec<ImportRow>) -> Result<(), ImportError> {
+        self.detector.check(&mut rows)?;
+        for row in rows {
+            if self.counts.total_rows > 0 {
+                self.out.write_all(b",").map_err(written)?;
+            }
+            serde_json::to_writer(&mut self.out, &PreviewRow::of(&row)).map_err(|e| written(e.into()))?;
+            let c = &mut self.counts;
+            c.total_rows += 1;
+            if row.record.is_some() {
+                c.valid_rows += 1;
+            } else {
+                c.error_count += 1;
+            }
+            if row.duplicate.is_some() || row.batch_duplicate_of.is_some() {
+                c.duplicate_count += 1;
+            }
+            self.holding.hold(row)?;
         }
+        Ok(())
     }
 
-    /// The session the preview opens.
-    pub fn session_id(&self) -> &str {
-        self.session_id
-    }
-}
-
-struct PreviewRows<'a>(&'a [ImportRow]);
-
-impl Serialize for PreviewRows<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|r| PreviewRow {
-            row_index: r.index,
-            line: r.line,
-            parsed_contact: r.record.as_ref().map(parsed_contact).unwrap_or_default(),
-            validation_errors: &r.errors,
-            duplicate_match: r.duplicate.as_ref(),
-            suggested_action: r.suggested_action(),
-            merge_diff: r.diff.as_ref(),
-            batch_duplicate_of: r.batch_duplicate_of,
-            diagnostics: &r.diagnostics,
-        }))
+    /// Ends the preview's JSON: the counts, the rows held and the writer.
+    pub fn finish(mut self) -> Result<(Previewed, Held, W), ImportError> {
+        let c = &self.counts;
+        write!(
+            self.out,
+            "],\"total_rows\":{},\"valid_rows\":{},\"duplicate_count\":{},\"error_count\":{}}}",
+            c.total_rows, c.valid_rows, c.duplicate_count, c.error_count
+        )
+        .map_err(written)?;
+        let out = self.out.into_inner().map_err(|e| written(e.into_error()))?;
+        Ok((self.counts, self.holding.finish()?, out))
     }
 }
 
@@ -80,6 +113,22 @@ struct PreviewRow<'a> {
     batch_duplicate_of: Option<usize>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     diagnostics: &'a [String],
+}
+
+impl<'a> PreviewRow<'a> {
+    fn of(r: &'a ImportRow) -> PreviewRow<'a> {
+        PreviewRow {
+            row_index: r.index,
+            line: r.line,
+            parsed_contact: r.record.as_ref().map(parsed_contact).unwrap_or_default(),
+            validation_errors: &r.errors,
+            duplicate_match: r.duplicate.as_ref(),
+            suggested_action: r.suggested_action(),
+            merge_diff: r.diff.as_ref(),
+            batch_duplicate_of: r.batch_duplicate_of,
+            diagnostics: &r.diagnostics,
+        }
+    }
 }
 
 /// `parsed_contact` of the preview: the flat fields a person checks, non-empty only.
@@ -115,24 +164,67 @@ pub fn parsed_contact(record: &NeutralRecord) -> BTreeMap<&'static str, String> 
     pairs.into_iter().filter(|(_, v)| !v.is_empty()).collect()
 }
 
-/// Runs duplicate detection on fresh rows and opens a session of the scope's user holding them, unless the user
-/// already holds too many; `render` is given the preview before the rows move into the session,
-/// and its result is returned. Blocking: call it off the async threads.
-pub fn preview_rows<T>(
+/// Opens a previewed session of the scope's user from fresh rows (duplicates found, rows held),
+/// unless the user already holds too many; the preview's JSON goes to `out`. Blocking: call it
+/// off the async threads.
+pub fn preview_rows(
     sessions: &Sessions,
     scope: &UserScope,
     source: Source,
-    mut rows: Vec<ImportRow>,
-    render: impl FnOnce(&Preview<'_>) -> T,
-) -> Result<T, ImportError> {
+    rows: Vec<ImportRow>,
+    out: impl Write,
+) -> Result<Previewed, ImportError> {
     let user = scope.id();
     // Refused before the duplicate lookups, which are the costly part of a large upload.
     sessions.check_room(user)?;
-    let id = Sessions::fresh_id();
-    prepare(&scope.view()?, &mut rows)?;
-    let rendered = render(&Preview::of(&id, &rows));
-    sessions.open_as(id, user, source, None, Stage::Previewed(rows))?;
-    Ok(rendered)
+    let view = scope.view()?;
+    let mut preview = Previewing::start(&view, sessions.dir(), Sessions::fresh_id(), out)?;
+    preview.push(rows)?;
+    let (previewed, held, _) = preview.finish()?;
+    sessions.open_as(previewed.session_id.clone(), user, source, None, Stage::Previewed(held))?;
+    Ok(previewed)
+}
+
+/// Reads a vCard stream as it arrives (2.1, 3.0 or 4.0; UTF-8, UTF-16 or Windows-1252), a batch
+/// of cards at a time: each batch is parsed, its categories placed, checked and written to `out`
+/// as the preview's rows, then held for the confirm, so neither the file nor its parsed cards
+/// are ever held whole. A card that cannot be read is a row naming its line; more than
+/// `max_cards` cards refuse the whole upload (they are counted to the end, for the message).
+/// Opens the previewed session as [`preview_rows`] does. Blocking: call it off the async threads.
+pub fn preview_vcf(
+    sessions: &Sessions,
+    scope: &UserScope,
+    input: impl Read,
+    categories: Categories,
+    max_cards: usize,
+    out: impl Write,
+) -> Result<Previewed, ImportError> {
+    let user = scope.id();
+    sessions.check_room(user)?;
+    let unreadable = |e: std::io::Error| ImportError::File(format!("the upload could not be read: {e}"));
+    let view = scope.view()?;
+    let mut preview = Previewing::start(&view, sessions.dir(), Sessions::fresh_id(), out)?;
+    let mut cards = mycorrhizal_codecs::vcard::Cards::new(input);
+    loop {
+        let batch = cards.next_cards(CARDS_PER_BATCH).map_err(unreadable)?;
+        if batch.is_empty() {
+            break;
+        }
+        if cards.found() > max_cards {
+            while cards.next_card().map_err(unreadable)?.is_some() {}
+            check_count(cards.found(), max_cards)?;
+        }
+        let items = mycorrhizal_codecs::vcard::parse_cards(&batch);
+        let mut rows: Vec<ImportRow> = batch.iter().zip(items).map(|(card, item)| row_of(card.index, item)).collect();
+        categories.place(&mut rows);
+        preview.push(rows)?;
+    }
+    if let Some(nothing) = cards.nothing_found() {
+        preview.push(vec![row_of(0, nothing)])?;
+    }
+    let (previewed, held, _) = preview.finish()?;
+    sessions.open_as(previewed.session_id.clone(), user, Source::Vcf, None, Stage::Previewed(held))?;
+    Ok(previewed)
 }
 
 /// A file of cards.
@@ -144,24 +236,26 @@ pub enum CardFile {
     JsContact,
 }
 
-/// Reads a file of cards (a card that cannot be read is a row naming its line, and the others
-/// import), at most `max_cards` of them, places their categories and opens a previewed session
-/// as [`preview_rows`] does. Blocking: call it off the async threads.
-pub fn preview_cards<T>(
+/// Reads a file of cards in hand (a card that cannot be read is a row naming its line, and the
+/// others import), at most `max_cards` of them, places their categories and opens a previewed
+/// session as [`preview_rows`] does. Blocking: call it off the async threads.
+pub fn preview_cards(
     sessions: &Sessions,
     scope: &UserScope,
     file: CardFile,
     bytes: &[u8],
     categories: Categories,
     max_cards: usize,
-    render: impl FnOnce(&Preview<'_>) -> T,
-) -> Result<T, ImportError> {
-    let (source, items) = match file {
-        CardFile::Vcf => (Source::Vcf, mycorrhizal_codecs::vcard::parse_file(bytes)),
-        CardFile::JsContact => (Source::JsContact, mycorrhizal_codecs::jscontact::parse_file(bytes)),
-    };
-    let rows = rows_of_cards(source, items, categories, max_cards)?;
-    preview_rows(sessions, scope, source, rows, render)
+    out: impl Write,
+) -> Result<Previewed, ImportError> {
+    match file {
+        CardFile::Vcf => preview_vcf(sessions, scope, bytes, categories, max_cards, out),
+        CardFile::JsContact => {
+            let items = mycorrhizal_codecs::jscontact::parse_file(bytes);
+            let rows = rows_of_cards(Source::JsContact, items, categories, max_cards)?;
+            preview_rows(sessions, scope, Source::JsContact, rows, out)
+        }
+    }
 }
 
 /// A CSV upload, opened as a session waiting for its column mapping: the columns, the mapping
@@ -211,15 +305,15 @@ pub fn upload_csv(
 }
 
 /// Applies a column mapping to a CSV session's table: its rows, with duplicate detection, become
-/// the session's rows to confirm (replacing an earlier mapping's). `render` is given the preview
-/// before the rows move into the session. Blocking: call it off the async threads.
-pub fn preview_csv<T>(
+/// the session's rows to confirm (replacing an earlier mapping's); the preview's JSON goes to
+/// `out`. Blocking: call it off the async threads.
+pub fn preview_csv(
     sessions: &Sessions,
     scope: &UserScope,
     session_id: &str,
     mappings: &[ColumnMapping],
-    render: impl FnOnce(&Preview<'_>) -> T,
-) -> Result<T, ImportError> {
+    out: impl Write,
+) -> Result<Previewed, ImportError> {
     let user = scope.id();
     let table = sessions.with(user, session_id, |s| {
         if s.source != Source::Csv {
@@ -231,20 +325,23 @@ pub fn preview_csv<T>(
         s.table.clone().ok_or(SessionError::NotFound)
     })?;
     csv::check_mappings(&table.headers, mappings).map_err(|(field, reason)| ImportError::Invalid { field, reason })?;
-    let mut rows: Vec<ImportRow> = csv::apply_mappings(&table, mappings)
+    let rows: Vec<ImportRow> = csv::apply_mappings(&table, mappings)
         .into_iter()
         .enumerate()
         .map(|(index, row)| ImportRow::from_csv(index, row))
         .collect();
-    prepare(&scope.view()?, &mut rows)?;
-    let rendered = render(&Preview::of(session_id, &rows));
+    drop(table);
+    let view = scope.view()?;
+    let mut preview = Previewing::start(&view, sessions.dir(), session_id.to_string(), out)?;
+    preview.push(rows)?;
+    let (previewed, held, _) = preview.finish()?;
     sessions.with(user, session_id, |s| {
         // A confirm may have started while the mapping was applied: its rows stand.
         if matches!(s.stage, Stage::Applying | Stage::Done(_)) {
             return Err(SessionError::Busy);
         }
-        s.stage = Stage::Previewed(rows);
+        s.stage = Stage::Previewed(held);
         Ok(())
     })?;
-    Ok(rendered)
+    Ok(previewed)
 }

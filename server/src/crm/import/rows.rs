@@ -97,17 +97,18 @@ impl ImportRow {
 
 /// The rows of parsed codec items, numbered in file order.
 pub fn rows_of(items: Vec<Item>) -> Vec<ImportRow> {
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(index, item)| match item {
-            Item::Record { record, line, diagnostics } => ImportRow::from_record(index, line, *record, diagnostics),
-            Item::Problem(p) => {
-                let at = if p.line > 0 { format!(" (line {})", p.line) } else { String::new() };
-                ImportRow::failed(index, p.line, format!("card {}{at}: {}", p.index + 1, p.reason))
-            }
-        })
-        .collect()
+    items.into_iter().enumerate().map(|(index, item)| row_of(index, item)).collect()
+}
+
+/// The row of the file's item at `index`.
+pub fn row_of(index: usize, item: Item) -> ImportRow {
+    match item {
+        Item::Record { record, line, diagnostics } => ImportRow::from_record(index, line, *record, diagnostics),
+        Item::Problem(p) => {
+            let at = if p.line > 0 { format!(" (line {})", p.line) } else { String::new() };
+            ImportRow::failed(index, p.line, format!("card {}{at}: {}", p.index + 1, p.reason))
+        }
+    }
 }
 
 /// The rows of a JSON batch of neutral records: each record read (a record that is not one is a

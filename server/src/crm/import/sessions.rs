@@ -1,13 +1,15 @@
-//! The import sessions of this process: the rows of an upload held between preview and confirm,
-//! for 15 minutes, in memory (lost on restart, as the spec says), each visible to its user only.
+//! The import sessions of this process: the rows of an upload held between preview and confirm
+//! (`held`: what the confirm decides by in memory, the records in a spool file that never has a
+//! name), for 15 minutes, lost on restart as the spec says, each visible to its user only.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use mycorrhizal_engine::UserId;
 
-use super::{ImportResult, ImportRow, Source};
+use super::{Held, ImportResult, Source};
 
 /// How long a session lives.
 pub const SESSION_LIFETIME: Duration = Duration::from_secs(15 * 60);
@@ -18,7 +20,7 @@ pub enum Stage {
     /// A CSV upload waiting for its column mapping.
     Uploaded,
     /// Rows ready to confirm.
-    Previewed(Vec<ImportRow>),
+    Previewed(Held),
     /// A confirm is running.
     Applying,
     /// Confirmed; a repeated confirm gets this result back.
@@ -64,6 +66,9 @@ pub enum SessionError {
 pub struct Sessions {
     inner: Mutex<HashMap<String, Session>>,
     now: fn() -> Instant,
+    /// Where the sessions' spool files are made (the data folder; the system's temporary
+    /// folder for sessions made without one).
+    dir: PathBuf,
 }
 
 impl Default for Sessions {
@@ -84,7 +89,17 @@ const CONFIRMED_SESSIONS_PER_USER: usize = 256;
 impl Sessions {
     /// Sessions whose clock is `now` (tests pass one they can move forward).
     pub fn with_clock(now: fn() -> Instant) -> Self {
-        Self { inner: Mutex::new(HashMap::new()), now }
+        Self { inner: Mutex::new(HashMap::new()), now, dir: std::env::temp_dir() }
+    }
+
+    /// Sessions whose rows wait in spool files in `dir` (the data folder).
+    pub fn in_dir(dir: PathBuf) -> Self {
+        Self { dir, ..Self::default() }
+    }
+
+    /// Where this process's sessions spool their rows.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
@@ -170,7 +185,7 @@ impl Sessions {
         user: UserId,
         id: &str,
         accepts: &[Source],
-    ) -> Result<Result<(Source, Vec<ImportRow>), ImportResult>, SessionError> {
+    ) -> Result<Result<(Source, Held), ImportResult>, SessionError> {
         self.with(user, id, |s| {
             if !accepts.contains(&s.source) {
                 return Err(SessionError::WrongEndpoint(s.source));
@@ -245,7 +260,8 @@ mod tests {
     }
 
     fn open(sessions: &Sessions, user: UserId) -> Result<String, SessionError> {
-        sessions.open(user, Source::Vcf, None, Stage::Previewed(Vec::new()))
+        let rows = Held::of(sessions.dir(), Vec::new()).expect("spool");
+        sessions.open(user, Source::Vcf, None, Stage::Previewed(rows))
     }
 
     #[test]

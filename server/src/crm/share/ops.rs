@@ -17,9 +17,7 @@ use crate::crm::contact::{Contact, named};
 use crate::crm::cursor::{decode_cursor, encode_cursor};
 use crate::crm::export::{Selection, record_of};
 use crate::crm::field::{self, FieldDefinition};
-use crate::crm::import::{
-    self, CardFile, Categories, Decision, ImportError, ImportResult, Preview, Sessions, Source, Stage,
-};
+use crate::crm::import::{self, CardFile, Categories, Decision, ImportError, ImportResult, Sessions, Source, Stage};
 use crate::crm::{Error, Result};
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -243,13 +241,13 @@ fn pending(v: &UserView, id: &str) -> Result<Row<ContactShare>> {
 
 /// Opens the copy of pending share `id` as an import preview (duplicates against the
 /// recipient's contacts, the merge diff of an update) bound to the share; each call opens a new
-/// one. `render` is given the preview, as [`import::preview_rows`] does. Blocking.
-pub fn accept<T>(
+/// one. The preview's JSON goes to `out`, as [`import::preview_rows`] writes it. Blocking.
+pub fn accept(
     sessions: &Sessions,
     scope: &UserScope,
     id: &str,
-    render: impl FnOnce(&Preview<'_>) -> T,
-) -> std::result::Result<T, ShareError> {
+    out: impl std::io::Write,
+) -> std::result::Result<import::Previewed, ShareError> {
     let (row, payload) = scope
         .view()
         .map_err(Error::from)
@@ -259,22 +257,18 @@ pub fn accept<T>(
             Ok((row, payload))
         })
         .map_err(ShareError::Share)?;
-    let mut session = String::new();
-    let rendered =
-        import::preview_cards(sessions, scope, CardFile::JsContact, &payload, Categories::default(), 1, |preview| {
-            session = preview.session_id().to_string();
-            render(preview)
-        })
-        .map_err(ShareError::Import)?;
+    let previewed =
+        import::preview_cards(sessions, scope, CardFile::JsContact, &payload, Categories::default(), 1, out)
+            .map_err(ShareError::Import)?;
     sessions
-        .with(scope.id(), &session, |s| {
+        .with(scope.id(), &previewed.session_id, |s| {
             // Only the share's confirm takes it: the import endpoints refuse a share's source.
             s.source = Source::Share;
             s.bound = Some(row.body.share.clone());
             Ok(())
         })
         .map_err(|e| ShareError::Import(e.into()))?;
-    Ok(rendered)
+    Ok(previewed)
 }
 
 /// Why answering a share failed: the share's state, or the import's.
