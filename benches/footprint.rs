@@ -4,14 +4,17 @@
 //! the knob), side by side in one run:
 //!
 //! 1. a vCard file of `BENCH_CONTACTS` cards (default 100000; the import bench's generator, 10%
-//!    with a photo) is uploaded, previewed and confirmed with every row's suggested action;
+//!    with a photo) is uploaded, previewed and confirmed with every row's suggested action, the
+//!    server's peak `VmHWM` printed for the upload and preview, then for the confirm (#55
+//!    item 2: it is reset between them through `/proc/<pid>/clear_refs`);
 //! 2. for `BENCH_TRAIL_SECS` (default 60) from the confirm's answer, while the search index takes
 //!    the imported cards in the background, one client searches without pause (a first name,
 //!    a city, a word of the cards' notes in turn) and every search is timed;
 //! 3. then the settled workload: gets of one contact, lists of 50 by name, searches and creates;
 //! 4. the server's resident memory from `/proc/<pid>/status`: `VmRSS` (and what of it is the
 //!    heap, `RssAnon`, and what is mapped files such as the search index, `RssFile`) and the
-//!    peak `VmHWM`; then again after five seconds at rest (one `/health` probe a second).
+//!    peak `VmHWM` since the confirm's answer; then again after five seconds at rest (one
+//!    `/health` probe a second).
 //!
 //! Every time is from sending the request to holding the whole answer. The server runs with
 //! `LOG_LEVEL=warn`; the harness's memory is not the server's. `BENCH_RESTART=1` restarts the

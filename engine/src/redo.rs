@@ -505,20 +505,22 @@ impl RedoLog {
         (self.last > self.sealed).then(|| self.when.idle.min(self.when.every.saturating_sub(self.since.elapsed())))
     }
 
-    /// Appends one batch's ops and syncs them: once this returns, the batch is durable.
+    /// Appends one batch's ops and syncs them: once this returns, the batch is durable. The
+    /// record's head and its ops are written apart, so a large batch is never copied.
     pub(crate) fn append(&mut self, ops: &[u8]) -> Result<()> {
         let seq = self.last + 1;
-        let mut record = Vec::with_capacity(RECORD_HEAD + ops.len());
-        record.extend_from_slice(&(ops.len() as u32).to_le_bytes());
-        record.extend_from_slice(&[0; 4]);
-        record.extend_from_slice(&seq.to_le_bytes());
-        record.extend_from_slice(ops);
-        let crc = crc32fast::hash(&record[8..]);
-        record[4..8].copy_from_slice(&crc.to_le_bytes());
-        let end = self.len + record.len() as u64;
+        let mut head = [0u8; RECORD_HEAD];
+        head[..4].copy_from_slice(&(ops.len() as u32).to_le_bytes());
+        head[8..16].copy_from_slice(&seq.to_le_bytes());
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&head[8..]);
+        crc.update(ops);
+        head[4..8].copy_from_slice(&crc.finalize().to_le_bytes());
+        let end = self.len + (RECORD_HEAD + ops.len()) as u64;
         let written = self
             .grow(end)
-            .and_then(|()| self.file.write_all_at(&record, self.len))
+            .and_then(|()| self.file.write_all_at(&head, self.len))
+            .and_then(|()| self.file.write_all_at(ops, self.len + RECORD_HEAD as u64))
             .and_then(|()| self.file.sync_data());
         if let Err(e) = written {
             // What may have reached the file is not a batch anyone was told of.

@@ -32,6 +32,7 @@ mod health;
 mod helpers;
 mod households;
 mod import;
+mod import_stream;
 pub mod integrations;
 mod inventory;
 mod isolation;

@@ -75,10 +75,9 @@ pub struct ImportLimits {
     /// `IMPORT_MAX_CARDS` (default 100,000): most cards or rows one upload may hold.
     pub max_cards: usize,
     /// `IMPORT_BATCH_ROWS` (default 2,000, 1 to 50,000): rows a confirm writes per transaction
-    /// (one durable commit each), at least; an import of more than ten times that grows its
-    /// batches to a tenth of its rows, at most 10,000 (see `import::batch_rows`). Larger is
-    /// faster for big imports and holds the single writer longer: other users' writes wait for
-    /// a batch (measured holds are in BENCHMARKS.md).
+    /// (one durable commit each). Larger is somewhat faster for big imports, costs memory in
+    /// proportion and holds the single writer longer: other users' writes wait for a batch
+    /// (see `import::BATCH`; measured holds are in BENCHMARKS.md).
     pub batch_rows: usize,
 }
 

@@ -24,7 +24,7 @@ mod rows;
 mod runs;
 mod sessions;
 
-pub use apply::{Action, BATCH, BATCH_MAX, ImportResult, Op, Outcome, apply_batch, batch_rows, execute};
+pub use apply::{Action, BATCH, ImportResult, Op, Outcome, apply_batch, execute};
 pub use confirm::{CONCURRENT_CONFIRM_WAIT, Decision, confirm};
 pub use detect::{Detector, prepare};
 pub use held::{Held, HeldRow, Holding};
