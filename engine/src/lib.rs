@@ -19,6 +19,8 @@ mod frame;
 mod global;
 mod meta;
 pub mod migrate;
+#[cfg(feature = "test-hooks")]
+mod power_cut;
 mod priority;
 mod read;
 mod record;
@@ -69,6 +71,7 @@ pub use tx::{ChangeHook, Gathered, Tx, TxUser, UPDATED_INDEX};
 #[cfg(feature = "test-hooks")]
 pub use {
     audit::{Tamper, tamper_for_tests},
+    power_cut::PowerCut,
     reindex::rewind_for_tests,
 };
 
@@ -95,6 +98,9 @@ pub struct Options {
     pub cache_bytes: usize,
     /// What opening does with a redo log it cannot replay (default: refuse to open).
     pub unreplayable: redo::Unreplayable,
+    /// A simulated power cut told of every sync of the database and its redo log (tests only).
+    #[cfg(feature = "test-hooks")]
+    pub power_cut: Option<Arc<power_cut::PowerCut>>,
 }
 
 /// [`Options::cache_bytes`] unless configured: enough for the pages every request touches (the
@@ -140,6 +146,8 @@ impl Default for Options {
             search: None,
             cache_bytes: DEFAULT_CACHE_BYTES,
             unreplayable: redo::Unreplayable::Refuse,
+            #[cfg(feature = "test-hooks")]
+            power_cut: None,
         }
     }
 }
@@ -180,7 +188,7 @@ impl Engine {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        let db = Database::builder().set_cache_size(options.cache_bytes).create(&path)?;
+        let db = Self::database(&path, &options)?;
         // Before anything else writes: what the last run logged and did not checkpoint goes in.
         let redo = match options.durability {
             Durability::Immediate => {
@@ -199,6 +207,14 @@ impl Engine {
         let (redo, recovered) = match redo {
             Some((log, recovered)) => (Some(log), recovered),
             None => (None, redo::Recovered::default()),
+        };
+        #[cfg(feature = "test-hooks")]
+        let redo = match (redo, &options.power_cut) {
+            (Some(mut log), Some(cut)) => {
+                log.watched_by(cut.clone())?;
+                Some(log)
+            }
+            (redo, _) => redo,
         };
         let snapshot_dir = options
             .pre_migration_dir
@@ -249,6 +265,26 @@ impl Engine {
             tracing::info!(event = "system_logs_indexed", component = "migration", entries = listed);
         }
         Ok((engine, report))
+    }
+
+    /// The database file at `path`, created when missing.
+    fn database(path: &Path, options: &Options) -> Result<Database> {
+        let builder = || {
+            let mut builder = Database::builder();
+            builder.set_cache_size(options.cache_bytes);
+            builder
+        };
+        #[cfg(feature = "test-hooks")]
+        if let Some(cut) = &options.power_cut {
+            let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+            let watched = power_cut::Watched {
+                file: redb::backends::FileBackend::new(file)?,
+                path: path.to_path_buf(),
+                cut: cut.clone(),
+            };
+            return Ok(builder().create_with_backend(watched)?);
+        }
+        Ok(builder().create(path)?)
     }
 
     /// The engine's counters: writer batches and their commit times, search times.

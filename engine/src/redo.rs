@@ -230,6 +230,9 @@ pub(crate) struct RedoLog {
     sealed: u64,
     since: Instant,
     when: Checkpoints,
+    /// A simulated power cut told of the file's syncs (tests only).
+    #[cfg(feature = "test-hooks")]
+    cut: Option<std::sync::Arc<crate::power_cut::PowerCut>>,
 }
 
 /// Where the log of the database at `db_path` lives.
@@ -412,8 +415,19 @@ pub(crate) fn open(
     file.sync_all()?;
     // The file's name must be as durable as its contents.
     sync_parent(&path)?;
-    let log =
-        RedoLog { file, path, id, len: HEADER, capacity: HEADER, last, sealed: last, since: Instant::now(), when };
+    let log = RedoLog {
+        file,
+        path,
+        id,
+        len: HEADER,
+        capacity: HEADER,
+        last,
+        sealed: last,
+        since: Instant::now(),
+        when,
+        #[cfg(feature = "test-hooks")]
+        cut: None,
+    };
     Ok((log, recovered))
 }
 
@@ -521,10 +535,11 @@ impl RedoLog {
             .grow(end)
             .and_then(|()| self.file.write_all_at(&head, self.len))
             .and_then(|()| self.file.write_all_at(ops, self.len + RECORD_HEAD as u64))
-            .and_then(|()| self.file.sync_data());
+            .and_then(|()| self.sync_data());
         if let Err(e) = written {
-            // What may have reached the file is not a batch anyone was told of.
-            let _ = self.blank(self.len);
+            // What may have reached the disk (a failed sync may still have written it) is a
+            // batch its callers are told failed: a start must never replay it.
+            self.unwrite();
             return Err(e.into());
         }
         self.len = end;
@@ -547,9 +562,52 @@ impl RedoLog {
             self.file.write_all_at(&zeros[..n], at)?;
             at += n as u64;
         }
-        self.file.sync_data()?;
+        self.sync_data()?;
         self.capacity = target;
         Ok(())
+    }
+
+    /// Syncs the file's data.
+    fn sync_data(&self) -> io::Result<()> {
+        self.file.sync_data()?;
+        self.durable()
+    }
+
+    /// Syncs the file's data and size.
+    fn sync_all(&self) -> io::Result<()> {
+        self.file.sync_all()?;
+        self.durable()
+    }
+
+    /// Tells a simulated power cut that what the file holds is durable now (tests only).
+    fn durable(&self) -> io::Result<()> {
+        #[cfg(feature = "test-hooks")]
+        if let Some(cut) = &self.cut {
+            return cut.synced(&self.path);
+        }
+        Ok(())
+    }
+
+    /// Reports the file's syncs to `cut` from now on; what it holds now is durable.
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn watched_by(&mut self, cut: std::sync::Arc<crate::power_cut::PowerCut>) -> io::Result<()> {
+        self.cut = Some(cut);
+        self.durable()
+    }
+
+    /// Makes sure no record starts at `len` on disk: its head blanked and synced, or, when that
+    /// fails, the file cut there and synced. When both fail, the record may be replayed at the
+    /// next start, and that is logged.
+    fn unwrite(&mut self) {
+        let blanked = self.blank(self.len).and_then(|()| self.sync_data());
+        if blanked.is_err() {
+            match self.file.set_len(self.len).and_then(|()| self.sync_all()) {
+                Ok(()) => self.capacity = self.len,
+                Err(e) => tracing::error!(event = "redo_unwrite_failed", component = "engine",
+                    path = %self.path.display(), error = %e,
+                    "a batch reported as failed could not be taken out of the redo log; it may be replayed"),
+            }
+        }
     }
 
     /// Zeros the head of the record at `at`, so that reading the log stops there.
@@ -563,10 +621,10 @@ impl RedoLog {
     pub(crate) fn withdraw(&mut self, ops: &[u8]) -> Result<()> {
         self.len -= (RECORD_HEAD + ops.len()) as u64;
         self.last -= 1;
-        let blanked = self.blank(self.len).and_then(|()| self.file.sync_data());
+        let blanked = self.blank(self.len).and_then(|()| self.sync_data());
         if blanked.is_err() {
             self.file.set_len(self.len)?;
-            self.file.sync_all()?;
+            self.sync_all()?;
             self.capacity = self.len;
         }
         Ok(())
@@ -588,7 +646,7 @@ impl RedoLog {
         self.len = HEADER;
         // A cut is followed by a sync of the file's size (the redb commit before it is durable).
         let kept = if self.capacity > KEEP {
-            self.file.set_len(KEEP).and_then(|()| self.file.sync_all()).map(|()| self.capacity = KEEP)
+            self.file.set_len(KEEP).and_then(|()| self.sync_all()).map(|()| self.capacity = KEEP)
         } else {
             Ok(())
         };
@@ -600,7 +658,7 @@ impl RedoLog {
     /// At a clean close, after the last checkpoint: the file is cut back to its header.
     pub(crate) fn close(&mut self) {
         if self.last == self.sealed
-            && let Err(e) = self.file.set_len(HEADER).and_then(|()| self.file.sync_all())
+            && let Err(e) = self.file.set_len(HEADER).and_then(|()| self.sync_all())
         {
             tracing::warn!(event = "redo_truncate_failed", component = "engine", path = %self.path.display(), error = %e);
         }

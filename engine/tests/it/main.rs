@@ -4,6 +4,7 @@ mod global;
 mod helpers;
 mod migrations;
 mod model;
+mod power_cut;
 mod redo;
 mod reindex;
 mod search;
