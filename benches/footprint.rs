@@ -22,6 +22,9 @@
 //! `BENCH_SERVER=<path>` runs another build of the server (an older one, to compare side by side
 //! with the same harness).
 //!
+//! `BENCH_WRK=1` adds, before the memory is read, the load of #55 item 1 from wrk (Debian's
+//! package): see `Server::load`.
+//!
 //! Run: `cargo bench -p mycorrhizal --bench footprint`.
 
 mod cards;
@@ -161,6 +164,61 @@ impl Server {
         answer["created"].as_u64().expect("created")
     }
 
+    /// The load a user's clients put on it (#55 item 1), from wrk (Debian's package) on loopback,
+    /// each for `BENCH_WRK_SECS` (10): gets of a random contact by 32 connections, searches by 1
+    /// and by 8, a list page by 8, and creates by 32 (each acknowledged durably). Prints each
+    /// one's requests a second and latency percentiles as wrk measures them.
+    fn load(&self, contacts: u64) {
+        let secs = seed::setting("WRK_SECS", 10);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let words = (0..64).map(|i| format!("{:?}", query(i))).collect::<Vec<_>>().join(",");
+        let scripts = [
+            ("get by id, 32 connections", 32, format!(
+                "request = function() return wrk.format(\"GET\", \"/api/v1/contacts/\" .. math.random(1, {contacts})) end"
+            )),
+            ("search, 1 connection", 1, format!(
+                "local q = {{{words}}}\nrequest = function() return wrk.format(\"GET\", \"/api/v1/search?q=\" .. q[math.random(#q)]) end"
+            )),
+            ("search, 8 connections", 8, format!(
+                "local q = {{{words}}}\nrequest = function() return wrk.format(\"GET\", \"/api/v1/search?q=\" .. q[math.random(#q)]) end"
+            )),
+            ("list 50 by name, 8 connections", 8,
+                "request = function() return wrk.format(\"GET\", \"/api/v1/contacts?sort=name&limit=50\") end".to_string()),
+            ("create, 32 connections", 32,
+                "wrk.method = \"POST\"\nwrk.path = \"/api/v1/contacts\"\nwrk.body = '{\"firstname\":\"Load\",\"lastname\":\"Wrk\"}'\nwrk.headers[\"Content-Type\"] = \"application/json\"".to_string()),
+        ];
+        for (name, connections, script) in scripts {
+            let path = dir.path().join("script.lua");
+            std::fs::write(&path, script).expect("script");
+            let out = Command::new("wrk")
+                .args([
+                    &format!("-t{}", connections.min(2)),
+                    &format!("-c{connections}"),
+                    &format!("-d{secs}s"),
+                    "--latency",
+                    "-s",
+                ])
+                .arg(&path)
+                .args(["-H", &format!("cookie: {}", self.cookie), &self.base])
+                .output()
+                .expect("wrk (Debian's package) runs");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let pick = |key: &str| {
+                text.lines().find_map(|l| l.trim().strip_prefix(key)).map(|v| v.trim().to_string()).unwrap_or_default()
+            };
+            let errors =
+                text.lines().filter(|l| l.contains("Non-2xx") || l.contains("Socket errors")).collect::<Vec<_>>();
+            println!(
+                "  wrk {name}: {} req/s, p50 {}, p90 {}, p99 {}{}",
+                pick("Requests/sec:"),
+                pick("50%"),
+                pick("90%"),
+                pick("99%"),
+                if errors.is_empty() { String::new() } else { format!(" ({})", errors.join("; ")) }
+            );
+        }
+    }
+
     /// The server's peak resident memory (`VmHWM`, MB) since it started or since the last call,
     /// which resets it (`clear_refs` 5), so each phase of the import has its own peak.
     fn peak_since_reset(&self) -> f64 {
@@ -279,6 +337,9 @@ async fn run(cache_mb: u64, contacts: u64, trail: Duration, restart: bool) -> Fi
         lat.push(took);
     }
     rows.push(("create one contact", percentiles(lat)));
+    if seed::setting("WRK", 0) == 1 {
+        server.load(created);
+    }
     let memory = server.memory();
     for _ in 0..5 {
         tokio::time::sleep(Duration::from_secs(1)).await;

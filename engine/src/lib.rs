@@ -110,6 +110,9 @@ pub struct Options {
 /// session).
 pub const DEFAULT_CACHE_BYTES: usize = 48 << 20;
 
+/// A checkpoint is due once the redo log holds this share of the page cache (`1/16`).
+const CHECKPOINT_SHARE: u64 = 16;
+
 /// The page cache of the databases the engine opens besides the live one (a snapshot being
 /// written or verified, the file a migration or an index backfill opens first): each is read
 /// or written once, front to back, so a cache does not help it.
@@ -193,11 +196,12 @@ impl Engine {
         let redo = match options.durability {
             Durability::Immediate => {
                 // Until a checkpoint, every page a stream of writes dirtied stays in redb's write
-                // buffer, which may hold half the cache; past that it writes pages out and reads
-                // them back one at a time, and the writer slowed by a tenth (BENCHMARKS.md,
-                // thirty-fourth session). A checkpoint when the log holds that much empties it.
+                // buffer (up to half the cache, then written out unsynced), and the checkpoint's
+                // durable commit writes and syncs them all while every writer waits. At half the
+                // cache, 32 clients creating contacts saw a p99 of 50 ms; at a sixteenth (3 MB of
+                // log at 48 MB), 28 ms, with p90 up from 3.6 to 6.5 ms (#55; BENCHMARKS.md).
                 let when = redo::Checkpoints {
-                    bytes: options.checkpoints.bytes.min(options.cache_bytes as u64 / 2),
+                    bytes: options.checkpoints.bytes.min(options.cache_bytes as u64 / CHECKPOINT_SHARE),
                     ..options.checkpoints
                 };
                 Some(redo::open(&db, &path, when, options.unreplayable)?)

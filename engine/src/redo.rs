@@ -7,7 +7,7 @@
 //! appending what the batch changed (each table's key and value bytes, put or removed) to this
 //! file and syncing it: one sequential write a batch, whatever the book's size. When the writer
 //! pauses ([`Checkpoints`]: 100 ms without a batch; at the latest every 30 s, or once the log
-//! holds half the page cache, at most 256 MB),
+//! holds a sixteenth of the page cache, at most 256 MB),
 //! and whenever a batch could not be recorded (it wrote through the raw transaction), a durable
 //! redb commit (a *checkpoint*) makes everything so far durable in the database itself, records
 //! the last batch it covers in `map:meta`, and starts the log over. A stream of writes pays for
@@ -81,7 +81,7 @@ pub struct Checkpoints {
     /// At the latest this long after the last one, however busy the writer.
     pub every: Duration,
     /// Once the log holds this many bytes, however busy the writer: what a start after a crash
-    /// may have to replay. [`crate::Engine::open`] lowers it to half the page cache.
+    /// may have to replay. [`crate::Engine::open`] lowers it to a sixteenth of the page cache.
     pub bytes: u64,
 }
 

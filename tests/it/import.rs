@@ -14,14 +14,20 @@ fn sample(name: &str) -> Vec<u8> {
     std::fs::read(format!("{SAMPLES}/{name}")).expect("sample")
 }
 
-pub(crate) async fn upload(client: &Client, path: &str, filename: &str, bytes: &[u8]) -> reqwest::Response {
-    let boundary = "mycorrhizal-import-boundary";
+/// A multipart body holding `bytes` as the field `file` named `filename`.
+pub(crate) fn multipart(boundary: &str, filename: &str, bytes: &[u8]) -> Vec<u8> {
     let mut body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
     )
     .into_bytes();
     body.extend_from_slice(bytes);
     body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    body
+}
+
+pub(crate) async fn upload(client: &Client, path: &str, filename: &str, bytes: &[u8]) -> reqwest::Response {
+    let boundary = "mycorrhizal-import-boundary";
+    let body = multipart(boundary, filename, bytes);
     client
         .request(reqwest::Method::POST, path)
         .header("content-type", format!("multipart/form-data; boundary={boundary}"))

@@ -9,19 +9,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::helpers::{Client, Cred, Instance};
-use crate::import::upload;
+use crate::import::{multipart, upload};
 
 const BOUNDARY: &str = "trickle-boundary";
-
-fn multipart(filename: &str, bytes: &[u8]) -> Vec<u8> {
-    let mut body = format!(
-        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: text/vcard\r\n\r\n"
-    )
-    .into_bytes();
-    body.extend_from_slice(bytes);
-    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-    body
-}
 
 /// Sends a vCard upload over a socket of its own, `piece` bytes at a time with a pause between
 /// them, and stops after `send_only` bytes of the body when given (an upload cut off). HTTP/1.0,
@@ -29,7 +19,7 @@ fn multipart(filename: &str, bytes: &[u8]) -> Vec<u8> {
 async fn trickle(client: &Client, bytes: &[u8], piece: usize, send_only: Option<usize>) -> Option<(u16, Value)> {
     let Cred::Cookie(cookie) = &client.cred else { panic!("a cookie client") };
     let address = client.base.trim_start_matches("http://").trim_end_matches('/').to_string();
-    let body = multipart("trickled.vcf", bytes);
+    let body = multipart(BOUNDARY, "trickled.vcf", bytes);
     let mut socket = tokio::net::TcpStream::connect(&address).await.expect("connect");
     let head = format!(
         "POST /api/v1/contacts/import/vcf/upload HTTP/1.0\r\nHost: {address}\r\nCookie: auth_token={cookie}\r\nContent-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n\r\n",
