@@ -292,7 +292,7 @@ async fn another_user_cannot_read_list_search_or_change_anything() {
     // B's whole-data ZIP holds B's own data only.
     let zip = b.get("/api/v1/export?table=all").await;
     assert_eq!(zip.status(), 200);
-    for (name, text) in crate::import::unzip(&zip.bytes().await.unwrap()) {
+    for (name, text) in crate::export::unzip(&zip.bytes().await.unwrap()) {
         assert!(!text.contains("ecret") && !text.contains("Hidden"), "{name} of B's ZIP leaked: {text}");
     }
     // The same through an upload: B's vCard of A's friend is new to B, and A's CSV session is

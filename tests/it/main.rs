@@ -24,6 +24,7 @@ mod digest;
 mod domain;
 mod duplicates;
 mod edges;
+mod export;
 mod external;
 mod fcm;
 mod fields;

@@ -155,12 +155,8 @@ where
             loop {
                 let mut chunk = vec![0u8; CHUNK];
                 let n = std::io::Read::read(&mut file, &mut chunk)?;
-                if n == 0
-                    || !out.send({
-                        chunk.truncate(n);
-                        chunk
-                    })
-                {
+                chunk.truncate(n);
+                if n == 0 || !out.send(chunk) {
                     return Ok(());
                 }
             }
