@@ -246,7 +246,9 @@ pub fn execute(
         outcomes.len()
     };
     std::thread::scope(|threads| {
-        let (to_writer, batches) = std::sync::mpsc::sync_channel::<Vec<Op>>(1);
+        // A rendezvous: the batch being written and the one being prepared are all a confirm
+        // holds, never a third waiting between them (each costs memory, #55 item 2).
+        let (to_writer, batches) = std::sync::mpsc::sync_channel::<Vec<Op>>(0);
         let (to_account, written) = std::sync::mpsc::channel::<Vec<Outcome>>();
         threads.spawn(move || {
             for batch in batches {
