@@ -15,7 +15,16 @@ use crate::ops::events::{Event, emit};
 use crate::{backup, crm, ops};
 
 /// Opens the engine for `config`, migrating behind a verified snapshot, and records what happened.
+/// Refused while a restore's marker says one was cut short (`ops::fs::RESTORE_MARKER`).
 pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
+    if let Some(refusal) = ops::fs::unfinished_restore(&config.data_dir) {
+        anyhow::bail!(refusal);
+    }
+    open_engine_for_restore(config).await
+}
+
+/// [`open_engine`] without the check of a restore's marker: for the restore itself.
+pub(crate) async fn open_engine_for_restore(config: &Config) -> anyhow::Result<Engine> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
     if let Some(fs_type) = ops::fs::network_filesystem(&config.data_dir) {

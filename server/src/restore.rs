@@ -95,8 +95,24 @@ pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreErro
     std::fs::create_dir_all(&data_dir).map_err(|e| RestoreError::Io(format!("{}: {e}", data_dir.display())))?;
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
     let aside = data_dir.join(format!("replaced-{stamp}"));
-    let moved = move_aside(&data_dir, &db_path, &aside).map_err(|e| RestoreError::Io(e.to_string()))?;
-    match bring_back(config, &verified.path, verified.schema_version, &mut steps).await {
+    // Durable before anything moves, gone only at the end: a restore cut short (a power cut)
+    // leaves it, and nothing opens the folder until the operator has finished the restore.
+    let marker = data_dir.join(crate::ops::fs::RESTORE_MARKER);
+    let advice = format!(
+        "run `mycorrhizal restore {}` again, or move what {} holds back into {} and delete this file",
+        verified.path.display(),
+        aside.display(),
+        data_dir.display()
+    );
+    write_synced(&marker, &advice).map_err(|e| RestoreError::Io(format!("{}: {e}", marker.display())))?;
+    let moved = move_aside(&data_dir, &db_path, &aside)
+        .and_then(|moved| crate::ops::fs::sync_dir(&data_dir).map(|()| moved))
+        .map_err(|e| RestoreError::Io(e.to_string()))?;
+    let outcome = bring_back(config, &verified.path, verified.schema_version, &mut steps).await;
+    if outcome.is_ok() {
+        clear(&marker, &data_dir).map_err(|e| RestoreError::Io(format!("{}: {e}", marker.display())))?;
+    }
+    match outcome {
         Ok((schema_version, counts)) => Ok(Restored {
             backup: verified,
             schema_version,
@@ -121,9 +137,24 @@ pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreErro
                 }
             }
             let _ = std::fs::remove_dir(&aside);
+            clear(&marker, &data_dir).map_err(|e| RestoreError::Io(format!("{}: {e}", marker.display())))?;
             Err(RestoreError::Failed(reason))
         }
     }
+}
+
+/// Writes `text` to `path` and makes it and its name durable.
+fn write_synced(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut file = std::fs::File::create(path)?;
+    std::io::Write::write_all(&mut file, format!("{text}\n").as_bytes())?;
+    file.sync_all()?;
+    crate::ops::fs::sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Removes the restore's marker, durably.
+fn clear(marker: &Path, data_dir: &Path) -> std::io::Result<()> {
+    std::fs::remove_file(marker)?;
+    crate::ops::fs::sync_dir(data_dir)
 }
 
 /// Moves the database, its redo log (after a crash, acknowledged writes the file itself does
@@ -178,7 +209,7 @@ async fn bring_back(
     steps.push((if indexed { "database and search index built" } else { "database in place" }, started.elapsed()));
 
     let started = Instant::now();
-    let engine = crate::database::open_engine(config).await.map_err(|e| format!("{e:#}"))?;
+    let engine = crate::database::open_engine_for_restore(config).await.map_err(|e| format!("{e:#}"))?;
     steps.push((if indexed { "open" } else { "open (search index rebuilt)" }, started.elapsed()));
     let outcome = finish(engine.clone(), config.clone(), placed.checked, steps).await;
     let started = Instant::now();

@@ -205,6 +205,41 @@ async fn restore_is_refused_while_the_server_runs_and_keeps_what_it_replaces() {
     assert_eq!(list["total"], 1, "{list}");
 }
 
+/// A restore cut short (a power cut after it moved the data aside) leaves its marker: the server
+/// and the other commands refuse the folder, saying what to do, rather than start on an empty or
+/// partial database; a restore run to its end removes it.
+#[tokio::test]
+async fn a_restore_cut_short_keeps_the_folder_closed_until_one_finishes() {
+    let instance = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let mut server = instance.spawn();
+    let ada = server.sign_up("ada").await;
+    let kept = new_contact(&ada, "Kept", "Through").await["id"].as_u64().expect("id");
+    let (status, output) = instance.run_args(&["backup"]);
+    assert_eq!(code(status), 0, "{output}");
+    let backup = backups_in(&instance.data_dir().join("backups")).pop().expect("a backup");
+    assert!(server.terminate().success());
+
+    // What a restore cut short after moving the database aside leaves behind.
+    let marker = instance.data_dir().join(mycorrhizal::ops::fs::RESTORE_MARKER);
+    let aside = instance.data_dir().join("replaced-20261207T000000Z");
+    std::fs::create_dir_all(&aside).expect("aside");
+    std::fs::rename(instance.database(), aside.join("mycorrhizal.redb")).expect("moved aside");
+    std::fs::write(&marker, format!("run `mycorrhizal restore {}` again", backup.display())).expect("marker");
+    for args in [&["serve"][..], &["backup"][..]] {
+        let (status, output) = instance.run_args(args);
+        assert_ne!(code(status), 0, "{args:?}: {output}");
+        assert!(output.contains("did not finish") && output.contains("restore"), "{args:?}: {output}");
+    }
+    assert!(!instance.database().exists(), "no empty database was made in its place");
+
+    let (status, output) = instance.run_args(&["restore", &backup.display().to_string()]);
+    assert_eq!(code(status), 0, "{output}");
+    assert!(!marker.exists(), "a restore run to its end removes the marker");
+    let server = instance.spawn();
+    let ada = server.sign_in("ada", PASSWORD).await;
+    assert_eq!(ada.get(&format!("/api/v1/contacts/{kept}")).await.status(), 200);
+}
+
 #[tokio::test]
 async fn a_backup_in_the_earlier_redb_frame_form_still_verifies_and_restores() {
     let instance = Instance::new().with("JWT_SECRET_KEY", KEY);

@@ -41,6 +41,9 @@ const PURPOSE: &[u8] = b"mycorrhizal backup manifest signature v1";
 pub enum Error {
     #[error("there is no database at {0}")]
     NoDatabase(PathBuf),
+    /// A restore into the data folder was cut short (see `ops::fs::RESTORE_MARKER`).
+    #[error("{0}")]
+    RestoreUnfinished(String),
     /// The signing key cannot be had (the at-rest environment).
     #[error(transparent)]
     Keys(#[from] crate::keys::Error),
@@ -225,6 +228,9 @@ pub fn create_offline(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Backup, Error> {
     writable(dir)?;
+    if let Some(refusal) = crate::ops::fs::unfinished_restore(db_path.parent().unwrap_or(Path::new("."))) {
+        return Err(Error::RestoreUnfinished(refusal));
+    }
     if !db_path.exists() {
         return Err(Error::NoDatabase(db_path.to_path_buf()));
     }

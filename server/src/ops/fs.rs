@@ -78,6 +78,19 @@ pub fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> 
 }
 
 /// Makes the names in `dir` (files created, renamed or removed there) durable.
+/// The file a restore keeps in the data folder from before it moves the current data aside until
+/// its end (done or rolled back): while it is there, a restore was cut short (a power cut, a kill)
+/// and the database may be missing or partial, so nothing opens the folder as if it were whole.
+pub const RESTORE_MARKER: &str = "RESTORE-IN-PROGRESS";
+
+/// Why `data_dir` must not be opened, when a restore into it did not finish: the marker's path
+/// and what it says to do.
+pub fn unfinished_restore(data_dir: &Path) -> Option<String> {
+    let marker = data_dir.join(RESTORE_MARKER);
+    let text = std::fs::read_to_string(&marker).ok()?;
+    Some(format!("a restore into {} did not finish ({}): {}", data_dir.display(), marker.display(), text.trim()))
+}
+
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
