@@ -79,7 +79,7 @@ pub async fn run(config: Config, user: &str, path: &Path, options: Options<'_>) 
         if rows.len() > config.import.max_cards {
             return Err(format!("{} rows; at most {} (IMPORT_MAX_CARDS)", rows.len(), config.import.max_cards));
         }
-        import::prepare(&scope.view().map_err(|e| e.to_string())?, &mut rows).map_err(|e| e.to_string())?;
+        import::prepare(&scope, &mut rows).map_err(|e| e.to_string())?;
         let actions: HashMap<usize, Action> = rows
             .iter()
             .map(|r| {

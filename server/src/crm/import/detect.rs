@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use mycorrhizal_codecs::card::Card;
 use mycorrhizal_codecs::projection::{Flat, project};
-use mycorrhizal_engine::UserView;
+use mycorrhizal_engine::{UserScope, UserView};
 
 use super::{DuplicateMatch, ImportRow, diff, merge, stable_uid};
 use crate::crm::contact::{Contact, INDEX_EMAIL, INDEX_PHONE, INDEX_SORT_NAME, INDEX_UID, phone_key};
@@ -39,19 +39,21 @@ fn keys(card: &Card, flat: &Flat) -> Vec<(&'static str, &'static str, String)> {
 /// What every preview does with its rows before they are shown: each record's custom field
 /// values are read against the user's definitions (`field::ops::absorb`: a `field:<key>` CSV
 /// column, an `X-NAME` vCard property; what fails is noted on the row), then the duplicates are
-/// found. Rows arrive in batches, in file order ([`Detector::check`]); the keys of every row seen
-/// so far are kept, so a row repeating one of an earlier batch is found too.
-pub struct Detector<'v> {
-    view: &'v UserView,
+/// found. Rows arrive in batches, in file order ([`Detector::check`]), each checked in a read
+/// transaction of its own (an upload may arrive for minutes, and a long read holds pages the
+/// writer would reuse); the keys of every row seen so far are kept, so a row repeating one of an
+/// earlier batch is found too.
+pub struct Detector<'s> {
+    scope: &'s UserScope,
     defs: Vec<crate::crm::field::FieldDefinition>,
     /// Each key of the rows checked so far, by kind, with the first row that had it.
     seen: HashMap<&'static str, HashMap<String, usize>>,
 }
 
-impl<'v> Detector<'v> {
-    pub fn new(view: &'v UserView) -> mycorrhizal_engine::Result<Detector<'v>> {
-        let defs = crate::crm::field::ops::definitions(view)?.into_iter().map(|d| d.body).collect();
-        Ok(Detector { view, defs, seen: HashMap::new() })
+impl<'s> Detector<'s> {
+    pub fn new(scope: &'s UserScope) -> mycorrhizal_engine::Result<Detector<'s>> {
+        let defs = crate::crm::field::ops::definitions(&scope.view()?)?.into_iter().map(|d| d.body).collect();
+        Ok(Detector { scope, defs, seen: HashMap::new() })
     }
 
     /// Prepares the next rows of the upload: their custom fields read, then, for every row, the
@@ -67,7 +69,7 @@ impl<'v> Detector<'v> {
                 row.diagnostics.extend(notes);
             }
         }
-        let view = self.view;
+        let view = &self.scope.view()?;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
         let per_thread = rows.len().div_ceil(threads).max(ROWS_PER_THREAD);
         let keyed: Vec<Vec<Keys>> = if per_thread >= rows.len() {
@@ -94,8 +96,8 @@ impl<'v> Detector<'v> {
 }
 
 /// Prepares all the rows of an upload at once (see [`Detector::check`]).
-pub fn prepare(view: &UserView, rows: &mut [ImportRow]) -> mycorrhizal_engine::Result<()> {
-    Detector::new(view)?.check(rows)
+pub fn prepare(scope: &UserScope, rows: &mut [ImportRow]) -> mycorrhizal_engine::Result<()> {
+    Detector::new(scope)?.check(rows)
 }
 
 /// A row's identifying keys (see [`keys`]); none for a row without a record.

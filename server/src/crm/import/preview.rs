@@ -12,7 +12,7 @@ use std::path::Path;
 use mycorrhizal_codecs::csv::{self, ColumnMapping};
 use mycorrhizal_codecs::projection::project;
 use mycorrhizal_codecs::record::NeutralRecord;
-use mycorrhizal_engine::{UserScope, UserView};
+use mycorrhizal_engine::UserScope;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -43,8 +43,8 @@ pub struct Previewed {
 /// ([`Detector`]: custom fields, duplicates of existing contacts and of earlier rows), written to
 /// `out` as the preview's JSON rows, and held for the confirm ([`Holding`]). Nothing of a row
 /// stays in memory but what the confirm decides by.
-pub struct Previewing<'v, W: Write> {
-    detector: Detector<'v>,
+pub struct Previewing<'s, W: Write> {
+    detector: Detector<'s>,
     holding: Holding,
     out: std::io::BufWriter<W>,
     counts: Previewed,
@@ -54,14 +54,15 @@ fn written(e: std::io::Error) -> ImportError {
     ImportError::Internal(format!("writing the preview: {e}"))
 }
 
-impl<'v, W: Write> Previewing<'v, W> {
-    /// Starts the preview of session `session_id`, its rows held in a spool in `dir`.
-    pub fn start(view: &'v UserView, dir: &Path, session_id: String, out: W) -> Result<Self, ImportError> {
+impl<'s, W: Write> Previewing<'s, W> {
+    /// Starts the preview of session `session_id` for the scope's user, its rows held in a spool
+    /// in `dir`.
+    pub fn start(scope: &'s UserScope, dir: &Path, session_id: String, out: W) -> Result<Self, ImportError> {
         let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
         let id = serde_json::to_string(&session_id).map_err(|e| ImportError::Internal(e.to_string()))?;
         write!(out, "{{\"session_id\":{id},\"rows\":[").map_err(written)?;
         let counts = Previewed { session_id, ..Previewed::default() };
-        Ok(Previewing { detector: Detector::new(view)?, holding: Holding::new(dir)?, out, counts })
+        Ok(Previewing { detector: Detector::new(scope)?, holding: Holding::new(dir)?, out, counts })
     }
 
     /// Checks, writes and holds the next rows.
@@ -177,8 +178,7 @@ pub fn preview_rows(
     let user = scope.id();
     // Refused before the duplicate lookups, which are the costly part of a large upload.
     sessions.check_room(user)?;
-    let view = scope.view()?;
-    let mut preview = Previewing::start(&view, sessions.dir(), Sessions::fresh_id(), out)?;
+    let mut preview = Previewing::start(scope, sessions.dir(), Sessions::fresh_id(), out)?;
     preview.push(rows)?;
     let (previewed, held, _) = preview.finish()?;
     sessions.open_as(previewed.session_id.clone(), user, source, None, Stage::Previewed(held))?;
@@ -202,8 +202,7 @@ pub fn preview_vcf(
     let user = scope.id();
     sessions.check_room(user)?;
     let unreadable = |e: std::io::Error| ImportError::File(format!("the upload could not be read: {e}"));
-    let view = scope.view()?;
-    let mut preview = Previewing::start(&view, sessions.dir(), Sessions::fresh_id(), out)?;
+    let mut preview = Previewing::start(scope, sessions.dir(), Sessions::fresh_id(), out)?;
     let mut cards = mycorrhizal_codecs::vcard::Cards::new(input);
     loop {
         let batch = cards.next_cards(CARDS_PER_BATCH).map_err(unreadable)?;
@@ -331,8 +330,7 @@ pub fn preview_csv(
         .map(|(index, row)| ImportRow::from_csv(index, row))
         .collect();
     drop(table);
-    let view = scope.view()?;
-    let mut preview = Previewing::start(&view, sessions.dir(), session_id.to_string(), out)?;
+    let mut preview = Previewing::start(scope, sessions.dir(), session_id.to_string(), out)?;
     preview.push(rows)?;
     let (previewed, held, _) = preview.finish()?;
     sessions.with(user, session_id, |s| {
