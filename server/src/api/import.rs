@@ -430,29 +430,19 @@ pub async fn runs(State(state): State<AppState>, user: AuthUser) -> Result<axum:
     Ok(axum::Json(state.blocking(move |_| import::run_list(&scope.view()?)).await??))
 }
 
-/// Writes the multipart field `file` to a temporary file in `dir` (removed from the folder as
-/// soon as it is opened, so nothing is left behind whatever happens) as it arrives, refusing
-/// more than `limit` bytes and a name without `.zip`; the file is rewound. The writes go to the
-/// page cache in pieces of at most a network chunk, so they are written in place.
+/// Writes the multipart field `file` to an unnamed file in `dir` (it never has a name, so nothing
+/// is left behind whatever happens) as it arrives, refusing more than `limit` bytes and a name
+/// without `.zip`; the file is rewound. The writes go to the page cache in pieces of at most a
+/// network chunk, so they are written in place.
 async fn spool(mut form: Multipart, dir: &std::path::Path, limit: usize) -> Result<std::fs::File, ApiError> {
-    use std::io::{Seek, Write};
-    while let Some(mut field) = form.next_field().await.map_err(|e| ApiError::invalid_input("file", e.body_text()))? {
-        if field.name() != Some("file") {
+    use std::io::Write;
+    while let Some(mut field) = form.next_field().await.map_err(multipart_error)? {
+        let wanted = is_file(&field, &[".zip"])
+            .map_err(|_| ApiError::invalid_input("file", "must be a .zip file (an account bundle)"))?;
+        if !wanted {
             continue;
         }
-        if let Some(name) = field.file_name().map(str::to_lowercase).filter(|n| !n.is_empty())
-            && !name.ends_with(".zip")
-        {
-            return Err(ApiError::invalid_input("file", "must be a .zip file (an account bundle)"));
-        }
-        let path = dir.join(format!(".upload-{}", uuid::Uuid::new_v4().simple()));
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(ApiError::internal)?;
-        std::fs::remove_file(&path).map_err(ApiError::internal)?;
+        let mut file = tempfile::tempfile_in(dir).map_err(ApiError::internal)?;
         let mut written = 0usize;
         while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
             written += chunk.len();
@@ -467,7 +457,7 @@ async fn spool(mut form: Multipart, dir: &std::path::Path, limit: usize) -> Resu
         file.rewind().map_err(ApiError::internal)?;
         return Ok(file);
     }
-    Err(ApiError::invalid_input("file", "missing: send the file in the multipart field \"file\""))
+    Err(no_file())
 }
 
 #[utoipa::path(post, path = "/api/v1/import/bundle", tag = "import",
