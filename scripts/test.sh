@@ -52,6 +52,21 @@ if command -v chromium >/dev/null 2>&1; then
   export CHROMIUM="$(command -v chromium)"
 fi
 
+# The container test (tests/container.py) builds the Dockerfile with Debian's podman, on base
+# images made by mmdebstrap: installed here when missing and we may (root); skipped otherwise.
+container_tools=(podman runc mmdebstrap iptables)
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  for tool in "${container_tools[@]}"; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "Installing Debian's ${container_tools[*]} for the container test..."
+      apt-get install -y -q "${container_tools[@]}" >/dev/null \
+        || { apt-get update -q >/dev/null && apt-get install -y -q "${container_tools[@]}" >/dev/null; } \
+        || echo "MISSING: could not install ${container_tools[*]}; the container test is skipped" >&2
+      break
+    fi
+  done
+fi
+
 # Benches are not run here (they measure, they do not test), but they must keep compiling.
 cargo check --locked --quiet -p mycorrhizal-engine -p mycorrhizal -p mycorrhizal-search-bench --benches
 log="$(mktemp)"
@@ -59,6 +74,9 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --locked --workspace 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+# The container, built and run (about 10 minutes on a machine that has not built it before).
+.venv/bin/python tests/container.py 2>&1 | tee -a "$log"
+container_status=${PIPESTATUS[0]}
 set -e
 # Each failure's panic (where, and its message's first lines) again at the end: a backtrace
 # can push it far above the tail a CI log keeps.
@@ -66,4 +84,6 @@ awk '/panicked at / { n = 4; print "failure: " $0; next } n > 0 && !/^stack back
 # One closing line over every test binary, so the total is visible at a glance.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+grep '^container: ' "$log" || true
+if [ "$status" = 0 ]; then status=$container_status; fi
 exit "$status"
