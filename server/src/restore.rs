@@ -94,7 +94,12 @@ pub async fn run(config: &Config, backup: &Path) -> Result<Restored, RestoreErro
     // A restore onto a new machine starts from an empty (or missing) data folder.
     std::fs::create_dir_all(&data_dir).map_err(|e| RestoreError::Io(format!("{}: {e}", data_dir.display())))?;
     let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
-    let aside = data_dir.join(format!("replaced-{stamp}"));
+    // A new folder each time: a restore run again after one cut short (within the same second,
+    // from a script) must not move into the folder that holds the data the first one replaced.
+    let aside = (1..)
+        .map(|n| data_dir.join(if n == 1 { format!("replaced-{stamp}") } else { format!("replaced-{stamp}-{n}") }))
+        .find(|path| !path.exists())
+        .expect("a free name");
     // Durable before anything moves, gone only at the end: a restore cut short (a power cut)
     // leaves it, and nothing opens the folder until the operator has finished the restore.
     let marker = data_dir.join(crate::ops::fs::RESTORE_MARKER);

@@ -240,6 +240,86 @@ async fn a_restore_cut_short_keeps_the_folder_closed_until_one_finishes() {
     assert_eq!(ada.get(&format!("/api/v1/contacts/{kept}")).await.status(), 200);
 }
 
+/// Copies a stopped instance's data folder (database, redo log, search index, secret; not its
+/// control socket) into a new instance with the same environment.
+fn copy_instance(template: &Instance) -> Instance {
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).expect("mkdir");
+        for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
+            let target = to.join(entry.file_name());
+            let kind = entry.file_type().expect("type");
+            if kind.is_dir() {
+                copy_dir(&entry.path(), &target);
+            } else if kind.is_file() {
+                std::fs::copy(entry.path(), target).expect("copy");
+            }
+        }
+    }
+    let mut copy = Instance::new();
+    let data_dir = copy.env["DATA_DIR"].clone();
+    copy.env = template.env.clone();
+    copy.env.insert("DATA_DIR".into(), data_dir);
+    copy_dir(&template.data_dir(), &copy.data_dir());
+    copy
+}
+
+/// A restore killed at any moment (SIGKILL: the process's own power cut, after its syncs) leaves
+/// the folder as it was, restored whole, or closed by the marker until a restore runs to its end;
+/// never an empty instance or a mix. Twelve kills spread over the length of a whole restore.
+#[tokio::test]
+async fn a_restore_killed_at_any_moment_leaves_the_old_data_the_backup_or_a_closed_folder() {
+    let template = Instance::new().with("JWT_SECRET_KEY", KEY);
+    let mut server = template.spawn();
+    let ada = server.sign_up("ada").await;
+    let kept = new_contact(&ada, "Kept", "Through").await["id"].as_u64().expect("id");
+    let (status, output) = template.run_args(&["backup"]);
+    assert_eq!(code(status), 0, "{output}");
+    let backup = backups_in(&template.data_dir().join("backups")).pop().expect("a backup");
+    let backup = backup.display().to_string();
+    let later = new_contact(&ada, "Made", "Later").await["id"].as_u64().expect("id");
+    assert!(server.terminate().success());
+
+    let timing = copy_instance(&template);
+    let started = Instant::now();
+    let (status, output) = timing.run_args(&["restore", &backup]);
+    assert_eq!(code(status), 0, "{output}");
+    let whole = started.elapsed();
+
+    let rounds = 12u32;
+    let (mut untouched, mut closed, mut restored) = (0, 0, 0);
+    for round in 0..rounds {
+        let instance = copy_instance(&template);
+        let mut child = instance.start_args(&["restore", &backup]);
+        std::thread::sleep(whole * round / rounds);
+        let _ = child.kill();
+        let _ = child.wait();
+        let marker = instance.data_dir().join(mycorrhizal::ops::fs::RESTORE_MARKER);
+        let was_closed = marker.exists();
+        if was_closed {
+            closed += 1;
+            let (status, output) = instance.run_args(&["serve"]);
+            assert_ne!(code(status), 0, "round {round}: serve opened a folder a restore left half done: {output}");
+            assert!(output.contains("did not finish"), "round {round}: {output}");
+            let (status, output) = instance.run_args(&["restore", &backup]);
+            assert_eq!(code(status), 0, "round {round}: the restore run again: {output}");
+            assert!(!marker.exists(), "round {round}");
+        }
+        let mut server = instance.spawn();
+        let ada = server.sign_in("ada", PASSWORD).await;
+        assert_eq!(ada.get(&format!("/api/v1/contacts/{kept}")).await.status(), 200, "round {round}");
+        let has_later = ada.get(&format!("/api/v1/contacts/{later}")).await.status() == 200;
+        assert!(!(was_closed && has_later), "round {round}: a finished restore is the backup's data");
+        match (was_closed, has_later) {
+            (false, true) => untouched += 1,
+            (false, false) => restored += 1,
+            _ => {}
+        }
+        assert!(server.terminate().success(), "round {round}");
+    }
+    eprintln!("restore killed after 0..{whole:?}: {untouched} untouched, {closed} closed, {restored} restored");
+    assert!(closed > 0, "no kill fell inside the restore ({untouched} untouched, {restored} restored)");
+}
+
 #[tokio::test]
 async fn a_backup_in_the_earlier_redb_frame_form_still_verifies_and_restores() {
     let instance = Instance::new().with("JWT_SECRET_KEY", KEY);

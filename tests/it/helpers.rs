@@ -126,6 +126,11 @@ impl Instance {
         self.run_args(&[])
     }
 
+    /// Starts the binary with `args` (a subcommand), output discarded; the caller waits or kills.
+    pub fn start_args(&self, args: &[&str]) -> Child {
+        self.command().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn binary")
+    }
+
     /// Runs the binary with `args` (a subcommand) until it stops; returns status and all output.
     pub fn run_args(&self, args: &[&str]) -> (ExitStatus, String) {
         let mut child =
