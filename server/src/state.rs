@@ -126,7 +126,8 @@ impl AppState {
     }
 
     /// Reads the user's data off the async threads: `work` gets one read transaction of the
-    /// user's scope. Every request-time read goes through here (redb blocks).
+    /// user's scope. Every request-time read goes through here (redb blocks), but for the few
+    /// keyed reads of [`AppState::read_keyed`].
     pub async fn read<T: Send + 'static>(
         &self,
         user: &crate::auth::AuthUser,
@@ -134,6 +135,16 @@ impl AppState {
     ) -> crate::crm::Result<T> {
         let scope = self.scope(user);
         Ok(self.blocking(move |_| scope.view().map_err(crate::crm::Error::from).and_then(|v| work(&v))).await??)
+    }
+
+    /// Reads a handful of rows by key on the async thread that serves the request (the caller's
+    /// session, one contact): such reads take microseconds from the page cache, while a hop to
+    /// the blocking pool and back costs two thread switches; on a small box those switches were
+    /// most of a GET's time (#55 item 1, BENCHMARKS.md "Load"). Scans, lists, searches and
+    /// anything that may read many pages go through [`AppState::read`] or
+    /// [`AppState::blocking`], where a read from disk cannot stall the async threads.
+    pub fn read_keyed<T>(&self, work: impl FnOnce(&Engine) -> T) -> T {
+        work(&self.engine)
     }
 
     /// Runs blocking engine work (redb reads, snapshots) off the async threads.

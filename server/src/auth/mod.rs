@@ -153,9 +153,8 @@ impl Auth {
         }
         let sid = claims.sid.ok_or(Error::Unauthorized("Invalid token"))?;
         let (user_id, token_version) = (claims.user_id, claims.token_version);
-        // One hop to the blocking pool for both reads: this runs on every request.
-        let (account, session) = crate::crm::blocking(engine, move |engine| -> Result<(Account, Session), Error> {
-            let view = engine.global()?;
+        // Read here, by key: see `read_global`.
+        let (account, session) = read_global(engine, |view| -> Result<(Account, Session), Error> {
             let account: Account = view.get(user_id).map_err(|_| Error::Unauthorized("Invalid token"))?;
             if account.token_version != token_version {
                 return Err(Error::Unauthorized("Session expired, please sign in again"));
@@ -163,8 +162,7 @@ impl Auth {
             let session: Session =
                 view.get(sid).map_err(|_| Error::Unauthorized("Session expired, please sign in again"))?;
             Ok((account, session))
-        })
-        .await??;
+        })?;
         let now = engine.clock().now();
         if session.user_id != claims.user_id {
             return Err(Error::Unauthorized("Invalid token"));
@@ -192,9 +190,8 @@ impl Auth {
     async fn authenticate_api_token(&self, engine: &Engine, token: &str) -> Result<AuthUser, Error> {
         let hash = sha256_hex(token);
         let now = engine.clock().now();
-        // One hop to the blocking pool for both reads: this runs on every request.
-        let (id, record, account) = crate::crm::blocking(engine, move |engine| -> Result<_, Error> {
-            let view = engine.global()?;
+        // Read here, by key: see `read_global`.
+        let (id, record, account) = read_global(engine, |view| -> Result<_, Error> {
             let (id, record) = view.find::<ApiToken>("hash", &hash)?.ok_or(Error::Unauthorized("Invalid token"))?;
             if record.revoked_at.is_some() {
                 return Err(Error::Unauthorized("Invalid token"));
@@ -204,8 +201,7 @@ impl Auth {
             }
             let account: Account = view.get(record.user_id).map_err(|_| Error::Unauthorized("Invalid token"))?;
             Ok((id, record, account))
-        })
-        .await??;
+        })?;
         if record.last_used_at.is_none_or(|t| now.duration_since(t) > TOUCH_EVERY) {
             let engine = engine.clone();
             tokio::spawn(async move {
@@ -225,4 +221,14 @@ impl Auth {
     pub async fn end_session(&self, engine: &Engine, sid: u64) -> Option<Session> {
         engine.write_async(move |tx| tx.global().delete::<Session>(sid)).await.ok()
     }
+}
+
+/// The caller's account and session (or API token), read by key on the async thread that serves
+/// the request, as [`crate::state::AppState::read_keyed`] does and for the same reason: every
+/// request reads them, and a hop to the blocking pool costs more than the read.
+fn read_global<T>(
+    engine: &Engine,
+    work: impl FnOnce(&mycorrhizal_engine::GlobalView) -> Result<T, Error>,
+) -> Result<T, Error> {
+    work(&engine.global()?)
 }
