@@ -83,10 +83,9 @@ pub async fn run(config: Config, user: &str, path: &Path, options: Options<'_>) 
         let actions: HashMap<usize, Action> = rows
             .iter()
             .map(|r| {
-                let action = match r.suggested_action() {
-                    "add" => Action::Add,
-                    "update" if update_duplicates => Action::Update,
-                    _ => Action::Skip,
+                let action = match r.suggested() {
+                    Action::Update if !update_duplicates => Action::Skip,
+                    suggested => suggested,
                 };
                 (r.index, action)
             })

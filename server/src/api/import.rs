@@ -395,7 +395,8 @@ async fn confirm(
         req.actions.into_iter().map(|a| Decision { row_index: a.row_index, action: a.action }).collect();
     let scope = state.engine.user(user.id);
     let batch = state.config.import.batch_rows;
-    let result = import::confirm(state.imports.clone(), scope, req.session_id, &decisions, accepts, batch).await?;
+    let result =
+        import::confirm(state.imports.clone(), scope, req.session_id, &decisions, None, accepts, batch).await?;
     Ok(axum::Json(result))
 }
 

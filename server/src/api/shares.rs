@@ -160,7 +160,7 @@ pub async fn confirm(
     let scope = state.engine.user(user.id);
     let batch = state.config.import.batch_rows;
     let result =
-        ops::confirm(&state.engine, state.imports.clone(), scope, &id, req.session_id, &decisions, batch).await?;
+        ops::confirm(&state.engine, state.imports.clone(), scope, &id, req.session_id, &decisions, None, batch).await?;
     Ok(axum::Json(result))
 }
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::format;
 use super::home::contact_link;
 use super::page::{Csrf, Form, PageResult, Upload, Viewer, field_error, page, page_with, see_other, shell};
-use crate::crm::import::{self, CardFile, Categories, Decision, ImportResult, Source};
+use crate::crm::import::{self, Bulk, CardFile, Categories, Decision, ImportResult, Source};
 use crate::crm::share::ops::{self as shares, ShareInput};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -131,10 +131,10 @@ async fn shares_section(viewer: &Viewer, state: &AppState) -> Result<Markup, Api
 
 /// Opens a contact shared with the viewer as an import preview, confirmed through the share.
 pub async fn share_review(State(state): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> PageResult {
-    let (sessions, scope) = (state.imports.clone(), state.scope(&viewer.user));
+    let (sessions, scope, dir) = (state.imports.clone(), state.scope(&viewer.user), state.config.data_dir.clone());
     let share = id.clone();
     let preview =
-        state.blocking(move |_| preview_value(|out| shares::accept(&sessions, &scope, &share, out))).await??;
+        state.blocking(move |_| preview_value(&dir, |out| shares::accept(&sessions, &scope, &share, out))).await??;
     let session = preview["session_id"].as_str().unwrap_or("").to_string();
     Ok(page(preview_page(&viewer, &preview, &format!("/shares/{id}/confirm/{session}"))))
 }
@@ -145,7 +145,7 @@ pub async fn share_confirm(
     Path((id, session)): Path<(String, String)>,
     form: Form,
 ) -> PageResult {
-    let decisions = decisions_of(&form);
+    let (decisions, bulk) = decisions_of(&form);
     let batch = state.config.import.batch_rows;
     let result = shares::confirm(
         &state.engine,
@@ -154,6 +154,7 @@ pub async fn share_confirm(
         &id,
         session,
         &decisions,
+        Some(bulk),
         batch,
     )
     .await
@@ -310,9 +311,10 @@ pub async fn upload(
             }
             Source::Vcf | Source::JsContact | Source::Records | Source::Share => {
                 let file = if kind == Source::Vcf { CardFile::Vcf } else { CardFile::JsContact };
+                let dir = state.config.data_dir.clone();
                 let preview = state
                     .blocking(move |_| {
-                        preview_value(|out| {
+                        preview_value(&dir, |out| {
                             import::preview_cards(&sessions, &scope, file, &upload.bytes, categories, max_cards, out)
                         })
                     })
@@ -450,23 +452,78 @@ pub async fn preview_csv(
             group: groups.get(i).and_then(|g| g.parse().ok()).unwrap_or(0),
         })
         .collect();
-    let (sessions, scope) = (state.imports.clone(), state.scope(&viewer.user));
+    let (sessions, scope, dir) = (state.imports.clone(), state.scope(&viewer.user), state.config.data_dir.clone());
     let preview = state
-        .blocking(move |_| preview_value(|out| import::preview_csv(&sessions, &scope, &session, &mappings, out)))
+        .blocking(move |_| preview_value(&dir, |out| import::preview_csv(&sessions, &scope, &session, &mappings, out)))
         .await??;
     let action = format!("/import/{}/confirm", preview["session_id"].as_str().unwrap_or(""));
     Ok(page(preview_page(&viewer, &preview, &action)))
 }
 
-/// The preview a preview operation writes, read back for the page (a page shows every row, so
-/// it is held whole here).
-fn preview_value<E>(write: impl FnOnce(&mut Vec<u8>) -> Result<import::Previewed, E>) -> Result<Value, ApiError>
+/// The rows a preview page lists; the others of a larger file take their suggestion (or the
+/// choice for all rows) at the confirm, and the page says how many they are.
+pub const SHOWN_ROWS: usize = 500;
+
+/// What a preview page shows of the preview a preview operation writes: its counts and first
+/// [`SHOWN_ROWS`] rows. The preview goes to an unnamed file in `dir` and is read back a row at a
+/// time, so a 100,000-card file's preview is never held whole.
+fn preview_value<E>(
+    dir: &std::path::Path,
+    write: impl FnOnce(&mut std::fs::File) -> Result<import::Previewed, E>,
+) -> Result<Value, ApiError>
 where
     ApiError: From<E>,
 {
-    let mut out = Vec::new();
-    write(&mut out)?;
-    serde_json::from_slice(&out).map_err(ApiError::internal)
+    #[derive(serde::Deserialize)]
+    struct Shown {
+        session_id: String,
+        total_rows: u64,
+        valid_rows: u64,
+        duplicate_count: u64,
+        error_count: u64,
+        rows: FirstRows,
+    }
+    let mut file = tempfile::tempfile_in(dir).map_err(ApiError::internal)?;
+    write(&mut file)?;
+    std::io::Seek::rewind(&mut file).map_err(ApiError::internal)?;
+    let shown: Shown = serde_json::from_reader(std::io::BufReader::new(file)).map_err(ApiError::internal)?;
+    Ok(serde_json::json!({
+        "session_id": shown.session_id, "total_rows": shown.total_rows, "valid_rows": shown.valid_rows,
+        "duplicate_count": shown.duplicate_count, "error_count": shown.error_count,
+        "rows": shown.rows.first, "rows_not_shown": shown.rows.more,
+    }))
+}
+
+/// The first [`SHOWN_ROWS`] of a list of rows, and how many more there were (skipped unread).
+struct FirstRows {
+    first: Vec<Value>,
+    more: u64,
+}
+
+impl<'de> serde::Deserialize<'de> for FirstRows {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Rows;
+        impl<'de> serde::de::Visitor<'de> for Rows {
+            type Value = FirstRows;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of rows")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<FirstRows, A::Error> {
+                let mut rows = FirstRows { first: Vec::new(), more: 0 };
+                while rows.first.len() < SHOWN_ROWS {
+                    match seq.next_element::<Value>()? {
+                        Some(row) => rows.first.push(row),
+                        None => return Ok(rows),
+                    }
+                }
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    rows.more += 1;
+                }
+                Ok(rows)
+            }
+        }
+        deserializer.deserialize_seq(Rows)
+    }
 }
 
 fn action_key(action: &str) -> &'static str {
@@ -536,9 +593,6 @@ fn preview_page(viewer: &Viewer, preview: &Value, action: &str) -> Markup {
                                 }
                             }
                             td {
-                                @if row["duplicate_match"].is_object() || row["batch_duplicate_of"].is_u64() {
-                                    input type="hidden" name={ "dup_" (index) } value="1";
-                                }
                                 @if !parsed.as_object().is_none_or(|o| o.is_empty()) {
                                     label for={ "action-" (index) } class="visually-hidden" { (viewer.lang.f("import.decision_for", &[("row", &(index + 1).to_string())])) }
                                     select id={ "action-" (index) } name={ "action_" (index) } {
@@ -554,6 +608,11 @@ fn preview_page(viewer: &Viewer, preview: &Value, action: &str) -> Markup {
                     }
                 }
             }
+            @if let Some(more) = preview["rows_not_shown"].as_u64().filter(|n| *n > 0) {
+                p class="muted" id="rows-not-shown" {
+                    (viewer.lang.f("import.not_shown", &[("shown", &rows.len().to_string()), ("count", &more.to_string())]))
+                }
+            }
             button type="submit" class="primary" { (t("import.confirm")) }
         }
         p { a href="/import" { (t("import.cancel")) } }
@@ -567,35 +626,34 @@ pub async fn confirm(
     Path(session): Path<String>,
     form: Form,
 ) -> PageResult {
-    let decisions = decisions_of(&form);
+    let (decisions, bulk) = decisions_of(&form);
     let batch = state.config.import.batch_rows;
     let accepts = [Source::Csv, Source::Vcf, Source::JsContact];
-    let result =
-        import::confirm(state.imports.clone(), state.scope(&viewer.user), session, &decisions, &accepts, batch)
-            .await
-            .map_err(ApiError::from)?;
+    let (sessions, scope) = (state.imports.clone(), state.scope(&viewer.user));
+    let result = import::confirm(sessions, scope, session, &decisions, Some(bulk), &accepts, batch)
+        .await
+        .map_err(ApiError::from)?;
     Ok(page(result_page(&viewer, &result)))
 }
 
-/// The decisions a preview's form sent: each row's choice, or what the choice for all rows
-/// makes of it.
-fn decisions_of(form: &Form) -> Vec<Decision> {
-    let bulk = form.get("bulk");
-    // The rows of this session and what each row's select said (or what the bulk choice makes of it).
-    let mut decisions = Vec::new();
-    for (key, value) in &form.0 {
-        let Some(index) = key.strip_prefix("action_").and_then(|i| i.parse::<usize>().ok()) else { continue };
-        let duplicate = form.has(&format!("dup_{index}"));
-        let action = match bulk.as_str() {
-            "skip" => "skip",
-            "add_update" if duplicate => "update",
-            "add_skip" if duplicate => "skip",
-            "add_update" | "add_skip" => "add",
-            _ => value.as_str(),
-        };
-        decisions.push(Decision { row_index: index, action: action.to_string() });
-    }
-    decisions
+/// The decisions a preview's form sent: each shown row's choice, and the choice for all rows
+/// (which the confirm applies, to the rows not shown too).
+fn decisions_of(form: &Form) -> (Vec<Decision>, Bulk) {
+    let bulk = match form.get("bulk").as_str() {
+        "skip" => Bulk::Skip,
+        "add_update" => Bulk::AddUpdate,
+        "add_skip" => Bulk::AddSkip,
+        _ => Bulk::Rows,
+    };
+    let decisions = form
+        .0
+        .iter()
+        .filter_map(|(key, value)| {
+            let index = key.strip_prefix("action_")?.parse::<usize>().ok()?;
+            Some(Decision { row_index: index, action: value.clone() })
+        })
+        .collect();
+    (decisions, bulk)
 }
 
 fn result_page(viewer: &Viewer, result: &ImportResult) -> Markup {

@@ -700,3 +700,49 @@ async fn the_contact_pages_add_forms_come_back_with_what_was_typed() {
         web.post(&format!("/contacts/{id}/gifts"), &[("description", "A Geiger counter"), ("status", "idea")]).await;
     assert_eq!(fine.status(), 303);
 }
+
+/// A large file on the web import: the preview page lists its first rows (500) and says how many
+/// more there are; the confirm takes the listed rows' choices and gives every other row its
+/// suggestion (a duplicate of a contact, or of an earlier row, past the listed ones is skipped),
+/// or what the choice for all rows makes of it.
+#[tokio::test]
+async fn a_large_web_import_lists_its_first_rows_and_the_others_take_their_suggestion() {
+    let server = Instance::new().spawn();
+    let ada = server.sign_up("ada").await;
+    let existing = json!({ "firstname": "Dup", "lastname": "Licate", "email": "dup@example.org" });
+    assert_eq!(ada.post("/api/v1/contacts", existing).await.status(), 201);
+    let card = |first: &str, last: &str, email: &str| {
+        format!(
+            "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:{first} {last}\r\nN:{last};{first};;;\r\nEMAIL:{email}\r\nEND:VCARD\r\n"
+        )
+    };
+    let mut file = String::new();
+    for i in 0..620 {
+        file += &match i {
+            0 | 610 => card("Dup", "Licate", "dup@example.org"),
+            615 => card("Person", "612", "p612@example.org"),
+            _ => card("Person", &i.to_string(), &format!("p{i}@example.org")),
+        };
+    }
+    let web = Browser::of(&server, &ada).await;
+    let preview =
+        web.upload("/import", &[("categories", "tags")], "file", "many.vcf", "text/vcard", file.as_bytes()).await;
+    assert_eq!(preview.status(), 200);
+    let page = preview.text().await.unwrap();
+    assert_eq!(page.matches("name=\"action_").count(), 500, "the first 500 rows are listed");
+    assert!(page.contains("name=\"action_499\"") && !page.contains("name=\"action_500\""));
+    assert!(page.contains("id=\"rows-not-shown\"") && page.contains("The other 120"), "{page}");
+    let confirm = page.split("action=\"/import/").nth(1).and_then(|s| s.split('"').next()).expect("confirm action");
+
+    // As the page would send it: row 0 (a duplicate) skipped, the other listed rows added.
+    let names: Vec<String> = (0..500).map(|i| format!("action_{i}")).collect();
+    let mut form: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "add")).collect();
+    form[0].1 = "skip";
+    form.push(("bulk", "rows"));
+    let done = web.post(&format!("/import/{confirm}"), &form).await;
+    assert_eq!(done.status(), 200);
+    // 499 listed + 118 of the 120 others (row 610 duplicates the contact, row 615 row 612).
+    assert_eq!(total(&ada).await, 1 + 499 + 118);
+    let found: Value = ada.get("/api/v1/contacts?search=p612%40example.org").await.json().await.unwrap();
+    assert_eq!(found["total"], 1, "{found}");
+}

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::pictures::Picture;
 use super::runs::{ImportRun, record_run};
-use super::{Held, HeldRow, Source, merge, new_contact};
+use super::{Action, Held, HeldRow, Source, merge, new_contact};
 use crate::crm::contact::{Contact, INDEX_UID};
 
 /// Rows per write transaction when applying, unless configured (`IMPORT_BATCH_ROWS`): one durable
@@ -142,25 +142,6 @@ pub fn apply_batch(tx: &TxUser<'_, '_>, ops: &[Op]) -> mycorrhizal_engine::Resul
     }
     // Every op got its outcome above, in the batch's order.
     Ok(out.into_iter().flatten().collect())
-}
-
-/// A person's decision for one row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    Add,
-    Update,
-    Skip,
-}
-
-impl Action {
-    pub fn parse(text: &str) -> Option<Action> {
-        match text {
-            "add" => Some(Action::Add),
-            "update" => Some(Action::Update),
-            "skip" => Some(Action::Skip),
-            _ => None,
-        }
-    }
 }
 
 fn row_error(row: &HeldRow, reason: &str) -> String {

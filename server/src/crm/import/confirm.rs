@@ -24,9 +24,37 @@ pub struct Decision {
     pub action: String,
 }
 
-/// Confirms `session_id` of the scope's user with `decisions` (a row without one is skipped),
-/// when its source is one of `accepts`, writing `batch` rows per transaction (see
-/// [`batch_rows`](super::batch_rows)).
+/// The choice for all rows a preview offers beside each row's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bulk {
+    /// Each row's decision; a row without one (not shown: a page lists the first rows of a large
+    /// file) takes its suggested action.
+    Rows,
+    /// Every row added, or merged into the contact it duplicates.
+    AddUpdate,
+    /// Every row added, but for duplicates, skipped.
+    AddSkip,
+    /// Nothing imported.
+    Skip,
+}
+
+impl Bulk {
+    /// The action for a row whose own decision (or, without one, suggestion) is `chosen`.
+    pub fn choose(self, duplicate: bool, chosen: Action) -> Action {
+        match self {
+            Bulk::Rows => chosen,
+            Bulk::Skip => Action::Skip,
+            Bulk::AddUpdate if duplicate => Action::Update,
+            Bulk::AddSkip if duplicate => Action::Skip,
+            Bulk::AddUpdate | Bulk::AddSkip => Action::Add,
+        }
+    }
+}
+
+/// Confirms `session_id` of the scope's user with `decisions` (a row without one is skipped,
+/// unless `bulk` is given: then every row read into a record takes `bulk`'s choice, from its
+/// own decision or else its suggestion), when its source is one of `accepts`, writing `batch`
+/// rows per transaction (see [`batch_rows`](super::batch_rows)).
 ///
 /// The session is settled inside the blocking task, so a client that hangs up mid-import still
 /// leaves the result for a repeat; if the task dies, the session is dropped (the client
@@ -36,6 +64,7 @@ pub async fn confirm(
     scope: UserScope,
     session_id: String,
     decisions: &[Decision],
+    bulk: Option<Bulk>,
     accepts: &[Source],
     batch: usize,
 ) -> Result<ImportResult, ImportError> {
@@ -65,6 +94,12 @@ pub async fn confirm(
         sessions.finish(user, &session_id, Stage::Previewed(held));
         return Err(ImportError::Invalid { field: format!("actions[{i}].row_index"), reason });
     }
+    if let Some(bulk) = bulk {
+        for row in held.rows.iter().filter(|row| row.has_record()) {
+            let chosen = actions.get(&row.index).copied().unwrap_or(row.suggested);
+            actions.insert(row.index, bulk.choose(row.flagged, chosen));
+        }
+    }
     let settle = Settle { sessions, user, id: session_id, done: false };
     tokio::task::spawn_blocking(move || {
         let mut settle = settle;
@@ -89,6 +124,24 @@ impl Drop for Settle {
     fn drop(&mut self) {
         if !self.done {
             self.sessions.remove(self.user, &self.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_choice_for_all_rows_decides_from_each_rows_own() {
+        use Action::{Add, Skip, Update};
+        for chosen in [Add, Update, Skip] {
+            assert_eq!(Bulk::Rows.choose(true, chosen), chosen);
+            assert_eq!(Bulk::Skip.choose(false, chosen), Skip);
+            assert_eq!(Bulk::AddUpdate.choose(true, chosen), Update);
+            assert_eq!(Bulk::AddSkip.choose(true, chosen), Skip);
+            assert_eq!(Bulk::AddUpdate.choose(false, chosen), Add);
+            assert_eq!(Bulk::AddSkip.choose(false, chosen), Add);
         }
     }
 }

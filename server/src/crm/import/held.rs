@@ -15,7 +15,7 @@ use std::path::Path;
 use mycorrhizal_codecs::record::NeutralRecord;
 use mycorrhizal_codecs::vcard::Photo;
 
-use super::{ImportError, ImportRow};
+use super::{Action, ImportError, ImportRow};
 
 /// What the confirm needs of a previewed row.
 #[derive(Debug)]
@@ -26,6 +26,10 @@ pub struct HeldRow {
     pub errors: Vec<String>,
     /// The existing contact the row matched: what an update merges into.
     pub duplicate_of: Option<u64>,
+    /// What the preview suggested for the row.
+    pub suggested: Action,
+    /// Whether the preview marked the row a duplicate (of a contact, or of an earlier row).
+    pub flagged: bool,
     /// Where the row's record is in the spool; `None` for a row that has none.
     card: Option<Span>,
 }
@@ -72,6 +76,8 @@ impl Holding {
 
     /// Holds a row: its record and photo go to the spool, the rest stays in memory.
     pub fn hold(&mut self, row: ImportRow) -> Result<(), ImportError> {
+        let suggested = row.suggested();
+        let flagged = row.duplicate.is_some() || row.batch_duplicate_of.is_some();
         let ImportRow { index, line, record, photo, errors, duplicate, .. } = row;
         let card = match record {
             None => None,
@@ -91,7 +97,8 @@ impl Holding {
                 Some(span)
             }
         };
-        self.rows.push(HeldRow { index, line, errors, duplicate_of: duplicate.map(|d| d.existing_contact_id), card });
+        let duplicate_of = duplicate.map(|d| d.existing_contact_id);
+        self.rows.push(HeldRow { index, line, errors, duplicate_of, suggested, flagged, card });
         Ok(())
     }
 

@@ -24,8 +24,8 @@ mod rows;
 mod runs;
 mod sessions;
 
-pub use apply::{Action, BATCH, ImportResult, Op, Outcome, apply_batch, execute};
-pub use confirm::{CONCURRENT_CONFIRM_WAIT, Decision, confirm};
+pub use apply::{BATCH, ImportResult, Op, Outcome, apply_batch, execute};
+pub use confirm::{Bulk, CONCURRENT_CONFIRM_WAIT, Decision, confirm};
 pub use detect::{Detector, prepare};
 pub use held::{Held, HeldRow, Holding};
 pub use merge::{Added, FieldChange, MergeDiff, diff, merge};
@@ -36,7 +36,8 @@ pub use preview::{
     upload_csv,
 };
 pub use rows::{
-    Categories, DuplicateMatch, ImportRow, MAX_RECORDS, check_count, row_of, rows_of, rows_of_cards, rows_of_records,
+    Action, Categories, DuplicateMatch, ImportRow, MAX_RECORDS, check_count, row_of, rows_of, rows_of_cards,
+    rows_of_records,
 };
 pub use runs::{ImportRun, ImportRunList, ImportRunView, RUNS_KEPT, recent_runs, record_run, run_list};
 pub use sessions::{OPEN_SESSIONS_PER_USER, SESSION_LIFETIME, Session, SessionError, Sessions, Stage};

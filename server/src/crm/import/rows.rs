@@ -84,13 +84,45 @@ impl ImportRow {
 
     /// `add`, `update` or `skip`: what a person would most likely choose.
     pub fn suggested_action(&self) -> &'static str {
+        self.suggested().as_str()
+    }
+
+    /// What a person would most likely choose.
+    pub fn suggested(&self) -> Action {
         if self.record.is_none() || self.batch_duplicate_of.is_some() {
-            return "skip";
+            return Action::Skip;
         }
         match (&self.duplicate, &self.diff) {
-            (None, _) => "add",
-            (Some(_), Some(diff)) if !diff.is_empty() => "update",
-            (Some(_), _) => "skip",
+            (None, _) => Action::Add,
+            (Some(_), Some(diff)) if !diff.is_empty() => Action::Update,
+            (Some(_), _) => Action::Skip,
+        }
+    }
+}
+
+/// A person's decision for one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Add,
+    Update,
+    Skip,
+}
+
+impl Action {
+    pub fn parse(text: &str) -> Option<Action> {
+        match text {
+            "add" => Some(Action::Add),
+            "update" => Some(Action::Update),
+            "skip" => Some(Action::Skip),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Add => "add",
+            Action::Update => "update",
+            Action::Skip => "skip",
         }
     }
 }

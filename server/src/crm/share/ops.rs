@@ -287,6 +287,7 @@ pub async fn confirm(
     id: &str,
     session_id: String,
     decisions: &[Decision],
+    bulk: Option<import::Bulk>,
     batch: usize,
 ) -> std::result::Result<ImportResult, ShareError> {
     let row = scope.view().map_err(|e| ShareError::Share(e.into())).and_then(|v| {
@@ -308,7 +309,7 @@ pub async fn confirm(
         if !done || row.body.status != "accepted" {
             return Err(ShareError::Share(Error::Conflict("the share has already been answered".into())));
         }
-        return import::confirm(sessions, scope, session_id, decisions, &[Source::Share], batch)
+        return import::confirm(sessions, scope, session_id, decisions, bulk, &[Source::Share], batch)
             .await
             .map_err(ShareError::Import);
     }
@@ -321,7 +322,7 @@ pub async fn confirm(
     if side(&now, id).map_err(ShareError::Share)?.body.status != "pending" {
         return Err(ShareError::Share(Error::Conflict("the share has already been answered".into())));
     }
-    let result = import::confirm(sessions, scope.clone(), session_id, decisions, &[Source::Share], batch)
+    let result = import::confirm(sessions, scope.clone(), session_id, decisions, bulk, &[Source::Share], batch)
         .await
         .map_err(ShareError::Import)?;
     // Accepted once the copy is in the book; a confirm that added nothing (every row skipped, or
