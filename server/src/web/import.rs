@@ -462,7 +462,7 @@ pub async fn preview_csv(
 
 /// The rows a preview page lists; the others of a larger file take their suggestion (or the
 /// choice for all rows) at the confirm, and the page says how many they are.
-pub const SHOWN_ROWS: usize = 500;
+const SHOWN_ROWS: usize = 500;
 
 /// What a preview page shows of the preview a preview operation writes: its counts and first
 /// [`SHOWN_ROWS`] rows. The preview goes to an unnamed file in `dir` and is read back a row at a
