@@ -114,6 +114,11 @@ def main():
     if missing:
         skip("missing " + ", ".join(missing) + "; as root: apt-get install podman runc mmdebstrap iptables")
 
+    # Base images, the build stage's image and its cache mounts take about 3 GB.
+    free = shutil.disk_usage("/var/lib" if os.path.isdir("/var/lib") else "/").free
+    if free < 6 << 30:
+        skip(f"{free >> 20} MB free under /var/lib; the images and the build need about 6 GB")
+
     work = pathlib.Path(tempfile.mkdtemp(prefix="mycorrhizal-container-"))
     conf = work / "containers.conf"
     conf.write_text(CONTAINERS_CONF)
