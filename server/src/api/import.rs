@@ -7,7 +7,7 @@
 use std::io::Seek;
 
 use crate::http::extract::Query;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::multipart::Field;
 use axum::extract::{Multipart, State};
 use axum::http::header::CONTENT_TYPE;
@@ -25,6 +25,7 @@ use crate::crm::import::{
 use crate::error::ApiError;
 use crate::http::extract::FileUpload;
 use crate::http::json::Json;
+use crate::http::upload::{self, multipart_error};
 use crate::state::AppState;
 
 /// Whether `field` is the multipart field `file`; a name not ending in one of `extensions` is
@@ -43,10 +44,6 @@ fn is_file(field: &Field<'_>, extensions: &[&str]) -> Result<bool, ApiError> {
 
 fn no_file() -> ApiError {
     ApiError::invalid_input("file", "missing: send the file in the multipart field \"file\"")
-}
-
-fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
-    ApiError::invalid_input("file", e.body_text())
 }
 
 /// Reads the multipart field `file`, refusing a wrong extension and enforcing `limit` while
@@ -69,61 +66,6 @@ async fn read_file(mut form: Multipart, extensions: &[&str], limit: usize) -> Re
         return Ok(bytes);
     }
     Err(no_file())
-}
-
-/// An upload's bytes as they arrive, read on the blocking pool: the chunks the request handler
-/// passes on, then the end, or an error once the upload failed (too large, cut off, empty).
-struct Arriving {
-    chunks: tokio::sync::mpsc::Receiver<Result<Bytes, String>>,
-    chunk: Bytes,
-}
-
-impl std::io::Read for Arriving {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.chunk.is_empty() {
-            match self.chunks.blocking_recv() {
-                None => return Ok(0),
-                Some(Ok(chunk)) => self.chunk = chunk,
-                Some(Err(e)) => return Err(std::io::Error::other(e)),
-            }
-        }
-        let n = buf.len().min(self.chunk.len());
-        buf[..n].copy_from_slice(&self.chunk[..n]);
-        self.chunk = self.chunk.slice(n..);
-        Ok(n)
-    }
-}
-
-/// Passes the field's bytes on to `to` as they arrive, enforcing `limit`; an upload that fails
-/// (or is empty) is told to the reader as an error before this returns the refusal, so what
-/// reads it never takes a partial upload for a whole one.
-async fn pass_on(
-    field: &mut Field<'_>,
-    to: tokio::sync::mpsc::Sender<Result<Bytes, String>>,
-    limit: usize,
-) -> Result<(), ApiError> {
-    let mut total = 0usize;
-    let outcome = async {
-        while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
-            total += chunk.len();
-            if total > limit {
-                return Err(ApiError::PayloadTooLarge { limit });
-            }
-            if to.send(Ok(chunk)).await.is_err() {
-                // The reader stopped (it failed): its error is the answer.
-                return Ok(());
-            }
-        }
-        if total == 0 {
-            return Err(ApiError::invalid_input("file", "the file is empty"));
-        }
-        Ok(())
-    }
-    .await;
-    if let Err(e) = &outcome {
-        let _ = to.send(Err(e.to_string())).await;
-    }
-    outcome
 }
 
 /// Answers a preview: `write` writes its JSON to an unnamed file in the data folder on the
@@ -243,18 +185,17 @@ pub async fn upload_vcf(
         }
         // The cards are parsed as they arrive, on the blocking pool, while this task passes
         // them on.
-        let (to, chunks) = tokio::sync::mpsc::channel(4);
+        let (to, input) = upload::channel();
         let (sessions, scope, max_cards) =
             (state.imports.clone(), state.engine.user(user.id), state.config.import.max_cards);
         let answering = state.clone();
         let preview = tokio::spawn(async move {
-            let input = Arriving { chunks, chunk: Bytes::new() };
             preview_answer(&answering, move |out| {
                 import::preview_vcf(&sessions, &scope, input, categories, max_cards, out)
             })
             .await
         });
-        let passed = pass_on(&mut field, to, state.config.import.max_file_bytes).await;
+        let passed = upload::pass_on(&mut field, to, state.config.import.max_file_bytes).await;
         let answer = preview.await.map_err(ApiError::internal)?;
         passed?;
         return answer;

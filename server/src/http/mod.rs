@@ -9,6 +9,7 @@ pub mod gate;
 pub mod json;
 pub mod params;
 pub mod request_id;
+pub mod upload;
 
 use std::time::Instant;
 

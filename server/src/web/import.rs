@@ -12,10 +12,11 @@ use serde_json::Value;
 
 use super::format;
 use super::home::contact_link;
-use super::page::{Csrf, Form, PageResult, Upload, Viewer, field_error, page, page_with, see_other, shell};
+use super::page::{Csrf, Form, PageResult, Upload, Viewer, check_csrf, field_error, page, page_with, see_other, shell};
 use crate::crm::import::{self, Bulk, CardFile, Categories, Decision, ImportResult, Source};
 use crate::crm::share::ops::{self as shares, ShareInput};
 use crate::error::ApiError;
+use crate::http::upload;
 use crate::state::AppState;
 
 fn recent_runs(viewer: &Viewer, state: &AppState) -> impl std::future::Future<Output = Result<Markup, ApiError>> {
@@ -57,14 +58,15 @@ fn upload_form(viewer: &Viewer, error: Option<&str>) -> Markup {
         @if let Some(e) = error { p class="error" role="alert" { (e) } }
         form method="post" action="/import" enctype="multipart/form-data" class="stack" {
             (c.csrf_field())
-            label for="file" { (t("import.file")) }
-            input id="file" name="file" type="file" required accept=".vcf,.vcard,.json,.jscontact,.csv,.txt";
-            p class="hint" { (t("import.file_hint")) }
+            // The file comes last: a vCard file is parsed as it arrives, with what came before it.
             label for="categories" { (t("import.categories")) }
             select id="categories" name="categories" {
                 option value="tags" { (t("import.as_tags")) }
                 option value="circles" { (t("import.as_circles")) }
             }
+            label for="file" { (t("import.file")) }
+            input id="file" name="file" type="file" required accept=".vcf,.vcard,.json,.jscontact,.csv,.txt";
+            p class="hint" { (t("import.file_hint")) }
             button type="submit" class="primary" { (t("import.upload")) }
         }
     }
@@ -278,11 +280,52 @@ pub async fn upload(
     State(state): State<AppState>,
     viewer: Viewer,
     csrf: axum::Extension<Csrf>,
-    form: Multipart,
+    mut form: Multipart,
 ) -> PageResult {
     let limit = state.config.import.max_file_bytes.max(state.config.import.max_csv_bytes);
     let outcome = async {
-        let upload = Upload::read(form, &csrf.0, "file", limit).await?;
+        // The text fields before the file (the form puts it last), then the file, unread.
+        let bad = upload::multipart_error;
+        let mut fields = Vec::new();
+        let file = loop {
+            match form.next_field().await.map_err(bad)? {
+                Some(field) if field.name() == Some("file") => break Some(field),
+                Some(field) => fields.push((field.name().unwrap_or("").to_string(), field.text().await.map_err(bad)?)),
+                None => break None,
+            }
+        };
+        check_csrf(&fields, &csrf.0)?;
+        let fields = Form(fields);
+        let Some(mut field) = file else {
+            return Err(ApiError::invalid_input("file", "choose a file: it is missing or empty"));
+        };
+        let name = field.file_name().unwrap_or("").to_string();
+        if [".vcf", ".vcard"].iter().any(|ext| name.to_lowercase().ends_with(ext)) {
+            // A vCard file is parsed as it arrives, as the API's upload is.
+            state.imports.check_room(viewer.user.id).map_err(|e| ApiError::from(import::ImportError::Session(e)))?;
+            let categories = Categories::from_request(Some(&fields.get("categories")))?;
+            let (to, input) = upload::channel();
+            let (sessions, scope) = (state.imports.clone(), state.scope(&viewer.user));
+            let (max_cards, dir) = (state.config.import.max_cards, state.config.data_dir.clone());
+            let previewing = tokio::task::spawn_blocking(move || {
+                preview_value(&dir, |out| import::preview_vcf(&sessions, &scope, input, categories, max_cards, out))
+            });
+            let passed = upload::pass_on(&mut field, to, state.config.import.max_file_bytes).await;
+            let preview = previewing.await.map_err(ApiError::internal)?;
+            passed?;
+            let preview = preview?;
+            let action = format!("/import/{}/confirm", preview["session_id"].as_str().unwrap_or(""));
+            return Ok(preview_page(&viewer, &preview, &action));
+        }
+        let content_type = field.content_type().unwrap_or("application/octet-stream").to_string();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = field.chunk().await.map_err(upload::multipart_error)? {
+            if bytes.len() + chunk.len() > limit {
+                return Err(ApiError::PayloadTooLarge { limit });
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let upload = Upload { file_name: name.to_lowercase(), original_name: name, content_type, bytes, fields };
         if upload.bytes.is_empty() {
             return Err(ApiError::invalid_input("file", "choose a file: it is missing or empty"));
         }

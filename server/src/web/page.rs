@@ -244,15 +244,21 @@ impl Upload {
                 fields.push((name, text));
             }
         }
-        let sent = fields.iter().find(|(k, _)| k == "_csrf").map(|(_, v)| v.as_str()).unwrap_or("");
-        if csrf.0.is_empty() || !constant_time_eq(sent.as_bytes(), csrf.0.as_bytes()) {
-            return Err(ApiError::Forbidden(
-                "This form has expired or came from another site. Reload the page and try again.".into(),
-            ));
-        }
+        check_csrf(&fields, csrf)?;
         let file_name = original_name.to_lowercase();
         Ok(Upload { file_name, original_name, content_type, bytes, fields: Form(fields) })
     }
+}
+
+/// Refuses a form whose `_csrf` field is not the session's token.
+pub fn check_csrf(fields: &[(String, String)], csrf: &Csrf) -> Result<(), ApiError> {
+    let sent = fields.iter().find(|(k, _)| k == "_csrf").map(|(_, v)| v.as_str()).unwrap_or("");
+    if csrf.0.is_empty() || !constant_time_eq(sent.as_bytes(), csrf.0.as_bytes()) {
+        return Err(ApiError::Forbidden(
+            "This form has expired or came from another site. Reload the page and try again.".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
